@@ -1,0 +1,203 @@
+//! The command layer: the table of every command (name, arity, flags, key positions)
+//! and the parser that turns a request's arguments into a typed [`Command`].
+//!
+//! Parsing checks everything that can be checked without data (arity, syntax, integer
+//! and float arguments) and answers with Redis's exact error text. It never touches
+//! the keyspace: executing is the shard's job, coordinating the connection's.
+
+pub mod errors;
+pub mod parse;
+pub mod table;
+
+use bytes::Bytes;
+
+pub use parse::parse_command;
+
+/// When a SET-like write applies.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SetCondition {
+    Always,
+    /// NX: only if the key does not exist.
+    IfAbsent,
+    /// XX: only if the key exists.
+    IfPresent,
+}
+
+/// What a write does to the key's TTL.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TtlChange {
+    /// Remove any TTL (a plain SET).
+    Clear,
+    /// Keep the TTL (KEEPTTL).
+    Keep,
+    /// Expire this many milliseconds from now (EX/PX).
+    AfterMs(u64),
+    /// Expire at this unix time in milliseconds (EXAT/PXAT).
+    AtMs(u64),
+}
+
+/// GETEX's options.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum GetExTtl {
+    Unchanged,
+    Persist,
+    Set(TtlChange),
+}
+
+/// EXPIRE's NX/XX/GT/LT options (XX may combine with GT or LT, as in Redis).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExpireCondition {
+    /// Only when the key has no TTL.
+    pub nx: bool,
+    /// Only when the key has a TTL.
+    pub xx: bool,
+    /// Only when the new TTL is greater (no TTL counts as infinite).
+    pub gt: bool,
+    /// Only when the new TTL is smaller.
+    pub lt: bool,
+}
+
+/// Units for TTL replies.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TimeUnit {
+    Seconds,
+    Millis,
+}
+
+/// A command on exactly one key, executed entirely inside the shard that owns it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KeyCommand {
+    Get(Bytes),
+    Set { key: Bytes, value: Bytes, condition: SetCondition, ttl: TtlChange, get: bool },
+    GetDel(Bytes),
+    GetEx { key: Bytes, ttl: GetExTtl },
+    Append { key: Bytes, value: Bytes },
+    StrLen(Bytes),
+    GetRange { key: Bytes, start: i64, end: i64 },
+    SetRange { key: Bytes, offset: usize, value: Bytes },
+    IncrBy { key: Bytes, by: i64 },
+    IncrByFloat { key: Bytes, by: f64 },
+    /// EXPIRE family; `ms` is a unix time when `absolute`, else relative to now.
+    Expire { key: Bytes, ms: i64, absolute: bool, condition: ExpireCondition, command: &'static str },
+    Ttl { key: Bytes, unit: TimeUnit },
+    ExpireTime { key: Bytes, unit: TimeUnit },
+    Persist(Bytes),
+    Type(Bytes),
+    ObjectEncoding(Bytes),
+}
+
+impl KeyCommand {
+    pub fn key(&self) -> &Bytes {
+        match self {
+            KeyCommand::Get(key)
+            | KeyCommand::GetDel(key)
+            | KeyCommand::StrLen(key)
+            | KeyCommand::Persist(key)
+            | KeyCommand::Type(key)
+            | KeyCommand::ObjectEncoding(key) => key,
+            KeyCommand::Set { key, .. }
+            | KeyCommand::GetEx { key, .. }
+            | KeyCommand::Append { key, .. }
+            | KeyCommand::GetRange { key, .. }
+            | KeyCommand::SetRange { key, .. }
+            | KeyCommand::IncrBy { key, .. }
+            | KeyCommand::IncrByFloat { key, .. }
+            | KeyCommand::Expire { key, .. }
+            | KeyCommand::Ttl { key, .. }
+            | KeyCommand::ExpireTime { key, .. } => key,
+        }
+    }
+
+    /// Whether the command may change data (and so yield a delta).
+    pub fn is_write(&self) -> bool {
+        !matches!(
+            self,
+            KeyCommand::Get(_)
+                | KeyCommand::StrLen(_)
+                | KeyCommand::GetRange { .. }
+                | KeyCommand::Ttl { .. }
+                | KeyCommand::ExpireTime { .. }
+                | KeyCommand::Type(_)
+                | KeyCommand::ObjectEncoding(_)
+        )
+    }
+}
+
+/// Commands over several keys, which may live on several shards.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MultiKeyCommand {
+    MGet(Vec<Bytes>),
+    /// Applied per shard; see docs/semantics.md for its atomicity.
+    MSet(Vec<(Bytes, Bytes)>),
+    MSetNx(Vec<(Bytes, Bytes)>),
+    Del(Vec<Bytes>),
+    Exists(Vec<Bytes>),
+    Touch(Vec<Bytes>),
+    Rename { src: Bytes, dst: Bytes, nx: bool },
+    Copy { src: Bytes, dst: Bytes, replace: bool },
+}
+
+/// Commands over the whole keyspace (every shard).
+#[derive(Clone, Debug, PartialEq)]
+pub enum KeyspaceCommand {
+    DbSize,
+    Flush,
+    Keys(Bytes),
+    Scan { cursor: u64, pattern: Option<Bytes>, count: usize, type_name: Option<Bytes> },
+    RandomKey,
+}
+
+/// CLIENT subcommands.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ClientCommand {
+    Id,
+    SetName(Bytes),
+    GetName,
+    List,
+    Info,
+    /// By address (`CLIENT KILL addr` or `ADDR addr`), by id, or both.
+    Kill { addr: Option<Bytes>, id: Option<u64>, legacy: bool, skip_me: bool },
+    SetInfo,
+    Help,
+}
+
+/// COMMAND subcommands.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CommandCommand {
+    All,
+    Count,
+    Info(Vec<Bytes>),
+    Docs(Vec<Bytes>),
+    GetKeys(Vec<Bytes>),
+    List,
+    Help,
+}
+
+/// CONFIG subcommands.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ConfigCommand {
+    Get(Vec<Bytes>),
+    Set(Vec<(Bytes, Bytes)>),
+    ResetStat,
+    Help,
+}
+
+/// Every command a client can send, typed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Command {
+    Ping(Option<Bytes>),
+    Echo(Bytes),
+    Hello { protover: Option<i64>, auth: Option<(Bytes, Bytes)>, setname: Option<Bytes> },
+    Auth { user: Option<Bytes>, password: Bytes },
+    Select(i64),
+    Quit,
+    Reset,
+    Client(ClientCommand),
+    Command(CommandCommand),
+    Info(Vec<Bytes>),
+    Config(ConfigCommand),
+    Time,
+    Keyspace(KeyspaceCommand),
+    Multi(MultiKeyCommand),
+    Key(KeyCommand),
+}

@@ -1,0 +1,481 @@
+//! Arguments -> typed [`Command`], with Redis's checks and error texts.
+
+use bytes::Bytes;
+
+use super::errors::{self, wrong_arity};
+use super::table::{self, CmdId};
+use super::*;
+use crate::engine::kv::value::{parse_f64, parse_i64};
+use crate::protocol::Frame;
+
+type Parsed = Result<Command, Frame>;
+
+fn eq(arg: &[u8], word: &str) -> bool {
+    arg.eq_ignore_ascii_case(word.as_bytes())
+}
+
+fn int(arg: &[u8]) -> Result<i64, Frame> {
+    parse_i64(arg).ok_or_else(|| errors::error(errors::NOT_INTEGER))
+}
+
+fn take(args: &mut [Bytes], i: usize) -> Bytes {
+    std::mem::take(&mut args[i])
+}
+
+/// Parse one request. `args[0]` is the command name; `args` is never empty.
+pub fn parse_command(mut args: Vec<Bytes>) -> Parsed {
+    debug_assert!(!args.is_empty());
+    let Some(spec) = table::lookup(&args[0]) else {
+        return Err(errors::unknown_command(&args));
+    };
+    if !spec.arity_ok(args.len()) {
+        return Err(wrong_arity(spec.name));
+    }
+    let a = &mut args[..];
+    let key = |cmd: KeyCommand| Ok(Command::Key(cmd));
+    match spec.id {
+        CmdId::Get => key(KeyCommand::Get(take(a, 1))),
+        CmdId::Set => parse_set(a),
+        CmdId::SetNx => key(KeyCommand::Set {
+            key: take(a, 1),
+            value: take(a, 2),
+            condition: SetCondition::IfAbsent,
+            ttl: TtlChange::Keep,
+            get: false,
+        }),
+        CmdId::SetEx | CmdId::PSetEx => {
+            let amount = int(&a[2])?;
+            let ms = if spec.id == CmdId::SetEx { amount.checked_mul(1000) } else { Some(amount) };
+            match ms {
+                Some(ms) if amount > 0 => key(KeyCommand::Set {
+                    key: take(a, 1),
+                    value: take(a, 3),
+                    condition: SetCondition::Always,
+                    ttl: TtlChange::AfterMs(ms as u64),
+                    get: false,
+                }),
+                _ => Err(errors::invalid_expire(spec.name)),
+            }
+        }
+        CmdId::GetSet => key(KeyCommand::Set {
+            key: take(a, 1),
+            value: take(a, 2),
+            condition: SetCondition::Always,
+            ttl: TtlChange::Clear,
+            get: true,
+        }),
+        CmdId::GetDel => key(KeyCommand::GetDel(take(a, 1))),
+        CmdId::GetEx => parse_getex(a),
+        CmdId::Append => key(KeyCommand::Append { key: take(a, 1), value: take(a, 2) }),
+        CmdId::StrLen => key(KeyCommand::StrLen(take(a, 1))),
+        CmdId::GetRange => {
+            let start = int(&a[2])?;
+            let end = int(&a[3])?;
+            key(KeyCommand::GetRange { key: take(a, 1), start, end })
+        }
+        CmdId::SetRange => {
+            let offset = int(&a[2])?;
+            if offset < 0 {
+                return Err(errors::error(errors::OFFSET_OUT_OF_RANGE));
+            }
+            key(KeyCommand::SetRange { key: take(a, 1), offset: offset as usize, value: take(a, 3) })
+        }
+        CmdId::Incr => key(KeyCommand::IncrBy { key: take(a, 1), by: 1 }),
+        CmdId::Decr => key(KeyCommand::IncrBy { key: take(a, 1), by: -1 }),
+        CmdId::IncrBy => {
+            let by = int(&a[2])?;
+            key(KeyCommand::IncrBy { key: take(a, 1), by })
+        }
+        CmdId::DecrBy => {
+            let by = int(&a[2])?;
+            if by == i64::MIN {
+                return Err(Frame::static_error("ERR decrement would overflow"));
+            }
+            key(KeyCommand::IncrBy { key: take(a, 1), by: -by })
+        }
+        CmdId::IncrByFloat => {
+            let by = parse_f64(&a[2]).ok_or_else(|| errors::error(errors::NOT_FLOAT))?;
+            key(KeyCommand::IncrByFloat { key: take(a, 1), by })
+        }
+        CmdId::Expire | CmdId::PExpire | CmdId::ExpireAt | CmdId::PExpireAt => parse_expire(spec.id, spec.name, a),
+        CmdId::Ttl => key(KeyCommand::Ttl { key: take(a, 1), unit: TimeUnit::Seconds }),
+        CmdId::PTtl => key(KeyCommand::Ttl { key: take(a, 1), unit: TimeUnit::Millis }),
+        CmdId::ExpireTime => key(KeyCommand::ExpireTime { key: take(a, 1), unit: TimeUnit::Seconds }),
+        CmdId::PExpireTime => key(KeyCommand::ExpireTime { key: take(a, 1), unit: TimeUnit::Millis }),
+        CmdId::Persist => key(KeyCommand::Persist(take(a, 1))),
+        CmdId::Type => key(KeyCommand::Type(take(a, 1))),
+        CmdId::Object => parse_object(a),
+
+        CmdId::MGet => Ok(Command::Multi(MultiKeyCommand::MGet(args.split_off(1)))),
+        CmdId::MSet | CmdId::MSetNx => {
+            if args.len() % 2 == 0 {
+                return Err(wrong_arity(spec.name));
+            }
+            let pairs = pairs(args.split_off(1));
+            Ok(Command::Multi(if spec.id == CmdId::MSet { MultiKeyCommand::MSet(pairs) } else { MultiKeyCommand::MSetNx(pairs) }))
+        }
+        CmdId::Del | CmdId::Unlink => Ok(Command::Multi(MultiKeyCommand::Del(args.split_off(1)))),
+        CmdId::Exists => Ok(Command::Multi(MultiKeyCommand::Exists(args.split_off(1)))),
+        CmdId::Touch => Ok(Command::Multi(MultiKeyCommand::Touch(args.split_off(1)))),
+        CmdId::Rename | CmdId::RenameNx => Ok(Command::Multi(MultiKeyCommand::Rename {
+            src: take(a, 1),
+            dst: take(a, 2),
+            nx: spec.id == CmdId::RenameNx,
+        })),
+        CmdId::Copy => parse_copy(a),
+
+        CmdId::DbSize => Ok(Command::Keyspace(KeyspaceCommand::DbSize)),
+        CmdId::FlushDb | CmdId::FlushAll => match a.len() {
+            1 => Ok(Command::Keyspace(KeyspaceCommand::Flush)),
+            2 if eq(&a[1], "async") || eq(&a[1], "sync") => Ok(Command::Keyspace(KeyspaceCommand::Flush)),
+            _ => Err(errors::error(errors::SYNTAX)),
+        },
+        CmdId::Keys => Ok(Command::Keyspace(KeyspaceCommand::Keys(take(a, 1)))),
+        CmdId::Scan => parse_scan(a),
+        CmdId::RandomKey => Ok(Command::Keyspace(KeyspaceCommand::RandomKey)),
+
+        CmdId::Ping => match a.len() {
+            1 => Ok(Command::Ping(None)),
+            2 => Ok(Command::Ping(Some(take(a, 1)))),
+            _ => Err(wrong_arity(spec.name)),
+        },
+        CmdId::Echo => Ok(Command::Echo(take(a, 1))),
+        CmdId::Hello => parse_hello(a),
+        CmdId::Auth => match a.len() {
+            2 => Ok(Command::Auth { user: None, password: take(a, 1) }),
+            3 => Ok(Command::Auth { user: Some(take(a, 1)), password: take(a, 2) }),
+            _ => Err(errors::error(errors::SYNTAX)),
+        },
+        CmdId::Select => Ok(Command::Select(int(&a[1])?)),
+        CmdId::Quit => Ok(Command::Quit),
+        CmdId::Reset => Ok(Command::Reset),
+        CmdId::Client => parse_client(a),
+        CmdId::Command => parse_command_command(a),
+        CmdId::Info => Ok(Command::Info(args.split_off(1))),
+        CmdId::Config => parse_config(a),
+        CmdId::Time => Ok(Command::Time),
+    }
+}
+
+fn pairs(flat: Vec<Bytes>) -> Vec<(Bytes, Bytes)> {
+    let mut out = Vec::with_capacity(flat.len() / 2);
+    let mut it = flat.into_iter();
+    while let (Some(k), Some(v)) = (it.next(), it.next()) {
+        out.push((k, v));
+    }
+    out
+}
+
+/// EX/PX/EXAT/PXAT value -> a TTL change, or Redis's "invalid expire time" error.
+fn expire_option(unit: &[u8], value: &[u8], command: &str) -> Result<TtlChange, Frame> {
+    let amount = int(value)?;
+    if amount <= 0 {
+        return Err(errors::invalid_expire(command));
+    }
+    let seconds = eq(unit, "ex") || eq(unit, "exat");
+    let ms = if seconds { amount.checked_mul(1000).ok_or_else(|| errors::invalid_expire(command))? } else { amount };
+    Ok(if eq(unit, "ex") || eq(unit, "px") { TtlChange::AfterMs(ms as u64) } else { TtlChange::AtMs(ms as u64) })
+}
+
+fn parse_set(a: &mut [Bytes]) -> Parsed {
+    let mut condition = SetCondition::Always;
+    let mut ttl_option: Option<(usize, usize)> = None;
+    let mut keep_ttl = false;
+    let mut get = false;
+    let mut i = 3;
+    while i < a.len() {
+        let opt = &a[i];
+        let has_next = i + 1 < a.len();
+        if eq(opt, "nx") && condition != SetCondition::IfPresent {
+            condition = SetCondition::IfAbsent;
+        } else if eq(opt, "xx") && condition != SetCondition::IfAbsent {
+            condition = SetCondition::IfPresent;
+        } else if eq(opt, "get") {
+            get = true;
+        } else if eq(opt, "keepttl") && ttl_option.is_none() {
+            keep_ttl = true;
+        } else if (eq(opt, "ex") || eq(opt, "px") || eq(opt, "exat") || eq(opt, "pxat")) && !keep_ttl && ttl_option.is_none() && has_next {
+            ttl_option = Some((i, i + 1));
+            i += 1;
+        } else {
+            return Err(errors::error(errors::SYNTAX));
+        }
+        i += 1;
+    }
+    let ttl = match ttl_option {
+        Some((unit, value)) => expire_option(&a[unit], &a[value], "set")?,
+        None if keep_ttl => TtlChange::Keep,
+        None => TtlChange::Clear,
+    };
+    Ok(Command::Key(KeyCommand::Set { key: take(a, 1), value: take(a, 2), condition, ttl, get }))
+}
+
+fn parse_getex(a: &mut [Bytes]) -> Parsed {
+    let mut ttl = GetExTtl::Unchanged;
+    let mut i = 2;
+    while i < a.len() {
+        let opt = &a[i];
+        let has_next = i + 1 < a.len();
+        if (eq(opt, "ex") || eq(opt, "px") || eq(opt, "exat") || eq(opt, "pxat")) && ttl == GetExTtl::Unchanged && has_next {
+            ttl = GetExTtl::Set(expire_option(opt, &a[i + 1], "getex")?);
+            i += 1;
+        } else if eq(opt, "persist") && ttl == GetExTtl::Unchanged {
+            ttl = GetExTtl::Persist;
+        } else {
+            return Err(errors::error(errors::SYNTAX));
+        }
+        i += 1;
+    }
+    Ok(Command::Key(KeyCommand::GetEx { key: take(a, 1), ttl }))
+}
+
+fn parse_expire(id: CmdId, name: &'static str, a: &mut [Bytes]) -> Parsed {
+    let mut condition = ExpireCondition::default();
+    for opt in &a[3..] {
+        if eq(opt, "nx") {
+            condition.nx = true;
+        } else if eq(opt, "xx") {
+            condition.xx = true;
+        } else if eq(opt, "gt") {
+            condition.gt = true;
+        } else if eq(opt, "lt") {
+            condition.lt = true;
+        } else {
+            return Err(Frame::error(format!("ERR Unsupported option {}", String::from_utf8_lossy(opt))));
+        }
+    }
+    if condition.nx && (condition.xx || condition.gt || condition.lt) {
+        return Err(Frame::static_error("ERR NX and XX, GT or LT options at the same time are not compatible"));
+    }
+    if condition.gt && condition.lt {
+        return Err(Frame::static_error("ERR GT and LT options at the same time are not compatible"));
+    }
+    let amount = int(&a[2])?;
+    let seconds = matches!(id, CmdId::Expire | CmdId::ExpireAt);
+    let ms = if seconds { amount.checked_mul(1000).ok_or_else(|| errors::invalid_expire(name))? } else { amount };
+    let absolute = matches!(id, CmdId::ExpireAt | CmdId::PExpireAt);
+    Ok(Command::Key(KeyCommand::Expire { key: take(a, 1), ms, absolute, condition, command: name }))
+}
+
+fn parse_object(a: &mut [Bytes]) -> Parsed {
+    let sub = &a[1];
+    if eq(sub, "encoding") {
+        if a.len() != 3 {
+            return Err(wrong_arity("object|encoding"));
+        }
+        return Ok(Command::Key(KeyCommand::ObjectEncoding(take(a, 2))));
+    }
+    if eq(sub, "help") {
+        return Err(Frame::static_error("ERR OBJECT HELP is not supported; OBJECT ENCODING <key> is"));
+    }
+    Err(errors::unknown_subcommand(sub, "OBJECT"))
+}
+
+fn parse_copy(a: &mut [Bytes]) -> Parsed {
+    let mut replace = false;
+    let mut i = 3;
+    while i < a.len() {
+        if eq(&a[i], "replace") {
+            replace = true;
+        } else if eq(&a[i], "db") && i + 1 < a.len() {
+            let db = int(&a[i + 1])?;
+            if db != 0 {
+                return Err(errors::error(errors::DB_INDEX_OUT_OF_RANGE));
+            }
+            i += 1;
+        } else {
+            return Err(errors::error(errors::SYNTAX));
+        }
+        i += 1;
+    }
+    Ok(Command::Multi(MultiKeyCommand::Copy { src: take(a, 1), dst: take(a, 2), replace }))
+}
+
+fn parse_scan(a: &mut [Bytes]) -> Parsed {
+    let cursor = std::str::from_utf8(&a[1])
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or_else(|| Frame::static_error("ERR invalid cursor"))?;
+    let mut pattern = None;
+    let mut count = 10usize;
+    let mut type_name = None;
+    let mut i = 2;
+    while i < a.len() {
+        let has_next = i + 1 < a.len();
+        if eq(&a[i], "count") && has_next {
+            let n = int(&a[i + 1])?;
+            if n < 1 {
+                return Err(errors::error(errors::SYNTAX));
+            }
+            count = n as usize;
+        } else if eq(&a[i], "match") && has_next {
+            pattern = Some(a[i + 1].clone());
+        } else if eq(&a[i], "type") && has_next {
+            type_name = Some(a[i + 1].clone());
+        } else {
+            return Err(errors::error(errors::SYNTAX));
+        }
+        i += 2;
+    }
+    Ok(Command::Keyspace(KeyspaceCommand::Scan { cursor, pattern, count, type_name }))
+}
+
+fn parse_hello(a: &mut [Bytes]) -> Parsed {
+    let mut protover = None;
+    let mut auth = None;
+    let mut setname = None;
+    if a.len() >= 2 {
+        match parse_i64(&a[1]) {
+            Some(v) => protover = Some(v),
+            None => return Err(Frame::static_error("ERR Protocol version is not an integer or out of range")),
+        }
+        let mut i = 2;
+        while i < a.len() {
+            let remaining = a.len() - i - 1;
+            if eq(&a[i], "auth") && remaining >= 2 {
+                auth = Some((a[i + 1].clone(), a[i + 2].clone()));
+                i += 3;
+            } else if eq(&a[i], "setname") && remaining >= 1 {
+                setname = Some(a[i + 1].clone());
+                i += 2;
+            } else {
+                return Err(Frame::error(format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(&a[i]))));
+            }
+        }
+    }
+    Ok(Command::Hello { protover, auth, setname })
+}
+
+fn parse_client(a: &mut [Bytes]) -> Parsed {
+    let sub = a[1].to_ascii_lowercase();
+    let argc = a.len();
+    let arity = |ok: bool, name: &str| if ok { Ok(()) } else { Err(wrong_arity(name)) };
+    let cmd = match &sub[..] {
+        b"id" => arity(argc == 2, "client|id").map(|_| ClientCommand::Id)?,
+        b"getname" => arity(argc == 2, "client|getname").map(|_| ClientCommand::GetName)?,
+        b"setname" => arity(argc == 3, "client|setname").map(|_| ClientCommand::SetName(take(a, 2)))?,
+        b"info" => arity(argc == 2, "client|info").map(|_| ClientCommand::Info)?,
+        b"list" => ClientCommand::List,
+        b"setinfo" => arity(argc == 4, "client|setinfo").map(|_| ClientCommand::SetInfo)?,
+        b"help" => ClientCommand::Help,
+        b"kill" => {
+            arity(argc >= 3, "client|kill")?;
+            if argc == 3 {
+                ClientCommand::Kill { addr: Some(take(a, 2)), id: None, legacy: true, skip_me: false }
+            } else {
+                if argc % 2 != 0 {
+                    return Err(errors::error(errors::SYNTAX));
+                }
+                let mut addr = None;
+                let mut id = None;
+                let mut skip_me = true;
+                for pair in a[2..].chunks(2) {
+                    if eq(&pair[0], "id") {
+                        let n = parse_i64(&pair[1]).filter(|&n| n > 0).ok_or_else(|| Frame::static_error("ERR client-id should be greater than 0"))?;
+                        id = Some(n as u64);
+                    } else if eq(&pair[0], "addr") {
+                        addr = Some(pair[1].clone());
+                    } else if eq(&pair[0], "skipme") {
+                        if eq(&pair[1], "yes") {
+                            skip_me = true;
+                        } else if eq(&pair[1], "no") {
+                            skip_me = false;
+                        } else {
+                            return Err(errors::error(errors::SYNTAX));
+                        }
+                    } else {
+                        return Err(errors::error(errors::SYNTAX));
+                    }
+                }
+                ClientCommand::Kill { addr, id, legacy: false, skip_me }
+            }
+        }
+        _ => return Err(errors::unknown_subcommand(&a[1], "CLIENT")),
+    };
+    Ok(Command::Client(cmd))
+}
+
+fn parse_command_command(a: &mut [Bytes]) -> Parsed {
+    if a.len() == 1 {
+        return Ok(Command::Command(CommandCommand::All));
+    }
+    let sub = a[1].to_ascii_lowercase();
+    let rest = a[2..].to_vec();
+    let cmd = match &sub[..] {
+        b"count" if a.len() == 2 => CommandCommand::Count,
+        b"count" => return Err(wrong_arity("command|count")),
+        b"info" => CommandCommand::Info(rest),
+        b"docs" => CommandCommand::Docs(rest),
+        b"list" => CommandCommand::List,
+        b"help" => CommandCommand::Help,
+        b"getkeys" if a.len() >= 3 => CommandCommand::GetKeys(rest),
+        b"getkeys" => return Err(wrong_arity("command|getkeys")),
+        _ => return Err(errors::unknown_subcommand(&a[1], "COMMAND")),
+    };
+    Ok(Command::Command(cmd))
+}
+
+fn parse_config(a: &mut [Bytes]) -> Parsed {
+    let sub = a[1].to_ascii_lowercase();
+    let cmd = match &sub[..] {
+        b"get" if a.len() >= 3 => ConfigCommand::Get(a[2..].to_vec()),
+        b"get" => return Err(wrong_arity("config|get")),
+        b"set" if a.len() >= 4 && a.len() % 2 == 0 => ConfigCommand::Set(pairs(a[2..].to_vec())),
+        b"set" => return Err(wrong_arity("config|set")),
+        b"resetstat" if a.len() == 2 => ConfigCommand::ResetStat,
+        b"resetstat" => return Err(wrong_arity("config|resetstat")),
+        b"help" => ConfigCommand::Help,
+        _ => return Err(errors::unknown_subcommand(&a[1], "CONFIG")),
+    };
+    Ok(Command::Config(cmd))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> Parsed {
+        parse_command(line.split(' ').map(|s| Bytes::copy_from_slice(s.as_bytes())).collect())
+    }
+
+    fn err(line: &str) -> String {
+        match parse(line) {
+            Err(Frame::Error(e)) => String::from_utf8(e.to_vec()).unwrap(),
+            other => panic!("expected an error for {line:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn set_options_parse_like_redis() {
+        assert_eq!(
+            parse("SET k v NX PX 100 GET").unwrap(),
+            Command::Key(KeyCommand::Set {
+                key: "k".into(),
+                value: "v".into(),
+                condition: SetCondition::IfAbsent,
+                ttl: TtlChange::AfterMs(100),
+                get: true
+            })
+        );
+        assert_eq!(err("SET k v NX XX"), "ERR syntax error");
+        assert_eq!(err("SET k v EX 10 PX 10"), "ERR syntax error");
+        assert_eq!(err("SET k v KEEPTTL EX 10"), "ERR syntax error");
+        assert_eq!(err("SET k v EX 0"), "ERR invalid expire time in 'set' command");
+        assert_eq!(err("SET k v EX x"), "ERR value is not an integer or out of range");
+    }
+
+    #[test]
+    fn arity_and_unknown_commands_use_redis_text() {
+        assert_eq!(err("GET"), "ERR wrong number of arguments for 'get' command");
+        assert_eq!(err("MSET a b c"), "ERR wrong number of arguments for 'mset' command");
+        assert_eq!(err("NOPE a b"), "ERR unknown command 'NOPE', with args beginning with: 'a' 'b' ");
+    }
+
+    #[test]
+    fn expire_options_are_checked() {
+        assert_eq!(err("EXPIRE k 10 NX XX"), "ERR NX and XX, GT or LT options at the same time are not compatible");
+        assert_eq!(err("EXPIRE k 10 GT LT"), "ERR GT and LT options at the same time are not compatible");
+        assert_eq!(err("EXPIRE k 10 FOO"), "ERR Unsupported option FOO");
+        assert_eq!(err("EXPIRE k 9223372036854775807"), "ERR invalid expire time in 'expire' command");
+    }
+}

@@ -1,0 +1,250 @@
+//! Every setting: its command-line flag, its default, and its `CONFIG GET` name.
+//!
+//! Settings come from the command line, optionally preceded by a `--config FILE` in
+//! Redis's format (`name value` per line, `#` comments); flags given on the command
+//! line win over the file. A few settings can change at run time (`CONFIG SET`); they
+//! live in [`RuntimeConfig`].
+
+use std::path::PathBuf;
+use std::sync::RwLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use clap::Parser;
+
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "meridian",
+    version,
+    about = "Meridian: an eventually consistent, geo-replicated, Redis-protocol database",
+    args_override_self = true
+)]
+pub struct Config {
+    /// Address to listen on for clients.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: String,
+
+    /// Port to listen on for clients (0 picks a free port and logs it).
+    #[arg(long, default_value_t = 6379)]
+    pub port: u16,
+
+    /// Shard actors (threads) that partition the keyspace. Default: one per CPU core.
+    #[arg(long)]
+    pub shards: Option<usize>,
+
+    /// This node's id, unique in the cluster (the actor in all CRDT metadata).
+    #[arg(long, default_value_t = 1)]
+    pub node_id: u16,
+
+    /// This node's region name (informational; shown in INFO).
+    #[arg(long, default_value = "local")]
+    pub region: String,
+
+    /// Local folder for persistence (the embedded default object store).
+    #[arg(long, default_value = "./meridian-data")]
+    pub data_dir: PathBuf,
+
+    /// Password clients must give with AUTH (or HELLO AUTH) before other commands.
+    #[arg(long, env = "MERIDIAN_REQUIREPASS", hide_env_values = true)]
+    pub requirepass: Option<String>,
+
+    /// Read settings from a Redis-style config file (`name value` lines) first.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+
+    /// Longest bulk string accepted from a client, in bytes (`proto-max-bulk-len`).
+    #[arg(long, default_value_t = 512 * 1024 * 1024)]
+    pub proto_max_bulk_len: usize,
+
+    /// Most bytes one pending command may hold (`client-query-buffer-limit`).
+    #[arg(long, default_value_t = 1024 * 1024 * 1024)]
+    pub client_query_buffer_limit: usize,
+
+    /// Most simultaneous client connections (`maxclients`).
+    #[arg(long, default_value_t = 10_000)]
+    pub maxclients: usize,
+
+    /// Log filter (tracing's EnvFilter syntax), e.g. `info` or `meridian=debug`.
+    #[arg(long, default_value = "info", env = "MERIDIAN_LOG")]
+    pub log: String,
+}
+
+/// Longest accepted `--shards`.
+pub const SHARDS_MAX: usize = 1024;
+
+impl Config {
+    /// Parse the command line, reading `--config FILE` first when given.
+    pub fn load() -> Result<Config, String> {
+        let cli: Vec<String> = std::env::args().collect();
+        Self::load_from(cli)
+    }
+
+    pub fn load_from(cli: Vec<String>) -> Result<Config, String> {
+        let first = Config::try_parse_from(&cli).map_err(|e| e.render().to_string())?;
+        let config = match &first.config {
+            None => first,
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
+                let mut args = vec![cli[0].clone()];
+                args.extend(config_file_args(&text)?);
+                args.extend(cli[1..].iter().cloned());
+                Config::try_parse_from(&args).map_err(|e| format!("in config file {}: {}", path.display(), e.render()))?
+            }
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if let Some(n) = self.shards {
+            if n == 0 || n > SHARDS_MAX {
+                return Err(format!("--shards must be between 1 and {SHARDS_MAX}, got {n}"));
+            }
+        }
+        if self.proto_max_bulk_len < 1024 {
+            return Err("--proto-max-bulk-len must be at least 1024".into());
+        }
+        Ok(())
+    }
+
+    pub fn shard_count(&self) -> usize {
+        self.shards.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+    }
+}
+
+/// Turn `name value` lines into `--name value` arguments.
+fn config_file_args(text: &str) -> Result<Vec<String>, String> {
+    let mut args = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (name, value) = line.split_once(char::is_whitespace).ok_or_else(|| format!("line {}: expected `name value`", number + 1))?;
+        let value = value.trim().trim_matches('"');
+        args.push(format!("--{}", name.trim_start_matches("--")));
+        args.push(value.to_string());
+    }
+    Ok(args)
+}
+
+/// Settings that `CONFIG SET` may change while running.
+#[derive(Debug)]
+pub struct RuntimeConfig {
+    pub requirepass: RwLock<Option<String>>,
+    proto_max_bulk_len: AtomicUsize,
+    client_query_buffer_limit: AtomicUsize,
+    maxclients: AtomicUsize,
+}
+
+impl RuntimeConfig {
+    pub fn new(config: &Config) -> RuntimeConfig {
+        RuntimeConfig {
+            requirepass: RwLock::new(config.requirepass.clone().filter(|p| !p.is_empty())),
+            proto_max_bulk_len: AtomicUsize::new(config.proto_max_bulk_len),
+            client_query_buffer_limit: AtomicUsize::new(config.client_query_buffer_limit),
+            maxclients: AtomicUsize::new(config.maxclients),
+        }
+    }
+
+    pub fn proto_max_bulk_len(&self) -> usize {
+        self.proto_max_bulk_len.load(Ordering::Relaxed)
+    }
+
+    pub fn client_query_buffer_limit(&self) -> usize {
+        self.client_query_buffer_limit.load(Ordering::Relaxed)
+    }
+
+    pub fn maxclients(&self) -> usize {
+        self.maxclients.load(Ordering::Relaxed)
+    }
+
+    pub fn requirepass(&self) -> Option<String> {
+        self.requirepass.read().map(|p| p.clone()).unwrap_or(None)
+    }
+
+    /// All `CONFIG GET` names with their current values.
+    pub fn entries(&self, config: &Config) -> Vec<(&'static str, String)> {
+        vec![
+            ("bind", config.bind.clone()),
+            ("port", config.port.to_string()),
+            ("shards", config.shard_count().to_string()),
+            ("node-id", config.node_id.to_string()),
+            ("region", config.region.clone()),
+            ("data-dir", config.data_dir.display().to_string()),
+            ("requirepass", self.requirepass().unwrap_or_default()),
+            ("proto-max-bulk-len", self.proto_max_bulk_len().to_string()),
+            ("client-query-buffer-limit", self.client_query_buffer_limit().to_string()),
+            ("maxclients", self.maxclients().to_string()),
+            ("databases", "1".to_string()),
+            // Asked by redis-benchmark and other tools; Meridian has no RDB/AOF files.
+            ("save", String::new()),
+            ("appendonly", "no".to_string()),
+        ]
+    }
+
+    /// `CONFIG SET name value`: Ok, or Redis's error text.
+    pub fn set(&self, name: &str, value: &str) -> Result<(), String> {
+        let parse_size = |v: &str| -> Result<usize, String> {
+            parse_memory_size(v).ok_or_else(|| format!("ERR Invalid argument '{v}' for CONFIG SET '{name}' - argument couldn't be parsed into an integer"))
+        };
+        match name {
+            "requirepass" => {
+                if let Ok(mut guard) = self.requirepass.write() {
+                    *guard = if value.is_empty() { None } else { Some(value.to_string()) };
+                }
+            }
+            "proto-max-bulk-len" => {
+                let n = parse_size(value)?;
+                if n < 1024 {
+                    return Err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - argument must be at least 1024"));
+                }
+                self.proto_max_bulk_len.store(n, Ordering::Relaxed)
+            }
+            "client-query-buffer-limit" => self.client_query_buffer_limit.store(parse_size(value)?, Ordering::Relaxed),
+            "maxclients" => self.maxclients.store(parse_size(value)?, Ordering::Relaxed),
+            "bind" | "port" | "shards" | "node-id" | "region" | "data-dir" | "databases" => {
+                return Err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"));
+            }
+            _ => return Err(format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'")),
+        }
+        Ok(())
+    }
+}
+
+/// "512mb", "1gb", "1024", "64k" -> bytes.
+pub fn parse_memory_size(text: &str) -> Option<usize> {
+    let lower = text.to_ascii_lowercase();
+    let units: [(&str, usize); 6] = [("kb", 1024), ("mb", 1 << 20), ("gb", 1 << 30), ("k", 1000), ("m", 1_000_000), ("g", 1_000_000_000)];
+    for (suffix, factor) in units {
+        if let Some(number) = lower.strip_suffix(suffix) {
+            return number.parse::<usize>().ok()?.checked_mul(factor);
+        }
+    }
+    lower.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_file_values_are_overridden_by_flags() {
+        let dir = std::env::temp_dir().join(format!("meridian-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("meridian.conf");
+        std::fs::write(&path, "# test\nport 7000\nregion eu\nrequirepass \"secret\"\n").unwrap();
+        let args = ["meridian", "--config", path.to_str().unwrap(), "--port", "7001"].map(String::from).to_vec();
+        let config = Config::load_from(args).unwrap();
+        assert_eq!(config.port, 7001);
+        assert_eq!(config.region, "eu");
+        assert_eq!(config.requirepass.as_deref(), Some("secret"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn memory_sizes_parse_with_units() {
+        assert_eq!(parse_memory_size("512mb"), Some(512 << 20));
+        assert_eq!(parse_memory_size("1024"), Some(1024));
+        assert_eq!(parse_memory_size("x"), None);
+    }
+}

@@ -1,0 +1,150 @@
+//! Per-node counter slots with an observed-reset floor (DESIGN §5, INCR family).
+//!
+//! Each node owns one slot: the running sum of its own increments, stamped with the HLC
+//! of its latest one. Only that node writes the slot, so merging keeps the slot with the
+//! newer HLC. A SET or DEL *absorbs* what it has observed by raising the floor to the
+//! current slots; the counter contributes only what lies above the floor. Increments a
+//! SET or DEL had not seen therefore survive it (observed reset), and increments it had
+//! seen are dropped. Sums are combined in node-id order so every replica computes the
+//! same float result.
+
+use smallvec::SmallVec;
+
+use super::hlc::{Hlc, NodeId};
+
+/// The arithmetic a counter needs from its value type (`i64` or `f64`).
+pub trait CounterValue: Copy + PartialEq + std::fmt::Debug {
+    const ZERO: Self;
+    /// `a + b`; integer sums wrap so that a slot can never trap (the difference to the
+    /// floor is what carries meaning, and it is taken with wrapping arithmetic too).
+    fn add(a: Self, b: Self) -> Self;
+    fn sub(a: Self, b: Self) -> Self;
+}
+
+impl CounterValue for i64 {
+    const ZERO: i64 = 0;
+    fn add(a: i64, b: i64) -> i64 {
+        a.wrapping_add(b)
+    }
+    fn sub(a: i64, b: i64) -> i64 {
+        a.wrapping_sub(b)
+    }
+}
+
+impl CounterValue for f64 {
+    const ZERO: f64 = 0.0;
+    fn add(a: f64, b: f64) -> f64 {
+        a + b
+    }
+    fn sub(a: f64, b: f64) -> f64 {
+        a - b
+    }
+}
+
+/// One node's running sum, as of its write at `hlc`.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Slot<V> {
+    pub node: NodeId,
+    pub hlc: Hlc,
+    pub sum: V,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Counter<V: CounterValue> {
+    /// Sorted by node id.
+    slots: SmallVec<[Slot<V>; 1]>,
+    /// Sorted by node id: for each node, the slot value a SET or DEL has absorbed.
+    floor: SmallVec<[Slot<V>; 1]>,
+}
+
+impl<V: CounterValue> Default for Counter<V> {
+    fn default() -> Self {
+        Counter { slots: SmallVec::new(), floor: SmallVec::new() }
+    }
+}
+
+fn find<V>(slots: &[Slot<V>], node: NodeId) -> Result<usize, usize> {
+    slots.binary_search_by_key(&node, |s| s.node)
+}
+
+/// Per node, keep the slot with the newer HLC (each slot has exactly one writer).
+fn merge_slots<V: CounterValue>(into: &mut SmallVec<[Slot<V>; 1]>, from: &[Slot<V>]) {
+    for slot in from {
+        match find(into, slot.node) {
+            Ok(i) => {
+                if slot.hlc > into[i].hlc {
+                    into[i] = *slot;
+                }
+            }
+            Err(i) => into.insert(i, *slot),
+        }
+    }
+}
+
+impl<V: CounterValue> Counter<V> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// What the slot of `slot.node` adds above its floor.
+    fn contribution(&self, slot: &Slot<V>) -> V {
+        match find(&self.floor, slot.node) {
+            Ok(i) if self.floor[i].hlc >= slot.hlc => V::ZERO,
+            Ok(i) => V::sub(slot.sum, self.floor[i].sum),
+            Err(_) => slot.sum,
+        }
+    }
+
+    /// The contributions of every node above its floor, in node-id order.
+    pub fn contributions(&self) -> impl Iterator<Item = V> + '_ {
+        self.slots.iter().map(|s| self.contribution(s))
+    }
+
+    /// Whether some increment has not been absorbed by a SET or DEL.
+    pub fn has_unabsorbed(&self) -> bool {
+        self.slots.iter().any(|s| match find(&self.floor, s.node) {
+            Ok(i) => s.hlc > self.floor[i].hlc,
+            Err(_) => true,
+        })
+    }
+
+    /// A local increment by `node` at `hlc` (newer than anything this node wrote).
+    pub fn add(&mut self, node: NodeId, hlc: Hlc, by: V) {
+        match find(&self.slots, node) {
+            Ok(i) => {
+                debug_assert!(hlc > self.slots[i].hlc);
+                self.slots[i].sum = V::add(self.slots[i].sum, by);
+                self.slots[i].hlc = hlc;
+            }
+            Err(i) => self.slots.insert(i, Slot { node, hlc, sum: by }),
+        }
+    }
+
+    /// A SET or DEL absorbs every increment it has observed.
+    pub fn absorb_all(&mut self) {
+        let slots = self.slots.clone();
+        merge_slots(&mut self.floor, &slots);
+    }
+
+    pub fn merge(&mut self, other: &Self) {
+        merge_slots(&mut self.slots, &other.slots);
+        merge_slots(&mut self.floor, &other.floor);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty() && self.floor.is_empty()
+    }
+
+    /// Every (node, hlc) this counter has seen: slots and floors are both observations.
+    pub fn observed(&self) -> impl Iterator<Item = (NodeId, Hlc)> + '_ {
+        self.slots.iter().chain(self.floor.iter()).map(|s| (s.node, s.hlc))
+    }
+
+    pub fn slots(&self) -> &[Slot<V>] {
+        &self.slots
+    }
+
+    pub fn floor(&self) -> &[Slot<V>] {
+        &self.floor
+    }
+}

@@ -1,0 +1,91 @@
+//! Multi-value register with a last-writer-wins read (DESIGN §5, strings and TTL).
+//!
+//! Every concurrent write is kept until a later write (one that has seen it) replaces
+//! it; reads take the entry with the largest dot. Keeping the concurrent losers, rather
+//! than dropping them at merge time, is what keeps merge associative when a DEL has
+//! observed the winner but not a loser: the loser must then survive (observed-remove).
+//! At most one entry per node can be concurrent, so the set stays small.
+
+use smallvec::SmallVec;
+
+use super::dot::{Dot, VersionVector};
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MvRegister<T> {
+    /// Sorted by dot, no two entries with the same dot.
+    entries: SmallVec<[(Dot, T); 1]>,
+}
+
+impl<T> Default for MvRegister<T> {
+    fn default() -> Self {
+        MvRegister { entries: SmallVec::new() }
+    }
+}
+
+impl<T: Clone + PartialEq> MvRegister<T> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The entry that reads return: the one with the largest `(hlc, node)`.
+    pub fn winner(&self) -> Option<&(Dot, T)> {
+        self.entries.last()
+    }
+
+    pub fn entries(&self) -> &[(Dot, T)] {
+        &self.entries
+    }
+
+    pub fn winner_mut(&mut self) -> Option<&mut (Dot, T)> {
+        self.entries.last_mut()
+    }
+
+    /// A local write: it has seen every current entry, so it replaces them all.
+    pub fn write(&mut self, dot: Dot, value: T) {
+        debug_assert!(self.entries.iter().all(|e| e.0 < dot), "a local write must be newer");
+        self.entries.clear();
+        self.entries.push((dot, value));
+    }
+
+    /// A local remove of everything observed.
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+
+    pub fn dots(&self) -> impl Iterator<Item = Dot> + '_ {
+        self.entries.iter().map(|e| e.0)
+    }
+
+    /// Causal merge: an entry survives if both sides have it, or if the other side has
+    /// never seen its dot. `self_ctx` and `other_ctx` are the full causal contexts of the
+    /// two key states being merged.
+    pub fn merge(&mut self, self_ctx: &VersionVector, other: &Self, other_ctx: &VersionVector) {
+        let mut merged: SmallVec<[(Dot, T); 1]> = SmallVec::new();
+        for entry in &self.entries {
+            let in_other = other.entries.iter().any(|o| o.0 == entry.0);
+            if in_other || !other_ctx.covers(entry.0) {
+                merged.push(entry.clone());
+            }
+        }
+        for entry in &other.entries {
+            let in_self = self.entries.iter().any(|s| s.0 == entry.0);
+            debug_assert!(
+                !in_self || self.entries.iter().any(|s| s.0 == entry.0 && s.1 == entry.1),
+                "one dot must name one value"
+            );
+            if !in_self && !self_ctx.covers(entry.0) {
+                merged.push(entry.clone());
+            }
+        }
+        merged.sort_by(|a, b| a.0.cmp(&b.0));
+        self.entries = merged;
+    }
+}

@@ -1,0 +1,192 @@
+//! Key commands: TTL, existence, type, deletion, and the whole-keyspace operations a
+//! shard does for DBSIZE, FLUSHALL, KEYS, SCAN and RANDOMKEY.
+
+use bytes::Bytes;
+
+use super::glob::glob_match;
+use super::keyspace::SLOT_SPACE;
+use super::value::SetTtl;
+use super::{KeyState, KvEngine, StrVal, WriteCtx, key_hash};
+use crate::command::errors::{self, invalid_expire};
+use crate::command::{ExpireCondition, TimeUnit};
+use crate::protocol::Frame;
+
+/// A key's readable value and TTL, moved between shards by RENAME and COPY.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeySnapshot {
+    pub value: StrVal,
+    pub expire_at_ms: Option<u64>,
+}
+
+/// The type name TYPE and SCAN TYPE use.
+pub fn type_name(_state: &KeyState) -> &'static str {
+    "string"
+}
+
+impl KvEngine {
+    pub fn expire(&mut self, ctx: &mut WriteCtx, key: &Bytes, ms: i64, absolute: bool, condition: ExpireCondition, command: &str) -> Frame {
+        let when = if absolute { Some(ms) } else { ms.checked_add(ctx.now_ms as i64) };
+        let Some(when) = when else {
+            return invalid_expire(command);
+        };
+        let hash = key_hash(key);
+        let Some(mut state) = self.take_for_write(key, hash, ctx.now_ms) else {
+            return Frame::Integer(0);
+        };
+        let current = state.expire_at_ms().map(|at| at as i64);
+        let refused = (condition.nx && current.is_some())
+            || (condition.xx && current.is_none())
+            || (condition.gt && current.is_none_or(|c| when <= c))
+            || (condition.lt && current.is_some_and(|c| when >= c));
+        if refused {
+            return Frame::Integer(0);
+        }
+        if when <= ctx.now_ms as i64 {
+            self.delete(ctx, key, hash);
+        } else {
+            let dot = ctx.next_dot();
+            state.expire_at(dot, when as u64);
+            self.commit(ctx, key.clone(), hash, state);
+        }
+        Frame::Integer(1)
+    }
+
+    pub fn ttl(&mut self, key: &[u8], unit: TimeUnit, now_ms: u64) -> Frame {
+        let Some(state) = self.live(key, key_hash(key), now_ms) else {
+            return Frame::Integer(-2);
+        };
+        match state.expire_at_ms() {
+            None => Frame::Integer(-1),
+            Some(at) => {
+                let left_ms = at.saturating_sub(now_ms) as i64;
+                Frame::Integer(if unit == TimeUnit::Millis { left_ms } else { (left_ms + 500) / 1000 })
+            }
+        }
+    }
+
+    pub fn expire_time(&mut self, key: &[u8], unit: TimeUnit, now_ms: u64) -> Frame {
+        let Some(state) = self.live(key, key_hash(key), now_ms) else {
+            return Frame::Integer(-2);
+        };
+        match state.expire_at_ms() {
+            None => Frame::Integer(-1),
+            Some(at) => Frame::Integer(if unit == TimeUnit::Millis { at as i64 } else { (at as i64 + 500) / 1000 }),
+        }
+    }
+
+    pub fn persist(&mut self, ctx: &mut WriteCtx, key: &Bytes) -> Frame {
+        let hash = key_hash(key);
+        let Some(mut state) = self.take_for_write(key, hash, ctx.now_ms) else {
+            return Frame::Integer(0);
+        };
+        if state.expire_at_ms().is_none() {
+            return Frame::Integer(0);
+        }
+        let dot = ctx.next_dot();
+        state.persist(dot);
+        self.commit(ctx, key.clone(), hash, state);
+        Frame::Integer(1)
+    }
+
+    pub fn type_of(&mut self, key: &[u8], now_ms: u64) -> Frame {
+        match self.live(key, key_hash(key), now_ms) {
+            Some(state) => Frame::simple(type_name(state)),
+            None => Frame::simple("none"),
+        }
+    }
+
+    pub fn object_encoding(&mut self, key: &[u8], now_ms: u64) -> Frame {
+        match self.read_value(key, now_ms) {
+            None => Frame::Null,
+            Some(StrVal::Int(_)) => Frame::bulk_str("int"),
+            Some(StrVal::Raw(b)) if b.len() <= 44 => Frame::bulk_str("embstr"),
+            Some(StrVal::Raw(_)) => Frame::bulk_str("raw"),
+        }
+    }
+
+    /// DEL/UNLINK for the keys of this shard: how many existed.
+    pub fn del(&mut self, ctx: &mut WriteCtx, keys: &[Bytes]) -> i64 {
+        keys.iter().filter(|key| self.delete(ctx, key, key_hash(key))).count() as i64
+    }
+
+    /// EXISTS/TOUCH for the keys of this shard (a key named twice counts twice).
+    pub fn count_existing(&mut self, keys: &[Bytes], now_ms: u64) -> i64 {
+        keys.iter().filter(|key| self.live(key, key_hash(key), now_ms).is_some()).count() as i64
+    }
+
+    /// Read a key for RENAME/COPY.
+    pub fn snapshot(&mut self, key: &[u8], now_ms: u64) -> Option<KeySnapshot> {
+        let state = self.live(key, key_hash(key), now_ms)?;
+        Some(KeySnapshot { value: state.read()?, expire_at_ms: state.expire_at_ms() })
+    }
+
+    /// Write a snapshot under `key` (the second half of RENAME/COPY). With `replace`
+    /// false, an existing key is left alone and `false` returned.
+    pub fn restore(&mut self, ctx: &mut WriteCtx, key: Bytes, snapshot: KeySnapshot, replace: bool) -> bool {
+        let hash = key_hash(&key);
+        let old = self.take_for_write(&key, hash, ctx.now_ms);
+        if old.is_some() && !replace {
+            return false;
+        }
+        let ttl = snapshot.expire_at_ms.map_or(SetTtl::Clear, SetTtl::At);
+        let dot = ctx.next_dot();
+        let mut state = old.unwrap_or_default();
+        state.set(dot, snapshot.value, ttl);
+        self.commit(ctx, key, hash, state);
+        true
+    }
+
+    /// Remove every key (FLUSHALL/FLUSHDB).
+    pub fn flush(&mut self, ctx: &mut WriteCtx) {
+        let dot = ctx.next_dot();
+        ctx.deltas.flushed(dot);
+        self.keys.clear();
+    }
+
+    /// KEYS: every live key matching `pattern`.
+    pub fn matching_keys(&self, pattern: &[u8], now_ms: u64) -> Vec<Bytes> {
+        let match_all = pattern == b"*";
+        self.keys
+            .iter()
+            .filter(|e| !Self::is_expired(&e.state, now_ms) && (match_all || glob_match(pattern, &e.key)))
+            .map(|e| e.key.clone())
+            .collect()
+    }
+
+    /// One SCAN step over this shard from slot position `cursor`. Returns the keys and
+    /// the next position (`SLOT_SPACE` when this shard is done).
+    pub fn scan(&self, cursor: u64, count: usize, pattern: Option<&[u8]>, type_filter: Option<&[u8]>, now_ms: u64) -> (Vec<Bytes>, u64) {
+        let mut keys = Vec::new();
+        let next = self.keys.scan(cursor.min(SLOT_SPACE - 1), count, |e| {
+            if Self::is_expired(&e.state, now_ms) {
+                return;
+            }
+            if pattern.is_some_and(|p| !glob_match(p, &e.key)) {
+                return;
+            }
+            if type_filter.is_some_and(|t| !t.eq_ignore_ascii_case(type_name(&e.state).as_bytes())) {
+                return;
+            }
+            keys.push(e.key.clone());
+        });
+        (keys, next)
+    }
+
+    /// A random live key; `picks` supplies random numbers (the shard's seeded RNG).
+    pub fn random_key(&mut self, now_ms: u64, mut picks: impl FnMut() -> u64) -> Option<Bytes> {
+        const TRIES_MAX: usize = 100;
+        for _ in 0..TRIES_MAX {
+            let entry = self.keys.random_entry(picks())?;
+            let key = entry.key.clone();
+            if self.live(&key, key_hash(&key), now_ms).is_some() {
+                return Some(key);
+            }
+        }
+        None
+    }
+
+    /// An error reply for RENAME of a missing key.
+    pub fn no_such_key() -> Frame {
+        errors::error(errors::NO_SUCH_KEY)
+    }
+}

@@ -1,0 +1,125 @@
+//! The key-value engine of one shard: strings, counters, key commands and TTL.
+//!
+//! It owns the shard's [`Keyspace`] and executes typed commands against it. Every
+//! write takes a fresh dot from the [`WriteCtx`] (the shard's clock) and hands the new
+//! key state to the delta sink, which is what replication and persistence consume.
+//! It never reads a clock or does I/O: `now_ms` arrives in the context.
+
+pub mod glob;
+pub mod keys;
+pub mod keyspace;
+pub mod strings;
+pub mod value;
+
+use bytes::Bytes;
+
+use crate::crdt::{Dot, HlcClock, NodeId};
+pub use keyspace::{Keyspace, key_hash};
+pub use value::{KeyState, StrVal};
+
+/// Where a write's delta goes: the shard's bounded delta log.
+pub trait DeltaSink {
+    fn key_changed(&mut self, key: &Bytes, state: &KeyState);
+    fn flushed(&mut self, dot: Dot);
+}
+
+/// Everything a write needs from outside the keyspace.
+pub struct WriteCtx<'a> {
+    pub clock: &'a mut HlcClock,
+    pub node: NodeId,
+    /// Wall-clock time handed in by the driver (shell or simulator).
+    pub now_ms: u64,
+    /// `proto-max-bulk-len`: the longest string a write may build.
+    pub string_bytes_max: usize,
+    pub deltas: &'a mut dyn DeltaSink,
+}
+
+impl WriteCtx<'_> {
+    pub fn next_dot(&mut self) -> Dot {
+        Dot::new(self.clock.tick(self.now_ms), self.node)
+    }
+}
+
+/// Counters for INFO stats.
+#[derive(Clone, Debug, Default)]
+pub struct KvStats {
+    pub keyspace_hits: u64,
+    pub keyspace_misses: u64,
+    pub expired_keys: u64,
+}
+
+/// One shard's key-value data.
+#[derive(Default)]
+pub struct KvEngine {
+    pub keys: Keyspace,
+    pub stats: KvStats,
+}
+
+impl KvEngine {
+    pub fn new() -> KvEngine {
+        KvEngine::default()
+    }
+
+    /// Whether a key holding `state` is expired at `now_ms` (Redis: strictly after).
+    fn is_expired(state: &KeyState, now_ms: u64) -> bool {
+        state.expire_at_ms().is_some_and(|at| now_ms > at)
+    }
+
+    /// Look a key up for reading, expiring it lazily.
+    pub fn live(&mut self, key: &[u8], hash: u64, now_ms: u64) -> Option<&KeyState> {
+        let expired = match self.keys.get(key, hash) {
+            None => return None,
+            Some(entry) => Self::is_expired(&entry.state, now_ms),
+        };
+        if expired {
+            self.keys.remove(key, hash);
+            self.stats.expired_keys += 1;
+            return None;
+        }
+        self.keys.get(key, hash).map(|e| &e.state)
+    }
+
+    /// The current state of a key for a write (expired keys count as absent).
+    fn take_for_write(&mut self, key: &[u8], hash: u64, now_ms: u64) -> Option<KeyState> {
+        self.live(key, hash, now_ms)?;
+        self.keys.get(key, hash).map(|e| e.state.clone())
+    }
+
+    /// Store the result of a write and emit its delta. A state that no longer exists is
+    /// removed (tombstones are kept by replication once it exists; a lone node has no
+    /// one to tell).
+    fn commit(&mut self, ctx: &mut WriteCtx, key: Bytes, hash: u64, state: KeyState) {
+        ctx.deltas.key_changed(&key, &state);
+        if state.exists() {
+            self.keys.put(key, hash, state);
+        } else {
+            self.keys.remove(&key, hash);
+        }
+    }
+
+    /// Delete a key if it exists (DEL, UNLINK, GETDEL, EXPIRE in the past).
+    fn delete(&mut self, ctx: &mut WriteCtx, key: &Bytes, hash: u64) -> bool {
+        let Some(mut state) = self.take_for_write(key, hash, ctx.now_ms) else {
+            return false;
+        };
+        let dot = ctx.next_dot();
+        state.delete(dot);
+        self.commit(ctx, key.clone(), hash, state);
+        true
+    }
+
+    /// Expire up to `limit` keys that are due; returns how many were removed.
+    pub fn expire_due(&mut self, now_ms: u64, limit: usize) -> usize {
+        let due = self.keys.pop_expired(now_ms.saturating_sub(1), limit);
+        let mut removed = 0;
+        for key in due {
+            let hash = key_hash(&key);
+            if self.keys.get(&key, hash).is_some_and(|e| Self::is_expired(&e.state, now_ms)) {
+                self.keys.remove(&key, hash);
+                self.stats.expired_keys += 1;
+                removed += 1;
+            }
+        }
+        removed
+    }
+}

@@ -1,0 +1,227 @@
+//! String and counter commands (GET/SET family, APPEND, ranges, INCR family).
+
+use bytes::{Bytes, BytesMut};
+
+use super::value::{SetTtl, format_float};
+use super::{KeyState, KvEngine, StrVal, WriteCtx, key_hash};
+use crate::command::errors::{self, invalid_expire};
+use crate::command::{GetExTtl, SetCondition, TtlChange};
+use crate::protocol::Frame;
+
+/// The absolute expiry of a TTL change, or Redis's error when it overflows.
+pub fn resolve_ttl(change: TtlChange, now_ms: u64, command: &str) -> Result<SetTtl, Frame> {
+    Ok(match change {
+        TtlChange::Clear => SetTtl::Clear,
+        TtlChange::Keep => SetTtl::Keep,
+        TtlChange::AtMs(at_ms) => SetTtl::At(at_ms),
+        TtlChange::AfterMs(ms) => match now_ms.checked_add(ms).filter(|&at| at <= i64::MAX as u64) {
+            Some(at_ms) => SetTtl::At(at_ms),
+            None => return Err(invalid_expire(command)),
+        },
+    })
+}
+
+fn value_frame(value: Option<StrVal>) -> Frame {
+    match value {
+        Some(v) => Frame::Bulk(v.to_bytes()),
+        None => Frame::Null,
+    }
+}
+
+impl KvEngine {
+    pub fn get(&mut self, key: &[u8], now_ms: u64) -> Frame {
+        let value = self.live(key, key_hash(key), now_ms).and_then(|s| s.read());
+        if value.is_some() {
+            self.stats.keyspace_hits += 1;
+        } else {
+            self.stats.keyspace_misses += 1;
+        }
+        value_frame(value)
+    }
+
+    /// The value of a key as a reply-ready string (MGET, GET).
+    pub fn read_value(&mut self, key: &[u8], now_ms: u64) -> Option<StrVal> {
+        self.live(key, key_hash(key), now_ms).and_then(|s| s.read())
+    }
+
+    /// SET with every option; also SETNX, SETEX, PSETEX, GETSET, MSET.
+    pub fn set(&mut self, ctx: &mut WriteCtx, key: Bytes, value: Bytes, condition: SetCondition, ttl: TtlChange, get: bool) -> Frame {
+        let ttl = match resolve_ttl(ttl, ctx.now_ms, "set") {
+            Ok(ttl) => ttl,
+            Err(e) => return e,
+        };
+        let hash = key_hash(&key);
+        let old = self.take_for_write(&key, hash, ctx.now_ms);
+        let old_value = old.as_ref().and_then(|s| s.read());
+        let allowed = match condition {
+            SetCondition::Always => true,
+            SetCondition::IfAbsent => old.is_none(),
+            SetCondition::IfPresent => old.is_some(),
+        };
+        let reply = if get { value_frame(old_value) } else if allowed { Frame::ok() } else { Frame::Null };
+        if !allowed {
+            return reply;
+        }
+        let dot = ctx.next_dot();
+        let value = StrVal::from_bytes(value);
+        let state = match old {
+            Some(mut state) => {
+                state.set(dot, value, ttl);
+                state
+            }
+            None => {
+                let at_ms = if let SetTtl::At(at) = ttl { Some(at) } else { None };
+                KeyState::with_value(dot, value, at_ms)
+            }
+        };
+        self.commit(ctx, key, hash, state);
+        reply
+    }
+
+    pub fn getdel(&mut self, ctx: &mut WriteCtx, key: &Bytes) -> Frame {
+        let hash = key_hash(key);
+        let value = self.live(key, hash, ctx.now_ms).and_then(|s| s.read());
+        if value.is_some() {
+            self.delete(ctx, key, hash);
+        }
+        value_frame(value)
+    }
+
+    pub fn getex(&mut self, ctx: &mut WriteCtx, key: &Bytes, ttl: GetExTtl) -> Frame {
+        let hash = key_hash(key);
+        let Some(mut state) = self.take_for_write(key, hash, ctx.now_ms) else {
+            return Frame::Null;
+        };
+        let reply = value_frame(state.read());
+        match ttl {
+            GetExTtl::Unchanged => {}
+            GetExTtl::Persist => {
+                if state.expire_at_ms().is_some() {
+                    let dot = ctx.next_dot();
+                    state.persist(dot);
+                    self.commit(ctx, key.clone(), hash, state);
+                }
+            }
+            GetExTtl::Set(change) => match resolve_ttl(change, ctx.now_ms, "getex") {
+                Err(e) => return e,
+                Ok(SetTtl::At(at_ms)) if at_ms <= ctx.now_ms => {
+                    self.delete(ctx, key, hash);
+                }
+                Ok(SetTtl::At(at_ms)) => {
+                    let dot = ctx.next_dot();
+                    state.expire_at(dot, at_ms);
+                    self.commit(ctx, key.clone(), hash, state);
+                }
+                Ok(SetTtl::Clear | SetTtl::Keep) => debug_assert!(false, "GETEX options always carry a time"),
+            },
+        }
+        reply
+    }
+
+    pub fn append(&mut self, ctx: &mut WriteCtx, key: Bytes, suffix: &[u8]) -> Frame {
+        let hash = key_hash(&key);
+        let old = self.take_for_write(&key, hash, ctx.now_ms);
+        let current = old.as_ref().and_then(|s| s.read()).map(|v| v.to_bytes()).unwrap_or_default();
+        if current.len() + suffix.len() > ctx.string_bytes_max {
+            return errors::error(errors::STRING_TOO_LONG);
+        }
+        let mut joined = BytesMut::with_capacity(current.len() + suffix.len());
+        joined.extend_from_slice(&current);
+        joined.extend_from_slice(suffix);
+        let len = joined.len() as i64;
+        self.write_whole_value(ctx, key, hash, old, joined.freeze());
+        Frame::Integer(len)
+    }
+
+    /// Write a new whole value keeping the TTL (APPEND, SETRANGE).
+    fn write_whole_value(&mut self, ctx: &mut WriteCtx, key: Bytes, hash: u64, old: Option<KeyState>, value: Bytes) {
+        let dot = ctx.next_dot();
+        let mut state = old.unwrap_or_default();
+        state.set(dot, StrVal::from_bytes(value), SetTtl::Keep);
+        self.commit(ctx, key, hash, state);
+    }
+
+    pub fn strlen(&mut self, key: &[u8], now_ms: u64) -> Frame {
+        Frame::Integer(self.read_value(key, now_ms).map_or(0, |v| v.len() as i64))
+    }
+
+    pub fn getrange(&mut self, key: &[u8], start: i64, end: i64, now_ms: u64) -> Frame {
+        let value = self.read_value(key, now_ms).map(|v| v.to_bytes()).unwrap_or_default();
+        let len = value.len() as i64;
+        if start < 0 && end < 0 && start > end {
+            return Frame::Bulk(Bytes::new());
+        }
+        let mut start = if start < 0 { len + start } else { start };
+        let mut end = if end < 0 { len + end } else { end };
+        start = start.max(0);
+        end = end.max(0);
+        if end >= len {
+            end = len - 1;
+        }
+        if start > end || len == 0 {
+            return Frame::Bulk(Bytes::new());
+        }
+        Frame::Bulk(value.slice(start as usize..=end as usize))
+    }
+
+    pub fn setrange(&mut self, ctx: &mut WriteCtx, key: Bytes, offset: usize, patch: &[u8]) -> Frame {
+        let hash = key_hash(&key);
+        let old = self.take_for_write(&key, hash, ctx.now_ms);
+        let current = old.as_ref().and_then(|s| s.read()).map(|v| v.to_bytes()).unwrap_or_default();
+        if patch.is_empty() {
+            return Frame::Integer(current.len() as i64);
+        }
+        if offset.saturating_add(patch.len()) > ctx.string_bytes_max {
+            return errors::error(errors::STRING_TOO_LONG);
+        }
+        let new_len = current.len().max(offset + patch.len());
+        let mut value = BytesMut::with_capacity(new_len);
+        value.extend_from_slice(&current);
+        value.resize(new_len, 0);
+        value[offset..offset + patch.len()].copy_from_slice(patch);
+        self.write_whole_value(ctx, key, hash, old, value.freeze());
+        Frame::Integer(new_len as i64)
+    }
+
+    pub fn incr_by(&mut self, ctx: &mut WriteCtx, key: Bytes, by: i64) -> Frame {
+        let hash = key_hash(&key);
+        let old = self.take_for_write(&key, hash, ctx.now_ms);
+        let current = match old.as_ref().and_then(|s| s.read()) {
+            None => 0,
+            Some(v) => match v.as_i64() {
+                Some(n) => n,
+                None => return errors::error(errors::NOT_INTEGER),
+            },
+        };
+        let Some(next) = current.checked_add(by) else {
+            return errors::error(errors::OVERFLOW);
+        };
+        let dot = ctx.next_dot();
+        let mut state = old.unwrap_or_default();
+        state.incr_by(dot, by);
+        debug_assert_eq!(state.read().and_then(|v| v.as_i64()), Some(next));
+        self.commit(ctx, key, hash, state);
+        Frame::Integer(next)
+    }
+
+    pub fn incr_by_float(&mut self, ctx: &mut WriteCtx, key: Bytes, by: f64) -> Frame {
+        let hash = key_hash(&key);
+        let old = self.take_for_write(&key, hash, ctx.now_ms);
+        let current = match old.as_ref().and_then(|s| s.read()) {
+            None => 0.0,
+            Some(v) => match v.as_f64() {
+                Some(f) => f,
+                None => return errors::error(errors::NOT_FLOAT),
+            },
+        };
+        if !(current + by).is_finite() {
+            return errors::error(errors::NAN_OR_INFINITY);
+        }
+        let dot = ctx.next_dot();
+        let mut state = old.unwrap_or_default();
+        state.incr_by_float(dot, by);
+        let rendered = state.read().map(|v| v.to_bytes()).unwrap_or_else(|| Bytes::from(format_float(current + by)));
+        self.commit(ctx, key, hash, state);
+        Frame::Bulk(rendered)
+    }
+}

@@ -1,0 +1,355 @@
+//! The replicated state of one string key: register, counters and TTL together
+//! (DESIGN §5 rows String, Counter, Float counter, TTL, Whole key).
+//!
+//! `KeyState` is a delta-state CRDT. Every local operation takes a fresh [`Dot`] and
+//! yields the new key state, which is also the delta shipped to peers and storage.
+//! Semantics, as users see them:
+//! - SET ∥ SET: the larger `(hlc, node)` wins.
+//! - INCR ∥ INCR: both count (one slot per node).
+//! - SET ∥ INCR: the winning SET's value plus every increment that no SET or DEL had
+//!   observed. A SET or DEL *absorbs* the increments it has seen.
+//! - DEL ∥ anything: what the DEL had not observed survives.
+//! - EXPIRE ∥ EXPIRE: the longest TTL wins; PERSIST beats all.
+//!
+//! This module never does I/O and never reads a clock: dots and times come in.
+
+use bytes::Bytes;
+
+use crate::crdt::counter::Counter;
+use crate::crdt::register::MvRegister;
+use crate::crdt::ttl::{self, TtlRegister, TtlWrite};
+use crate::crdt::{Dot, VersionVector};
+
+/// A stored string, kept as an integer when it is the canonical text of one (as Redis's
+/// `int` encoding), so counters don't parse on every INCR.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum StrVal {
+    Int(i64),
+    Raw(Bytes),
+}
+
+impl StrVal {
+    pub fn from_bytes(bytes: Bytes) -> StrVal {
+        match parse_canonical_i64(&bytes) {
+            Some(n) => StrVal::Int(n),
+            None => StrVal::Raw(bytes),
+        }
+    }
+
+    pub fn to_bytes(&self) -> Bytes {
+        match self {
+            StrVal::Int(n) => Bytes::from(itoa::Buffer::new().format(*n).to_owned()),
+            StrVal::Raw(b) => b.clone(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            StrVal::Int(n) => itoa::Buffer::new().format(*n).len(),
+            StrVal::Raw(b) => b.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The value as an integer, if its text is one (Redis's `string2ll` rules).
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            StrVal::Int(n) => Some(*n),
+            StrVal::Raw(b) => parse_i64(b),
+        }
+    }
+
+    /// The value as a float, if its text is one.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            StrVal::Int(n) => Some(*n as f64),
+            StrVal::Raw(b) => parse_f64(b),
+        }
+    }
+}
+
+/// Parse an i64 the way Redis does: optional '-', digits, no '+', no spaces, no leading
+/// zeros (except "0" itself), within range.
+pub fn parse_i64(bytes: &[u8]) -> Option<i64> {
+    if bytes.is_empty() || bytes.len() > 20 {
+        return None;
+    }
+    let (negative, digits) = match bytes[0] {
+        b'-' => (true, &bytes[1..]),
+        _ => (false, bytes),
+    };
+    if digits.is_empty() || (digits[0] == b'0' && (digits.len() > 1 || negative)) {
+        return None;
+    }
+    let mut value: i64 = 0;
+    for &b in digits {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        let d = (b - b'0') as i64;
+        value = if negative {
+            value.checked_mul(10)?.checked_sub(d)?
+        } else {
+            value.checked_mul(10)?.checked_add(d)?
+        };
+    }
+    Some(value)
+}
+
+/// An i64 whose text round-trips exactly (what may be stored as `StrVal::Int`).
+pub fn parse_canonical_i64(bytes: &[u8]) -> Option<i64> {
+    parse_i64(bytes)
+}
+
+/// Parse a float argument (INCRBYFLOAT, score-like values): no surrounding spaces, the
+/// whole text must be a number, NaN refused.
+pub fn parse_f64(bytes: &[u8]) -> Option<f64> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    if text.is_empty() || text.trim() != text {
+        return None;
+    }
+    let value: f64 = text.parse().ok()?;
+    if value.is_nan() { None } else { Some(value) }
+}
+
+/// Render a float counter: at most 15 significant digits (hiding binary noise such as
+/// 0.1 + 0.2), no exponent, no trailing zeros. Redis computes in 80-bit long double and
+/// prints 17 decimals; for the values people add (decimal fractions) both print the same.
+pub fn format_float(value: f64) -> String {
+    debug_assert!(value.is_finite());
+    if value == 0.0 {
+        return "0".to_owned();
+    }
+    let magnitude = value.abs().log10().floor() as i32;
+    let decimals = (14 - magnitude).clamp(0, 340) as usize;
+    let mut text = format!("{value:.decimals$}");
+    if text.contains('.') {
+        while text.ends_with('0') {
+            text.pop();
+        }
+        if text.ends_with('.') {
+            text.pop();
+        }
+    }
+    if text == "-0" { "0".to_owned() } else { text }
+}
+
+/// How a SET treats an existing TTL.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SetTtl {
+    /// Remove the TTL (plain SET).
+    Clear,
+    /// Keep it (KEEPTTL, APPEND, SETRANGE, INCR...).
+    Keep,
+    /// Expire at this absolute unix time in ms.
+    At(u64),
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Counters {
+    ints: Counter<i64>,
+    floats: Counter<f64>,
+}
+
+/// The full replicated state of one string key (also its delta).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KeyState {
+    /// The causal context beyond what the dots stored below already imply. Empty for a
+    /// key written by one node and never deleted, which keeps plain strings compact.
+    ctx: VersionVector,
+    value: MvRegister<StrVal>,
+    counters: Option<Box<Counters>>,
+    ttl: TtlRegister,
+}
+
+impl KeyState {
+    pub fn new() -> KeyState {
+        KeyState::default()
+    }
+
+    /// A fresh key holding `value`, written at `dot`.
+    pub fn with_value(dot: Dot, value: StrVal, expire_at_ms: Option<u64>) -> KeyState {
+        let mut state = KeyState::new();
+        state.value.write(dot, value);
+        if let Some(at_ms) = expire_at_ms {
+            state.ttl.write(dot, TtlWrite::At(at_ms));
+        }
+        state
+    }
+
+    /// Whether the key exists (a state that exists only as removal metadata does not).
+    pub fn exists(&self) -> bool {
+        !self.value.is_empty() || self.counters.as_ref().is_some_and(|c| c.ints.has_unabsorbed() || c.floats.has_unabsorbed())
+    }
+
+    /// The value a GET returns, or `None` when the key does not exist.
+    pub fn read(&self) -> Option<StrVal> {
+        let base = self.value.winner().map(|(_, v)| v);
+        let Some(counters) = self.counters.as_deref() else {
+            return base.cloned();
+        };
+        let has_ints = counters.ints.has_unabsorbed();
+        let has_floats = counters.floats.has_unabsorbed();
+        if !has_ints && !has_floats {
+            return base.cloned();
+        }
+        if has_floats || base.is_some_and(|b| b.as_i64().is_none()) {
+            let base_f = match base {
+                None => 0.0,
+                Some(b) => match b.as_f64() {
+                    Some(f) => f,
+                    // A SET of a non-number hides the increments concurrent with it.
+                    None => return Some(b.clone()),
+                },
+            };
+            let mut total = base_f;
+            for c in counters.ints.contributions() {
+                total += c as f64;
+            }
+            for c in counters.floats.contributions() {
+                total += c;
+            }
+            if !total.is_finite() {
+                return base.cloned();
+            }
+            return Some(StrVal::Raw(Bytes::from(format_float(total))));
+        }
+        let mut total: i128 = base.and_then(|b| b.as_i64()).unwrap_or(0) as i128;
+        for c in counters.ints.contributions() {
+            total += c as i128;
+        }
+        match i64::try_from(total) {
+            Ok(n) => Some(StrVal::Int(n)),
+            // Concurrent increments can overflow together; show the exact sum as text.
+            Err(_) => Some(StrVal::Raw(Bytes::from(total.to_string()))),
+        }
+    }
+
+    /// The absolute expiry instant (unix ms), if any.
+    pub fn expire_at_ms(&self) -> Option<u64> {
+        ttl::resolve(&self.ttl)
+    }
+
+    /// Number of concurrent register values kept (1 for a plain string).
+    pub fn concurrent_values(&self) -> usize {
+        self.value.len()
+    }
+
+    /// The full causal context: explicit entries plus every dot stored.
+    pub fn causal_context(&self) -> VersionVector {
+        let mut ctx = self.implied_context();
+        ctx.merge(&self.ctx);
+        ctx
+    }
+
+    fn implied_context(&self) -> VersionVector {
+        let mut ctx = VersionVector::new();
+        for dot in self.value.dots().chain(self.ttl.dots()) {
+            ctx.add(dot);
+        }
+        if let Some(c) = &self.counters {
+            for (node, hlc) in c.ints.observed().chain(c.floats.observed()) {
+                ctx.add(Dot::new(hlc, node));
+            }
+        }
+        ctx
+    }
+
+    fn normalize_context(&mut self) {
+        let implied = self.implied_context();
+        self.ctx.remove_covered_by(&implied);
+    }
+
+    /// Run a local mutation at `dot`: whatever it removes stays in the causal context,
+    /// and the write itself joins it.
+    fn mutate(&mut self, dot: Dot, f: impl FnOnce(&mut KeyState)) {
+        let mut ctx = self.causal_context();
+        debug_assert!(!ctx.covers(dot), "a local write must carry a new dot");
+        f(self);
+        ctx.add(dot);
+        self.ctx = ctx;
+        self.normalize_context();
+    }
+
+    fn absorb_counters(&mut self) {
+        if let Some(c) = self.counters.as_deref_mut() {
+            c.ints.absorb_all();
+            c.floats.absorb_all();
+        }
+    }
+
+    /// SET and every command that writes a whole new value (APPEND, SETRANGE, GETSET...).
+    pub fn set(&mut self, dot: Dot, value: StrVal, ttl: SetTtl) {
+        self.mutate(dot, |s| {
+            s.value.write(dot, value);
+            s.absorb_counters();
+            match ttl {
+                SetTtl::Clear => s.ttl.clear(),
+                SetTtl::Keep => {}
+                SetTtl::At(at_ms) => s.ttl.write(dot, TtlWrite::At(at_ms)),
+            }
+        });
+    }
+
+    /// INCRBY: the caller has checked that the current value is an integer and that the
+    /// result does not overflow.
+    pub fn incr_by(&mut self, dot: Dot, by: i64) {
+        self.mutate(dot, |s| s.counters.get_or_insert_with(Default::default).ints.add(dot.node, dot.hlc, by));
+    }
+
+    /// INCRBYFLOAT: the caller has checked the current value is a number and the result is
+    /// finite.
+    pub fn incr_by_float(&mut self, dot: Dot, by: f64) {
+        self.mutate(dot, |s| s.counters.get_or_insert_with(Default::default).floats.add(dot.node, dot.hlc, by));
+    }
+
+    /// DEL: remove everything observed. The result is a tombstone unless it merged
+    /// unobserved increments (it never has, locally).
+    pub fn delete(&mut self, dot: Dot) {
+        self.mutate(dot, |s| {
+            s.value.clear();
+            s.absorb_counters();
+            s.ttl.clear();
+        });
+        debug_assert!(!self.exists());
+    }
+
+    /// EXPIRE family with a future instant.
+    pub fn expire_at(&mut self, dot: Dot, at_ms: u64) {
+        self.mutate(dot, |s| s.ttl.write(dot, TtlWrite::At(at_ms)));
+    }
+
+    /// PERSIST.
+    pub fn persist(&mut self, dot: Dot) {
+        self.mutate(dot, |s| s.ttl.write(dot, TtlWrite::Persist));
+    }
+
+    /// Join with another replica's state (or a delta) of the same key.
+    pub fn merge(&mut self, other: &KeyState) {
+        let self_ctx = self.causal_context();
+        let other_ctx = other.causal_context();
+        self.value.merge(&self_ctx, &other.value, &other_ctx);
+        self.ttl.merge(&self_ctx, &other.ttl, &other_ctx);
+        match (self.counters.as_deref_mut(), other.counters.as_deref()) {
+            (Some(mine), Some(theirs)) => {
+                mine.ints.merge(&theirs.ints);
+                mine.floats.merge(&theirs.floats);
+            }
+            (None, Some(theirs)) => self.counters = Some(Box::new(theirs.clone())),
+            _ => {}
+        }
+        let mut ctx = self_ctx;
+        ctx.merge(&other_ctx);
+        self.ctx = ctx;
+        self.normalize_context();
+    }
+
+    /// Approximate heap + inline bytes, for INFO memory.
+    pub fn approx_bytes(&self) -> usize {
+        let value_bytes: usize = self.value.entries().iter().map(|(_, v)| if let StrVal::Raw(b) = v { b.len() } else { 0 }).sum();
+        std::mem::size_of::<KeyState>() + value_bytes + self.counters.as_ref().map_or(0, |_| std::mem::size_of::<Counters>())
+    }
+}

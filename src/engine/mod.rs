@@ -1,0 +1,4 @@
+//! Data engines that live inside a shard. Only the key-value engine exists today; the
+//! vector (`FT.*`) and graph (`GRAPH.*`) engines will sit beside it.
+
+pub mod kv;

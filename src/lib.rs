@@ -1,0 +1,22 @@
+//! Meridian: an eventually consistent, geo-replicated, Redis-protocol database.
+//!
+//! The crate is laid out as the architecture (see `DESIGN.md` §1):
+//!
+//! - [`protocol`]: RESP2/RESP3 request parser and reply encoder; knows no commands.
+//! - [`command`]: the command table and the parser from arguments to typed commands.
+//! - [`crdt`]: hybrid logical clock, dots, causal contexts, registers, counters, TTL.
+//! - [`engine`]: the data engines inside a shard (today: key-value).
+//! - [`shard`]: the deterministic shard state machine that owns a keyspace partition.
+//! - [`config`]: every setting, its flag, default and `CONFIG` name.
+//! - [`shell`]: the tokio world: listener, connections, shard threads, timers.
+//!
+//! Everything except `shell` is a deterministic core: no I/O, no wall clock and no
+//! global randomness, so the simulator in `dst/` can drive the same code.
+
+pub mod command;
+pub mod config;
+pub mod crdt;
+pub mod engine;
+pub mod protocol;
+pub mod shard;
+pub mod shell;

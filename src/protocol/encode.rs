@@ -1,0 +1,140 @@
+//! Writes [`Frame`]s as RESP2 or RESP3 bytes.
+
+use bytes::{BufMut, BytesMut};
+
+use super::frame::Frame;
+
+/// The protocol a connection speaks (`HELLO 2|3`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    Resp2,
+    Resp3,
+}
+
+fn put_int_line(out: &mut BytesMut, prefix: u8, n: i64) {
+    out.put_u8(prefix);
+    out.put_slice(itoa::Buffer::new().format(n).as_bytes());
+    out.put_slice(b"\r\n");
+}
+
+fn put_bulk(out: &mut BytesMut, bytes: &[u8]) {
+    put_int_line(out, b'$', bytes.len() as i64);
+    out.put_slice(bytes);
+    out.put_slice(b"\r\n");
+}
+
+/// Redis formats doubles with `%.17g`; Rust's shortest round-trip form prints the same
+/// value with no noise digits and is what clients parse back exactly.
+pub fn format_double(value: f64) -> String {
+    if value.is_infinite() {
+        return if value > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if value.is_nan() {
+        return "nan".into();
+    }
+    if value == value.trunc() && value.abs() < 1e17 {
+        return format!("{}", value as i64);
+    }
+    format!("{value}")
+}
+
+pub fn encode(frame: &Frame, protocol: Protocol, out: &mut BytesMut) {
+    let resp3 = protocol == Protocol::Resp3;
+    match frame {
+        Frame::Simple(text) => {
+            out.put_u8(b'+');
+            out.put_slice(text);
+            out.put_slice(b"\r\n");
+        }
+        Frame::Error(text) => {
+            out.put_u8(b'-');
+            out.put_slice(text);
+            out.put_slice(b"\r\n");
+        }
+        Frame::Integer(n) => put_int_line(out, b':', *n),
+        Frame::Bulk(bytes) => put_bulk(out, bytes),
+        Frame::Null if resp3 => out.put_slice(b"_\r\n"),
+        Frame::Null => out.put_slice(b"$-1\r\n"),
+        Frame::NullArray if resp3 => out.put_slice(b"_\r\n"),
+        Frame::NullArray => out.put_slice(b"*-1\r\n"),
+        Frame::Array(items) => {
+            put_int_line(out, b'*', items.len() as i64);
+            for item in items {
+                encode(item, protocol, out);
+            }
+        }
+        Frame::Set(items) => {
+            put_int_line(out, if resp3 { b'~' } else { b'*' }, items.len() as i64);
+            for item in items {
+                encode(item, protocol, out);
+            }
+        }
+        Frame::Map(pairs) => {
+            if resp3 {
+                put_int_line(out, b'%', pairs.len() as i64);
+            } else {
+                put_int_line(out, b'*', 2 * pairs.len() as i64);
+            }
+            for (key, value) in pairs {
+                encode(key, protocol, out);
+                encode(value, protocol, out);
+            }
+        }
+        Frame::Double(value) => {
+            let text = format_double(*value);
+            if resp3 {
+                out.put_u8(b',');
+                out.put_slice(text.as_bytes());
+                out.put_slice(b"\r\n");
+            } else {
+                put_bulk(out, text.as_bytes());
+            }
+        }
+        Frame::Boolean(b) if resp3 => out.put_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
+        Frame::Boolean(b) => put_int_line(out, b':', *b as i64),
+        Frame::Verbatim(format, text) => {
+            if resp3 {
+                debug_assert_eq!(format.len(), 3);
+                put_int_line(out, b'=', (text.len() + 4) as i64);
+                out.put_slice(format.as_bytes());
+                out.put_u8(b':');
+                out.put_slice(text);
+                out.put_slice(b"\r\n");
+            } else {
+                put_bulk(out, text);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn enc(frame: Frame, protocol: Protocol) -> Vec<u8> {
+        let mut out = BytesMut::new();
+        encode(&frame, protocol, &mut out);
+        out.to_vec()
+    }
+
+    #[test]
+    fn null_differs_between_resp2_and_resp3() {
+        assert_eq!(enc(Frame::Null, Protocol::Resp2), b"$-1\r\n");
+        assert_eq!(enc(Frame::NullArray, Protocol::Resp2), b"*-1\r\n");
+        assert_eq!(enc(Frame::Null, Protocol::Resp3), b"_\r\n");
+    }
+
+    #[test]
+    fn maps_flatten_in_resp2() {
+        let map = Frame::Map(vec![(Frame::bulk_str("a"), Frame::Integer(1))]);
+        assert_eq!(enc(map.clone(), Protocol::Resp2), b"*2\r\n$1\r\na\r\n:1\r\n");
+        assert_eq!(enc(map, Protocol::Resp3), b"%1\r\n$1\r\na\r\n:1\r\n");
+    }
+
+    #[test]
+    fn binary_bulk_strings_are_written_verbatim() {
+        let frame = Frame::Bulk(Bytes::from_static(b"a\0\xff\r\n"));
+        assert_eq!(enc(frame, Protocol::Resp2), b"$5\r\na\0\xff\r\n\r\n");
+    }
+}

@@ -1,0 +1,63 @@
+//! A reply value, independent of the protocol version it will be written in.
+//!
+//! The encoder decides how each variant looks in RESP2 and RESP3 (a `Map` is a flat
+//! array in RESP2, a `Null` is `$-1` there and `_` in RESP3, and so on), so command code
+//! builds one `Frame` and never branches on the client's protocol.
+
+use bytes::Bytes;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Frame {
+    /// `+OK`
+    Simple(Bytes),
+    /// `-ERR message`: the bytes hold the whole line after '-', error code included.
+    Error(Bytes),
+    Integer(i64),
+    Bulk(Bytes),
+    /// A missing bulk string (`$-1` in RESP2).
+    Null,
+    /// A missing array (`*-1` in RESP2).
+    NullArray,
+    Array(Vec<Frame>),
+    /// Key/value pairs (a flat array in RESP2).
+    Map(Vec<(Frame, Frame)>),
+    /// An unordered collection (an array in RESP2).
+    Set(Vec<Frame>),
+    /// A double (a bulk string in RESP2).
+    Double(f64),
+    /// A boolean (the integer 1 or 0 in RESP2).
+    Boolean(bool),
+    /// Verbatim text with a three-letter format, e.g. `txt` (a bulk string in RESP2).
+    Verbatim(&'static str, Bytes),
+}
+
+impl Frame {
+    pub const fn ok() -> Frame {
+        Frame::Simple(Bytes::from_static(b"OK"))
+    }
+
+    pub fn simple(text: &'static str) -> Frame {
+        Frame::Simple(Bytes::from_static(text.as_bytes()))
+    }
+
+    /// An error reply; `text` starts with the error code (`ERR`, `WRONGTYPE`, ...).
+    pub fn error(text: impl Into<String>) -> Frame {
+        Frame::Error(Bytes::from(text.into()))
+    }
+
+    pub fn static_error(text: &'static str) -> Frame {
+        Frame::Error(Bytes::from_static(text.as_bytes()))
+    }
+
+    pub fn bulk(bytes: impl Into<Bytes>) -> Frame {
+        Frame::Bulk(bytes.into())
+    }
+
+    pub fn bulk_str(text: &str) -> Frame {
+        Frame::Bulk(Bytes::copy_from_slice(text.as_bytes()))
+    }
+
+    pub fn is_error(&self) -> bool {
+        matches!(self, Frame::Error(_))
+    }
+}

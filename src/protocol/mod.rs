@@ -1,0 +1,11 @@
+//! RESP2/RESP3 wire format: the request parser and the reply encoder.
+//!
+//! This layer knows bytes and frames only; it must never know what a command means.
+
+pub mod encode;
+pub mod frame;
+pub mod parse;
+
+pub use encode::{Protocol, encode};
+pub use frame::Frame;
+pub use parse::{ParseLimits, ProtocolError, RequestParser};

@@ -1,0 +1,329 @@
+//! Incremental request parser: RESP multibulk arrays (what client libraries send) and
+//! inline commands (what telnet and `redis-cli` in some modes send).
+//!
+//! The parser keeps its progress between calls, so a huge command arriving in many
+//! reads is parsed in linear time, and it validates every declared length before
+//! allocating anything for it. It knows nothing about commands.
+
+use std::borrow::Cow;
+
+use bytes::{Buf, Bytes, BytesMut};
+
+/// Longest header line (`*N`, `$N`) or inline command accepted, as in Redis.
+pub const INLINE_LINE_BYTES_MAX: usize = 64 * 1024;
+/// Elements preallocated for a multibulk whatever it declares.
+const PREALLOCATED_ARGS_MAX: usize = 1024;
+/// Bulk strings at least this large get their buffer space reserved up front.
+const BIG_ARG_BYTES: usize = 32 * 1024;
+
+/// Limits applied while parsing.
+#[derive(Copy, Clone, Debug)]
+pub struct ParseLimits {
+    /// `proto-max-bulk-len`: the longest bulk string accepted.
+    pub bulk_bytes_max: usize,
+    /// `client-query-buffer-limit`: the most bytes one pending command may hold.
+    pub query_bytes_max: usize,
+}
+
+impl Default for ParseLimits {
+    fn default() -> Self {
+        ParseLimits { bulk_bytes_max: 512 * 1024 * 1024, query_bytes_max: 1024 * 1024 * 1024 }
+    }
+}
+
+/// A protocol violation: the connection replies `-ERR Protocol error: ...` and closes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProtocolError(pub Cow<'static, str>);
+
+impl std::fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Protocol error: {}", self.0)
+    }
+}
+
+impl std::error::Error for ProtocolError {}
+
+#[derive(Debug, Default)]
+pub struct RequestParser {
+    args: Vec<Bytes>,
+    /// Bulk strings still expected in the current multibulk; 0 when between commands.
+    args_remaining: usize,
+    /// Declared length of the bulk string being received.
+    bulk_len: Option<usize>,
+    /// Bytes held by the command being assembled.
+    pending_bytes: usize,
+}
+
+fn find_crlf(buf: &[u8]) -> Option<usize> {
+    let mut start = 0;
+    while let Some(i) = buf[start..].iter().position(|&b| b == b'\r') {
+        let at = start + i;
+        if at + 1 < buf.len() {
+            if buf[at + 1] == b'\n' {
+                return Some(at);
+            }
+        } else {
+            return None;
+        }
+        start = at + 1;
+    }
+    None
+}
+
+/// Parse the decimal integer of a header line the way Redis's `string2ll` does.
+fn parse_header_int(digits: &[u8]) -> Option<i64> {
+    crate::engine::kv::value::parse_i64(digits)
+}
+
+impl RequestParser {
+    pub fn new() -> RequestParser {
+        RequestParser::default()
+    }
+
+    /// Whether a command is partially received.
+    pub fn is_mid_command(&self) -> bool {
+        self.args_remaining > 0
+    }
+
+    /// The next complete command in `buf`, consuming it; `Ok(None)` when more bytes are
+    /// needed. Empty commands (`*0`, blank inline lines) are skipped.
+    pub fn next_command(&mut self, buf: &mut BytesMut, limits: &ParseLimits) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        loop {
+            if self.args_remaining == 0 {
+                if buf.is_empty() {
+                    return Ok(None);
+                }
+                if buf[0] == b'*' {
+                    let Some(end) = find_crlf(buf) else {
+                        if buf.len() > INLINE_LINE_BYTES_MAX {
+                            return Err(ProtocolError(Cow::Borrowed("too big mbulk count string")));
+                        }
+                        return Ok(None);
+                    };
+                    let count = parse_header_int(&buf[1..end]).filter(|&n| n <= i32::MAX as i64);
+                    let Some(count) = count else {
+                        return Err(ProtocolError(Cow::Borrowed("invalid multibulk length")));
+                    };
+                    buf.advance(end + 2);
+                    if count <= 0 {
+                        continue;
+                    }
+                    self.args_remaining = count as usize;
+                    self.args = Vec::with_capacity((count as usize).min(PREALLOCATED_ARGS_MAX));
+                    self.pending_bytes = 0;
+                } else {
+                    let Some(newline) = buf.iter().position(|&b| b == b'\n') else {
+                        if buf.len() > INLINE_LINE_BYTES_MAX {
+                            return Err(ProtocolError(Cow::Borrowed("too big inline request")));
+                        }
+                        return Ok(None);
+                    };
+                    let line = buf.split_to(newline + 1);
+                    let mut line = &line[..newline];
+                    if line.last() == Some(&b'\r') {
+                        line = &line[..line.len() - 1];
+                    }
+                    let args = split_inline_args(line).ok_or(ProtocolError(Cow::Borrowed("unbalanced quotes in request")))?;
+                    if args.is_empty() {
+                        continue;
+                    }
+                    return Ok(Some(args));
+                }
+            }
+
+            while self.args_remaining > 0 {
+                let len = match self.bulk_len {
+                    Some(len) => len,
+                    None => {
+                        if buf.is_empty() {
+                            return Ok(None);
+                        }
+                        if buf[0] != b'$' {
+                            return Err(expected_dollar_message(buf[0]));
+                        }
+                        let Some(end) = find_crlf(buf) else {
+                            if buf.len() > INLINE_LINE_BYTES_MAX {
+                                return Err(ProtocolError(Cow::Borrowed("too big bulk count string")));
+                            }
+                            return Ok(None);
+                        };
+                        let len = parse_header_int(&buf[1..end])
+                            .filter(|&n| n >= 0 && n as u64 <= limits.bulk_bytes_max as u64)
+                            .ok_or(ProtocolError(Cow::Borrowed("invalid bulk length")))? as usize;
+                        self.pending_bytes += len;
+                        if self.pending_bytes > limits.query_bytes_max {
+                            return Err(ProtocolError(Cow::Borrowed("query buffer limit exceeded")));
+                        }
+                        buf.advance(end + 2);
+                        if len >= BIG_ARG_BYTES {
+                            buf.reserve(len + 2);
+                        }
+                        self.bulk_len = Some(len);
+                        len
+                    }
+                };
+                if buf.len() < len + 2 {
+                    return Ok(None);
+                }
+                let arg = buf.split_to(len).freeze();
+                // Redis does not check the two bytes after a bulk string; neither do we.
+                buf.advance(2);
+                self.args.push(arg);
+                self.bulk_len = None;
+                self.args_remaining -= 1;
+            }
+            return Ok(Some(std::mem::take(&mut self.args)));
+        }
+    }
+}
+
+fn expected_dollar_message(got: u8) -> ProtocolError {
+    ProtocolError(format!("expected '$', got '{}'", got as char).into())
+}
+
+fn hex_value(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
+/// Split an inline command line like Redis's `sdssplitargs`: spaces separate arguments,
+/// "double quotes" understand `\n \r \t \b \a \\ \" \xHH`, 'single quotes' only `\'`.
+/// A closing quote must be followed by a space or the end. `None` on unbalanced quotes.
+pub fn split_inline_args(line: &[u8]) -> Option<Vec<Bytes>> {
+    let mut args = Vec::new();
+    let mut i = 0;
+    loop {
+        while i < line.len() && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= line.len() {
+            return Some(args);
+        }
+        let mut current = Vec::new();
+        let mut in_double = false;
+        let mut in_single = false;
+        loop {
+            if in_double {
+                let b = *line.get(i)?;
+                if b == b'\\' && i + 3 < line.len() && line[i + 1] == b'x' {
+                    if let (Some(h), Some(l)) = (hex_value(line[i + 2]), hex_value(line[i + 3])) {
+                        current.push(h * 16 + l);
+                        i += 4;
+                        continue;
+                    }
+                }
+                if b == b'\\' && i + 1 < line.len() {
+                    i += 1;
+                    current.push(match line[i] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 8,
+                        b'a' => 7,
+                        other => other,
+                    });
+                } else if b == b'"' {
+                    if i + 1 < line.len() && !line[i + 1].is_ascii_whitespace() {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    current.push(b);
+                }
+                i += 1;
+            } else if in_single {
+                let b = *line.get(i)?;
+                if b == b'\\' && i + 1 < line.len() && line[i + 1] == b'\'' {
+                    current.push(b'\'');
+                    i += 2;
+                    continue;
+                } else if b == b'\'' {
+                    if i + 1 < line.len() && !line[i + 1].is_ascii_whitespace() {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                }
+                current.push(b);
+                i += 1;
+            } else {
+                match line.get(i) {
+                    None => break,
+                    Some(b) if b.is_ascii_whitespace() => break,
+                    Some(b'"') => in_double = true,
+                    Some(b'\'') => in_single = true,
+                    Some(&b) => current.push(b),
+                }
+                i += 1;
+            }
+        }
+        args.push(Bytes::from(current));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_all(input: &[u8]) -> Result<Vec<Vec<Bytes>>, ProtocolError> {
+        let mut parser = RequestParser::new();
+        let mut buf = BytesMut::from(input);
+        let mut out = Vec::new();
+        while let Some(cmd) = parser.next_command(&mut buf, &ParseLimits::default())? {
+            out.push(cmd);
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn pipelined_multibulk_commands_parse_in_order() {
+        let cmds = parse_all(b"*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nGET\r\n$1\r\na\r\n").unwrap();
+        assert_eq!(cmds, vec![vec![Bytes::from("PING")], vec![Bytes::from("GET"), Bytes::from("a")]]);
+    }
+
+    #[test]
+    fn a_command_split_across_reads_is_assembled() {
+        let input = b"*2\r\n$3\r\nGET\r\n$5\r\nhello\r\n";
+        for cut in 1..input.len() {
+            let mut parser = RequestParser::new();
+            let mut buf = BytesMut::from(&input[..cut]);
+            assert_eq!(parser.next_command(&mut buf, &ParseLimits::default()).unwrap(), None);
+            buf.extend_from_slice(&input[cut..]);
+            let cmd = parser.next_command(&mut buf, &ParseLimits::default()).unwrap().unwrap();
+            assert_eq!(cmd, vec![Bytes::from("GET"), Bytes::from("hello")]);
+        }
+    }
+
+    #[test]
+    fn inline_commands_understand_quotes() {
+        let cmds = parse_all(b"SET k \"a b\\x00\\n\"\r\nGET 'it\\'s'\n\r\n").unwrap();
+        assert_eq!(cmds[0], vec![Bytes::from("SET"), Bytes::from("k"), Bytes::from(&b"a b\0\n"[..])]);
+        assert_eq!(cmds[1], vec![Bytes::from("GET"), Bytes::from("it's")]);
+        assert_eq!(cmds.len(), 2);
+    }
+
+    #[test]
+    fn unbalanced_quotes_are_a_protocol_error() {
+        assert_eq!(parse_all(b"SET \"a\r\n").unwrap_err().0, "unbalanced quotes in request");
+        assert_eq!(parse_all(b"SET \"a\"b\r\n").unwrap_err().0, "unbalanced quotes in request");
+    }
+
+    #[test]
+    fn oversized_bulk_is_refused_before_allocation() {
+        let err = parse_all(b"*1\r\n$9999999999999\r\n").unwrap_err();
+        assert_eq!(err.0, "invalid bulk length");
+        let err = parse_all(b"*1\r\n$-5\r\n").unwrap_err();
+        assert_eq!(err.0, "invalid bulk length");
+    }
+
+    #[test]
+    fn bad_headers_are_protocol_errors() {
+        assert_eq!(parse_all(b"*x\r\n").unwrap_err().0, "invalid multibulk length");
+        assert_eq!(parse_all(b"*1\r\n:1\r\n").unwrap_err().0, "expected '$', got ':'");
+    }
+
+    #[test]
+    fn empty_commands_are_skipped() {
+        assert_eq!(parse_all(b"*0\r\n\r\n*-1\r\n").unwrap(), Vec::<Vec<Bytes>>::new());
+    }
+}

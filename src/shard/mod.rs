@@ -1,0 +1,274 @@
+//! The shard: a deterministic state machine that owns one partition of the keyspace.
+//!
+//! `Shard::apply(op, now_ms)` is the only way data changes: it runs one operation to
+//! completion and returns its reply; writes also append to the shard's delta log.
+//! No I/O, no wall clock, no global randomness: time comes in as `now_ms` and the RNG
+//! is seeded by the driver. The tokio actor in `shell/` and the simulator in `dst/`
+//! both drive this same code.
+
+pub mod delta;
+
+use bytes::Bytes;
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::command::{KeyCommand, KeyspaceCommand};
+use crate::crdt::{HlcClock, NodeId};
+use crate::engine::kv::keys::KeySnapshot;
+use crate::engine::kv::{KvEngine, WriteCtx};
+use crate::protocol::Frame;
+pub use delta::{Delta, DeltaLog};
+
+/// Keys expired per shard per tick at most, so one tick's work is bounded.
+pub const EXPIRE_KEYS_PER_TICK_MAX: usize = 1_000;
+
+/// The error a write gets when deltas can't be shipped fast enough.
+pub const DELTA_LOG_FULL: &str =
+    "MISCONF Meridian can't replicate or persist writes fast enough (delta log full); write refused, retry later";
+
+#[derive(Clone, Debug)]
+pub struct ShardConfig {
+    pub shard_id: usize,
+    pub node_id: NodeId,
+    /// `proto-max-bulk-len`: the longest string a write may build.
+    pub string_bytes_max: usize,
+    /// Whether a consumer (replication, persistence) reads the delta log.
+    pub record_deltas: bool,
+    pub delta_log_entries_max: usize,
+    pub delta_log_bytes_max: usize,
+    pub rng_seed: u64,
+}
+
+impl ShardConfig {
+    pub fn new(shard_id: usize, node_id: NodeId) -> ShardConfig {
+        ShardConfig {
+            shard_id,
+            node_id,
+            string_bytes_max: 512 * 1024 * 1024,
+            record_deltas: false,
+            delta_log_entries_max: 1 << 20,
+            delta_log_bytes_max: 256 << 20,
+            rng_seed: shard_id as u64,
+        }
+    }
+}
+
+/// One operation on one shard. Single-key commands come whole; multi-key and keyspace
+/// commands come as this shard's part.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ShardOp {
+    Key(KeyCommand),
+    MGet(Vec<Bytes>),
+    MSet(Vec<(Bytes, Bytes)>),
+    /// Only sent when every key is on this shard (or the shard is parked).
+    MSetNx(Vec<(Bytes, Bytes)>),
+    Del(Vec<Bytes>),
+    CountExisting(Vec<Bytes>),
+    Snapshot(Bytes),
+    Restore { key: Bytes, snapshot: KeySnapshot, replace: bool },
+    /// RENAME/COPY with both keys on this shard.
+    Rename { src: Bytes, dst: Bytes, nx: bool },
+    Copy { src: Bytes, dst: Bytes, replace: bool },
+    Keyspace(KeyspaceCommand),
+    Stats,
+}
+
+/// Figures a shard reports for INFO.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ShardStats {
+    pub keys: usize,
+    pub expiring_keys: usize,
+    pub expired_keys: u64,
+    pub keyspace_hits: u64,
+    pub keyspace_misses: u64,
+    pub deltas_produced: u64,
+    pub delta_log_len: usize,
+    pub delta_log_bytes: usize,
+    pub ops_applied: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ShardReply {
+    Frame(Frame),
+    Snapshot(Option<KeySnapshot>),
+    Restored(bool),
+    Keys(Vec<Bytes>),
+    ScanPage { keys: Vec<Bytes>, next: u64 },
+    RandomKey(Option<Bytes>),
+    Count(i64),
+    Stats(ShardStats),
+}
+
+impl ShardReply {
+    /// The reply as a frame (used where the op always answers with one).
+    pub fn into_frame(self) -> Frame {
+        match self {
+            ShardReply::Frame(frame) => frame,
+            ShardReply::Count(n) => Frame::Integer(n),
+            other => Frame::error(format!("ERR internal: unexpected shard reply {other:?}")),
+        }
+    }
+}
+
+pub struct Shard {
+    config: ShardConfig,
+    clock: HlcClock,
+    pub kv: KvEngine,
+    rng: ChaCha8Rng,
+    pub deltas: DeltaLog,
+    ops_applied: u64,
+}
+
+impl Shard {
+    pub fn new(config: ShardConfig) -> Shard {
+        Shard {
+            clock: HlcClock::new(),
+            kv: KvEngine::new(),
+            rng: ChaCha8Rng::seed_from_u64(config.rng_seed),
+            deltas: DeltaLog::new(config.record_deltas, config.delta_log_entries_max, config.delta_log_bytes_max),
+            ops_applied: 0,
+            config,
+        }
+    }
+
+    pub fn id(&self) -> usize {
+        self.config.shard_id
+    }
+
+    pub fn clock(&self) -> &HlcClock {
+        &self.clock
+    }
+
+    fn is_write(op: &ShardOp) -> bool {
+        match op {
+            ShardOp::Key(cmd) => cmd.is_write(),
+            ShardOp::MSet(_) | ShardOp::MSetNx(_) | ShardOp::Del(_) | ShardOp::Restore { .. } => true,
+            ShardOp::Rename { .. } | ShardOp::Copy { .. } => true,
+            ShardOp::Keyspace(KeyspaceCommand::Flush) => true,
+            _ => false,
+        }
+    }
+
+    /// Apply one operation at wall-clock time `now_ms`.
+    pub fn apply(&mut self, op: ShardOp, now_ms: u64) -> ShardReply {
+        self.ops_applied += 1;
+        if Self::is_write(&op) && !self.deltas.has_room() {
+            return ShardReply::Frame(Frame::static_error(DELTA_LOG_FULL));
+        }
+        let Shard { config, clock, kv, rng, deltas, .. } = self;
+        let mut ctx = WriteCtx { clock, node: config.node_id, now_ms, string_bytes_max: config.string_bytes_max, deltas };
+        let frame = match op {
+            ShardOp::Key(cmd) => apply_key(kv, &mut ctx, cmd),
+            ShardOp::MGet(keys) => Frame::Array(
+                keys.iter().map(|k| kv.read_value(k, now_ms).map_or(Frame::Null, |v| Frame::Bulk(v.to_bytes()))).collect(),
+            ),
+            ShardOp::MSet(pairs) => {
+                for (key, value) in pairs {
+                    kv.set(&mut ctx, key, value, crate::command::SetCondition::Always, crate::command::TtlChange::Clear, false);
+                }
+                Frame::ok()
+            }
+            ShardOp::MSetNx(pairs) => {
+                if pairs.iter().any(|(k, _)| kv.live(k, crate::engine::kv::key_hash(k), now_ms).is_some()) {
+                    Frame::Integer(0)
+                } else {
+                    for (key, value) in pairs {
+                        kv.set(&mut ctx, key, value, crate::command::SetCondition::Always, crate::command::TtlChange::Clear, false);
+                    }
+                    Frame::Integer(1)
+                }
+            }
+            ShardOp::Del(keys) => return ShardReply::Count(kv.del(&mut ctx, &keys)),
+            ShardOp::CountExisting(keys) => return ShardReply::Count(kv.count_existing(&keys, now_ms)),
+            ShardOp::Snapshot(key) => return ShardReply::Snapshot(kv.snapshot(&key, now_ms)),
+            ShardOp::Restore { key, snapshot, replace } => return ShardReply::Restored(kv.restore(&mut ctx, key, snapshot, replace)),
+            ShardOp::Rename { src, dst, nx } => {
+                let Some(snapshot) = kv.snapshot(&src, now_ms) else {
+                    return ShardReply::Frame(KvEngine::no_such_key());
+                };
+                if src == dst {
+                    return ShardReply::Frame(if nx { Frame::Integer(0) } else { Frame::ok() });
+                }
+                if !kv.restore(&mut ctx, dst, snapshot, !nx) {
+                    return ShardReply::Frame(Frame::Integer(0));
+                }
+                kv.del(&mut ctx, std::slice::from_ref(&src));
+                if nx { Frame::Integer(1) } else { Frame::ok() }
+            }
+            ShardOp::Copy { src, dst, replace } => {
+                if src == dst {
+                    return ShardReply::Frame(Frame::static_error("ERR source and destination objects are the same"));
+                }
+                match kv.snapshot(&src, now_ms) {
+                    None => Frame::Integer(0),
+                    Some(snapshot) => Frame::Integer(kv.restore(&mut ctx, dst, snapshot, replace) as i64),
+                }
+            }
+            ShardOp::Keyspace(cmd) => match cmd {
+                KeyspaceCommand::DbSize => return ShardReply::Count(kv.keys.len() as i64),
+                KeyspaceCommand::Flush => {
+                    kv.flush(&mut ctx);
+                    Frame::ok()
+                }
+                KeyspaceCommand::Keys(pattern) => return ShardReply::Keys(kv.matching_keys(&pattern, now_ms)),
+                KeyspaceCommand::Scan { cursor, pattern, count, type_name } => {
+                    let (keys, next) = kv.scan(cursor, count, pattern.as_deref(), type_name.as_deref(), now_ms);
+                    return ShardReply::ScanPage { keys, next };
+                }
+                KeyspaceCommand::RandomKey => return ShardReply::RandomKey(kv.random_key(now_ms, || rng.next_u64())),
+            },
+            ShardOp::Stats => return ShardReply::Stats(self.stats()),
+        };
+        ShardReply::Frame(frame)
+    }
+
+    /// Periodic work: active expiry, bounded per call. Returns keys expired.
+    pub fn tick(&mut self, now_ms: u64) -> usize {
+        self.kv.expire_due(now_ms, EXPIRE_KEYS_PER_TICK_MAX)
+    }
+
+    /// Whether expired keys are still waiting (the driver may tick again sooner).
+    pub fn has_due_expiry(&self, now_ms: u64) -> bool {
+        self.kv.keys.has_due_expiry(now_ms.saturating_sub(1))
+    }
+
+    pub fn stats(&self) -> ShardStats {
+        ShardStats {
+            keys: self.kv.keys.len(),
+            expiring_keys: self.kv.keys.expiring(),
+            expired_keys: self.kv.stats.expired_keys,
+            keyspace_hits: self.kv.stats.keyspace_hits,
+            keyspace_misses: self.kv.stats.keyspace_misses,
+            deltas_produced: self.deltas.produced,
+            delta_log_len: self.deltas.len(),
+            delta_log_bytes: self.deltas.bytes(),
+            ops_applied: self.ops_applied,
+        }
+    }
+
+    pub fn reset_stats(&mut self) {
+        self.kv.stats = Default::default();
+    }
+}
+
+fn apply_key(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: KeyCommand) -> Frame {
+    let now_ms = ctx.now_ms;
+    match cmd {
+        KeyCommand::Get(key) => kv.get(&key, now_ms),
+        KeyCommand::Set { key, value, condition, ttl, get } => kv.set(ctx, key, value, condition, ttl, get),
+        KeyCommand::GetDel(key) => kv.getdel(ctx, &key),
+        KeyCommand::GetEx { key, ttl } => kv.getex(ctx, &key, ttl),
+        KeyCommand::Append { key, value } => kv.append(ctx, key, &value),
+        KeyCommand::StrLen(key) => kv.strlen(&key, now_ms),
+        KeyCommand::GetRange { key, start, end } => kv.getrange(&key, start, end, now_ms),
+        KeyCommand::SetRange { key, offset, value } => kv.setrange(ctx, key, offset, &value),
+        KeyCommand::IncrBy { key, by } => kv.incr_by(ctx, key, by),
+        KeyCommand::IncrByFloat { key, by } => kv.incr_by_float(ctx, key, by),
+        KeyCommand::Expire { key, ms, absolute, condition, command } => kv.expire(ctx, &key, ms, absolute, condition, command),
+        KeyCommand::Ttl { key, unit } => kv.ttl(&key, unit, now_ms),
+        KeyCommand::ExpireTime { key, unit } => kv.expire_time(&key, unit, now_ms),
+        KeyCommand::Persist(key) => kv.persist(ctx, &key),
+        KeyCommand::Type(key) => kv.type_of(&key, now_ms),
+        KeyCommand::ObjectEncoding(key) => kv.object_encoding(&key, now_ms),
+    }
+}
