@@ -6,6 +6,7 @@
 //! the keyspace: executing is the shard's job, coordinating the connection's.
 
 pub mod errors;
+pub mod introspect;
 pub mod parse;
 pub mod table;
 

@@ -125,6 +125,12 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     BY_NAME.get(&lower[..name.len()]).copied()
 }
 
+/// The position of a command in [`COMMANDS`] (a compact id for CLIENT LIST).
+pub fn index_of(name: &[u8]) -> Option<usize> {
+    let spec = lookup(name)?;
+    COMMANDS.iter().position(|s| std::ptr::eq(s, spec))
+}
+
 /// The key arguments of a full command line (name at index 0), from its key spec.
 pub fn key_positions(spec: &CommandSpec, argc: usize) -> Vec<usize> {
     if spec.first_key <= 0 || argc <= spec.first_key as usize {

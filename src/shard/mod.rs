@@ -71,6 +71,7 @@ pub enum ShardOp {
     Copy { src: Bytes, dst: Bytes, replace: bool },
     Keyspace(KeyspaceCommand),
     Stats,
+    ResetStats,
 }
 
 /// Figures a shard reports for INFO.
@@ -133,6 +134,11 @@ impl Shard {
 
     pub fn id(&self) -> usize {
         self.config.shard_id
+    }
+
+    /// `proto-max-bulk-len` may change at run time (CONFIG SET).
+    pub fn set_string_bytes_max(&mut self, bytes: usize) {
+        self.config.string_bytes_max = bytes;
     }
 
     pub fn clock(&self) -> &HlcClock {
@@ -218,6 +224,10 @@ impl Shard {
                 KeyspaceCommand::RandomKey => return ShardReply::RandomKey(kv.random_key(now_ms, || rng.next_u64())),
             },
             ShardOp::Stats => return ShardReply::Stats(self.stats()),
+            ShardOp::ResetStats => {
+                self.reset_stats();
+                Frame::ok()
+            }
         };
         ShardReply::Frame(frame)
     }

@@ -1,1 +1,167 @@
-//! placeholder
+//! The tokio world around the deterministic core: the listener, one thread per shard
+//! (each a single-threaded runtime that also serves the connections placed on it),
+//! the coordinator for multi-shard atomic commands, timers and signals.
+//!
+//! Kept thin on purpose: deciding things is the shard's job (`shard/`); this layer
+//! moves bytes and messages, reads the wall clock, and hands both to the core.
+
+pub mod clients;
+pub mod connection;
+pub mod coordinator;
+pub mod fanout;
+pub mod info;
+pub mod router;
+pub mod shard_thread;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::mpsc;
+
+use crate::config::{Config, RuntimeConfig};
+use crate::shard::{Shard, ShardConfig};
+use clients::ClientRegistry;
+use coordinator::Coordinator;
+use router::{MAILBOX_MESSAGES_MAX, Router, ShardMsg};
+
+/// Wall-clock milliseconds since the Unix epoch: the only clock the core ever sees.
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// Counters kept by the shell (the shards keep their own).
+#[derive(Default)]
+pub struct ServerStats {
+    pub connections_received: AtomicU64,
+    pub connections_rejected: AtomicU64,
+    pub commands_processed: AtomicU64,
+    pub net_input_bytes: AtomicU64,
+    pub net_output_bytes: AtomicU64,
+}
+
+impl ServerStats {
+    pub fn reset(&self) {
+        for counter in [&self.connections_received, &self.connections_rejected, &self.commands_processed, &self.net_input_bytes, &self.net_output_bytes] {
+            counter.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What every connection shares.
+pub struct ServerState {
+    pub config: Config,
+    pub runtime: RuntimeConfig,
+    pub router: Router,
+    pub coordinator: Coordinator,
+    pub clients: ClientRegistry,
+    pub stats: ServerStats,
+    pub started: Instant,
+    pub run_id: String,
+    pub port: u16,
+    pub connected: AtomicUsize,
+}
+
+fn run_id() -> String {
+    use rand::RngCore;
+    let mut bytes = [0u8; 20];
+    rand::rng().fill_bytes(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Start the server and serve until SIGINT or SIGTERM.
+pub fn run(config: Config) -> Result<(), String> {
+    let shard_count = config.shard_count();
+    let listener = std::net::TcpListener::bind((config.bind.as_str(), config.port))
+        .map_err(|e| format!("cannot listen on {}:{}: {e}", config.bind, config.port))?;
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+
+    let mut mailboxes = Vec::with_capacity(shard_count);
+    let mut receivers = Vec::with_capacity(shard_count);
+    for _ in 0..shard_count {
+        let (tx, rx) = mpsc::channel::<ShardMsg>(MAILBOX_MESSAGES_MAX);
+        mailboxes.push(tx);
+        receivers.push(rx);
+    }
+    let router = Router::new(mailboxes);
+    let (coordinator, coordinator_thread) = Coordinator::start(router.clone());
+    let state = Arc::new(ServerState {
+        runtime: RuntimeConfig::new(&config),
+        router: router.clone(),
+        coordinator,
+        clients: ClientRegistry::default(),
+        stats: ServerStats::default(),
+        started: Instant::now(),
+        run_id: run_id(),
+        port,
+        connected: AtomicUsize::new(0),
+        config,
+    });
+
+    let mut shard_threads = Vec::with_capacity(shard_count);
+    for (shard_id, receiver) in receivers.into_iter().enumerate() {
+        let mut shard_config = ShardConfig::new(shard_id, state.config.node_id);
+        shard_config.string_bytes_max = state.runtime.proto_max_bulk_len();
+        shard_config.rng_seed = rand::random();
+        let shard = Shard::new(shard_config);
+        shard_threads.push(shard_thread::spawn(shard, receiver, state.clone())?);
+    }
+
+    tracing::info!(
+        port,
+        bind = %state.config.bind,
+        shards = shard_count,
+        node_id = state.config.node_id,
+        region = %state.config.region,
+        "meridian {} ready to accept connections",
+        env!("CARGO_PKG_VERSION")
+    );
+
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime.block_on(accept_until_signal(listener, state.clone()))?;
+
+    tracing::info!("shutting down");
+    for shard in 0..shard_count {
+        let _ = state.router.mailbox(shard).blocking_send(ShardMsg::Shutdown);
+    }
+    for thread in shard_threads {
+        let _ = thread.join();
+    }
+    drop(state);
+    drop(router);
+    let _ = coordinator_thread.join();
+    tracing::info!("bye");
+    Ok(())
+}
+
+async fn accept_until_signal(listener: std::net::TcpListener, state: Arc<ServerState>) -> Result<(), String> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
+    let mut terminate = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    let shard_count = state.router.shard_count();
+    let mut next_shard = 0usize;
+    loop {
+        tokio::select! {
+            _ = terminate.recv() => return Ok(()),
+            _ = interrupt.recv() => return Ok(()),
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    state.stats.connections_received.fetch_add(1, Ordering::Relaxed);
+                    let Ok(stream) = stream.into_std() else { continue };
+                    let shard = next_shard % shard_count;
+                    next_shard = next_shard.wrapping_add(1);
+                    if state.router.mailbox(shard).send(ShardMsg::Connection { stream, peer }).await.is_err() {
+                        return Ok(());
+                    }
+                }
+                Err(e) => {
+                    // Out of file descriptors and the like: log, back off, keep serving.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+            },
+        }
+    }
+}

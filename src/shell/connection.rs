@@ -1,0 +1,460 @@
+//! One client connection: read, parse a pipeline, run it, write the replies in order.
+//!
+//! A connection lives on the thread of its *home* shard. Single-key commands for the
+//! home shard run right there, with no channel hop; commands for other shards are
+//! batched per shard and sent once per pipeline. Anything that is not a single-key
+//! command (connection state, multi-key, whole keyspace) is a barrier: the batches
+//! queued before it are sent and answered first, so replies keep request order and a
+//! client always observes its own writes.
+
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::ServerState;
+use super::clients::ClientInfo;
+use super::fanout::{self, ShardAccess};
+use super::info::{self, REDIS_COMPAT_VERSION};
+use super::shard_thread::SharedShard;
+use crate::command::errors;
+use crate::command::{ClientCommand, Command, CommandCommand, introspect, parse_command, table};
+use crate::protocol::{Frame, ParseLimits, Protocol, ProtocolError, RequestParser, encode};
+use crate::shard::{ShardOp, ShardReply};
+
+/// Commands parsed from the read buffer before they are run and answered.
+const PIPELINE_COMMANDS_MAX: usize = 1024;
+/// Read buffer growth step.
+const READ_CHUNK_BYTES: usize = 16 * 1024;
+/// Replies buffered before they are written out mid-pipeline.
+const WRITE_BUFFER_BYTES_MAX: usize = 1024 * 1024;
+
+pub async fn serve(stream: std::net::TcpStream, peer: SocketAddr, home: usize, shard: SharedShard, state: Arc<ServerState>) {
+    let fd = stream.as_raw_fd() as i64;
+    let local = stream.local_addr().unwrap_or(peer);
+    if stream.set_nonblocking(true).is_err() {
+        return;
+    }
+    let Ok(mut stream) = TcpStream::from_std(stream) else { return };
+    let _ = stream.set_nodelay(true);
+    if state.connected.fetch_add(1, Ordering::Relaxed) >= state.runtime.maxclients() {
+        state.connected.fetch_sub(1, Ordering::Relaxed);
+        state.stats.connections_rejected.fetch_add(1, Ordering::Relaxed);
+        let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
+        return;
+    }
+    let info = state.clients.register(peer, local, fd);
+    let mut connection = Connection {
+        stream,
+        read_buf: BytesMut::with_capacity(READ_CHUNK_BYTES),
+        write_buf: BytesMut::with_capacity(READ_CHUNK_BYTES),
+        parser: RequestParser::new(),
+        protocol: Protocol::Resp2,
+        authenticated: state.runtime.requirepass().is_none(),
+        info: info.clone(),
+        access: ShardAccess::new(home, shard, state.clone()),
+        pending: Vec::new(),
+        replies: Vec::new(),
+        encoded: 0,
+        closing: false,
+        random_state: info.id.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+    };
+    if let Err(e) = connection.run().await {
+        tracing::debug!(client = info.id, "connection closed: {e}");
+    }
+    state.clients.unregister(info.id);
+    state.connected.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Operations queued for one remote shard, with the reply slots they fill.
+struct PendingBatch {
+    shard: usize,
+    ops: Vec<ShardOp>,
+    slots: Vec<usize>,
+}
+
+struct Connection {
+    stream: TcpStream,
+    read_buf: BytesMut,
+    write_buf: BytesMut,
+    parser: RequestParser,
+    protocol: Protocol,
+    authenticated: bool,
+    info: Arc<ClientInfo>,
+    access: ShardAccess,
+    pending: Vec<PendingBatch>,
+    /// Replies of the pipeline being run, in request order; `None` while in flight.
+    replies: Vec<Option<Frame>>,
+    /// Replies already encoded into `write_buf`.
+    encoded: usize,
+    closing: bool,
+    random_state: u64,
+}
+
+impl Connection {
+    fn state(&self) -> &ServerState {
+        &self.access.state
+    }
+
+    async fn run(&mut self) -> std::io::Result<()> {
+        loop {
+            let mut protocol_error = None;
+            let mut commands = Vec::new();
+            let limits = ParseLimits {
+                bulk_bytes_max: self.state().runtime.proto_max_bulk_len(),
+                query_bytes_max: self.state().runtime.client_query_buffer_limit(),
+            };
+            while commands.len() < PIPELINE_COMMANDS_MAX {
+                match self.parser.next_command(&mut self.read_buf, &limits) {
+                    Ok(Some(args)) => commands.push(args),
+                    Ok(None) => break,
+                    Err(e) => {
+                        protocol_error = Some(e);
+                        break;
+                    }
+                }
+            }
+            if commands.is_empty() && protocol_error.is_none() {
+                if self.read_buf.capacity() - self.read_buf.len() < READ_CHUNK_BYTES / 4 {
+                    self.read_buf.reserve(READ_CHUNK_BYTES);
+                }
+                let read = tokio::select! {
+                    read = self.stream.read_buf(&mut self.read_buf) => read?,
+                    _ = self.info.kill.notified() => return Ok(()),
+                };
+                if read == 0 {
+                    return Ok(());
+                }
+                self.state().stats.net_input_bytes.fetch_add(read as u64, Ordering::Relaxed);
+                continue;
+            }
+            self.run_pipeline(commands).await?;
+            if let Some(ProtocolError(message)) = protocol_error {
+                // As Redis: answer the error, then close the connection.
+                tracing::debug!(client = self.info.id, "protocol error: {message}");
+                self.push_reply(Frame::error(format!("ERR Protocol error: {message}")));
+                self.closing = true;
+            }
+            self.encode_ready();
+            self.write_out().await?;
+            if self.closing || self.info.killed.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+        }
+    }
+
+    async fn write_out(&mut self) -> std::io::Result<()> {
+        if !self.write_buf.is_empty() {
+            self.stream.write_all(&self.write_buf).await?;
+            self.state().stats.net_output_bytes.fetch_add(self.write_buf.len() as u64, Ordering::Relaxed);
+            self.write_buf.clear();
+        }
+        if self.encoded == self.replies.len() {
+            self.replies.clear();
+            self.encoded = 0;
+        }
+        Ok(())
+    }
+
+    fn push_reply(&mut self, frame: Frame) {
+        self.replies.push(Some(frame));
+    }
+
+    /// Encode every reply that is ready, in order, up to the first one in flight.
+    fn encode_ready(&mut self) {
+        while let Some(Some(_)) = self.replies.get(self.encoded) {
+            if let Some(frame) = self.replies[self.encoded].take() {
+                encode(&frame, self.protocol, &mut self.write_buf);
+            }
+            self.replies[self.encoded] = Some(Frame::Null);
+            self.encoded += 1;
+        }
+    }
+
+    async fn run_pipeline(&mut self, commands: Vec<Vec<Bytes>>) -> std::io::Result<()> {
+        self.state().stats.commands_processed.fetch_add(commands.len() as u64, Ordering::Relaxed);
+        for args in commands {
+            if self.closing {
+                break;
+            }
+            if let Some(index) = table::index_of(&args[0]) {
+                self.info.touch(index);
+            }
+            self.dispatch(args).await;
+            if self.write_buf.len() >= WRITE_BUFFER_BYTES_MAX {
+                self.write_out_partial().await?;
+            }
+        }
+        self.flush_pending().await;
+        Ok(())
+    }
+
+    async fn write_out_partial(&mut self) -> std::io::Result<()> {
+        self.stream.write_all(&self.write_buf).await?;
+        self.write_buf.clear();
+        Ok(())
+    }
+
+    async fn dispatch(&mut self, args: Vec<Bytes>) {
+        let slot = self.replies.len();
+        self.replies.push(None);
+        let reply = match parse_command(args) {
+            Err(error) => Some(error),
+            Ok(command) if !self.authenticated && !matches!(command, Command::Auth { .. } | Command::Hello { .. } | Command::Quit | Command::Reset) => {
+                Some(errors::error(errors::NOAUTH))
+            }
+            Ok(Command::Key(command)) => {
+                let shard = self.access.shard_of(command.key());
+                if shard == self.access.home {
+                    let mut replies = super::shard_thread::apply_local(&self.access.shard, self.state(), vec![ShardOp::Key(command)]);
+                    Some(replies.pop().map_or(Frame::Null, ShardReply::into_frame))
+                } else {
+                    self.queue(shard, ShardOp::Key(command), slot);
+                    None
+                }
+            }
+            Ok(command) => {
+                // A barrier: everything before it is answered first.
+                self.flush_pending().await;
+                self.encode_ready();
+                Some(self.execute(command).await)
+            }
+        };
+        if let Some(frame) = reply {
+            self.replies[slot] = Some(frame);
+        }
+        self.encode_ready();
+    }
+
+    fn queue(&mut self, shard: usize, op: ShardOp, slot: usize) {
+        match self.pending.iter_mut().find(|p| p.shard == shard) {
+            Some(batch) => {
+                batch.ops.push(op);
+                batch.slots.push(slot);
+            }
+            None => self.pending.push(PendingBatch { shard, ops: vec![op], slots: vec![slot] }),
+        }
+    }
+
+    /// Send every queued batch, wait for all replies, and file them in their slots.
+    async fn flush_pending(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let batches = std::mem::take(&mut self.pending);
+        let mut in_flight = Vec::with_capacity(batches.len());
+        for batch in batches {
+            let receiver = self.state().router.send(batch.shard, batch.ops).await;
+            in_flight.push((receiver, batch.slots));
+        }
+        for (receiver, slots) in in_flight {
+            let replies = receiver.await.unwrap_or_default();
+            let mut replies = replies.into_iter();
+            for slot in slots {
+                let frame = replies.next().map_or(Frame::static_error("ERR server is shutting down"), ShardReply::into_frame);
+                self.replies[slot] = Some(frame);
+            }
+        }
+    }
+
+    fn next_random(&mut self) -> u64 {
+        // xorshift64*: RANDOMKEY's shard choice needs no more than this.
+        self.random_state ^= self.random_state >> 12;
+        self.random_state ^= self.random_state << 25;
+        self.random_state ^= self.random_state >> 27;
+        self.random_state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    async fn execute(&mut self, command: Command) -> Frame {
+        match command {
+            Command::Ping(None) => Frame::simple("PONG"),
+            Command::Ping(Some(message)) | Command::Echo(message) => Frame::Bulk(message),
+            Command::Hello { protover, auth, setname } => self.hello(protover, auth, setname),
+            Command::Auth { user, password } => self.auth(user.as_deref(), &password),
+            Command::Select(0) => Frame::ok(),
+            Command::Select(_) => errors::error(errors::DB_INDEX_OUT_OF_RANGE),
+            Command::Quit => {
+                self.closing = true;
+                Frame::ok()
+            }
+            Command::Reset => {
+                self.protocol = Protocol::Resp2;
+                self.info.resp.store(2, Ordering::Relaxed);
+                self.info.set_name(Bytes::new());
+                self.authenticated = self.state().runtime.requirepass().is_none();
+                Frame::simple("RESET")
+            }
+            Command::Client(command) => self.client(command),
+            Command::Command(command) => match command {
+                CommandCommand::All => introspect::all(),
+                CommandCommand::Count => introspect::count(),
+                CommandCommand::List => introspect::list(),
+                CommandCommand::Info(names) => introspect::info_for(&names),
+                CommandCommand::Docs(names) => introspect::docs_for(&names),
+                CommandCommand::GetKeys(args) => introspect::getkeys(&args),
+                CommandCommand::Help => introspect::help(),
+            },
+            Command::Info(sections) => {
+                let mut stats = Vec::new();
+                for reply in self.access.run_everywhere(|| ShardOp::Stats).await {
+                    if let ShardReply::Stats(s) = reply {
+                        stats.push(s);
+                    }
+                }
+                let text = info::render(self.state(), &stats, &sections);
+                Frame::Verbatim("txt", Bytes::from(text))
+            }
+            Command::Config(command) => {
+                if matches!(command, crate::command::ConfigCommand::ResetStat) {
+                    self.access.run_everywhere(|| ShardOp::ResetStats).await;
+                }
+                info::config(self.state(), command)
+            }
+            Command::Time => {
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+                Frame::Array(vec![
+                    Frame::Bulk(Bytes::from(now.as_secs().to_string())),
+                    Frame::Bulk(Bytes::from(now.subsec_micros().to_string())),
+                ])
+            }
+            Command::Keyspace(command) => {
+                let pick = self.next_random();
+                fanout::keyspace(&self.access, command, pick).await
+            }
+            Command::Multi(command) => fanout::multi(&self.access, command).await,
+            Command::Key(_) => Frame::static_error("ERR internal: key command reached the barrier path"),
+        }
+    }
+
+    fn password_ok(&self, user: Option<&[u8]>, password: &[u8]) -> bool {
+        let Some(expected) = self.state().runtime.requirepass() else { return false };
+        user.is_none_or(|u| u == b"default") && constant_time_eq(expected.as_bytes(), password)
+    }
+
+    fn auth(&mut self, user: Option<&[u8]>, password: &[u8]) -> Frame {
+        if self.state().runtime.requirepass().is_none() {
+            return match user {
+                None => Frame::static_error(
+                    "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+                ),
+                Some(_) => errors::error(errors::WRONGPASS),
+            };
+        }
+        if self.password_ok(user, password) {
+            self.authenticated = true;
+            Frame::ok()
+        } else {
+            errors::error(errors::WRONGPASS)
+        }
+    }
+
+    fn hello(&mut self, protover: Option<i64>, auth: Option<(Bytes, Bytes)>, setname: Option<Bytes>) -> Frame {
+        let protocol = match protover {
+            None => self.protocol,
+            Some(2) => Protocol::Resp2,
+            Some(3) => Protocol::Resp3,
+            Some(_) => return Frame::static_error("NOPROTO unsupported protocol version"),
+        };
+        if let Some((user, password)) = auth {
+            if self.state().runtime.requirepass().is_none() || !self.password_ok(Some(&user), &password) {
+                return errors::error(errors::WRONGPASS);
+            }
+            self.authenticated = true;
+        }
+        if !self.authenticated {
+            return Frame::static_error(
+                "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
+            );
+        }
+        if let Some(name) = setname {
+            if let Err(e) = validate_client_name(&name) {
+                return e;
+            }
+            self.info.set_name(name);
+        }
+        self.protocol = protocol;
+        self.info.resp.store(if protocol == Protocol::Resp3 { 3 } else { 2 }, Ordering::Relaxed);
+        Frame::Map(vec![
+            (Frame::bulk_str("server"), Frame::bulk_str("redis")),
+            (Frame::bulk_str("version"), Frame::bulk_str(REDIS_COMPAT_VERSION)),
+            (Frame::bulk_str("proto"), Frame::Integer(if protocol == Protocol::Resp3 { 3 } else { 2 })),
+            (Frame::bulk_str("id"), Frame::Integer(self.info.id as i64)),
+            (Frame::bulk_str("mode"), Frame::bulk_str("standalone")),
+            (Frame::bulk_str("role"), Frame::bulk_str("master")),
+            (Frame::bulk_str("modules"), Frame::Array(vec![])),
+        ])
+    }
+
+    fn client(&mut self, command: ClientCommand) -> Frame {
+        match command {
+            ClientCommand::Id => Frame::Integer(self.info.id as i64),
+            ClientCommand::GetName => {
+                let name = self.info.name();
+                if name.is_empty() { Frame::Null } else { Frame::Bulk(name) }
+            }
+            ClientCommand::SetName(name) => match validate_client_name(&name) {
+                Ok(()) => {
+                    self.info.set_name(name);
+                    Frame::ok()
+                }
+                Err(e) => e,
+            },
+            ClientCommand::SetInfo => Frame::ok(),
+            ClientCommand::Info => Frame::Verbatim("txt", Bytes::from(format!("{}\n", self.info.describe()))),
+            ClientCommand::List => {
+                let text: String = self.state().clients.all().iter().map(|c| format!("{}\n", c.describe())).collect();
+                Frame::Verbatim("txt", Bytes::from(text))
+            }
+            ClientCommand::Kill { addr, id, legacy, skip_me } => {
+                let mut killed = 0;
+                for client in self.state().clients.all() {
+                    let addr_matches = addr.as_ref().is_none_or(|a| a.as_ref() == client.addr.to_string().as_bytes());
+                    let id_matches = id.is_none_or(|id| id == client.id);
+                    let is_me = client.id == self.info.id;
+                    if addr_matches && id_matches && !(skip_me && is_me) {
+                        if is_me {
+                            self.closing = true;
+                        } else {
+                            client.request_kill();
+                        }
+                        killed += 1;
+                    }
+                }
+                match (legacy, killed) {
+                    (true, 0) => Frame::static_error("ERR No such client"),
+                    (true, _) => Frame::ok(),
+                    (false, n) => Frame::Integer(n),
+                }
+            }
+            ClientCommand::Help => Frame::Array(
+                [
+                    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                    "ID", "GETNAME", "SETNAME <name>", "SETINFO <attr> <value>", "INFO", "LIST",
+                    "KILL <ip:port> | KILL [ID <id>] [ADDR <ip:port>] [SKIPME yes|no]", "HELP",
+                ]
+                .iter()
+                .map(|l| Frame::simple(l))
+                .collect(),
+            ),
+        }
+    }
+}
+
+fn validate_client_name(name: &[u8]) -> Result<(), Frame> {
+    if name.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
+        return Err(Frame::static_error("ERR Client names cannot contain spaces, newlines or special characters."));
+    }
+    Ok(())
+}
+
+/// Compare secrets without an early exit, so timing reveals nothing but the length.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

@@ -1,0 +1,300 @@
+//! Commands that touch several shards: multi-key commands and whole-keyspace commands.
+//!
+//! Reads and per-key writes fan out to the shards concerned and gather the replies in
+//! request order. Commands whose meaning needs all their keys at once (MSETNX, RENAME,
+//! RENAMENX, COPY) run on one shard when their keys share it, and otherwise through the
+//! coordinator, which parks the shards involved so the command is atomic on this node.
+//! MSET, MGET, DEL, EXISTS and TOUCH across shards are applied per shard: each shard's
+//! part is atomic, the whole is not (see docs/semantics.md).
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::ServerState;
+use super::shard_thread::{SharedShard, apply_local};
+use crate::command::{KeyspaceCommand, MultiKeyCommand};
+use crate::engine::kv::keyspace::SLOT_SPACE;
+use crate::protocol::Frame;
+use crate::shard::{Shard, ShardOp, ShardReply};
+
+const SHUTTING_DOWN: &str = "ERR server is shutting down";
+
+/// A connection's way to the shards: its home shard directly, the others by message.
+#[derive(Clone)]
+pub struct ShardAccess {
+    pub home: usize,
+    pub shard: SharedShard,
+    pub state: Arc<ServerState>,
+}
+
+impl ShardAccess {
+    pub fn new(home: usize, shard: Rc<RefCell<Shard>>, state: Arc<ServerState>) -> ShardAccess {
+        ShardAccess { home, shard, state }
+    }
+
+    pub fn shard_count(&self) -> usize {
+        self.state.router.shard_count()
+    }
+
+    pub fn shard_of(&self, key: &[u8]) -> usize {
+        self.state.router.shard_of(key)
+    }
+
+    /// Run operations on one shard, in order.
+    pub async fn run(&self, shard: usize, ops: Vec<ShardOp>) -> Vec<ShardReply> {
+        if shard == self.home {
+            return apply_local(&self.shard, &self.state, ops);
+        }
+        let expected = ops.len();
+        let receiver = self.state.router.send(shard, ops).await;
+        match receiver.await {
+            Ok(replies) => replies,
+            Err(_) => (0..expected).map(|_| ShardReply::Frame(Frame::static_error(SHUTTING_DOWN))).collect(),
+        }
+    }
+
+    pub async fn run_one(&self, shard: usize, op: ShardOp) -> ShardReply {
+        self.run(shard, vec![op]).await.pop().unwrap_or(ShardReply::Frame(Frame::static_error(SHUTTING_DOWN)))
+    }
+
+    /// Run one operation per shard given by `groups`, remote ones concurrently; replies
+    /// come back in the order of `groups`.
+    pub async fn run_groups(&self, groups: Vec<(usize, ShardOp)>) -> Vec<ShardReply> {
+        let mut receivers = Vec::with_capacity(groups.len());
+        let mut local = Vec::new();
+        for (i, (shard, op)) in groups.into_iter().enumerate() {
+            if shard == self.home {
+                local.push((i, op));
+                receivers.push(None);
+            } else {
+                receivers.push(Some(self.state.router.send(shard, vec![op]).await));
+            }
+        }
+        let mut replies: Vec<Option<ShardReply>> = (0..receivers.len()).map(|_| None).collect();
+        for (i, op) in local {
+            replies[i] = apply_local(&self.shard, &self.state, vec![op]).pop();
+        }
+        for (i, receiver) in receivers.into_iter().enumerate() {
+            if let Some(receiver) = receiver {
+                replies[i] = receiver.await.ok().and_then(|mut r| r.pop());
+            }
+        }
+        replies.into_iter().map(|r| r.unwrap_or(ShardReply::Frame(Frame::static_error(SHUTTING_DOWN)))).collect()
+    }
+
+    /// The same operation on every shard, replies in shard order.
+    pub async fn run_everywhere(&self, op: impl Fn() -> ShardOp) -> Vec<ShardReply> {
+        self.run_groups((0..self.shard_count()).map(|s| (s, op())).collect()).await
+    }
+
+    /// Group keys by shard, remembering each key's position in the request.
+    fn group<T>(&self, items: Vec<T>, key: impl Fn(&T) -> &[u8]) -> BTreeMap<usize, (Vec<T>, Vec<usize>)> {
+        let mut groups: BTreeMap<usize, (Vec<T>, Vec<usize>)> = BTreeMap::new();
+        for (i, item) in items.into_iter().enumerate() {
+            let shard = self.shard_of(key(&item));
+            let entry = groups.entry(shard).or_default();
+            entry.0.push(item);
+            entry.1.push(i);
+        }
+        groups
+    }
+}
+
+fn count(reply: &ShardReply) -> Result<i64, Frame> {
+    match reply {
+        ShardReply::Count(n) => Ok(*n),
+        ShardReply::Frame(f @ Frame::Error(_)) => Err(f.clone()),
+        _ => Ok(0),
+    }
+}
+
+fn sum_counts(replies: &[ShardReply]) -> Frame {
+    let mut total = 0;
+    for reply in replies {
+        match count(reply) {
+            Ok(n) => total += n,
+            Err(e) => return e,
+        }
+    }
+    Frame::Integer(total)
+}
+
+pub async fn multi(access: &ShardAccess, command: MultiKeyCommand) -> Frame {
+    match command {
+        MultiKeyCommand::MGet(keys) => {
+            let total = keys.len();
+            let groups = access.group(keys, |k| k);
+            let (ops, positions): (Vec<_>, Vec<_>) = groups.into_iter().map(|(s, (keys, pos))| ((s, ShardOp::MGet(keys)), pos)).unzip();
+            let replies = access.run_groups(ops).await;
+            let mut values = vec![Frame::Null; total];
+            for (reply, positions) in replies.into_iter().zip(positions) {
+                match reply {
+                    ShardReply::Frame(Frame::Array(items)) => {
+                        for (item, position) in items.into_iter().zip(positions) {
+                            values[position] = item;
+                        }
+                    }
+                    other => return other.into_frame(),
+                }
+            }
+            Frame::Array(values)
+        }
+        MultiKeyCommand::MSet(pairs) => {
+            let groups = access.group(pairs, |p| &p.0);
+            let replies = access.run_groups(groups.into_iter().map(|(s, (pairs, _))| (s, ShardOp::MSet(pairs))).collect()).await;
+            replies.into_iter().map(ShardReply::into_frame).find(Frame::is_error).unwrap_or(Frame::ok())
+        }
+        MultiKeyCommand::Del(keys) => {
+            let groups = access.group(keys, |k| k);
+            sum_counts(&access.run_groups(groups.into_iter().map(|(s, (keys, _))| (s, ShardOp::Del(keys))).collect()).await)
+        }
+        MultiKeyCommand::Exists(keys) | MultiKeyCommand::Touch(keys) => {
+            let groups = access.group(keys, |k| k);
+            sum_counts(&access.run_groups(groups.into_iter().map(|(s, (keys, _))| (s, ShardOp::CountExisting(keys))).collect()).await)
+        }
+        MultiKeyCommand::MSetNx(pairs) => {
+            let groups: Vec<(usize, Vec<(Bytes, Bytes)>)> = access.group(pairs, |p| &p.0).into_iter().map(|(s, (p, _))| (s, p)).collect();
+            if let [(shard, _)] = groups[..] {
+                let pairs = groups.into_iter().next().map(|g| g.1).unwrap_or_default();
+                return access.run_one(shard, ShardOp::MSetNx(pairs)).await.into_frame();
+            }
+            let shards = groups.iter().map(|g| g.0).collect();
+            access
+                .state
+                .coordinator
+                .run_atomic(shards, move |parked| {
+                    for (shard, pairs) in &groups {
+                        let keys = pairs.iter().map(|p| p.0.clone()).collect();
+                        match count(&parked.apply(*shard, ShardOp::CountExisting(keys))) {
+                            Ok(0) => {}
+                            Ok(_) => return Frame::Integer(0),
+                            Err(e) => return e,
+                        }
+                    }
+                    for (shard, pairs) in groups {
+                        let reply = parked.apply(shard, ShardOp::MSet(pairs)).into_frame();
+                        if reply.is_error() {
+                            return reply;
+                        }
+                    }
+                    Frame::Integer(1)
+                })
+                .await
+        }
+        MultiKeyCommand::Rename { src, dst, nx } => {
+            let (from, to) = (access.shard_of(&src), access.shard_of(&dst));
+            if from == to {
+                return access.run_one(from, ShardOp::Rename { src, dst, nx }).await.into_frame();
+            }
+            access
+                .state
+                .coordinator
+                .run_atomic(vec![from, to], move |parked| {
+                    let snapshot = match parked.apply(from, ShardOp::Snapshot(src.clone())) {
+                        ShardReply::Snapshot(Some(snapshot)) => snapshot,
+                        ShardReply::Snapshot(None) => return crate::engine::kv::KvEngine::no_such_key(),
+                        other => return other.into_frame(),
+                    };
+                    match parked.apply(to, ShardOp::Restore { key: dst, snapshot, replace: !nx }) {
+                        ShardReply::Restored(true) => {}
+                        ShardReply::Restored(false) => return Frame::Integer(0),
+                        other => return other.into_frame(),
+                    }
+                    if let Err(e) = count(&parked.apply(from, ShardOp::Del(vec![src]))) {
+                        return e;
+                    }
+                    if nx { Frame::Integer(1) } else { Frame::ok() }
+                })
+                .await
+        }
+        MultiKeyCommand::Copy { src, dst, replace } => {
+            let (from, to) = (access.shard_of(&src), access.shard_of(&dst));
+            if from == to {
+                return access.run_one(from, ShardOp::Copy { src, dst, replace }).await.into_frame();
+            }
+            access
+                .state
+                .coordinator
+                .run_atomic(vec![from, to], move |parked| {
+                    let snapshot = match parked.apply(from, ShardOp::Snapshot(src)) {
+                        ShardReply::Snapshot(Some(snapshot)) => snapshot,
+                        ShardReply::Snapshot(None) => return Frame::Integer(0),
+                        other => return other.into_frame(),
+                    };
+                    match parked.apply(to, ShardOp::Restore { key: dst, snapshot, replace }) {
+                        ShardReply::Restored(done) => Frame::Integer(done as i64),
+                        other => other.into_frame(),
+                    }
+                })
+                .await
+        }
+    }
+}
+
+pub async fn keyspace(access: &ShardAccess, command: KeyspaceCommand, random_pick: u64) -> Frame {
+    match command {
+        KeyspaceCommand::DbSize => sum_counts(&access.run_everywhere(|| ShardOp::Keyspace(KeyspaceCommand::DbSize)).await),
+        KeyspaceCommand::Flush => {
+            let replies = access.run_everywhere(|| ShardOp::Keyspace(KeyspaceCommand::Flush)).await;
+            replies.into_iter().map(ShardReply::into_frame).find(Frame::is_error).unwrap_or(Frame::ok())
+        }
+        KeyspaceCommand::Keys(pattern) => {
+            let replies = access.run_everywhere(|| ShardOp::Keyspace(KeyspaceCommand::Keys(pattern.clone()))).await;
+            let mut keys = Vec::new();
+            for reply in replies {
+                match reply {
+                    ShardReply::Keys(found) => keys.extend(found.into_iter().map(Frame::Bulk)),
+                    other => return other.into_frame(),
+                }
+            }
+            Frame::Array(keys)
+        }
+        KeyspaceCommand::Scan { cursor, pattern, count, type_name } => {
+            let shards = access.shard_count() as u64;
+            let mut shard = cursor >> 32;
+            let mut position = cursor & (SLOT_SPACE - 1);
+            let mut keys = Vec::new();
+            let mut next_cursor = 0;
+            while shard < shards {
+                let op = ShardOp::Keyspace(KeyspaceCommand::Scan { cursor: position, pattern: pattern.clone(), count, type_name: type_name.clone() });
+                let (found, next) = match access.run_one(shard as usize, op).await {
+                    ShardReply::ScanPage { keys, next } => (keys, next),
+                    other => return other.into_frame(),
+                };
+                keys.extend(found.into_iter().map(Frame::Bulk));
+                if next >= SLOT_SPACE {
+                    shard += 1;
+                    position = 0;
+                } else {
+                    position = next;
+                }
+                if shard >= shards {
+                    next_cursor = 0;
+                    break;
+                }
+                next_cursor = (shard << 32) | position;
+                if keys.len() >= count {
+                    break;
+                }
+            }
+            Frame::Array(vec![Frame::Bulk(Bytes::from(next_cursor.to_string())), Frame::Array(keys)])
+        }
+        KeyspaceCommand::RandomKey => {
+            let shards = access.shard_count();
+            let start = (random_pick % shards as u64) as usize;
+            for i in 0..shards {
+                let shard = (start + i) % shards;
+                match access.run_one(shard, ShardOp::Keyspace(KeyspaceCommand::RandomKey)).await {
+                    ShardReply::RandomKey(Some(key)) => return Frame::Bulk(key),
+                    ShardReply::RandomKey(None) => continue,
+                    other => return other.into_frame(),
+                }
+            }
+            Frame::Null
+        }
+    }
+}

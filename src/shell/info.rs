@@ -1,0 +1,133 @@
+//! INFO and CONFIG replies: figures gathered from the shards and the shell, written in
+//! Redis's `field:value` format so existing dashboards and tools can read them.
+
+use std::fmt::Write;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+
+use super::ServerState;
+use crate::command::ConfigCommand;
+use crate::engine::kv::glob::glob_match;
+use crate::protocol::Frame;
+use crate::shard::ShardStats;
+
+/// The Redis version Meridian answers to (HELLO, INFO `redis_version`), so client
+/// libraries enable the features Meridian supports.
+pub const REDIS_COMPAT_VERSION: &str = "7.0.15";
+
+
+fn resident_memory_bytes() -> u64 {
+    // /proc/self/statm: size resident shared ... in pages.
+    let page = 4096;
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+        .map_or(0, |pages| pages * page)
+}
+
+/// Render INFO for the requested sections (none, `default`, `all`, `everything`, or names).
+pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -> String {
+    let wanted: Vec<String> = requested.iter().map(|s| String::from_utf8_lossy(s).to_ascii_lowercase()).collect();
+    let all = wanted.is_empty() || wanted.iter().any(|w| w == "all" || w == "everything" || w == "default");
+    let include = |name: &str| all || wanted.iter().any(|w| w == name);
+    let total = |f: fn(&ShardStats) -> u64| shards.iter().map(f).sum::<u64>();
+    let mut out = String::new();
+    let uptime = state.started.elapsed().as_secs();
+
+    if include("server") {
+        let _ = write!(
+            out,
+            "# Server\r\nredis_version:{REDIS_COMPAT_VERSION}\r\nmeridian_version:{}\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nnode_id:{}\r\nregion:{}\r\nshards:{}\r\nexecutable:{}\r\n\r\n",
+            env!("CARGO_PKG_VERSION"),
+            std::env::consts::OS,
+            std::env::consts::ARCH,
+            std::process::id(),
+            state.run_id,
+            state.port,
+            uptime,
+            uptime / 86_400,
+            state.config.node_id,
+            state.config.region,
+            shards.len(),
+            std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+        );
+    }
+    if include("clients") {
+        let _ = write!(
+            out,
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n\r\n",
+            state.clients.count(),
+            state.runtime.maxclients()
+        );
+    }
+    if include("memory") {
+        let rss = resident_memory_bytes();
+        let _ = write!(out, "# Memory\r\nused_memory:{rss}\r\nused_memory_rss:{rss}\r\nmem_allocator:jemalloc\r\n\r\n");
+    }
+    if include("stats") {
+        let s = &state.stats;
+        let _ = write!(
+            out,
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\ndeltas_produced:{}\r\ndelta_log_entries:{}\r\ndelta_log_bytes:{}\r\n\r\n",
+            s.connections_received.load(Ordering::Relaxed),
+            s.commands_processed.load(Ordering::Relaxed),
+            s.connections_rejected.load(Ordering::Relaxed),
+            s.net_input_bytes.load(Ordering::Relaxed),
+            s.net_output_bytes.load(Ordering::Relaxed),
+            total(|s| s.expired_keys),
+            total(|s| s.keyspace_hits),
+            total(|s| s.keyspace_misses),
+            total(|s| s.deltas_produced),
+            total(|s| s.delta_log_len as u64),
+            total(|s| s.delta_log_bytes as u64),
+        );
+    }
+    if include("keyspace") {
+        out.push_str("# Keyspace\r\n");
+        let keys = total(|s| s.keys as u64);
+        if keys > 0 {
+            let _ = write!(out, "db0:keys={keys},expires={},avg_ttl=0\r\n", total(|s| s.expiring_keys as u64));
+        }
+        out.push_str("\r\n");
+    }
+    while out.ends_with("\r\n\r\n") {
+        out.truncate(out.len() - 2);
+    }
+    out
+}
+
+pub fn config(state: &ServerState, command: ConfigCommand) -> Frame {
+    match command {
+        ConfigCommand::Get(patterns) => {
+            let mut pairs = Vec::new();
+            for (name, value) in state.runtime.entries(&state.config) {
+                let lowered: Vec<Vec<u8>> = patterns.iter().map(|p| p.to_ascii_lowercase()).collect();
+                if lowered.iter().any(|p| glob_match(p, name.as_bytes())) {
+                    pairs.push((Frame::bulk_str(name), Frame::Bulk(Bytes::from(value))));
+                }
+            }
+            Frame::Map(pairs)
+        }
+        ConfigCommand::Set(pairs) => {
+            for (name, value) in &pairs {
+                let name = String::from_utf8_lossy(name).to_ascii_lowercase();
+                let value = String::from_utf8_lossy(value);
+                if let Err(e) = state.runtime.set(&name, &value) {
+                    return Frame::error(e);
+                }
+            }
+            Frame::ok()
+        }
+        ConfigCommand::ResetStat => {
+            state.stats.reset();
+            Frame::ok()
+        }
+        ConfigCommand::Help => Frame::Array(
+            ["CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "GET <pattern>", "SET <directive> <value>", "RESETSTAT", "HELP"]
+                .iter()
+                .map(|l| Frame::simple(l))
+                .collect(),
+        ),
+    }
+}

@@ -1,0 +1,92 @@
+//! One shard's thread: a single-threaded tokio runtime that owns the [`Shard`], serves
+//! its mailbox, runs active expiry, and hosts the client connections placed on it
+//! (those reach their home shard without any channel hop).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::task::LocalSet;
+
+use super::router::{ParkedWork, ShardMsg};
+use super::{ServerState, connection, now_ms};
+use crate::shard::{Shard, ShardOp, ShardReply};
+
+/// How often active expiry runs when nothing is due (Redis's default `hz 10`).
+const EXPIRE_TICK_MS: u64 = 100;
+
+pub type SharedShard = Rc<RefCell<Shard>>;
+
+/// Apply a batch on the shard owned by this thread.
+pub fn apply_local(shard: &SharedShard, state: &ServerState, ops: Vec<ShardOp>) -> Vec<ShardReply> {
+    let now = now_ms();
+    let mut shard = shard.borrow_mut();
+    shard.set_string_bytes_max(state.runtime.proto_max_bulk_len());
+    ops.into_iter().map(|op| shard.apply(op, now)).collect()
+}
+
+pub fn spawn(shard: Shard, mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerState>) -> Result<std::thread::JoinHandle<()>, String> {
+    let name = format!("meridian-shard-{}", shard.id());
+    std::thread::Builder::new().name(name).spawn(move || run(shard, mailbox, state)).map_err(|e| format!("cannot start shard thread: {e}"))
+}
+
+fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerState>) {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            tracing::error!("cannot start shard runtime: {e}");
+            return;
+        }
+    };
+    let home = shard.id();
+    let shard: SharedShard = Rc::new(RefCell::new(shard));
+    let local = LocalSet::new();
+    local.block_on(&runtime, async {
+        tokio::task::spawn_local(expire_loop(shard.clone()));
+        while let Some(msg) = mailbox.recv().await {
+            match msg {
+                ShardMsg::Batch { ops, reply } => {
+                    let _ = reply.send(apply_local(&shard, &state, ops));
+                }
+                ShardMsg::Connection { stream, peer } => {
+                    tokio::task::spawn_local(connection::serve(stream, peer, home, shard.clone(), state.clone()));
+                }
+                ShardMsg::Park { parked, work } => serve_parked(&shard, &state, parked, work),
+                ShardMsg::Shutdown => break,
+            }
+        }
+    });
+    // Dropping the LocalSet cancels the connection tasks, which closes their sockets.
+    drop(local);
+}
+
+/// Serve only the coordinator until it releases this shard. Blocks the thread on
+/// purpose: nothing else may touch the shard meanwhile.
+fn serve_parked(shard: &SharedShard, state: &ServerState, parked: std::sync::mpsc::SyncSender<()>, work: std::sync::mpsc::Receiver<ParkedWork>) {
+    if parked.send(()).is_err() {
+        return;
+    }
+    while let Ok(ParkedWork::Apply { op, reply }) = work.recv() {
+        let mut replies = apply_local(shard, state, vec![op]);
+        let _ = reply.send(replies.pop().unwrap_or(ShardReply::Count(0)));
+    }
+}
+
+async fn expire_loop(shard: SharedShard) {
+    loop {
+        let more_due = {
+            let mut shard = shard.borrow_mut();
+            let now = now_ms();
+            shard.tick(now);
+            shard.has_due_expiry(now)
+        };
+        // When a tick hit its bound, let other tasks run and come straight back.
+        if more_due {
+            tokio::task::yield_now().await;
+        } else {
+            tokio::time::sleep(Duration::from_millis(EXPIRE_TICK_MS)).await;
+        }
+    }
+}
