@@ -109,11 +109,16 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!(IncrByFloat, "incrbyfloat", 3, ["write", "denyoom", "fast"], 1, 1, 1, "string", "2.6.0", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
 ];
 
-static BY_NAME: LazyLock<HashMap<&'static [u8], &'static CommandSpec>> =
-    LazyLock::new(|| COMMANDS.iter().map(|spec| (spec.name.as_bytes(), spec)).collect());
+static BY_NAME: LazyLock<HashMap<&'static [u8], usize>> =
+    LazyLock::new(|| COMMANDS.iter().enumerate().map(|(i, spec)| (spec.name.as_bytes(), i)).collect());
 
 /// Look a command up by name, case-insensitively.
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    index_of(name).map(|i| &COMMANDS[i])
+}
+
+/// The position of a command in [`COMMANDS`] (a compact id for CLIENT LIST).
+pub fn index_of(name: &[u8]) -> Option<usize> {
     const NAME_BYTES_MAX: usize = 32;
     if name.len() > NAME_BYTES_MAX {
         return None;
@@ -123,12 +128,6 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
         *dst = src.to_ascii_lowercase();
     }
     BY_NAME.get(&lower[..name.len()]).copied()
-}
-
-/// The position of a command in [`COMMANDS`] (a compact id for CLIENT LIST).
-pub fn index_of(name: &[u8]) -> Option<usize> {
-    let spec = lookup(name)?;
-    COMMANDS.iter().position(|s| std::ptr::eq(s, spec))
 }
 
 /// The key arguments of a full command line (name at index 0), from its key spec.
