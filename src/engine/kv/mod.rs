@@ -10,6 +10,8 @@ pub mod keys;
 pub mod keyspace;
 pub mod strings;
 pub mod value;
+#[cfg(test)]
+mod value_laws;
 
 use bytes::Bytes;
 

@@ -1,0 +1,235 @@
+//! Property tests: the merge laws of DESIGN §5 for string keys (registers, counters,
+//! TTL, whole-key delete), and the concurrent outcomes users are promised.
+
+use bytes::Bytes;
+use proptest::prelude::*;
+
+use super::value::{KeyState, SetTtl, StrVal};
+use crate::crdt::{Dot, HlcClock, NodeId};
+
+/// One step of a random multi-replica history.
+#[derive(Clone, Debug)]
+enum Step {
+    Set(usize, i64),
+    SetText(usize, u8),
+    Incr(usize, i64),
+    IncrFloat(usize, i8),
+    Del(usize),
+    Expire(usize, u64),
+    Persist(usize),
+    /// Merge replica .0's state into replica .1.
+    Sync(usize, usize),
+}
+
+const REPLICAS: usize = 3;
+
+fn step() -> impl Strategy<Value = Step> {
+    let r = 0..REPLICAS;
+    prop_oneof![
+        (r.clone(), -5i64..5).prop_map(|(r, v)| Step::Set(r, v)),
+        (r.clone(), 0u8..3).prop_map(|(r, v)| Step::SetText(r, v)),
+        (r.clone(), -3i64..4).prop_map(|(r, v)| Step::Incr(r, v)),
+        (r.clone(), -4i8..4).prop_map(|(r, v)| Step::IncrFloat(r, v)),
+        r.clone().prop_map(Step::Del),
+        (r.clone(), 1u64..50).prop_map(|(r, v)| Step::Expire(r, v)),
+        r.clone().prop_map(Step::Persist),
+        (r.clone(), r).prop_map(|(a, b)| Step::Sync(a, b)),
+    ]
+}
+
+struct Replica {
+    node: NodeId,
+    clock: HlcClock,
+    state: KeyState,
+}
+
+/// Run a history; returns the replicas' states.
+fn run(steps: &[Step]) -> Vec<KeyState> {
+    let mut replicas: Vec<Replica> =
+        (0..REPLICAS).map(|i| Replica { node: i as NodeId + 1, clock: HlcClock::new(), state: KeyState::new() }).collect();
+    for (t, step) in steps.iter().enumerate() {
+        let now_ms = 1_000 + t as u64;
+        let dot = |r: &mut Replica| Dot::new(r.clock.tick(now_ms), r.node);
+        match *step {
+            Step::Set(r, v) => {
+                let d = dot(&mut replicas[r]);
+                replicas[r].state.set(d, StrVal::Int(v), SetTtl::Clear);
+            }
+            Step::SetText(r, v) => {
+                let d = dot(&mut replicas[r]);
+                replicas[r].state.set(d, StrVal::Raw(Bytes::from(vec![b'a' + v])), SetTtl::Keep);
+            }
+            Step::Incr(r, v) => {
+                let d = dot(&mut replicas[r]);
+                replicas[r].state.incr_by(d, v);
+            }
+            Step::IncrFloat(r, v) => {
+                let d = dot(&mut replicas[r]);
+                replicas[r].state.incr_by_float(d, v as f64 * 0.5);
+            }
+            Step::Del(r) => {
+                let d = dot(&mut replicas[r]);
+                replicas[r].state.delete(d);
+            }
+            Step::Expire(r, at) => {
+                let d = dot(&mut replicas[r]);
+                replicas[r].state.expire_at(d, 10_000 + at);
+            }
+            Step::Persist(r) => {
+                let d = dot(&mut replicas[r]);
+                replicas[r].state.persist(d);
+            }
+            Step::Sync(from, to) => {
+                let incoming = replicas[from].state.clone();
+                let hlc = replicas[from].clock.last();
+                replicas[to].clock.observe(hlc, now_ms, 2_000);
+                replicas[to].state.merge(&incoming);
+            }
+        }
+    }
+    replicas.into_iter().map(|r| r.state).collect()
+}
+
+fn merged(a: &KeyState, b: &KeyState) -> KeyState {
+    let mut out = a.clone();
+    out.merge(b);
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn merge_is_commutative(steps in prop::collection::vec(step(), 0..40)) {
+        let s = run(&steps);
+        prop_assert_eq!(merged(&s[0], &s[1]), merged(&s[1], &s[0]));
+    }
+
+    #[test]
+    fn merge_is_associative(steps in prop::collection::vec(step(), 0..40)) {
+        let s = run(&steps);
+        prop_assert_eq!(merged(&merged(&s[0], &s[1]), &s[2]), merged(&s[0], &merged(&s[1], &s[2])));
+    }
+
+    #[test]
+    fn merge_is_idempotent(steps in prop::collection::vec(step(), 0..40)) {
+        let s = run(&steps);
+        prop_assert_eq!(merged(&s[0], &s[0]), s[0].clone());
+        let ab = merged(&s[0], &s[1]);
+        prop_assert_eq!(merged(&ab, &s[1]), ab);
+    }
+
+    #[test]
+    fn replicas_converge_after_exchanging_states(steps in prop::collection::vec(step(), 0..40)) {
+        let s = run(&steps);
+        let all = merged(&merged(&s[0], &s[1]), &s[2]);
+        let other_order = merged(&merged(&s[2], &s[0]), &s[1]);
+        prop_assert_eq!(all.read(), other_order.read());
+        prop_assert_eq!(all.expire_at_ms(), other_order.expire_at_ms());
+        prop_assert_eq!(all, other_order);
+    }
+
+    #[test]
+    fn merging_never_moves_a_state_backwards(steps in prop::collection::vec(step(), 0..40)) {
+        // Merging what a replica already contains changes nothing (inflation).
+        let s = run(&steps);
+        let ab = merged(&s[0], &s[1]);
+        prop_assert_eq!(merged(&ab, &s[0]), ab.clone());
+        prop_assert!(ab.causal_context().dominates(&s[0].causal_context()));
+    }
+
+    #[test]
+    fn a_delete_never_resurrects_what_it_observed(steps in prop::collection::vec(step(), 0..30)) {
+        let s = run(&steps);
+        let before = s[0].clone();
+        let mut deleted = before.clone();
+        let mut clock = HlcClock::new();
+        clock.observe(before.causal_context().max_hlc(), 0, 0);
+        deleted.delete(Dot::new(clock.tick(0), 1));
+        // Re-delivering the old state, in any order with the tombstone, keeps it deleted.
+        prop_assert!(!merged(&deleted, &before).exists());
+        prop_assert!(!merged(&before, &deleted).exists());
+    }
+}
+
+fn dot(ms: u64, node: NodeId) -> Dot {
+    Dot::new(crate::crdt::Hlc::from_parts(ms, 0), node)
+}
+
+#[test]
+fn concurrent_sets_resolve_to_the_larger_stamp() {
+    let mut a = KeyState::new();
+    a.set(dot(10, 1), StrVal::Int(1), SetTtl::Clear);
+    let mut b = KeyState::new();
+    b.set(dot(10, 2), StrVal::Int(2), SetTtl::Clear);
+    assert_eq!(merged(&a, &b).read(), Some(StrVal::Int(2)));
+    assert_eq!(merged(&b, &a).read(), Some(StrVal::Int(2)));
+}
+
+#[test]
+fn set_concurrent_with_incr_keeps_the_unobserved_increment() {
+    let mut base = KeyState::new();
+    base.set(dot(1, 1), StrVal::Int(10), SetTtl::Clear);
+    base.incr_by(dot(2, 2), 5); // seen by both sides below
+    let mut setter = base.clone();
+    setter.set(dot(3, 1), StrVal::Int(100), SetTtl::Clear);
+    let mut incrementer = base.clone();
+    incrementer.incr_by(dot(4, 2), 7);
+    // The SET had seen +5 (absorbed) but not +7 (survives).
+    assert_eq!(merged(&setter, &incrementer).read(), Some(StrVal::Int(107)));
+    assert_eq!(merged(&incrementer, &setter).read(), Some(StrVal::Int(107)));
+}
+
+#[test]
+fn delete_concurrent_with_incr_keeps_the_unobserved_increment() {
+    let mut base = KeyState::new();
+    base.incr_by(dot(1, 1), 3);
+    let mut deleter = base.clone();
+    deleter.delete(dot(2, 1));
+    let mut incrementer = base.clone();
+    incrementer.incr_by(dot(3, 2), 4);
+    assert_eq!(merged(&deleter, &incrementer).read(), Some(StrVal::Int(4)));
+    assert!(!merged(&deleter, &base).exists());
+}
+
+#[test]
+fn concurrent_increments_on_three_nodes_sum() {
+    let mut states: Vec<KeyState> = (1..=3).map(|n| {
+        let mut s = KeyState::new();
+        s.incr_by(dot(5, n), n as i64 * 10);
+        s
+    }).collect();
+    let c = states.pop().unwrap();
+    let b = states.pop().unwrap();
+    let a = states.pop().unwrap();
+    assert_eq!(merged(&merged(&a, &b), &c).read(), Some(StrVal::Int(60)));
+}
+
+#[test]
+fn persist_beats_a_concurrent_expire_and_longest_expire_wins() {
+    let mut base = KeyState::new();
+    base.set(dot(1, 1), StrVal::Int(1), SetTtl::Clear);
+    let mut short = base.clone();
+    short.expire_at(dot(2, 1), 5_000);
+    let mut long = base.clone();
+    long.expire_at(dot(2, 2), 9_000);
+    assert_eq!(merged(&short, &long).expire_at_ms(), Some(9_000));
+    let mut persisted = base.clone();
+    persisted.persist(dot(3, 3));
+    assert_eq!(merged(&merged(&short, &long), &persisted).expire_at_ms(), None);
+    // A later EXPIRE that has seen the PERSIST applies again.
+    let mut later = merged(&merged(&short, &long), &persisted);
+    later.expire_at(dot(10, 1), 7_000);
+    assert_eq!(later.expire_at_ms(), Some(7_000));
+}
+
+#[test]
+fn float_increments_sum_in_node_order_everywhere() {
+    let mut a = KeyState::new();
+    a.incr_by_float(dot(1, 1), 0.1);
+    let mut b = KeyState::new();
+    b.incr_by_float(dot(1, 2), 0.2);
+    let ab = merged(&a, &b);
+    assert_eq!(ab, merged(&b, &a));
+    assert_eq!(ab.read(), Some(StrVal::Raw(Bytes::from_static(b"0.3"))));
+}
