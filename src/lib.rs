@@ -13,6 +13,7 @@
 //! Everything except `shell` is a deterministic core: no I/O, no wall clock and no
 //! global randomness, so the simulator in `dst/` can drive the same code.
 
+pub mod bugs;
 pub mod command;
 pub mod config;
 pub mod crdt;

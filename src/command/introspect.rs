@@ -69,13 +69,13 @@ pub fn getkeys(args: &[Bytes]) -> Frame {
     let Some(spec) = args.first().and_then(|n| table::lookup(n)) else {
         return Frame::static_error("ERR Invalid command specified");
     };
+    if spec.first_key <= 0 {
+        return Frame::static_error("ERR The command has no key arguments");
+    }
     if !spec.arity_ok(args.len()) {
         return Frame::static_error("ERR Invalid number of arguments specified for command");
     }
     let positions = table::key_positions(spec, args.len());
-    if positions.is_empty() {
-        return Frame::static_error("ERR The command has no key arguments");
-    }
     Frame::Array(positions.into_iter().map(|i| Frame::Bulk(args[i].clone())).collect())
 }
 

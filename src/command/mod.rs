@@ -38,11 +38,24 @@ pub enum TtlChange {
 }
 
 /// GETEX's options.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum GetExTtl {
     Unchanged,
     Persist,
     Set(TtlChange),
+    /// An invalid expire time: Redis reports it only when the key exists.
+    Invalid(crate::protocol::Frame),
+}
+
+/// What a SET-like command answers.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SetReply {
+    /// `+OK`, or nil when NX/XX refused (SET, SETEX, PSETEX, MSET).
+    Ok,
+    /// The old value (SET ... GET, GETSET).
+    OldValue,
+    /// `1` if written, `0` if not (SETNX).
+    Written,
 }
 
 /// EXPIRE's NX/XX/GT/LT options (XX may combine with GT or LT, as in Redis).
@@ -69,7 +82,7 @@ pub enum TimeUnit {
 #[derive(Clone, Debug, PartialEq)]
 pub enum KeyCommand {
     Get(Bytes),
-    Set { key: Bytes, value: Bytes, condition: SetCondition, ttl: TtlChange, get: bool },
+    Set { key: Bytes, value: Bytes, condition: SetCondition, ttl: TtlChange, reply: SetReply, command: &'static str },
     GetDel(Bytes),
     GetEx { key: Bytes, ttl: GetExTtl },
     Append { key: Bytes, value: Bytes },

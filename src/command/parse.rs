@@ -41,7 +41,8 @@ pub fn parse_command(mut args: Vec<Bytes>) -> Parsed {
             value: take(a, 2),
             condition: SetCondition::IfAbsent,
             ttl: TtlChange::Keep,
-            get: false,
+            reply: SetReply::Written,
+            command: spec.name,
         }),
         CmdId::SetEx | CmdId::PSetEx => {
             let amount = int(&a[2])?;
@@ -52,7 +53,8 @@ pub fn parse_command(mut args: Vec<Bytes>) -> Parsed {
                     value: take(a, 3),
                     condition: SetCondition::Always,
                     ttl: TtlChange::AfterMs(ms as u64),
-                    get: false,
+                    reply: SetReply::Ok,
+                    command: spec.name,
                 }),
                 _ => Err(errors::invalid_expire(spec.name)),
             }
@@ -62,7 +64,8 @@ pub fn parse_command(mut args: Vec<Bytes>) -> Parsed {
             value: take(a, 2),
             condition: SetCondition::Always,
             ttl: TtlChange::Clear,
-            get: true,
+            reply: SetReply::OldValue,
+            command: spec.name,
         }),
         CmdId::GetDel => key(KeyCommand::GetDel(take(a, 1))),
         CmdId::GetEx => parse_getex(a),
@@ -177,8 +180,14 @@ fn expire_option(unit: &[u8], value: &[u8], command: &str) -> Result<TtlChange, 
     Ok(if eq(unit, "ex") || eq(unit, "px") { TtlChange::AfterMs(ms as u64) } else { TtlChange::AtMs(ms as u64) })
 }
 
+fn is_ttl_option(opt: &[u8]) -> bool {
+    eq(opt, "ex") || eq(opt, "px") || eq(opt, "exat") || eq(opt, "pxat")
+}
+
 fn parse_set(a: &mut [Bytes]) -> Parsed {
     let mut condition = SetCondition::Always;
+    // Redis accepts an option repeated (the last one wins) but not two different TTL
+    // options or NX with XX.
     let mut ttl_option: Option<(usize, usize)> = None;
     let mut keep_ttl = false;
     let mut get = false;
@@ -194,7 +203,7 @@ fn parse_set(a: &mut [Bytes]) -> Parsed {
             get = true;
         } else if eq(opt, "keepttl") && ttl_option.is_none() {
             keep_ttl = true;
-        } else if (eq(opt, "ex") || eq(opt, "px") || eq(opt, "exat") || eq(opt, "pxat")) && !keep_ttl && ttl_option.is_none() && has_next {
+        } else if is_ttl_option(opt) && !keep_ttl && ttl_option.is_none_or(|(u, _)| a[u].eq_ignore_ascii_case(opt)) && has_next {
             ttl_option = Some((i, i + 1));
             i += 1;
         } else {
@@ -207,25 +216,35 @@ fn parse_set(a: &mut [Bytes]) -> Parsed {
         None if keep_ttl => TtlChange::Keep,
         None => TtlChange::Clear,
     };
-    Ok(Command::Key(KeyCommand::Set { key: take(a, 1), value: take(a, 2), condition, ttl, get }))
+    let reply = if get { SetReply::OldValue } else { SetReply::Ok };
+    Ok(Command::Key(KeyCommand::Set { key: take(a, 1), value: take(a, 2), condition, ttl, reply, command: "set" }))
 }
 
 fn parse_getex(a: &mut [Bytes]) -> Parsed {
-    let mut ttl = GetExTtl::Unchanged;
+    let mut ttl_option: Option<(usize, usize)> = None;
+    let mut persist = false;
     let mut i = 2;
     while i < a.len() {
         let opt = &a[i];
         let has_next = i + 1 < a.len();
-        if (eq(opt, "ex") || eq(opt, "px") || eq(opt, "exat") || eq(opt, "pxat")) && ttl == GetExTtl::Unchanged && has_next {
-            ttl = GetExTtl::Set(expire_option(opt, &a[i + 1], "getex")?);
+        if is_ttl_option(opt) && !persist && ttl_option.is_none_or(|(u, _)| a[u].eq_ignore_ascii_case(opt)) && has_next {
+            ttl_option = Some((i, i + 1));
             i += 1;
-        } else if eq(opt, "persist") && ttl == GetExTtl::Unchanged {
-            ttl = GetExTtl::Persist;
+        } else if eq(opt, "persist") && ttl_option.is_none() {
+            persist = true;
         } else {
             return Err(errors::error(errors::SYNTAX));
         }
         i += 1;
     }
+    let ttl = match ttl_option {
+        Some((unit, value)) => match expire_option(&a[unit], &a[value], "getex") {
+            Ok(change) => GetExTtl::Set(change),
+            Err(error) => GetExTtl::Invalid(error),
+        },
+        None if persist => GetExTtl::Persist,
+        None => GetExTtl::Unchanged,
+    };
     Ok(Command::Key(KeyCommand::GetEx { key: take(a, 1), ttl }))
 }
 
@@ -408,7 +427,7 @@ fn parse_command_command(a: &mut [Bytes]) -> Parsed {
         b"docs" => CommandCommand::Docs(rest),
         b"list" => CommandCommand::List,
         b"help" => CommandCommand::Help,
-        b"getkeys" if a.len() >= 3 => CommandCommand::GetKeys(rest),
+        b"getkeys" if a.len() >= 4 => CommandCommand::GetKeys(rest),
         b"getkeys" => return Err(wrong_arity("command|getkeys")),
         _ => return Err(errors::unknown_subcommand(&a[1], "COMMAND")),
     };
@@ -454,11 +473,13 @@ mod tests {
                 value: "v".into(),
                 condition: SetCondition::IfAbsent,
                 ttl: TtlChange::AfterMs(100),
-                get: true
+                reply: SetReply::OldValue,
+                command: "set"
             })
         );
         assert_eq!(err("SET k v NX XX"), "ERR syntax error");
         assert_eq!(err("SET k v EX 10 PX 10"), "ERR syntax error");
+        assert!(parse("SET k v EX 10 EX 20").is_ok(), "a repeated option is accepted, the last wins");
         assert_eq!(err("SET k v KEEPTTL EX 10"), "ERR syntax error");
         assert_eq!(err("SET k v EX 0"), "ERR invalid expire time in 'set' command");
         assert_eq!(err("SET k v EX x"), "ERR value is not an integer or out of range");

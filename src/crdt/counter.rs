@@ -41,11 +41,15 @@ impl CounterValue for f64 {
     }
 }
 
-/// One node's running sum, as of its write at `hlc`.
+/// One node's running sum, as of its write at `hlc`. The sum counts the increments
+/// made after `since`: when a node increments a slot that a SET or DEL has absorbed
+/// entirely, it restarts the sum from zero (a new epoch) instead of growing it further,
+/// so that floats keep their precision (1e30 absorbed, then +1e-5, must read 1e-5).
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub struct Slot<V> {
     pub node: NodeId,
     pub hlc: Hlc,
+    pub since: Hlc,
     pub sum: V,
 }
 
@@ -86,10 +90,15 @@ impl<V: CounterValue> Counter<V> {
         Self::default()
     }
 
-    /// What the slot of `slot.node` adds above its floor.
+    /// What the slot of `slot.node` adds above its floor. A floor from an earlier
+    /// epoch absorbed nothing of the current sum; one from the current epoch absorbed
+    /// the part of the sum it had seen. (Key states travel whole, so whoever holds a
+    /// slot also holds the floor that started its epoch: a floor is never older than
+    /// `since`.)
     fn contribution(&self, slot: &Slot<V>) -> V {
         match find(&self.floor, slot.node) {
             Ok(i) if self.floor[i].hlc >= slot.hlc => V::ZERO,
+            Ok(i) if self.floor[i].hlc <= slot.since => slot.sum,
             Ok(i) => V::sub(slot.sum, self.floor[i].sum),
             Err(_) => slot.sum,
         }
@@ -110,13 +119,23 @@ impl<V: CounterValue> Counter<V> {
 
     /// A local increment by `node` at `hlc` (newer than anything this node wrote).
     pub fn add(&mut self, node: NodeId, hlc: Hlc, by: V) {
+        let floor_hlc = match find(&self.floor, node) {
+            Ok(i) => self.floor[i].hlc,
+            Err(_) => Hlc::ZERO,
+        };
         match find(&self.slots, node) {
             Ok(i) => {
-                debug_assert!(hlc > self.slots[i].hlc);
-                self.slots[i].sum = V::add(self.slots[i].sum, by);
-                self.slots[i].hlc = hlc;
+                let slot = &mut self.slots[i];
+                debug_assert!(hlc > slot.hlc);
+                if floor_hlc >= slot.hlc {
+                    // Everything so far was absorbed: start a new epoch.
+                    *slot = Slot { node, hlc, since: floor_hlc, sum: by };
+                } else {
+                    slot.sum = V::add(slot.sum, by);
+                    slot.hlc = hlc;
+                }
             }
-            Err(i) => self.slots.insert(i, Slot { node, hlc, sum: by }),
+            Err(i) => self.slots.insert(i, Slot { node, hlc, since: floor_hlc, sum: by }),
         }
     }
 

@@ -7,12 +7,13 @@
 //! both drive this same code.
 
 pub mod delta;
+pub mod routing;
 
 use bytes::Bytes;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::command::{KeyCommand, KeyspaceCommand};
+use crate::command::{KeyCommand, KeyspaceCommand, SetCondition, SetReply, TtlChange};
 use crate::crdt::{HlcClock, NodeId};
 use crate::engine::kv::keys::KeySnapshot;
 use crate::engine::kv::{KvEngine, WriteCtx};
@@ -170,7 +171,7 @@ impl Shard {
             ),
             ShardOp::MSet(pairs) => {
                 for (key, value) in pairs {
-                    kv.set(&mut ctx, key, value, crate::command::SetCondition::Always, crate::command::TtlChange::Clear, false);
+                    kv.set(&mut ctx, key, value, SetCondition::Always, TtlChange::Clear, SetReply::Ok, "mset");
                 }
                 Frame::ok()
             }
@@ -179,7 +180,7 @@ impl Shard {
                     Frame::Integer(0)
                 } else {
                     for (key, value) in pairs {
-                        kv.set(&mut ctx, key, value, crate::command::SetCondition::Always, crate::command::TtlChange::Clear, false);
+                        kv.set(&mut ctx, key, value, SetCondition::Always, TtlChange::Clear, SetReply::Ok, "mset");
                     }
                     Frame::Integer(1)
                 }
@@ -265,7 +266,7 @@ fn apply_key(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: KeyCommand) -> Frame {
     let now_ms = ctx.now_ms;
     match cmd {
         KeyCommand::Get(key) => kv.get(&key, now_ms),
-        KeyCommand::Set { key, value, condition, ttl, get } => kv.set(ctx, key, value, condition, ttl, get),
+        KeyCommand::Set { key, value, condition, ttl, reply, command } => kv.set(ctx, key, value, condition, ttl, reply, command),
         KeyCommand::GetDel(key) => kv.getdel(ctx, &key),
         KeyCommand::GetEx { key, ttl } => kv.getex(ctx, &key, ttl),
         KeyCommand::Append { key, value } => kv.append(ctx, key, &value),

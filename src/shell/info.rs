@@ -100,11 +100,21 @@ pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -
 pub fn config(state: &ServerState, command: ConfigCommand) -> Frame {
     match command {
         ConfigCommand::Get(patterns) => {
-            let mut pairs = Vec::new();
-            for (name, value) in state.runtime.entries(&state.config) {
-                let lowered: Vec<Vec<u8>> = patterns.iter().map(|p| p.to_ascii_lowercase()).collect();
-                if lowered.iter().any(|p| glob_match(p, name.as_bytes())) {
-                    pairs.push((Frame::bulk_str(name), Frame::Bulk(Bytes::from(value))));
+            // As Redis: an exact name is echoed as the client spelled it; a glob
+            // pattern answers with the canonical names it matches, each once.
+            let entries = state.runtime.entries(&state.config);
+            let mut pairs: Vec<(Frame, Frame)> = Vec::new();
+            let mut answered: Vec<&str> = Vec::new();
+            for pattern in &patterns {
+                let lowered = pattern.to_ascii_lowercase();
+                let is_glob = lowered.iter().any(|b| matches!(b, b'*' | b'?' | b'['));
+                for (name, value) in &entries {
+                    let hit = if is_glob { glob_match(&lowered, name.as_bytes()) } else { lowered == name.as_bytes() };
+                    if hit && !answered.contains(name) {
+                        answered.push(name);
+                        let shown = if is_glob { Bytes::from_static(name.as_bytes()) } else { pattern.clone() };
+                        pairs.push((Frame::Bulk(shown), Frame::Bulk(Bytes::from(value.clone()))));
+                    }
                 }
             }
             Frame::Map(pairs)

@@ -5,7 +5,7 @@ use bytes::{Bytes, BytesMut};
 use super::value::{SetTtl, format_float};
 use super::{KeyState, KvEngine, StrVal, WriteCtx, key_hash};
 use crate::command::errors::{self, invalid_expire};
-use crate::command::{GetExTtl, SetCondition, TtlChange};
+use crate::command::{GetExTtl, SetCondition, SetReply, TtlChange};
 use crate::protocol::Frame;
 
 /// The absolute expiry of a TTL change, or Redis's error when it overflows.
@@ -45,8 +45,17 @@ impl KvEngine {
     }
 
     /// SET with every option; also SETNX, SETEX, PSETEX, GETSET, MSET.
-    pub fn set(&mut self, ctx: &mut WriteCtx, key: Bytes, value: Bytes, condition: SetCondition, ttl: TtlChange, get: bool) -> Frame {
-        let ttl = match resolve_ttl(ttl, ctx.now_ms, "set") {
+    pub fn set(
+        &mut self,
+        ctx: &mut WriteCtx,
+        key: Bytes,
+        value: Bytes,
+        condition: SetCondition,
+        ttl: TtlChange,
+        reply: SetReply,
+        command: &str,
+    ) -> Frame {
+        let ttl = match resolve_ttl(ttl, ctx.now_ms, command) {
             Ok(ttl) => ttl,
             Err(e) => return e,
         };
@@ -58,7 +67,12 @@ impl KvEngine {
             SetCondition::IfAbsent => old.is_none(),
             SetCondition::IfPresent => old.is_some(),
         };
-        let reply = if get { value_frame(old_value) } else if allowed { Frame::ok() } else { Frame::Null };
+        let reply = match reply {
+            SetReply::OldValue => value_frame(old_value),
+            SetReply::Written => Frame::Integer(allowed as i64),
+            SetReply::Ok if allowed => Frame::ok(),
+            SetReply::Ok => Frame::Null,
+        };
         if !allowed {
             return reply;
         }
@@ -95,6 +109,7 @@ impl KvEngine {
         let reply = value_frame(state.read());
         match ttl {
             GetExTtl::Unchanged => {}
+            GetExTtl::Invalid(error) => return error,
             GetExTtl::Persist => {
                 if state.expire_at_ms().is_some() {
                     let dot = ctx.next_dot();

@@ -233,3 +233,12 @@ fn float_increments_sum_in_node_order_everywhere() {
     assert_eq!(ab, merged(&b, &a));
     assert_eq!(ab.read(), Some(StrVal::Raw(Bytes::from_static(b"0.3"))));
 }
+
+#[test]
+fn float_counter_keeps_precision_after_a_set_absorbs_a_huge_sum() {
+    let mut s = KeyState::new();
+    s.incr_by_float(dot(1, 1), 1e30);
+    s.set(dot(2, 1), StrVal::Int(0), SetTtl::Clear);
+    s.incr_by_float(dot(3, 1), 1e-5);
+    assert_eq!(s.read(), Some(StrVal::Raw(Bytes::from_static(b"0.00001"))));
+}

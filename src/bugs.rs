@@ -1,0 +1,66 @@
+//! Planted bugs for the simulator's self-test (DESIGN §8: "the checker must be able to
+//! fail"). With the `planted-bugs` feature off (the default, and every release build of
+//! the server) [`active`] is a constant `false` and the hooks compile away. The `dst`
+//! crate turns the feature on and plants one bug per run, per thread.
+
+/// A known, realistic bug that the simulator must catch.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Bug {
+    /// Keys never expire, neither lazily nor actively.
+    TtlNeverFires,
+    /// A SET does not absorb earlier increments, so they come back on top of it.
+    SetKeepsIncrements,
+    /// PERSIST answers 1 but leaves the TTL in place.
+    PersistIgnored,
+    /// EXPIRE ... GT applies when the new TTL is *smaller*.
+    ExpireGtInverted,
+    /// The HLC follows the physical clock backwards instead of staying monotonic.
+    HlcFollowsClockBack,
+}
+
+impl Bug {
+    pub const ALL: [Bug; 5] = [Bug::TtlNeverFires, Bug::SetKeepsIncrements, Bug::PersistIgnored, Bug::ExpireGtInverted, Bug::HlcFollowsClockBack];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Bug::TtlNeverFires => "ttl-never-fires",
+            Bug::SetKeepsIncrements => "set-keeps-increments",
+            Bug::PersistIgnored => "persist-ignored",
+            Bug::ExpireGtInverted => "expire-gt-inverted",
+            Bug::HlcFollowsClockBack => "hlc-follows-clock-back",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Bug> {
+        Bug::ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    fn bit(self) -> u32 {
+        1 << (self as u32)
+    }
+}
+
+#[cfg(feature = "planted-bugs")]
+thread_local! {
+    static PLANTED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether `bug` is planted on this thread.
+#[inline(always)]
+pub fn active(bug: Bug) -> bool {
+    #[cfg(feature = "planted-bugs")]
+    {
+        PLANTED.with(|p| p.get() & bug.bit() != 0)
+    }
+    #[cfg(not(feature = "planted-bugs"))]
+    {
+        let _ = bug.bit();
+        false
+    }
+}
+
+/// Plant exactly these bugs on this thread (empty: none).
+#[cfg(feature = "planted-bugs")]
+pub fn plant(bugs: &[Bug]) {
+    PLANTED.with(|p| p.set(bugs.iter().fold(0, |acc, b| acc | b.bit())));
+}

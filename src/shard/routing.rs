@@ -1,0 +1,52 @@
+//! Which shard owns a key: a hash of the key, or of its `{hash tag}` so related keys
+//! can share a shard (and multi-key commands on them stay single-shard and atomic).
+//! Pure: the shell's router and the simulator both use it.
+
+use std::hash::BuildHasher;
+
+/// Seed of the routing hash; distinct from the keyspace hash so that the keys of one
+/// shard still spread over all of its hash-table buckets.
+const ROUTE_HASH_SEED: u64 = 0x726f_7574_655f_6b65;
+
+/// The part of a key that decides its shard: the first non-empty `{...}` section, or
+/// the whole key (Redis Cluster's hash-tag rule).
+pub fn routing_part(key: &[u8]) -> &[u8] {
+    if let Some(open) = key.iter().position(|&b| b == b'{') {
+        if let Some(len) = key[open + 1..].iter().position(|&b| b == b'}') {
+            if len > 0 {
+                return &key[open + 1..open + 1 + len];
+            }
+        }
+    }
+    key
+}
+
+/// The shard (of `shards`) that owns `key`.
+pub fn shard_for_key(key: &[u8], shards: usize) -> usize {
+    debug_assert!(shards > 0);
+    if shards <= 1 {
+        return 0;
+    }
+    let hash = foldhash::fast::FixedState::with_seed(ROUTE_HASH_SEED).hash_one(routing_part(key));
+    ((hash as u128 * shards as u128) >> 64) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_tags_pick_the_routing_part() {
+        assert_eq!(routing_part(b"user:{42}:name"), b"42");
+        assert_eq!(routing_part(b"{}x"), b"{}x");
+        assert_eq!(routing_part(b"plain"), b"plain");
+        assert_eq!(routing_part(b"a{b"), b"a{b");
+    }
+
+    #[test]
+    fn keys_with_one_tag_share_a_shard_and_keys_spread() {
+        assert_eq!(shard_for_key(b"{u1}:a", 8), shard_for_key(b"{u1}:b", 8));
+        let used: std::collections::HashSet<usize> = (0..200).map(|i| shard_for_key(format!("k{i}").as_bytes(), 8)).collect();
+        assert_eq!(used.len(), 8);
+    }
+}
