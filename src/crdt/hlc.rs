@@ -54,7 +54,8 @@ impl HlcClock {
     /// A fresh stamp, strictly greater than every stamp issued or observed before.
     pub fn tick(&mut self, physical_ms: u64) -> Hlc {
         let physical_ms = physical_ms.min(PHYSICAL_MS_MAX);
-        let next = if physical_ms > self.last.physical_ms() {
+        let follows_clock_back = crate::bugs::active(crate::bugs::Bug::HlcFollowsClockBack) && physical_ms < self.last.physical_ms();
+        let next = if physical_ms > self.last.physical_ms() || follows_clock_back {
             Hlc::from_parts(physical_ms, 0)
         } else if self.last.logical() as u64 == LOGICAL_MAX {
             // The logical counter is exhausted: borrow one millisecond from the future

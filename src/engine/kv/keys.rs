@@ -36,7 +36,7 @@ impl KvEngine {
         let current = state.expire_at_ms().map(|at| at as i64);
         let refused = (condition.nx && current.is_some())
             || (condition.xx && current.is_none())
-            || (condition.gt && current.is_none_or(|c| when <= c))
+            || (condition.gt && current.is_none_or(|c| if crate::bugs::active(crate::bugs::Bug::ExpireGtInverted) { when >= c } else { when <= c }))
             || (condition.lt && current.is_some_and(|c| when >= c));
         if refused {
             return Frame::Integer(0);
@@ -81,6 +81,9 @@ impl KvEngine {
         };
         if state.expire_at_ms().is_none() {
             return Frame::Integer(0);
+        }
+        if crate::bugs::active(crate::bugs::Bug::PersistIgnored) {
+            return Frame::Integer(1);
         }
         let dot = ctx.next_dot();
         state.persist(dot);

@@ -249,6 +249,11 @@ impl Keyspace {
     pub fn expiry_index_len(&self) -> usize {
         self.expiry_heap.len()
     }
+
+    /// The most entries the expiry index may hold (twice the keys with a TTL, plus slack).
+    pub fn expiry_index_bound(&self) -> usize {
+        2 * self.expiring + EXPIRY_HEAP_SLACK + 1
+    }
 }
 
 #[cfg(test)]

@@ -64,6 +64,9 @@ impl KvEngine {
 
     /// Whether a key holding `state` is expired at `now_ms` (Redis: strictly after).
     fn is_expired(state: &KeyState, now_ms: u64) -> bool {
+        if crate::bugs::active(crate::bugs::Bug::TtlNeverFires) {
+            return false;
+        }
         state.expire_at_ms().is_some_and(|at| now_ms > at)
     }
 
@@ -112,6 +115,9 @@ impl KvEngine {
 
     /// Expire up to `limit` keys that are due; returns how many were removed.
     pub fn expire_due(&mut self, now_ms: u64, limit: usize) -> usize {
+        if crate::bugs::active(crate::bugs::Bug::TtlNeverFires) {
+            return 0;
+        }
         let due = self.keys.pop_expired(now_ms.saturating_sub(1), limit);
         let mut removed = 0;
         for key in due {

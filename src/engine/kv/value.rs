@@ -285,7 +285,9 @@ impl KeyState {
     pub fn set(&mut self, dot: Dot, value: StrVal, ttl: SetTtl) {
         self.mutate(dot, |s| {
             s.value.write(dot, value);
-            s.absorb_counters();
+            if !crate::bugs::active(crate::bugs::Bug::SetKeepsIncrements) {
+                s.absorb_counters();
+            }
             match ttl {
                 SetTtl::Clear => s.ttl.clear(),
                 SetTtl::Keep => {}

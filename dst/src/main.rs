@@ -1,0 +1,142 @@
+//! `dst`: run the deterministic simulator for one seed or a sweep of seeds.
+//!
+//! ```text
+//! dst --seed 42 --trace          replay one run, printing its event trace
+//! dst --seeds 0..1000            sweep; a failing seed prints how to replay it
+//! dst --inject-bug NAME          plant a known bug (see --list-bugs): the sweep must fail
+//! ```
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::Parser;
+use dst::{Bug, FaultWeights, SimConfig, run};
+
+#[derive(Parser, Debug)]
+#[command(name = "dst", about = "Deterministic simulation of Meridian nodes under injected faults")]
+struct Args {
+    /// Run exactly this seed.
+    #[arg(long, conflicts_with = "seeds")]
+    seed: Option<u64>,
+    /// Sweep a range of seeds, `A..B` (B excluded).
+    #[arg(long)]
+    seeds: Option<String>,
+    /// Print every event of the run (with --seed).
+    #[arg(long)]
+    trace: bool,
+    /// Plant a known bug (names: --list-bugs).
+    #[arg(long)]
+    inject_bug: Option<String>,
+    /// List the bugs --inject-bug knows, one per line.
+    #[arg(long)]
+    list_bugs: bool,
+    /// Simulated nodes (one region each).
+    #[arg(long, default_value_t = 3)]
+    nodes: usize,
+    /// Shards per node.
+    #[arg(long, default_value_t = 2)]
+    shards: usize,
+    /// Concurrent clients.
+    #[arg(long, default_value_t = 6)]
+    clients: usize,
+    /// Client operations per run.
+    #[arg(long, default_value_t = 1_500)]
+    ops: usize,
+    /// Fault weights, e.g. `crash=2,pause=0,clock-jump=1,clock-drift=1,partition=3,slow-link=1`;
+    /// `none` disables all faults.
+    #[arg(long, default_value = "")]
+    faults: String,
+    /// Stop a sweep at the first failing seed.
+    #[arg(long)]
+    fail_fast: bool,
+}
+
+fn parse_range(text: &str) -> Result<(u64, u64), String> {
+    let (a, b) = text.split_once("..").ok_or("expected A..B")?;
+    let a: u64 = a.parse().map_err(|_| "bad range start")?;
+    let b: u64 = b.parse().map_err(|_| "bad range end")?;
+    if b <= a {
+        return Err("empty range".into());
+    }
+    Ok((a, b))
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    if args.list_bugs {
+        for bug in Bug::ALL {
+            println!("{}", bug.name());
+        }
+        return ExitCode::SUCCESS;
+    }
+    let bug = match args.inject_bug.as_deref().map(|n| Bug::from_name(n).ok_or(n)) {
+        None => None,
+        Some(Ok(bug)) => Some(bug),
+        Some(Err(name)) => {
+            eprintln!("unknown bug {name:?}; `dst --list-bugs` lists them");
+            return ExitCode::from(2);
+        }
+    };
+    let faults = if args.faults == "none" { Ok(FaultWeights::none()) } else { FaultWeights::parse(&args.faults) };
+    let faults = match faults {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("--faults: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let base = SimConfig { nodes: args.nodes, shards: args.shards, clients: args.clients, ops: args.ops, faults, bug, ..SimConfig::default() };
+    let replay_flags = {
+        let mut flags = String::new();
+        if let Some(name) = &args.inject_bug {
+            flags.push_str(&format!(" --inject-bug {name}"));
+        }
+        if !args.faults.is_empty() {
+            flags.push_str(&format!(" --faults {}", args.faults));
+        }
+        flags
+    };
+
+    if let Some(seed) = args.seed {
+        let outcome = run(SimConfig { seed, trace: args.trace, ..base });
+        if args.trace || !outcome.ok() {
+            for line in &outcome.trace {
+                println!("{line}");
+            }
+        }
+        if let Some(reason) = &outcome.failure {
+            println!("failure: {reason}");
+        }
+        println!("{}", outcome.summary());
+        return if outcome.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE };
+    }
+
+    let (start, end) = match parse_range(args.seeds.as_deref().unwrap_or("0..100")) {
+        Ok(range) => range,
+        Err(e) => {
+            eprintln!("--seeds: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // Panics inside the code under test are reported as failures; keep them quiet.
+    std::panic::set_hook(Box::new(|_| {}));
+    let started = Instant::now();
+    let mut failed = Vec::new();
+    let mut ran = 0u64;
+    for seed in start..end {
+        let outcome = run(SimConfig { seed, ..base.clone() });
+        ran += 1;
+        if let Some(reason) = &outcome.failure {
+            println!("{}", outcome.summary());
+            println!("  failure: {}", reason.lines().next().unwrap_or_default());
+            println!("  replay: dst --seed {seed} --trace{replay_flags}");
+            failed.push(seed);
+            if args.fail_fast {
+                break;
+            }
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    println!("seeds={ran} failed={} seconds={seconds:.1} seeds_per_sec={:.1}", failed.len(), ran as f64 / seconds.max(1e-9));
+    if failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}

@@ -1,0 +1,273 @@
+//! The sequential model: what a single Redis-semantics node must answer, written
+//! independently of the engine (plain bytes and an expiry instant per key, no CRDT).
+//!
+//! The model consumes the *typed* commands the real parser produces (the parser itself
+//! is checked byte-for-byte against Redis by the differential test) and is evaluated at
+//! the same node-local instant as the engine, so every reply can be compared exactly.
+//! It mirrors the engine's expiry removal (lazy on access, active on ticks) so DBSIZE,
+//! which counts keys not yet removed, is exact too.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use meridian::command::errors;
+use meridian::command::{ExpireCondition, GetExTtl, KeyCommand, SetCondition, SetReply, TimeUnit, TtlChange};
+use meridian::engine::kv::value::{format_float, parse_f64, parse_i64};
+use meridian::protocol::Frame;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelEntry {
+    pub value: Vec<u8>,
+    pub expire_at_ms: Option<u64>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Model {
+    pub keys: BTreeMap<Bytes, ModelEntry>,
+}
+
+fn bulk(v: &[u8]) -> Frame {
+    Frame::Bulk(Bytes::copy_from_slice(v))
+}
+
+impl Model {
+    /// Remove the key if it is expired at `now_ms`; returns whether it is live.
+    fn touch(&mut self, key: &Bytes, now_ms: u64) -> bool {
+        match self.keys.get(key) {
+            None => false,
+            Some(e) if e.expire_at_ms.is_some_and(|at| now_ms > at) => {
+                self.keys.remove(key);
+                false
+            }
+            Some(_) => true,
+        }
+    }
+
+    fn live(&mut self, key: &Bytes, now_ms: u64) -> Option<&mut ModelEntry> {
+        if self.touch(key, now_ms) { self.keys.get_mut(key) } else { None }
+    }
+
+    /// Active expiry: remove every key due at `now_ms`.
+    pub fn tick(&mut self, now_ms: u64) {
+        self.keys.retain(|_, e| e.expire_at_ms.is_none_or(|at| now_ms <= at));
+    }
+
+    /// Live keys with their values and expiry, for the end-of-run comparison.
+    pub fn live_entries(&self, now_ms: u64) -> BTreeMap<Bytes, ModelEntry> {
+        self.keys.iter().filter(|(_, e)| e.expire_at_ms.is_none_or(|at| now_ms <= at)).map(|(k, e)| (k.clone(), e.clone())).collect()
+    }
+
+    pub fn dbsize(&self) -> i64 {
+        self.keys.len() as i64
+    }
+
+    pub fn mget(&mut self, keys: &[Bytes], now_ms: u64) -> Frame {
+        Frame::Array(keys.iter().map(|k| self.live(k, now_ms).map_or(Frame::Null, |e| bulk(&e.value))).collect())
+    }
+
+    pub fn mset(&mut self, pairs: &[(Bytes, Bytes)], now_ms: u64) -> Frame {
+        for (k, v) in pairs {
+            self.touch(k, now_ms);
+            self.keys.insert(k.clone(), ModelEntry { value: v.to_vec(), expire_at_ms: None });
+        }
+        Frame::ok()
+    }
+
+    pub fn del(&mut self, keys: &[Bytes], now_ms: u64) -> Frame {
+        Frame::Integer(keys.iter().filter(|k| self.touch(k, now_ms) && self.keys.remove(*k).is_some()).count() as i64)
+    }
+
+    pub fn exists(&mut self, keys: &[Bytes], now_ms: u64) -> Frame {
+        Frame::Integer(keys.iter().filter(|k| self.touch(k, now_ms)).count() as i64)
+    }
+
+    fn expiry(change: TtlChange, now_ms: u64, command: &str) -> Result<Option<Option<u64>>, Frame> {
+        // Ok(None): keep the TTL; Ok(Some(x)): set it to x.
+        match change {
+            TtlChange::Keep => Ok(None),
+            TtlChange::Clear => Ok(Some(None)),
+            TtlChange::AtMs(at) => Ok(Some(Some(at))),
+            TtlChange::AfterMs(ms) => match now_ms.checked_add(ms).filter(|&at| at <= i64::MAX as u64) {
+                Some(at) => Ok(Some(Some(at))),
+                None => Err(errors::invalid_expire(command)),
+            },
+        }
+    }
+
+    pub fn apply(&mut self, cmd: &KeyCommand, now_ms: u64) -> Frame {
+        match cmd {
+            KeyCommand::Get(k) => self.live(k, now_ms).map_or(Frame::Null, |e| bulk(&e.value)),
+            KeyCommand::Set { key, value, condition, ttl, reply, command } => {
+                let ttl = match Self::expiry(*ttl, now_ms, command) {
+                    Ok(t) => t,
+                    Err(e) => return e,
+                };
+                let old = self.live(key, now_ms).cloned();
+                let allowed = match condition {
+                    SetCondition::Always => true,
+                    SetCondition::IfAbsent => old.is_none(),
+                    SetCondition::IfPresent => old.is_some(),
+                };
+                let answer = match reply {
+                    SetReply::OldValue => old.as_ref().map_or(Frame::Null, |e| bulk(&e.value)),
+                    SetReply::Written => Frame::Integer(allowed as i64),
+                    SetReply::Ok if allowed => Frame::ok(),
+                    SetReply::Ok => Frame::Null,
+                };
+                if allowed {
+                    let expire_at_ms = match ttl {
+                        None => old.and_then(|e| e.expire_at_ms),
+                        Some(t) => t,
+                    };
+                    self.keys.insert(key.clone(), ModelEntry { value: value.to_vec(), expire_at_ms });
+                }
+                answer
+            }
+            KeyCommand::GetDel(k) => match self.live(k, now_ms).cloned() {
+                None => Frame::Null,
+                Some(e) => {
+                    self.keys.remove(k);
+                    bulk(&e.value)
+                }
+            },
+            KeyCommand::GetEx { key, ttl } => {
+                let Some(entry) = self.live(key, now_ms) else { return Frame::Null };
+                let answer = bulk(&entry.value);
+                match ttl {
+                    GetExTtl::Unchanged => answer,
+                    GetExTtl::Invalid(e) => e.clone(),
+                    GetExTtl::Persist => {
+                        entry.expire_at_ms = None;
+                        answer
+                    }
+                    GetExTtl::Set(change) => match Self::expiry(*change, now_ms, "getex") {
+                        Err(e) => e,
+                        Ok(Some(Some(at))) if at <= now_ms => {
+                            self.keys.remove(key);
+                            answer
+                        }
+                        Ok(Some(at)) => {
+                            entry.expire_at_ms = at;
+                            answer
+                        }
+                        Ok(None) => answer,
+                    },
+                }
+            }
+            KeyCommand::Append { key, value } => {
+                let entry = self.live(key, now_ms).cloned();
+                let mut v = entry.as_ref().map(|e| e.value.clone()).unwrap_or_default();
+                v.extend_from_slice(value);
+                let len = v.len() as i64;
+                self.keys.insert(key.clone(), ModelEntry { value: v, expire_at_ms: entry.and_then(|e| e.expire_at_ms) });
+                Frame::Integer(len)
+            }
+            KeyCommand::StrLen(k) => Frame::Integer(self.live(k, now_ms).map_or(0, |e| e.value.len() as i64)),
+            KeyCommand::GetRange { key, start, end } => {
+                let v = self.live(key, now_ms).map(|e| e.value.clone()).unwrap_or_default();
+                let len = v.len() as i64;
+                let (mut s, mut e) = (*start, *end);
+                if s < 0 && e < 0 && s > e {
+                    return bulk(b"");
+                }
+                if s < 0 {
+                    s += len;
+                }
+                if e < 0 {
+                    e += len;
+                }
+                s = s.max(0);
+                e = e.max(0).min(len - 1);
+                if s > e || len == 0 { bulk(b"") } else { bulk(&v[s as usize..=e as usize]) }
+            }
+            KeyCommand::SetRange { key, offset, value } => {
+                let entry = self.live(key, now_ms).cloned();
+                let mut v = entry.as_ref().map(|e| e.value.clone()).unwrap_or_default();
+                if value.is_empty() {
+                    return Frame::Integer(v.len() as i64);
+                }
+                if v.len() < offset + value.len() {
+                    v.resize(offset + value.len(), 0);
+                }
+                v[*offset..offset + value.len()].copy_from_slice(value);
+                let len = v.len() as i64;
+                self.keys.insert(key.clone(), ModelEntry { value: v, expire_at_ms: entry.and_then(|e| e.expire_at_ms) });
+                Frame::Integer(len)
+            }
+            KeyCommand::IncrBy { key, by } => {
+                let entry = self.live(key, now_ms).cloned();
+                let current = match &entry {
+                    None => 0,
+                    Some(e) => match parse_i64(&e.value) {
+                        Some(n) => n,
+                        None => return errors::error(errors::NOT_INTEGER),
+                    },
+                };
+                let Some(next) = current.checked_add(*by) else { return errors::error(errors::OVERFLOW) };
+                self.keys.insert(key.clone(), ModelEntry { value: next.to_string().into_bytes(), expire_at_ms: entry.and_then(|e| e.expire_at_ms) });
+                Frame::Integer(next)
+            }
+            KeyCommand::IncrByFloat { key, by } => {
+                let entry = self.live(key, now_ms).cloned();
+                let current = match &entry {
+                    None => 0.0,
+                    Some(e) => match parse_f64(&e.value) {
+                        Some(f) => f,
+                        None => return errors::error(errors::NOT_FLOAT),
+                    },
+                };
+                let next = current + by;
+                if !next.is_finite() {
+                    return errors::error(errors::NAN_OR_INFINITY);
+                }
+                let text = format_float(next).into_bytes();
+                self.keys.insert(key.clone(), ModelEntry { value: text.clone(), expire_at_ms: entry.and_then(|e| e.expire_at_ms) });
+                Frame::Bulk(Bytes::from(text))
+            }
+            KeyCommand::Expire { key, ms, absolute, condition, command } => {
+                let when = if *absolute { Some(*ms) } else { ms.checked_add(now_ms as i64) };
+                let Some(when) = when else { return errors::invalid_expire(command) };
+                let Some(entry) = self.live(key, now_ms) else { return Frame::Integer(0) };
+                let current = entry.expire_at_ms.map(|a| a as i64);
+                let ExpireCondition { nx, xx, gt, lt } = *condition;
+                if (nx && current.is_some())
+                    || (xx && current.is_none())
+                    || (gt && current.is_none_or(|c| when <= c))
+                    || (lt && current.is_some_and(|c| when >= c))
+                {
+                    return Frame::Integer(0);
+                }
+                if when <= now_ms as i64 {
+                    self.keys.remove(key);
+                } else {
+                    entry.expire_at_ms = Some(when as u64);
+                }
+                Frame::Integer(1)
+            }
+            KeyCommand::Ttl { key, unit } => match self.live(key, now_ms) {
+                None => Frame::Integer(-2),
+                Some(ModelEntry { expire_at_ms: None, .. }) => Frame::Integer(-1),
+                Some(ModelEntry { expire_at_ms: Some(at), .. }) => {
+                    let left = at.saturating_sub(now_ms) as i64;
+                    Frame::Integer(if *unit == TimeUnit::Millis { left } else { (left + 500) / 1000 })
+                }
+            },
+            KeyCommand::ExpireTime { key, unit } => match self.live(key, now_ms) {
+                None => Frame::Integer(-2),
+                Some(ModelEntry { expire_at_ms: None, .. }) => Frame::Integer(-1),
+                Some(ModelEntry { expire_at_ms: Some(at), .. }) => {
+                    Frame::Integer(if *unit == TimeUnit::Millis { *at as i64 } else { (*at as i64 + 500) / 1000 })
+                }
+            },
+            KeyCommand::Persist(k) => match self.live(k, now_ms) {
+                Some(e) if e.expire_at_ms.is_some() => {
+                    e.expire_at_ms = None;
+                    Frame::Integer(1)
+                }
+                _ => Frame::Integer(0),
+            },
+            KeyCommand::Type(k) => Frame::simple(if self.live(k, now_ms).is_some() { "string" } else { "none" }),
+            KeyCommand::ObjectEncoding(_) => Frame::static_error("ERR model does not cover OBJECT ENCODING"),
+        }
+    }
+}

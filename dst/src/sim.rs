@@ -1,0 +1,608 @@
+//! The event loop: simulated time, nodes built from real shards, clients, network and
+//! faults, all driven by one seeded RNG so that a seed replays a run exactly.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::panic::AssertUnwindSafe;
+
+use bytes::Bytes;
+use meridian::bugs::Bug;
+use meridian::command::{Command, KeyspaceCommand, MultiKeyCommand, parse_command};
+use meridian::crdt::NodeId;
+use meridian::protocol::Frame;
+use meridian::shard::routing::shard_for_key;
+use meridian::shard::{Shard, ShardConfig, ShardOp, ShardReply};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::faults::FaultWeights;
+use crate::model::{Model, ModelEntry};
+use crate::workload;
+
+/// Simulated wall-clock time starts here (a realistic Unix time in ms).
+const EPOCH_MS: u64 = 1_700_000_000_000;
+/// Active-expiry period of a node, as in the server.
+const TICK_MS: u64 = 100;
+/// Trace lines kept for the failure report.
+const TRACE_TAIL_LINES: usize = 60;
+/// Hard bound on events per run: a run that needs more has a liveness bug.
+const EVENTS_MAX: u64 = 5_000_000;
+
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    pub seed: u64,
+    pub nodes: usize,
+    pub shards: usize,
+    pub clients: usize,
+    /// Client operations to complete.
+    pub ops: usize,
+    pub faults: FaultWeights,
+    /// Simulated milliseconds between two fault draws.
+    pub fault_interval_ms: u64,
+    pub bug: Option<Bug>,
+    /// Keep every trace line (for `--trace`), not only the tail.
+    pub trace: bool,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            seed: 0,
+            nodes: 3,
+            shards: 2,
+            clients: 6,
+            ops: 1_500,
+            faults: FaultWeights::default(),
+            fault_interval_ms: 250,
+            bug: None,
+            trace: false,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub seed: u64,
+    pub failure: Option<String>,
+    pub events: u64,
+    pub sim_ms: u64,
+    pub trace_hash: u64,
+    /// Every line with `trace`, else the last lines (for failure reports).
+    pub trace: Vec<String>,
+}
+
+impl Outcome {
+    pub fn ok(&self) -> bool {
+        self.failure.is_none()
+    }
+
+    pub fn summary(&self) -> String {
+        format!(
+            "seed {}: {} events={} sim_ms={} trace_hash={:016x}",
+            self.seed,
+            if self.ok() { "ok" } else { "FAIL" },
+            self.events,
+            self.sim_ms,
+            self.trace_hash
+        )
+    }
+}
+
+struct Node {
+    id: NodeId,
+    region: usize,
+    shards: Vec<Shard>,
+    model: Model,
+    up: bool,
+    /// Bumped on every crash: messages for an older incarnation are connection resets.
+    incarnation: u32,
+    paused_until: u64,
+    clock_offset_ms: i64,
+    drift_ppm: i64,
+    drift_anchor_ms: u64,
+}
+
+impl Node {
+    fn local_ms(&self, sim_ms: u64) -> u64 {
+        let drift = self.drift_ppm * (sim_ms - self.drift_anchor_ms) as i64 / 1_000_000;
+        (EPOCH_MS as i64 + sim_ms as i64 + self.clock_offset_ms + drift).max(0) as u64
+    }
+
+    fn set_drift(&mut self, sim_ms: u64, ppm: i64) {
+        self.clock_offset_ms += self.drift_ppm * (sim_ms - self.drift_anchor_ms) as i64 / 1_000_000;
+        self.drift_anchor_ms = sim_ms;
+        self.drift_ppm = ppm;
+    }
+}
+
+fn fresh_shards(seed: u64, node: NodeId, shards: usize) -> Vec<Shard> {
+    (0..shards)
+        .map(|s| {
+            let mut config = ShardConfig::new(s, node);
+            config.rng_seed = seed ^ ((node as u64) << 32) ^ s as u64;
+            Shard::new(config)
+        })
+        .collect()
+}
+
+struct Client {
+    region: usize,
+    in_flight: bool,
+}
+
+/// A one-way cut between two regions.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Cut {
+    from: usize,
+    to: usize,
+}
+
+enum Event {
+    Issue { client: usize },
+    Request { client: usize, node: usize, incarnation: u32, args: Vec<Bytes> },
+    Reply { client: usize, node: usize },
+    Tick { node: usize },
+    Fault,
+    Restart { node: usize },
+    Heal { partition: u64 },
+}
+
+struct Sim {
+    cfg: SimConfig,
+    rng: ChaCha8Rng,
+    now: u64,
+    seq: u64,
+    queue: BTreeMap<(u64, u64), Event>,
+    nodes: Vec<Node>,
+    clients: Vec<Client>,
+    partitions: BTreeMap<u64, Vec<Cut>>,
+    /// Messages waiting for a partition to heal (TCP holds them; it does not drop them).
+    held: Vec<(Cut, Event)>,
+    slow_until: u64,
+    ops_issued: usize,
+    ops_done: usize,
+    events: u64,
+    trace_hash: u64,
+    trace: VecDeque<String>,
+    failure: Option<String>,
+}
+
+/// FNV-1a, so the trace hash is the same on every platform and run.
+fn fnv1a(hash: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(hash, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+}
+
+fn show_args(args: &[Bytes]) -> String {
+    args.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ")
+}
+
+impl Sim {
+    fn new(cfg: SimConfig) -> Sim {
+        assert!(cfg.nodes > 0 && cfg.shards > 0 && cfg.clients > 0);
+        let nodes = (0..cfg.nodes)
+            .map(|i| Node {
+                id: i as NodeId + 1,
+                region: i,
+                shards: fresh_shards(cfg.seed, i as NodeId + 1, cfg.shards),
+                model: Model::default(),
+                up: true,
+                incarnation: 0,
+                paused_until: 0,
+                clock_offset_ms: 0,
+                drift_ppm: 0,
+                drift_anchor_ms: 0,
+            })
+            .collect();
+        let clients = (0..cfg.clients).map(|i| Client { region: i % cfg.nodes, in_flight: false }).collect();
+        Sim {
+            rng: ChaCha8Rng::seed_from_u64(cfg.seed),
+            now: 0,
+            seq: 0,
+            queue: BTreeMap::new(),
+            nodes,
+            clients,
+            partitions: BTreeMap::new(),
+            held: Vec::new(),
+            slow_until: 0,
+            ops_issued: 0,
+            ops_done: 0,
+            events: 0,
+            trace_hash: 0xcbf2_9ce4_8422_2325,
+            trace: VecDeque::new(),
+            failure: None,
+            cfg,
+        }
+    }
+
+    fn log(&mut self, line: String) {
+        let line = format!("{:>7} {line}", self.now);
+        self.trace_hash = fnv1a(self.trace_hash, line.as_bytes());
+        self.trace.push_back(line);
+        if !self.cfg.trace && self.trace.len() > TRACE_TAIL_LINES {
+            self.trace.pop_front();
+        }
+    }
+
+    fn fail(&mut self, reason: String) {
+        if self.failure.is_none() {
+            self.log(format!("FAIL {reason}"));
+            self.failure = Some(reason);
+        }
+    }
+
+    fn schedule(&mut self, at: u64, event: Event) {
+        self.seq += 1;
+        self.queue.insert((at, self.seq), event);
+    }
+
+    fn blocked(&self, cut: Cut) -> bool {
+        self.partitions.values().any(|cuts| cuts.contains(&cut))
+    }
+
+    /// One-way latency between regions: 1 ms inside a region, tens of ms across, with
+    /// jitter, and ten times more on a slow path.
+    fn latency(&mut self, from: usize, to: usize) -> u64 {
+        let base = if from == to { 1 } else { 10 + 25 * from.abs_diff(to) as u64 };
+        let jitter = self.rng.random_range(0..=base / 2 + 1);
+        let slow = if self.now < self.slow_until { 10 } else { 1 };
+        (base + jitter) * slow
+    }
+
+    /// Send a message across the network: delivered after the link latency, or held
+    /// until the partition that cuts the link heals.
+    fn send(&mut self, from: usize, to: usize, event: Event) {
+        let cut = Cut { from, to };
+        if self.blocked(cut) {
+            self.held.push((cut, event));
+        } else {
+            let at = self.now + self.latency(from, to);
+            self.schedule(at, event);
+        }
+    }
+
+    fn run(&mut self) {
+        for client in 0..self.clients.len() {
+            let at = self.rng.random_range(0..5);
+            self.schedule(at, Event::Issue { client });
+        }
+        for node in 0..self.nodes.len() {
+            self.schedule(TICK_MS + node as u64, Event::Tick { node });
+        }
+        if self.cfg.faults.total() > 0 {
+            self.schedule(self.cfg.fault_interval_ms, Event::Fault);
+        }
+        while let Some(((at, _), event)) = self.queue.pop_first() {
+            if self.failure.is_some() {
+                return;
+            }
+            self.events += 1;
+            if self.events > EVENTS_MAX {
+                self.fail(format!("no quiescence after {EVENTS_MAX} events"));
+                return;
+            }
+            debug_assert!(at >= self.now, "time never goes backwards");
+            self.now = at;
+            let finished = self.ops_done >= self.cfg.ops && self.clients.iter().all(|c| !c.in_flight);
+            if finished && self.held.is_empty() {
+                break;
+            }
+            self.handle(event);
+        }
+        if self.failure.is_none() {
+            self.quiesce_and_check();
+        }
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::Issue { client } => self.issue(client),
+            Event::Request { client, node, incarnation, args } => self.request(client, node, incarnation, args),
+            Event::Reply { client, node } => {
+                self.clients[client].in_flight = false;
+                self.ops_done += 1;
+                let _ = node;
+                let think = self.rng.random_range(0..4);
+                self.schedule(self.now + think, Event::Issue { client });
+            }
+            Event::Tick { node } => {
+                self.tick(node);
+                self.schedule(self.now + TICK_MS, Event::Tick { node });
+            }
+            Event::Fault => {
+                if self.ops_issued < self.cfg.ops {
+                    self.inject_fault();
+                    self.schedule(self.now + self.cfg.fault_interval_ms, Event::Fault);
+                }
+            }
+            Event::Restart { node } => {
+                let n = &mut self.nodes[node];
+                n.up = true;
+                n.shards = fresh_shards(self.cfg.seed ^ n.incarnation as u64, n.id, self.cfg.shards);
+                self.log(format!("n{node} restart"));
+            }
+            Event::Heal { partition } => {
+                self.partitions.remove(&partition);
+                self.log(format!("heal partition {partition}"));
+                let held = std::mem::take(&mut self.held);
+                for (cut, event) in held {
+                    self.send(cut.from, cut.to, event);
+                }
+            }
+        }
+    }
+
+    fn issue(&mut self, client: usize) {
+        if self.ops_issued >= self.cfg.ops {
+            return;
+        }
+        self.ops_issued += 1;
+        let region = self.clients[client].region;
+        let node = if self.rng.random_bool(0.8) { region } else { self.rng.random_range(0..self.nodes.len()) };
+        let base_ms = self.nodes[node].local_ms(self.now);
+        let args = workload::command(&mut self.rng, base_ms);
+        self.clients[client].in_flight = true;
+        let incarnation = self.nodes[node].incarnation;
+        self.send(region, self.nodes[node].region, Event::Request { client, node, incarnation, args });
+    }
+
+    fn request(&mut self, client: usize, node: usize, incarnation: u32, args: Vec<Bytes>) {
+        let client_region = self.clients[client].region;
+        let n = &self.nodes[node];
+        if !n.up || n.incarnation != incarnation {
+            // The connection died with the process: the client sees a reset.
+            self.log(format!("c{client} -> n{node} connection reset: {}", show_args(&args)));
+            self.schedule(self.now + 1, Event::Reply { client, node });
+            return;
+        }
+        if n.paused_until > self.now {
+            let at = n.paused_until;
+            self.schedule(at, Event::Request { client, node, incarnation, args });
+            return;
+        }
+        let line = show_args(&args);
+        let (actual, expected) = self.execute(node, args);
+        self.log(format!("c{client} n{node} {line} -> {actual:?}"));
+        if let Some(expected) = expected {
+            if actual != expected {
+                self.fail(format!("n{node} answered {actual:?} to `{line}`, the model says {expected:?}"));
+                return;
+            }
+        }
+        let region = self.nodes[node].region;
+        self.send(region, client_region, Event::Reply { client, node });
+    }
+
+    /// Run one command on the real shards of `node`; also evaluate the model (None when
+    /// the command never reaches the data, e.g. a parse error).
+    fn execute(&mut self, node: usize, args: Vec<Bytes>) -> (Frame, Option<Frame>) {
+        let n = &mut self.nodes[node];
+        let now = n.local_ms(self.now);
+        let shards = n.shards.len();
+        let command = match parse_command(args) {
+            Ok(command) => command,
+            Err(error) => return (error, None),
+        };
+        match command {
+            Command::Key(cmd) => {
+                let shard = shard_for_key(cmd.key(), shards);
+                let expected = n.model.apply(&cmd, now);
+                (n.shards[shard].apply(ShardOp::Key(cmd), now).into_frame(), Some(expected))
+            }
+            Command::Multi(MultiKeyCommand::MGet(keys)) => {
+                let expected = n.model.mget(&keys, now);
+                let mut values = vec![Frame::Null; keys.len()];
+                for (shard, (group, positions)) in group_by_shard(&keys, shards, |k| k) {
+                    if let ShardReply::Frame(Frame::Array(items)) = n.shards[shard].apply(ShardOp::MGet(group), now) {
+                        for (item, p) in items.into_iter().zip(positions) {
+                            values[p] = item;
+                        }
+                    }
+                }
+                (Frame::Array(values), Some(expected))
+            }
+            Command::Multi(MultiKeyCommand::MSet(pairs)) => {
+                let expected = n.model.mset(&pairs, now);
+                let mut reply = Frame::ok();
+                for (shard, (group, _)) in group_by_shard(&pairs, shards, |p| &p.0) {
+                    let frame = n.shards[shard].apply(ShardOp::MSet(group), now).into_frame();
+                    if frame.is_error() {
+                        reply = frame;
+                    }
+                }
+                (reply, Some(expected))
+            }
+            Command::Multi(MultiKeyCommand::Del(keys)) => {
+                let expected = n.model.del(&keys, now);
+                (sum_counts(n, group_by_shard(&keys, shards, |k| k), ShardOp::Del, now), Some(expected))
+            }
+            Command::Multi(MultiKeyCommand::Exists(keys)) => {
+                let expected = n.model.exists(&keys, now);
+                (sum_counts(n, group_by_shard(&keys, shards, |k| k), ShardOp::CountExisting, now), Some(expected))
+            }
+            Command::Keyspace(KeyspaceCommand::DbSize) => {
+                let total = n.shards.iter_mut().map(|s| match s.apply(ShardOp::Keyspace(KeyspaceCommand::DbSize), now) {
+                    ShardReply::Count(c) => c,
+                    _ => 0,
+                });
+                let total: i64 = total.sum();
+                (Frame::Integer(total), Some(Frame::Integer(n.model.dbsize())))
+            }
+            other => (Frame::error(format!("ERR dst does not drive {other:?}")), None),
+        }
+    }
+
+    fn tick(&mut self, node: usize) {
+        let now = self.now;
+        let n = &mut self.nodes[node];
+        if !n.up || n.paused_until > now {
+            return;
+        }
+        let local = n.local_ms(now);
+        for shard in &mut n.shards {
+            shard.tick(local);
+            let keys = &shard.kv.keys;
+            if keys.expiry_index_len() > keys.expiry_index_bound() {
+                let reason = format!("n{node} expiry index holds {} entries, bound {}", keys.expiry_index_len(), keys.expiry_index_bound());
+                self.fail(reason);
+                return;
+            }
+        }
+        n.model.tick(local);
+    }
+
+    fn inject_fault(&mut self) {
+        let w = self.cfg.faults.clone();
+        let mut pick = self.rng.random_range(0..w.total());
+        let classes = [w.crash, w.pause, w.clock_jump, w.clock_drift, w.partition, w.slow_link];
+        let class = classes.iter().position(|&c| {
+            if pick < c {
+                true
+            } else {
+                pick -= c;
+                false
+            }
+        });
+        let node = self.rng.random_range(0..self.nodes.len());
+        match class {
+            Some(0) if self.nodes[node].up => {
+                let n = &mut self.nodes[node];
+                n.up = false;
+                n.incarnation += 1;
+                n.shards.clear();
+                // Nothing is durable before persistence exists: a crash loses it all.
+                n.model = Model::default();
+                let down_ms = self.rng.random_range(50..1_000);
+                self.log(format!("n{node} crash (restart in {down_ms} ms)"));
+                self.schedule(self.now + down_ms, Event::Restart { node });
+            }
+            Some(1) => {
+                let ms = self.rng.random_range(10..800);
+                let n = &mut self.nodes[node];
+                n.paused_until = n.paused_until.max(self.now + ms);
+                self.log(format!("n{node} pause {ms} ms"));
+            }
+            Some(2) => {
+                let jump = self.rng.random_range(-3_000..3_000);
+                self.nodes[node].clock_offset_ms += jump;
+                self.log(format!("n{node} clock jumps {jump} ms"));
+            }
+            Some(3) => {
+                let ppm = self.rng.random_range(-50_000..50_000);
+                let now = self.now;
+                self.nodes[node].set_drift(now, ppm);
+                self.log(format!("n{node} clock drifts {ppm} ppm"));
+            }
+            Some(4) => {
+                let regions = self.nodes.len();
+                let cuts = match self.rng.random_range(0..3) {
+                    // Isolate one region, both ways.
+                    0 => (0..regions).filter(|&r| r != node).flat_map(|r| [Cut { from: r, to: node }, Cut { from: node, to: r }]).collect(),
+                    // Asymmetric: one region can send but not receive.
+                    1 => (0..regions).filter(|&r| r != node).map(|r| Cut { from: r, to: node }).collect(),
+                    // Split the regions in two groups.
+                    _ => {
+                        let split = self.rng.random_range(1..regions.max(2));
+                        (0..regions)
+                            .flat_map(|a| (0..regions).map(move |b| (a, b)))
+                            .filter(|&(a, b)| (a < split) != (b < split))
+                            .map(|(a, b)| Cut { from: a, to: b })
+                            .collect()
+                    }
+                };
+                self.seq += 1;
+                let id = self.seq;
+                let heal_ms = self.rng.random_range(100..2_000);
+                self.log(format!("partition {id} {cuts:?} for {heal_ms} ms"));
+                self.partitions.insert(id, cuts);
+                self.schedule(self.now + heal_ms, Event::Heal { partition: id });
+            }
+            Some(5) => {
+                let ms = self.rng.random_range(100..1_000);
+                self.slow_until = self.slow_until.max(self.now + ms);
+                self.log(format!("slow links for {ms} ms"));
+            }
+            _ => {}
+        }
+    }
+
+    /// Heal everything, let time pass, then compare every node with its model.
+    fn quiesce_and_check(&mut self) {
+        self.partitions.clear();
+        for node in 0..self.nodes.len() {
+            self.nodes[node].paused_until = 0;
+            if !self.nodes[node].up {
+                self.handle(Event::Restart { node });
+            }
+        }
+        let end = self.now + 2 * TICK_MS;
+        while self.now < end {
+            self.now += TICK_MS;
+            for node in 0..self.nodes.len() {
+                self.tick(node);
+            }
+        }
+        for node in 0..self.nodes.len() {
+            let n = &self.nodes[node];
+            let local = n.local_ms(self.now);
+            let mut actual = BTreeMap::new();
+            for shard in &n.shards {
+                for entry in shard.kv.keys.iter() {
+                    let expire_at_ms = entry.state.expire_at_ms();
+                    if expire_at_ms.is_some_and(|at| local > at) {
+                        continue;
+                    }
+                    let value = entry.state.read().map(|v| v.to_bytes().to_vec()).unwrap_or_default();
+                    actual.insert(entry.key.clone(), ModelEntry { value, expire_at_ms });
+                }
+            }
+            let expected = n.model.live_entries(local);
+            if actual != expected {
+                let reason = format!("n{node} final state differs from the model:\n  node:  {actual:?}\n  model: {expected:?}");
+                self.fail(reason);
+                return;
+            }
+        }
+        self.log(format!("checked {} nodes after {} ops", self.nodes.len(), self.ops_done));
+    }
+}
+
+type Groups<T> = BTreeMap<usize, (Vec<T>, Vec<usize>)>;
+
+fn group_by_shard<T: Clone>(items: &[T], shards: usize, key: impl Fn(&T) -> &Bytes) -> Groups<T> {
+    let mut groups: Groups<T> = BTreeMap::new();
+    for (i, item) in items.iter().enumerate() {
+        let entry = groups.entry(shard_for_key(key(item), shards)).or_default();
+        entry.0.push(item.clone());
+        entry.1.push(i);
+    }
+    groups
+}
+
+fn sum_counts(node: &mut Node, groups: Groups<Bytes>, op: fn(Vec<Bytes>) -> ShardOp, now: u64) -> Frame {
+    let mut total = 0;
+    for (shard, (keys, _)) in groups {
+        match node.shards[shard].apply(op(keys), now) {
+            ShardReply::Count(c) => total += c,
+            other => return other.into_frame(),
+        }
+    }
+    Frame::Integer(total)
+}
+
+/// Run one seed. Panics in the code under test are failures, not crashes of the
+/// simulator.
+pub fn run(cfg: SimConfig) -> Outcome {
+    meridian::bugs::plant(cfg.bug.as_slice());
+    let seed = cfg.seed;
+    let mut sim = Sim::new(cfg);
+    let result = std::panic::catch_unwind(AssertUnwindSafe(|| sim.run()));
+    meridian::bugs::plant(&[]);
+    if let Err(payload) = result {
+        let message = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "unknown panic".into());
+        sim.fail(format!("panic: {message}"));
+    }
+    Outcome { seed, failure: sim.failure.clone(), events: sim.events, sim_ms: sim.now, trace_hash: sim.trace_hash, trace: sim.trace.into_iter().collect() }
+}

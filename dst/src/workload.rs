@@ -1,0 +1,108 @@
+//! The client workload: random commands over a small key space, so that keys collide,
+//! expire, get overwritten and deleted often. Every data type adds its commands here
+//! (and its semantics to `model.rs`).
+
+use bytes::Bytes;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+/// Keys the workload uses; two share a hash tag so they always live on one shard.
+const KEYS: [&str; 8] = ["a", "b", "c", "d", "{t}x", "{t}y", "n1", "n2"];
+
+fn key(rng: &mut ChaCha8Rng) -> String {
+    KEYS[rng.random_range(0..KEYS.len())].to_string()
+}
+
+fn value(rng: &mut ChaCha8Rng) -> String {
+    match rng.random_range(0..10) {
+        0 => format!("v{}", rng.random_range(0..5)),
+        1 => (i64::MAX - rng.random_range(0..3)).to_string(),
+        2 => format!("{}.5", rng.random_range(-3..3)),
+        3 => String::new(),
+        _ => rng.random_range(-20..20).to_string(),
+    }
+}
+
+fn ttl_option(rng: &mut ChaCha8Rng, base_ms: u64) -> Vec<String> {
+    match rng.random_range(0..6) {
+        0 => vec!["EX".into(), rng.random_range(1..4).to_string()],
+        1 | 2 => vec!["PX".into(), rng.random_range(1..2_500).to_string()],
+        3 => vec!["PXAT".into(), (base_ms + rng.random_range(0..4_000)).to_string()],
+        4 => vec!["KEEPTTL".into()],
+        _ => vec![],
+    }
+}
+
+/// One random command line. `base_ms` approximates node-local time, for absolute TTLs.
+pub fn command(rng: &mut ChaCha8Rng, base_ms: u64) -> Vec<Bytes> {
+    let k = key(rng);
+    let words: Vec<String> = match rng.random_range(0..100) {
+        0..=14 => {
+            let mut w = vec!["SET".into(), k, value(rng)];
+            w.extend(ttl_option(rng, base_ms));
+            match rng.random_range(0..8) {
+                0 => w.push("NX".into()),
+                1 => w.push("XX".into()),
+                2 => w.push("GET".into()),
+                _ => {}
+            }
+            w
+        }
+        15..=29 => vec!["GET".into(), k],
+        30..=37 => vec!["INCRBY".into(), k, rng.random_range(-5..6).to_string()],
+        38..=40 => vec!["INCR".into(), k],
+        41..=44 => vec!["INCRBYFLOAT".into(), k, format!("{}", rng.random_range(-4..5) as f64 * 0.5)],
+        45..=47 => vec!["APPEND".into(), k, format!("x{}", rng.random_range(0..3))],
+        48..=49 => vec!["SETRANGE".into(), k, rng.random_range(0..6).to_string(), "zz".into()],
+        50..=51 => vec!["GETRANGE".into(), k, rng.random_range(-4..4).to_string(), rng.random_range(-4..4).to_string()],
+        52..=53 => vec!["STRLEN".into(), k],
+        54..=58 => {
+            let mut w = vec!["DEL".into(), k];
+            if rng.random_bool(0.3) {
+                w.push(key(rng));
+            }
+            w
+        }
+        59..=60 => vec!["EXISTS".into(), k, key(rng)],
+        61..=66 => {
+            let (name, amount) = match rng.random_range(0..3) {
+                0 => ("EXPIRE", rng.random_range(-1..4).to_string()),
+                1 => ("PEXPIRE", rng.random_range(1..3_000).to_string()),
+                _ => ("PEXPIREAT", (base_ms + rng.random_range(0..4_000)).to_string()),
+            };
+            let mut w = vec![name.into(), k, amount];
+            match rng.random_range(0..6) {
+                0 => w.push("NX".into()),
+                1 => w.push("XX".into()),
+                2 => w.push("GT".into()),
+                3 => w.push("LT".into()),
+                _ => {}
+            }
+            w
+        }
+        67..=69 => vec!["PERSIST".into(), k],
+        70..=74 => vec!["PTTL".into(), k],
+        75..=76 => vec!["TTL".into(), k],
+        77 => vec!["PEXPIRETIME".into(), k],
+        78..=79 => vec!["GETDEL".into(), k],
+        80..=81 => {
+            let mut w = vec!["GETEX".into(), k];
+            match rng.random_range(0..3) {
+                0 => w.push("PERSIST".into()),
+                1 => w.extend(["PX".into(), rng.random_range(1..3_000).to_string()]),
+                _ => {}
+            }
+            w
+        }
+        82..=85 => vec!["MGET".into(), k, key(rng), key(rng)],
+        86..=88 => vec!["MSET".into(), k, value(rng), key(rng), value(rng)],
+        89..=90 => vec!["TYPE".into(), k],
+        91..=92 => vec!["DBSIZE".into()],
+        93..=94 => vec!["SETNX".into(), k, value(rng)],
+        95..=96 => vec!["GETSET".into(), k, value(rng)],
+        97 => vec!["SETEX".into(), k, rng.random_range(1..3).to_string(), value(rng)],
+        98 => vec!["DECRBY".into(), k, rng.random_range(-3..4).to_string()],
+        _ => vec!["INCRBY".into(), k, "x".into()],
+    };
+    words.into_iter().map(Bytes::from).collect()
+}
