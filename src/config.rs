@@ -95,11 +95,10 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), String> {
-        if let Some(n) = self.shards {
-            if n == 0 || n > SHARDS_MAX {
+        if let Some(n) = self.shards
+            && (n == 0 || n > SHARDS_MAX) {
                 return Err(format!("--shards must be between 1 and {SHARDS_MAX}, got {n}"));
             }
-        }
         if self.proto_max_bulk_len < 1024 {
             return Err("--proto-max-bulk-len must be at least 1024".into());
         }

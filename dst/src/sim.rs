@@ -361,12 +361,11 @@ impl Sim {
         let line = show_args(&args);
         let (actual, expected) = self.execute(node, args);
         self.log(format!("c{client} n{node} {line} -> {actual:?}"));
-        if let Some(expected) = expected {
-            if actual != expected {
+        if let Some(expected) = expected
+            && actual != expected {
                 self.fail(format!("n{node} answered {actual:?} to `{line}`, the model says {expected:?}"));
                 return;
             }
-        }
         let region = self.nodes[node].region;
         self.send(region, client_region, Event::Reply { client, node });
     }

@@ -111,7 +111,7 @@ pub fn parse_command(mut args: Vec<Bytes>) -> Parsed {
 
         CmdId::MGet => Ok(Command::Multi(MultiKeyCommand::MGet(args.split_off(1)))),
         CmdId::MSet | CmdId::MSetNx => {
-            if args.len() % 2 == 0 {
+            if args.len().is_multiple_of(2) {
                 return Err(wrong_arity(spec.name));
             }
             let pairs = pairs(args.split_off(1));
@@ -382,7 +382,7 @@ fn parse_client(a: &mut [Bytes]) -> Parsed {
             if argc == 3 {
                 ClientCommand::Kill { addr: Some(take(a, 2)), id: None, legacy: true, skip_me: false }
             } else {
-                if argc % 2 != 0 {
+                if !argc.is_multiple_of(2) {
                     return Err(errors::error(errors::SYNTAX));
                 }
                 let mut addr = None;
@@ -439,7 +439,7 @@ fn parse_config(a: &mut [Bytes]) -> Parsed {
     let cmd = match &sub[..] {
         b"get" if a.len() >= 3 => ConfigCommand::Get(a[2..].to_vec()),
         b"get" => return Err(wrong_arity("config|get")),
-        b"set" if a.len() >= 4 && a.len() % 2 == 0 => ConfigCommand::Set(pairs(a[2..].to_vec())),
+        b"set" if a.len() >= 4 && a.len().is_multiple_of(2) => ConfigCommand::Set(pairs(a[2..].to_vec())),
         b"set" => return Err(wrong_arity("config|set")),
         b"resetstat" if a.len() == 2 => ConfigCommand::ResetStat,
         b"resetstat" => return Err(wrong_arity("config|resetstat")),

@@ -85,7 +85,7 @@ impl<T: Clone + PartialEq> MvRegister<T> {
                 merged.push(entry.clone());
             }
         }
-        merged.sort_by(|a, b| a.0.cmp(&b.0));
+        merged.sort_by_key(|a| a.0);
         self.entries = merged;
     }
 }

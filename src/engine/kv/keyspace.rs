@@ -131,14 +131,13 @@ impl Keyspace {
             (Some(_), None) => self.expiring -= 1,
             _ => {}
         }
-        if let Some(at_ms) = new {
-            if old != new {
+        if let Some(at_ms) = new
+            && old != new {
                 self.expiry_heap.push(Reverse((at_ms, key)));
                 if self.expiry_heap.len() > 2 * self.expiring + EXPIRY_HEAP_SLACK {
                     self.rebuild_expiry_heap();
                 }
             }
-        }
     }
 
     fn rebuild_expiry_heap(&mut self) {

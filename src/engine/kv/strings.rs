@@ -44,7 +44,9 @@ impl KvEngine {
         self.live(key, key_hash(key), now_ms).and_then(|s| s.read())
     }
 
-    /// SET with every option; also SETNX, SETEX, PSETEX, GETSET, MSET.
+    /// SET with every option; also SETNX, SETEX, PSETEX, GETSET, MSET. The arguments
+    /// are exactly SET's options, so they stay spelled out.
+    #[allow(clippy::too_many_arguments)]
     pub fn set(
         &mut self,
         ctx: &mut WriteCtx,
