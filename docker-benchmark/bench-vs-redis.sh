@@ -110,7 +110,7 @@ cleanup() {
 
 require_uint() {
     local name="$1" value="$2"
-    [[ "${value}" =~ ^[0-9]+$ ]] || die "${name} must be a non-negative integer, got '${value}'"
+    [[ "${value}" =~ ^(0|[1-9][0-9]*)$ ]] || die "${name} must be a non-negative integer, got '${value}'"
 }
 
 check_environment() {

@@ -12,7 +12,7 @@ pub mod table;
 
 use bytes::Bytes;
 
-pub use parse::parse_command;
+pub use parse::{parse_command, parse_command_at};
 
 /// When a SET-like write applies.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -23,9 +23,15 @@ fn take(args: &mut [Bytes], i: usize) -> Bytes {
 }
 
 /// Parse one request. `args[0]` is the command name; `args` is never empty.
-pub fn parse_command(mut args: Vec<Bytes>) -> Parsed {
+pub fn parse_command(args: Vec<Bytes>) -> Parsed {
     debug_assert!(!args.is_empty());
-    let Some(spec) = table::lookup(&args[0]) else {
+    let index = table::index_of(&args[0]);
+    parse_command_at(index, args)
+}
+
+/// [`parse_command`] when the caller already looked the name up (`table::index_of`).
+pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
+    let Some(spec) = index.map(|i| &table::COMMANDS[i]) else {
         return Err(errors::unknown_command(&args));
     };
     if !spec.arity_ok(args.len()) {

@@ -109,7 +109,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!(IncrByFloat, "incrbyfloat", 3, ["write", "denyoom", "fast"], 1, 1, 1, "string", "2.6.0", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
 ];
 
-static BY_NAME: LazyLock<HashMap<&'static [u8], usize>> =
+static BY_NAME: LazyLock<HashMap<&'static [u8], usize, foldhash::fast::RandomState>> =
     LazyLock::new(|| COMMANDS.iter().enumerate().map(|(i, spec)| (spec.name.as_bytes(), i)).collect());
 
 /// Look a command up by name, case-insensitively.

@@ -22,7 +22,7 @@ use super::fanout::{self, ShardAccess};
 use super::info::{self, REDIS_COMPAT_VERSION};
 use super::shard_thread::SharedShard;
 use crate::command::errors;
-use crate::command::{ClientCommand, Command, CommandCommand, introspect, parse_command, table};
+use crate::command::{ClientCommand, Command, CommandCommand, introspect, parse_command_at, table};
 use crate::protocol::{Frame, ParseLimits, Protocol, ProtocolError, RequestParser, encode};
 use crate::shard::{ShardOp, ShardReply};
 
@@ -62,6 +62,7 @@ pub async fn serve(stream: std::net::TcpStream, peer: SocketAddr, home: usize, s
         encoded: 0,
         closing: false,
         random_state: info.id.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+        now_ms: 0,
     };
     if let Err(e) = connection.run().await {
         tracing::debug!(client = info.id, "connection closed: {e}");
@@ -93,6 +94,8 @@ struct Connection {
     encoded: usize,
     closing: bool,
     random_state: u64,
+    /// Wall-clock time read once per pipeline.
+    now_ms: u64,
 }
 
 impl Connection {
@@ -177,19 +180,23 @@ impl Connection {
 
     async fn run_pipeline(&mut self, commands: Vec<Vec<Bytes>>) -> std::io::Result<()> {
         self.state().stats.commands_processed.fetch_add(commands.len() as u64, Ordering::Relaxed);
+        self.now_ms = super::now_ms();
+        let mut last_command = None;
         for args in commands {
             if self.closing {
                 break;
             }
-            if let Some(index) = table::index_of(&args[0]) {
-                self.info.touch(index);
-            }
-            self.dispatch(args).await;
+            let index = table::index_of(&args[0]);
+            last_command = index.or(last_command);
+            self.dispatch(index, args).await;
             if self.write_buf.len() >= WRITE_BUFFER_BYTES_MAX {
                 self.write_out_partial().await?;
             }
         }
         self.flush_pending().await;
+        if let Some(index) = last_command {
+            self.info.touch(index);
+        }
         Ok(())
     }
 
@@ -199,10 +206,10 @@ impl Connection {
         Ok(())
     }
 
-    async fn dispatch(&mut self, args: Vec<Bytes>) {
+    async fn dispatch(&mut self, index: Option<usize>, args: Vec<Bytes>) {
         let slot = self.replies.len();
         self.replies.push(None);
-        let reply = match parse_command(args) {
+        let reply = match parse_command_at(index, args) {
             Err(error) => Some(error),
             Ok(command) if !self.authenticated && !matches!(command, Command::Auth { .. } | Command::Hello { .. } | Command::Quit | Command::Reset) => {
                 Some(errors::error(errors::NOAUTH))
@@ -210,8 +217,8 @@ impl Connection {
             Ok(Command::Key(command)) => {
                 let shard = self.access.shard_of(command.key());
                 if shard == self.access.home {
-                    let mut replies = super::shard_thread::apply_local(&self.access.shard, self.state(), vec![ShardOp::Key(command)]);
-                    Some(replies.pop().map_or(Frame::Null, ShardReply::into_frame))
+                    let op = ShardOp::Key(command);
+                    Some(super::shard_thread::apply_local_one(&self.access.shard, self.state(), op, self.now_ms).into_frame())
                 } else {
                     self.queue(shard, ShardOp::Key(command), slot);
                     None
@@ -221,6 +228,9 @@ impl Connection {
                 // A barrier: everything before it is answered first.
                 self.flush_pending().await;
                 self.encode_ready();
+                if let Some(index) = index {
+                    self.info.touch(index);
+                }
                 Some(self.execute(command).await)
             }
         };

@@ -19,6 +19,14 @@ const EXPIRE_TICK_MS: u64 = 100;
 
 pub type SharedShard = Rc<RefCell<Shard>>;
 
+/// Apply one operation on the shard owned by this thread at `now_ms` (a connection
+/// reads the clock once per pipeline, not once per command).
+pub fn apply_local_one(shard: &SharedShard, state: &ServerState, op: ShardOp, now_ms: u64) -> ShardReply {
+    let mut shard = shard.borrow_mut();
+    shard.set_string_bytes_max(state.runtime.proto_max_bulk_len());
+    shard.apply(op, now_ms)
+}
+
 /// Apply a batch on the shard owned by this thread.
 pub fn apply_local(shard: &SharedShard, state: &ServerState, ops: Vec<ShardOp>) -> Vec<ShardReply> {
     let now = now_ms();

@@ -104,25 +104,38 @@ impl Keyspace {
     pub fn put(&mut self, key: Bytes, hash: u64, state: KeyState) {
         let new_expiry = state.expire_at_ms();
         let index = self.table_index(hash);
-        let old_expiry = match self.tables[index].find_mut(hash, |e| e.key == key) {
+        let (stored_key, old_expiry) = match self.tables[index].find_mut(hash, |e| e.key == key) {
             Some(entry) => {
                 let old = entry.state.expire_at_ms();
                 entry.state = state;
-                old
+                (entry.key.clone(), old)
             }
             None => {
-                self.tables[index].insert_unique(hash, Entry { key: key.clone(), hash, state }, |e| e.hash);
+                // An owned copy: the key may be a slice of a connection's read buffer,
+                // which must not stay pinned for as long as the key lives.
+                let owned = Bytes::copy_from_slice(&key);
+                self.tables[index].insert_unique(hash, Entry { key: owned.clone(), hash, state }, |e| e.hash);
                 self.len += 1;
-                None
+                (owned, None)
             }
         };
-        self.track_expiry(key, old_expiry, new_expiry);
+        self.track_expiry(stored_key, old_expiry, new_expiry);
         self.maybe_grow();
     }
 
-    /// Call after changing an entry's state in place through [`Keyspace::get_mut`].
-    pub fn after_update(&mut self, key: &Bytes, old_expiry: Option<u64>, new_expiry: Option<u64>) {
-        self.track_expiry(key.clone(), old_expiry, new_expiry);
+    /// Change the state of an existing key in place (one lookup, no copy); keeps the
+    /// TTL count and expiry index right. `None` when the key is absent.
+    pub fn update<R>(&mut self, key: &[u8], hash: u64, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
+        let index = self.table_index(hash);
+        let entry = self.tables[index].find_mut(hash, |e| e.key == key)?;
+        let old = entry.state.expire_at_ms();
+        let result = f(entry);
+        let new = entry.state.expire_at_ms();
+        if old != new {
+            let stored_key = entry.key.clone();
+            self.track_expiry(stored_key, old, new);
+        }
+        Some(result)
     }
 
     fn track_expiry(&mut self, key: Bytes, old: Option<u64>, new: Option<u64>) {

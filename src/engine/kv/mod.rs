@@ -84,6 +84,14 @@ impl KvEngine {
         self.keys.get(key, hash).map(|e| &e.state)
     }
 
+    /// Remove the key if it has expired (the lazy half of expiry).
+    fn expire_if_due(&mut self, key: &[u8], hash: u64, now_ms: u64) {
+        if self.keys.get(key, hash).is_some_and(|e| Self::is_expired(&e.state, now_ms)) {
+            self.keys.remove(key, hash);
+            self.stats.expired_keys += 1;
+        }
+    }
+
     /// The current state of a key for a write (expired keys count as absent).
     fn take_for_write(&mut self, key: &[u8], hash: u64, now_ms: u64) -> Option<KeyState> {
         self.live(key, hash, now_ms)?;

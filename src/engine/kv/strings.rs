@@ -62,36 +62,37 @@ impl KvEngine {
             Err(e) => return e,
         };
         let hash = key_hash(&key);
-        let old = self.take_for_write(&key, hash, ctx.now_ms);
-        let old_value = old.as_ref().and_then(|s| s.read());
-        let allowed = match condition {
-            SetCondition::Always => true,
-            SetCondition::IfAbsent => old.is_none(),
-            SetCondition::IfPresent => old.is_some(),
+        self.expire_if_due(&key, hash, ctx.now_ms);
+        // The common case, an existing key, is changed in place: one lookup, no copy.
+        let mut value = Some(StrVal::from_bytes(value));
+        let updated = self.keys.update(&key, hash, |entry| {
+            let old_value = if reply == SetReply::OldValue { entry.state.read() } else { None };
+            let allowed = condition != SetCondition::IfAbsent;
+            if allowed {
+                let dot = ctx.next_dot();
+                entry.state.set(dot, value.take().unwrap_or(StrVal::Int(0)), ttl);
+                ctx.deltas.key_changed(&entry.key, &entry.state);
+            }
+            (allowed, old_value)
+        });
+        let (allowed, old_value) = match updated {
+            Some(outcome) => outcome,
+            None => {
+                let allowed = condition != SetCondition::IfPresent;
+                if let (true, Some(value)) = (allowed, value.take()) {
+                    let dot = ctx.next_dot();
+                    let at_ms = if let SetTtl::At(at) = ttl { Some(at) } else { None };
+                    self.commit(ctx, key, hash, KeyState::with_value(dot, value, at_ms));
+                }
+                (allowed, None)
+            }
         };
-        let reply = match reply {
+        match reply {
             SetReply::OldValue => value_frame(old_value),
             SetReply::Written => Frame::Integer(allowed as i64),
             SetReply::Ok if allowed => Frame::ok(),
             SetReply::Ok => Frame::Null,
-        };
-        if !allowed {
-            return reply;
         }
-        let dot = ctx.next_dot();
-        let value = StrVal::from_bytes(value);
-        let state = match old {
-            Some(mut state) => {
-                state.set(dot, value, ttl);
-                state
-            }
-            None => {
-                let at_ms = if let SetTtl::At(at) = ttl { Some(at) } else { None };
-                KeyState::with_value(dot, value, at_ms)
-            }
-        };
-        self.commit(ctx, key, hash, state);
-        reply
     }
 
     pub fn getdel(&mut self, ctx: &mut WriteCtx, key: &Bytes) -> Frame {

@@ -28,10 +28,17 @@ pub enum StrVal {
     Raw(Bytes),
 }
 
+/// Values shorter than this are copied out of the connection's read buffer when
+/// stored: a zero-copy slice would pin the whole buffer it came from for as long as the
+/// value lives. Longer values had their buffer reserved for them alone, so they stay
+/// zero-copy.
+pub const COPY_VALUE_BYTES_MAX: usize = 64 * 1024;
+
 impl StrVal {
     pub fn from_bytes(bytes: Bytes) -> StrVal {
         match parse_canonical_i64(&bytes) {
             Some(n) => StrVal::Int(n),
+            None if bytes.len() < COPY_VALUE_BYTES_MAX => StrVal::Raw(Bytes::copy_from_slice(&bytes)),
             None => StrVal::Raw(bytes),
         }
     }
