@@ -159,6 +159,15 @@ impl<V: CounterValue> Counter<V> {
         self.slots.iter().chain(self.floor.iter()).map(|s| (s.node, s.hlc))
     }
 
+    /// Rebuild from decoded slots and floor: each sorted by strictly increasing node id.
+    pub fn from_parts(slots: Vec<Slot<V>>, floor: Vec<Slot<V>>) -> Result<Self, &'static str> {
+        let sorted = |s: &[Slot<V>]| s.windows(2).all(|w| w[0].node < w[1].node);
+        if !sorted(&slots) || !sorted(&floor) {
+            return Err("counter slots out of order");
+        }
+        Ok(Counter { slots: slots.into(), floor: floor.into() })
+    }
+
     pub fn slots(&self) -> &[Slot<V>] {
         &self.slots
     }

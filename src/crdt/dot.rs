@@ -106,6 +106,18 @@ impl VersionVector {
     pub fn len(&self) -> usize {
         self.entries.len()
     }
+
+    /// Rebuild from decoded entries: node ids must be strictly increasing.
+    pub fn from_dots(dots: impl IntoIterator<Item = Dot>) -> Result<VersionVector, &'static str> {
+        let mut vv = VersionVector::new();
+        for dot in dots {
+            if vv.entries.last().is_some_and(|last| last.0 >= dot.node) {
+                return Err("version vector entries out of order");
+            }
+            vv.entries.push((dot.node, dot.hlc));
+        }
+        Ok(vv)
+    }
 }
 
 #[cfg(test)]

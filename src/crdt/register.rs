@@ -48,6 +48,14 @@ impl<T: Clone + PartialEq> MvRegister<T> {
         self.entries.last_mut()
     }
 
+    /// Rebuild from decoded entries: dots must be strictly increasing.
+    pub fn from_entries(entries: Vec<(Dot, T)>) -> Result<Self, &'static str> {
+        if entries.windows(2).any(|w| w[0].0 >= w[1].0) {
+            return Err("register entries out of order");
+        }
+        Ok(MvRegister { entries: entries.into() })
+    }
+
     /// A local write: it has seen every current entry, so it replaces them all.
     pub fn write(&mut self, dot: Dot, value: T) {
         debug_assert!(self.entries.iter().all(|e| e.0 < dot), "a local write must be newer");

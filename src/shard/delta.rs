@@ -8,21 +8,23 @@ use std::collections::VecDeque;
 
 use bytes::Bytes;
 
-use crate::crdt::Dot;
+use crate::crdt::{Dot, VersionVector};
 use crate::engine::kv::{DeltaSink, KeyState};
 
-/// One change to ship: a key's new state, or a whole-shard flush.
+/// One change to ship: a key's new state, or a whole-shard flush. A flush carries the
+/// causal context it had seen, so it removes exactly that (observed-remove at database
+/// level): writes it had not seen survive it, wherever and in whatever order it lands.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Delta {
     Key { key: Bytes, state: KeyState },
-    Flush { dot: Dot },
+    Flush { seen: VersionVector },
 }
 
 impl Delta {
     pub fn approx_bytes(&self) -> usize {
         match self {
             Delta::Key { key, state } => key.len() + state.approx_bytes(),
-            Delta::Flush { .. } => std::mem::size_of::<Dot>(),
+            Delta::Flush { seen } => seen.len() * std::mem::size_of::<Dot>(),
         }
     }
 }
@@ -97,7 +99,7 @@ impl DeltaSink for DeltaLog {
         }
     }
 
-    fn flushed(&mut self, dot: Dot) {
-        self.push(Delta::Flush { dot });
+    fn flushed(&mut self, seen: &VersionVector) {
+        self.push(Delta::Flush { seen: seen.clone() });
     }
 }

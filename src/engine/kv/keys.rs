@@ -139,10 +139,16 @@ impl KvEngine {
         true
     }
 
-    /// Remove every key (FLUSHALL/FLUSHDB).
+    /// Remove every key (FLUSHALL/FLUSHDB). The delta carries everything this shard had
+    /// seen, so replaying it removes exactly that.
     pub fn flush(&mut self, ctx: &mut WriteCtx) {
         let dot = ctx.next_dot();
-        ctx.deltas.flushed(dot);
+        let mut seen = crate::crdt::VersionVector::new();
+        seen.add(dot);
+        for entry in self.keys.iter() {
+            seen.merge(&entry.state.causal_context());
+        }
+        ctx.deltas.flushed(&seen);
         self.keys.clear();
     }
 

@@ -15,14 +15,14 @@ mod value_laws;
 
 use bytes::Bytes;
 
-use crate::crdt::{Dot, HlcClock, NodeId};
+use crate::crdt::{Dot, HlcClock, NodeId, VersionVector};
 pub use keyspace::{Keyspace, key_hash};
 pub use value::{KeyState, StrVal};
 
 /// Where a write's delta goes: the shard's bounded delta log.
 pub trait DeltaSink {
     fn key_changed(&mut self, key: &Bytes, state: &KeyState);
-    fn flushed(&mut self, dot: Dot);
+    fn flushed(&mut self, seen: &VersionVector);
 }
 
 /// Everything a write needs from outside the keyspace.

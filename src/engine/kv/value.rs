@@ -15,7 +15,7 @@
 
 use bytes::Bytes;
 
-use crate::crdt::counter::Counter;
+use crate::crdt::counter::{Counter, Slot};
 use crate::crdt::register::MvRegister;
 use crate::crdt::ttl::{self, TtlRegister, TtlWrite};
 use crate::crdt::{Dot, VersionVector};
@@ -161,6 +161,18 @@ struct Counters {
     floats: Counter<f64>,
 }
 
+/// A key state taken apart, for the binary codec (persistence, replication).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KeyStateParts {
+    pub ctx: Vec<Dot>,
+    pub values: Vec<(Dot, StrVal)>,
+    pub int_slots: Vec<Slot<i64>>,
+    pub int_floor: Vec<Slot<i64>>,
+    pub float_slots: Vec<Slot<f64>>,
+    pub float_floor: Vec<Slot<f64>>,
+    pub ttl: Vec<(Dot, TtlWrite)>,
+}
+
 /// The full replicated state of one string key (also its delta).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct KeyState {
@@ -185,6 +197,46 @@ impl KeyState {
             state.ttl.write(dot, TtlWrite::At(at_ms));
         }
         state
+    }
+
+    /// Removal metadata only: what a FLUSHALL that had seen `ctx` leaves behind. Merged
+    /// into a key, it removes exactly what the flush had observed.
+    pub fn tombstone(ctx: VersionVector) -> KeyState {
+        KeyState { ctx, ..KeyState::default() }
+    }
+
+    pub fn to_parts(&self) -> KeyStateParts {
+        let counters = self.counters.as_deref();
+        KeyStateParts {
+            ctx: self.ctx.iter().collect(),
+            values: self.value.entries().to_vec(),
+            int_slots: counters.map_or_else(Vec::new, |c| c.ints.slots().to_vec()),
+            int_floor: counters.map_or_else(Vec::new, |c| c.ints.floor().to_vec()),
+            float_slots: counters.map_or_else(Vec::new, |c| c.floats.slots().to_vec()),
+            float_floor: counters.map_or_else(Vec::new, |c| c.floats.floor().to_vec()),
+            ttl: self.ttl.entries().to_vec(),
+        }
+    }
+
+    /// Rebuild a state from decoded parts, checking the invariants a decoder can't.
+    pub fn from_parts(parts: KeyStateParts) -> Result<KeyState, &'static str> {
+        let has_counters = !(parts.int_slots.is_empty() && parts.int_floor.is_empty() && parts.float_slots.is_empty() && parts.float_floor.is_empty());
+        let counters = if has_counters {
+            Some(Box::new(Counters {
+                ints: Counter::from_parts(parts.int_slots, parts.int_floor)?,
+                floats: Counter::from_parts(parts.float_slots, parts.float_floor)?,
+            }))
+        } else {
+            None
+        };
+        let mut state = KeyState {
+            ctx: VersionVector::from_dots(parts.ctx)?,
+            value: MvRegister::from_entries(parts.values)?,
+            counters,
+            ttl: MvRegister::from_entries(parts.ttl)?,
+        };
+        state.normalize_context();
+        Ok(state)
     }
 
     /// Whether the key exists (a state that exists only as removal metadata does not).

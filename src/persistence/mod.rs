@@ -1,0 +1,6 @@
+//! Persistence to object storage (DESIGN §7): the binary codec of deltas, the segment
+//! format, and (as they land) the streamer, manifest, checkpoints and recovery. All of
+//! it is deterministic logic over bytes: the shell does the object-store I/O.
+
+pub mod codec;
+pub mod segment;
