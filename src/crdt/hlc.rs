@@ -69,6 +69,13 @@ impl HlcClock {
         next
     }
 
+    /// Advance past a stamp found in recovered data (no skew accounting: it is ours).
+    pub fn witness(&mut self, hlc: Hlc) {
+        if hlc > self.last {
+            self.last = hlc;
+        }
+    }
+
     /// Advance past a stamp received from elsewhere. Stamps far in the future are still
     /// accepted (they are data) but counted, so operators can see a bad clock.
     pub fn observe(&mut self, remote: Hlc, physical_ms: u64, max_skew_ms: u64) {

@@ -3,4 +3,12 @@
 //! it is deterministic logic over bytes: the shell does the object-store I/O.
 
 pub mod codec;
+pub mod layout;
+pub mod memory;
+pub mod recovery;
 pub mod segment;
+pub mod store;
+pub mod streamer;
+
+#[cfg(test)]
+mod tests;

@@ -73,6 +73,8 @@ pub enum ShardOp {
     Keyspace(KeyspaceCommand),
     Stats,
     ResetStats,
+    /// Up to `count` keys' full states from slot position `cursor` (checkpoints).
+    ExportChunk { cursor: u64, count: usize },
 }
 
 /// Figures a shard reports for INFO.
@@ -99,6 +101,8 @@ pub enum ShardReply {
     RandomKey(Option<Bytes>),
     Count(i64),
     Stats(ShardStats),
+    /// A checkpoint chunk and the next cursor (`SLOT_SPACE` when done).
+    Chunk { deltas: Vec<Delta>, next: u64 },
 }
 
 impl ShardReply {
@@ -225,12 +229,39 @@ impl Shard {
                 KeyspaceCommand::RandomKey => return ShardReply::RandomKey(kv.random_key(now_ms, || rng.next_u64())),
             },
             ShardOp::Stats => return ShardReply::Stats(self.stats()),
+            ShardOp::ExportChunk { cursor, count } => {
+                let mut deltas = Vec::new();
+                let next = kv.keys.scan(cursor.min(crate::engine::kv::keyspace::SLOT_SPACE - 1), count, |e| {
+                    deltas.push(Delta::Key { key: e.key.clone(), state: e.state.clone() })
+                });
+                return ShardReply::Chunk { deltas, next };
+            }
             ShardOp::ResetStats => {
                 self.reset_stats();
                 Frame::ok()
             }
         };
         ShardReply::Frame(frame)
+    }
+
+    /// Apply a delta recovered from storage (or, later, received from a peer). It is
+    /// not recorded again: it is already where it came from.
+    pub fn merge_delta(&mut self, delta: &Delta) {
+        match delta {
+            Delta::Key { key, state } => {
+                self.clock.witness(state.causal_context().max_hlc());
+                self.kv.merge_key(key, state);
+            }
+            Delta::Flush { seen } => {
+                self.clock.witness(seen.max_hlc());
+                self.kv.merge_flush(seen);
+            }
+        }
+    }
+
+    /// Take up to `max` recorded deltas for the persistence streamer.
+    pub fn drain_deltas(&mut self, max: usize) -> Vec<Delta> {
+        self.deltas.drain(max)
     }
 
     /// Periodic work: active expiry, bounded per call. Returns keys expired.

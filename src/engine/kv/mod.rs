@@ -121,6 +121,33 @@ impl KvEngine {
         true
     }
 
+    /// Join a key state from elsewhere (recovery, later replication) into this shard.
+    pub fn merge_key(&mut self, key: &Bytes, incoming: &KeyState) {
+        let hash = key_hash(key);
+        let merged = match self.keys.get(key, hash) {
+            Some(entry) => {
+                let mut state = entry.state.clone();
+                state.merge(incoming);
+                state
+            }
+            None => incoming.clone(),
+        };
+        if merged.exists() {
+            self.keys.put(key.clone(), hash, merged);
+        } else {
+            self.keys.remove(key, hash);
+        }
+    }
+
+    /// Replay a FLUSHALL: remove, from every key, what the flush had seen.
+    pub fn merge_flush(&mut self, seen: &VersionVector) {
+        let tombstone = KeyState::tombstone(seen.clone());
+        let keys: Vec<Bytes> = self.keys.iter().map(|e| e.key.clone()).collect();
+        for key in keys {
+            self.merge_key(&key, &tombstone);
+        }
+    }
+
     /// Expire up to `limit` keys that are due; returns how many were removed.
     pub fn expire_due(&mut self, now_ms: u64, limit: usize) -> usize {
         if crate::bugs::active(crate::bugs::Bug::TtlNeverFires) {

@@ -1,0 +1,208 @@
+//! Streamer and recovery together over the in-memory store: what a node stored, a new
+//! node rebuilds; corruption and gaps stop recovery loudly; a second writer is fenced.
+
+use bytes::Bytes;
+
+use super::layout;
+use super::memory::MemoryStore;
+use super::recovery::{Recovered, Recovery, Step};
+use super::store::StoreResult;
+use super::streamer::{Streamer, StreamerConfig};
+use crate::command::{KeyCommand, SetCondition, SetReply, TtlChange};
+use crate::engine::kv::keyspace::SLOT_SPACE;
+use crate::shard::{Shard, ShardConfig, ShardOp, ShardReply};
+
+const NODE: u16 = 4;
+
+fn shard() -> Shard {
+    let mut config = ShardConfig::new(0, NODE);
+    config.record_deltas = true;
+    Shard::new(config)
+}
+
+fn set(shard: &mut Shard, key: &str, value: &str, now: u64) {
+    let cmd = KeyCommand::Set {
+        key: Bytes::from(key.to_string()),
+        value: Bytes::from(value.to_string()),
+        condition: SetCondition::Always,
+        ttl: TtlChange::Clear,
+        reply: SetReply::Ok,
+        command: "set",
+    };
+    shard.apply(ShardOp::Key(cmd), now);
+}
+
+/// Drive the streamer until it has nothing left to do.
+fn pump(streamer: &mut Streamer, shard: &mut Shard, store: &mut MemoryStore, now: &mut u64) {
+    for _ in 0..10_000 {
+        streamer.offer(shard.drain_deltas(usize::MAX));
+        if streamer.wants_checkpoint_chunk() {
+            let mut cursor = 0;
+            loop {
+                let ShardReply::Chunk { deltas, next } = shard.apply(ShardOp::ExportChunk { cursor, count: 3 }, *now) else { panic!() };
+                let last = next >= SLOT_SPACE;
+                streamer.checkpoint_chunk(deltas, last);
+                if last {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        match streamer.poll(*now) {
+            Some(op) => streamer.complete(store.execute(op), *now),
+            None if streamer.is_drained() => return,
+            None => *now += 50,
+        }
+    }
+    panic!("streamer did not drain");
+}
+
+fn recover(store: &mut MemoryStore, accept_loss: bool) -> Result<(Shard, Recovered), String> {
+    let mut shard = shard();
+    let mut recovery = Recovery::new(NODE, accept_loss);
+    let mut step = recovery.start();
+    for _ in 0..10_000 {
+        step = match step {
+            Step::Store(op) => recovery.next(Some(store.execute(op))),
+            Step::Apply(deltas) => {
+                for d in &deltas {
+                    shard.merge_delta(d);
+                }
+                recovery.next(None)
+            }
+            Step::Done(recovered) => return Ok((shard, recovered)),
+            Step::Failed(e) => return Err(e),
+        };
+    }
+    Err("recovery did not finish".into())
+}
+
+fn contents(shard: &Shard) -> Vec<(Bytes, Option<Bytes>)> {
+    let mut out: Vec<_> = shard.kv.keys.iter().map(|e| (e.key.clone(), e.state.read().map(|v| v.to_bytes()))).collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn a_new_node_rebuilds_what_the_old_one_stored_across_checkpoints() {
+    let mut store = MemoryStore::default();
+    let mut node = shard();
+    let mut config = StreamerConfig::new(NODE);
+    config.checkpoint_every_segments = 3;
+    let mut streamer = Streamer::new(config.clone(), &Recovered { next_segment: 1, ..Recovered::default() });
+    let mut now = 1_000;
+    for round in 0..12 {
+        for i in 0..7 {
+            set(&mut node, &format!("k{}", (round * 7 + i) % 20), &format!("v{round}"), now);
+        }
+        if round == 5 {
+            node.apply(ShardOp::Del(vec![Bytes::from("k3")]), now);
+        }
+        now += 300;
+        pump(&mut streamer, &mut node, &mut store, &mut now);
+    }
+    assert!(streamer.stats.checkpoints_written >= 2, "{:?}", streamer.stats);
+    assert!(streamer.stats.deletes > 0, "old segments are deleted after a newer checkpoint");
+    let (rebuilt, recovered) = recover(&mut store, false).unwrap();
+    assert_eq!(contents(&rebuilt), contents(&node));
+    // The rebuilt node continues where the old one stopped, and is then recoverable too.
+    let mut rebuilt = rebuilt;
+    let mut streamer = Streamer::new(config, &recovered);
+    set(&mut rebuilt, "after", "restart", now);
+    pump(&mut streamer, &mut rebuilt, &mut store, &mut now);
+    let (again, _) = recover(&mut store, false).unwrap();
+    assert_eq!(contents(&again), contents(&rebuilt));
+}
+
+#[test]
+fn an_idle_node_writes_nothing_after_claiming_its_manifest() {
+    let mut store = MemoryStore::default();
+    let mut node = shard();
+    let mut streamer = Streamer::new(StreamerConfig::new(NODE), &Recovered { next_segment: 1, ..Recovered::default() });
+    let mut now = 0;
+    pump(&mut streamer, &mut node, &mut store, &mut now);
+    let objects = store.objects.len();
+    for _ in 0..100 {
+        now += 250;
+        pump(&mut streamer, &mut node, &mut store, &mut now);
+    }
+    assert_eq!(store.objects.len(), objects);
+    assert_eq!(streamer.stats.puts, 1, "only the manifest claim");
+}
+
+#[test]
+fn a_corrupt_segment_stops_recovery_naming_it_unless_loss_is_accepted() {
+    let mut store = MemoryStore::default();
+    let mut node = shard();
+    let mut streamer = Streamer::new(StreamerConfig::new(NODE), &Recovered { next_segment: 1, ..Recovered::default() });
+    let mut now = 1_000;
+    for i in 0..3 {
+        set(&mut node, &format!("k{i}"), "v", now);
+        now += 300;
+        pump(&mut streamer, &mut node, &mut store, &mut now);
+    }
+    let victim = layout::segment_path(NODE, 2);
+    let mut bytes = store.objects[&victim].to_vec();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    store.objects.insert(victim.clone(), Bytes::from(bytes));
+    let error = recover(&mut store, false).err().expect("recovery must refuse");
+    assert!(error.contains(&victim) && error.contains("corrupt"), "{error}");
+    let (partial, recovered) = recover(&mut store, true).unwrap();
+    assert_eq!(contents(&partial).len(), 1, "only segment 1 replayed");
+    assert!(recovered.loss.is_some());
+    assert_eq!(recovered.next_segment, 4, "writing resumes after every existing segment");
+}
+
+#[test]
+fn a_missing_segment_is_a_gap_not_a_silent_skip() {
+    let mut store = MemoryStore::default();
+    let mut node = shard();
+    let mut streamer = Streamer::new(StreamerConfig::new(NODE), &Recovered { next_segment: 1, ..Recovered::default() });
+    let mut now = 1_000;
+    for i in 0..3 {
+        set(&mut node, &format!("k{i}"), "v", now);
+        now += 300;
+        pump(&mut streamer, &mut node, &mut store, &mut now);
+    }
+    store.objects.remove(&layout::segment_path(NODE, 2));
+    let error = recover(&mut store, false).err().expect("recovery must refuse");
+    assert!(error.contains("missing"), "{error}");
+}
+
+#[test]
+fn a_second_writer_with_the_same_node_id_is_fenced() {
+    let mut store = MemoryStore::default();
+    let mut first = Streamer::new(StreamerConfig::new(NODE), &Recovered { next_segment: 1, ..Recovered::default() });
+    let mut second = Streamer::new(StreamerConfig::new(NODE), &Recovered { next_segment: 1, ..Recovered::default() });
+    let op = first.poll(0).unwrap();
+    first.complete(store.execute(op), 0);
+    let op = second.poll(0).unwrap();
+    second.complete(store.execute(op), 0);
+    assert!(first.fenced().is_none());
+    assert!(second.fenced().is_some_and(|r| r.contains("another process")));
+    assert!(!second.has_room());
+}
+
+#[test]
+fn store_failures_are_retried_and_nothing_is_lost() {
+    let mut store = MemoryStore::default();
+    let mut node = shard();
+    let mut streamer = Streamer::new(StreamerConfig::new(NODE), &Recovered { next_segment: 1, ..Recovered::default() });
+    let mut now = 1_000;
+    set(&mut node, "a", "1", now);
+    streamer.offer(node.drain_deltas(usize::MAX));
+    let mut failures = 0;
+    for _ in 0..100 {
+        now += 100;
+        if let Some(op) = streamer.poll(now) {
+            // Fail every other attempt.
+            let result = if failures < 3 { failures += 1; StoreResult::Failed("503 slow down".into()) } else { store.execute(op) };
+            streamer.complete(result, now);
+        }
+    }
+    assert_eq!(streamer.stats.errors, 3);
+    assert!(streamer.is_drained());
+    let (rebuilt, _) = recover(&mut store, false).unwrap();
+    assert_eq!(contents(&rebuilt), contents(&node));
+}
