@@ -43,6 +43,36 @@ pub struct Config {
     #[arg(long, default_value = "./meridian-data")]
     pub data_dir: PathBuf,
 
+    /// Object store for persistence instead of --data-dir: `s3://bucket/prefix` (S3,
+    /// MinIO: credentials and endpoint from AWS_* variables) or `memory://` (tests).
+    #[arg(long)]
+    pub object_store: Option<String>,
+
+    /// Persist to the object store (`on`) or keep data in memory only (`off`).
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    pub persistence: String,
+
+    /// How often pending writes are stored as one segment, in milliseconds.
+    #[arg(long, default_value_t = 250)]
+    pub flush_interval_ms: u64,
+
+    /// Writes not yet stored, in bytes, before new writes are refused (-MISCONF).
+    #[arg(long, default_value = "256mb", value_parser = parse_size_arg)]
+    pub max_unflushed_bytes: usize,
+
+    /// Segments between two checkpoints.
+    #[arg(long, default_value_t = 240)]
+    pub checkpoint_every_segments: u64,
+
+    /// Start even if recovery finds a corrupt or missing object, keeping what could be
+    /// recovered up to it (the rest is lost; this is logged loudly).
+    #[arg(long)]
+    pub accept_data_loss: bool,
+
+    /// Run on an object store that ignores conditional writes, without fencing.
+    #[arg(long)]
+    pub allow_unfenced: bool,
+
     /// Password clients must give with AUTH (or HELLO AUTH) before other commands.
     #[arg(long, env = "MERIDIAN_REQUIREPASS", hide_env_values = true)]
     pub requirepass: Option<String>,
@@ -52,11 +82,11 @@ pub struct Config {
     pub config: Option<PathBuf>,
 
     /// Longest bulk string accepted from a client, in bytes (`proto-max-bulk-len`).
-    #[arg(long, default_value_t = 512 * 1024 * 1024)]
+    #[arg(long, default_value = "512mb", value_parser = parse_size_arg)]
     pub proto_max_bulk_len: usize,
 
     /// Most bytes one pending command may hold (`client-query-buffer-limit`).
-    #[arg(long, default_value_t = 1024 * 1024 * 1024)]
+    #[arg(long, default_value = "1gb", value_parser = parse_size_arg)]
     pub client_query_buffer_limit: usize,
 
     /// Most simultaneous client connections (`maxclients`).
@@ -99,10 +129,20 @@ impl Config {
             && (n == 0 || n > SHARDS_MAX) {
                 return Err(format!("--shards must be between 1 and {SHARDS_MAX}, got {n}"));
             }
+        if self.flush_interval_ms == 0 {
+            return Err("--flush-interval-ms must be at least 1".into());
+        }
+        if self.checkpoint_every_segments == 0 {
+            return Err("--checkpoint-every-segments must be at least 1".into());
+        }
         if self.proto_max_bulk_len < 1024 {
             return Err("--proto-max-bulk-len must be at least 1024".into());
         }
         Ok(())
+    }
+
+    pub fn persistence_enabled(&self) -> bool {
+        self.persistence == "on"
     }
 
     pub fn shard_count(&self) -> usize {
@@ -170,6 +210,11 @@ impl RuntimeConfig {
             ("node-id", config.node_id.to_string()),
             ("region", config.region.clone()),
             ("data-dir", config.data_dir.display().to_string()),
+            ("object-store", config.object_store.clone().unwrap_or_default()),
+            ("persistence", config.persistence.clone()),
+            ("flush-interval-ms", config.flush_interval_ms.to_string()),
+            ("max-unflushed-bytes", config.max_unflushed_bytes.to_string()),
+            ("checkpoint-every-segments", config.checkpoint_every_segments.to_string()),
             ("requirepass", self.requirepass().unwrap_or_default()),
             ("proto-max-bulk-len", self.proto_max_bulk_len().to_string()),
             ("client-query-buffer-limit", self.client_query_buffer_limit().to_string()),
@@ -201,13 +246,18 @@ impl RuntimeConfig {
             }
             "client-query-buffer-limit" => self.client_query_buffer_limit.store(parse_size(value)?, Ordering::Relaxed),
             "maxclients" => self.maxclients.store(parse_size(value)?, Ordering::Relaxed),
-            "bind" | "port" | "shards" | "node-id" | "region" | "data-dir" | "databases" => {
+            "bind" | "port" | "shards" | "node-id" | "region" | "data-dir" | "databases" | "object-store" | "persistence"
+            | "flush-interval-ms" | "max-unflushed-bytes" | "checkpoint-every-segments" => {
                 return Err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"));
             }
             _ => return Err(format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'")),
         }
         Ok(())
     }
+}
+
+fn parse_size_arg(text: &str) -> Result<usize, String> {
+    parse_memory_size(text).ok_or_else(|| format!("expected a size in bytes such as 1048576, 64kb, 512mb or 1gb, got {text:?}"))
 }
 
 /// "512mb", "1gb", "1024", "64k" -> bytes.

@@ -23,11 +23,19 @@ pub struct ParseLimits {
     pub bulk_bytes_max: usize,
     /// `client-query-buffer-limit`: the most bytes one pending command may hold.
     pub query_bytes_max: usize,
+    /// Before AUTH succeeds, a client may only send small commands (as Redis since
+    /// CVE-2021-32675): no one without the password can make the server allocate.
+    pub unauthenticated: bool,
 }
+
+/// Elements of one command an unauthenticated client may declare at most.
+pub const UNAUTHENTICATED_ARGS_MAX: i64 = 10;
+/// Bytes of one argument an unauthenticated client may declare at most.
+pub const UNAUTHENTICATED_BULK_BYTES_MAX: i64 = 16 * 1024;
 
 impl Default for ParseLimits {
     fn default() -> Self {
-        ParseLimits { bulk_bytes_max: 512 * 1024 * 1024, query_bytes_max: 1024 * 1024 * 1024 }
+        ParseLimits { bulk_bytes_max: 512 * 1024 * 1024, query_bytes_max: 1024 * 1024 * 1024, unauthenticated: false }
     }
 }
 
@@ -104,6 +112,9 @@ impl RequestParser {
                     let Some(count) = count else {
                         return Err(ProtocolError(Cow::Borrowed("invalid multibulk length")));
                     };
+                    if limits.unauthenticated && count > UNAUTHENTICATED_ARGS_MAX {
+                        return Err(ProtocolError(Cow::Borrowed("unauthenticated multibulk length")));
+                    }
                     buf.advance(end + 2);
                     if count <= 0 {
                         continue;
@@ -147,7 +158,11 @@ impl RequestParser {
                             }
                             return Ok(None);
                         };
-                        let len = parse_header_int(&buf[1..end])
+                        let declared = parse_header_int(&buf[1..end]);
+                        if limits.unauthenticated && declared.is_some_and(|n| n > UNAUTHENTICATED_BULK_BYTES_MAX) {
+                            return Err(ProtocolError(Cow::Borrowed("unauthenticated bulk length")));
+                        }
+                        let len = declared
                             .filter(|&n| n >= 0 && n as u64 <= limits.bulk_bytes_max as u64)
                             .ok_or(ProtocolError(Cow::Borrowed("invalid bulk length")))? as usize;
                         self.pending_bytes += len;

@@ -107,11 +107,18 @@ impl Connection {
         loop {
             let mut protocol_error = None;
             let mut commands = Vec::new();
+            if self.info.killed.load(Ordering::Relaxed) {
+                return Ok(());
+            }
             let limits = ParseLimits {
                 bulk_bytes_max: self.state().runtime.proto_max_bulk_len(),
                 query_bytes_max: self.state().runtime.client_query_buffer_limit(),
+                unauthenticated: !self.authenticated,
             };
-            while commands.len() < PIPELINE_COMMANDS_MAX {
+            // Before AUTH, one command at a time: an AUTH changes the limits that apply
+            // to the commands after it.
+            let batch_max = if limits.unauthenticated { 1 } else { PIPELINE_COMMANDS_MAX };
+            while commands.len() < batch_max {
                 match self.parser.next_command(&mut self.read_buf, &limits) {
                     Ok(Some(args)) => commands.push(args),
                     Ok(None) => break,
@@ -126,8 +133,9 @@ impl Connection {
                     self.read_buf.reserve(READ_CHUNK_BYTES);
                 }
                 let read = tokio::select! {
-                    read = self.stream.read_buf(&mut self.read_buf) => read?,
+                    biased;
                     _ = self.info.kill.notified() => return Ok(()),
+                    read = self.stream.read_buf(&mut self.read_buf) => read?,
                 };
                 if read == 0 {
                     return Ok(());
@@ -151,11 +159,7 @@ impl Connection {
     }
 
     async fn write_out(&mut self) -> std::io::Result<()> {
-        if !self.write_buf.is_empty() {
-            self.stream.write_all(&self.write_buf).await?;
-            self.state().stats.net_output_bytes.fetch_add(self.write_buf.len() as u64, Ordering::Relaxed);
-            self.write_buf.clear();
-        }
+        self.write_buffered().await?;
         if self.encoded == self.replies.len() {
             self.replies.clear();
             self.encoded = 0;
@@ -201,7 +205,44 @@ impl Connection {
     }
 
     async fn write_out_partial(&mut self) -> std::io::Result<()> {
-        self.stream.write_all(&self.write_buf).await?;
+        self.write_buffered().await
+    }
+
+    /// Write the buffered replies. While the client is not reading, keep reading its
+    /// requests (up to the query buffer limit): a client that sends a whole pipeline
+    /// before reading any reply would otherwise deadlock with us. A kill request
+    /// interrupts the wait.
+    async fn write_buffered(&mut self) -> std::io::Result<()> {
+        let mut written = 0;
+        let query_limit = self.state().runtime.client_query_buffer_limit();
+        while written < self.write_buf.len() {
+            let (mut reader, mut writer) = self.stream.split();
+            let may_read = self.read_buf.len() < query_limit;
+            if may_read && self.read_buf.capacity() - self.read_buf.len() < READ_CHUNK_BYTES / 4 {
+                self.read_buf.reserve(READ_CHUNK_BYTES);
+            }
+            tokio::select! {
+                biased;
+                _ = self.info.kill.notified() => {
+                    self.info.killed.store(true, Ordering::Relaxed);
+                    return Err(std::io::Error::new(std::io::ErrorKind::ConnectionAborted, "killed by CLIENT KILL"));
+                }
+                n = writer.write(&self.write_buf[written..]) => {
+                    let n = n?;
+                    if n == 0 {
+                        return Err(std::io::ErrorKind::WriteZero.into());
+                    }
+                    written += n;
+                }
+                n = reader.read_buf(&mut self.read_buf), if may_read => {
+                    if n? == 0 {
+                        // The client closed its side; it will not read the rest either.
+                        return Err(std::io::ErrorKind::UnexpectedEof.into());
+                    }
+                }
+            }
+        }
+        self.state().stats.net_output_bytes.fetch_add(self.write_buf.len() as u64, Ordering::Relaxed);
         self.write_buf.clear();
         Ok(())
     }

@@ -10,6 +10,7 @@ pub mod connection;
 pub mod coordinator;
 pub mod fanout;
 pub mod info;
+pub mod persistence;
 pub mod router;
 pub mod shard_thread;
 
@@ -60,6 +61,7 @@ pub struct ServerState {
     pub run_id: String,
     pub port: u16,
     pub connected: AtomicUsize,
+    pub persistence: Arc<std::sync::Mutex<persistence::PersistenceInfo>>,
 }
 
 fn run_id() -> String {
@@ -85,6 +87,42 @@ pub fn run(config: Config) -> Result<(), String> {
         receivers.push(rx);
     }
     let router = Router::new(mailboxes);
+
+    // Build the shards, and rebuild their data from the object store, before serving.
+    let record_deltas = config.persistence_enabled();
+    let mut shards: Vec<Shard> = (0..shard_count)
+        .map(|shard_id| {
+            let mut shard_config = ShardConfig::new(shard_id, config.node_id);
+            shard_config.string_bytes_max = config.proto_max_bulk_len;
+            shard_config.rng_seed = rand::random();
+            shard_config.record_deltas = record_deltas;
+            shard_config.delta_log_bytes_max = (config.max_unflushed_bytes / shard_count).max(1 << 20);
+            Shard::new(shard_config)
+        })
+        .collect();
+    let io_runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let persistence_info = Arc::new(std::sync::Mutex::new(persistence::PersistenceInfo::default()));
+    let store = if record_deltas {
+        let (store, location) = persistence::open_store(&config)?;
+        let nonce = run_id();
+        if let Err(e) = io_runtime.block_on(persistence::probe_conditional_put(store.as_ref(), config.node_id, &nonce)) {
+            if !config.allow_unfenced {
+                return Err(e);
+            }
+            tracing::warn!("RUNNING WITHOUT FENCING (--allow-unfenced): {e}");
+        }
+        tracing::info!(%location, node_id = config.node_id, "recovering from the object store");
+        let recovered = io_runtime.block_on(persistence::recover(store.as_ref(), config.node_id, config.accept_data_loss, &mut shards))?;
+        if let Ok(mut info) = persistence_info.lock() {
+            *info = persistence::PersistenceInfo { enabled: true, location, recovered: recovered.clone(), ..Default::default() };
+        }
+        Some((store, recovered))
+    } else {
+        tracing::warn!("persistence is off: data lives in memory only and is lost when the process stops");
+        None
+    };
+    drop(io_runtime);
+
     let (coordinator, coordinator_thread) = Coordinator::start(router.clone());
     let state = Arc::new(ServerState {
         runtime: RuntimeConfig::new(&config),
@@ -96,17 +134,18 @@ pub fn run(config: Config) -> Result<(), String> {
         run_id: run_id(),
         port,
         connected: AtomicUsize::new(0),
+        persistence: persistence_info.clone(),
         config,
     });
 
     let mut shard_threads = Vec::with_capacity(shard_count);
-    for (shard_id, receiver) in receivers.into_iter().enumerate() {
-        let mut shard_config = ShardConfig::new(shard_id, state.config.node_id);
-        shard_config.string_bytes_max = state.runtime.proto_max_bulk_len();
-        shard_config.rng_seed = rand::random();
-        let shard = Shard::new(shard_config);
+    for (shard, receiver) in shards.into_iter().zip(receivers) {
         shard_threads.push(shard_thread::spawn(shard, receiver, state.clone())?);
     }
+    let driver = match store {
+        Some((store, recovered)) => Some(persistence::start(&state.config, store, router.clone(), &recovered, persistence_info)?),
+        None => None,
+    };
 
     tracing::info!(
         port,
@@ -122,6 +161,11 @@ pub fn run(config: Config) -> Result<(), String> {
     runtime.block_on(accept_until_signal(listener, state.clone()))?;
 
     tracing::info!("shutting down");
+    if let Some(driver) = driver {
+        // Store what the shards still hold before they stop.
+        let _ = driver.shutdown.send(());
+        let _ = driver.thread.join();
+    }
     for shard in 0..shard_count {
         let _ = state.router.mailbox(shard).blocking_send(ShardMsg::Shutdown);
     }

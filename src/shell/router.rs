@@ -19,6 +19,8 @@ pub enum ShardMsg {
     /// Stop everything else and take operations only from `work` until released
     /// (multi-shard atomic commands; see `coordinator`).
     Park { parked: std_mpsc::SyncSender<()>, work: std_mpsc::Receiver<ParkedWork> },
+    /// Hand the recorded deltas to the persistence driver.
+    DrainDeltas { reply: oneshot::Sender<Vec<crate::shard::Delta>> },
     Shutdown,
 }
 

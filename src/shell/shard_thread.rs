@@ -14,6 +14,8 @@ use super::router::{ParkedWork, ShardMsg};
 use super::{ServerState, connection, now_ms};
 use crate::shard::{Shard, ShardOp, ShardReply};
 
+/// Deltas handed to the persistence driver per request at most.
+const DRAIN_DELTAS_MAX: usize = 65_536;
 /// How often active expiry runs when nothing is due (Redis's default `hz 10`).
 const EXPIRE_TICK_MS: u64 = 100;
 
@@ -62,6 +64,9 @@ fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerSta
                     tokio::task::spawn_local(connection::serve(stream, peer, home, shard.clone(), state.clone()));
                 }
                 ShardMsg::Park { parked, work } => serve_parked(&shard, &state, parked, work),
+                ShardMsg::DrainDeltas { reply } => {
+                    let _ = reply.send(shard.borrow_mut().drain_deltas(DRAIN_DELTAS_MAX));
+                }
                 ShardMsg::Shutdown => break,
             }
         }

@@ -1,0 +1,291 @@
+//! The persistence driver: carries out the streamer's and recovery's store operations
+//! with the `object_store` crate, drains the shards' delta logs, and gathers checkpoint
+//! chunks. It runs on its own thread with its own small runtime, so slow storage never
+//! stalls a shard. Decisions live in `crate::persistence`; this file only moves bytes.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::TryStreamExt;
+use object_store::path::Path;
+use object_store::{ObjectStore, PutMode, PutOptions, PutPayload};
+use tokio::sync::oneshot;
+
+use super::now_ms;
+use super::router::{Router, ShardMsg};
+use crate::config::Config;
+use crate::engine::kv::keyspace::SLOT_SPACE;
+use crate::persistence::recovery::{Recovered, Recovery, Step};
+use crate::persistence::store::{StoreOp, StoreResult};
+use crate::persistence::streamer::{PersistenceStats, Streamer, StreamerConfig};
+use crate::shard::routing::shard_for_key;
+use crate::shard::{Delta, Shard, ShardOp, ShardReply};
+
+/// Keys per checkpoint chunk request (one shard round trip).
+const CHECKPOINT_CHUNK_KEYS: usize = 4096;
+/// Store operations one driver round may issue at most.
+const OPS_PER_ROUND_MAX: usize = 64;
+/// How long a clean shutdown waits for the last deltas to be stored.
+const SHUTDOWN_FLUSH_SECONDS: u64 = 10;
+
+/// What INFO persistence shows.
+#[derive(Clone, Debug, Default)]
+pub struct PersistenceInfo {
+    pub enabled: bool,
+    pub location: String,
+    pub recovered: Recovered,
+    pub stats: PersistenceStats,
+    pub fenced: Option<String>,
+}
+
+/// Open the configured object store: a local folder by default, `memory://`, or
+/// `s3://bucket/prefix` with the standard `AWS_*` environment variables.
+pub fn open_store(config: &Config) -> Result<(Arc<dyn ObjectStore>, String), String> {
+    match config.object_store.as_deref() {
+        None => {
+            std::fs::create_dir_all(&config.data_dir).map_err(|e| format!("cannot create --data-dir {}: {e}", config.data_dir.display()))?;
+            let store = object_store::local::LocalFileSystem::new_with_prefix(&config.data_dir)
+                .map_err(|e| format!("cannot use --data-dir {}: {e}", config.data_dir.display()))?;
+            Ok((Arc::new(store), format!("file://{}", config.data_dir.display())))
+        }
+        Some("memory://") => Ok((Arc::new(object_store::memory::InMemory::new()), "memory://".into())),
+        Some(url) if url.starts_with("s3://") => {
+            let rest = &url["s3://".len()..];
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            if bucket.is_empty() {
+                return Err(format!("--object-store {url}: no bucket name"));
+            }
+            let s3 = object_store::aws::AmazonS3Builder::from_env()
+                .with_bucket_name(bucket)
+                .with_conditional_put(object_store::aws::S3ConditionalPut::ETagMatch)
+                .build()
+                .map_err(|e| format!("--object-store {url}: {e}"))?;
+            let store: Arc<dyn ObjectStore> = if prefix.trim_matches('/').is_empty() {
+                Arc::new(s3)
+            } else {
+                Arc::new(object_store::prefix::PrefixStore::new(s3, prefix.trim_matches('/')))
+            };
+            Ok((store, url.to_string()))
+        }
+        Some(other) => Err(format!("--object-store {other}: expected s3://bucket/prefix or memory://")),
+    }
+}
+
+/// Carry out one store operation.
+pub async fn execute(store: &dyn ObjectStore, op: StoreOp) -> StoreResult {
+    match op {
+        StoreOp::Put { path, data, create_only } => {
+            let mode = if create_only { PutMode::Create } else { PutMode::Overwrite };
+            match store.put_opts(&Path::from(path), PutPayload::from_bytes(data), PutOptions { mode, ..Default::default() }).await {
+                Ok(_) => StoreResult::Stored,
+                Err(object_store::Error::AlreadyExists { .. }) => StoreResult::AlreadyExists,
+                Err(e) => StoreResult::Failed(e.to_string()),
+            }
+        }
+        StoreOp::Get { path } => match store.get(&Path::from(path)).await {
+            Ok(result) => match result.bytes().await {
+                Ok(bytes) => StoreResult::Data(bytes),
+                Err(e) => StoreResult::Failed(e.to_string()),
+            },
+            Err(object_store::Error::NotFound { .. }) => StoreResult::NotFound,
+            Err(e) => StoreResult::Failed(e.to_string()),
+        },
+        StoreOp::List { prefix } => {
+            let prefix = Path::from(prefix.trim_end_matches('/'));
+            match store.list(Some(&prefix)).map_ok(|meta| meta.location.to_string()).try_collect::<Vec<String>>().await {
+                Ok(mut paths) => {
+                    paths.sort();
+                    StoreResult::Listing(paths)
+                }
+                Err(object_store::Error::NotFound { .. }) => StoreResult::Listing(Vec::new()),
+                Err(e) => StoreResult::Failed(e.to_string()),
+            }
+        }
+        StoreOp::Delete { path } => match store.delete(&Path::from(path)).await {
+            Ok(()) => StoreResult::Deleted,
+            Err(object_store::Error::NotFound { .. }) => StoreResult::NotFound,
+            Err(e) => StoreResult::Failed(e.to_string()),
+        },
+    }
+}
+
+/// Refuse stores that ignore conditional writes (fencing would silently not work):
+/// create one probe object twice; the second create must fail.
+pub async fn probe_conditional_put(store: &dyn ObjectStore, node: u16, nonce: &str) -> Result<(), String> {
+    let path = format!("node-{node:05}/probe/{nonce}");
+    let data = Bytes::from_static(b"probe");
+    let first = execute(store, StoreOp::Put { path: path.clone(), data: data.clone(), create_only: true }).await;
+    let second = execute(store, StoreOp::Put { path: path.clone(), data, create_only: true }).await;
+    let _ = execute(store, StoreOp::Delete { path }).await;
+    match (first, second) {
+        (StoreResult::Stored, StoreResult::AlreadyExists) => Ok(()),
+        (StoreResult::Stored, StoreResult::Stored) => Err(
+            "the object store ignores conditional writes (a second create-if-absent succeeded): two processes with one node id could both write; \
+             restart with --allow-unfenced to run without this protection"
+                .into(),
+        ),
+        (first, second) => Err(format!("object store probe failed: {first:?} then {second:?}")),
+    }
+}
+
+/// Rebuild the shards from the store before the node serves anyone.
+pub async fn recover(store: &dyn ObjectStore, node: u16, accept_loss: bool, shards: &mut [Shard]) -> Result<Recovered, String> {
+    let mut recovery = Recovery::new(node, accept_loss);
+    let mut step = recovery.start();
+    let started = std::time::Instant::now();
+    loop {
+        step = match step {
+            Step::Store(op) => {
+                let result = execute(store, op).await;
+                recovery.next(Some(result))
+            }
+            Step::Apply(deltas) => {
+                for delta in &deltas {
+                    match delta {
+                        Delta::Key { key, .. } => {
+                            let n = shards.len();
+                            shards[shard_for_key(key, n)].merge_delta(delta);
+                        }
+                        Delta::Flush { .. } => shards.iter_mut().for_each(|s| s.merge_delta(delta)),
+                    }
+                }
+                recovery.next(None)
+            }
+            Step::Done(recovered) => {
+                if let Some(loss) = &recovered.loss {
+                    tracing::error!("DATA LOSS ACCEPTED (--accept-data-loss): {loss}");
+                }
+                tracing::info!(
+                    manifest_epoch = recovered.manifest.epoch,
+                    checkpoint_parts = recovered.checkpoint_parts_loaded,
+                    segments = recovered.segments_replayed,
+                    deltas = recovered.deltas_applied,
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "recovery complete"
+                );
+                return Ok(recovered);
+            }
+            Step::Failed(e) => return Err(format!("recovery failed: {e}")),
+        };
+    }
+}
+
+pub struct Driver {
+    pub shutdown: oneshot::Sender<()>,
+    pub thread: std::thread::JoinHandle<()>,
+}
+
+/// Start the persistence thread.
+pub fn start(
+    config: &Config,
+    store: Arc<dyn ObjectStore>,
+    router: Router,
+    recovered: &Recovered,
+    info: Arc<Mutex<PersistenceInfo>>,
+) -> Result<Driver, String> {
+    let mut streamer_config = StreamerConfig::new(config.node_id);
+    streamer_config.flush_interval_ms = config.flush_interval_ms;
+    streamer_config.unflushed_bytes_max = config.max_unflushed_bytes;
+    streamer_config.checkpoint_every_segments = config.checkpoint_every_segments;
+    let streamer = Streamer::new(streamer_config, recovered);
+    let (shutdown, shutdown_rx) = oneshot::channel();
+    let flush_interval_ms = config.flush_interval_ms;
+    let thread = std::thread::Builder::new()
+        .name("meridian-persistence".into())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::error!("cannot start the persistence runtime: {e}");
+                    return;
+                }
+            };
+            runtime.block_on(run(streamer, store, router, info, shutdown_rx, flush_interval_ms));
+        })
+        .map_err(|e| format!("cannot start the persistence thread: {e}"))?;
+    Ok(Driver { shutdown, thread })
+}
+
+async fn drain_shards(router: &Router, streamer: &mut Streamer) {
+    for shard in 0..router.shard_count() {
+        if !streamer.has_room() {
+            return;
+        }
+        let (reply, receiver) = oneshot::channel();
+        if router.mailbox(shard).send(ShardMsg::DrainDeltas { reply }).await.is_err() {
+            return;
+        }
+        if let Ok(deltas) = receiver.await {
+            streamer.offer(deltas);
+        }
+    }
+}
+
+/// Feed checkpoint chunks while the streamer wants them; `cursor` is (shard, position).
+async fn feed_checkpoint(router: &Router, streamer: &mut Streamer, cursor: &mut (usize, u64)) {
+    while streamer.wants_checkpoint_chunk() {
+        let (shard, position) = *cursor;
+        let op = ShardOp::ExportChunk { cursor: position, count: CHECKPOINT_CHUNK_KEYS };
+        let receiver = router.send(shard, vec![op]).await;
+        let Ok(mut replies) = receiver.await else { return };
+        let Some(ShardReply::Chunk { deltas, next }) = replies.pop() else { return };
+        let (next_shard, next_position) = if next >= SLOT_SPACE { (shard + 1, 0) } else { (shard, next) };
+        let last = next_shard >= router.shard_count();
+        streamer.checkpoint_chunk(deltas, last);
+        *cursor = if last { (0, 0) } else { (next_shard, next_position) };
+    }
+}
+
+async fn run(
+    mut streamer: Streamer,
+    store: Arc<dyn ObjectStore>,
+    router: Router,
+    info: Arc<Mutex<PersistenceInfo>>,
+    mut shutdown: oneshot::Receiver<()>,
+    flush_interval_ms: u64,
+) {
+    let round = Duration::from_millis((flush_interval_ms / 5).clamp(5, 50));
+    let mut checkpoint_cursor = (0usize, 0u64);
+    let mut stopping = false;
+    let mut stop_deadline = None;
+    loop {
+        if !stopping {
+            tokio::select! {
+                _ = tokio::time::sleep(round) => {}
+                _ = &mut shutdown => {
+                    stopping = true;
+                    stop_deadline = Some(std::time::Instant::now() + Duration::from_secs(SHUTDOWN_FLUSH_SECONDS));
+                }
+            }
+        } else {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        drain_shards(&router, &mut streamer).await;
+        feed_checkpoint(&router, &mut streamer, &mut checkpoint_cursor).await;
+        for _ in 0..OPS_PER_ROUND_MAX {
+            // When stopping, cut the last segment now rather than after the interval.
+            let now = if stopping { u64::MAX / 2 } else { now_ms() };
+            let Some(op) = streamer.poll(now) else { break };
+            let result = execute(store.as_ref(), op).await;
+            streamer.complete(result, now_ms());
+        }
+        if let Ok(mut shared) = info.lock() {
+            shared.stats = streamer.stats.clone();
+            shared.fenced = streamer.fenced().map(str::to_string);
+        }
+        if let Some(reason) = streamer.fenced() {
+            tracing::error!("FENCED: {reason}. This process stops now so that it cannot overwrite the other writer's data.");
+            std::process::exit(3);
+        }
+        if stopping {
+            let drained = streamer.is_drained();
+            if drained || stop_deadline.is_some_and(|d| std::time::Instant::now() > d) {
+                if !drained {
+                    tracing::error!("shutdown: the object store did not take the last deltas in time; they are lost");
+                }
+                return;
+            }
+        }
+    }
+}
