@@ -16,10 +16,25 @@ pub enum Bug {
     ExpireGtInverted,
     /// The HLC follows the physical clock backwards instead of staying monotonic.
     HlcFollowsClockBack,
+    /// The streamer leaves the last delta of a busy interval out of its segment.
+    StreamerDropsLastDelta,
+    /// Recovery starts replaying one segment after the manifest's first segment.
+    RecoverySkipsFirstSegment,
+    /// An expiry is not recorded for persistence (a restart can revive the key).
+    ExpiryNotPersisted,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 5] = [Bug::TtlNeverFires, Bug::SetKeepsIncrements, Bug::PersistIgnored, Bug::ExpireGtInverted, Bug::HlcFollowsClockBack];
+    pub const ALL: [Bug; 8] = [
+        Bug::TtlNeverFires,
+        Bug::SetKeepsIncrements,
+        Bug::PersistIgnored,
+        Bug::ExpireGtInverted,
+        Bug::HlcFollowsClockBack,
+        Bug::StreamerDropsLastDelta,
+        Bug::RecoverySkipsFirstSegment,
+        Bug::ExpiryNotPersisted,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -28,6 +43,9 @@ impl Bug {
             Bug::PersistIgnored => "persist-ignored",
             Bug::ExpireGtInverted => "expire-gt-inverted",
             Bug::HlcFollowsClockBack => "hlc-follows-clock-back",
+            Bug::StreamerDropsLastDelta => "streamer-drops-last-delta",
+            Bug::RecoverySkipsFirstSegment => "recovery-skips-first-segment",
+            Bug::ExpiryNotPersisted => "expiry-not-persisted",
         }
     }
 

@@ -11,10 +11,12 @@
 //! - [`model`]: the reference semantics replies are checked against.
 //! - [`workload`]: the random commands clients send.
 //! - [`faults`]: fault classes and their weights.
+//! - [`storage`]: the real streamer and recovery over a simulated object store.
 
 pub mod faults;
 pub mod model;
 pub mod sim;
+pub mod storage;
 pub mod workload;
 
 pub use faults::FaultWeights;

@@ -15,6 +15,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::faults::FaultWeights;
+use crate::storage::{self, NodeStorage};
+use meridian::persistence::recovery::Recovered;
+use meridian::persistence::store::StoreResult;
+use meridian::persistence::streamer::Streamer;
 use crate::model::{Model, ModelEntry};
 use crate::workload;
 
@@ -22,6 +26,10 @@ use crate::workload;
 const EPOCH_MS: u64 = 1_700_000_000_000;
 /// Active-expiry period of a node, as in the server.
 const TICK_MS: u64 = 100;
+/// How often a node's persistence driver runs.
+const PERSIST_TICK_MS: u64 = 10;
+/// Chance that a store operation fails transiently, in percent.
+const STORE_ERROR_PERCENT: u32 = 5;
 /// Trace lines kept for the failure report.
 const TRACE_TAIL_LINES: usize = 60;
 /// Hard bound on events per run: a run that needs more has a liveness bug.
@@ -99,6 +107,7 @@ struct Node {
     clock_offset_ms: i64,
     drift_ppm: i64,
     drift_anchor_ms: u64,
+    storage: NodeStorage,
 }
 
 impl Node {
@@ -119,6 +128,7 @@ fn fresh_shards(seed: u64, node: NodeId, shards: usize) -> Vec<Shard> {
         .map(|s| {
             let mut config = ShardConfig::new(s, node);
             config.rng_seed = seed ^ ((node as u64) << 32) ^ s as u64;
+            config.record_deltas = true;
             Shard::new(config)
         })
         .collect()
@@ -144,6 +154,10 @@ enum Event {
     Fault,
     Restart { node: usize },
     Heal { partition: u64 },
+    /// The node's persistence driver runs: drain deltas, start a store operation.
+    Persist { node: usize },
+    /// The store operation in flight for this node completes.
+    StoreDone { node: usize, incarnation: u32 },
 }
 
 struct Sim {
@@ -190,6 +204,7 @@ impl Sim {
                 clock_offset_ms: 0,
                 drift_ppm: 0,
                 drift_anchor_ms: 0,
+                storage: NodeStorage { streamer: Some(Streamer::new(storage::streamer_config(i as NodeId + 1), &Recovered { next_segment: 1, ..Recovered::default() })), ..NodeStorage::default() },
             })
             .collect();
         let clients = (0..cfg.clients).map(|i| Client { region: i % cfg.nodes, in_flight: false }).collect();
@@ -266,6 +281,7 @@ impl Sim {
         }
         for node in 0..self.nodes.len() {
             self.schedule(TICK_MS + node as u64, Event::Tick { node });
+            self.schedule(PERSIST_TICK_MS + node as u64, Event::Persist { node });
         }
         if self.cfg.faults.total() > 0 {
             self.schedule(self.cfg.fault_interval_ms, Event::Fault);
@@ -313,12 +329,12 @@ impl Sim {
                     self.schedule(self.now + self.cfg.fault_interval_ms, Event::Fault);
                 }
             }
-            Event::Restart { node } => {
-                let n = &mut self.nodes[node];
-                n.up = true;
-                n.shards = fresh_shards(self.cfg.seed ^ n.incarnation as u64, n.id, self.cfg.shards);
-                self.log(format!("n{node} restart"));
+            Event::Restart { node } => self.restart(node),
+            Event::Persist { node } => {
+                self.persist(node);
+                self.schedule(self.now + PERSIST_TICK_MS, Event::Persist { node });
             }
+            Event::StoreDone { node, incarnation } => self.store_done(node, incarnation),
             Event::Heal { partition } => {
                 self.partitions.remove(&partition);
                 self.log(format!("heal partition {partition}"));
@@ -463,12 +479,19 @@ impl Sim {
         let node = self.rng.random_range(0..self.nodes.len());
         match class {
             Some(0) if self.nodes[node].up => {
+                // A request already sent may still land after the process died.
+                let lands = self.rng.random_bool(0.5);
                 let n = &mut self.nodes[node];
                 n.up = false;
                 n.incarnation += 1;
                 n.shards.clear();
-                // Nothing is durable before persistence exists: a crash loses it all.
                 n.model = Model::default();
+                n.storage.streamer = None;
+                if let Some(op) = n.storage.in_flight.take() {
+                    if lands {
+                        n.storage.store.execute(op);
+                    }
+                }
                 let down_ms = self.rng.random_range(50..1_000);
                 self.log(format!("n{node} crash (restart in {down_ms} ms)"));
                 self.schedule(self.now + down_ms, Event::Restart { node });
@@ -523,6 +546,105 @@ impl Sim {
         }
     }
 
+    fn persist(&mut self, node: usize) {
+        let now = self.now;
+        let n = &mut self.nodes[node];
+        if !n.up || n.paused_until > now || n.storage.in_flight.is_some() {
+            return;
+        }
+        let local = n.local_ms(now);
+        let Some(streamer) = n.storage.streamer.as_mut() else { return };
+        for shard in &mut n.shards {
+            if streamer.has_room() {
+                streamer.offer(shard.drain_deltas(usize::MAX));
+            }
+        }
+        if let (true, Some(seq)) = (streamer.wants_checkpoint_chunk(), streamer.checkpoint_in_progress()) {
+            n.storage.checkpoint_snapshots.insert(seq, n.model.clone());
+        }
+        let Some(streamer) = n.storage.streamer.as_mut() else { return };
+        while streamer.wants_checkpoint_chunk() {
+            // The simulated key space is small: one chunk per shard, read in this same
+            // instant, so the checkpoint is exactly the state at its segment boundary.
+            let mut deltas = Vec::new();
+            for shard in &mut n.shards {
+                if let ShardReply::Chunk { deltas: chunk, .. } = shard.apply(ShardOp::ExportChunk { cursor: 0, count: usize::MAX }, local) {
+                    deltas.extend(chunk);
+                }
+            }
+            streamer.checkpoint_chunk(deltas, true);
+        }
+        let Some(op) = streamer.poll(local) else { return };
+        let (id, model) = (n.id, n.model.clone());
+        n.storage.note_op(&op, &model, id);
+        let line = match &op {
+            meridian::persistence::store::StoreOp::Put { path, data, .. } => format!("n{node} put {path} ({} bytes)", data.len()),
+            other => format!("n{node} {other:?}"),
+        };
+        n.storage.in_flight = Some(op);
+        let incarnation = n.incarnation;
+        let latency = self.rng.random_range(1..30) * if self.now < self.slow_until { 10 } else { 1 };
+        self.log(line);
+        self.schedule(self.now + latency, Event::StoreDone { node, incarnation });
+    }
+
+    fn store_done(&mut self, node: usize, incarnation: u32) {
+        let fails = self.rng.random_range(0..100) < STORE_ERROR_PERCENT;
+        let now = self.now;
+        let n = &mut self.nodes[node];
+        if n.incarnation != incarnation {
+            return;
+        }
+        let Some(op) = n.storage.in_flight.take() else { return };
+        let result = if fails { StoreResult::Failed("injected: 503 slow down".into()) } else { n.storage.store.execute(op) };
+        let local = n.local_ms(now);
+        let Some(streamer) = n.storage.streamer.as_mut() else { return };
+        streamer.complete(result, local);
+        if let Some(reason) = streamer.fenced() {
+            let reason = format!("n{node} fenced with no other writer: {reason}");
+            self.fail(reason);
+        }
+    }
+
+    fn restart(&mut self, node: usize) {
+        let now = self.now;
+        let seed = self.cfg.seed;
+        let shards = self.cfg.shards;
+        let n = &mut self.nodes[node];
+        n.up = true;
+        n.shards = fresh_shards(seed ^ n.incarnation as u64, n.id, shards);
+        let recovered = match n.storage.recover(n.id, &mut n.shards) {
+            Ok(r) => r,
+            Err(e) => {
+                let reason = format!("n{node} cannot recover: {e}");
+                self.fail(reason);
+                return;
+            }
+        };
+        // The node must come back as exactly its durable prefix (expired keys aside).
+        let local = n.local_ms(now);
+        let mut expected = n.storage.durable_model(&recovered);
+        n.storage.forget_undurable(&recovered);
+        expected.tick(local);
+        for shard in &mut n.shards {
+            shard.tick(local);
+        }
+        let actual = live_entries(n, local);
+        let wanted = expected.live_entries(local);
+        n.model = expected;
+        n.storage.streamer = Some(Streamer::new(storage::streamer_config(n.id), &recovered));
+        let line = format!(
+            "n{node} restart: recovered {} segments, {} checkpoint parts, {} keys",
+            recovered.segments_replayed,
+            recovered.checkpoint_parts_loaded,
+            actual.len()
+        );
+        self.log(line);
+        if actual != wanted {
+            self.fail(format!("n{node} recovered state differs from its durable prefix:\n  node:  {actual:?}\n  model: {wanted:?}"));
+        }
+    }
+
     /// Heal everything, let time pass, then compare every node with its model.
     fn quiesce_and_check(&mut self) {
         self.partitions.clear();
@@ -542,17 +664,7 @@ impl Sim {
         for node in 0..self.nodes.len() {
             let n = &self.nodes[node];
             let local = n.local_ms(self.now);
-            let mut actual = BTreeMap::new();
-            for shard in &n.shards {
-                for entry in shard.kv.keys.iter() {
-                    let expire_at_ms = entry.state.expire_at_ms();
-                    if expire_at_ms.is_some_and(|at| local > at) {
-                        continue;
-                    }
-                    let value = entry.state.read().map(|v| v.to_bytes().to_vec()).unwrap_or_default();
-                    actual.insert(entry.key.clone(), ModelEntry { value, expire_at_ms });
-                }
-            }
+            let actual = live_entries(n, local);
             let expected = n.model.live_entries(local);
             if actual != expected {
                 let reason = format!("n{node} final state differs from the model:\n  node:  {actual:?}\n  model: {expected:?}");
@@ -562,6 +674,22 @@ impl Sim {
         }
         self.log(format!("checked {} nodes after {} ops", self.nodes.len(), self.ops_done));
     }
+}
+
+/// A node's live keys as the engine holds them, in the model's terms.
+fn live_entries(n: &Node, local: u64) -> BTreeMap<Bytes, ModelEntry> {
+    let mut actual = BTreeMap::new();
+    for shard in &n.shards {
+        for entry in shard.kv.keys.iter() {
+            let expire_at_ms = entry.state.expire_at_ms();
+            if expire_at_ms.is_some_and(|at| local > at) {
+                continue;
+            }
+            let value = entry.state.read().map(|v| v.to_bytes().to_vec()).unwrap_or_default();
+            actual.insert(entry.key.clone(), ModelEntry { value, expire_at_ms });
+        }
+    }
+    actual
 }
 
 type Groups<T> = BTreeMap<usize, (Vec<T>, Vec<usize>)>;

@@ -129,14 +129,23 @@ impl<V: CounterValue> Counter<V> {
                 debug_assert!(hlc > slot.hlc);
                 if floor_hlc >= slot.hlc {
                     // Everything so far was absorbed: start a new epoch.
-                    *slot = Slot { node, hlc, since: floor_hlc, sum: by };
+                    *slot = Slot { node, hlc, since: Hlc(hlc.0 - 1), sum: by };
                 } else {
                     slot.sum = V::add(slot.sum, by);
                     slot.hlc = hlc;
                 }
             }
-            Err(i) => self.slots.insert(i, Slot { node, hlc, since: floor_hlc, sum: by }),
+            // A new slot starts a new epoch: whatever floor this node's earlier slot had
+            // (its key may have been deleted and forgotten here) is older than `since`.
+            Err(i) => self.slots.insert(i, Slot { node, hlc, since: Hlc(hlc.0 - 1), sum: by }),
         }
+    }
+
+    /// Absorb the slots an observed-remove with context `seen` had seen whole: those
+    /// whose latest increment it covers (FLUSHALL replay).
+    pub fn absorb_covered(&mut self, seen: &crate::crdt::VersionVector) {
+        let covered: Vec<Slot<V>> = self.slots.iter().filter(|s| s.hlc <= seen.get(s.node)).copied().collect();
+        merge_slots(&mut self.floor, &covered);
     }
 
     /// A SET or DEL absorbs every increment it has observed.

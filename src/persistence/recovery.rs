@@ -159,7 +159,10 @@ impl Recovery {
                 let mut seqs: Vec<u64> = paths.iter().filter_map(|p| layout::trailing_number(p)).collect();
                 seqs.sort_unstable();
                 self.highest_segment = seqs.last().copied().unwrap_or(0);
-                let first = self.out.manifest.first_segment.max(1);
+                let mut first = self.out.manifest.first_segment.max(1);
+                if crate::bugs::active(crate::bugs::Bug::RecoverySkipsFirstSegment) {
+                    first += 1;
+                }
                 let wanted: Vec<u64> = seqs.into_iter().filter(|&s| s >= first).collect();
                 // Segments must be contiguous from the manifest's first one.
                 let mut expected = first;

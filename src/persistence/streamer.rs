@@ -169,6 +169,11 @@ impl Streamer {
         self.stats.pending_bytes = self.pending_bytes;
     }
 
+    /// The sequence of the checkpoint being written, if one is.
+    pub fn checkpoint_in_progress(&self) -> Option<u64> {
+        self.checkpoint.as_ref().map(|c| c.seq)
+    }
+
     /// Whether the driver should deliver checkpoint chunks now.
     pub fn wants_checkpoint_chunk(&self) -> bool {
         self.checkpoint.as_ref().is_some_and(|c| !c.complete && c.ready.len() < 2)
@@ -231,9 +236,12 @@ impl Streamer {
     fn cut_segment(&mut self, now_ms: u64) -> (InFlight, StoreOp) {
         self.last_cut_ms = now_ms;
         let take = self.pending.len().min(self.cfg.segment_entries_max);
-        let deltas: Vec<Delta> = self.pending.drain(..take).collect();
+        let mut deltas: Vec<Delta> = self.pending.drain(..take).collect();
         let bytes: usize = deltas.iter().map(Delta::approx_bytes).sum();
         self.pending_bytes -= bytes;
+        if crate::bugs::active(crate::bugs::Bug::StreamerDropsLastDelta) && deltas.len() > 1 {
+            deltas.pop();
+        }
         self.stats.pending_deltas = self.pending.len();
         self.stats.pending_bytes = self.pending_bytes;
         let seq = self.next_seq;

@@ -16,7 +16,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::command::{KeyCommand, KeyspaceCommand, SetCondition, SetReply, TtlChange};
 use crate::crdt::{HlcClock, NodeId};
 use crate::engine::kv::keys::KeySnapshot;
-use crate::engine::kv::{KvEngine, WriteCtx};
+use crate::engine::kv::{DeltaSink, KvEngine, WriteCtx};
 use crate::protocol::Frame;
 pub use delta::{Delta, DeltaLog};
 
@@ -129,7 +129,7 @@ impl Shard {
     pub fn new(config: ShardConfig) -> Shard {
         Shard {
             clock: HlcClock::new(),
-            kv: KvEngine::new(),
+            kv: KvEngine { record_expiries: config.record_deltas, ..KvEngine::new() },
             rng: ChaCha8Rng::seed_from_u64(config.rng_seed),
             deltas: DeltaLog::new(config.record_deltas, config.delta_log_entries_max, config.delta_log_bytes_max),
             ops_applied: 0,
@@ -162,6 +162,22 @@ impl Shard {
 
     /// Apply one operation at wall-clock time `now_ms`.
     pub fn apply(&mut self, op: ShardOp, now_ms: u64) -> ShardReply {
+        let reply = self.apply_op(op, now_ms);
+        self.record_expiries();
+        reply
+    }
+
+    /// Hand the tombstones of keys that expired to the delta log.
+    fn record_expiries(&mut self) {
+        if self.kv.expired.is_empty() {
+            return;
+        }
+        for (key, tombstone) in std::mem::take(&mut self.kv.expired) {
+            self.deltas.key_changed(&key, &tombstone);
+        }
+    }
+
+    fn apply_op(&mut self, op: ShardOp, now_ms: u64) -> ShardReply {
         self.ops_applied += 1;
         if Self::is_write(&op) && !self.deltas.has_room() {
             return ShardReply::Frame(Frame::static_error(DELTA_LOG_FULL));
@@ -266,7 +282,9 @@ impl Shard {
 
     /// Periodic work: active expiry, bounded per call. Returns keys expired.
     pub fn tick(&mut self, now_ms: u64) -> usize {
-        self.kv.expire_due(now_ms, EXPIRE_KEYS_PER_TICK_MAX)
+        let expired = self.kv.expire_due(now_ms, EXPIRE_KEYS_PER_TICK_MAX);
+        self.record_expiries();
+        expired
     }
 
     /// Whether expired keys are still waiting (the driver may tick again sooner).

@@ -55,6 +55,13 @@ pub struct KvStats {
 pub struct KvEngine {
     pub keys: Keyspace,
     pub stats: KvStats,
+    /// Whether expiries are recorded for persistence (see [`KvEngine::expired`]).
+    pub record_expiries: bool,
+    /// Keys removed by expiry since the shard last looked, as tombstones of exactly the
+    /// state that expired. Persisting them makes an expiry durable (a clock that jumps
+    /// back after a restart cannot revive the key) without a new write stamp: replayed
+    /// or merged anywhere, a tombstone removes only what had expired.
+    pub expired: Vec<(Bytes, KeyState)>,
 }
 
 impl KvEngine {
@@ -77,18 +84,25 @@ impl KvEngine {
             Some(entry) => Self::is_expired(&entry.state, now_ms),
         };
         if expired {
-            self.keys.remove(key, hash);
-            self.stats.expired_keys += 1;
+            self.remove_expired(key, hash);
             return None;
         }
         self.keys.get(key, hash).map(|e| &e.state)
     }
 
+    fn remove_expired(&mut self, key: &[u8], hash: u64) {
+        if let Some(state) = self.keys.remove(key, hash) {
+            self.stats.expired_keys += 1;
+            if self.record_expiries && !crate::bugs::active(crate::bugs::Bug::ExpiryNotPersisted) {
+                self.expired.push((Bytes::copy_from_slice(key), state.expired_tombstone()));
+            }
+        }
+    }
+
     /// Remove the key if it has expired (the lazy half of expiry).
     fn expire_if_due(&mut self, key: &[u8], hash: u64, now_ms: u64) {
         if self.keys.get(key, hash).is_some_and(|e| Self::is_expired(&e.state, now_ms)) {
-            self.keys.remove(key, hash);
-            self.stats.expired_keys += 1;
+            self.remove_expired(key, hash);
         }
     }
 
@@ -141,10 +155,17 @@ impl KvEngine {
 
     /// Replay a FLUSHALL: remove, from every key, what the flush had seen.
     pub fn merge_flush(&mut self, seen: &VersionVector) {
-        let tombstone = KeyState::tombstone(seen.clone());
         let keys: Vec<Bytes> = self.keys.iter().map(|e| e.key.clone()).collect();
         for key in keys {
-            self.merge_key(&key, &tombstone);
+            let hash = key_hash(&key);
+            let Some(entry) = self.keys.get(&key, hash) else { continue };
+            let mut state = entry.state.clone();
+            state.remove_observed(seen);
+            if state.exists() {
+                self.keys.put(key, hash, state);
+            } else {
+                self.keys.remove(&key, hash);
+            }
         }
     }
 
@@ -158,8 +179,7 @@ impl KvEngine {
         for key in due {
             let hash = key_hash(&key);
             if self.keys.get(&key, hash).is_some_and(|e| Self::is_expired(&e.state, now_ms)) {
-                self.keys.remove(&key, hash);
-                self.stats.expired_keys += 1;
+                self.remove_expired(&key, hash);
                 removed += 1;
             }
         }

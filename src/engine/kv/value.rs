@@ -199,10 +199,30 @@ impl KeyState {
         state
     }
 
-    /// Removal metadata only: what a FLUSHALL that had seen `ctx` leaves behind. Merged
-    /// into a key, it removes exactly what the flush had observed.
-    pub fn tombstone(ctx: VersionVector) -> KeyState {
-        KeyState { ctx, ..KeyState::default() }
+    /// Observed-remove with a context and no new write (FLUSHALL replay): drop every
+    /// value and TTL write `seen` covers and absorb the counter slots it covers.
+    pub fn remove_observed(&mut self, seen: &VersionVector) {
+        let mut ctx = self.causal_context();
+        let empty: MvRegister<StrVal> = MvRegister::new();
+        self.value.merge(&ctx, &empty, seen);
+        let empty_ttl: TtlRegister = MvRegister::new();
+        self.ttl.merge(&ctx, &empty_ttl, seen);
+        if let Some(c) = self.counters.as_deref_mut() {
+            c.ints.absorb_covered(seen);
+            c.floats.absorb_covered(seen);
+        }
+        ctx.merge(seen);
+        self.ctx = ctx;
+        self.normalize_context();
+    }
+
+    /// What is left of this state once it expires: removal metadata that, merged
+    /// anywhere, removes exactly what expired and nothing written after.
+    pub fn expired_tombstone(&self) -> KeyState {
+        let mut tombstone = self.clone();
+        tombstone.remove_observed(&self.causal_context());
+        debug_assert!(!tombstone.exists());
+        tombstone
     }
 
     pub fn to_parts(&self) -> KeyStateParts {
