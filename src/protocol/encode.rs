@@ -48,7 +48,14 @@ pub fn encode(frame: &Frame, protocol: Protocol, out: &mut BytesMut) {
         }
         Frame::Error(text) => {
             out.put_u8(b'-');
-            out.put_slice(text);
+            // An error line may quote client bytes; a CR or LF there would end the reply
+            // early and let the rest pass for another reply. Redis turns them into
+            // spaces; so do we, for every error.
+            if text.iter().any(|&b| b == b'\r' || b == b'\n') {
+                out.extend(text.iter().map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
+            } else {
+                out.put_slice(text);
+            }
             out.put_slice(b"\r\n");
         }
         Frame::Integer(n) => put_int_line(out, b':', *n),
@@ -130,6 +137,12 @@ mod tests {
         let map = Frame::Map(vec![(Frame::bulk_str("a"), Frame::Integer(1))]);
         assert_eq!(enc(map.clone(), Protocol::Resp2), b"*2\r\n$1\r\na\r\n:1\r\n");
         assert_eq!(enc(map, Protocol::Resp3), b"%1\r\n$1\r\na\r\n:1\r\n");
+    }
+
+    #[test]
+    fn line_breaks_in_error_text_become_spaces() {
+        let frame = Frame::error("ERR Unsupported option \r\nx");
+        assert_eq!(enc(frame, Protocol::Resp2), b"-ERR Unsupported option   x\r\n");
     }
 
     #[test]

@@ -193,7 +193,9 @@ impl RequestParser {
 }
 
 fn expected_dollar_message(got: u8) -> ProtocolError {
-    ProtocolError(format!("expected '$', got '{}'", got as char).into())
+    // As Redis: the offending byte is quoted, with CR and LF shown as spaces.
+    let shown = if got == b'\r' || got == b'\n' { ' ' } else { got as char };
+    ProtocolError(format!("expected '$', got '{shown}'").into())
 }
 
 fn hex_value(b: u8) -> Option<u8> {
