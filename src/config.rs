@@ -64,6 +64,12 @@ pub struct Config {
     #[arg(long, default_value_t = 240)]
     pub checkpoint_every_segments: u64,
 
+    /// `async`: acknowledge writes from memory (loss window: one flush interval plus
+    /// the upload). `sync`: acknowledge a write only once the segment holding it is
+    /// stored (group commit per flush).
+    #[arg(long, default_value = "async", value_parser = ["async", "sync"])]
+    pub durability: String,
+
     /// Start even if recovery finds a corrupt or missing object, keeping what could be
     /// recovered up to it (the rest is lost; this is logged loudly).
     #[arg(long)]
@@ -215,6 +221,7 @@ impl RuntimeConfig {
             ("flush-interval-ms", config.flush_interval_ms.to_string()),
             ("max-unflushed-bytes", config.max_unflushed_bytes.to_string()),
             ("checkpoint-every-segments", config.checkpoint_every_segments.to_string()),
+            ("durability", config.durability.clone()),
             ("requirepass", self.requirepass().unwrap_or_default()),
             ("proto-max-bulk-len", self.proto_max_bulk_len().to_string()),
             ("client-query-buffer-limit", self.client_query_buffer_limit().to_string()),
@@ -247,7 +254,7 @@ impl RuntimeConfig {
             "client-query-buffer-limit" => self.client_query_buffer_limit.store(parse_size(value)?, Ordering::Relaxed),
             "maxclients" => self.maxclients.store(parse_size(value)?, Ordering::Relaxed),
             "bind" | "port" | "shards" | "node-id" | "region" | "data-dir" | "databases" | "object-store" | "persistence"
-            | "flush-interval-ms" | "max-unflushed-bytes" | "checkpoint-every-segments" => {
+            | "flush-interval-ms" | "max-unflushed-bytes" | "checkpoint-every-segments" | "durability" => {
                 return Err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"));
             }
             _ => return Err(format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'")),

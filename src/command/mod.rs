@@ -211,6 +211,8 @@ pub enum Command {
     Info(Vec<Bytes>),
     Config(ConfigCommand),
     Time,
+    /// WAITAOF numlocal numreplicas timeout_ms.
+    WaitAof { local: i64, replicas: i64, timeout_ms: i64 },
     Keyspace(KeyspaceCommand),
     Multi(MultiKeyCommand),
     Key(KeyCommand),

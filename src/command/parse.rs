@@ -163,6 +163,18 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
         CmdId::Info => Ok(Command::Info(args.split_off(1))),
         CmdId::Config => parse_config(a),
         CmdId::Time => Ok(Command::Time),
+        CmdId::WaitAof => {
+            let local = int(&a[1])?;
+            let replicas = int(&a[2])?;
+            let timeout_ms = int(&a[3])?;
+            if local < 0 || replicas < 0 {
+                return Err(errors::error(errors::NOT_INTEGER));
+            }
+            if timeout_ms < 0 {
+                return Err(Frame::static_error("ERR timeout is negative"));
+            }
+            Ok(Command::WaitAof { local, replicas, timeout_ms })
+        }
     }
 }
 

@@ -13,7 +13,7 @@ pub enum CmdId {
     RandomKey, Touch, Expire, PExpire, ExpireAt, PExpireAt, Ttl, PTtl, ExpireTime,
     PExpireTime, Persist, Object, Get, Set, SetNx, SetEx, PSetEx, GetSet, GetDel, GetEx,
     MGet, MSet, MSetNx, Append, StrLen, GetRange, SetRange, Incr, Decr, IncrBy, DecrBy,
-    IncrByFloat,
+    IncrByFloat, WaitAof,
 }
 
 #[derive(Debug)]
@@ -106,6 +106,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!(Decr, "decr", 2, ["write", "denyoom", "fast"], 1, 1, 1, "string", "1.0.0", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."),
     spec!(IncrBy, "incrby", 3, ["write", "denyoom", "fast"], 1, 1, 1, "string", "1.0.0", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
     spec!(DecrBy, "decrby", 3, ["write", "denyoom", "fast"], 1, 1, 1, "string", "1.0.0", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist."),
+    spec!(WaitAof, "waitaof", 4, ["noscript"], 0, 0, 0, "generic", "7.2.0", "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas."),
     spec!(IncrByFloat, "incrbyfloat", 3, ["write", "denyoom", "fast"], 1, 1, 1, "string", "2.6.0", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
 ];
 

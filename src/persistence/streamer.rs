@@ -145,6 +145,15 @@ impl Streamer {
         self.fenced.as_deref()
     }
 
+    pub fn node_id(&self) -> NodeId {
+        self.cfg.node_id
+    }
+
+    /// Whether every offered delta has been cut into a segment.
+    pub fn pending_is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
     /// Whether more deltas may be taken from the shards.
     pub fn has_room(&self) -> bool {
         self.fenced.is_none() && self.pending_bytes < self.cfg.unflushed_bytes_max

@@ -38,12 +38,14 @@ pub struct DeltaLog {
     recording: bool,
     /// Deltas produced since start, recorded or not.
     pub produced: u64,
+    /// Deltas drained since start: a position in this shard's delta stream.
+    drained_total: u64,
 }
 
 impl DeltaLog {
     pub fn new(recording: bool, entries_max: usize, bytes_max: usize) -> DeltaLog {
         assert!(entries_max > 0 && bytes_max > 0);
-        DeltaLog { queue: VecDeque::new(), bytes: 0, entries_max, bytes_max, recording, produced: 0 }
+        DeltaLog { queue: VecDeque::new(), bytes: 0, entries_max, bytes_max, recording, produced: 0, drained_total: 0 }
     }
 
     pub fn is_recording(&self) -> bool {
@@ -67,10 +69,22 @@ impl DeltaLog {
         self.bytes
     }
 
+    /// Position of the newest recorded delta in this shard's stream: once everything
+    /// drained up to here is stored, every write made so far is durable.
+    pub fn recorded_total(&self) -> u64 {
+        self.drained_total + self.queue.len() as u64
+    }
+
+    /// Position up to which deltas were drained.
+    pub fn drained_total(&self) -> u64 {
+        self.drained_total
+    }
+
     /// Take up to `max` deltas, oldest first.
     pub fn drain(&mut self, max: usize) -> Vec<Delta> {
         let n = max.min(self.queue.len());
         let out: Vec<Delta> = self.queue.drain(..n).collect();
+        self.drained_total += out.len() as u64;
         for delta in &out {
             self.bytes -= delta.approx_bytes();
         }

@@ -75,6 +75,8 @@ pub enum ShardOp {
     ResetStats,
     /// Up to `count` keys' full states from slot position `cursor` (checkpoints).
     ExportChunk { cursor: u64, count: usize },
+    /// The position of the newest recorded delta (WAITAOF's target).
+    DeltaMark,
 }
 
 /// Figures a shard reports for INFO.
@@ -252,6 +254,7 @@ impl Shard {
                 });
                 return ShardReply::Chunk { deltas, next };
             }
+            ShardOp::DeltaMark => return ShardReply::Count(self.deltas.recorded_total() as i64),
             ShardOp::ResetStats => {
                 self.reset_stats();
                 Frame::ok()

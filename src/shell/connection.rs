@@ -63,6 +63,7 @@ pub async fn serve(stream: std::net::TcpStream, peer: SocketAddr, home: usize, s
         closing: false,
         random_state: info.id.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
         now_ms: 0,
+        sync_durability: state.config.durability == "sync" && state.config.persistence_enabled(),
     };
     if let Err(e) = connection.run().await {
         tracing::debug!(client = info.id, "connection closed: {e}");
@@ -96,6 +97,8 @@ struct Connection {
     random_state: u64,
     /// Wall-clock time read once per pipeline.
     now_ms: u64,
+    /// `--durability sync`: reply to writes only once they are stored.
+    sync_durability: bool,
 }
 
 impl Connection {
@@ -143,7 +146,15 @@ impl Connection {
                 self.state().stats.net_input_bytes.fetch_add(read as u64, Ordering::Relaxed);
                 continue;
             }
+            let wrote = commands.iter().any(|args| table::lookup(&args[0]).is_some_and(|spec| spec.is_write()));
             self.run_pipeline(commands).await?;
+            if wrote && self.sync_durability {
+                // Group commit: these replies leave once the segment holding the writes
+                // is stored.
+                let targets = self.durability_targets().await;
+                let durability = self.state().durability.clone();
+                durability.wait(&targets, None).await;
+            }
             if let Some(ProtocolError(message)) = protocol_error {
                 // As Redis: answer the error, then close the connection.
                 tracing::debug!(client = self.info.id, "protocol error: {message}");
@@ -372,6 +383,7 @@ impl Connection {
                     Frame::Bulk(Bytes::from(now.subsec_micros().to_string())),
                 ])
             }
+            Command::WaitAof { local, replicas, timeout_ms } => self.wait_aof(local, replicas, timeout_ms).await,
             Command::Keyspace(command) => {
                 let pick = self.next_random();
                 fanout::keyspace(&self.access, command, pick).await
@@ -379,6 +391,45 @@ impl Connection {
             Command::Multi(command) => fanout::multi(&self.access, command).await,
             Command::Key(_) => Frame::static_error("ERR internal: key command reached the barrier path"),
         }
+    }
+
+    /// Where every shard's delta stream stands now: once all of it is stored, every
+    /// write this client made (and others made before) is durable.
+    async fn durability_targets(&self) -> Vec<u64> {
+        self.access
+            .run_everywhere(|| ShardOp::DeltaMark)
+            .await
+            .into_iter()
+            .map(|r| if let ShardReply::Count(n) = r { n.max(0) as u64 } else { u64::MAX })
+            .collect()
+    }
+
+    async fn wait_aof(&mut self, local: i64, replicas: i64, timeout_ms: i64) -> Frame {
+        if local > 1 {
+            return Frame::static_error("ERR WAITAOF numlocal must be 0 or 1 (one node, one local store)");
+        }
+        let persisting = self.state().config.persistence_enabled();
+        if local == 1 && !persisting {
+            return Frame::static_error("ERR WAITAOF cannot be used when numlocal is set but persistence is off.");
+        }
+        let _ = replicas; // Replication is not implemented yet: no replica ever acknowledges.
+        let stored = if persisting {
+            let targets = self.durability_targets().await;
+            let deadline = (timeout_ms > 0).then(|| tokio::time::Instant::now() + std::time::Duration::from_millis(timeout_ms as u64));
+            let durability = self.state().durability.clone();
+            let wait = durability.wait(&targets, deadline);
+            tokio::select! {
+                biased;
+                _ = self.info.kill.notified() => {
+                    self.closing = true;
+                    false
+                }
+                done = wait => done,
+            }
+        } else {
+            false
+        };
+        Frame::Array(vec![Frame::Integer(stored as i64), Frame::Integer(0)])
     }
 
     fn password_ok(&self, user: Option<&[u8]>, password: &[u8]) -> bool {

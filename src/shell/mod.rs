@@ -62,6 +62,7 @@ pub struct ServerState {
     pub port: u16,
     pub connected: AtomicUsize,
     pub persistence: Arc<std::sync::Mutex<persistence::PersistenceInfo>>,
+    pub durability: Arc<persistence::Durability>,
 }
 
 fn run_id() -> String {
@@ -135,6 +136,7 @@ pub fn run(config: Config) -> Result<(), String> {
         port,
         connected: AtomicUsize::new(0),
         persistence: persistence_info.clone(),
+        durability: Arc::new(persistence::Durability::new(shard_count)),
         config,
     });
 
@@ -143,7 +145,7 @@ pub fn run(config: Config) -> Result<(), String> {
         shard_threads.push(shard_thread::spawn(shard, receiver, state.clone())?);
     }
     let driver = match store {
-        Some((store, recovered)) => Some(persistence::start(&state.config, store, router.clone(), &recovered, persistence_info)?),
+        Some((store, recovered)) => Some(persistence::start(&state.config, store, router.clone(), &recovered, persistence_info, state.durability.clone())?),
         None => None,
     };
 

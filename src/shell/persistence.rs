@@ -29,6 +29,41 @@ const OPS_PER_ROUND_MAX: usize = 64;
 /// How long a clean shutdown waits for the last deltas to be stored.
 const SHUTDOWN_FLUSH_SECONDS: u64 = 10;
 
+/// Per shard, the position in its delta stream up to which everything is stored; the
+/// persistence driver advances it, WAITAOF and `--durability sync` wait on it.
+pub struct Durability {
+    pub stored: Vec<std::sync::atomic::AtomicU64>,
+    pub advanced: tokio::sync::Notify,
+}
+
+impl Durability {
+    pub fn new(shards: usize) -> Durability {
+        Durability { stored: (0..shards).map(|_| std::sync::atomic::AtomicU64::new(0)).collect(), advanced: tokio::sync::Notify::new() }
+    }
+
+    fn covers(&self, targets: &[u64]) -> bool {
+        targets.iter().zip(&self.stored).all(|(t, s)| s.load(std::sync::atomic::Ordering::Acquire) >= *t)
+    }
+
+    /// Wait until every shard's stored position reaches its target, or the deadline.
+    pub async fn wait(&self, targets: &[u64], deadline: Option<tokio::time::Instant>) -> bool {
+        loop {
+            let notified = self.advanced.notified();
+            if self.covers(targets) {
+                return true;
+            }
+            match deadline {
+                Some(deadline) => {
+                    if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                        return self.covers(targets);
+                    }
+                }
+                None => notified.await,
+            }
+        }
+    }
+}
+
 /// What INFO persistence shows.
 #[derive(Clone, Debug, Default)]
 pub struct PersistenceInfo {
@@ -183,6 +218,7 @@ pub fn start(
     router: Router,
     recovered: &Recovered,
     info: Arc<Mutex<PersistenceInfo>>,
+    durability: Arc<Durability>,
 ) -> Result<Driver, String> {
     let mut streamer_config = StreamerConfig::new(config.node_id);
     streamer_config.flush_interval_ms = config.flush_interval_ms;
@@ -201,13 +237,13 @@ pub fn start(
                     return;
                 }
             };
-            runtime.block_on(run(streamer, store, router, info, shutdown_rx, flush_interval_ms));
+            runtime.block_on(run(streamer, store, router, info, durability, shutdown_rx, flush_interval_ms));
         })
         .map_err(|e| format!("cannot start the persistence thread: {e}"))?;
     Ok(Driver { shutdown, thread })
 }
 
-async fn drain_shards(router: &Router, streamer: &mut Streamer) {
+async fn drain_shards(router: &Router, streamer: &mut Streamer, drained: &mut [u64]) {
     for shard in 0..router.shard_count() {
         if !streamer.has_room() {
             return;
@@ -216,8 +252,9 @@ async fn drain_shards(router: &Router, streamer: &mut Streamer) {
         if router.mailbox(shard).send(ShardMsg::DrainDeltas { reply }).await.is_err() {
             return;
         }
-        if let Ok(deltas) = receiver.await {
+        if let Ok((deltas, through)) = receiver.await {
             streamer.offer(deltas);
+            drained[shard] = through;
         }
     }
 }
@@ -237,14 +274,24 @@ async fn feed_checkpoint(router: &Router, streamer: &mut Streamer, cursor: &mut 
     }
 }
 
+fn streamer_node(streamer: &Streamer) -> u16 {
+    streamer.node_id()
+}
+
 async fn run(
     mut streamer: Streamer,
     store: Arc<dyn ObjectStore>,
     router: Router,
     info: Arc<Mutex<PersistenceInfo>>,
+    durability: Arc<Durability>,
     mut shutdown: oneshot::Receiver<()>,
     flush_interval_ms: u64,
 ) {
+    let shards = router.shard_count();
+    let mut drained = vec![0u64; shards];
+    // (segment, per-shard stream positions it completes): recorded when a cut takes
+    // every pending delta; published when that segment is stored.
+    let mut marks: std::collections::VecDeque<(u64, Vec<u64>)> = std::collections::VecDeque::new();
     let round = Duration::from_millis((flush_interval_ms / 5).clamp(5, 50));
     let mut checkpoint_cursor = (0usize, 0u64);
     let mut stopping = false;
@@ -261,14 +308,35 @@ async fn run(
         } else {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        drain_shards(&router, &mut streamer).await;
+        drain_shards(&router, &mut streamer, &mut drained).await;
         feed_checkpoint(&router, &mut streamer, &mut checkpoint_cursor).await;
         for _ in 0..OPS_PER_ROUND_MAX {
             // When stopping, cut the last segment now rather than after the interval.
             let now = if stopping { u64::MAX / 2 } else { now_ms() };
             let Some(op) = streamer.poll(now) else { break };
+            if let StoreOp::Put { path, .. } = &op {
+                let segment = path.strip_prefix(&crate::persistence::layout::segments_prefix(streamer_node(&streamer)))
+                    .and_then(|n| n.parse::<u64>().ok());
+                if let (Some(seq), true) = (segment, streamer.pending_is_empty()) {
+                    if marks.back().is_none_or(|m| m.0 < seq) {
+                        marks.push_back((seq, drained.clone()));
+                    }
+                }
+            }
             let result = execute(store.as_ref(), op).await;
             streamer.complete(result, now_ms());
+            let mut advanced = false;
+            while marks.front().is_some_and(|m| m.0 <= streamer.durable_segment()) {
+                if let Some((_, positions)) = marks.pop_front() {
+                    for (slot, position) in durability.stored.iter().zip(positions) {
+                        slot.fetch_max(position, std::sync::atomic::Ordering::Release);
+                    }
+                    advanced = true;
+                }
+            }
+            if advanced {
+                durability.advanced.notify_waiters();
+            }
         }
         if let Ok(mut shared) = info.lock() {
             shared.stats = streamer.stats.clone();

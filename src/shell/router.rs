@@ -20,7 +20,8 @@ pub enum ShardMsg {
     /// (multi-shard atomic commands; see `coordinator`).
     Park { parked: std_mpsc::SyncSender<()>, work: std_mpsc::Receiver<ParkedWork> },
     /// Hand the recorded deltas to the persistence driver.
-    DrainDeltas { reply: oneshot::Sender<Vec<crate::shard::Delta>> },
+    /// The reply also says up to which position of the shard's stream it drained.
+    DrainDeltas { reply: oneshot::Sender<(Vec<crate::shard::Delta>, u64)> },
     Shutdown,
 }
 

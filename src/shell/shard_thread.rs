@@ -65,7 +65,9 @@ fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerSta
                 }
                 ShardMsg::Park { parked, work } => serve_parked(&shard, &state, parked, work),
                 ShardMsg::DrainDeltas { reply } => {
-                    let _ = reply.send(shard.borrow_mut().drain_deltas(DRAIN_DELTAS_MAX));
+                    let mut shard = shard.borrow_mut();
+                    let deltas = shard.drain_deltas(DRAIN_DELTAS_MAX);
+                    let _ = reply.send((deltas, shard.deltas.drained_total()));
                 }
                 ShardMsg::Shutdown => break,
             }
