@@ -11,8 +11,7 @@ use meridian::persistence::memory::MemoryStore;
 use meridian::persistence::recovery::{Recovered, Recovery, Step};
 use meridian::persistence::store::StoreOp;
 use meridian::persistence::streamer::{Streamer, StreamerConfig};
-use meridian::shard::routing::shard_for_key;
-use meridian::shard::{Delta, Shard};
+use meridian::shard::Shard;
 
 use crate::model::Model;
 
@@ -52,15 +51,7 @@ impl NodeStorage {
             step = match step {
                 Step::Store(op) => recovery.next(Some(self.store.execute(op))),
                 Step::Apply(deltas) => {
-                    for delta in &deltas {
-                        match delta {
-                            Delta::Key { key, .. } => {
-                                let n = shards.len();
-                                shards[shard_for_key(key, n)].merge_delta(delta);
-                            }
-                            Delta::Flush { .. } => shards.iter_mut().for_each(|s| s.merge_delta(delta)),
-                        }
-                    }
+                    meridian::shard::merge_recovered(shards, &deltas);
                     recovery.next(None)
                 }
                 Step::Done(recovered) => return Ok(recovered),

@@ -65,9 +65,7 @@ fn recover(store: &mut MemoryStore, accept_loss: bool) -> Result<(Shard, Recover
         step = match step {
             Step::Store(op) => recovery.next(Some(store.execute(op))),
             Step::Apply(deltas) => {
-                for d in &deltas {
-                    shard.merge_delta(d);
-                }
+                crate::shard::merge_recovered(std::slice::from_mut(&mut shard), &deltas);
                 recovery.next(None)
             }
             Step::Done(recovered) => return Ok((shard, recovered)),
@@ -130,8 +128,8 @@ fn an_idle_node_writes_nothing_after_claiming_its_manifest() {
     assert_eq!(streamer.stats.puts, 1, "only the manifest claim");
 }
 
-#[test]
-fn a_corrupt_segment_stops_recovery_naming_it_unless_loss_is_accepted() {
+/// A store holding segments 1, 2 and 3, one key each.
+fn three_segments() -> MemoryStore {
     let mut store = MemoryStore::default();
     let mut node = shard();
     let mut streamer = Streamer::new(StreamerConfig::new(NODE), &Recovered { next_segment: 1, ..Recovered::default() });
@@ -141,6 +139,12 @@ fn a_corrupt_segment_stops_recovery_naming_it_unless_loss_is_accepted() {
         now += 300;
         pump(&mut streamer, &mut node, &mut store, &mut now);
     }
+    store
+}
+
+#[test]
+fn a_corrupt_segment_stops_recovery_naming_it_unless_loss_is_accepted() {
+    let mut store = three_segments();
     let victim = layout::segment_path(NODE, 2);
     let mut bytes = store.objects[&victim].to_vec();
     let last = bytes.len() - 1;
@@ -156,15 +160,7 @@ fn a_corrupt_segment_stops_recovery_naming_it_unless_loss_is_accepted() {
 
 #[test]
 fn a_missing_segment_is_a_gap_not_a_silent_skip() {
-    let mut store = MemoryStore::default();
-    let mut node = shard();
-    let mut streamer = Streamer::new(StreamerConfig::new(NODE), &Recovered { next_segment: 1, ..Recovered::default() });
-    let mut now = 1_000;
-    for i in 0..3 {
-        set(&mut node, &format!("k{i}"), "v", now);
-        now += 300;
-        pump(&mut streamer, &mut node, &mut store, &mut now);
-    }
+    let mut store = three_segments();
     store.objects.remove(&layout::segment_path(NODE, 2));
     let error = recover(&mut store, false).err().expect("recovery must refuse");
     assert!(error.contains("missing"), "{error}");

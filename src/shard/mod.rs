@@ -314,6 +314,20 @@ impl Shard {
     }
 }
 
+/// Apply recovered deltas to a node's shards, routing each key to its shard (whatever
+/// the shard count was when they were written) and a flush to every shard.
+pub fn merge_recovered(shards: &mut [Shard], deltas: &[Delta]) {
+    for delta in deltas {
+        match delta {
+            Delta::Key { key, .. } => {
+                let n = shards.len();
+                shards[routing::shard_for_key(key, n)].merge_delta(delta);
+            }
+            Delta::Flush { .. } => shards.iter_mut().for_each(|s| s.merge_delta(delta)),
+        }
+    }
+}
+
 fn apply_key(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: KeyCommand) -> Frame {
     let now_ms = ctx.now_ms;
     match cmd {

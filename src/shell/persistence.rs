@@ -19,8 +19,7 @@ use crate::engine::kv::keyspace::SLOT_SPACE;
 use crate::persistence::recovery::{Recovered, Recovery, Step};
 use crate::persistence::store::{StoreOp, StoreResult};
 use crate::persistence::streamer::{PersistenceStats, Streamer, StreamerConfig};
-use crate::shard::routing::shard_for_key;
-use crate::shard::{Delta, Shard, ShardOp, ShardReply};
+use crate::shard::{Shard, ShardOp, ShardReply};
 
 /// Keys per checkpoint chunk request (one shard round trip).
 const CHECKPOINT_CHUNK_KEYS: usize = 4096;
@@ -176,15 +175,7 @@ pub async fn recover(store: &dyn ObjectStore, node: u16, accept_loss: bool, shar
                 recovery.next(Some(result))
             }
             Step::Apply(deltas) => {
-                for delta in &deltas {
-                    match delta {
-                        Delta::Key { key, .. } => {
-                            let n = shards.len();
-                            shards[shard_for_key(key, n)].merge_delta(delta);
-                        }
-                        Delta::Flush { .. } => shards.iter_mut().for_each(|s| s.merge_delta(delta)),
-                    }
-                }
+                crate::shard::merge_recovered(shards, &deltas);
                 recovery.next(None)
             }
             Step::Done(recovered) => {
