@@ -487,11 +487,10 @@ impl Sim {
                 n.shards.clear();
                 n.model = Model::default();
                 n.storage.streamer = None;
-                if let Some(op) = n.storage.in_flight.take() {
-                    if lands {
+                if let Some(op) = n.storage.in_flight.take()
+                    && lands {
                         n.storage.store.execute(op);
                     }
-                }
                 let down_ms = self.rng.random_range(50..1_000);
                 self.log(format!("n{node} crash (restart in {down_ms} ms)"));
                 self.schedule(self.now + down_ms, Event::Restart { node });

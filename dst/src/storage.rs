@@ -65,11 +65,10 @@ impl NodeStorage {
     /// or of the checkpoint's start when no segment followed it.
     pub fn durable_model(&self, recovered: &Recovered) -> Model {
         let first = recovered.manifest.first_segment.max(1);
-        if recovered.segments_replayed == 0 {
-            if let Some((seq, _)) = recovered.manifest.checkpoint {
+        if recovered.segments_replayed == 0
+            && let Some((seq, _)) = recovered.manifest.checkpoint {
                 return self.checkpoint_snapshots.get(&seq).cloned().unwrap_or_default();
             }
-        }
         let last = if recovered.segments_replayed > 0 { first + recovered.segments_replayed - 1 } else { first - 1 };
         if last == 0 {
             return Model::default();
@@ -87,13 +86,11 @@ impl NodeStorage {
 
     /// Note that a segment is being written, with the model it holds.
     pub fn note_op(&mut self, op: &StoreOp, model: &Model, node: u16) {
-        if let StoreOp::Put { path, .. } = op {
-            if path.starts_with(&layout::segments_prefix(node)) {
-                if let Some(seq) = layout::trailing_number(path) {
+        if let StoreOp::Put { path, .. } = op
+            && path.starts_with(&layout::segments_prefix(node))
+                && let Some(seq) = layout::trailing_number(path) {
                     // A retried put carries the same segment: keep the model of its cut.
                     self.snapshots.entry(seq).or_insert_with(|| model.clone());
                 }
-            }
-        }
     }
 }

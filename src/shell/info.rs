@@ -65,8 +65,8 @@ pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -
         let rss = resident_memory_bytes();
         let _ = write!(out, "# Memory\r\nused_memory:{rss}\r\nused_memory_rss:{rss}\r\nmem_allocator:jemalloc\r\n\r\n");
     }
-    if include("persistence") {
-        if let Ok(p) = state.persistence.lock() {
+    if include("persistence")
+        && let Ok(p) = state.persistence.lock() {
             let s = &p.stats;
             let _ = write!(
                 out,
@@ -92,7 +92,6 @@ pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -
                 p.fenced.is_some() as u8,
             );
         }
-    }
     if include("stats") {
         let s = &state.stats;
         let _ = write!(

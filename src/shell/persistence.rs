@@ -235,7 +235,7 @@ pub fn start(
 }
 
 async fn drain_shards(router: &Router, streamer: &mut Streamer, drained: &mut [u64]) {
-    for shard in 0..router.shard_count() {
+    for (shard, drained_through) in drained.iter_mut().enumerate() {
         if !streamer.has_room() {
             return;
         }
@@ -245,7 +245,7 @@ async fn drain_shards(router: &Router, streamer: &mut Streamer, drained: &mut [u
         }
         if let Ok((deltas, through)) = receiver.await {
             streamer.offer(deltas);
-            drained[shard] = through;
+            *drained_through = through;
         }
     }
 }
@@ -308,11 +308,10 @@ async fn run(
             if let StoreOp::Put { path, .. } = &op {
                 let segment = path.strip_prefix(&crate::persistence::layout::segments_prefix(streamer_node(&streamer)))
                     .and_then(|n| n.parse::<u64>().ok());
-                if let (Some(seq), true) = (segment, streamer.pending_is_empty()) {
-                    if marks.back().is_none_or(|m| m.0 < seq) {
+                if let (Some(seq), true) = (segment, streamer.pending_is_empty())
+                    && marks.back().is_none_or(|m| m.0 < seq) {
                         marks.push_back((seq, drained.clone()));
                     }
-                }
             }
             let result = execute(store.as_ref(), op).await;
             streamer.complete(result, now_ms());
