@@ -128,7 +128,10 @@ impl Streamer {
             waiting: false,
             retry_at_ms: None,
             last_cut_ms: 0,
-            segments_since_checkpoint: 0,
+            // After a start that accepted data loss, checkpoint at once: the new
+            // manifest then starts after the bad object, so the next start does not
+            // stop at it again.
+            segments_since_checkpoint: if recovered.loss.is_some() { cfg.checkpoint_every_segments } else { 0 },
             checkpoint: None,
             deletions: VecDeque::new(),
             retained_from_segment: recovered.manifest.first_segment.max(1),

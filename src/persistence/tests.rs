@@ -50,7 +50,7 @@ fn pump(streamer: &mut Streamer, shard: &mut Shard, store: &mut MemoryStore, now
         }
         match streamer.poll(*now) {
             Some(op) => streamer.complete(store.execute(op), *now),
-            None if streamer.is_drained() => return,
+            None if streamer.is_drained() && streamer.checkpoint_in_progress().is_none() => return,
             None => *now += 50,
         }
     }
@@ -152,10 +152,18 @@ fn a_corrupt_segment_stops_recovery_naming_it_unless_loss_is_accepted() {
     store.objects.insert(victim.clone(), Bytes::from(bytes));
     let error = recover(&mut store, false).err().expect("recovery must refuse");
     assert!(error.contains(&victim) && error.contains("corrupt"), "{error}");
-    let (partial, recovered) = recover(&mut store, true).unwrap();
+    let (mut partial, recovered) = recover(&mut store, true).unwrap();
     assert_eq!(contents(&partial).len(), 1, "only segment 1 replayed");
     assert!(recovered.loss.is_some());
     assert_eq!(recovered.next_segment, 4, "writing resumes after every existing segment");
+    // The node checkpoints at once, so the next start no longer meets the bad segment.
+    let mut streamer = Streamer::new(StreamerConfig::new(NODE), &recovered);
+    let mut now = 10_000;
+    set(&mut partial, "after", "loss", now);
+    pump(&mut streamer, &mut partial, &mut store, &mut now);
+    assert_eq!(streamer.stats.checkpoints_written, 1);
+    let (again, _) = recover(&mut store, false).expect("the next start is clean");
+    assert_eq!(contents(&again), contents(&partial));
 }
 
 #[test]
