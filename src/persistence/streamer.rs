@@ -99,6 +99,12 @@ pub struct Streamer {
     waiting: bool,
     /// After a failure: when to issue the same operation again.
     retry_at_ms: Option<u64>,
+    /// The operation in flight failed at least once: a later "already exists" may be
+    /// our own earlier attempt that landed after all.
+    retried: bool,
+    /// A create that met an existing object after a retry: the put, while we read the
+    /// object back to see whether it is ours.
+    verifying: Option<StoreOp>,
     last_cut_ms: u64,
     segments_since_checkpoint: u64,
     checkpoint: Option<Checkpoint>,
@@ -127,6 +133,8 @@ impl Streamer {
             in_flight: None,
             waiting: false,
             retry_at_ms: None,
+            retried: false,
+            verifying: None,
             last_cut_ms: 0,
             // After a start that accepted data loss, checkpoint at once: the new
             // manifest then starts after the bad object, so the next start does not
@@ -242,6 +250,8 @@ impl Streamer {
     fn start(&mut self, in_flight: InFlight, op: StoreOp) -> Option<StoreOp> {
         self.in_flight = Some((in_flight, op.clone()));
         self.waiting = true;
+        self.retried = false;
+        self.verifying = None;
         Some(op)
     }
 
@@ -265,7 +275,9 @@ impl Streamer {
 
     fn next_checkpoint_op(&mut self) -> Option<(InFlight, StoreOp)> {
         if self.checkpoint.is_none() {
-            if self.segments_since_checkpoint >= self.cfg.checkpoint_every_segments && self.pending.is_empty() {
+            // Old objects are deleted before a new checkpoint starts, so that at most two
+            // checkpoints (and the segments since the older) exist at any time.
+            if self.segments_since_checkpoint >= self.cfg.checkpoint_every_segments && self.pending.is_empty() && self.deletions.is_empty() {
                 // Every delta before `seq` is in segments < seq and already applied to
                 // the shards the chunks are read from; replaying segments >= seq on top
                 // of this (fuzzy) checkpoint converges because merges are idempotent.
@@ -278,7 +290,7 @@ impl Streamer {
         let c = self.checkpoint.as_mut()?;
         if let Some(data) = c.ready.pop_front() {
             let path = layout::checkpoint_part_path(node, c.seq, c.parts_written);
-            return Some((InFlight::CheckpointPart, StoreOp::Put { path, data, create_only: false }));
+            return Some((InFlight::CheckpointPart, StoreOp::Put { path, data, create_only: true }));
         }
         if c.complete {
             let (seq, parts) = (c.seq, c.parts_written);
@@ -293,6 +305,39 @@ impl Streamer {
     pub fn complete(&mut self, result: StoreResult, now_ms: u64) {
         self.waiting = false;
         let Some((in_flight, op)) = self.in_flight.take() else { return };
+        let result = match self.verifying.take() {
+            None => result,
+            Some(put) => {
+                // We read back an object our create found already there.
+                let StoreOp::Put { data, .. } = &put else { return };
+                match result {
+                    StoreResult::Data(stored) if stored == *data => StoreResult::Stored,
+                    StoreResult::Data(_) => StoreResult::AlreadyExists,
+                    StoreResult::NotFound => {
+                        // Gone again: put it once more.
+                        self.in_flight = Some((in_flight, put));
+                        self.retry_at_ms = Some(now_ms);
+                        return;
+                    }
+                    other => {
+                        self.verifying = Some(put);
+                        self.in_flight = Some((in_flight, op));
+                        self.note_failure(other, now_ms);
+                        return;
+                    }
+                }
+            }
+        };
+        if result == StoreResult::AlreadyExists && self.retried {
+            if let StoreOp::Put { path, .. } = &op {
+                // Perhaps our own earlier attempt landed although it reported failure.
+                let get = StoreOp::Get { path: path.clone() };
+                self.verifying = Some(op);
+                self.in_flight = Some((in_flight, get));
+                self.retry_at_ms = Some(now_ms);
+                return;
+            }
+        }
         match (in_flight, result) {
             (InFlight::ClaimManifest { manifest }, StoreResult::Stored) => {
                 self.stats.puts += 1;
@@ -331,6 +376,9 @@ impl Streamer {
                     manifest.epoch, self.cfg.node_id
                 ));
             }
+            (InFlight::CheckpointPart, StoreResult::AlreadyExists) => {
+                self.fence(format!("a checkpoint part of node {} already exists: another process is writing as this node id", self.cfg.node_id));
+            }
             (InFlight::Segment { seq, .. }, StoreResult::AlreadyExists) => {
                 self.fence(format!(
                     "segment {} already exists: another process is writing as node {}",
@@ -340,15 +388,20 @@ impl Streamer {
             }
             (in_flight, other) => {
                 // Keep the operation and issue it again after a backoff.
-                self.stats.errors += 1;
-                self.stats.last_error = Some(match other {
-                    StoreResult::Failed(e) => e,
-                    unexpected => format!("unexpected store result {unexpected:?}"),
-                });
                 self.in_flight = Some((in_flight, op));
-                self.retry_at_ms = Some(now_ms + self.cfg.retry_backoff_ms);
+                self.note_failure(other, now_ms);
             }
         }
+    }
+
+    fn note_failure(&mut self, result: StoreResult, now_ms: u64) {
+        self.stats.errors += 1;
+        self.stats.last_error = Some(match result {
+            StoreResult::Failed(e) => e,
+            unexpected => format!("unexpected store result {unexpected:?}"),
+        });
+        self.retried = true;
+        self.retry_at_ms = Some(now_ms + self.cfg.retry_backoff_ms);
     }
 
     fn fence(&mut self, reason: String) {

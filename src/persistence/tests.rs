@@ -210,3 +210,29 @@ fn store_failures_are_retried_and_nothing_is_lost() {
     let (rebuilt, _) = recover(&mut store, false).unwrap();
     assert_eq!(contents(&rebuilt), contents(&node));
 }
+
+#[test]
+fn a_put_that_landed_despite_reporting_failure_is_recognised_as_ours() {
+    let mut store = MemoryStore::default();
+    let mut node = shard();
+    let mut streamer = Streamer::new(StreamerConfig::new(NODE), &Recovered { next_segment: 1, ..Recovered::default() });
+    let op = streamer.poll(0).unwrap();
+    streamer.complete(store.execute(op), 0);
+    set(&mut node, "a", "1", 1_000);
+    streamer.offer(node.drain_deltas(usize::MAX));
+    // The segment put lands but the client sees a timeout; the retry meets the object.
+    let op = streamer.poll(1_000).unwrap();
+    store.execute(op);
+    streamer.complete(StoreResult::Failed("timeout".into()), 1_000);
+    let mut now = 1_000;
+    for _ in 0..10 {
+        now += 500;
+        if let Some(op) = streamer.poll(now) {
+            let result = store.execute(op);
+            streamer.complete(result, now);
+        }
+    }
+    assert!(streamer.fenced().is_none(), "{:?}", streamer.fenced());
+    assert_eq!(streamer.durable_segment(), 1);
+    assert!(streamer.is_drained());
+}

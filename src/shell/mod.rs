@@ -97,7 +97,8 @@ pub fn run(config: Config) -> Result<(), String> {
             shard_config.string_bytes_max = config.proto_max_bulk_len;
             shard_config.rng_seed = rand::random();
             shard_config.record_deltas = record_deltas;
-            shard_config.delta_log_bytes_max = (config.max_unflushed_bytes / shard_count).max(1 << 20);
+            // Half of --max-unflushed-bytes for the shards' logs, half for the streamer.
+            shard_config.delta_log_bytes_max = (config.max_unflushed_bytes / 2 / shard_count).max(64 * 1024);
             Shard::new(shard_config)
         })
         .collect();
@@ -114,6 +115,11 @@ pub fn run(config: Config) -> Result<(), String> {
         }
         tracing::info!(%location, node_id = config.node_id, "recovering from the object store");
         let recovered = io_runtime.block_on(persistence::recover(store.as_ref(), config.node_id, config.accept_data_loss, &mut shards))?;
+        // As Redis when it loads: keys already expired are gone before anyone looks.
+        let now = now_ms();
+        for shard in &mut shards {
+            while shard.has_due_expiry(now) && shard.tick(now) > 0 {}
+        }
         if let Ok(mut info) = persistence_info.lock() {
             *info = persistence::PersistenceInfo { enabled: true, location, recovered: recovered.clone(), ..Default::default() };
         }

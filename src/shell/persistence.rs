@@ -213,7 +213,7 @@ pub fn start(
 ) -> Result<Driver, String> {
     let mut streamer_config = StreamerConfig::new(config.node_id);
     streamer_config.flush_interval_ms = config.flush_interval_ms;
-    streamer_config.unflushed_bytes_max = config.max_unflushed_bytes;
+    streamer_config.unflushed_bytes_max = (config.max_unflushed_bytes / 2).max(64 * 1024);
     streamer_config.checkpoint_every_segments = config.checkpoint_every_segments;
     let streamer = Streamer::new(streamer_config, recovered);
     let (shutdown, shutdown_rx) = oneshot::channel();

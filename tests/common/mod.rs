@@ -282,3 +282,139 @@ pub fn key_on_shard(prefix: &str, shard: usize, shards: usize) -> String {
 pub fn shard_of(key: &[u8], shards: usize) -> usize {
     meridian::shard::routing::shard_for_key(key, shards)
 }
+
+// ---------------------------------------------------------------------------------------
+// Helpers for tests whose data outlives one server process (persistence).
+// ---------------------------------------------------------------------------------------
+
+/// A temporary directory that outlives the servers started on it and is removed when
+/// this guard drops.
+pub struct TempDir {
+    pub path: PathBuf,
+}
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        TempDir { path: temp_dir(tag) }
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Spawn `meridian --data-dir DATA_DIR EXTRA_ARGS` on a free port with extra environment
+/// variables, its stderr (the log) appended to `log`, without waiting for it to listen.
+/// The data dir is never removed by the returned process handle.
+pub fn spawn_meridian_at(data_dir: &std::path::Path, extra_args: &[&str], envs: &[(&str, &str)], log: &std::path::Path) -> (Child, u16) {
+    let port = free_port();
+    let log_file = std::fs::OpenOptions::new().create(true).append(true).open(log).expect("open the server log file");
+    let child = Command::new(env!("CARGO_BIN_EXE_meridian"))
+        .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(extra_args)
+        .envs(envs.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log_file))
+        .spawn()
+        .expect("spawn meridian");
+    (child, port)
+}
+
+/// Like [`start_meridian`], but on the given data dir (kept when the server stops, so a
+/// later process can recover from it), with extra environment variables, and its log
+/// in `log`. Waits until it answers PING.
+pub fn start_meridian_at(data_dir: &std::path::Path, extra_args: &[&str], envs: &[(&str, &str)], log: &std::path::Path) -> ServerGuard {
+    let (mut child, port) = spawn_meridian_at(data_dir, extra_args, envs, log);
+    if let Err(message) = wait_until_serving_or_exit(&mut child, port, Duration::from_secs(20)) {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("{message}\n--- server log {} ---\n{}", log.display(), read_log(log));
+    }
+    ServerGuard { child, port, data_dir: None }
+}
+
+/// Whether the server on `port` answers PING. The listening socket is bound before
+/// recovery runs, so a TCP connect alone does not prove the server is serving (or will).
+pub fn answers_ping(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+    if stream.write_all(b"*1\r\n$4\r\nPING\r\n").is_err() {
+        return false;
+    }
+    let mut reply = [0u8; 7];
+    stream.read_exact(&mut reply).is_ok() && &reply == b"+PONG\r\n"
+}
+
+/// Wait until the server answers PING; an error if it exits first or takes too long.
+pub fn wait_until_serving_or_exit(child: &mut Child, port: u16, timeout: Duration) -> Result<(), String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if answers_ping(port) {
+            return Ok(());
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("server on port {port} exited before serving: {status}"));
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("server on port {port} did not answer PING in {timeout:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A server log file's text ("" when it does not exist yet).
+pub fn read_log(path: &std::path::Path) -> String {
+    std::fs::read(path).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()
+}
+
+/// `INFO section` as `field -> value`.
+pub fn info_fields(con: &mut redis::Connection, section: &str) -> std::collections::HashMap<String, String> {
+    let text: String = redis::cmd("INFO").arg(section).query(con).expect("INFO");
+    text.lines()
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.to_string(), value.trim_end().to_string()))
+        .collect()
+}
+
+/// One numeric `INFO` field; panics when it is missing or not a number.
+pub fn info_u64(con: &mut redis::Connection, section: &str, field: &str) -> u64 {
+    let fields = info_fields(con, section);
+    let value = fields.get(field).unwrap_or_else(|| panic!("INFO {section} has no {field}: {fields:?}"));
+    value.parse().unwrap_or_else(|_| panic!("INFO {section} {field} is not a number: {value:?}"))
+}
+
+/// Wait (up to 10 s) until every write made so far is stored in a segment, and return
+/// `last_segment`. INFO must show the shards' delta logs drained (`delta_log_entries:0`),
+/// nothing pending in the streamer, and a segment stored after `segment_before`. INFO's
+/// sections are sampled at different moments, so it cannot prove that the figures were
+/// taken after the last drain; `WAITAOF 1 0` (which waits for the stored position to
+/// pass every shard's delta stream) closes that gap.
+pub fn wait_flushed(con: &mut redis::Connection, segment_before: u64) -> u64 {
+    let mut last = (0, 0, 0);
+    let settled = eventually(Duration::from_secs(10), || {
+        let log_entries = info_u64(con, "stats", "delta_log_entries");
+        let persistence = info_fields(con, "persistence");
+        let number = |f: &str| persistence.get(f).and_then(|v| v.parse::<u64>().ok()).unwrap_or(u64::MAX);
+        last = (log_entries, number("pending_deltas"), number("last_segment"));
+        last.0 == 0 && last.1 == 0 && last.2 != u64::MAX && last.2 > segment_before
+    });
+    assert!(settled, "writes not flushed in 10 s: (delta_log_entries, pending_deltas, last_segment) = {last:?}, segment before = {segment_before}");
+    let stored: (i64, i64) = redis::cmd("WAITAOF").arg(1).arg(0).arg(5000).query(con).expect("WAITAOF");
+    assert_eq!(stored, (1, 0), "WAITAOF 1 0 5000 after INFO showed everything flushed");
+    info_u64(con, "persistence", "last_segment")
+}
+
+/// Wait (up to 10 s) until the node has claimed its manifest epoch (INFO persistence
+/// shows zeros until the persistence thread's first round) and return
+/// `(manifest_epoch, last_segment)`.
+pub fn wait_claimed(con: &mut redis::Connection) -> (u64, u64) {
+    let claimed = eventually(Duration::from_secs(10), || info_u64(con, "persistence", "manifest_epoch") > 0);
+    assert!(claimed, "no manifest epoch claimed in 10 s: {:?}", info_fields(con, "persistence"));
+    (info_u64(con, "persistence", "manifest_epoch"), info_u64(con, "persistence", "last_segment"))
+}
