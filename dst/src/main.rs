@@ -46,6 +46,9 @@ struct Args {
     /// `none` disables all faults.
     #[arg(long, default_value = "")]
     faults: String,
+    /// Chance in percent that an object-store operation fails transiently.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(0..=100))]
+    store_error_percent: u32,
     /// Stop a sweep at the first failing seed.
     #[arg(long)]
     fail_fast: bool,
@@ -85,7 +88,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let base = SimConfig { nodes: args.nodes, shards: args.shards, clients: args.clients, ops: args.ops, faults, bug, ..SimConfig::default() };
+    let base = SimConfig {
+        nodes: args.nodes,
+        shards: args.shards,
+        clients: args.clients,
+        ops: args.ops,
+        faults,
+        bug,
+        store_error_percent: args.store_error_percent,
+        ..SimConfig::default()
+    };
     let replay_flags = {
         let mut flags = String::new();
         if let Some(name) = &args.inject_bug {

@@ -28,8 +28,6 @@ const EPOCH_MS: u64 = 1_700_000_000_000;
 const TICK_MS: u64 = 100;
 /// How often a node's persistence driver runs.
 const PERSIST_TICK_MS: u64 = 10;
-/// Chance that a store operation fails transiently, in percent.
-const STORE_ERROR_PERCENT: u32 = 5;
 /// Trace lines kept for the failure report.
 const TRACE_TAIL_LINES: usize = 60;
 /// Hard bound on events per run: a run that needs more has a liveness bug.
@@ -47,6 +45,8 @@ pub struct SimConfig {
     /// Simulated milliseconds between two fault draws.
     pub fault_interval_ms: u64,
     pub bug: Option<Bug>,
+    /// Chance that an object-store operation fails transiently, in percent.
+    pub store_error_percent: u32,
     /// Keep every trace line (for `--trace`), not only the tail.
     pub trace: bool,
 }
@@ -62,6 +62,7 @@ impl Default for SimConfig {
             faults: FaultWeights::default(),
             fault_interval_ms: 250,
             bug: None,
+            store_error_percent: 5,
             trace: false,
         }
     }
@@ -588,7 +589,7 @@ impl Sim {
     }
 
     fn store_done(&mut self, node: usize, incarnation: u32) {
-        let fails = self.rng.random_range(0..100) < STORE_ERROR_PERCENT;
+        let fails = self.rng.random_range(0..100) < self.cfg.store_error_percent;
         let now = self.now;
         let n = &mut self.nodes[node];
         if n.incarnation != incarnation {
