@@ -99,9 +99,27 @@ pub struct Config {
     #[arg(long, default_value_t = 10_000)]
     pub maxclients: usize,
 
+    /// What to do instead of serving (`restore`).
+    #[command(subcommand)]
+    pub command: Option<Subcommand>,
+
     /// Log filter (tracing's EnvFilter syntax), e.g. `info` or `meridian=debug`.
     #[arg(long, default_value = "info", env = "MERIDIAN_LOG")]
     pub log: String,
+}
+
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum Subcommand {
+    /// Rebuild this node's data as of a point in time from its object store (the one
+    /// --data-dir or --object-store names, with --node-id) into a fresh data set.
+    Restore {
+        /// The point in time: unix milliseconds or RFC 3339 (2026-11-22T23:05:00Z).
+        #[arg(long)]
+        to: String,
+        /// An empty (or new) folder to write the restored data set into.
+        #[arg(long)]
+        into: PathBuf,
+    },
 }
 
 /// Longest accepted `--shards`.

@@ -15,7 +15,11 @@ fn main() {
     let filter = tracing_subscriber::EnvFilter::try_new(&config.log).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).init();
-    if let Err(message) = meridian::shell::run(config) {
+    let result = match &config.command {
+        Some(meridian::config::Subcommand::Restore { to, into }) => meridian::shell::restore::run(&config, to, into),
+        None => meridian::shell::run(config),
+    };
+    if let Err(message) = result {
         tracing::error!("{message}");
         std::process::exit(1);
     }

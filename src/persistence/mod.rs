@@ -6,6 +6,7 @@ pub mod codec;
 pub mod layout;
 pub mod memory;
 pub mod recovery;
+pub mod restore;
 pub mod segment;
 pub mod store;
 pub mod streamer;

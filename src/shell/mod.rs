@@ -11,6 +11,7 @@ pub mod coordinator;
 pub mod fanout;
 pub mod info;
 pub mod persistence;
+pub mod restore;
 pub mod router;
 pub mod shard_thread;
 
