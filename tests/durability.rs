@@ -2,26 +2,14 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
 
-fn spawn(port: u16, data_dir: &std::path::Path, extra: &[&str]) -> Child {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_meridian"))
-        .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--shards", "2"])
-        .arg("--data-dir")
-        .arg(data_dir)
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn meridian");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(child.try_wait().expect("wait").is_none(), "meridian exited during start-up");
-        assert!(std::time::Instant::now() < deadline, "meridian did not start");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    child
+/// Start meridian on `data_dir` (kept across restarts), with two shards; its log goes
+/// next to the data dir.
+fn spawn(data_dir: &std::path::Path, extra: &[&str]) -> common::ServerGuard {
+    let log = data_dir.with_extension("log");
+    let mut args = vec!["--shards", "2"];
+    args.extend_from_slice(extra);
+    common::start_meridian_at(data_dir, &args, &[], &log)
 }
 
 fn connect(port: u16) -> redis::Connection {
@@ -31,10 +19,9 @@ fn connect(port: u16) -> redis::Connection {
 #[test]
 fn waitaof_reports_the_write_stored_and_it_survives_sigkill() {
     let dir = common::temp_dir("waitaof");
-    let port = common::free_port();
     // A long flush interval: only WAITAOF's wait makes the write durable in time.
-    let mut server = spawn(port, &dir, &["--flush-interval-ms", "500"]);
-    let mut con = connect(port);
+    let mut server = spawn(&dir, &["--flush-interval-ms", "500"]);
+    let mut con = connect(server.port);
     // The first segment is cut at once; the next not before 500 ms after it, so the
     // write below is durable only if WAITAOF really waits.
     let _: () = redis::cmd("SET").arg("warm").arg("up").query(&mut con).unwrap();
@@ -42,14 +29,14 @@ fn waitaof_reports_the_write_stored_and_it_survives_sigkill() {
     let _: () = redis::cmd("SET").arg("k").arg("v1").query(&mut con).unwrap();
     let acked: Vec<i64> = redis::cmd("WAITAOF").arg(1).arg(0).arg(5000).query(&mut con).unwrap();
     assert_eq!(acked, vec![1, 0], "stored locally, no replicas yet");
-    server.kill().unwrap();
-    server.wait().unwrap();
-    let mut server = spawn(port, &dir, &[]);
-    let mut con = connect(port);
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let mut server = spawn(&dir, &[]);
+    let mut con = connect(server.port);
     let value: Option<String> = redis::cmd("GET").arg("k").query(&mut con).unwrap();
     assert_eq!(value.as_deref(), Some("v1"));
-    server.kill().unwrap();
-    server.wait().unwrap();
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -66,25 +53,24 @@ fn waitaof_refuses_numlocal_without_persistence() {
 #[test]
 fn with_sync_durability_every_acknowledged_write_survives_sigkill() {
     let dir = common::temp_dir("sync");
-    let port = common::free_port();
-    let mut server = spawn(port, &dir, &["--durability", "sync", "--flush-interval-ms", "300"]);
-    let mut con = connect(port);
+    let mut server = spawn(&dir, &["--durability", "sync", "--flush-interval-ms", "300"]);
+    let mut con = connect(server.port);
     for i in 0..5 {
         let _: () = redis::cmd("SET").arg(format!("k{i}")).arg(i).query(&mut con).unwrap();
     }
     let _: i64 = redis::cmd("INCRBY").arg("counter").arg(7).query(&mut con).unwrap();
     // Killed right after the last acknowledgement: nothing may be missing.
-    server.kill().unwrap();
-    server.wait().unwrap();
-    let mut server = spawn(port, &dir, &[]);
-    let mut con = connect(port);
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let mut server = spawn(&dir, &[]);
+    let mut con = connect(server.port);
     for i in 0..5 {
         let value: Option<i64> = redis::cmd("GET").arg(format!("k{i}")).query(&mut con).unwrap();
         assert_eq!(value, Some(i), "k{i}");
     }
     let counter: i64 = redis::cmd("GET").arg("counter").query(&mut con).unwrap();
     assert_eq!(counter, 7);
-    server.kill().unwrap();
-    server.wait().unwrap();
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -2,27 +2,16 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-fn spawn(port: u16, data_dir: &std::path::Path, extra: &[&str]) -> Child {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_meridian"))
-        .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--shards", "2"])
-        .arg("--data-dir")
-        .arg(data_dir)
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn meridian");
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(child.try_wait().expect("wait").is_none(), "meridian exited during start-up");
-        assert!(std::time::Instant::now() < deadline, "meridian did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child
+/// Start meridian on `data_dir` (kept across restarts), with two shards; its log goes
+/// next to the data dir.
+fn spawn(data_dir: &std::path::Path, extra: &[&str]) -> common::ServerGuard {
+    let log = data_dir.with_extension("log");
+    let mut args = vec!["--shards", "2"];
+    args.extend_from_slice(extra);
+    common::start_meridian_at(data_dir, &args, &[], &log)
 }
 
 fn connect(port: u16) -> redis::Connection {
@@ -51,10 +40,9 @@ fn get(con: &mut redis::Connection, key: &str) -> Option<String> {
 #[test]
 fn restore_rebuilds_the_state_as_of_a_point_in_time() {
     let source = common::temp_dir("restore-src");
-    let port = common::free_port();
     // Frequent checkpoints, so that restore has to pick the right one.
-    let mut server = spawn(port, &source, &["--flush-interval-ms", "20", "--checkpoint-every-segments", "2"]);
-    let mut con = connect(port);
+    let mut server = spawn(&source, &["--flush-interval-ms", "20", "--checkpoint-every-segments", "2"]);
+    let mut con = connect(server.port);
     let wait = |con: &mut redis::Connection| {
         let acked: Vec<i64> = redis::cmd("WAITAOF").arg(1).arg(0).arg(5000).query(con).unwrap();
         assert_eq!(acked[0], 1);
@@ -72,35 +60,33 @@ fn restore_rebuilds_the_state_as_of_a_point_in_time() {
     let _: () = redis::cmd("SET").arg("b").arg("new").query(&mut con).unwrap();
     let _: i64 = redis::cmd("DEL").arg("early0").query(&mut con).unwrap();
     wait(&mut con);
-    server.kill().unwrap();
-    server.wait().unwrap();
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
 
     let at_point = common::temp_dir("restore-at-point");
     let _ = std::fs::remove_dir_all(&at_point);
     let output = restore(&source, &point.to_string(), &at_point);
     assert!(output.status.success(), "restore failed: {}", String::from_utf8_lossy(&output.stderr));
-    let port = common::free_port();
-    let mut restored = spawn(port, &at_point, &[]);
-    let mut con = connect(port);
+    let mut restored = spawn(&at_point, &[]);
+    let mut con = connect(restored.port);
     assert_eq!(get(&mut con, "a").as_deref(), Some("before"));
     assert_eq!(get(&mut con, "b"), None, "written after the point");
     assert_eq!(get(&mut con, "early0").as_deref(), Some("0"), "deleted after the point");
     assert_eq!(get(&mut con, "early4").as_deref(), Some("4"));
-    restored.kill().unwrap();
-    restored.wait().unwrap();
+    restored.child.kill().unwrap();
+    restored.child.wait().unwrap();
 
     let latest = common::temp_dir("restore-latest");
     let _ = std::fs::remove_dir_all(&latest);
     let output = restore(&source, &(now_ms() + 1000).to_string(), &latest);
     assert!(output.status.success(), "restore failed: {}", String::from_utf8_lossy(&output.stderr));
-    let port = common::free_port();
-    let mut restored = spawn(port, &latest, &[]);
-    let mut con = connect(port);
+    let mut restored = spawn(&latest, &[]);
+    let mut con = connect(restored.port);
     assert_eq!(get(&mut con, "a").as_deref(), Some("after"));
     assert_eq!(get(&mut con, "b").as_deref(), Some("new"));
     assert_eq!(get(&mut con, "early0"), None);
-    restored.kill().unwrap();
-    restored.wait().unwrap();
+    restored.child.kill().unwrap();
+    restored.child.wait().unwrap();
 
     let output = restore(&source, "not-a-time", &common::temp_dir("restore-bad"));
     assert!(!output.status.success());
