@@ -328,8 +328,8 @@ impl Streamer {
                 }
             }
         };
-        if result == StoreResult::AlreadyExists && self.retried {
-            if let StoreOp::Put { path, .. } = &op {
+        if result == StoreResult::AlreadyExists && self.retried
+            && let StoreOp::Put { path, .. } = &op {
                 // Perhaps our own earlier attempt landed although it reported failure.
                 let get = StoreOp::Get { path: path.clone() };
                 self.verifying = Some(op);
@@ -337,7 +337,6 @@ impl Streamer {
                 self.retry_at_ms = Some(now_ms);
                 return;
             }
-        }
         match (in_flight, result) {
             (InFlight::ClaimManifest { manifest }, StoreResult::Stored) => {
                 self.stats.puts += 1;
