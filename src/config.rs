@@ -150,9 +150,10 @@ impl Config {
 
     fn validate(&self) -> Result<(), String> {
         if let Some(n) = self.shards
-            && (n == 0 || n > SHARDS_MAX) {
-                return Err(format!("--shards must be between 1 and {SHARDS_MAX}, got {n}"));
-            }
+            && (n == 0 || n > SHARDS_MAX)
+        {
+            return Err(format!("--shards must be between 1 and {SHARDS_MAX}, got {n}"));
+        }
         if self.flush_interval_ms == 0 {
             return Err("--flush-interval-ms must be at least 1".into());
         }
@@ -254,7 +255,8 @@ impl RuntimeConfig {
     /// `CONFIG SET name value`: Ok, or Redis's error text.
     pub fn set(&self, name: &str, value: &str) -> Result<(), String> {
         let parse_size = |v: &str| -> Result<usize, String> {
-            parse_memory_size(v).ok_or_else(|| format!("ERR Invalid argument '{v}' for CONFIG SET '{name}' - argument couldn't be parsed into an integer"))
+            parse_memory_size(v)
+                .ok_or_else(|| format!("ERR Invalid argument '{v}' for CONFIG SET '{name}' - argument couldn't be parsed into an integer"))
         };
         match name {
             "requirepass" => {
@@ -271,8 +273,19 @@ impl RuntimeConfig {
             }
             "client-query-buffer-limit" => self.client_query_buffer_limit.store(parse_size(value)?, Ordering::Relaxed),
             "maxclients" => self.maxclients.store(parse_size(value)?, Ordering::Relaxed),
-            "bind" | "port" | "shards" | "node-id" | "region" | "data-dir" | "databases" | "object-store" | "persistence"
-            | "flush-interval-ms" | "max-unflushed-bytes" | "checkpoint-every-segments" | "durability" => {
+            "bind"
+            | "port"
+            | "shards"
+            | "node-id"
+            | "region"
+            | "data-dir"
+            | "databases"
+            | "object-store"
+            | "persistence"
+            | "flush-interval-ms"
+            | "max-unflushed-bytes"
+            | "checkpoint-every-segments"
+            | "durability" => {
                 return Err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"));
             }
             _ => return Err(format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'")),

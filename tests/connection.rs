@@ -9,7 +9,10 @@ use common::{ReadEnd, command, connect, connect_url, error_text, eventually, que
 use redis::{Value, VerbatimFormat};
 
 fn map_get<'a>(pairs: &'a [(Value, Value)], key: &str) -> Option<&'a Value> {
-    pairs.iter().find(|(k, _)| matches!(k, Value::BulkString(b) if b == key.as_bytes()) || matches!(k, Value::SimpleString(s) if s == key)).map(|(_, v)| v)
+    pairs
+        .iter()
+        .find(|(k, _)| matches!(k, Value::BulkString(b) if b == key.as_bytes()) || matches!(k, Value::SimpleString(s) if s == key))
+        .map(|(_, v)| v)
 }
 
 #[test]
@@ -32,7 +35,9 @@ fn resp3_connection_gets_maps_nulls_and_verbatim_text() {
     let config: Value = redis::cmd("CONFIG").arg("GET").arg("maxclients").query(&mut con).expect("CONFIG GET");
     let Value::Map(pairs) = config else { panic!("CONFIG GET in RESP3 must be a map, got {config:?}") };
     assert_eq!(pairs.len(), 1);
-    assert!(matches!(map_get(&pairs, "maxclients"), Some(Value::BulkString(v)) if std::str::from_utf8(v).expect("utf8").parse::<u64>().is_ok()));
+    assert!(
+        matches!(map_get(&pairs, "maxclients"), Some(Value::BulkString(v)) if std::str::from_utf8(v).expect("utf8").parse::<u64>().is_ok())
+    );
 
     let info: Value = redis::cmd("INFO").arg("server").query(&mut con).expect("INFO");
     let Value::VerbatimString { format, text } = info else { panic!("INFO in RESP3 must be verbatim text, got {info:?}") };
@@ -86,7 +91,10 @@ fn requirepass_gates_commands_until_auth_succeeds() {
     // Raw, so no client library sends anything behind our back.
     let mut raw = raw_connect(&server);
     use std::io::Write;
-    raw.write_all(b"GET k\r\nPING\r\nAUTH wrong\r\nAUTH default wrong\r\nAUTH someone s3cret\r\nAUTH s3cret\r\nPING\r\nSET k v\r\nGET k\r\n").expect("write");
+    raw.write_all(
+        b"GET k\r\nPING\r\nAUTH wrong\r\nAUTH default wrong\r\nAUTH someone s3cret\r\nAUTH s3cret\r\nPING\r\nSET k v\r\nGET k\r\n",
+    )
+    .expect("write");
     let expected: &[u8] = b"-NOAUTH Authentication required.\r\n\
 -NOAUTH Authentication required.\r\n\
 -WRONGPASS invalid username-password pair or user is disabled.\r\n\
@@ -140,7 +148,15 @@ fn hello_3_with_auth_default_password_authenticates_and_switches_protocol() {
     assert!(err.starts_with("NOAUTH HELLO must be called with the client already authenticated"), "{err}");
     let err = query_error(&command(&["HELLO", "3", "AUTH", "default", "nope"]), &mut con);
     assert_eq!(err, "WRONGPASS invalid username-password pair or user is disabled.");
-    let hello: Value = redis::cmd("HELLO").arg(3).arg("AUTH").arg("default").arg("s3cret").arg("SETNAME").arg("viahello").query(&mut con).expect("HELLO 3 AUTH");
+    let hello: Value = redis::cmd("HELLO")
+        .arg(3)
+        .arg("AUTH")
+        .arg("default")
+        .arg("s3cret")
+        .arg("SETNAME")
+        .arg("viahello")
+        .query(&mut con)
+        .expect("HELLO 3 AUTH");
     assert!(matches!(hello, Value::Map(_)), "{hello:?}");
     let name: String = redis::cmd("CLIENT").arg("GETNAME").query(&mut con).expect("GETNAME");
     assert_eq!(name, "viahello");
@@ -408,7 +424,10 @@ fn maxclients_refuses_connections_beyond_the_limit() {
     drop(a);
     // Once a slot frees up, a new client gets in.
     let admitted = eventually(Duration::from_secs(3), || {
-        redis::Client::open(server.url()).expect("url").get_connection().is_ok_and(|mut c| redis::cmd("PING").query::<String>(&mut c).is_ok())
+        redis::Client::open(server.url())
+            .expect("url")
+            .get_connection()
+            .is_ok_and(|mut c| redis::cmd("PING").query::<String>(&mut c).is_ok())
     });
     assert!(admitted, "a freed slot is not reused");
     let pong: String = redis::cmd("PING").query(&mut b).expect("PING b");
@@ -419,7 +438,8 @@ fn maxclients_refuses_connections_beyond_the_limit() {
 fn config_file_settings_apply_and_command_line_flags_override_them() {
     let dir = common::temp_dir("conf");
     let path = dir.join("meridian.conf");
-    std::fs::write(&path, "# a Redis-style file\nmaxclients 123\nrequirepass \"from-file\"\nregion file-region\n").expect("write config file");
+    std::fs::write(&path, "# a Redis-style file\nmaxclients 123\nrequirepass \"from-file\"\nregion file-region\n")
+        .expect("write config file");
     let server = start_meridian(&["--config", path.to_str().expect("utf8 path"), "--region", "flag-region"]);
     let mut con = connect_url(&format!("redis://:from-file@{}/", server.addr()));
     let pairs: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("maxclients").query(&mut con).expect("CONFIG GET");
@@ -439,7 +459,8 @@ fn config_file_accepts_redis_memory_units() {
     std::fs::write(&path, "proto-max-bulk-len 2mb\nclient-query-buffer-limit 1gb\n").expect("write config file");
     let server = start_meridian(&["--config", path.to_str().expect("utf8 path")]);
     let mut con = connect(&server);
-    let pairs: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("proto-max-bulk-len").arg("client-query-buffer-limit").query(&mut con).expect("CONFIG GET");
+    let pairs: Vec<String> =
+        redis::cmd("CONFIG").arg("GET").arg("proto-max-bulk-len").arg("client-query-buffer-limit").query(&mut con).expect("CONFIG GET");
     assert_eq!(pairs, vec!["proto-max-bulk-len", "2097152", "client-query-buffer-limit", "1073741824"]);
     let _ = std::fs::remove_dir_all(dir);
 }

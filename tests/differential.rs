@@ -67,13 +67,7 @@ impl Side {
         stream.set_write_timeout(Some(READ_TIMEOUT))?;
         stream.set_nodelay(true)?;
         let writer = stream.try_clone()?;
-        Ok(Side {
-            name,
-            addr: addr.to_string(),
-            reader: BufReader::new(stream),
-            writer,
-            reconnects: 0,
-        })
+        Ok(Side { name, addr: addr.to_string(), reader: BufReader::new(stream), writer, reconnects: 0 })
     }
 
     /// A connection already switched to `protocol` (the HELLO reply is discarded).
@@ -108,11 +102,7 @@ impl Side {
         let mut out = Vec::new();
         match read_frame(&mut self.reader, &mut out, 0) {
             Ok(()) if self.reader.buffer().is_empty() => Ok(out),
-            Ok(()) => Err(protocol_error(format!(
-                "extra bytes after the reply {}: {}",
-                escape(&out),
-                escape(self.reader.buffer())
-            ))),
+            Ok(()) => Err(protocol_error(format!("extra bytes after the reply {}: {}", escape(&out), escape(self.reader.buffer())))),
             Err(e) if out.is_empty() => Err(e),
             Err(e) => Err(io::Error::new(e.kind(), format!("{e} after {}", escape(&out)))),
         }
@@ -179,13 +169,7 @@ struct Abandoned;
 impl Run {
     /// Sends `request` to both servers, compares the replies per `marker`, records a
     /// mismatch and resyncs both connections when they differ.
-    fn check(
-        &mut self,
-        line: usize,
-        text: &str,
-        request: &[u8],
-        marker: Marker,
-    ) -> Result<(), Abandoned> {
+    fn check(&mut self, line: usize, text: &str, request: &[u8], marker: Marker) -> Result<(), Abandoned> {
         self.exchanges += 1;
         let a = self.redis.exchange(request);
         let b = self.other.exchange(request);
@@ -202,13 +186,7 @@ impl Run {
         if same {
             return Ok(());
         }
-        self.mismatches.push(Mismatch {
-            protocol: self.protocol,
-            line,
-            command: text.to_string(),
-            redis: show(&a),
-            other: show(&b),
-        });
+        self.mismatches.push(Mismatch { protocol: self.protocol, line, command: text.to_string(), redis: show(&a), other: show(&b) });
         let token = format!("__meridian_diff_resync_{}_{}__", self.protocol, self.exchanges);
         for side in [&mut self.redis, &mut self.other] {
             if let Err(e) = side.resync(&token, self.protocol) {
@@ -230,21 +208,12 @@ impl Run {
             // Only the shape: the map holds the server's name, version and client id.
             self.check(0, "HELLO 3 (harness)", &hello(3), Marker::TypeOnly)?;
         }
-        self.check(
-            0,
-            "FLUSHALL (harness)",
-            &encode_command(&[b"FLUSHALL".to_vec()]),
-            Marker::Exact,
-        )?;
+        self.check(0, "FLUSHALL (harness)", &encode_command(&[b"FLUSHALL".to_vec()]), Marker::Exact)?;
         for line in lines {
             match &line.step {
-                Step::Command { marker, args } => {
-                    self.check(line.number, &line.text, &encode_command(args), *marker)?
-                }
+                Step::Command { marker, args } => self.check(line.number, &line.text, &encode_command(args), *marker)?,
                 Step::Sleep(pause) => std::thread::sleep(*pause),
-                Step::Protocol => {
-                    self.check(line.number, &line.text, &hello(self.protocol), Marker::Ignore)?
-                }
+                Step::Protocol => self.check(line.number, &line.text, &hello(self.protocol), Marker::Ignore)?,
             }
         }
         Ok(())
@@ -266,8 +235,7 @@ fn run_script(lines: &[Line], protocol: u8, redis_addr: &str, other: &Target) ->
 }
 
 fn report(mismatches: &[Mismatch], other_name: &str) -> String {
-    let mut s =
-        format!("{} mismatch(es) between redis-server and {other_name}:\n", mismatches.len());
+    let mut s = format!("{} mismatch(es) between redis-server and {other_name}:\n", mismatches.len());
     for m in mismatches {
         s.push_str(&format!(
             "\nRESP{} line {}: {}\n    redis:    {}\n    {other_name}: {}\n",
@@ -317,9 +285,8 @@ fn redis_or_skip(test: &str) -> Option<common::ServerGuard> {
 }
 
 fn script_path() -> String {
-    std::env::var("MERIDIAN_DIFF_SCRIPT").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/differential/commands.txt").to_string()
-    })
+    std::env::var("MERIDIAN_DIFF_SCRIPT")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/tests/differential/commands.txt").to_string())
 }
 
 #[test]
@@ -473,11 +440,7 @@ fn run_raw(redis_addr: &str, other: &Target, protocol: u8) -> Vec<String> {
     let open = |name, addr: &str| Side::open(name, addr, protocol).expect("connect");
     let mut failures = Vec::new();
     let mut compare = |request: &[u8], redis: String, theirs: String| {
-        let line = format!(
-            "RESP{protocol} raw {}\n    redis:    {redis}\n    {}: {theirs}",
-            escape(request),
-            other.name
-        );
+        let line = format!("RESP{protocol} raw {}\n    redis:    {redis}\n    {}: {theirs}", escape(request), other.name);
         if dump {
             println!("{line}");
         }

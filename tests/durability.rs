@@ -2,7 +2,6 @@
 
 mod common;
 
-
 /// Start meridian on `data_dir` (kept across restarts), with two shards; its log goes
 /// next to the data dir.
 fn spawn(data_dir: &std::path::Path, extra: &[&str]) -> common::ServerGuard {

@@ -161,8 +161,16 @@ fn errors_inside_a_pipeline_keep_their_position_and_the_connection_open() {
     assert_eq!(replies.len(), 8);
     assert_eq!(replies[0], Value::Okay);
     assert_eq!(replies[1], Value::Int(2));
-    assert!(matches!(&replies[2], Value::ServerError(e) if e.details() == Some("wrong number of arguments for 'get' command")), "{:?}", replies[2]);
-    assert!(matches!(&replies[3], Value::ServerError(e) if e.details() == Some("value is not an integer or out of range")), "{:?}", replies[3]);
+    assert!(
+        matches!(&replies[2], Value::ServerError(e) if e.details() == Some("wrong number of arguments for 'get' command")),
+        "{:?}",
+        replies[2]
+    );
+    assert!(
+        matches!(&replies[3], Value::ServerError(e) if e.details() == Some("value is not an integer or out of range")),
+        "{:?}",
+        replies[3]
+    );
     assert!(matches!(&replies[4], Value::ServerError(e) if e.code() == "ERR"), "{:?}", replies[4]);
     assert_eq!(replies[5], Value::Int(3));
     assert!(matches!(&replies[6], Value::ServerError(e) if e.details() == Some("DB index is out of range")), "{:?}", replies[6]);

@@ -159,7 +159,12 @@ fn scan_with_count_10_returns_every_key_despite_concurrent_inserts_and_deletes()
 
     eprintln!("SCAN made {calls} calls while {written} noise keys were written");
     let missing: Vec<&String> = originals.iter().filter(|k| !seen.contains(*k)).collect();
-    assert!(missing.is_empty(), "{} of 5000 keys never returned by SCAN ({calls} calls), e.g. {:?}", missing.len(), &missing[..missing.len().min(5)]);
+    assert!(
+        missing.is_empty(),
+        "{} of 5000 keys never returned by SCAN ({calls} calls), e.g. {:?}",
+        missing.len(),
+        &missing[..missing.len().min(5)]
+    );
 }
 
 #[test]
@@ -310,7 +315,8 @@ fn hash_tagged_keys_share_a_shard_and_multi_key_commands_on_them_work() {
     let home = shard_of(tagged[0].as_bytes(), SHARDS);
     assert!(tagged.iter().all(|k| shard_of(k.as_bytes(), SHARDS) == home), "hash tags pick one shard");
 
-    let ok: Value = redis::cmd("MSET").arg("{user}:name").arg("ada").arg("{user}:email").arg("ada@example.com").query(&mut con).expect("MSET");
+    let ok: Value =
+        redis::cmd("MSET").arg("{user}:name").arg("ada").arg("{user}:email").arg("ada@example.com").query(&mut con).expect("MSET");
     assert_eq!(ok, Value::Okay);
     let visits: i64 = redis::cmd("INCRBY").arg("{user}:visits").arg(5).query(&mut con).expect("INCRBY");
     assert_eq!(visits, 5);

@@ -87,7 +87,11 @@ fn malformed_resp_gets_a_protocol_error_and_a_closed_connection() {
         ("unbalanced double quote inline", b"SET \"abc\r\n", "-ERR Protocol error: unbalanced quotes in request\r\n"),
         ("unbalanced single quote inline", b"ECHO 'it\r\n", "-ERR Protocol error: unbalanced quotes in request\r\n"),
         ("closing quote glued to text", b"SET \"a\"b c\r\n", "-ERR Protocol error: unbalanced quotes in request\r\n"),
-        ("commands before the garbage are answered first", b"PING\r\n*1\r\n$4\r\nPING\r\n*x\r\nPING\r\n", "+PONG\r\n+PONG\r\n-ERR Protocol error: invalid multibulk length\r\n"),
+        (
+            "commands before the garbage are answered first",
+            b"PING\r\n*1\r\n$4\r\nPING\r\n*x\r\nPING\r\n",
+            "+PONG\r\n+PONG\r\n-ERR Protocol error: invalid multibulk length\r\n",
+        ),
     ];
     for (name, input, expected) in cases {
         let (reply, end) = exchange(&server, input);

@@ -118,7 +118,8 @@ fn mset_then_mget_across_shards_returns_values_in_request_order_with_nils_for_mi
     }
 
     // A later MSET overwrites across shards, and a repeated key takes its last value.
-    let ok: Value = redis::cmd("MSET").arg(&keys[0]).arg("a").arg(&keys[1]).arg("b").arg(&keys[0]).arg("c").query(&mut con).expect("MSET again");
+    let ok: Value =
+        redis::cmd("MSET").arg(&keys[0]).arg("a").arg(&keys[1]).arg("b").arg(&keys[0]).arg("c").query(&mut con).expect("MSET again");
     assert_eq!(ok, Value::Okay);
     let values: Vec<String> = redis::cmd("MGET").arg(&keys[0]).arg(&keys[1]).arg(&keys[0]).query(&mut con).expect("MGET again");
     assert_eq!(values, vec!["c", "b", "c"]);
@@ -130,7 +131,12 @@ fn msetnx_across_shards_sets_all_keys_or_none() {
     let mut con = connect(&server);
     let keys = keys_spread_over_shards("nx:", 16, SHARDS);
     // The pre-existing key lives on another shard than the first key of the command.
-    let blocker = keys.iter().rev().find(|k| shard_of(k.as_bytes(), SHARDS) != shard_of(keys[0].as_bytes(), SHARDS)).expect("a key elsewhere").clone();
+    let blocker = keys
+        .iter()
+        .rev()
+        .find(|k| shard_of(k.as_bytes(), SHARDS) != shard_of(keys[0].as_bytes(), SHARDS))
+        .expect("a key elsewhere")
+        .clone();
     let _: () = redis::cmd("SET").arg(&blocker).arg("old").query(&mut con).expect("SET blocker");
 
     let mut msetnx = redis::cmd("MSETNX");

@@ -46,7 +46,9 @@ impl FaultWeights {
                 "clock-drift" | "clock_drift" => &mut weights.clock_drift,
                 "partition" => &mut weights.partition,
                 "slow-link" | "slow_link" => &mut weights.slow_link,
-                other => return Err(format!("unknown fault class {other:?} (crash, pause, clock-jump, clock-drift, partition, slow-link)")),
+                other => {
+                    return Err(format!("unknown fault class {other:?} (crash, pause, clock-jump, clock-drift, partition, slow-link)"));
+                }
             };
             *slot = value;
         }

@@ -204,7 +204,10 @@ impl Model {
                     },
                 };
                 let Some(next) = current.checked_add(*by) else { return errors::error(errors::OVERFLOW) };
-                self.keys.insert(key.clone(), ModelEntry { value: next.to_string().into_bytes(), expire_at_ms: entry.and_then(|e| e.expire_at_ms) });
+                self.keys.insert(
+                    key.clone(),
+                    ModelEntry { value: next.to_string().into_bytes(), expire_at_ms: entry.and_then(|e| e.expire_at_ms) },
+                );
                 Frame::Integer(next)
             }
             KeyCommand::IncrByFloat { key, by } => {

@@ -15,12 +15,12 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::faults::FaultWeights;
+use crate::model::{Model, ModelEntry};
 use crate::storage::{self, NodeStorage};
+use crate::workload;
 use meridian::persistence::recovery::Recovered;
 use meridian::persistence::store::StoreResult;
 use meridian::persistence::streamer::Streamer;
-use crate::model::{Model, ModelEntry};
-use crate::workload;
 
 /// Simulated wall-clock time starts here (a realistic Unix time in ms).
 const EPOCH_MS: u64 = 1_700_000_000_000;
@@ -148,17 +148,38 @@ struct Cut {
 }
 
 enum Event {
-    Issue { client: usize },
-    Request { client: usize, node: usize, incarnation: u32, args: Vec<Bytes> },
-    Reply { client: usize, node: usize },
-    Tick { node: usize },
+    Issue {
+        client: usize,
+    },
+    Request {
+        client: usize,
+        node: usize,
+        incarnation: u32,
+        args: Vec<Bytes>,
+    },
+    Reply {
+        client: usize,
+        node: usize,
+    },
+    Tick {
+        node: usize,
+    },
     Fault,
-    Restart { node: usize },
-    Heal { partition: u64 },
+    Restart {
+        node: usize,
+    },
+    Heal {
+        partition: u64,
+    },
     /// The node's persistence driver runs: drain deltas, start a store operation.
-    Persist { node: usize },
+    Persist {
+        node: usize,
+    },
     /// The store operation in flight for this node completes.
-    StoreDone { node: usize, incarnation: u32 },
+    StoreDone {
+        node: usize,
+        incarnation: u32,
+    },
 }
 
 struct Sim {
@@ -205,7 +226,13 @@ impl Sim {
                 clock_offset_ms: 0,
                 drift_ppm: 0,
                 drift_anchor_ms: 0,
-                storage: NodeStorage { streamer: Some(Streamer::new(storage::streamer_config(i as NodeId + 1), &Recovered { next_segment: 1, ..Recovered::default() })), ..NodeStorage::default() },
+                storage: NodeStorage {
+                    streamer: Some(Streamer::new(
+                        storage::streamer_config(i as NodeId + 1),
+                        &Recovered { next_segment: 1, ..Recovered::default() },
+                    )),
+                    ..NodeStorage::default()
+                },
             })
             .collect();
         let clients = (0..cfg.clients).map(|i| Client { region: i % cfg.nodes, in_flight: false }).collect();
@@ -379,10 +406,11 @@ impl Sim {
         let (actual, expected) = self.execute(node, args);
         self.log(format!("c{client} n{node} {line} -> {actual:?}"));
         if let Some(expected) = expected
-            && actual != expected {
-                self.fail(format!("n{node} answered {actual:?} to `{line}`, the model says {expected:?}"));
-                return;
-            }
+            && actual != expected
+        {
+            self.fail(format!("n{node} answered {actual:?} to `{line}`, the model says {expected:?}"));
+            return;
+        }
         let region = self.nodes[node].region;
         self.send(region, client_region, Event::Reply { client, node });
     }
@@ -489,9 +517,10 @@ impl Sim {
                 n.model = Model::default();
                 n.storage.streamer = None;
                 if let Some(op) = n.storage.in_flight.take()
-                    && lands {
-                        n.storage.store.execute(op);
-                    }
+                    && lands
+                {
+                    n.storage.store.execute(op);
+                }
                 let down_ms = self.rng.random_range(50..1_000);
                 self.log(format!("n{node} crash (restart in {down_ms} ms)"));
                 self.schedule(self.now + down_ms, Event::Restart { node });
@@ -731,5 +760,12 @@ pub fn run(cfg: SimConfig) -> Outcome {
             .unwrap_or_else(|| "unknown panic".into());
         sim.fail(format!("panic: {message}"));
     }
-    Outcome { seed, failure: sim.failure.clone(), events: sim.events, sim_ms: sim.now, trace_hash: sim.trace_hash, trace: sim.trace.into_iter().collect() }
+    Outcome {
+        seed,
+        failure: sim.failure.clone(),
+        events: sim.events,
+        sim_ms: sim.now,
+        trace_hash: sim.trace_hash,
+        trace: sim.trace.into_iter().collect(),
+    }
 }

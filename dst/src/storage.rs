@@ -66,9 +66,10 @@ impl NodeStorage {
     pub fn durable_model(&self, recovered: &Recovered) -> Model {
         let first = recovered.manifest.first_segment.max(1);
         if recovered.segments_replayed == 0
-            && let Some((seq, _)) = recovered.manifest.checkpoint {
-                return self.checkpoint_snapshots.get(&seq).cloned().unwrap_or_default();
-            }
+            && let Some((seq, _)) = recovered.manifest.checkpoint
+        {
+            return self.checkpoint_snapshots.get(&seq).cloned().unwrap_or_default();
+        }
         let last = if recovered.segments_replayed > 0 { first + recovered.segments_replayed - 1 } else { first - 1 };
         if last == 0 {
             return Model::default();
@@ -88,9 +89,10 @@ impl NodeStorage {
     pub fn note_op(&mut self, op: &StoreOp, model: &Model, node: u16) {
         if let StoreOp::Put { path, .. } = op
             && path.starts_with(&layout::segments_prefix(node))
-                && let Some(seq) = layout::trailing_number(path) {
-                    // A retried put carries the same segment: keep the model of its cut.
-                    self.snapshots.entry(seq).or_insert_with(|| model.clone());
-                }
+            && let Some(seq) = layout::trailing_number(path)
+        {
+            // A retried put carries the same segment: keep the model of its cut.
+            self.snapshots.entry(seq).or_insert_with(|| model.clone());
+        }
     }
 }

@@ -42,13 +42,19 @@ fn ci_sweep_of_10000_seeds_passes() {
     let threads: Vec<_> = (0..2u64)
         .map(|t| {
             std::thread::spawn(move || {
-                (0..seeds).filter(|s| s % 2 == t).filter_map(|seed| run(SimConfig { seed, ..SimConfig::default() }).failure.map(|f| (seed, f))).collect::<Vec<_>>()
+                (0..seeds)
+                    .filter(|s| s % 2 == t)
+                    .filter_map(|seed| run(SimConfig { seed, ..SimConfig::default() }).failure.map(|f| (seed, f)))
+                    .collect::<Vec<_>>()
             })
         })
         .collect();
     let failures: Vec<(u64, String)> = threads.into_iter().flat_map(|t| t.join().expect("sweep thread")).collect();
     println!("dst ci sweep: seeds={seeds} failed={} seconds={:.1}", failures.len(), started.elapsed().as_secs_f64());
     if let Some((seed, reason)) = failures.first() {
-        panic!("{} seeds failed; first: seed {seed}: {reason}\nreplay: cargo run -p dst --release -- --seed {seed} --trace", failures.len());
+        panic!(
+            "{} seeds failed; first: seed {seed}: {reason}\nreplay: cargo run -p dst --release -- --seed {seed} --trace",
+            failures.len()
+        );
     }
 }

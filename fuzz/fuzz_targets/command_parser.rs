@@ -25,23 +25,14 @@ const ARGS_MAX: usize = 64;
 fuzz_target!(|data: &[u8]| {
     // `split` yields at least one (possibly empty) piece, and parse_command requires a
     // non-empty argument list.
-    let args: Vec<Bytes> = data
-        .split(|&b| b == 0)
-        .take(ARGS_MAX)
-        .map(Bytes::copy_from_slice)
-        .collect();
+    let args: Vec<Bytes> = data.split(|&b| b == 0).take(ARGS_MAX).map(Bytes::copy_from_slice).collect();
     assert!(!args.is_empty() && args.len() <= ARGS_MAX);
 
     let parsed = parse_command(args.clone());
     match &parsed {
         Ok(_) => {
             let spec = table::lookup(&args[0]).expect("a command not in the table was accepted");
-            assert!(
-                spec.arity_ok(args.len()),
-                "{} accepted with {} arguments",
-                spec.name,
-                args.len()
-            );
+            assert!(spec.arity_ok(args.len()), "{} accepted with {} arguments", spec.name, args.len());
         }
         Err(frame) => check_error_reply(frame),
     }
@@ -63,24 +54,17 @@ fn check_error_reply(frame: &Frame) {
     let Frame::Error(text) = frame else {
         panic!("parse_command refused with a non-error frame: {frame:?}");
     };
-    assert!(
-        text.first().is_some_and(u8::is_ascii_uppercase),
-        "error reply without an upper-case code: {text:?}"
-    );
+    assert!(text.first().is_some_and(u8::is_ascii_uppercase), "error reply without an upper-case code: {text:?}");
     let mut out = BytesMut::new();
     encode(frame, Protocol::Resp2, &mut out);
     assert!(out.starts_with(b"-") && out.ends_with(b"\r\n"));
     let body = &out[1..out.len() - 2];
-    assert!(
-        multiline_errors_allowed() || !body.iter().any(|&b| b == b'\r' || b == b'\n'),
-        "error reply spans more than one line: {out:?}"
-    );
+    assert!(multiline_errors_allowed() || !body.iter().any(|&b| b == b'\r' || b == b'\n'), "error reply spans more than one line: {out:?}");
 }
 
 /// Whether `FUZZ_ALLOW_MULTILINE_ERRORS=1` is set: it turns off the one-line error
 /// check so the other checks can be fuzzed at full speed while that bug is open.
 fn multiline_errors_allowed() -> bool {
     static ALLOWED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ALLOWED
-        .get_or_init(|| std::env::var_os("FUZZ_ALLOW_MULTILINE_ERRORS").is_some_and(|v| v == "1"))
+    *ALLOWED.get_or_init(|| std::env::var_os("FUZZ_ALLOW_MULTILINE_ERRORS").is_some_and(|v| v == "1"))
 }

@@ -20,10 +20,7 @@
 use bytes::{Bytes, BytesMut};
 use libfuzzer_sys::fuzz_target;
 use meridian::engine::kv::value::parse_i64;
-use meridian::protocol::parse::{
-    INLINE_LINE_BYTES_MAX, UNAUTHENTICATED_ARGS_MAX, UNAUTHENTICATED_BULK_BYTES_MAX,
-    split_inline_args,
-};
+use meridian::protocol::parse::{INLINE_LINE_BYTES_MAX, UNAUTHENTICATED_ARGS_MAX, UNAUTHENTICATED_BULK_BYTES_MAX, split_inline_args};
 use meridian::protocol::{ParseLimits, ProtocolError, RequestParser};
 
 /// Small enough that the fuzzer reaches the limit paths with inputs of a few KiB.
@@ -50,16 +47,10 @@ enum End {
     Error(ProtocolError),
     /// Waiting for more bytes: how many are buffered and whether a multibulk is half
     /// received.
-    NeedMore {
-        leftover_bytes: usize,
-        mid_command: bool,
-    },
+    NeedMore { leftover_bytes: usize, mid_command: bool },
 }
 
-const DRAINED: End = End::NeedMore {
-    leftover_bytes: 0,
-    mid_command: false,
-};
+const DRAINED: End = End::NeedMore { leftover_bytes: 0, mid_command: false };
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < PREFIX_BYTES {
@@ -84,10 +75,7 @@ fuzz_target!(|data: &[u8]| {
     if input.len() <= INLINE_LINE_BYTES_MAX {
         let (first, second) = input.split_at(split_at);
         let split = parse_reads(&[first, second], &limits);
-        assert_eq!(
-            whole, split,
-            "one read and two reads split at {split_at} disagree"
-        );
+        assert_eq!(whole, split, "one read and two reads split at {split_at} disagree");
     }
 
     check_round_trip(&whole.commands, &limits);
@@ -104,56 +92,36 @@ fn parse_reads(reads: &[&[u8]], limits: &ParseLimits) -> Outcome {
         // yields at most n commands; more calls than that mean the parser is stuck.
         let calls_max = buf.len() + 1;
         for call in 0.. {
-            assert!(
-                call <= calls_max,
-                "parser returned more commands than bytes can hold"
-            );
+            assert!(call <= calls_max, "parser returned more commands than bytes can hold");
             let buffered_bytes = buf.len();
             match parser.next_command(&mut buf, limits) {
                 Ok(Some(args)) => {
-                    assert!(
-                        buf.len() < buffered_bytes,
-                        "a command was returned without consuming bytes"
-                    );
+                    assert!(buf.len() < buffered_bytes, "a command was returned without consuming bytes");
                     commands.push(args);
                 }
                 Ok(None) => break,
                 Err(error) => {
                     check_error_text(&error);
-                    return Outcome {
-                        commands,
-                        end: End::Error(error),
-                    };
+                    return Outcome { commands, end: End::Error(error) };
                 }
             }
         }
     }
-    Outcome {
-        commands,
-        end: End::NeedMore {
-            leftover_bytes: buf.len(),
-            mid_command: parser.is_mid_command(),
-        },
-    }
+    Outcome { commands, end: End::NeedMore { leftover_bytes: buf.len(), mid_command: parser.is_mid_command() } }
 }
 
 /// The connection replies `-ERR Protocol error: <text>\r\n`, so the text must be one
 /// line: a CR or LF in it would split the reply and desynchronise the client.
 fn check_error_text(error: &ProtocolError) {
     assert!(!error.0.is_empty(), "empty protocol error");
-    assert!(
-        multiline_errors_allowed() || !error.0.contains(['\r', '\n']),
-        "protocol error text spans lines: {:?}",
-        error.0
-    );
+    assert!(multiline_errors_allowed() || !error.0.contains(['\r', '\n']), "protocol error text spans lines: {:?}", error.0);
 }
 
 /// Whether `FUZZ_ALLOW_MULTILINE_ERRORS=1` is set: it turns off the one-line error
 /// check so the other checks can be fuzzed at full speed while that bug is open.
 fn multiline_errors_allowed() -> bool {
     static ALLOWED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ALLOWED
-        .get_or_init(|| std::env::var_os("FUZZ_ALLOW_MULTILINE_ERRORS").is_some_and(|v| v == "1"))
+    *ALLOWED.get_or_init(|| std::env::var_os("FUZZ_ALLOW_MULTILINE_ERRORS").is_some_and(|v| v == "1"))
 }
 
 /// Re-parse `input` one command at a time to learn how each command was framed, and
@@ -165,30 +133,15 @@ fn check_commands(input: &[u8], outcome: &Outcome, limits: &ParseLimits) {
         let offset = input.len() - buf.len();
         let multibulk = next_is_multibulk(&input[offset..]);
         let next = parser.next_command(&mut buf, limits);
-        assert_eq!(
-            next.as_ref().ok().and_then(|c| c.as_ref()),
-            Some(args),
-            "replay diverged"
-        );
+        assert_eq!(next.as_ref().ok().and_then(|c| c.as_ref()), Some(args), "replay diverged");
         assert!(!args.is_empty(), "an empty command was returned");
-        let arg_bytes_max = if multibulk {
-            limits.bulk_bytes_max
-        } else {
-            INLINE_LINE_BYTES_MAX
-        };
+        let arg_bytes_max = if multibulk { limits.bulk_bytes_max } else { INLINE_LINE_BYTES_MAX };
         for arg in args {
-            assert!(
-                arg.len() <= arg_bytes_max,
-                "argument of {} bytes (multibulk: {multibulk})",
-                arg.len()
-            );
+            assert!(arg.len() <= arg_bytes_max, "argument of {} bytes (multibulk: {multibulk})", arg.len());
         }
         if multibulk {
             let command_bytes: usize = args.iter().map(Bytes::len).sum();
-            assert!(
-                command_bytes <= limits.query_bytes_max,
-                "multibulk command of {command_bytes} bytes"
-            );
+            assert!(command_bytes <= limits.query_bytes_max, "multibulk command of {command_bytes} bytes");
             assert!(
                 !limits.unauthenticated || args.len() as i64 <= UNAUTHENTICATED_ARGS_MAX,
                 "unauthenticated multibulk of {} arguments",
@@ -253,25 +206,12 @@ fn check_round_trip(commands: &[Vec<Bytes>], limits: &ParseLimits) {
         // Inline commands may exceed bulk_bytes_max and the unauthenticated argument
         // count (Redis applies neither to inline commands), so those re-parse under the
         // defaults.
-        let limits = if fits(args, limits) {
-            *limits
-        } else {
-            ParseLimits::default()
-        };
+        let limits = if fits(args, limits) { *limits } else { ParseLimits::default() };
         let again = parse_reads(&[&encoded], &limits);
-        let expected = Outcome {
-            commands: vec![args.clone()],
-            end: DRAINED,
-        };
+        let expected = Outcome { commands: vec![args.clone()], end: DRAINED };
         assert_eq!(again, expected, "a re-encoded command did not parse back");
     }
     let again = parse_reads(&[&pipeline], &ParseLimits::default());
-    let expected = Outcome {
-        commands: commands.to_vec(),
-        end: DRAINED,
-    };
-    assert_eq!(
-        again, expected,
-        "the re-encoded pipeline did not parse back"
-    );
+    let expected = Outcome { commands: commands.to_vec(), end: DRAINED };
+    assert_eq!(again, expected, "the re-encoded pipeline did not parse back");
 }

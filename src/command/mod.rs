@@ -82,19 +82,58 @@ pub enum TimeUnit {
 #[derive(Clone, Debug, PartialEq)]
 pub enum KeyCommand {
     Get(Bytes),
-    Set { key: Bytes, value: Bytes, condition: SetCondition, ttl: TtlChange, reply: SetReply, command: &'static str },
+    Set {
+        key: Bytes,
+        value: Bytes,
+        condition: SetCondition,
+        ttl: TtlChange,
+        reply: SetReply,
+        command: &'static str,
+    },
     GetDel(Bytes),
-    GetEx { key: Bytes, ttl: GetExTtl },
-    Append { key: Bytes, value: Bytes },
+    GetEx {
+        key: Bytes,
+        ttl: GetExTtl,
+    },
+    Append {
+        key: Bytes,
+        value: Bytes,
+    },
     StrLen(Bytes),
-    GetRange { key: Bytes, start: i64, end: i64 },
-    SetRange { key: Bytes, offset: usize, value: Bytes },
-    IncrBy { key: Bytes, by: i64 },
-    IncrByFloat { key: Bytes, by: f64 },
+    GetRange {
+        key: Bytes,
+        start: i64,
+        end: i64,
+    },
+    SetRange {
+        key: Bytes,
+        offset: usize,
+        value: Bytes,
+    },
+    IncrBy {
+        key: Bytes,
+        by: i64,
+    },
+    IncrByFloat {
+        key: Bytes,
+        by: f64,
+    },
     /// EXPIRE family; `ms` is a unix time when `absolute`, else relative to now.
-    Expire { key: Bytes, ms: i64, absolute: bool, condition: ExpireCondition, command: &'static str },
-    Ttl { key: Bytes, unit: TimeUnit },
-    ExpireTime { key: Bytes, unit: TimeUnit },
+    Expire {
+        key: Bytes,
+        ms: i64,
+        absolute: bool,
+        condition: ExpireCondition,
+        command: &'static str,
+    },
+    Ttl {
+        key: Bytes,
+        unit: TimeUnit,
+    },
+    ExpireTime {
+        key: Bytes,
+        unit: TimeUnit,
+    },
     Persist(Bytes),
     Type(Bytes),
     ObjectEncoding(Bytes),
@@ -147,8 +186,16 @@ pub enum MultiKeyCommand {
     Del(Vec<Bytes>),
     Exists(Vec<Bytes>),
     Touch(Vec<Bytes>),
-    Rename { src: Bytes, dst: Bytes, nx: bool },
-    Copy { src: Bytes, dst: Bytes, replace: bool },
+    Rename {
+        src: Bytes,
+        dst: Bytes,
+        nx: bool,
+    },
+    Copy {
+        src: Bytes,
+        dst: Bytes,
+        replace: bool,
+    },
 }
 
 /// Commands over the whole keyspace (every shard).
@@ -170,7 +217,12 @@ pub enum ClientCommand {
     List,
     Info,
     /// By address (`CLIENT KILL addr` or `ADDR addr`), by id, or both.
-    Kill { addr: Option<Bytes>, id: Option<u64>, legacy: bool, skip_me: bool },
+    Kill {
+        addr: Option<Bytes>,
+        id: Option<u64>,
+        legacy: bool,
+        skip_me: bool,
+    },
     SetInfo,
     Help,
 }
@@ -201,8 +253,15 @@ pub enum ConfigCommand {
 pub enum Command {
     Ping(Option<Bytes>),
     Echo(Bytes),
-    Hello { protover: Option<i64>, auth: Option<(Bytes, Bytes)>, setname: Option<Bytes> },
-    Auth { user: Option<Bytes>, password: Bytes },
+    Hello {
+        protover: Option<i64>,
+        auth: Option<(Bytes, Bytes)>,
+        setname: Option<Bytes>,
+    },
+    Auth {
+        user: Option<Bytes>,
+        password: Bytes,
+    },
     Select(i64),
     Quit,
     Reset,
@@ -212,7 +271,11 @@ pub enum Command {
     Config(ConfigCommand),
     Time,
     /// WAITAOF numlocal numreplicas timeout_ms.
-    WaitAof { local: i64, replicas: i64, timeout_ms: i64 },
+    WaitAof {
+        local: i64,
+        replicas: i64,
+        timeout_ms: i64,
+    },
     Keyspace(KeyspaceCommand),
     Multi(MultiKeyCommand),
     Key(KeyCommand),

@@ -126,11 +126,9 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
         CmdId::Del | CmdId::Unlink => Ok(Command::Multi(MultiKeyCommand::Del(args.split_off(1)))),
         CmdId::Exists => Ok(Command::Multi(MultiKeyCommand::Exists(args.split_off(1)))),
         CmdId::Touch => Ok(Command::Multi(MultiKeyCommand::Touch(args.split_off(1)))),
-        CmdId::Rename | CmdId::RenameNx => Ok(Command::Multi(MultiKeyCommand::Rename {
-            src: take(a, 1),
-            dst: take(a, 2),
-            nx: spec.id == CmdId::RenameNx,
-        })),
+        CmdId::Rename | CmdId::RenameNx => {
+            Ok(Command::Multi(MultiKeyCommand::Rename { src: take(a, 1), dst: take(a, 2), nx: spec.id == CmdId::RenameNx }))
+        }
         CmdId::Copy => parse_copy(a),
 
         CmdId::DbSize => Ok(Command::Keyspace(KeyspaceCommand::DbSize)),
@@ -329,10 +327,8 @@ fn parse_copy(a: &mut [Bytes]) -> Parsed {
 }
 
 fn parse_scan(a: &mut [Bytes]) -> Parsed {
-    let cursor = std::str::from_utf8(&a[1])
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-        .ok_or_else(|| Frame::static_error("ERR invalid cursor"))?;
+    let cursor =
+        std::str::from_utf8(&a[1]).ok().and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| Frame::static_error("ERR invalid cursor"))?;
     let mut pattern = None;
     let mut count = 10usize;
     let mut type_name = None;
@@ -408,7 +404,9 @@ fn parse_client(a: &mut [Bytes]) -> Parsed {
                 let mut skip_me = true;
                 for pair in a[2..].chunks(2) {
                     if eq(&pair[0], "id") {
-                        let n = parse_i64(&pair[1]).filter(|&n| n > 0).ok_or_else(|| Frame::static_error("ERR client-id should be greater than 0"))?;
+                        let n = parse_i64(&pair[1])
+                            .filter(|&n| n > 0)
+                            .ok_or_else(|| Frame::static_error("ERR client-id should be greater than 0"))?;
                         id = Some(n as u64);
                     } else if eq(&pair[0], "addr") {
                         addr = Some(pair[1].clone());

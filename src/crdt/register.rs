@@ -85,10 +85,7 @@ impl<T: Clone + PartialEq> MvRegister<T> {
         }
         for entry in &other.entries {
             let in_self = self.entries.iter().any(|s| s.0 == entry.0);
-            debug_assert!(
-                !in_self || self.entries.iter().any(|s| s.0 == entry.0 && s.1 == entry.1),
-                "one dot must name one value"
-            );
+            debug_assert!(!in_self || self.entries.iter().any(|s| s.0 == entry.0 && s.1 == entry.1), "one dot must name one value");
             if !in_self && !self_ctx.covers(entry.0) {
                 merged.push(entry.clone());
             }

@@ -8,8 +8,8 @@ use bytes::Bytes;
 use crate::crdt::counter::Slot;
 use crate::crdt::ttl::TtlWrite;
 use crate::crdt::{Dot, Hlc, VersionVector};
-use crate::engine::kv::value::{KeyStateParts, StrVal};
 use crate::engine::kv::KeyState;
+use crate::engine::kv::value::{KeyStateParts, StrVal};
 use crate::shard::Delta;
 
 /// Entries of one collection inside a key state at most (concurrent values, slots:

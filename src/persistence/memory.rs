@@ -24,9 +24,9 @@ impl MemoryStore {
                 StoreResult::Stored
             }
             StoreOp::Get { path } => self.objects.get(&path).cloned().map_or(StoreResult::NotFound, StoreResult::Data),
-            StoreOp::List { prefix } => {
-                StoreResult::Listing(self.objects.range(prefix.clone()..).take_while(|(k, _)| k.starts_with(&prefix)).map(|(k, _)| k.clone()).collect())
-            }
+            StoreOp::List { prefix } => StoreResult::Listing(
+                self.objects.range(prefix.clone()..).take_while(|(k, _)| k.starts_with(&prefix)).map(|(k, _)| k.clone()).collect(),
+            ),
             StoreOp::Delete { path } => match self.objects.remove(&path) {
                 Some(_) => StoreResult::Deleted,
                 None => StoreResult::NotFound,

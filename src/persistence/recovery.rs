@@ -145,7 +145,9 @@ impl Recovery {
                         self.phase = if part + 1 < parts { Phase::GetCheckpointPart(part + 1) } else { Phase::ListSegments };
                         Step::Apply(deltas)
                     }
-                    Ok((h, _)) => Step::Failed(format!("checkpoint object {path} holds node {} seq {} part {}", h.node_id, h.sequence, h.part)),
+                    Ok((h, _)) => {
+                        Step::Failed(format!("checkpoint object {path} holds node {} seq {} part {}", h.node_id, h.sequence, h.part))
+                    }
                     // A checkpoint is the base everything else builds on: no partial accept.
                     Err(e) => Step::Failed(format!("checkpoint object {path} is corrupt: {e}")),
                 }
@@ -173,13 +175,17 @@ impl Recovery {
                     self.segments.push_back(seq);
                     expected += 1;
                 }
-                if self.segments.len() < wanted.len() || (wanted.first().is_some_and(|&s| s != first) && self.out.manifest.checkpoint.is_some()) {
+                if self.segments.len() < wanted.len()
+                    || (wanted.first().is_some_and(|&s| s != first) && self.out.manifest.checkpoint.is_some())
+                {
                     let missing = layout::segment_path(self.node, expected);
                     self.out.manifest.first_segment = first;
                     // Replay what is contiguous, then stop at the gap.
                     let gap = format!("segment {missing} is missing (segments after it exist)");
                     if !self.accept_loss {
-                        return Step::Failed(format!("{gap}; refusing to start with a partial state (restart with --accept-data-loss to keep what can be recovered)"));
+                        return Step::Failed(format!(
+                            "{gap}; refusing to start with a partial state (restart with --accept-data-loss to keep what can be recovered)"
+                        ));
                     }
                     self.out.loss = Some(gap);
                 }

@@ -28,7 +28,8 @@ pub fn parse_time(text: &str) -> Result<u64, String> {
     }
     let bad = || format!("expected unix milliseconds or RFC 3339 (2026-11-22T23:05:00Z), got {text:?}");
     let b = text.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !(b[10] == b'T' || b[10] == b't' || b[10] == b' ') || b[13] != b':' || b[16] != b':' {
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !(b[10] == b'T' || b[10] == b't' || b[10] == b' ') || b[13] != b':' || b[16] != b':'
+    {
         return Err(bad());
     }
     let num = |range: std::ops::Range<usize>| -> Result<i64, String> { text.get(range).and_then(|s| s.parse().ok()).ok_or_else(bad) };

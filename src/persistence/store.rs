@@ -7,11 +7,21 @@ use bytes::Bytes;
 #[derive(Clone, Debug, PartialEq)]
 pub enum StoreOp {
     /// Write an object; with `create_only`, fail if it exists (fencing).
-    Put { path: String, data: Bytes, create_only: bool },
-    Get { path: String },
+    Put {
+        path: String,
+        data: Bytes,
+        create_only: bool,
+    },
+    Get {
+        path: String,
+    },
     /// Every path under a prefix.
-    List { prefix: String },
-    Delete { path: String },
+    List {
+        prefix: String,
+    },
+    Delete {
+        path: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]

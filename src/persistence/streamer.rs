@@ -277,7 +277,8 @@ impl Streamer {
         if self.checkpoint.is_none() {
             // Old objects are deleted before a new checkpoint starts, so that at most two
             // checkpoints (and the segments since the older) exist at any time.
-            if self.segments_since_checkpoint >= self.cfg.checkpoint_every_segments && self.pending.is_empty() && self.deletions.is_empty() {
+            if self.segments_since_checkpoint >= self.cfg.checkpoint_every_segments && self.pending.is_empty() && self.deletions.is_empty()
+            {
                 // Every delta before `seq` is in segments < seq and already applied to
                 // the shards the chunks are read from; replaying segments >= seq on top
                 // of this (fuzzy) checkpoint converges because merges are idempotent.
@@ -295,7 +296,8 @@ impl Streamer {
         if c.complete {
             let (seq, parts) = (c.seq, c.parts_written);
             let manifest = Manifest { node_id: node, epoch: self.manifest.epoch + 1, checkpoint: Some((seq, parts)), first_segment: seq };
-            let op = StoreOp::Put { path: layout::manifest_path(node, manifest.epoch), data: Bytes::from(manifest.encode()), create_only: true };
+            let op =
+                StoreOp::Put { path: layout::manifest_path(node, manifest.epoch), data: Bytes::from(manifest.encode()), create_only: true };
             return Some((InFlight::CheckpointManifest { manifest }, op));
         }
         None
@@ -328,15 +330,17 @@ impl Streamer {
                 }
             }
         };
-        if result == StoreResult::AlreadyExists && self.retried
-            && let StoreOp::Put { path, .. } = &op {
-                // Perhaps our own earlier attempt landed although it reported failure.
-                let get = StoreOp::Get { path: path.clone() };
-                self.verifying = Some(op);
-                self.in_flight = Some((in_flight, get));
-                self.retry_at_ms = Some(now_ms);
-                return;
-            }
+        if result == StoreResult::AlreadyExists
+            && self.retried
+            && let StoreOp::Put { path, .. } = &op
+        {
+            // Perhaps our own earlier attempt landed although it reported failure.
+            let get = StoreOp::Get { path: path.clone() };
+            self.verifying = Some(op);
+            self.in_flight = Some((in_flight, get));
+            self.retry_at_ms = Some(now_ms);
+            return;
+        }
         match (in_flight, result) {
             (InFlight::ClaimManifest { manifest }, StoreResult::Stored) => {
                 self.stats.puts += 1;
@@ -376,7 +380,10 @@ impl Streamer {
                 ));
             }
             (InFlight::CheckpointPart, StoreResult::AlreadyExists) => {
-                self.fence(format!("a checkpoint part of node {} already exists: another process is writing as this node id", self.cfg.node_id));
+                self.fence(format!(
+                    "a checkpoint part of node {} already exists: another process is writing as this node id",
+                    self.cfg.node_id
+                ));
             }
             (InFlight::Segment { seq, .. }, StoreResult::AlreadyExists) => {
                 self.fence(format!(

@@ -201,7 +201,12 @@ fn store_failures_are_retried_and_nothing_is_lost() {
         now += 100;
         if let Some(op) = streamer.poll(now) {
             // Fail every other attempt.
-            let result = if failures < 3 { failures += 1; StoreResult::Failed("503 slow down".into()) } else { store.execute(op) };
+            let result = if failures < 3 {
+                failures += 1;
+                StoreResult::Failed("503 slow down".into())
+            } else {
+                store.execute(op)
+            };
             streamer.complete(result, now);
         }
     }

@@ -221,12 +221,15 @@ pub fn split_inline_args(line: &[u8]) -> Option<Vec<Bytes>> {
         loop {
             if in_double {
                 let b = *line.get(i)?;
-                if b == b'\\' && i + 3 < line.len() && line[i + 1] == b'x'
-                    && let (Some(h), Some(l)) = (hex_value(line[i + 2]), hex_value(line[i + 3])) {
-                        current.push(h * 16 + l);
-                        i += 4;
-                        continue;
-                    }
+                if b == b'\\'
+                    && i + 3 < line.len()
+                    && line[i + 1] == b'x'
+                    && let (Some(h), Some(l)) = (hex_value(line[i + 2]), hex_value(line[i + 3]))
+                {
+                    current.push(h * 16 + l);
+                    i += 4;
+                    continue;
+                }
                 if b == b'\\' && i + 1 < line.len() {
                     i += 1;
                     current.push(match line[i] {

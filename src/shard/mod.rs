@@ -66,15 +66,30 @@ pub enum ShardOp {
     Del(Vec<Bytes>),
     CountExisting(Vec<Bytes>),
     Snapshot(Bytes),
-    Restore { key: Bytes, snapshot: KeySnapshot, replace: bool },
+    Restore {
+        key: Bytes,
+        snapshot: KeySnapshot,
+        replace: bool,
+    },
     /// RENAME/COPY with both keys on this shard.
-    Rename { src: Bytes, dst: Bytes, nx: bool },
-    Copy { src: Bytes, dst: Bytes, replace: bool },
+    Rename {
+        src: Bytes,
+        dst: Bytes,
+        nx: bool,
+    },
+    Copy {
+        src: Bytes,
+        dst: Bytes,
+        replace: bool,
+    },
     Keyspace(KeyspaceCommand),
     Stats,
     ResetStats,
     /// Up to `count` keys' full states from slot position `cursor` (checkpoints).
-    ExportChunk { cursor: u64, count: usize },
+    ExportChunk {
+        cursor: u64,
+        count: usize,
+    },
     /// The position of the newest recorded delta (WAITAOF's target).
     DeltaMark,
 }
@@ -99,12 +114,18 @@ pub enum ShardReply {
     Snapshot(Option<KeySnapshot>),
     Restored(bool),
     Keys(Vec<Bytes>),
-    ScanPage { keys: Vec<Bytes>, next: u64 },
+    ScanPage {
+        keys: Vec<Bytes>,
+        next: u64,
+    },
     RandomKey(Option<Bytes>),
     Count(i64),
     Stats(ShardStats),
     /// A checkpoint chunk and the next cursor (`SLOT_SPACE` when done).
-    Chunk { deltas: Vec<Delta>, next: u64 },
+    Chunk {
+        deltas: Vec<Delta>,
+        next: u64,
+    },
 }
 
 impl ShardReply {
@@ -188,9 +209,9 @@ impl Shard {
         let mut ctx = WriteCtx { clock, node: config.node_id, now_ms, string_bytes_max: config.string_bytes_max, deltas };
         let frame = match op {
             ShardOp::Key(cmd) => apply_key(kv, &mut ctx, cmd),
-            ShardOp::MGet(keys) => Frame::Array(
-                keys.iter().map(|k| kv.read_value(k, now_ms).map_or(Frame::Null, |v| Frame::Bulk(v.to_bytes()))).collect(),
-            ),
+            ShardOp::MGet(keys) => {
+                Frame::Array(keys.iter().map(|k| kv.read_value(k, now_ms).map_or(Frame::Null, |v| Frame::Bulk(v.to_bytes()))).collect())
+            }
             ShardOp::MSet(pairs) => {
                 for (key, value) in pairs {
                     kv.set(&mut ctx, key, value, SetCondition::Always, TtlChange::Clear, SetReply::Ok, "mset");

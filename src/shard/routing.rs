@@ -13,9 +13,10 @@ const ROUTE_HASH_SEED: u64 = 0x726f_7574_655f_6b65;
 pub fn routing_part(key: &[u8]) -> &[u8] {
     if let Some(open) = key.iter().position(|&b| b == b'{')
         && let Some(len) = key[open + 1..].iter().position(|&b| b == b'}')
-            && len > 0 {
-                return &key[open + 1..open + 1 + len];
-            }
+        && len > 0
+    {
+        return &key[open + 1..open + 1 + len];
+    }
     key
 }
 

@@ -54,9 +54,7 @@ impl ClientInfo {
     pub fn describe(&self) -> String {
         let age_s = self.created.elapsed().as_secs();
         let idle_s = age_s.saturating_sub(self.last_active_ms.load(Ordering::Relaxed) / 1000);
-        let cmd = crate::command::table::COMMANDS
-            .get(self.last_command.load(Ordering::Relaxed))
-            .map_or("NULL", |spec| spec.name);
+        let cmd = crate::command::table::COMMANDS.get(self.last_command.load(Ordering::Relaxed)).map_or("NULL", |spec| spec.name);
         format!(
             "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
             self.id,

@@ -263,7 +263,10 @@ impl Connection {
         self.replies.push(None);
         let reply = match parse_command_at(index, args) {
             Err(error) => Some(error),
-            Ok(command) if !self.authenticated && !matches!(command, Command::Auth { .. } | Command::Hello { .. } | Command::Quit | Command::Reset) => {
+            Ok(command)
+                if !self.authenticated
+                    && !matches!(command, Command::Auth { .. } | Command::Hello { .. } | Command::Quit | Command::Reset) =>
+            {
                 Some(errors::error(errors::NOAUTH))
             }
             Ok(Command::Key(command)) => {
@@ -535,8 +538,14 @@ impl Connection {
             ClientCommand::Help => Frame::Array(
                 [
                     "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                    "ID", "GETNAME", "SETNAME <name>", "SETINFO <attr> <value>", "INFO", "LIST",
-                    "KILL <ip:port> | KILL [ID <id>] [ADDR <ip:port>] [SKIPME yes|no]", "HELP",
+                    "ID",
+                    "GETNAME",
+                    "SETNAME <name>",
+                    "SETINFO <attr> <value>",
+                    "INFO",
+                    "LIST",
+                    "KILL <ip:port> | KILL [ID <id>] [ADDR <ip:port>] [SKIPME yes|no]",
+                    "HELP",
                 ]
                 .iter()
                 .map(|l| Frame::simple(l))

@@ -260,7 +260,12 @@ pub async fn keyspace(access: &ShardAccess, command: KeyspaceCommand, random_pic
             let mut keys = Vec::new();
             let mut next_cursor = 0;
             while shard < shards {
-                let op = ShardOp::Keyspace(KeyspaceCommand::Scan { cursor: position, pattern: pattern.clone(), count, type_name: type_name.clone() });
+                let op = ShardOp::Keyspace(KeyspaceCommand::Scan {
+                    cursor: position,
+                    pattern: pattern.clone(),
+                    count,
+                    type_name: type_name.clone(),
+                });
                 let (found, next) = match access.run_one(shard as usize, op).await {
                     ShardReply::ScanPage { keys, next } => (keys, next),
                     other => return other.into_frame(),

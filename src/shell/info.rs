@@ -16,7 +16,6 @@ use crate::shard::ShardStats;
 /// libraries enable the features Meridian supports.
 pub const REDIS_COMPAT_VERSION: &str = "7.0.15";
 
-
 fn resident_memory_bytes() -> u64 {
     // /proc/self/statm: size resident shared ... in pages.
     let page = 4096;
@@ -66,32 +65,33 @@ pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -
         let _ = write!(out, "# Memory\r\nused_memory:{rss}\r\nused_memory_rss:{rss}\r\nmem_allocator:jemalloc\r\n\r\n");
     }
     if include("persistence")
-        && let Ok(p) = state.persistence.lock() {
-            let s = &p.stats;
-            let _ = write!(
-                out,
-                "# Persistence\r\npersistence_enabled:{}\r\nobject_store:{}\r\nmanifest_epoch:{}\r\nlast_segment:{}\r\nlast_checkpoint:{}\r\nsegments_written:{}\r\nsegment_bytes_written:{}\r\ncheckpoints_written:{}\r\npending_deltas:{}\r\npending_bytes:{}\r\nstore_puts:{}\r\nstore_deletes:{}\r\nstore_errors:{}\r\nlast_store_error:{}\r\nrecovered_checkpoint_parts:{}\r\nrecovered_segments:{}\r\nrecovered_deltas:{}\r\nrecovery_data_loss:{}\r\nfenced:{}\r\n\r\n",
-                p.enabled as u8,
-                p.location,
-                s.manifest_epoch,
-                s.last_segment,
-                s.last_checkpoint,
-                s.segments_written,
-                s.segment_bytes_written,
-                s.checkpoints_written,
-                s.pending_deltas,
-                s.pending_bytes,
-                s.puts,
-                s.deletes,
-                s.errors,
-                s.last_error.as_deref().unwrap_or("").replace(['\r', '\n'], " "),
-                p.recovered.checkpoint_parts_loaded,
-                p.recovered.segments_replayed,
-                p.recovered.deltas_applied,
-                p.recovered.loss.as_deref().unwrap_or("").replace(['\r', '\n'], " "),
-                p.fenced.is_some() as u8,
-            );
-        }
+        && let Ok(p) = state.persistence.lock()
+    {
+        let s = &p.stats;
+        let _ = write!(
+            out,
+            "# Persistence\r\npersistence_enabled:{}\r\nobject_store:{}\r\nmanifest_epoch:{}\r\nlast_segment:{}\r\nlast_checkpoint:{}\r\nsegments_written:{}\r\nsegment_bytes_written:{}\r\ncheckpoints_written:{}\r\npending_deltas:{}\r\npending_bytes:{}\r\nstore_puts:{}\r\nstore_deletes:{}\r\nstore_errors:{}\r\nlast_store_error:{}\r\nrecovered_checkpoint_parts:{}\r\nrecovered_segments:{}\r\nrecovered_deltas:{}\r\nrecovery_data_loss:{}\r\nfenced:{}\r\n\r\n",
+            p.enabled as u8,
+            p.location,
+            s.manifest_epoch,
+            s.last_segment,
+            s.last_checkpoint,
+            s.segments_written,
+            s.segment_bytes_written,
+            s.checkpoints_written,
+            s.pending_deltas,
+            s.pending_bytes,
+            s.puts,
+            s.deletes,
+            s.errors,
+            s.last_error.as_deref().unwrap_or("").replace(['\r', '\n'], " "),
+            p.recovered.checkpoint_parts_loaded,
+            p.recovered.segments_replayed,
+            p.recovered.deltas_applied,
+            p.recovered.loss.as_deref().unwrap_or("").replace(['\r', '\n'], " "),
+            p.fenced.is_some() as u8,
+        );
+    }
     if include("stats") {
         let s = &state.stats;
         let _ = write!(
@@ -161,10 +161,16 @@ pub fn config(state: &ServerState, command: ConfigCommand) -> Frame {
             Frame::ok()
         }
         ConfigCommand::Help => Frame::Array(
-            ["CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "GET <pattern>", "SET <directive> <value>", "RESETSTAT", "HELP"]
-                .iter()
-                .map(|l| Frame::simple(l))
-                .collect(),
+            [
+                "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "GET <pattern>",
+                "SET <directive> <value>",
+                "RESETSTAT",
+                "HELP",
+            ]
+            .iter()
+            .map(|l| Frame::simple(l))
+            .collect(),
         ),
     }
 }

@@ -44,7 +44,13 @@ pub struct ServerStats {
 
 impl ServerStats {
     pub fn reset(&self) {
-        for counter in [&self.connections_received, &self.connections_rejected, &self.commands_processed, &self.net_input_bytes, &self.net_output_bytes] {
+        for counter in [
+            &self.connections_received,
+            &self.connections_rejected,
+            &self.commands_processed,
+            &self.net_input_bytes,
+            &self.net_output_bytes,
+        ] {
             counter.store(0, Ordering::Relaxed);
         }
     }
@@ -152,7 +158,9 @@ pub fn run(config: Config) -> Result<(), String> {
         shard_threads.push(shard_thread::spawn(shard, receiver, state.clone())?);
     }
     let driver = match store {
-        Some((store, recovered)) => Some(persistence::start(&state.config, store, router.clone(), &recovered, persistence_info, state.durability.clone())?),
+        Some((store, recovered)) => {
+            Some(persistence::start(&state.config, store, router.clone(), &recovered, persistence_info, state.durability.clone())?)
+        }
         None => None,
     };
 

@@ -78,7 +78,8 @@ pub struct PersistenceInfo {
 pub fn open_store(config: &Config) -> Result<(Arc<dyn ObjectStore>, String), String> {
     match config.object_store.as_deref() {
         None => {
-            std::fs::create_dir_all(&config.data_dir).map_err(|e| format!("cannot create --data-dir {}: {e}", config.data_dir.display()))?;
+            std::fs::create_dir_all(&config.data_dir)
+                .map_err(|e| format!("cannot create --data-dir {}: {e}", config.data_dir.display()))?;
             let store = object_store::local::LocalFileSystem::new_with_prefix(&config.data_dir)
                 .map_err(|e| format!("cannot use --data-dir {}: {e}", config.data_dir.display()))?;
             Ok((Arc::new(store), format!("file://{}", config.data_dir.display())))
@@ -306,12 +307,14 @@ async fn run(
             let now = if stopping { u64::MAX / 2 } else { now_ms() };
             let Some(op) = streamer.poll(now) else { break };
             if let StoreOp::Put { path, .. } = &op {
-                let segment = path.strip_prefix(&crate::persistence::layout::segments_prefix(streamer_node(&streamer)))
+                let segment = path
+                    .strip_prefix(&crate::persistence::layout::segments_prefix(streamer_node(&streamer)))
                     .and_then(|n| n.parse::<u64>().ok());
                 if let (Some(seq), true) = (segment, streamer.pending_is_empty())
-                    && marks.back().is_none_or(|m| m.0 < seq) {
-                        marks.push_back((seq, drained.clone()));
-                    }
+                    && marks.back().is_none_or(|m| m.0 < seq)
+                {
+                    marks.push_back((seq, drained.clone()));
+                }
             }
             let result = execute(store.as_ref(), op).await;
             streamer.complete(result, now_ms());

@@ -66,7 +66,8 @@ async fn restore(config: &Config, target_ms: u64, into: &std::path::Path) -> Res
     let mut checkpoints: Vec<(u64, u32)> = Vec::new();
     for path in list(source, layout::manifest_prefix(node)).await? {
         let text = get(source, path.clone()).await?;
-        let manifest = std::str::from_utf8(&text).map_err(|e| e.to_string()).and_then(Manifest::decode).map_err(|e| format!("{path}: {e}"))?;
+        let manifest =
+            std::str::from_utf8(&text).map_err(|e| e.to_string()).and_then(Manifest::decode).map_err(|e| format!("{path}: {e}"))?;
         if let Some(checkpoint) = manifest.checkpoint {
             checkpoints.push(checkpoint);
         }
@@ -87,7 +88,8 @@ async fn restore(config: &Config, target_ms: u64, into: &std::path::Path) -> Res
         }
     }
 
-    let mut segments: Vec<u64> = list(source, layout::segments_prefix(node)).await?.iter().filter_map(|p| layout::trailing_number(p)).collect();
+    let mut segments: Vec<u64> =
+        list(source, layout::segments_prefix(node)).await?.iter().filter_map(|p| layout::trailing_number(p)).collect();
     segments.sort_unstable();
     let mut expected = first_segment;
     let mut replayed = 0;

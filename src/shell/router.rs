@@ -13,15 +13,26 @@ use crate::shard::{ShardOp, ShardReply};
 pub const MAILBOX_MESSAGES_MAX: usize = 4096;
 pub enum ShardMsg {
     /// Apply these operations in order and answer with their replies.
-    Batch { ops: Vec<ShardOp>, reply: oneshot::Sender<Vec<ShardReply>> },
+    Batch {
+        ops: Vec<ShardOp>,
+        reply: oneshot::Sender<Vec<ShardReply>>,
+    },
     /// Serve a newly accepted client connection on this shard's thread.
-    Connection { stream: std::net::TcpStream, peer: SocketAddr },
+    Connection {
+        stream: std::net::TcpStream,
+        peer: SocketAddr,
+    },
     /// Stop everything else and take operations only from `work` until released
     /// (multi-shard atomic commands; see `coordinator`).
-    Park { parked: std_mpsc::SyncSender<()>, work: std_mpsc::Receiver<ParkedWork> },
+    Park {
+        parked: std_mpsc::SyncSender<()>,
+        work: std_mpsc::Receiver<ParkedWork>,
+    },
     /// Hand the recorded deltas to the persistence driver.
     /// The reply also says up to which position of the shard's stream it drained.
-    DrainDeltas { reply: oneshot::Sender<(Vec<crate::shard::Delta>, u64)> },
+    DrainDeltas {
+        reply: oneshot::Sender<(Vec<crate::shard::Delta>, u64)>,
+    },
     Shutdown,
 }
 

@@ -79,7 +79,12 @@ fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerSta
 
 /// Serve only the coordinator until it releases this shard. Blocks the thread on
 /// purpose: nothing else may touch the shard meanwhile.
-fn serve_parked(shard: &SharedShard, state: &ServerState, parked: std::sync::mpsc::SyncSender<()>, work: std::sync::mpsc::Receiver<ParkedWork>) {
+fn serve_parked(
+    shard: &SharedShard,
+    state: &ServerState,
+    parked: std::sync::mpsc::SyncSender<()>,
+    work: std::sync::mpsc::Receiver<ParkedWork>,
+) {
     if parked.send(()).is_err() {
         return;
     }

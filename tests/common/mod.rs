@@ -209,10 +209,7 @@ pub fn read_exact_reply(stream: &mut TcpStream, len: usize) -> Vec<u8> {
 
 /// Send SIGTERM to the server process.
 pub fn send_sigterm(server: &ServerGuard) {
-    let status = Command::new("kill")
-        .args(["-TERM", &server.child.id().to_string()])
-        .status()
-        .expect("run kill");
+    let status = Command::new("kill").args(["-TERM", &server.child.id().to_string()]).status().expect("run kill");
     assert!(status.success(), "kill -TERM failed: {status}");
 }
 
@@ -266,7 +263,9 @@ pub fn keys_spread_over_shards(prefix: &str, count: usize, shards: usize) -> Vec
         }
     }
     let keys: Vec<String> = (0..count).map(|i| per_shard[i % shards].pop_front().expect("enough keys per shard")).collect();
-    assert!(count < shards || keys.iter().map(|k| shard_of(k.as_bytes(), shards)).collect::<std::collections::HashSet<_>>().len() == shards);
+    assert!(
+        count < shards || keys.iter().map(|k| shard_of(k.as_bytes(), shards)).collect::<std::collections::HashSet<_>>().len() == shards
+    );
     keys
 }
 
@@ -376,10 +375,7 @@ pub fn read_log(path: &std::path::Path) -> String {
 /// `INFO section` as `field -> value`.
 pub fn info_fields(con: &mut redis::Connection, section: &str) -> std::collections::HashMap<String, String> {
     let text: String = redis::cmd("INFO").arg(section).query(con).expect("INFO");
-    text.lines()
-        .filter_map(|line| line.split_once(':'))
-        .map(|(name, value)| (name.to_string(), value.trim_end().to_string()))
-        .collect()
+    text.lines().filter_map(|line| line.split_once(':')).map(|(name, value)| (name.to_string(), value.trim_end().to_string())).collect()
 }
 
 /// One numeric `INFO` field; panics when it is missing or not a number.
@@ -404,7 +400,10 @@ pub fn wait_flushed(con: &mut redis::Connection, segment_before: u64) -> u64 {
         last = (log_entries, number("pending_deltas"), number("last_segment"));
         last.0 == 0 && last.1 == 0 && last.2 != u64::MAX && last.2 > segment_before
     });
-    assert!(settled, "writes not flushed in 10 s: (delta_log_entries, pending_deltas, last_segment) = {last:?}, segment before = {segment_before}");
+    assert!(
+        settled,
+        "writes not flushed in 10 s: (delta_log_entries, pending_deltas, last_segment) = {last:?}, segment before = {segment_before}"
+    );
     let stored: (i64, i64) = redis::cmd("WAITAOF").arg(1).arg(0).arg(5000).query(con).expect("WAITAOF");
     assert_eq!(stored, (1, 0), "WAITAOF 1 0 5000 after INFO showed everything flushed");
     info_u64(con, "persistence", "last_segment")

@@ -39,10 +39,7 @@ fn read_line(r: &mut impl BufRead, out: &mut Vec<u8>) -> io::Result<Vec<u8>> {
     }
     out.extend_from_slice(&line);
     if !line.ends_with(b"\r\n") {
-        return Err(protocol_error(format!(
-            "line not terminated by CRLF: {}",
-            escape(&out[start..])
-        )));
+        return Err(protocol_error(format!("line not terminated by CRLF: {}", escape(&out[start..]))));
     }
     Ok(line[1..line.len() - 2].to_vec())
 }
@@ -153,11 +150,7 @@ pub fn read_frame(r: &mut impl BufRead, out: &mut Vec<u8>, depth: usize) -> io::
             }
             Ok(())
         }
-        other => Err(protocol_error(format!(
-            "unknown RESP type byte {:?} in {}",
-            char::from(other),
-            escape(out)
-        ))),
+        other => Err(protocol_error(format!("unknown RESP type byte {:?} in {}", char::from(other), escape(out)))),
     }
 }
 
@@ -235,8 +228,7 @@ mod tests {
             input.extend_from_slice(b"+NEXT\r\n");
             let mut reader = BufReader::new(&input[..]);
             let mut out = Vec::new();
-            read_frame(&mut reader, &mut out, 0)
-                .unwrap_or_else(|e| panic!("{}: {e}", escape(case)));
+            read_frame(&mut reader, &mut out, 0).unwrap_or_else(|e| panic!("{}: {e}", escape(case)));
             assert_eq!(out, case, "{}", escape(case));
         }
         for bad in [&b"$5\r\nab\r\n"[..], b"*2\r\n:1\r\n", b"+OK\n", b"@x\r\n"] {

@@ -83,10 +83,7 @@ pub fn split_args(line: &str) -> Result<Vec<Vec<u8>>, String> {
                                         i += 2;
                                     }
                                     other => {
-                                        return Err(format!(
-                                            "unknown escape \\{}",
-                                            char::from(other)
-                                        ));
+                                        return Err(format!("unknown escape \\{}", char::from(other)));
                                     }
                                 }
                             }
@@ -129,12 +126,8 @@ pub fn parse_script(text: &str) -> Vec<Line> {
             let words: Vec<&str> = directive.split_whitespace().collect();
             match words.as_slice() {
                 ["sleep", ms] => {
-                    let ms: u64 =
-                        ms.parse().unwrap_or_else(|_| panic!("line {number}: bad @sleep argument"));
-                    assert!(
-                        ms <= SLEEP_MS_MAX,
-                        "line {number}: @sleep longer than {SLEEP_MS_MAX} ms"
-                    );
+                    let ms: u64 = ms.parse().unwrap_or_else(|_| panic!("line {number}: bad @sleep argument"));
+                    assert!(ms <= SLEEP_MS_MAX, "line {number}: @sleep longer than {SLEEP_MS_MAX} ms");
                     Step::Sleep(Duration::from_millis(ms))
                 }
                 ["protocol"] => Step::Protocol,
@@ -187,8 +180,6 @@ mod tests {
         assert!(matches!(&lines[1].step, Step::Command { marker: Marker::Ignore, .. }));
         assert!(matches!(lines[2].step, Step::Sleep(d) if d == Duration::from_millis(5)));
         assert!(matches!(lines[3].step, Step::Protocol));
-        assert!(
-            matches!(&lines[4].step, Step::Command { marker: Marker::Exact, args } if args[1].is_empty())
-        );
+        assert!(matches!(&lines[4].step, Step::Command { marker: Marker::Exact, args } if args[1].is_empty()));
     }
 }

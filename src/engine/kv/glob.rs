@@ -25,11 +25,12 @@ pub fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
                 }
                 b'[' => {
                     if let Some((matched, next)) = match_class(pattern, p, text[t])
-                        && matched {
-                            p = next;
-                            t += 1;
-                            continue;
-                        }
+                        && matched
+                    {
+                        p = next;
+                        t += 1;
+                        continue;
+                    }
                 }
                 b'\\' if p + 1 < pattern.len() => {
                     if pattern[p + 1] == text[t] {

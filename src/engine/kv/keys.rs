@@ -36,7 +36,8 @@ impl KvEngine {
         let current = state.expire_at_ms().map(|at| at as i64);
         let refused = (condition.nx && current.is_some())
             || (condition.xx && current.is_none())
-            || (condition.gt && current.is_none_or(|c| if crate::bugs::active(crate::bugs::Bug::ExpireGtInverted) { when >= c } else { when <= c }))
+            || (condition.gt
+                && current.is_none_or(|c| if crate::bugs::active(crate::bugs::Bug::ExpireGtInverted) { when >= c } else { when <= c }))
             || (condition.lt && current.is_some_and(|c| when >= c));
         if refused {
             return Frame::Integer(0);

@@ -145,12 +145,13 @@ impl Keyspace {
             _ => {}
         }
         if let Some(at_ms) = new
-            && old != new {
-                self.expiry_heap.push(Reverse((at_ms, key)));
-                if self.expiry_heap.len() > 2 * self.expiring + EXPIRY_HEAP_SLACK {
-                    self.rebuild_expiry_heap();
-                }
+            && old != new
+        {
+            self.expiry_heap.push(Reverse((at_ms, key)));
+            if self.expiry_heap.len() > 2 * self.expiring + EXPIRY_HEAP_SLACK {
+                self.rebuild_expiry_heap();
             }
+        }
     }
 
     fn rebuild_expiry_heap(&mut self) {
@@ -251,9 +252,7 @@ impl Keyspace {
             return None;
         }
         let start = (pick as usize) % self.tables.len();
-        let table = (0..self.tables.len())
-            .map(|i| &self.tables[(start + i) % self.tables.len()])
-            .find(|t| !t.is_empty())?;
+        let table = (0..self.tables.len()).map(|i| &self.tables[(start + i) % self.tables.len()]).find(|t| !t.is_empty())?;
         table.iter().nth(((pick >> 32) as usize) % table.len())
     }
 

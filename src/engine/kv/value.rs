@@ -97,11 +97,7 @@ pub fn parse_i64(bytes: &[u8]) -> Option<i64> {
             return None;
         }
         let d = (b - b'0') as i64;
-        value = if negative {
-            value.checked_mul(10)?.checked_sub(d)?
-        } else {
-            value.checked_mul(10)?.checked_add(d)?
-        };
+        value = if negative { value.checked_mul(10)?.checked_sub(d)? } else { value.checked_mul(10)?.checked_add(d)? };
     }
     Some(value)
 }
@@ -240,7 +236,8 @@ impl KeyState {
 
     /// Rebuild a state from decoded parts, checking the invariants a decoder can't.
     pub fn from_parts(parts: KeyStateParts) -> Result<KeyState, &'static str> {
-        let has_counters = !(parts.int_slots.is_empty() && parts.int_floor.is_empty() && parts.float_slots.is_empty() && parts.float_floor.is_empty());
+        let has_counters =
+            !(parts.int_slots.is_empty() && parts.int_floor.is_empty() && parts.float_slots.is_empty() && parts.float_floor.is_empty());
         let counters = if has_counters {
             Some(Box::new(Counters {
                 ints: Counter::from_parts(parts.int_slots, parts.int_floor)?,

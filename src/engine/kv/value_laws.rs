@@ -194,11 +194,13 @@ fn delete_concurrent_with_incr_keeps_the_unobserved_increment() {
 
 #[test]
 fn concurrent_increments_on_three_nodes_sum() {
-    let mut states: Vec<KeyState> = (1..=3).map(|n| {
-        let mut s = KeyState::new();
-        s.incr_by(dot(5, n), n as i64 * 10);
-        s
-    }).collect();
+    let mut states: Vec<KeyState> = (1..=3)
+        .map(|n| {
+            let mut s = KeyState::new();
+            s.incr_by(dot(5, n), n as i64 * 10);
+            s
+        })
+        .collect();
     let c = states.pop().unwrap();
     let b = states.pop().unwrap();
     let a = states.pop().unwrap();
