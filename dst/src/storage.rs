@@ -51,7 +51,7 @@ impl NodeStorage {
             step = match step {
                 Step::Store(op) => recovery.next(Some(self.store.execute(op))),
                 Step::Apply(deltas) => {
-                    meridian::shard::merge_recovered(shards, &deltas);
+                    meridian::shard::merge_recovered(shards, deltas);
                     recovery.next(None)
                 }
                 Step::Done(recovered) => return Ok(recovered),

@@ -65,7 +65,7 @@ fn recover(store: &mut MemoryStore, accept_loss: bool) -> Result<(Shard, Recover
         step = match step {
             Step::Store(op) => recovery.next(Some(store.execute(op))),
             Step::Apply(deltas) => {
-                crate::shard::merge_recovered(std::slice::from_mut(&mut shard), &deltas);
+                crate::shard::merge_recovered(std::slice::from_mut(&mut shard), deltas);
                 recovery.next(None)
             }
             Step::Done(recovered) => return Ok((shard, recovered)),

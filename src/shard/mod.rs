@@ -286,15 +286,15 @@ impl Shard {
 
     /// Apply a delta recovered from storage (or, later, received from a peer). It is
     /// not recorded again: it is already where it came from.
-    pub fn merge_delta(&mut self, delta: &Delta) {
+    pub fn merge_delta(&mut self, delta: Delta) {
         match delta {
             Delta::Key { key, state } => {
-                self.clock.witness(state.causal_context().max_hlc());
+                self.clock.witness(state.max_hlc());
                 self.kv.merge_key(key, state);
             }
             Delta::Flush { seen } => {
                 self.clock.witness(seen.max_hlc());
-                self.kv.merge_flush(seen);
+                self.kv.merge_flush(&seen);
             }
         }
     }
@@ -337,14 +337,14 @@ impl Shard {
 
 /// Apply recovered deltas to a node's shards, routing each key to its shard (whatever
 /// the shard count was when they were written) and a flush to every shard.
-pub fn merge_recovered(shards: &mut [Shard], deltas: &[Delta]) {
+pub fn merge_recovered(shards: &mut [Shard], deltas: Vec<Delta>) {
     for delta in deltas {
-        match delta {
+        match &delta {
             Delta::Key { key, .. } => {
                 let n = shards.len();
                 shards[routing::shard_for_key(key, n)].merge_delta(delta);
             }
-            Delta::Flush { .. } => shards.iter_mut().for_each(|s| s.merge_delta(delta)),
+            Delta::Flush { .. } => shards.iter_mut().for_each(|s| s.merge_delta(delta.clone())),
         }
     }
 }

@@ -176,7 +176,7 @@ pub async fn recover(store: &dyn ObjectStore, node: u16, accept_loss: bool, shar
                 recovery.next(Some(result))
             }
             Step::Apply(deltas) => {
-                crate::shard::merge_recovered(shards, &deltas);
+                crate::shard::merge_recovered(shards, deltas);
                 recovery.next(None)
             }
             Step::Done(recovered) => {

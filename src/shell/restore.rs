@@ -81,7 +81,7 @@ async fn restore(config: &Config, target_ms: u64, into: &std::path::Path) -> Res
     let mut used_checkpoint = None;
     for (seq, parts) in checkpoints {
         if let Some(deltas) = load_checkpoint(source, node, seq, parts, target_ms).await? {
-            merge_recovered(std::slice::from_mut(&mut shard), &deltas);
+            merge_recovered(std::slice::from_mut(&mut shard), deltas);
             first_segment = seq;
             used_checkpoint = Some(seq);
             break;
@@ -107,7 +107,7 @@ async fn restore(config: &Config, target_ms: u64, into: &std::path::Path) -> Res
             break;
         }
         let past: Vec<Delta> = deltas.into_iter().filter(|d| delta_is_before(d, target_ms)).collect();
-        merge_recovered(std::slice::from_mut(&mut shard), &past);
+        merge_recovered(std::slice::from_mut(&mut shard), past);
         replayed += 1;
         expected += 1;
     }

@@ -136,20 +136,19 @@ impl KvEngine {
     }
 
     /// Join a key state from elsewhere (recovery, later replication) into this shard.
-    pub fn merge_key(&mut self, key: &Bytes, incoming: &KeyState) {
-        let hash = key_hash(key);
-        let merged = match self.keys.get(key, hash) {
-            Some(entry) => {
-                let mut state = entry.state.clone();
-                state.merge(incoming);
-                state
+    pub fn merge_key(&mut self, key: Bytes, incoming: KeyState) {
+        let hash = key_hash(&key);
+        // In place when the key is here, moved in when it is not: no copies.
+        match self.keys.update(&key, hash, |entry| {
+            entry.state.merge(&incoming);
+            entry.state.exists()
+        }) {
+            Some(true) => {}
+            Some(false) => {
+                self.keys.remove(&key, hash);
             }
-            None => incoming.clone(),
-        };
-        if merged.exists() {
-            self.keys.put(key.clone(), hash, merged);
-        } else {
-            self.keys.remove(key, hash);
+            None if incoming.exists() => self.keys.put(key, hash, incoming),
+            None => {}
         }
     }
 

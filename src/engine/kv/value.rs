@@ -252,7 +252,9 @@ impl KeyState {
             counters,
             ttl: MvRegister::from_entries(parts.ttl)?,
         };
-        state.normalize_context();
+        if !state.ctx.is_empty() {
+            state.normalize_context();
+        }
         Ok(state)
     }
 
@@ -312,6 +314,20 @@ impl KeyState {
     /// Number of concurrent register values kept (1 for a plain string).
     pub fn concurrent_values(&self) -> usize {
         self.value.len()
+    }
+
+    /// The newest stamp anywhere in this state (cheaper than the full context).
+    pub fn max_hlc(&self) -> crate::crdt::Hlc {
+        let mut max = self.ctx.max_hlc();
+        for dot in self.value.dots().chain(self.ttl.dots()) {
+            max = max.max(dot.hlc);
+        }
+        if let Some(c) = &self.counters {
+            for (_, hlc) in c.ints.observed().chain(c.floats.observed()) {
+                max = max.max(hlc);
+            }
+        }
+        max
     }
 
     /// The full causal context: explicit entries plus every dot stored.
