@@ -123,6 +123,18 @@ impl Keyspace {
         self.maybe_grow();
     }
 
+    /// Insert a key known to be absent whose bytes are already an exact-size copy (a
+    /// decoded key): no lookup, no copy.
+    pub fn insert_new_owned(&mut self, key: Bytes, hash: u64, state: KeyState) {
+        let index = self.table_index(hash);
+        debug_assert!(self.tables[index].find(hash, |e| e.key == key).is_none());
+        let expiry = state.expire_at_ms();
+        self.tables[index].insert_unique(hash, Entry { key: key.clone(), hash, state }, |e| e.hash);
+        self.len += 1;
+        self.track_expiry(key, None, expiry);
+        self.maybe_grow();
+    }
+
     /// Change the state of an existing key in place (one lookup, no copy); keeps the
     /// TTL count and expiry index right. `None` when the key is absent.
     pub fn update<R>(&mut self, key: &[u8], hash: u64, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {

@@ -147,7 +147,8 @@ impl KvEngine {
             Some(false) => {
                 self.keys.remove(&key, hash);
             }
-            None if incoming.exists() => self.keys.put(key, hash, incoming),
+            // Keys reach here decoded (an exact-size copy) or from a peer's message.
+            None if incoming.exists() => self.keys.insert_new_owned(key, hash, incoming),
             None => {}
         }
     }
