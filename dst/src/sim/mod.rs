@@ -6,20 +6,20 @@ use std::panic::AssertUnwindSafe;
 
 use bytes::Bytes;
 use meridian::bugs::Bug;
-use meridian::command::{Command, KeyspaceCommand, MultiKeyCommand, parse_command};
 use meridian::crdt::NodeId;
-use meridian::protocol::Frame;
-use meridian::shard::routing::shard_for_key;
-use meridian::shard::{Shard, ShardConfig, ShardOp, ShardReply};
+use meridian::shard::{Shard, ShardConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+
+mod execute;
+mod inject;
+mod persist;
 
 use crate::faults::FaultWeights;
 use crate::model::{Model, ModelEntry};
 use crate::storage::{self, NodeStorage};
 use crate::workload;
 use meridian::persistence::recovery::Recovered;
-use meridian::persistence::store::StoreResult;
 use meridian::persistence::streamer::Streamer;
 
 /// Simulated wall-clock time starts here (a realistic Unix time in ms).
@@ -415,65 +415,6 @@ impl Sim {
         self.send(region, client_region, Event::Reply { client, node });
     }
 
-    /// Run one command on the real shards of `node`; also evaluate the model (None when
-    /// the command never reaches the data, e.g. a parse error).
-    fn execute(&mut self, node: usize, args: Vec<Bytes>) -> (Frame, Option<Frame>) {
-        let n = &mut self.nodes[node];
-        let now = n.local_ms(self.now);
-        let shards = n.shards.len();
-        let command = match parse_command(args) {
-            Ok(command) => command,
-            Err(error) => return (error, None),
-        };
-        match command {
-            Command::Key(cmd) => {
-                let shard = shard_for_key(cmd.key(), shards);
-                let expected = n.model.apply(&cmd, now);
-                (n.shards[shard].apply(ShardOp::Key(cmd), now).into_frame(), Some(expected))
-            }
-            Command::Multi(MultiKeyCommand::MGet(keys)) => {
-                let expected = n.model.mget(&keys, now);
-                let mut values = vec![Frame::Null; keys.len()];
-                for (shard, (group, positions)) in group_by_shard(&keys, shards, |k| k) {
-                    if let ShardReply::Frame(Frame::Array(items)) = n.shards[shard].apply(ShardOp::MGet(group), now) {
-                        for (item, p) in items.into_iter().zip(positions) {
-                            values[p] = item;
-                        }
-                    }
-                }
-                (Frame::Array(values), Some(expected))
-            }
-            Command::Multi(MultiKeyCommand::MSet(pairs)) => {
-                let expected = n.model.mset(&pairs, now);
-                let mut reply = Frame::ok();
-                for (shard, (group, _)) in group_by_shard(&pairs, shards, |p| &p.0) {
-                    let frame = n.shards[shard].apply(ShardOp::MSet(group), now).into_frame();
-                    if frame.is_error() {
-                        reply = frame;
-                    }
-                }
-                (reply, Some(expected))
-            }
-            Command::Multi(MultiKeyCommand::Del(keys)) => {
-                let expected = n.model.del(&keys, now);
-                (sum_counts(n, group_by_shard(&keys, shards, |k| k), ShardOp::Del, now), Some(expected))
-            }
-            Command::Multi(MultiKeyCommand::Exists(keys)) => {
-                let expected = n.model.exists(&keys, now);
-                (sum_counts(n, group_by_shard(&keys, shards, |k| k), ShardOp::CountExisting, now), Some(expected))
-            }
-            Command::Keyspace(KeyspaceCommand::DbSize) => {
-                let total = n.shards.iter_mut().map(|s| match s.apply(ShardOp::Keyspace(KeyspaceCommand::DbSize), now) {
-                    ShardReply::Count(c) => c,
-                    _ => 0,
-                });
-                let total: i64 = total.sum();
-                (Frame::Integer(total), Some(Frame::Integer(n.model.dbsize())))
-            }
-            other => (Frame::error(format!("ERR dst does not drive {other:?}")), None),
-        }
-    }
-
     fn tick(&mut self, node: usize) {
         let now = self.now;
         let n = &mut self.nodes[node];
@@ -491,187 +432,6 @@ impl Sim {
             }
         }
         n.model.tick(local);
-    }
-
-    fn inject_fault(&mut self) {
-        let w = self.cfg.faults.clone();
-        let mut pick = self.rng.random_range(0..w.total());
-        let classes = [w.crash, w.pause, w.clock_jump, w.clock_drift, w.partition, w.slow_link];
-        let class = classes.iter().position(|&c| {
-            if pick < c {
-                true
-            } else {
-                pick -= c;
-                false
-            }
-        });
-        let node = self.rng.random_range(0..self.nodes.len());
-        match class {
-            Some(0) if self.nodes[node].up => {
-                // A request already sent may still land after the process died.
-                let lands = self.rng.random_bool(0.5);
-                let n = &mut self.nodes[node];
-                n.up = false;
-                n.incarnation += 1;
-                n.shards.clear();
-                n.model = Model::default();
-                n.storage.streamer = None;
-                if let Some(op) = n.storage.in_flight.take()
-                    && lands
-                {
-                    n.storage.store.execute(op);
-                }
-                let down_ms = self.rng.random_range(50..1_000);
-                self.log(format!("n{node} crash (restart in {down_ms} ms)"));
-                self.schedule(self.now + down_ms, Event::Restart { node });
-            }
-            Some(1) => {
-                let ms = self.rng.random_range(10..800);
-                let n = &mut self.nodes[node];
-                n.paused_until = n.paused_until.max(self.now + ms);
-                self.log(format!("n{node} pause {ms} ms"));
-            }
-            Some(2) => {
-                let jump = self.rng.random_range(-3_000..3_000);
-                self.nodes[node].clock_offset_ms += jump;
-                self.log(format!("n{node} clock jumps {jump} ms"));
-            }
-            Some(3) => {
-                let ppm = self.rng.random_range(-50_000..50_000);
-                let now = self.now;
-                self.nodes[node].set_drift(now, ppm);
-                self.log(format!("n{node} clock drifts {ppm} ppm"));
-            }
-            Some(4) => {
-                let regions = self.nodes.len();
-                let cuts = match self.rng.random_range(0..3) {
-                    // Isolate one region, both ways.
-                    0 => (0..regions).filter(|&r| r != node).flat_map(|r| [Cut { from: r, to: node }, Cut { from: node, to: r }]).collect(),
-                    // Asymmetric: one region can send but not receive.
-                    1 => (0..regions).filter(|&r| r != node).map(|r| Cut { from: r, to: node }).collect(),
-                    // Split the regions in two groups.
-                    _ => {
-                        let split = self.rng.random_range(1..regions.max(2));
-                        (0..regions)
-                            .flat_map(|a| (0..regions).map(move |b| (a, b)))
-                            .filter(|&(a, b)| (a < split) != (b < split))
-                            .map(|(a, b)| Cut { from: a, to: b })
-                            .collect()
-                    }
-                };
-                self.seq += 1;
-                let id = self.seq;
-                let heal_ms = self.rng.random_range(100..2_000);
-                self.log(format!("partition {id} {cuts:?} for {heal_ms} ms"));
-                self.partitions.insert(id, cuts);
-                self.schedule(self.now + heal_ms, Event::Heal { partition: id });
-            }
-            Some(5) => {
-                let ms = self.rng.random_range(100..1_000);
-                self.slow_until = self.slow_until.max(self.now + ms);
-                self.log(format!("slow links for {ms} ms"));
-            }
-            _ => {}
-        }
-    }
-
-    fn persist(&mut self, node: usize) {
-        let now = self.now;
-        let n = &mut self.nodes[node];
-        if !n.up || n.paused_until > now || n.storage.in_flight.is_some() {
-            return;
-        }
-        let local = n.local_ms(now);
-        let Some(streamer) = n.storage.streamer.as_mut() else { return };
-        for shard in &mut n.shards {
-            if streamer.has_room() {
-                streamer.offer(shard.drain_deltas(usize::MAX));
-            }
-        }
-        if let (true, Some(seq)) = (streamer.wants_checkpoint_chunk(), streamer.checkpoint_in_progress()) {
-            n.storage.checkpoint_snapshots.insert(seq, n.model.clone());
-        }
-        let Some(streamer) = n.storage.streamer.as_mut() else { return };
-        while streamer.wants_checkpoint_chunk() {
-            // The simulated key space is small: one chunk per shard, read in this same
-            // instant, so the checkpoint is exactly the state at its segment boundary.
-            let mut deltas = Vec::new();
-            for shard in &mut n.shards {
-                if let ShardReply::Chunk { deltas: chunk, .. } = shard.apply(ShardOp::ExportChunk { cursor: 0, count: usize::MAX }, local) {
-                    deltas.extend(chunk);
-                }
-            }
-            streamer.checkpoint_chunk(deltas, true);
-        }
-        let Some(op) = streamer.poll(local) else { return };
-        let (id, model) = (n.id, n.model.clone());
-        n.storage.note_op(&op, &model, id);
-        let line = match &op {
-            meridian::persistence::store::StoreOp::Put { path, data, .. } => format!("n{node} put {path} ({} bytes)", data.len()),
-            other => format!("n{node} {other:?}"),
-        };
-        n.storage.in_flight = Some(op);
-        let incarnation = n.incarnation;
-        let latency = self.rng.random_range(1..30) * if self.now < self.slow_until { 10 } else { 1 };
-        self.log(line);
-        self.schedule(self.now + latency, Event::StoreDone { node, incarnation });
-    }
-
-    fn store_done(&mut self, node: usize, incarnation: u32) {
-        let fails = self.rng.random_range(0..100) < self.cfg.store_error_percent;
-        let now = self.now;
-        let n = &mut self.nodes[node];
-        if n.incarnation != incarnation {
-            return;
-        }
-        let Some(op) = n.storage.in_flight.take() else { return };
-        let result = if fails { StoreResult::Failed("injected: 503 slow down".into()) } else { n.storage.store.execute(op) };
-        let local = n.local_ms(now);
-        let Some(streamer) = n.storage.streamer.as_mut() else { return };
-        streamer.complete(result, local);
-        if let Some(reason) = streamer.fenced() {
-            let reason = format!("n{node} fenced with no other writer: {reason}");
-            self.fail(reason);
-        }
-    }
-
-    fn restart(&mut self, node: usize) {
-        let now = self.now;
-        let seed = self.cfg.seed;
-        let shards = self.cfg.shards;
-        let n = &mut self.nodes[node];
-        n.up = true;
-        n.shards = fresh_shards(seed ^ n.incarnation as u64, n.id, shards);
-        let recovered = match n.storage.recover(n.id, &mut n.shards) {
-            Ok(r) => r,
-            Err(e) => {
-                let reason = format!("n{node} cannot recover: {e}");
-                self.fail(reason);
-                return;
-            }
-        };
-        // The node must come back as exactly its durable prefix (expired keys aside).
-        let local = n.local_ms(now);
-        let mut expected = n.storage.durable_model(&recovered);
-        n.storage.forget_undurable(&recovered);
-        expected.tick(local);
-        for shard in &mut n.shards {
-            shard.tick(local);
-        }
-        let actual = live_entries(n, local);
-        let wanted = expected.live_entries(local);
-        n.model = expected;
-        n.storage.streamer = Some(Streamer::new(storage::streamer_config(n.id), &recovered));
-        let line = format!(
-            "n{node} restart: recovered {} segments, {} checkpoint parts, {} keys",
-            recovered.segments_replayed,
-            recovered.checkpoint_parts_loaded,
-            actual.len()
-        );
-        self.log(line);
-        if actual != wanted {
-            self.fail(format!("n{node} recovered state differs from its durable prefix:\n  node:  {actual:?}\n  model: {wanted:?}"));
-        }
     }
 
     /// Heal everything, let time pass, then compare every node with its model.
@@ -719,29 +479,6 @@ fn live_entries(n: &Node, local: u64) -> BTreeMap<Bytes, ModelEntry> {
         }
     }
     actual
-}
-
-type Groups<T> = BTreeMap<usize, (Vec<T>, Vec<usize>)>;
-
-fn group_by_shard<T: Clone>(items: &[T], shards: usize, key: impl Fn(&T) -> &Bytes) -> Groups<T> {
-    let mut groups: Groups<T> = BTreeMap::new();
-    for (i, item) in items.iter().enumerate() {
-        let entry = groups.entry(shard_for_key(key(item), shards)).or_default();
-        entry.0.push(item.clone());
-        entry.1.push(i);
-    }
-    groups
-}
-
-fn sum_counts(node: &mut Node, groups: Groups<Bytes>, op: fn(Vec<Bytes>) -> ShardOp, now: u64) -> Frame {
-    let mut total = 0;
-    for (shard, (keys, _)) in groups {
-        match node.shards[shard].apply(op(keys), now) {
-            ShardReply::Count(c) => total += c,
-            other => return other.into_frame(),
-        }
-    }
-    Frame::Integer(total)
 }
 
 /// Run one seed. Panics in the code under test are failures, not crashes of the

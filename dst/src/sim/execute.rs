@@ -1,0 +1,96 @@
+//! Running one client command on a simulated node: the real parser, the real key
+//! routing and the real shards, with the model evaluated beside them.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use meridian::command::{Command, KeyspaceCommand, MultiKeyCommand, parse_command};
+use meridian::protocol::Frame;
+use meridian::shard::routing::shard_for_key;
+use meridian::shard::{ShardOp, ShardReply};
+
+use super::{Node, Sim};
+
+impl Sim {
+    /// Run one command on the real shards of `node`; also evaluate the model (None when
+    /// the command never reaches the data, e.g. a parse error).
+    pub(super) fn execute(&mut self, node: usize, args: Vec<Bytes>) -> (Frame, Option<Frame>) {
+        let n = &mut self.nodes[node];
+        let now = n.local_ms(self.now);
+        let shards = n.shards.len();
+        let command = match parse_command(args) {
+            Ok(command) => command,
+            Err(error) => return (error, None),
+        };
+        match command {
+            Command::Key(cmd) => {
+                let shard = shard_for_key(cmd.key(), shards);
+                let expected = n.model.apply(&cmd, now);
+                (n.shards[shard].apply(ShardOp::Key(cmd), now).into_frame(), Some(expected))
+            }
+            Command::Multi(MultiKeyCommand::MGet(keys)) => {
+                let expected = n.model.mget(&keys, now);
+                let mut values = vec![Frame::Null; keys.len()];
+                for (shard, (group, positions)) in group_by_shard(&keys, shards, |k| k) {
+                    if let ShardReply::Frame(Frame::Array(items)) = n.shards[shard].apply(ShardOp::MGet(group), now) {
+                        for (item, p) in items.into_iter().zip(positions) {
+                            values[p] = item;
+                        }
+                    }
+                }
+                (Frame::Array(values), Some(expected))
+            }
+            Command::Multi(MultiKeyCommand::MSet(pairs)) => {
+                let expected = n.model.mset(&pairs, now);
+                let mut reply = Frame::ok();
+                for (shard, (group, _)) in group_by_shard(&pairs, shards, |p| &p.0) {
+                    let frame = n.shards[shard].apply(ShardOp::MSet(group), now).into_frame();
+                    if frame.is_error() {
+                        reply = frame;
+                    }
+                }
+                (reply, Some(expected))
+            }
+            Command::Multi(MultiKeyCommand::Del(keys)) => {
+                let expected = n.model.del(&keys, now);
+                (sum_counts(n, group_by_shard(&keys, shards, |k| k), ShardOp::Del, now), Some(expected))
+            }
+            Command::Multi(MultiKeyCommand::Exists(keys)) => {
+                let expected = n.model.exists(&keys, now);
+                (sum_counts(n, group_by_shard(&keys, shards, |k| k), ShardOp::CountExisting, now), Some(expected))
+            }
+            Command::Keyspace(KeyspaceCommand::DbSize) => {
+                let total = n.shards.iter_mut().map(|s| match s.apply(ShardOp::Keyspace(KeyspaceCommand::DbSize), now) {
+                    ShardReply::Count(c) => c,
+                    _ => 0,
+                });
+                let total: i64 = total.sum();
+                (Frame::Integer(total), Some(Frame::Integer(n.model.dbsize())))
+            }
+            other => (Frame::error(format!("ERR dst does not drive {other:?}")), None),
+        }
+    }
+}
+
+type Groups<T> = BTreeMap<usize, (Vec<T>, Vec<usize>)>;
+
+fn group_by_shard<T: Clone>(items: &[T], shards: usize, key: impl Fn(&T) -> &Bytes) -> Groups<T> {
+    let mut groups: Groups<T> = BTreeMap::new();
+    for (i, item) in items.iter().enumerate() {
+        let entry = groups.entry(shard_for_key(key(item), shards)).or_default();
+        entry.0.push(item.clone());
+        entry.1.push(i);
+    }
+    groups
+}
+
+fn sum_counts(node: &mut Node, groups: Groups<Bytes>, op: fn(Vec<Bytes>) -> ShardOp, now: u64) -> Frame {
+    let mut total = 0;
+    for (shard, (keys, _)) in groups {
+        match node.shards[shard].apply(op(keys), now) {
+            ShardReply::Count(c) => total += c,
+            other => return other.into_frame(),
+        }
+    }
+    Frame::Integer(total)
+}
