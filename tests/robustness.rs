@@ -391,3 +391,21 @@ fn unauthenticated_clients_cannot_declare_large_multibulk_or_bulk_lengths() {
     let reply = common::read_exact_reply(&mut stream, b"+OK\r\n-ERR wrong number of arguments for 'mset' command\r\n".len());
     assert_eq!(String::from_utf8_lossy(&reply), "+OK\r\n-ERR wrong number of arguments for 'mset' command\r\n");
 }
+
+#[test]
+fn a_client_that_half_closes_after_sending_still_gets_every_reply() {
+    use std::io::{Read, Write};
+    let server = start_meridian(&["--persistence", "off"]);
+    let mut stream = std::net::TcpStream::connect(server.addr()).expect("connect");
+    let mut request = b"*3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\n1\r\n".to_vec();
+    for _ in 0..100_000 {
+        request.extend_from_slice(b"PING\r\n");
+    }
+    stream.write_all(&request).expect("write");
+    // As `nc -q` does: stop sending, keep reading.
+    stream.shutdown(std::net::Shutdown::Write).expect("half-close");
+    let mut replies = Vec::new();
+    stream.read_to_end(&mut replies).expect("read");
+    assert!(replies.starts_with(b"+OK\r\n"));
+    assert_eq!(replies.windows(7).filter(|w| w == b"+PONG\r\n").count(), 100_000);
+}

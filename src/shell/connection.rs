@@ -64,6 +64,7 @@ pub async fn serve(stream: std::net::TcpStream, peer: SocketAddr, home: usize, s
         random_state: info.id.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
         now_ms: 0,
         sync_durability: state.config.durability == "sync" && state.config.persistence_enabled(),
+        read_closed: false,
     };
     if let Err(e) = connection.run().await {
         tracing::debug!(client = info.id, "connection closed: {e}");
@@ -99,6 +100,8 @@ struct Connection {
     now_ms: u64,
     /// `--durability sync`: reply to writes only once they are stored.
     sync_durability: bool,
+    /// The client half-closed: nothing more will be read.
+    read_closed: bool,
 }
 
 impl Connection {
@@ -132,6 +135,10 @@ impl Connection {
                 }
             }
             if commands.is_empty() && protocol_error.is_none() {
+                if self.read_closed {
+                    // The client closed its side and everything it sent is answered.
+                    return Ok(());
+                }
                 if self.read_buf.capacity() - self.read_buf.len() < READ_CHUNK_BYTES / 4 {
                     self.read_buf.reserve(READ_CHUNK_BYTES);
                 }
@@ -228,7 +235,7 @@ impl Connection {
         let query_limit = self.state().runtime.client_query_buffer_limit();
         while written < self.write_buf.len() {
             let (mut reader, mut writer) = self.stream.split();
-            let may_read = self.read_buf.len() < query_limit;
+            let may_read = !self.read_closed && self.read_buf.len() < query_limit;
             if may_read && self.read_buf.capacity() - self.read_buf.len() < READ_CHUNK_BYTES / 4 {
                 self.read_buf.reserve(READ_CHUNK_BYTES);
             }
@@ -247,8 +254,9 @@ impl Connection {
                 }
                 n = reader.read_buf(&mut self.read_buf), if may_read => {
                     if n? == 0 {
-                        // The client closed its side; it will not read the rest either.
-                        return Err(std::io::ErrorKind::UnexpectedEof.into());
+                        // The client closed its sending side (a half-close, as `nc -q`
+                        // does): it may still read, so finish answering.
+                        self.read_closed = true;
                     }
                 }
             }
