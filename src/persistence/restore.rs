@@ -8,7 +8,7 @@ use crate::shard::Delta;
 /// its newest stamp): such a delta is part of the state as of `target_ms`.
 pub fn delta_is_before(delta: &Delta, target_ms: u64) -> bool {
     let newest = match delta {
-        Delta::Key { state, .. } => state.causal_context().max_hlc(),
+        Delta::Key { state, .. } => state.max_hlc(),
         Delta::Flush { seen } => seen.max_hlc(),
     };
     newest.physical_ms() <= target_ms

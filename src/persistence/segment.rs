@@ -55,7 +55,7 @@ fn hlc_range(deltas: &[Delta]) -> (Hlc, Hlc) {
     let mut max = Hlc::ZERO;
     for delta in deltas {
         let hlc = match delta {
-            Delta::Key { state, .. } => state.causal_context().max_hlc(),
+            Delta::Key { state, .. } => state.max_hlc(),
             Delta::Flush { seen } => seen.max_hlc(),
         };
         min = min.min(hlc);

@@ -244,3 +244,12 @@ fn float_counter_keeps_precision_after_a_set_absorbs_a_huge_sum() {
     s.incr_by_float(dot(3, 1), 1e-5);
     assert_eq!(s.read(), Some(StrVal::Raw(Bytes::from_static(b"0.00001"))));
 }
+
+proptest! {
+    #[test]
+    fn the_newest_stamp_is_the_newest_entry_of_the_causal_context(steps in prop::collection::vec(step(), 0..40)) {
+        for state in run(&steps) {
+            prop_assert_eq!(state.max_hlc(), state.causal_context().max_hlc());
+        }
+    }
+}
