@@ -2,25 +2,12 @@
 
 mod common;
 
-/// Start meridian on `data_dir` (kept across restarts), with two shards; its log goes
-/// next to the data dir.
-fn spawn(data_dir: &std::path::Path, extra: &[&str]) -> common::ServerGuard {
-    let log = data_dir.with_extension("log");
-    let mut args = vec!["--shards", "2"];
-    args.extend_from_slice(extra);
-    common::start_meridian_at(data_dir, &args, &[], &log)
-}
-
-fn connect(port: u16) -> redis::Connection {
-    redis::Client::open(format!("redis://127.0.0.1:{port}/")).expect("client").get_connection().expect("connect")
-}
-
 #[test]
 fn waitaof_reports_the_write_stored_and_it_survives_sigkill() {
     let dir = common::temp_dir("waitaof");
     // A long flush interval: only WAITAOF's wait makes the write durable in time.
-    let mut server = spawn(&dir, &["--flush-interval-ms", "500"]);
-    let mut con = connect(server.port);
+    let mut server = common::start_meridian_on(&dir, &["--flush-interval-ms", "500"]);
+    let mut con = common::connect(&server);
     // The first segment is cut at once; the next not before 500 ms after it, so the
     // write below is durable only if WAITAOF really waits.
     let _: () = redis::cmd("SET").arg("warm").arg("up").query(&mut con).unwrap();
@@ -30,8 +17,8 @@ fn waitaof_reports_the_write_stored_and_it_survives_sigkill() {
     assert_eq!(acked, vec![1, 0], "stored locally, no replicas yet");
     server.child.kill().unwrap();
     server.child.wait().unwrap();
-    let mut server = spawn(&dir, &[]);
-    let mut con = connect(server.port);
+    let mut server = common::start_meridian_on(&dir, &[]);
+    let mut con = common::connect(&server);
     let value: Option<String> = redis::cmd("GET").arg("k").query(&mut con).unwrap();
     assert_eq!(value.as_deref(), Some("v1"));
     server.child.kill().unwrap();
@@ -42,7 +29,7 @@ fn waitaof_reports_the_write_stored_and_it_survives_sigkill() {
 #[test]
 fn waitaof_refuses_numlocal_without_persistence() {
     let server = common::start_meridian(&["--persistence", "off"]);
-    let mut con = connect(server.port);
+    let mut con = common::connect(&server);
     let error = redis::cmd("WAITAOF").arg(1).arg(0).arg(10).query::<Vec<i64>>(&mut con).unwrap_err();
     assert!(error.to_string().contains("persistence is off"), "{error}");
     let acked: Vec<i64> = redis::cmd("WAITAOF").arg(0).arg(0).arg(10).query(&mut con).unwrap();
@@ -52,8 +39,8 @@ fn waitaof_refuses_numlocal_without_persistence() {
 #[test]
 fn with_sync_durability_every_acknowledged_write_survives_sigkill() {
     let dir = common::temp_dir("sync");
-    let mut server = spawn(&dir, &["--durability", "sync", "--flush-interval-ms", "300"]);
-    let mut con = connect(server.port);
+    let mut server = common::start_meridian_on(&dir, &["--durability", "sync", "--flush-interval-ms", "300"]);
+    let mut con = common::connect(&server);
     for i in 0..5 {
         let _: () = redis::cmd("SET").arg(format!("k{i}")).arg(i).query(&mut con).unwrap();
     }
@@ -61,8 +48,8 @@ fn with_sync_durability_every_acknowledged_write_survives_sigkill() {
     // Killed right after the last acknowledgement: nothing may be missing.
     server.child.kill().unwrap();
     server.child.wait().unwrap();
-    let mut server = spawn(&dir, &[]);
-    let mut con = connect(server.port);
+    let mut server = common::start_meridian_on(&dir, &[]);
+    let mut con = common::connect(&server);
     for i in 0..5 {
         let value: Option<i64> = redis::cmd("GET").arg(format!("k{i}")).query(&mut con).unwrap();
         assert_eq!(value, Some(i), "k{i}");

@@ -5,19 +5,6 @@ mod common;
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Start meridian on `data_dir` (kept across restarts), with two shards; its log goes
-/// next to the data dir.
-fn spawn(data_dir: &std::path::Path, extra: &[&str]) -> common::ServerGuard {
-    let log = data_dir.with_extension("log");
-    let mut args = vec!["--shards", "2"];
-    args.extend_from_slice(extra);
-    common::start_meridian_at(data_dir, &args, &[], &log)
-}
-
-fn connect(port: u16) -> redis::Connection {
-    redis::Client::open(format!("redis://127.0.0.1:{port}/")).expect("client").get_connection().expect("connect")
-}
-
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
 }
@@ -41,8 +28,8 @@ fn get(con: &mut redis::Connection, key: &str) -> Option<String> {
 fn restore_rebuilds_the_state_as_of_a_point_in_time() {
     let source = common::temp_dir("restore-src");
     // Frequent checkpoints, so that restore has to pick the right one.
-    let mut server = spawn(&source, &["--flush-interval-ms", "20", "--checkpoint-every-segments", "2"]);
-    let mut con = connect(server.port);
+    let mut server = common::start_meridian_on(&source, &["--flush-interval-ms", "20", "--checkpoint-every-segments", "2"]);
+    let mut con = common::connect(&server);
     let wait = |con: &mut redis::Connection| {
         let acked: Vec<i64> = redis::cmd("WAITAOF").arg(1).arg(0).arg(5000).query(con).unwrap();
         assert_eq!(acked[0], 1);
@@ -67,8 +54,8 @@ fn restore_rebuilds_the_state_as_of_a_point_in_time() {
     let _ = std::fs::remove_dir_all(&at_point);
     let output = restore(&source, &point.to_string(), &at_point);
     assert!(output.status.success(), "restore failed: {}", String::from_utf8_lossy(&output.stderr));
-    let mut restored = spawn(&at_point, &[]);
-    let mut con = connect(restored.port);
+    let mut restored = common::start_meridian_on(&at_point, &[]);
+    let mut con = common::connect(&restored);
     assert_eq!(get(&mut con, "a").as_deref(), Some("before"));
     assert_eq!(get(&mut con, "b"), None, "written after the point");
     assert_eq!(get(&mut con, "early0").as_deref(), Some("0"), "deleted after the point");
@@ -80,8 +67,8 @@ fn restore_rebuilds_the_state_as_of_a_point_in_time() {
     let _ = std::fs::remove_dir_all(&latest);
     let output = restore(&source, &(now_ms() + 1000).to_string(), &latest);
     assert!(output.status.success(), "restore failed: {}", String::from_utf8_lossy(&output.stderr));
-    let mut restored = spawn(&latest, &[]);
-    let mut con = connect(restored.port);
+    let mut restored = common::start_meridian_on(&latest, &[]);
+    let mut con = common::connect(&restored);
     assert_eq!(get(&mut con, "a").as_deref(), Some("after"));
     assert_eq!(get(&mut con, "b").as_deref(), Some("new"));
     assert_eq!(get(&mut con, "early0"), None);

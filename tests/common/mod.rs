@@ -417,3 +417,12 @@ pub fn wait_claimed(con: &mut redis::Connection) -> (u64, u64) {
     assert!(claimed, "no manifest epoch claimed in 10 s: {:?}", info_fields(con, "persistence"));
     (info_u64(con, "persistence", "manifest_epoch"), info_u64(con, "persistence", "last_segment"))
 }
+
+/// Start meridian with two shards on `data_dir`, which outlives the process so that a
+/// restart recovers from it; the log goes next to the data dir.
+pub fn start_meridian_on(data_dir: &std::path::Path, extra_args: &[&str]) -> ServerGuard {
+    let log = data_dir.with_extension("log");
+    let mut args = vec!["--shards", "2"];
+    args.extend_from_slice(extra_args);
+    start_meridian_at(data_dir, &args, &[], &log)
+}
