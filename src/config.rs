@@ -99,6 +99,41 @@ pub struct Config {
     #[arg(long, default_value_t = 10_000)]
     pub maxclients: usize,
 
+    /// Port for replication links from peers (enables replication). Peers list this
+    /// node as `host:PORT` in their --peers.
+    #[arg(long)]
+    pub repl_port: Option<u16>,
+
+    /// Address the replication listener binds (default: --bind).
+    #[arg(long)]
+    pub repl_bind: Option<String>,
+
+    /// Replication addresses of the other nodes, `host:port,host:port`.
+    #[arg(long, value_delimiter = ',')]
+    pub peers: Vec<String>,
+
+    /// The secret every node of the cluster shares; peer links prove it without
+    /// sending it. Required with replication.
+    #[arg(long, env = "MERIDIAN_CLUSTER_SECRET", hide_env_values = true)]
+    pub cluster_secret: Option<String>,
+
+    /// Local writes are gathered for this long, merged per key, and sent as one batch.
+    #[arg(long, default_value_t = 10)]
+    pub repl_batch_ms: u64,
+
+    /// Unacknowledged batches kept per peer, in bytes; past it the peer is caught up
+    /// by anti-entropy instead.
+    #[arg(long, default_value = "64mb", value_parser = parse_size_arg)]
+    pub repl_backlog_bytes: usize,
+
+    /// How often each link compares Merkle trees with its peer (also on every connect).
+    #[arg(long, default_value_t = 10_000)]
+    pub anti_entropy_interval_ms: u64,
+
+    /// Remote stamps further ahead of local time than this are counted and logged.
+    #[arg(long, default_value_t = 2_000)]
+    pub max_clock_skew_ms: u64,
+
     /// What to do instead of serving (`restore`).
     #[command(subcommand)]
     pub command: Option<Subcommand>,
@@ -163,7 +198,33 @@ impl Config {
         if self.proto_max_bulk_len < 1024 {
             return Err("--proto-max-bulk-len must be at least 1024".into());
         }
+        if self.replication_enabled() {
+            match self.cluster_secret.as_deref() {
+                None | Some("") => {
+                    return Err("replication (--repl-port or --peers) needs --cluster-secret or MERIDIAN_CLUSTER_SECRET".into());
+                }
+                Some(secret) if secret.len() < 8 => return Err("--cluster-secret must be at least 8 characters".into()),
+                _ => {}
+            }
+            if self.repl_batch_ms == 0 || self.repl_batch_ms > 10_000 {
+                return Err("--repl-batch-ms must be between 1 and 10000".into());
+            }
+            if self.anti_entropy_interval_ms < 10 {
+                return Err("--anti-entropy-interval-ms must be at least 10".into());
+            }
+            if self.repl_backlog_bytes < 64 * 1024 {
+                return Err("--repl-backlog-bytes must be at least 64kb".into());
+            }
+            if let Some(bad) = self.peers.iter().find(|p| p.rsplit_once(':').is_none_or(|(h, port)| h.is_empty() || port.parse::<u16>().is_err())) {
+                return Err(format!("--peers: expected host:port, got {bad:?}"));
+            }
+        }
         Ok(())
+    }
+
+    /// Whether this node replicates: it listens for peers or dials some.
+    pub fn replication_enabled(&self) -> bool {
+        self.repl_port.is_some() || !self.peers.is_empty()
     }
 
     pub fn persistence_enabled(&self) -> bool {
@@ -241,6 +302,14 @@ impl RuntimeConfig {
             ("max-unflushed-bytes", config.max_unflushed_bytes.to_string()),
             ("checkpoint-every-segments", config.checkpoint_every_segments.to_string()),
             ("durability", config.durability.clone()),
+            ("repl-port", config.repl_port.map(|p| p.to_string()).unwrap_or_default()),
+            ("repl-bind", config.repl_bind.clone().unwrap_or_default()),
+            ("peers", config.peers.join(",")),
+            ("cluster-secret", String::new()),
+            ("repl-batch-ms", config.repl_batch_ms.to_string()),
+            ("repl-backlog-bytes", config.repl_backlog_bytes.to_string()),
+            ("anti-entropy-interval-ms", config.anti_entropy_interval_ms.to_string()),
+            ("max-clock-skew-ms", config.max_clock_skew_ms.to_string()),
             ("requirepass", self.requirepass().unwrap_or_default()),
             ("proto-max-bulk-len", self.proto_max_bulk_len().to_string()),
             ("client-query-buffer-limit", self.client_query_buffer_limit().to_string()),
@@ -285,7 +354,15 @@ impl RuntimeConfig {
             | "flush-interval-ms"
             | "max-unflushed-bytes"
             | "checkpoint-every-segments"
-            | "durability" => {
+            | "durability"
+            | "repl-port"
+            | "repl-bind"
+            | "peers"
+            | "cluster-secret"
+            | "repl-batch-ms"
+            | "repl-backlog-bytes"
+            | "anti-entropy-interval-ms"
+            | "max-clock-skew-ms" => {
                 return Err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"));
             }
             _ => return Err(format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'")),

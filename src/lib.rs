@@ -7,6 +7,7 @@
 //! - [`crdt`]: hybrid logical clock, dots, causal contexts, registers, counters, TTL.
 //! - [`engine`]: the data engines inside a shard (today: key-value).
 //! - [`shard`]: the deterministic shard state machine that owns a keyspace partition.
+//! - [`replication`]: peer link messages, authentication, batching, Merkle leaves.
 //! - [`persistence`]: segment codec, streamer, manifest, checkpoints and recovery.
 //! - [`config`]: every setting, its flag, default and `CONFIG` name.
 //! - [`shell`]: the tokio world: listener, connections, shard threads, timers.
@@ -21,5 +22,6 @@ pub mod crdt;
 pub mod engine;
 pub mod persistence;
 pub mod protocol;
+pub mod replication;
 pub mod shard;
 pub mod shell;

@@ -149,7 +149,7 @@ impl<'a> Reader<'a> {
         self.take(len as usize)
     }
 
-    fn count(&mut self) -> Result<usize, DecodeError> {
+    pub fn count(&mut self) -> Result<usize, DecodeError> {
         let n = self.var()?;
         if n > ITEMS_MAX || n > self.remaining() as u64 {
             return err(format!("implausible item count {n}"));

@@ -16,8 +16,11 @@ use rand_chacha::ChaCha8Rng;
 use crate::command::{KeyCommand, KeyspaceCommand, SetCondition, SetReply, TtlChange};
 use crate::crdt::{HlcClock, NodeId};
 use crate::engine::kv::keys::KeySnapshot;
-use crate::engine::kv::{DeltaSink, KvEngine, WriteCtx};
+use crate::crdt::{Hlc, VersionVector};
+use crate::engine::kv::{DeltaSink, KeyState, KvEngine, WriteCtx};
 use crate::protocol::Frame;
+use crate::replication::merkle::MerkleLeaves;
+use crate::replication::outbox::{Outbox, OutboxBatch};
 pub use delta::{Delta, DeltaLog};
 
 /// Keys expired per shard per tick at most, so one tick's work is bounded.
@@ -38,6 +41,11 @@ pub struct ShardConfig {
     pub delta_log_entries_max: usize,
     pub delta_log_bytes_max: usize,
     pub rng_seed: u64,
+    /// Replicate to peers: keep an outbox, tombstones and Merkle leaves.
+    pub replicate: bool,
+    pub outbox_bytes_max: usize,
+    /// Remote stamps further ahead of local time than this are counted (DESIGN §4).
+    pub max_clock_skew_ms: u64,
 }
 
 impl ShardConfig {
@@ -50,6 +58,9 @@ impl ShardConfig {
             delta_log_entries_max: 1 << 20,
             delta_log_bytes_max: 256 << 20,
             rng_seed: shard_id as u64,
+            replicate: false,
+            outbox_bytes_max: 64 << 20,
+            max_clock_skew_ms: 2_000,
         }
     }
 }
@@ -92,6 +103,14 @@ pub enum ShardOp {
     },
     /// The position of the newest recorded delta (WAITAOF's target).
     DeltaMark,
+    /// Join key states (or flushes) received from a peer.
+    MergeRemote(Vec<Delta>),
+    /// Local writes since the last call, for the next replication batch.
+    DrainOutbox,
+    /// This shard's anti-entropy leaves.
+    MerkleLeaves,
+    /// Every key state (live or tombstone) in these anti-entropy leaves.
+    ExportLeaves(Vec<u16>),
 }
 
 /// Figures a shard reports for INFO.
@@ -106,6 +125,12 @@ pub struct ShardStats {
     pub delta_log_len: usize,
     pub delta_log_bytes: usize,
     pub ops_applied: u64,
+    pub tombstones: usize,
+    pub clock_skew_events: u64,
+    pub outbox_overflows: u64,
+    pub remote_deltas_merged: u64,
+    /// XOR of the Merkle leaves (of every key digest): equal on converged nodes.
+    pub keyspace_digest: u64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -126,6 +151,13 @@ pub enum ShardReply {
         deltas: Vec<Delta>,
         next: u64,
     },
+    /// The outbox's batch and an HLC below which this shard will never stamp again.
+    Outbox {
+        batch: OutboxBatch,
+        stable: Hlc,
+    },
+    Merkle(MerkleLeaves),
+    Deltas(Vec<Delta>),
 }
 
 impl ShardReply {
@@ -145,17 +177,51 @@ pub struct Shard {
     pub kv: KvEngine,
     rng: ChaCha8Rng,
     pub deltas: DeltaLog,
+    /// Local writes waiting for the next replication batch (`None`: no peers).
+    outbox: Option<Outbox>,
     ops_applied: u64,
+    remote_deltas_merged: u64,
+}
+
+/// Where a local write's delta goes: the persistence log, and the outbox when there
+/// are peers.
+struct ShardSinks<'a> {
+    log: &'a mut DeltaLog,
+    outbox: Option<&'a mut Outbox>,
+}
+
+impl DeltaSink for ShardSinks<'_> {
+    fn key_changed(&mut self, key: &Bytes, state: &KeyState) {
+        self.log.key_changed(key, state);
+        if let Some(outbox) = self.outbox.as_deref_mut() {
+            outbox.key_changed(key, state);
+        }
+    }
+
+    fn flushed(&mut self, seen: &VersionVector) {
+        self.log.flushed(seen);
+        if let Some(outbox) = self.outbox.as_deref_mut() {
+            outbox.flushed(seen);
+        }
+    }
 }
 
 impl Shard {
     pub fn new(config: ShardConfig) -> Shard {
+        let mut kv = KvEngine::new();
+        kv.record_expiries = config.record_deltas;
+        if config.replicate {
+            kv.keep_tombstones = true;
+            kv.keys.enable_merkle();
+        }
         Shard {
             clock: HlcClock::new(),
-            kv: KvEngine { record_expiries: config.record_deltas, ..KvEngine::new() },
+            kv,
             rng: ChaCha8Rng::seed_from_u64(config.rng_seed),
             deltas: DeltaLog::new(config.record_deltas, config.delta_log_entries_max, config.delta_log_bytes_max),
+            outbox: config.replicate.then(|| Outbox::new(config.outbox_bytes_max)),
             ops_applied: 0,
+            remote_deltas_merged: 0,
             config,
         }
     }
@@ -205,8 +271,9 @@ impl Shard {
         if Self::is_write(&op) && !self.deltas.has_room() {
             return ShardReply::Frame(Frame::static_error(DELTA_LOG_FULL));
         }
-        let Shard { config, clock, kv, rng, deltas, .. } = self;
-        let mut ctx = WriteCtx { clock, node: config.node_id, now_ms, string_bytes_max: config.string_bytes_max, deltas };
+        let Shard { config, clock, kv, rng, deltas, outbox, .. } = self;
+        let mut sinks = ShardSinks { log: deltas, outbox: outbox.as_mut() };
+        let mut ctx = WriteCtx { clock, node: config.node_id, now_ms, string_bytes_max: config.string_bytes_max, deltas: &mut sinks };
         let frame = match op {
             ShardOp::Key(cmd) => apply_key(kv, &mut ctx, cmd),
             ShardOp::MGet(keys) => {
@@ -276,6 +343,22 @@ impl Shard {
                 return ShardReply::Chunk { deltas, next };
             }
             ShardOp::DeltaMark => return ShardReply::Count(self.deltas.recorded_total() as i64),
+            ShardOp::MergeRemote(deltas) => return self.merge_remote(deltas, now_ms),
+            ShardOp::DrainOutbox => {
+                let batch = self.outbox.as_mut().map_or(OutboxBatch { deltas: Vec::new(), overflowed: false }, |o| o.drain());
+                // An idle shard's clock moves up to now, so `stable` keeps up with time;
+                // every later local write is stamped above it.
+                self.clock.witness(Hlc::from_parts(now_ms.saturating_sub(1), u16::MAX));
+                return ShardReply::Outbox { batch, stable: self.clock.last() };
+            }
+            ShardOp::MerkleLeaves => return ShardReply::Merkle(self.kv.keys.merkle().cloned().unwrap_or_default()),
+            ShardOp::ExportLeaves(leaves) => {
+                let mut deltas = Vec::new();
+                for leaf in leaves {
+                    self.kv.keys.for_each_in_leaf(leaf, |key, state| deltas.push(Delta::Key { key: key.clone(), state: state.clone() }));
+                }
+                return ShardReply::Deltas(deltas);
+            }
             ShardOp::ResetStats => {
                 self.reset_stats();
                 Frame::ok()
@@ -284,8 +367,35 @@ impl Shard {
         ShardReply::Frame(frame)
     }
 
-    /// Apply a delta recovered from storage (or, later, received from a peer). It is
-    /// not recorded again: it is already where it came from.
+    /// Join deltas received from a peer: the clock moves past their stamps (counting
+    /// those too far ahead), and they are recorded for persistence (this node's store
+    /// holds everything it holds) but never put in the outbox (no echo). Refused whole,
+    /// with the delta log's error, while persistence can't keep up.
+    fn merge_remote(&mut self, deltas: Vec<Delta>, now_ms: u64) -> ShardReply {
+        if !self.deltas.has_room() {
+            return ShardReply::Frame(Frame::static_error(DELTA_LOG_FULL));
+        }
+        let count = deltas.len();
+        for delta in deltas {
+            let stamp = match &delta {
+                Delta::Key { state, .. } => state.max_hlc(),
+                Delta::Flush { seen } => seen.max_hlc(),
+            };
+            self.clock.observe(stamp, now_ms, self.config.max_clock_skew_ms);
+            if self.deltas.is_recording() {
+                match &delta {
+                    Delta::Key { key, state } => self.deltas.key_changed(key, state),
+                    Delta::Flush { seen } => self.deltas.flushed(seen),
+                }
+            }
+            self.merge_delta(delta);
+        }
+        self.remote_deltas_merged += count as u64;
+        ShardReply::Count(count as i64)
+    }
+
+    /// Apply a delta recovered from storage or received from a peer. It is not put in
+    /// the outbox: it is already where it came from.
     pub fn merge_delta(&mut self, delta: Delta) {
         match delta {
             Delta::Key { key, state } => {
@@ -327,6 +437,11 @@ impl Shard {
             delta_log_len: self.deltas.len(),
             delta_log_bytes: self.deltas.bytes(),
             ops_applied: self.ops_applied,
+            tombstones: self.kv.keys.tombstones_len(),
+            clock_skew_events: self.clock.skew_events,
+            outbox_overflows: self.outbox.as_ref().map_or(0, |o| o.overflows),
+            remote_deltas_merged: self.remote_deltas_merged,
+            keyspace_digest: self.kv.keys.merkle().map_or(0, |m| m.leaves().iter().fold(0, |acc, l| acc ^ l)),
         }
     }
 

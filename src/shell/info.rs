@@ -25,6 +25,70 @@ fn resident_memory_bytes() -> u64 {
         .map_or(0, |pages| pages * page)
 }
 
+/// INFO `replication`: Redis's field names where they mean the same (every node is a
+/// primary), then Meridian's own: one line per peer, link counters, convergence digest.
+fn render_replication(out: &mut String, state: &ServerState, shards: &[ShardStats]) {
+    let now = super::now_ms();
+    let total = |f: fn(&ShardStats) -> u64| shards.iter().map(f).sum::<u64>();
+    let digest = shards.iter().fold(0u64, |acc, s| acc ^ s.keyspace_digest);
+    let Some(r) = state.replication.as_deref() else {
+        let _ = write!(out, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nreplication_enabled:0\r\nnode_id:{}\r\nregion:{}\r\n\r\n", state.config.node_id, state.config.region);
+        return;
+    };
+    let up = r.peers.iter().filter(|p| p.status.lock().map(|s| s.link == "up").unwrap_or(false)).count();
+    let _ = write!(
+        out,
+        "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nreplication_enabled:1\r\nnode_id:{}\r\nregion:{}\r\nrepl_port:{}\r\npeers:{}\r\npeers_up:{}\r\n",
+        r.node_id,
+        r.region,
+        r.repl_port,
+        r.peers.len(),
+        up
+    );
+    for (i, peer) in r.peers.iter().enumerate() {
+        let status = peer.status.lock().map(|s| s.clone()).unwrap_or_default();
+        let (lag_ms, backlog_bytes, backlog_deltas, acked, stats) = match peer.queue.lock() {
+            Ok(q) => (q.lag_ms(now), q.pending_bytes(), q.pending_deltas(), q.acked(), q.stats.clone()),
+            Err(_) => Default::default(),
+        };
+        let ae_ago = if status.ae_last_ms == 0 { -1 } else { now.saturating_sub(status.ae_last_ms) as i64 };
+        let _ = write!(
+            out,
+            "peer{i}:addr={},node_id={},region={},link={},lag_ms={lag_ms},backlog_bytes={backlog_bytes},backlog_deltas={backlog_deltas},acked_seq={acked},batches_sent={},bytes_sent={},deltas_acked={},backlog_overflows={},connects={},ae_rounds={},ae_last_ms_ago={ae_ago},ae_keys_sent={},ae_keys_received={},last_error={}\r\n",
+            peer.addr,
+            status.remote_node.map_or(String::new(), |n| n.to_string()),
+            status.remote_region,
+            status.link,
+            stats.batches_sent,
+            stats.bytes_sent,
+            stats.deltas_acked,
+            stats.overflows,
+            status.connects,
+            status.ae_rounds,
+            status.ae_keys_sent,
+            status.ae_keys_received,
+            status.last_error.replace(['\r', '\n', ','], " "),
+        );
+    }
+    let i = &r.inbound;
+    let _ = write!(
+        out,
+        "inbound_links_accepted:{}\r\nauth_failures:{}\r\nbad_frames:{}\r\nbatches_made:{}\r\nbatches_received:{}\r\ndeltas_received:{}\r\nae_keys_received_inbound:{}\r\nremote_deltas_merged:{}\r\nclock_skew_events:{}\r\nskewed_batches:{}\r\noutbox_overflows:{}\r\ntombstones:{}\r\nkeyspace_digest:{digest:016x}\r\n\r\n",
+        i.connections.load(Ordering::Relaxed),
+        i.auth_failures.load(Ordering::Relaxed),
+        i.bad_frames.load(Ordering::Relaxed),
+        r.batches_made.load(Ordering::Relaxed),
+        i.batches.load(Ordering::Relaxed),
+        i.deltas.load(Ordering::Relaxed),
+        i.ae_keys_received.load(Ordering::Relaxed),
+        total(|s| s.remote_deltas_merged),
+        total(|s| s.clock_skew_events),
+        i.skewed_batches.load(Ordering::Relaxed),
+        total(|s| s.outbox_overflows),
+        total(|s| s.tombstones as u64),
+    );
+}
+
 /// Render INFO for the requested sections (none, `default`, `all`, `everything`, or names).
 pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -> String {
     let wanted: Vec<String> = requested.iter().map(|s| String::from_utf8_lossy(s).to_ascii_lowercase()).collect();
@@ -91,6 +155,9 @@ pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -
             p.recovered.loss.as_deref().unwrap_or("").replace(['\r', '\n'], " "),
             p.fenced.is_some() as u8,
         );
+    }
+    if include("replication") {
+        render_replication(&mut out, state, shards);
     }
     if include("stats") {
         let s = &state.stats;

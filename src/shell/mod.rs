@@ -10,7 +10,9 @@ pub mod connection;
 pub mod coordinator;
 pub mod fanout;
 pub mod info;
+pub mod peer_link;
 pub mod persistence;
+pub mod replication;
 pub mod restore;
 pub mod router;
 pub mod shard_thread;
@@ -70,6 +72,8 @@ pub struct ServerState {
     pub connected: AtomicUsize,
     pub persistence: Arc<std::sync::Mutex<persistence::PersistenceInfo>>,
     pub durability: Arc<persistence::Durability>,
+    /// Present when this node replicates.
+    pub replication: Option<Arc<replication::Replication>>,
 }
 
 fn run_id() -> String {
@@ -96,6 +100,9 @@ pub fn run(config: Config) -> Result<(), String> {
     }
     let router = Router::new(mailboxes);
 
+    let (replication, repl_listener) =
+        if config.replication_enabled() { Some(replication::prepare(&config)?) } else { None }.map_or((None, None), |(r, l)| (Some(r), l));
+
     // Build the shards, and rebuild their data from the object store, before serving.
     let record_deltas = config.persistence_enabled();
     let mut shards: Vec<Shard> = (0..shard_count)
@@ -106,6 +113,9 @@ pub fn run(config: Config) -> Result<(), String> {
             shard_config.record_deltas = record_deltas;
             // Half of --max-unflushed-bytes for the shards' logs, half for the streamer.
             shard_config.delta_log_bytes_max = (config.max_unflushed_bytes / 2 / shard_count).max(64 * 1024);
+            shard_config.replicate = replication.is_some();
+            shard_config.outbox_bytes_max = (config.repl_backlog_bytes / shard_count).max(64 * 1024);
+            shard_config.max_clock_skew_ms = config.max_clock_skew_ms;
             Shard::new(shard_config)
         })
         .collect();
@@ -150,6 +160,7 @@ pub fn run(config: Config) -> Result<(), String> {
         connected: AtomicUsize::new(0),
         persistence: persistence_info.clone(),
         durability: Arc::new(persistence::Durability::new(shard_count)),
+        replication: replication.clone(),
         config,
     });
 
@@ -160,6 +171,19 @@ pub fn run(config: Config) -> Result<(), String> {
     let driver = match store {
         Some((store, recovered)) => {
             Some(persistence::start(&state.config, store, router.clone(), &recovered, persistence_info, state.durability.clone())?)
+        }
+        None => None,
+    };
+    let replicator = match replication {
+        Some(replication) => {
+            tracing::info!(
+                repl_port = replication.repl_port,
+                peers = %state.config.peers.join(","),
+                "replicating: listening for peers on port {}",
+                replication.repl_port
+            );
+            let interval = std::time::Duration::from_millis(state.config.repl_batch_ms);
+            Some(replication::start(replication, repl_listener, router.clone(), interval)?)
         }
         None => None,
     };
@@ -178,6 +202,10 @@ pub fn run(config: Config) -> Result<(), String> {
     runtime.block_on(accept_until_signal(listener, state.clone()))?;
 
     tracing::info!("shutting down");
+    if let Some(replicator) = replicator {
+        let _ = replicator.shutdown.send(());
+        let _ = replicator.thread.join();
+    }
     if let Some(driver) = driver {
         // Store what the shards still hold before they stop.
         let _ = driver.shutdown.send(());

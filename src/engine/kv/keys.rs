@@ -150,6 +150,7 @@ impl KvEngine {
             seen.merge(&entry.state.causal_context());
         }
         ctx.deltas.flushed(&seen);
+        self.record_flush(&seen);
         self.keys.clear();
     }
 

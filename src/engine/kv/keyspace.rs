@@ -8,6 +8,11 @@
 //! across growth. The slot bits are taken from the middle of the hash because hashbrown
 //! uses the top bits (control bytes) and low bits (bucket index) itself.
 //!
+//! Replication adds two things, both off for a lone node: tombstones (the removal
+//! metadata of keys that no longer exist, kept apart so that no read ever sees them)
+//! and the Merkle leaves of anti-entropy, updated on every change of a live key or a
+//! tombstone.
+//!
 //! Expiry: a min-heap of `(expire_at_ms, key)` with lazy invalidation; entries whose key
 //! has changed TTL or gone are skipped when popped, and the heap is rebuilt when stale
 //! entries outnumber live ones, so it stays bounded by twice the keys with a TTL.
@@ -20,6 +25,7 @@ use bytes::Bytes;
 use hashbrown::HashTable;
 
 use super::value::KeyState;
+use crate::replication::merkle::{self, MerkleLeaves};
 
 /// Seed of the key hash. Fixed so that key placement (shards, slots, SCAN order) is the
 /// same in every process and in the simulator.
@@ -42,6 +48,13 @@ fn slot_position(hash: u64) -> u32 {
     (hash >> 16) as u32
 }
 
+/// The anti-entropy leaf of a key hash.
+pub fn leaf_of(hash: u64) -> u16 {
+    merkle::leaf_of_position(slot_position(hash))
+}
+
+type TombstoneMap = hashbrown::HashMap<Bytes, KeyState, foldhash::fast::FixedState>;
+
 pub struct Entry {
     pub key: Bytes,
     pub hash: u64,
@@ -54,6 +67,8 @@ pub struct Keyspace {
     len: usize,
     expiring: usize,
     expiry_heap: BinaryHeap<Reverse<(u64, Bytes)>>,
+    tombstones: TombstoneMap,
+    merkle: Option<MerkleLeaves>,
 }
 
 impl Default for Keyspace {
@@ -70,6 +85,82 @@ impl Keyspace {
             len: 0,
             expiring: 0,
             expiry_heap: BinaryHeap::new(),
+            tombstones: TombstoneMap::with_hasher(foldhash::fast::FixedState::with_seed(KEY_HASH_SEED)),
+            merkle: None,
+        }
+    }
+
+    /// Keep Merkle leaves from now on (replication), starting from what is stored.
+    pub fn enable_merkle(&mut self) {
+        let mut leaves = MerkleLeaves::new();
+        for entry in self.iter() {
+            leaves.toggle(leaf_of(entry.hash), merkle::digest(&entry.key, &entry.state));
+        }
+        for (key, state) in &self.tombstones {
+            leaves.toggle(leaf_of(key_hash(key)), merkle::digest(key, state));
+        }
+        self.merkle = Some(leaves);
+    }
+
+    pub fn merkle(&self) -> Option<&MerkleLeaves> {
+        self.merkle.as_ref()
+    }
+
+    fn merkle_toggle(&mut self, key: &[u8], hash: u64, state: &KeyState) {
+        if let Some(leaves) = &mut self.merkle {
+            leaves.toggle(leaf_of(hash), merkle::digest(key, state));
+        }
+    }
+
+    /// Tombstones kept for replication.
+    pub fn tombstones_len(&self) -> usize {
+        self.tombstones.len()
+    }
+
+    pub fn tombstone(&self, key: &[u8]) -> Option<&KeyState> {
+        if self.tombstones.is_empty() { None } else { self.tombstones.get(key) }
+    }
+
+    /// Take the tombstone of `key` out (the key is being written again).
+    pub fn take_tombstone(&mut self, key: &[u8], hash: u64) -> Option<KeyState> {
+        if self.tombstones.is_empty() {
+            return None;
+        }
+        let state = self.tombstones.remove(key)?;
+        self.merkle_toggle(key, hash, &state);
+        Some(state)
+    }
+
+    /// Store (or replace) the tombstone of a key that does not exist as a live key.
+    pub fn put_tombstone(&mut self, key: Bytes, hash: u64, state: KeyState) {
+        debug_assert!(!state.exists(), "a tombstone holds no value");
+        debug_assert!(self.get(&key, hash).is_none(), "a key is live or a tombstone, never both");
+        if let Some(old) = self.tombstones.remove(&key) {
+            self.merkle_toggle(&key, hash, &old);
+        }
+        self.merkle_toggle(&key, hash, &state);
+        self.tombstones.insert(Bytes::copy_from_slice(&key), state);
+    }
+
+    /// Every live key and tombstone in one anti-entropy leaf.
+    pub fn for_each_in_leaf(&self, leaf: u16, mut visit: impl FnMut(&Bytes, &KeyState)) {
+        let leaf_bits = merkle::LEAF_BITS;
+        let (first, last) = if self.slot_bits >= leaf_bits {
+            let shift = self.slot_bits - leaf_bits;
+            ((leaf as usize) << shift, ((leaf as usize + 1) << shift) - 1)
+        } else {
+            let table = (leaf as usize) >> (leaf_bits - self.slot_bits);
+            (table, table)
+        };
+        for table in &self.tables[first..=last] {
+            for entry in table.iter().filter(|e| leaf_of(e.hash) == leaf) {
+                visit(&entry.key, &entry.state);
+            }
+        }
+        for (key, state) in &self.tombstones {
+            if leaf_of(key_hash(key)) == leaf {
+                visit(key, state);
+            }
         }
     }
 
@@ -104,6 +195,13 @@ impl Keyspace {
     pub fn put(&mut self, key: Bytes, hash: u64, state: KeyState) {
         let new_expiry = state.expire_at_ms();
         let index = self.table_index(hash);
+        if let Some(leaves) = &mut self.merkle {
+            let leaf = leaf_of(hash);
+            if let Some(entry) = self.tables[index].find(hash, |e| e.key == key) {
+                leaves.toggle(leaf, merkle::digest(&key, &entry.state));
+            }
+            leaves.toggle(leaf, merkle::digest(&key, &state));
+        }
         let (stored_key, old_expiry) = match self.tables[index].find_mut(hash, |e| e.key == key) {
             Some(entry) => {
                 let old = entry.state.expire_at_ms();
@@ -129,6 +227,7 @@ impl Keyspace {
         let index = self.table_index(hash);
         debug_assert!(self.tables[index].find(hash, |e| e.key == key).is_none());
         let expiry = state.expire_at_ms();
+        self.merkle_toggle(&key, hash, &state);
         self.tables[index].insert_unique(hash, Entry { key: key.clone(), hash, state }, |e| e.hash);
         self.len += 1;
         self.track_expiry(key, None, expiry);
@@ -141,8 +240,12 @@ impl Keyspace {
         let index = self.table_index(hash);
         let entry = self.tables[index].find_mut(hash, |e| e.key == key)?;
         let old = entry.state.expire_at_ms();
+        let old_digest = self.merkle.as_ref().map(|_| merkle::digest(key, &entry.state));
         let result = f(entry);
         let new = entry.state.expire_at_ms();
+        if let (Some(leaves), Some(old_digest)) = (&mut self.merkle, old_digest) {
+            leaves.toggle(leaf_of(hash), old_digest ^ merkle::digest(key, &entry.state));
+        }
         if old != new {
             let stored_key = entry.key.clone();
             self.track_expiry(stored_key, old, new);
@@ -181,6 +284,7 @@ impl Keyspace {
         let index = self.table_index(hash);
         let entry = self.tables[index].find_entry(hash, |e| e.key == key).ok()?;
         let (removed, _) = entry.remove();
+        self.merkle_toggle(key, hash, &removed.state);
         self.len -= 1;
         if removed.state.expire_at_ms().is_some() {
             self.expiring -= 1;
@@ -188,8 +292,15 @@ impl Keyspace {
         Some(removed.state)
     }
 
+    /// Remove every live key; tombstones stay (they still guard against old writes).
     pub fn clear(&mut self) {
+        let tombstones = std::mem::take(&mut self.tombstones);
+        let merkle = self.merkle.is_some();
         *self = Keyspace::new();
+        self.tombstones = tombstones;
+        if merkle {
+            self.enable_merkle();
+        }
     }
 
     fn maybe_grow(&mut self) {

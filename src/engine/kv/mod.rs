@@ -62,6 +62,12 @@ pub struct KvEngine {
     /// back after a restart cannot revive the key) without a new write stamp: replayed
     /// or merged anywhere, a tombstone removes only what had expired.
     pub expired: Vec<(Bytes, KeyState)>,
+    /// Keep the removal metadata of keys that no longer exist (replication): a delete
+    /// must still win over an older write that reaches this node after it.
+    pub keep_tombstones: bool,
+    /// The contexts of every FLUSHALL merged here: a write they had seen that arrives
+    /// later (from a peer) is removed on arrival, as if it had been here to flush.
+    flushed: VersionVector,
 }
 
 impl KvEngine {
@@ -93,8 +99,17 @@ impl KvEngine {
     fn remove_expired(&mut self, key: &[u8], hash: u64) {
         if let Some(state) = self.keys.remove(key, hash) {
             self.stats.expired_keys += 1;
-            if self.record_expiries && !crate::bugs::active(crate::bugs::Bug::ExpiryNotPersisted) {
-                self.expired.push((Bytes::copy_from_slice(key), state.expired_tombstone()));
+            let record = self.record_expiries && !crate::bugs::active(crate::bugs::Bug::ExpiryNotPersisted);
+            if !record && !self.keep_tombstones {
+                return;
+            }
+            let tombstone = state.expired_tombstone();
+            let key = Bytes::copy_from_slice(key);
+            if self.keep_tombstones {
+                self.keys.put_tombstone(key.clone(), hash, tombstone.clone());
+            }
+            if record {
+                self.expired.push((key, tombstone));
             }
         }
     }
@@ -115,12 +130,19 @@ impl KvEngine {
     /// Store the result of a write and emit its delta. A state that no longer exists is
     /// removed (tombstones are kept by replication once it exists; a lone node has no
     /// one to tell).
-    fn commit(&mut self, ctx: &mut WriteCtx, key: Bytes, hash: u64, state: KeyState) {
+    fn commit(&mut self, ctx: &mut WriteCtx, key: Bytes, hash: u64, mut state: KeyState) {
+        // A key written again after a delete: the write has seen the delete.
+        if let Some(tombstone) = self.keys.take_tombstone(&key, hash) {
+            state.merge(&tombstone);
+        }
         ctx.deltas.key_changed(&key, &state);
         if state.exists() {
             self.keys.put(key, hash, state);
         } else {
             self.keys.remove(&key, hash);
+            if self.keep_tombstones {
+                self.keys.put_tombstone(key, hash, state);
+            }
         }
     }
 
@@ -135,9 +157,12 @@ impl KvEngine {
         true
     }
 
-    /// Join a key state from elsewhere (recovery, later replication) into this shard.
-    pub fn merge_key(&mut self, key: Bytes, incoming: KeyState) {
+    /// Join a key state from elsewhere (recovery, a peer) into this shard.
+    pub fn merge_key(&mut self, key: Bytes, mut incoming: KeyState) {
         let hash = key_hash(&key);
+        if !self.flushed.is_empty() && incoming.has_dot_covered_by(&self.flushed) {
+            incoming.remove_observed(&self.flushed);
+        }
         // In place when the key is here, moved in when it is not: no copies.
         match self.keys.update(&key, hash, |entry| {
             entry.state.merge(&incoming);
@@ -145,16 +170,30 @@ impl KvEngine {
         }) {
             Some(true) => {}
             Some(false) => {
-                self.keys.remove(&key, hash);
+                if let Some(state) = self.keys.remove(&key, hash)
+                    && self.keep_tombstones
+                {
+                    self.keys.put_tombstone(key, hash, state);
+                }
             }
-            // Keys reach here decoded (an exact-size copy) or from a peer's message.
-            None if incoming.exists() => self.keys.insert_new_owned(key, hash, incoming),
-            None => {}
+            None => {
+                let mut state = incoming;
+                if let Some(tombstone) = self.keys.take_tombstone(&key, hash) {
+                    state.merge(&tombstone);
+                }
+                // Keys reach here decoded: an exact-size copy.
+                if state.exists() {
+                    self.keys.insert_new_owned(key, hash, state);
+                } else if self.keep_tombstones {
+                    self.keys.put_tombstone(key, hash, state);
+                }
+            }
         }
     }
 
     /// Replay a FLUSHALL: remove, from every key, what the flush had seen.
     pub fn merge_flush(&mut self, seen: &VersionVector) {
+        self.flushed.merge(seen);
         let keys: Vec<Bytes> = self.keys.iter().map(|e| e.key.clone()).collect();
         for key in keys {
             let hash = key_hash(&key);
@@ -165,8 +204,16 @@ impl KvEngine {
                 self.keys.put(key, hash, state);
             } else {
                 self.keys.remove(&key, hash);
+                if self.keep_tombstones {
+                    self.keys.put_tombstone(key, hash, state);
+                }
             }
         }
+    }
+
+    /// Remember a local FLUSHALL's context (see [`KvEngine::merge_flush`]).
+    fn record_flush(&mut self, seen: &VersionVector) {
+        self.flushed.merge(seen);
     }
 
     /// Expire up to `limit` keys that are due; returns how many were removed.

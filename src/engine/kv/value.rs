@@ -212,6 +212,14 @@ impl KeyState {
         self.normalize_context();
     }
 
+    /// Whether `seen` covers some value, TTL write or unabsorbed increment held here.
+    pub fn has_dot_covered_by(&self, seen: &VersionVector) -> bool {
+        self.value.dots().chain(self.ttl.dots()).any(|d| seen.covers(d))
+            || self.counters.as_deref().is_some_and(|c| {
+                c.ints.slots().iter().map(|s| (s.node, s.hlc)).chain(c.floats.slots().iter().map(|s| (s.node, s.hlc))).any(|(n, h)| seen.covers(Dot::new(h, n)))
+            })
+    }
+
     /// What is left of this state once it expires: removal metadata that, merged
     /// anywhere, removes exactly what expired and nothing written after.
     pub fn expired_tombstone(&self) -> KeyState {
@@ -439,6 +447,65 @@ impl KeyState {
         ctx.merge(&other_ctx);
         self.ctx = ctx;
         self.normalize_context();
+    }
+
+    /// Feed every field, in a fixed little-endian encoding, to a digest (the Merkle
+    /// leaves of anti-entropy): equal states feed equal bytes on every platform.
+    pub fn feed_digest(&self, feed: &mut dyn FnMut(&[u8])) {
+        let dot = |d: Dot, feed: &mut dyn FnMut(&[u8])| {
+            feed(&d.hlc.0.to_le_bytes());
+            feed(&d.node.to_le_bytes());
+        };
+        feed(&(self.ctx.len() as u32).to_le_bytes());
+        for d in self.ctx.iter() {
+            dot(d, feed);
+        }
+        feed(&(self.value.len() as u32).to_le_bytes());
+        for (d, value) in self.value.entries() {
+            dot(*d, feed);
+            match value {
+                StrVal::Int(n) => {
+                    feed(&[0]);
+                    feed(&n.to_le_bytes());
+                }
+                StrVal::Raw(bytes) => {
+                    feed(&[1]);
+                    feed(&(bytes.len() as u64).to_le_bytes());
+                    feed(bytes);
+                }
+            }
+        }
+        feed(&(self.ttl.len() as u32).to_le_bytes());
+        for (d, write) in self.ttl.entries() {
+            dot(*d, feed);
+            match write {
+                TtlWrite::At(at_ms) => {
+                    feed(&[0]);
+                    feed(&at_ms.to_le_bytes());
+                }
+                TtlWrite::Persist => feed(&[1]),
+            }
+        }
+        if let Some(c) = self.counters.as_deref().filter(|c| !(c.ints.is_empty() && c.floats.is_empty())) {
+            for slots in [c.ints.slots(), c.ints.floor()] {
+                feed(&(slots.len() as u32).to_le_bytes());
+                for s in slots {
+                    feed(&s.node.to_le_bytes());
+                    feed(&s.hlc.0.to_le_bytes());
+                    feed(&s.since.0.to_le_bytes());
+                    feed(&s.sum.to_le_bytes());
+                }
+            }
+            for slots in [c.floats.slots(), c.floats.floor()] {
+                feed(&(slots.len() as u32).to_le_bytes());
+                for s in slots {
+                    feed(&s.node.to_le_bytes());
+                    feed(&s.hlc.0.to_le_bytes());
+                    feed(&s.since.0.to_le_bytes());
+                    feed(&s.sum.to_bits().to_le_bytes());
+                }
+            }
+        }
     }
 
     /// Approximate heap + inline bytes, for INFO memory.

@@ -1,0 +1,162 @@
+//! The anti-entropy summary of a keyspace (DESIGN §6): a Tictac-style tree whose leaves
+//! are the XOR of the digests of every `(key, state)` in one hash bucket.
+//!
+//! XOR makes the tree incremental: a write replaces `digest(old)` by `digest(new)` in
+//! its leaf with two XORs, in any order, and the leaves of several shards combine into
+//! the node's leaves with XOR too (shards partition the keys). Two nodes holding the
+//! same states have equal leaves whatever their shard counts. Digests use XXH3 over an
+//! explicit little-endian encoding, so every build on every platform agrees.
+//!
+//! Pure data: no I/O, no clock.
+
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::engine::kv::KeyState;
+
+/// Leaves: 4096 buckets of the key's slot position (its top 12 bits).
+pub const LEAF_BITS: u32 = 12;
+pub const LEAVES: usize = 1 << LEAF_BITS;
+/// Leaves per group: the first exchange compares 64 group hashes, then only the leaves
+/// of groups that differ.
+pub const GROUP_LEAVES: usize = 64;
+pub const GROUPS: usize = LEAVES / GROUP_LEAVES;
+
+/// The leaf of a key, from its 32-bit slot position (see `engine::kv::keyspace`).
+pub fn leaf_of_position(slot_position: u32) -> u16 {
+    (slot_position >> (32 - LEAF_BITS)) as u16
+}
+
+/// The digest of one key and its full state.
+pub fn digest(key: &[u8], state: &KeyState) -> u64 {
+    let mut hasher = Xxh3::new();
+    hasher.update(&(key.len() as u64).to_le_bytes());
+    hasher.update(key);
+    state.feed_digest(&mut |bytes| hasher.update(bytes));
+    let digest = hasher.digest();
+    // Zero is the digest of "no key": keep real keys off it.
+    if digest == 0 { 1 } else { digest }
+}
+
+/// One keyspace's leaves (a shard's, or a node's once XOR-combined).
+#[derive(Clone, PartialEq, Eq)]
+pub struct MerkleLeaves {
+    leaves: Box<[u64]>,
+}
+
+impl std::fmt::Debug for MerkleLeaves {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MerkleLeaves(root {:016x})", self.root())
+    }
+}
+
+impl Default for MerkleLeaves {
+    fn default() -> Self {
+        MerkleLeaves::new()
+    }
+}
+
+impl MerkleLeaves {
+    pub fn new() -> MerkleLeaves {
+        MerkleLeaves { leaves: vec![0u64; LEAVES].into_boxed_slice() }
+    }
+
+    pub fn from_leaves(leaves: Vec<u64>) -> Option<MerkleLeaves> {
+        (leaves.len() == LEAVES).then(|| MerkleLeaves { leaves: leaves.into_boxed_slice() })
+    }
+
+    /// Add or remove one digest (XOR is its own inverse).
+    pub fn toggle(&mut self, leaf: u16, digest: u64) {
+        self.leaves[leaf as usize] ^= digest;
+    }
+
+    pub fn leaf(&self, leaf: u16) -> u64 {
+        self.leaves[leaf as usize]
+    }
+
+    pub fn leaves(&self) -> &[u64] {
+        &self.leaves
+    }
+
+    /// Combine another keyspace's leaves into these (shards into a node).
+    pub fn combine(&mut self, other: &MerkleLeaves) {
+        for (mine, theirs) in self.leaves.iter_mut().zip(other.leaves.iter()) {
+            *mine ^= theirs;
+        }
+    }
+
+    pub fn groups(&self) -> Vec<u64> {
+        self.leaves
+            .chunks(GROUP_LEAVES)
+            .map(|chunk| {
+                let mut hasher = Xxh3::new();
+                chunk.iter().for_each(|leaf| hasher.update(&leaf.to_le_bytes()));
+                hasher.digest()
+            })
+            .collect()
+    }
+
+    /// One number for the whole tree (INFO, the simulator's convergence check).
+    pub fn root(&self) -> u64 {
+        let mut hasher = Xxh3::new();
+        for group in self.groups() {
+            hasher.update(&group.to_le_bytes());
+        }
+        hasher.digest()
+    }
+
+    /// The groups whose hashes differ from `theirs`.
+    pub fn differing_groups(&self, theirs: &[u64]) -> Vec<u16> {
+        let mine = self.groups();
+        (0..GROUPS).filter(|&g| theirs.get(g) != Some(&mine[g])).map(|g| g as u16).collect()
+    }
+
+    /// The leaves of `group` (for the second exchange).
+    pub fn group_leaves(&self, group: u16) -> &[u64] {
+        let start = group as usize * GROUP_LEAVES;
+        &self.leaves[start..start + GROUP_LEAVES]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crdt::{Dot, Hlc};
+    use crate::engine::kv::StrVal;
+
+    fn state(ms: u64, value: i64) -> KeyState {
+        KeyState::with_value(Dot::new(Hlc::from_parts(ms, 0), 1), StrVal::Int(value), None)
+    }
+
+    #[test]
+    fn leaves_are_order_independent_and_removal_restores_them() {
+        let (a, b) = (digest(b"a", &state(1, 1)), digest(b"b", &state(2, 2)));
+        let mut one = MerkleLeaves::new();
+        one.toggle(3, a);
+        one.toggle(3, b);
+        let mut two = MerkleLeaves::new();
+        two.toggle(3, b);
+        two.toggle(3, a);
+        assert_eq!(one, two);
+        one.toggle(3, a);
+        one.toggle(3, b);
+        assert_eq!(one, MerkleLeaves::new());
+    }
+
+    #[test]
+    fn different_states_or_keys_have_different_digests() {
+        assert_ne!(digest(b"k", &state(1, 1)), digest(b"k", &state(1, 2)));
+        assert_ne!(digest(b"k", &state(1, 1)), digest(b"k", &state(2, 1)));
+        assert_ne!(digest(b"k", &state(1, 1)), digest(b"j", &state(1, 1)));
+    }
+
+    #[test]
+    fn differing_groups_name_exactly_the_changed_groups() {
+        let mut one = MerkleLeaves::new();
+        let two = MerkleLeaves::new();
+        one.toggle(0, 7);
+        one.toggle((5 * GROUP_LEAVES + 3) as u16, 9);
+        assert_eq!(one.differing_groups(&two.groups()), vec![0, 5]);
+        assert!(one.differing_groups(&one.groups()).is_empty());
+        assert_ne!(one.root(), two.root());
+    }
+}

@@ -1,0 +1,164 @@
+//! One peer's queue of batches not yet acknowledged (DESIGN §6: at least once, with a
+//! per-peer cursor, bounded).
+//!
+//! A batch is encoded once and shared by every peer's queue. It leaves the queue when
+//! the peer acknowledges it; after a reconnect everything unacknowledged is sent again
+//! (merging is idempotent, so duplicates are harmless). When a peer falls so far behind
+//! that its queue would pass its byte bound, the queue is dropped and the peer marked
+//! for anti-entropy, which repairs it from full key states instead.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+
+#[derive(Debug)]
+struct Pending {
+    seq: u64,
+    frame: Bytes,
+    deltas: usize,
+    queued_at_ms: u64,
+}
+
+/// Figures INFO shows for a peer's queue.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PeerQueueStats {
+    pub batches_sent: u64,
+    pub bytes_sent: u64,
+    pub batches_acked: u64,
+    pub deltas_acked: u64,
+    pub overflows: u64,
+}
+
+#[derive(Debug)]
+pub struct PeerQueue {
+    pending: VecDeque<Pending>,
+    bytes: usize,
+    bytes_max: usize,
+    /// Highest sequence sent on the current connection.
+    sent_upto: u64,
+    /// Highest sequence acknowledged.
+    acked: u64,
+    /// Set when batches were dropped (or never sent: a new link); cleared once an
+    /// anti-entropy round starts.
+    pub needs_anti_entropy: bool,
+    pub stats: PeerQueueStats,
+}
+
+impl PeerQueue {
+    pub fn new(bytes_max: usize) -> PeerQueue {
+        assert!(bytes_max > 0);
+        PeerQueue {
+            pending: VecDeque::new(),
+            bytes: 0,
+            bytes_max,
+            sent_upto: 0,
+            acked: 0,
+            needs_anti_entropy: true,
+            stats: PeerQueueStats::default(),
+        }
+    }
+
+    /// Queue a batch (sequences increase across calls).
+    pub fn push(&mut self, seq: u64, frame: Bytes, deltas: usize, now_ms: u64) {
+        debug_assert!(self.pending.back().is_none_or(|p| p.seq < seq));
+        if self.bytes + frame.len() > self.bytes_max {
+            self.pending.clear();
+            self.bytes = 0;
+            self.needs_anti_entropy = true;
+            self.stats.overflows += 1;
+        }
+        self.bytes += frame.len();
+        self.pending.push_back(Pending { seq, frame, deltas, queued_at_ms: now_ms });
+    }
+
+    /// The next batch to write on the current connection, marked as sent.
+    pub fn next_to_send(&mut self) -> Option<Bytes> {
+        let next = self.pending.iter().find(|p| p.seq > self.sent_upto)?;
+        self.sent_upto = next.seq;
+        self.stats.batches_sent += 1;
+        self.stats.bytes_sent += next.frame.len() as u64;
+        Some(next.frame.clone())
+    }
+
+    /// The peer merged everything up to `seq`.
+    pub fn on_ack(&mut self, seq: u64) {
+        self.acked = self.acked.max(seq);
+        while let Some(front) = self.pending.front() {
+            if front.seq > self.acked {
+                break;
+            }
+            self.bytes -= front.frame.len();
+            self.stats.batches_acked += 1;
+            self.stats.deltas_acked += front.deltas as u64;
+            self.pending.pop_front();
+        }
+    }
+
+    /// The connection dropped: whatever was sent but not acknowledged goes again.
+    pub fn on_disconnect(&mut self) {
+        self.sent_upto = self.acked;
+    }
+
+    pub fn acked(&self) -> u64 {
+        self.acked
+    }
+
+    pub fn pending_batches(&self) -> usize {
+        self.pending.len()
+    }
+
+    pub fn pending_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn pending_deltas(&self) -> usize {
+        self.pending.iter().map(|p| p.deltas).sum()
+    }
+
+    /// How long the oldest unacknowledged batch has waited: the peer's lag.
+    pub fn lag_ms(&self, now_ms: u64) -> u64 {
+        self.pending.front().map_or(0, |p| now_ms.saturating_sub(p.queued_at_ms))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(n: usize) -> Bytes {
+        Bytes::from(vec![0u8; n])
+    }
+
+    #[test]
+    fn unacknowledged_batches_are_sent_again_after_a_reconnect() {
+        let mut queue = PeerQueue::new(1 << 20);
+        for seq in 1..=3 {
+            queue.push(seq, frame(10), 1, 0);
+        }
+        assert!(queue.next_to_send().is_some());
+        assert!(queue.next_to_send().is_some());
+        queue.on_ack(1);
+        queue.on_disconnect();
+        let mut resent = 0;
+        while queue.next_to_send().is_some() {
+            resent += 1;
+        }
+        assert_eq!(resent, 2, "batches 2 and 3");
+        queue.on_ack(3);
+        assert_eq!(queue.pending_batches(), 0);
+        assert_eq!(queue.pending_bytes(), 0);
+    }
+
+    #[test]
+    fn a_peer_too_far_behind_is_dropped_to_anti_entropy_and_memory_stays_bounded() {
+        let mut queue = PeerQueue::new(100);
+        queue.needs_anti_entropy = false;
+        for seq in 1..=50 {
+            queue.push(seq, frame(30), 1, seq);
+            assert!(queue.pending_bytes() <= 100);
+        }
+        assert!(queue.needs_anti_entropy);
+        assert!(queue.stats.overflows > 0);
+        assert_eq!(queue.lag_ms(60), 60 - 49, "the oldest batch left is one of the last");
+    }
+}

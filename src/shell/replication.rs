@@ -1,0 +1,286 @@
+//! The replication driver: gathers the shards' outboxes into batches every
+//! `--repl-batch-ms`, queues them for every peer, and runs the peer links (see
+//! `peer_link`). It runs on its own thread with its own small runtime, so a slow or
+//! dead peer never stalls a shard. What to send and how to check it is decided in
+//! `crate::replication`; this file moves bytes.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{Notify, oneshot};
+
+use super::now_ms;
+use super::peer_link;
+use super::router::Router;
+use crate::config::Config;
+use crate::crdt::Hlc;
+use crate::replication::merkle::MerkleLeaves;
+use crate::replication::peer::PeerQueue;
+use crate::replication::wire::{self, Message};
+use crate::shard::{Delta, ShardOp, ShardReply};
+
+/// A batch frame is cut once its deltas pass this many (approximate) bytes.
+const BATCH_FRAME_BYTES_TARGET: usize = 1 << 20;
+
+/// How a link to a peer stands, for INFO.
+#[derive(Clone, Debug, Default)]
+pub struct PeerStatus {
+    /// `connecting`, `up`, `down` or `refused`.
+    pub link: &'static str,
+    pub remote_node: Option<u16>,
+    pub remote_region: String,
+    pub last_error: String,
+    pub connects: u64,
+    pub ae_rounds: u64,
+    pub ae_last_ms: u64,
+    pub ae_keys_sent: u64,
+    pub ae_keys_received: u64,
+}
+
+/// One configured peer: its batch queue and its link's status.
+pub struct Peer {
+    pub addr: String,
+    pub queue: Mutex<PeerQueue>,
+    /// Woken when the queue has something new or anti-entropy is wanted.
+    pub wake: Notify,
+    pub status: Mutex<PeerStatus>,
+}
+
+/// Counters of links this node accepted.
+#[derive(Default)]
+pub struct InboundStats {
+    pub connections: AtomicU64,
+    pub auth_failures: AtomicU64,
+    pub bad_frames: AtomicU64,
+    pub batches: AtomicU64,
+    pub deltas: AtomicU64,
+    pub ae_keys_received: AtomicU64,
+    pub skewed_batches: AtomicU64,
+}
+
+/// What the replication driver shares with INFO and its link tasks.
+pub struct Replication {
+    pub node_id: u16,
+    pub region: String,
+    pub repl_port: u16,
+    pub secret: Vec<u8>,
+    pub peers: Vec<Arc<Peer>>,
+    pub inbound: InboundStats,
+    pub batches_made: AtomicU64,
+    pub anti_entropy_interval: Duration,
+    pub max_clock_skew_ms: u64,
+    /// The longest frame accepted from an authenticated peer.
+    pub frame_bytes_max: usize,
+}
+
+pub struct Driver {
+    pub shutdown: oneshot::Sender<()>,
+    pub thread: std::thread::JoinHandle<()>,
+}
+
+/// Bind the replication listener (so a bad port fails start-up with a clear error)
+/// and describe the peers. The links start with [`start`].
+pub fn prepare(config: &Config) -> Result<(Arc<Replication>, Option<std::net::TcpListener>), String> {
+    let listener = match config.repl_port {
+        None => None,
+        Some(port) => {
+            let bind = config.repl_bind.clone().unwrap_or_else(|| config.bind.clone());
+            let listener =
+                std::net::TcpListener::bind((bind.as_str(), port)).map_err(|e| format!("cannot listen for peers on {bind}:{port}: {e}"))?;
+            listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+            Some(listener)
+        }
+    };
+    let repl_port = listener.as_ref().and_then(|l| l.local_addr().ok()).map_or(0, |a| a.port());
+    let peers = config
+        .peers
+        .iter()
+        .map(|addr| {
+            Arc::new(Peer {
+                addr: addr.clone(),
+                queue: Mutex::new(PeerQueue::new(config.repl_backlog_bytes)),
+                wake: Notify::new(),
+                status: Mutex::new(PeerStatus { link: "connecting", ..Default::default() }),
+            })
+        })
+        .collect();
+    let replication = Replication {
+        node_id: config.node_id,
+        region: config.region.clone(),
+        repl_port,
+        secret: config.cluster_secret.clone().unwrap_or_default().into_bytes(),
+        peers,
+        inbound: InboundStats::default(),
+        batches_made: AtomicU64::new(0),
+        anti_entropy_interval: Duration::from_millis(config.anti_entropy_interval_ms),
+        max_clock_skew_ms: config.max_clock_skew_ms,
+        frame_bytes_max: config.proto_max_bulk_len.saturating_add(16 << 20).max(64 << 20),
+    };
+    Ok((Arc::new(replication), listener))
+}
+
+/// Start the driver thread: the listener, one dialer per peer, and the batcher.
+pub fn start(
+    replication: Arc<Replication>,
+    listener: Option<std::net::TcpListener>,
+    router: Router,
+    batch_interval: Duration,
+) -> Result<Driver, String> {
+    let (shutdown, shutdown_rx) = oneshot::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("meridian-repl".into())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(runtime) => runtime,
+                Err(e) => {
+                    tracing::error!("cannot start the replication runtime: {e}");
+                    return;
+                }
+            };
+            runtime.block_on(async move {
+                if let Some(listener) = listener {
+                    match tokio::net::TcpListener::from_std(listener) {
+                        Ok(listener) => {
+                            tokio::spawn(peer_link::accept_loop(listener, replication.clone(), router.clone()));
+                        }
+                        Err(e) => tracing::error!("replication listener: {e}"),
+                    }
+                }
+                for peer in &replication.peers {
+                    tokio::spawn(peer_link::dial_loop(peer.clone(), replication.clone(), router.clone()));
+                }
+                tokio::select! {
+                    _ = batch_loop(replication, router, batch_interval) => {}
+                    _ = shutdown_rx => {}
+                }
+            });
+        })
+        .map_err(|e| format!("cannot start the replication thread: {e}"))?;
+    Ok(Driver { shutdown, thread })
+}
+
+/// Every batch interval: take every shard's outbox, cut the deltas into frames, and
+/// queue each frame for every peer.
+async fn batch_loop(replication: Arc<Replication>, router: Router, interval: Duration) {
+    let mut ticker = tokio::time::interval(interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut seq = 0u64;
+    loop {
+        ticker.tick().await;
+        let mut deltas: Vec<Delta> = Vec::new();
+        let mut stable = Hlc(u64::MAX);
+        let mut overflowed = false;
+        for shard in 0..router.shard_count() {
+            let Ok(mut replies) = router.send(shard, vec![ShardOp::DrainOutbox]).await.await else { return };
+            if let Some(ShardReply::Outbox { batch, stable: shard_stable }) = replies.pop() {
+                deltas.extend(batch.deltas);
+                overflowed |= batch.overflowed;
+                stable = stable.min(shard_stable);
+            }
+        }
+        if overflowed {
+            tracing::warn!("replication outbox overflowed: peers will be repaired by anti-entropy");
+            for peer in &replication.peers {
+                if let Ok(mut queue) = peer.queue.lock() {
+                    queue.needs_anti_entropy = true;
+                }
+                peer.wake.notify_one();
+            }
+        }
+        if deltas.is_empty() || replication.peers.is_empty() {
+            continue;
+        }
+        let now = now_ms();
+        for chunk in cut_by_size(deltas, BATCH_FRAME_BYTES_TARGET) {
+            seq += 1;
+            let count = chunk.len();
+            let frame = wire::encode(&Message::Batch { seq, stable, deltas: chunk });
+            replication.batches_made.fetch_add(1, Ordering::Relaxed);
+            for peer in &replication.peers {
+                if let Ok(mut queue) = peer.queue.lock() {
+                    queue.push(seq, frame.clone(), count, now);
+                }
+                peer.wake.notify_one();
+            }
+        }
+    }
+}
+
+/// Split deltas into runs of about `bytes_target` bytes each (one delta may exceed it).
+pub fn cut_by_size(deltas: Vec<Delta>, bytes_target: usize) -> Vec<Vec<Delta>> {
+    let mut chunks = Vec::new();
+    let mut current = Vec::new();
+    let mut bytes = 0;
+    for delta in deltas {
+        bytes += delta.approx_bytes();
+        current.push(delta);
+        if bytes >= bytes_target {
+            chunks.push(std::mem::take(&mut current));
+            bytes = 0;
+        }
+    }
+    if !current.is_empty() {
+        chunks.push(current);
+    }
+    chunks
+}
+
+/// The node's anti-entropy leaves: every shard's, combined.
+pub async fn node_leaves(router: &Router) -> Result<MerkleLeaves, String> {
+    let mut leaves = MerkleLeaves::new();
+    for shard in 0..router.shard_count() {
+        let mut replies = router.send(shard, vec![ShardOp::MerkleLeaves]).await.await.map_err(|_| "shutting down".to_string())?;
+        if let Some(ShardReply::Merkle(shard_leaves)) = replies.pop() {
+            leaves.combine(&shard_leaves);
+        }
+    }
+    Ok(leaves)
+}
+
+/// Every key state this node holds in `leaves`.
+pub async fn export_leaves(router: &Router, leaves: &[u16]) -> Result<Vec<Delta>, String> {
+    let mut deltas = Vec::new();
+    for shard in 0..router.shard_count() {
+        let mut replies =
+            router.send(shard, vec![ShardOp::ExportLeaves(leaves.to_vec())]).await.await.map_err(|_| "shutting down".to_string())?;
+        if let Some(ShardReply::Deltas(shard_deltas)) = replies.pop() {
+            deltas.extend(shard_deltas);
+        }
+    }
+    Ok(deltas)
+}
+
+/// Merge deltas from a peer into the shards that own them (a flush goes to all). A
+/// shard whose persistence is behind refuses; its part is retried until it takes it.
+pub async fn merge_into_shards(router: &Router, deltas: Vec<Delta>) -> Result<(), String> {
+    const RETRIES_MAX: usize = 600;
+    let shards = router.shard_count();
+    let mut parts: Vec<Vec<Delta>> = (0..shards).map(|_| Vec::new()).collect();
+    for delta in deltas {
+        match &delta {
+            Delta::Key { key, .. } => parts[router.shard_of(key)].push(delta),
+            Delta::Flush { .. } => parts.iter_mut().for_each(|p| p.push(delta.clone())),
+        }
+    }
+    for (shard, part) in parts.into_iter().enumerate() {
+        if part.is_empty() {
+            continue;
+        }
+        let mut attempt = 0;
+        loop {
+            let replies = router.send(shard, vec![ShardOp::MergeRemote(part.clone())]).await.await.map_err(|_| "shutting down".to_string())?;
+            match replies.into_iter().next() {
+                Some(ShardReply::Count(_)) => break,
+                other => {
+                    attempt += 1;
+                    if attempt >= RETRIES_MAX {
+                        return Err(format!("shard {shard} refused a peer's deltas for a minute: {other:?}"));
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }
+    Ok(())
+}
