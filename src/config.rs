@@ -179,6 +179,9 @@ impl Config {
                 Config::try_parse_from(&args).map_err(|e| format!("in config file {}: {}", path.display(), e.render()))?
             }
         };
+        let mut config = config;
+        // `--peers ""` (a node that others dial, none it dials) is an empty list.
+        config.peers.retain(|p| !p.trim().is_empty());
         config.validate()?;
         Ok(config)
     }

@@ -2,6 +2,9 @@
 //! `redis-server`) on an ephemeral loopback port and stop it when the guard drops.
 #![allow(dead_code)]
 
+pub mod cluster;
+pub mod proxy;
+
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

@@ -1,0 +1,147 @@
+//! A replicated cluster of real `meridian` processes on loopback for tests. Every
+//! directed peer link goes through its own [`Proxy`], so a test can delay a link or cut
+//! it (black hole) and heal it, one link or one node at a time.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::proxy::Proxy;
+use super::{ServerGuard, TempDir, connect, eventually, free_port, info_fields, read_log, start_meridian_at};
+
+pub const SECRET: &str = "test-cluster-secret";
+
+pub struct Node {
+    pub server: Option<ServerGuard>,
+    pub node_id: u16,
+    pub repl_port: u16,
+    pub data: TempDir,
+    pub log: PathBuf,
+    args: Vec<String>,
+}
+
+pub struct Cluster {
+    pub nodes: Vec<Node>,
+    /// `links[from][to]`: the proxy that `from` dials to reach `to`.
+    pub links: Vec<Vec<Option<Proxy>>>,
+}
+
+impl Cluster {
+    /// Start `n` nodes (ids 1..=n), each peered with all others through proxies.
+    pub fn start(n: usize, extra_args: &[&str]) -> Cluster {
+        let repl_ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
+        let links: Vec<Vec<Option<Proxy>>> = (0..n)
+            .map(|from| (0..n).map(|to| (from != to).then(|| Proxy::start(&format!("127.0.0.1:{}", repl_ports[to])))).collect())
+            .collect();
+        let mut nodes = Vec::new();
+        for i in 0..n {
+            let peers: Vec<String> = links[i].iter().flatten().map(|p| p.addr()).collect();
+            let mut args: Vec<String> = vec![
+                "--node-id".into(),
+                (i + 1).to_string(),
+                "--region".into(),
+                format!("region{}", i + 1),
+                "--repl-port".into(),
+                repl_ports[i].to_string(),
+                "--peers".into(),
+                peers.join(","),
+                "--shards".into(),
+                "2".into(),
+            ];
+            args.extend(extra_args.iter().map(|s| s.to_string()));
+            let data = TempDir::new(&format!("node{}", i + 1));
+            let log = data.path.with_extension("log");
+            nodes.push(Node { server: None, node_id: (i + 1) as u16, repl_port: repl_ports[i], data, log, args });
+        }
+        let mut cluster = Cluster { nodes, links };
+        for i in 0..n {
+            cluster.start_node(i);
+        }
+        cluster
+    }
+
+    pub fn start_node(&mut self, i: usize) {
+        let node = &mut self.nodes[i];
+        let args: Vec<&str> = node.args.iter().map(|s| s.as_str()).collect();
+        node.server = Some(start_meridian_at(&node.data.path, &args, &[("MERIDIAN_CLUSTER_SECRET", SECRET)], &node.log));
+    }
+
+    /// SIGKILL node `i`; with `wipe`, its data dir is emptied too.
+    pub fn kill_node(&mut self, i: usize, wipe: bool) {
+        self.nodes[i].server = None;
+        if wipe {
+            let _ = std::fs::remove_dir_all(&self.nodes[i].data.path);
+            std::fs::create_dir_all(&self.nodes[i].data.path).unwrap();
+        }
+    }
+
+    pub fn server(&self, i: usize) -> &ServerGuard {
+        self.nodes[i].server.as_ref().expect("node is running")
+    }
+
+    pub fn con(&self, i: usize) -> redis::Connection {
+        connect(self.server(i))
+    }
+
+    /// Black-hole every link into and out of node `i`.
+    pub fn isolate(&self, i: usize) {
+        self.each_link_of(i, Proxy::cut);
+    }
+
+    pub fn rejoin(&self, i: usize) {
+        self.each_link_of(i, Proxy::heal);
+    }
+
+    /// Cut every link: each node on its own.
+    pub fn partition_all(&self) {
+        self.links.iter().flatten().flatten().for_each(Proxy::cut);
+    }
+
+    pub fn heal_all(&self) {
+        self.links.iter().flatten().flatten().for_each(Proxy::heal);
+    }
+
+    pub fn set_delay(&self, delay: Duration) {
+        self.links.iter().flatten().flatten().for_each(|p| p.set_delay(delay));
+    }
+
+    fn each_link_of(&self, i: usize, f: impl Fn(&Proxy)) {
+        for (from, row) in self.links.iter().enumerate() {
+            for (to, proxy) in row.iter().enumerate() {
+                if let Some(proxy) = proxy
+                    && (from == i || to == i)
+                {
+                    f(proxy);
+                }
+            }
+        }
+    }
+
+    /// INFO replication of every running node.
+    pub fn replication_info(&self) -> Vec<std::collections::HashMap<String, String>> {
+        self.nodes.iter().filter(|n| n.server.is_some()).map(|n| info_fields(&mut connect(n.server.as_ref().unwrap()), "replication")).collect()
+    }
+
+    /// Whether every running node holds the same key states (equal keyspace digests)
+    /// and has no batch waiting for any peer.
+    pub fn converged(&self) -> bool {
+        let infos = self.replication_info();
+        let digests: Vec<&String> = infos.iter().filter_map(|i| i.get("keyspace_digest")).collect();
+        let idle = infos.iter().all(|info| info.iter().filter(|(k, _)| k.strip_prefix("peer").is_some_and(|n| n.parse::<u32>().is_ok())).all(|(_, v)| v.contains("backlog_bytes=0,")));
+        digests.len() == infos.len() && digests.windows(2).all(|w| w[0] == w[1]) && idle
+    }
+
+    /// Wait until converged; on timeout, panic with every node's INFO and log tail.
+    pub fn wait_converged(&self, timeout: Duration) {
+        if eventually(timeout, || self.converged()) {
+            return;
+        }
+        let mut report = String::new();
+        for (i, node) in self.nodes.iter().enumerate() {
+            let info = if node.server.is_some() { format!("{:?}", info_fields(&mut self.con(i), "replication")) } else { "stopped".into() };
+            let log = read_log(&node.log);
+            let tail: Vec<&str> = log.lines().rev().take(15).collect();
+            report.push_str(&format!("\n--- node {} ---\n{info}\n{}\n", node.node_id, tail.into_iter().rev().collect::<Vec<_>>().join("\n")));
+        }
+        panic!("cluster did not converge in {timeout:?}:{report}");
+    }
+}

@@ -1,0 +1,141 @@
+//! A TCP proxy for replication tests: it stands between two nodes on loopback and can
+//! delay every byte (this kernel has no `tc netem`) or black-hole the link the way a
+//! firewall DROP rule does: connections stay open, nothing flows, and whatever was
+//! written meanwhile arrives after the heal (TCP retransmits it; here the proxy holds it).
+
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+struct Shared {
+    target: String,
+    cut: AtomicBool,
+    delay_ms: AtomicU64,
+    stop: AtomicBool,
+    streams: Mutex<Vec<TcpStream>>,
+}
+
+pub struct Proxy {
+    pub port: u16,
+    shared: Arc<Shared>,
+}
+
+impl Proxy {
+    /// Listen on a free loopback port and forward every connection to `target`.
+    pub fn start(target: &str) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
+        let port = listener.local_addr().unwrap().port();
+        let shared = Arc::new(Shared {
+            target: target.to_string(),
+            cut: AtomicBool::new(false),
+            delay_ms: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            streams: Mutex::new(Vec::new()),
+        });
+        let accept_shared = shared.clone();
+        thread::spawn(move || {
+            for client in listener.incoming() {
+                if accept_shared.stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                let Ok(client) = client else { continue };
+                let Ok(server) = TcpStream::connect(&accept_shared.target) else { continue };
+                let _ = client.set_nodelay(true);
+                let _ = server.set_nodelay(true);
+                if let Ok(mut streams) = accept_shared.streams.lock() {
+                    streams.push(client.try_clone().unwrap());
+                    streams.push(server.try_clone().unwrap());
+                }
+                pump(client.try_clone().unwrap(), server.try_clone().unwrap(), accept_shared.clone());
+                pump(server, client, accept_shared.clone());
+            }
+        });
+        Proxy { port, shared }
+    }
+
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Black-hole the link: nothing is forwarded until [`Proxy::heal`].
+    pub fn cut(&self) {
+        self.shared.cut.store(true, Ordering::SeqCst);
+    }
+
+    pub fn heal(&self) {
+        self.shared.cut.store(false, Ordering::SeqCst);
+    }
+
+    /// Hold every chunk this long before forwarding it (one-way delay).
+    pub fn set_delay(&self, delay: Duration) {
+        self.shared.delay_ms.store(delay.as_millis() as u64, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        if let Ok(streams) = self.shared.streams.lock() {
+            for stream in streams.iter() {
+                let _ = stream.shutdown(Shutdown::Both);
+            }
+        }
+        // Wake the accept loop so it sees `stop`.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+/// Copy `from` to `to`: a reader thread timestamps chunks, a writer thread forwards
+/// each once its delay has passed and the link is not cut.
+fn pump(mut from: TcpStream, mut to: TcpStream, shared: Arc<Shared>) {
+    let queue: Arc<Mutex<VecDeque<(Instant, Vec<u8>)>>> = Arc::new(Mutex::new(VecDeque::new()));
+    let done = Arc::new(AtomicBool::new(false));
+    let (reader_queue, reader_done, reader_shared) = (queue.clone(), done.clone(), shared.clone());
+    thread::spawn(move || {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            // A black-holed link stops reading too, so the sender's TCP window fills
+            // as it would behind a DROP rule.
+            while reader_shared.cut.load(Ordering::SeqCst) && !reader_shared.stop.load(Ordering::Relaxed) {
+                thread::sleep(Duration::from_millis(5));
+            }
+            match from.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    let due = Instant::now() + Duration::from_millis(reader_shared.delay_ms.load(Ordering::SeqCst));
+                    reader_queue.lock().unwrap().push_back((due, buf[..n].to_vec()));
+                }
+            }
+        }
+        reader_done.store(true, Ordering::SeqCst);
+    });
+    thread::spawn(move || {
+        loop {
+            let next = {
+                let mut queue = queue.lock().unwrap();
+                match queue.front() {
+                    Some((due, _)) if *due <= Instant::now() && !shared.cut.load(Ordering::SeqCst) => queue.pop_front(),
+                    _ => None,
+                }
+            };
+            match next {
+                Some((_, bytes)) => {
+                    if to.write_all(&bytes).is_err() {
+                        break;
+                    }
+                }
+                None => {
+                    if done.load(Ordering::SeqCst) && queue.lock().unwrap().is_empty() {
+                        let _ = to.shutdown(Shutdown::Write);
+                        break;
+                    }
+                    thread::sleep(Duration::from_millis(1));
+                }
+            }
+        }
+    });
+}

@@ -1,0 +1,203 @@
+//! Replication between real `meridian` processes on loopback, each peer link through a
+//! proxy the test can cut (black hole) and heal: convergence after concurrent writes to
+//! the DESIGN §5 results, after a pause, after a wiped disk; authentication.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use common::cluster::Cluster;
+use common::{connect, eventually, info_fields, info_u64, start_meridian_at};
+
+const CONVERGE: Duration = Duration::from_secs(30);
+
+fn get(cluster: &Cluster, node: usize, key: &str) -> Option<String> {
+    redis::cmd("GET").arg(key).query(&mut cluster.con(node)).expect("GET")
+}
+
+fn assert_everywhere(cluster: &Cluster, key: &str, expected: Option<&str>) {
+    for node in 0..cluster.nodes.len() {
+        assert_eq!(get(cluster, node, key).as_deref(), expected, "{key} on node {}", node + 1);
+    }
+}
+
+fn run(con: &mut redis::Connection, args: &[&str]) -> redis::Value {
+    let mut cmd = redis::cmd(args[0]);
+    for arg in &args[1..] {
+        cmd.arg(*arg);
+    }
+    cmd.query(con).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+#[test]
+fn writes_on_any_node_appear_on_every_other() {
+    let cluster = Cluster::start(3, &["--persistence", "off"]);
+    for node in 0..3 {
+        let mut con = cluster.con(node);
+        run(&mut con, &["SET", &format!("from{node}"), &format!("value{node}")]);
+        run(&mut con, &["INCRBY", "counter", &(node + 1).to_string()]);
+        run(&mut con, &["MSET", &format!("a{node}"), "1", &format!("b{node}"), "2"]);
+    }
+    cluster.wait_converged(CONVERGE);
+    for node in 0..3 {
+        assert_everywhere(&cluster, &format!("from{node}"), Some(&format!("value{node}")));
+        assert_everywhere(&cluster, &format!("b{node}"), Some("2"));
+    }
+    assert_everywhere(&cluster, "counter", Some("6"));
+    let info = info_fields(&mut cluster.con(0), "replication");
+    assert_eq!(info["peers_up"], "2", "{info:?}");
+}
+
+#[test]
+fn concurrent_writes_on_partitioned_nodes_converge_to_the_documented_results() {
+    let cluster = Cluster::start(3, &["--persistence", "off"]);
+    let (mut a, mut b, mut c) = (cluster.con(0), cluster.con(1), cluster.con(2));
+    for args in [
+        ["SET", "set-set", "base", "", ""],
+        ["SET", "incr-incr", "10", "", ""],
+        ["SET", "set-incr", "10", "", ""],
+        ["SET", "del-incr", "10", "", ""],
+        ["SET", "expire-persist", "v", "EX", "1000"],
+        ["SET", "expire-expire", "v", "EX", "1000"],
+    ] {
+        let args: Vec<&str> = args.into_iter().filter(|a| !a.is_empty()).collect();
+        run(&mut a, &args);
+    }
+    cluster.wait_converged(CONVERGE);
+
+    cluster.partition_all();
+    // SET ∥ SET: the later (hlc, node) wins; node 2 writes later.
+    run(&mut a, &["SET", "set-set", "from-node-1"]);
+    std::thread::sleep(Duration::from_millis(5));
+    run(&mut b, &["SET", "set-set", "from-node-2"]);
+    // INCR ∥ INCR: every increment counts.
+    run(&mut a, &["INCRBY", "incr-incr", "5"]);
+    run(&mut b, &["INCRBY", "incr-incr", "7"]);
+    run(&mut c, &["INCR", "incr-incr"]);
+    // SET ∥ INCR: the SET's value plus the increments it had not seen.
+    run(&mut a, &["INCRBY", "set-incr", "5"]);
+    run(&mut b, &["SET", "set-incr", "100"]);
+    // DEL ∥ INCR: observed reset; the increment the DEL had not seen survives.
+    run(&mut a, &["DEL", "del-incr"]);
+    run(&mut b, &["INCRBY", "del-incr", "3"]);
+    // EXPIRE ∥ PERSIST: PERSIST wins. EXPIRE ∥ EXPIRE: the longest TTL wins.
+    run(&mut a, &["EXPIRE", "expire-persist", "5000"]);
+    run(&mut b, &["PERSIST", "expire-persist"]);
+    run(&mut a, &["EXPIRE", "expire-expire", "2000"]);
+    run(&mut c, &["EXPIRE", "expire-expire", "3000"]);
+    // Nothing crossed the partition.
+    assert_eq!(get(&cluster, 2, "set-set").as_deref(), Some("base"));
+    cluster.heal_all();
+    cluster.wait_converged(CONVERGE);
+
+    assert_everywhere(&cluster, "set-set", Some("from-node-2"));
+    assert_everywhere(&cluster, "incr-incr", Some("23"));
+    assert_everywhere(&cluster, "set-incr", Some("105"));
+    assert_everywhere(&cluster, "del-incr", Some("3"));
+    for node in 0..3 {
+        let mut con = cluster.con(node);
+        let persisted: i64 = redis::cmd("TTL").arg("expire-persist").query(&mut con).unwrap();
+        assert_eq!(persisted, -1, "PERSIST beats EXPIRE on node {}", node + 1);
+        let longest: i64 = redis::cmd("TTL").arg("expire-expire").query(&mut con).unwrap();
+        assert!((2990..=3000).contains(&longest), "the longest TTL wins on node {}: {longest}", node + 1);
+    }
+}
+
+#[test]
+fn a_paused_node_catches_up_after_it_resumes() {
+    let cluster = Cluster::start(3, &["--persistence", "off"]);
+    let paused = cluster.server(2).child.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-STOP", &paused]).status().unwrap().success());
+    let mut a = cluster.con(0);
+    let mut b = cluster.con(1);
+    for i in 0..500 {
+        run(&mut a, &["SET", &format!("a{i}"), &i.to_string()]);
+        run(&mut b, &["INCR", "shared-counter"]);
+    }
+    run(&mut a, &["DEL", "a7"]);
+    assert!(std::process::Command::new("kill").args(["-CONT", &paused]).status().unwrap().success());
+    cluster.wait_converged(CONVERGE);
+    let mut c = cluster.con(2);
+    assert_eq!(redis::cmd("DBSIZE").query::<i64>(&mut c).unwrap(), 500, "499 keys a* and the counter");
+    assert_everywhere(&cluster, "shared-counter", Some("500"));
+    assert_everywhere(&cluster, "a7", None);
+    assert_everywhere(&cluster, "a499", Some("499"));
+}
+
+#[test]
+fn a_node_restarted_with_an_empty_disk_catches_up_through_anti_entropy() {
+    // Persistence on (each node its own data dir), anti-entropy every second.
+    let mut cluster = Cluster::start(3, &["--anti-entropy-interval-ms", "1000"]);
+    let mut a = cluster.con(0);
+    for i in 0..1000 {
+        run(&mut a, &["SET", &format!("k{i}"), &format!("v{i}")]);
+    }
+    run(&mut a, &["INCRBY", "counter", "41"]);
+    run(&mut a, &["DEL", "k5"]);
+    cluster.wait_converged(CONVERGE);
+
+    cluster.kill_node(2, true);
+    for i in 1000..1500 {
+        run(&mut a, &["SET", &format!("k{i}"), &format!("v{i}")]);
+    }
+    run(&mut cluster.con(1), &["INCR", "counter"]);
+    run(&mut a, &["DEL", "k6"]);
+    cluster.start_node(2);
+    cluster.wait_converged(CONVERGE);
+
+    let mut c = cluster.con(2);
+    assert_eq!(redis::cmd("DBSIZE").query::<i64>(&mut c).unwrap(), 1499, "1500 keys, two deleted, plus the counter");
+    assert_everywhere(&cluster, "counter", Some("42"));
+    assert_everywhere(&cluster, "k5", None);
+    assert_everywhere(&cluster, "k6", None);
+    assert_everywhere(&cluster, "k1499", Some("v1499"));
+    assert!(info_u64(&mut c, "replication", "remote_deltas_merged") >= 1499);
+}
+
+#[test]
+fn a_peer_with_a_wrong_secret_or_garbled_frames_is_refused_and_changes_nothing() {
+    let cluster = Cluster::start(1, &["--persistence", "off"]);
+    let repl_addr = format!("127.0.0.1:{}", cluster.nodes[0].repl_port);
+    let intruder_dir = common::TempDir::new("intruder");
+    let log = intruder_dir.path.with_extension("log");
+    let intruder = start_meridian_at(
+        &intruder_dir.path,
+        &["--node-id", "9", "--peers", &repl_addr, "--persistence", "off"],
+        &[("MERIDIAN_CLUSTER_SECRET", "not-the-cluster-secret")],
+        &log,
+    );
+    let mut intruder_con = connect(&intruder);
+    run(&mut intruder_con, &["SET", "planted", "by-intruder"]);
+    let mut con = cluster.con(0);
+    assert!(
+        eventually(Duration::from_secs(10), || info_u64(&mut con, "replication", "auth_failures") >= 1),
+        "the node counts the failed authentication"
+    );
+    let intruder_info = info_fields(&mut intruder_con, "replication");
+    assert!(intruder_info["peer0"].contains("link=refused"), "{intruder_info:?}");
+    assert!(common::read_log(&log).contains("authentication"), "the refusal is logged");
+
+    // Garbage on the replication port: counted, and the connection is closed.
+    let mut raw = std::net::TcpStream::connect(&repl_addr).unwrap();
+    raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    raw.write_all(b"\x10\x00\x00\x00\x01\x01garbage-garbage-garbage").unwrap();
+    let mut buf = Vec::new();
+    let _ = raw.read_to_end(&mut buf);
+    assert!(eventually(Duration::from_secs(5), || info_u64(&mut con, "replication", "bad_frames") >= 1));
+
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(get(&cluster, 0, "planted"), None, "an unauthenticated peer changes nothing");
+    assert_eq!(redis::cmd("DBSIZE").query::<i64>(&mut con).unwrap(), 0);
+}
+
+#[test]
+fn replication_without_a_cluster_secret_refuses_to_start() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_meridian"))
+        .args(["--port", "0", "--repl-port", "0", "--persistence", "off"])
+        .env_remove("MERIDIAN_CLUSTER_SECRET")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--cluster-secret"), "{}", String::from_utf8_lossy(&output.stderr));
+}
