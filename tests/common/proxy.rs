@@ -11,6 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+/// Chunks read but not yet forwarded, each with the instant it is due.
+type Pending = Arc<Mutex<VecDeque<(Instant, Vec<u8>)>>>;
+
 struct Shared {
     target: String,
     cut: AtomicBool,
@@ -92,7 +95,7 @@ impl Drop for Proxy {
 /// Copy `from` to `to`: a reader thread timestamps chunks, a writer thread forwards
 /// each once its delay has passed and the link is not cut.
 fn pump(mut from: TcpStream, mut to: TcpStream, shared: Arc<Shared>) {
-    let queue: Arc<Mutex<VecDeque<(Instant, Vec<u8>)>>> = Arc::new(Mutex::new(VecDeque::new()));
+    let queue: Pending = Arc::new(Mutex::new(VecDeque::new()));
     let done = Arc::new(AtomicBool::new(false));
     let (reader_queue, reader_done, reader_shared) = (queue.clone(), done.clone(), shared.clone());
     thread::spawn(move || {
