@@ -22,10 +22,17 @@ pub enum Bug {
     RecoverySkipsFirstSegment,
     /// An expiry is not recorded for persistence (a restart can revive the key).
     ExpiryNotPersisted,
+    /// Deltas merged from a peer are put in the outbox and sent on (echoed).
+    ReplicationEchoes,
+    /// Concurrent SETs resolve to the *smaller* `(hlc, node)`.
+    LwwTieBreakInverted,
+    /// A deleted key's removal metadata is dropped at once (garbage-collected before
+    /// every replica has it), so an older write arriving later resurrects the key.
+    TombstonesDropped,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 8] = [
+    pub const ALL: [Bug; 11] = [
         Bug::TtlNeverFires,
         Bug::SetKeepsIncrements,
         Bug::PersistIgnored,
@@ -34,7 +41,16 @@ impl Bug {
         Bug::StreamerDropsLastDelta,
         Bug::RecoverySkipsFirstSegment,
         Bug::ExpiryNotPersisted,
+        Bug::ReplicationEchoes,
+        Bug::LwwTieBreakInverted,
+        Bug::TombstonesDropped,
     ];
+
+    /// Whether the bug lives in replication (the simulator must run replicated nodes
+    /// to reach it).
+    pub fn needs_replication(self) -> bool {
+        matches!(self, Bug::ReplicationEchoes | Bug::LwwTieBreakInverted | Bug::TombstonesDropped)
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -46,6 +62,9 @@ impl Bug {
             Bug::StreamerDropsLastDelta => "streamer-drops-last-delta",
             Bug::RecoverySkipsFirstSegment => "recovery-skips-first-segment",
             Bug::ExpiryNotPersisted => "expiry-not-persisted",
+            Bug::ReplicationEchoes => "replication-echoes",
+            Bug::LwwTieBreakInverted => "lww-tie-break-inverted",
+            Bug::TombstonesDropped => "tombstones-dropped",
         }
     }
 

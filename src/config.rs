@@ -134,6 +134,10 @@ pub struct Config {
     #[arg(long, default_value_t = 2_000)]
     pub max_clock_skew_ms: u64,
 
+    /// Serve Prometheus metrics at http://BIND:PORT/metrics.
+    #[arg(long)]
+    pub metrics_port: Option<u16>,
+
     /// What to do instead of serving (`restore`).
     #[command(subcommand)]
     pub command: Option<Subcommand>,
@@ -218,7 +222,9 @@ impl Config {
             if self.repl_backlog_bytes < 64 * 1024 {
                 return Err("--repl-backlog-bytes must be at least 64kb".into());
             }
-            if let Some(bad) = self.peers.iter().find(|p| p.rsplit_once(':').is_none_or(|(h, port)| h.is_empty() || port.parse::<u16>().is_err())) {
+            if let Some(bad) =
+                self.peers.iter().find(|p| p.rsplit_once(':').is_none_or(|(h, port)| h.is_empty() || port.parse::<u16>().is_err()))
+            {
                 return Err(format!("--peers: expected host:port, got {bad:?}"));
             }
         }
@@ -313,6 +319,7 @@ impl RuntimeConfig {
             ("repl-backlog-bytes", config.repl_backlog_bytes.to_string()),
             ("anti-entropy-interval-ms", config.anti_entropy_interval_ms.to_string()),
             ("max-clock-skew-ms", config.max_clock_skew_ms.to_string()),
+            ("metrics-port", config.metrics_port.map(|p| p.to_string()).unwrap_or_default()),
             ("requirepass", self.requirepass().unwrap_or_default()),
             ("proto-max-bulk-len", self.proto_max_bulk_len().to_string()),
             ("client-query-buffer-limit", self.client_query_buffer_limit().to_string()),
@@ -365,7 +372,8 @@ impl RuntimeConfig {
             | "repl-batch-ms"
             | "repl-backlog-bytes"
             | "anti-entropy-interval-ms"
-            | "max-clock-skew-ms" => {
+            | "max-clock-skew-ms"
+            | "metrics-port" => {
                 return Err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"));
             }
             _ => return Err(format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'")),

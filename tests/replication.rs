@@ -244,3 +244,39 @@ fn a_partition_with_50ms_links_loses_no_acknowledged_write_and_heals_in_bounded_
     assert_everywhere(&cluster, "both-sides", Some(&increments.to_string()));
     assert_everywhere(&cluster, "before", None);
 }
+
+#[test]
+fn prometheus_metrics_show_the_replication_figures() {
+    let cluster = Cluster::start(2, &["--persistence", "off"]);
+    run(&mut cluster.con(0), &["SET", "k", "v"]);
+    cluster.wait_converged(CONVERGE);
+    // A third node that also serves metrics, linked to node 1.
+    let dir = common::TempDir::new("metrics");
+    let metrics_port = common::free_port();
+    let peer = format!("127.0.0.1:{}", cluster.nodes[0].repl_port);
+    let log = dir.path.with_extension("log");
+    let node = start_meridian_at(
+        &dir.path,
+        &["--node-id", "7", "--persistence", "off", "--peers", &peer, "--metrics-port", &metrics_port.to_string()],
+        &[("MERIDIAN_CLUSTER_SECRET", common::cluster::SECRET)],
+        &log,
+    );
+    let scrape = |path: &str| {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", metrics_port)).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        let mut text = String::new();
+        stream.read_to_string(&mut text).unwrap();
+        text
+    };
+    assert!(eventually(Duration::from_secs(10), || scrape("/metrics").contains("meridian_repl_peer_up{peer=\"127.0.0.1")));
+    assert!(eventually(Duration::from_secs(10), || {
+        let text = scrape("/metrics");
+        text.contains("meridian_repl_peer_up{peer=\"") && text.contains("node_id=\"1\"} 1") && text.contains("meridian_keys 1")
+    }));
+    let text = scrape("/metrics");
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    assert!(text.contains("# TYPE meridian_repl_peer_lag_ms gauge"), "{text}");
+    assert!(scrape("/other").starts_with("HTTP/1.1 404"));
+    drop(node);
+}

@@ -16,21 +16,24 @@ pub struct FaultWeights {
     pub partition: u32,
     /// Link latency spikes (a slow path) for a while.
     pub slow_link: u32,
+    /// Replication runs: one peer link's connection drops (frames in flight are lost;
+    /// the sender resends what is unacknowledged and compares trees).
+    pub link_reset: u32,
 }
 
 impl Default for FaultWeights {
     fn default() -> Self {
-        FaultWeights { crash: 1, pause: 2, clock_jump: 2, clock_drift: 1, partition: 2, slow_link: 2 }
+        FaultWeights { crash: 1, pause: 2, clock_jump: 2, clock_drift: 1, partition: 2, slow_link: 2, link_reset: 2 }
     }
 }
 
 impl FaultWeights {
     pub fn none() -> FaultWeights {
-        FaultWeights { crash: 0, pause: 0, clock_jump: 0, clock_drift: 0, partition: 0, slow_link: 0 }
+        FaultWeights { crash: 0, pause: 0, clock_jump: 0, clock_drift: 0, partition: 0, slow_link: 0, link_reset: 0 }
     }
 
     pub fn total(&self) -> u32 {
-        self.crash + self.pause + self.clock_jump + self.clock_drift + self.partition + self.slow_link
+        self.crash + self.pause + self.clock_jump + self.clock_drift + self.partition + self.slow_link + self.link_reset
     }
 
     /// Parse `name=weight,...` on top of the defaults.
@@ -46,8 +49,11 @@ impl FaultWeights {
                 "clock-drift" | "clock_drift" => &mut weights.clock_drift,
                 "partition" => &mut weights.partition,
                 "slow-link" | "slow_link" => &mut weights.slow_link,
+                "link-reset" | "link_reset" => &mut weights.link_reset,
                 other => {
-                    return Err(format!("unknown fault class {other:?} (crash, pause, clock-jump, clock-drift, partition, slow-link)"));
+                    return Err(format!(
+                        "unknown fault class {other:?} (crash, pause, clock-jump, clock-drift, partition, slow-link, link-reset)"
+                    ));
                 }
             };
             *slot = value;

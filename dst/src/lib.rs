@@ -9,12 +9,14 @@
 //!
 //! - [`sim`]: the event loop, nodes, network and clients.
 //! - [`model`]: the reference semantics replies are checked against.
+//! - [`oracle`]: the converged result of replicated writes (replication runs).
 //! - [`workload`]: the random commands clients send.
 //! - [`faults`]: fault classes and their weights.
 //! - [`storage`]: the real streamer and recovery over a simulated object store.
 
 pub mod faults;
 pub mod model;
+pub mod oracle;
 pub mod sim;
 pub mod storage;
 pub mod workload;

@@ -4,6 +4,7 @@
 //! dst --seed 42 --trace          replay one run, printing its event trace
 //! dst --seeds 0..1000            sweep; a failing seed prints how to replay it
 //! dst --inject-bug NAME          plant a known bug (see --list-bugs): the sweep must fail
+//! dst --replicate --seeds 0..100 nodes replicate; replicas must converge to the oracle
 //! ```
 
 use std::process::ExitCode;
@@ -49,6 +50,9 @@ struct Args {
     /// Chance in percent that an object-store operation fails transiently.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(0..=100))]
     store_error_percent: u32,
+    /// Nodes replicate to each other; the converged state is checked against the oracle.
+    #[arg(long)]
+    replicate: bool,
     /// Stop a sweep at the first failing seed.
     #[arg(long)]
     fail_fast: bool,
@@ -96,6 +100,7 @@ fn main() -> ExitCode {
         faults,
         bug,
         store_error_percent: args.store_error_percent,
+        replicate: args.replicate,
         ..SimConfig::default()
     };
     let replay_flags = {

@@ -106,3 +106,37 @@ pub fn command(rng: &mut ChaCha8Rng, base_ms: u64) -> Vec<Bytes> {
     };
     words.into_iter().map(Bytes::from).collect()
 }
+
+/// One random command for replication runs: the writes whose converged result the
+/// oracle knows (SET, INCRBY, DEL, EXPIRE, PERSIST, MSET) and reads. TTLs are long, so
+/// none fires during a run: concurrent expiry is covered by the single-node runs.
+pub fn replicated_command(rng: &mut ChaCha8Rng) -> Vec<Bytes> {
+    let k = key(rng);
+    let words: Vec<String> = match rng.random_range(0..100) {
+        0..=34 => {
+            let mut w = vec!["SET".into(), k, value(rng)];
+            match rng.random_range(0..6) {
+                0 => w.extend(["EX".into(), rng.random_range(500..1_000).to_string()]),
+                1 => w.push("KEEPTTL".into()),
+                _ => {}
+            }
+            match rng.random_range(0..8) {
+                0 => w.push("NX".into()),
+                1 => w.push("XX".into()),
+                _ => {}
+            }
+            w
+        }
+        35..=44 => vec!["GET".into(), k],
+        45..=62 => vec!["INCRBY".into(), k, rng.random_range(-5..6).to_string()],
+        63..=66 => vec!["INCR".into(), k],
+        67..=69 => vec!["DECRBY".into(), k, rng.random_range(-3..4).to_string()],
+        70..=79 => vec!["DEL".into(), k],
+        80..=84 => vec!["EXPIRE".into(), k, if rng.random_bool(0.2) { "-1".into() } else { rng.random_range(500..1_000).to_string() }],
+        85..=87 => vec!["PERSIST".into(), k],
+        88..=92 => vec!["MSET".into(), k, value(rng), key(rng), value(rng)],
+        93..=96 => vec!["MGET".into(), k, key(rng)],
+        _ => vec!["DBSIZE".into()],
+    };
+    words.into_iter().map(Bytes::from).collect()
+}

@@ -27,33 +27,60 @@ const SEEDS_TO_CATCH_A_BUG: u64 = 20;
 fn every_planted_bug_is_caught_within_a_few_seeds() {
     std::panic::set_hook(Box::new(|_| {}));
     for bug in Bug::ALL {
-        let caught = (0..SEEDS_TO_CATCH_A_BUG).find(|&seed| !run(SimConfig { seed, bug: Some(bug), ..SimConfig::default() }).ok());
+        let replicate = bug.needs_replication();
+        let caught =
+            (0..SEEDS_TO_CATCH_A_BUG).find(|&seed| !run(SimConfig { seed, bug: Some(bug), replicate, ..SimConfig::default() }).ok());
         assert!(caught.is_some(), "planted bug {} survived {SEEDS_TO_CATCH_A_BUG} seeds", bug.name());
     }
     let _ = std::panic::take_hook();
+}
+
+#[test]
+fn a_replicated_run_replays_and_converges() {
+    let a = run(SimConfig { seed: 5, replicate: true, ..SimConfig::default() });
+    let b = run(SimConfig { seed: 5, replicate: true, ..SimConfig::default() });
+    assert!(a.ok(), "{}", a.failure.unwrap_or_default());
+    assert_eq!((a.trace_hash, a.events), (b.trace_hash, b.events));
+    assert!(a.trace.iter().any(|line| line.contains("identical replicas")), "the replicas were compared");
 }
 
 /// The CI sweep: a fixed range of seeds (so a failure is reproducible by its number),
 /// split over two threads for the 2-core CI machine.
 #[test]
 fn ci_sweep_of_10000_seeds_passes() {
-    let seeds: u64 = std::env::var("DST_CI_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(10_000);
+    sweep("DST_CI_SEEDS", 10_000, false);
+}
+
+/// The replication sweep: 600 seeds of three replicating nodes under partitions, link
+/// resets, pauses, clock faults and slow links (about 20 s on two cores).
+#[test]
+fn ci_sweep_of_600_replicated_seeds_passes() {
+    sweep("DST_CI_REPL_SEEDS", 600, true);
+}
+
+fn sweep(variable: &str, default_seeds: u64, replicate: bool) {
+    let seeds: u64 = std::env::var(variable).ok().and_then(|s| s.parse().ok()).unwrap_or(default_seeds);
     let started = std::time::Instant::now();
     let threads: Vec<_> = (0..2u64)
         .map(|t| {
             std::thread::spawn(move || {
                 (0..seeds)
                     .filter(|s| s % 2 == t)
-                    .filter_map(|seed| run(SimConfig { seed, ..SimConfig::default() }).failure.map(|f| (seed, f)))
+                    .filter_map(|seed| run(SimConfig { seed, replicate, ..SimConfig::default() }).failure.map(|f| (seed, f)))
                     .collect::<Vec<_>>()
             })
         })
         .collect();
     let failures: Vec<(u64, String)> = threads.into_iter().flat_map(|t| t.join().expect("sweep thread")).collect();
-    println!("dst ci sweep: seeds={seeds} failed={} seconds={:.1}", failures.len(), started.elapsed().as_secs_f64());
+    println!(
+        "dst ci sweep (replicate: {replicate}): seeds={seeds} failed={} seconds={:.1}",
+        failures.len(),
+        started.elapsed().as_secs_f64()
+    );
     if let Some((seed, reason)) = failures.first() {
+        let flag = if replicate { " --replicate" } else { "" };
         panic!(
-            "{} seeds failed; first: seed {seed}: {reason}\nreplay: cargo run -p dst --release -- --seed {seed} --trace",
+            "{} seeds failed; first: seed {seed}: {reason}\nreplay: cargo run -p dst --release --{flag} --seed {seed} --trace",
             failures.len()
         );
     }

@@ -1,8 +1,13 @@
 //! Per-node counter slots with an observed-reset floor (DESIGN §5, INCR family).
 //!
-//! Each node owns one slot: the running sum of its own increments, stamped with the HLC
-//! of its latest one. Only that node writes the slot, so merging keeps the slot with the
-//! newer HLC. A SET or DEL *absorbs* what it has observed by raising the floor to the
+//! Each node *incarnation* owns one slot: the running sum of its own increments,
+//! stamped with the HLC of its latest one. Only that incarnation writes the slot, so
+//! merging keeps the slot with the newer HLC. A slot is keyed by node and incarnation
+//! (the HLC at which the writing process began incrementing): a node that restarts
+//! without some of its latest increments (not stored, but already sent to peers) must
+//! not continue its old slot from an older sum, or the newer, smaller slot would
+//! replace the one its peers hold and those increments would vanish everywhere. A new
+//! incarnation writes a new slot beside the old one instead. A SET or DEL *absorbs* what it has observed by raising the floor to the
 //! current slots; the counter contributes only what lies above the floor. Increments a
 //! SET or DEL had not seen therefore survive it (observed reset), and increments it had
 //! seen are dropped. Sums are combined in node-id order so every replica computes the
@@ -48,6 +53,8 @@ impl CounterValue for f64 {
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub struct Slot<V> {
     pub node: NodeId,
+    /// The writer's incarnation: the HLC at which its process began incrementing.
+    pub incarnation: Hlc,
     pub hlc: Hlc,
     pub since: Hlc,
     pub sum: V,
@@ -55,9 +62,9 @@ pub struct Slot<V> {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Counter<V: CounterValue> {
-    /// Sorted by node id.
+    /// Sorted by (node, incarnation).
     slots: SmallVec<[Slot<V>; 1]>,
-    /// Sorted by node id: for each node, the slot value a SET or DEL has absorbed.
+    /// Sorted by (node, incarnation): for each slot, the value a SET or DEL absorbed.
     floor: SmallVec<[Slot<V>; 1]>,
 }
 
@@ -67,14 +74,14 @@ impl<V: CounterValue> Default for Counter<V> {
     }
 }
 
-fn find<V>(slots: &[Slot<V>], node: NodeId) -> Result<usize, usize> {
-    slots.binary_search_by_key(&node, |s| s.node)
+fn find<V>(slots: &[Slot<V>], node: NodeId, incarnation: Hlc) -> Result<usize, usize> {
+    slots.binary_search_by_key(&(node, incarnation), |s| (s.node, s.incarnation))
 }
 
-/// Per node, keep the slot with the newer HLC (each slot has exactly one writer).
+/// Per slot, keep the copy with the newer HLC (each slot has exactly one writer).
 fn merge_slots<V: CounterValue>(into: &mut SmallVec<[Slot<V>; 1]>, from: &[Slot<V>]) {
     for slot in from {
-        match find(into, slot.node) {
+        match find(into, slot.node, slot.incarnation) {
             Ok(i) => {
                 if slot.hlc > into[i].hlc {
                     into[i] = *slot;
@@ -96,7 +103,7 @@ impl<V: CounterValue> Counter<V> {
     /// slot also holds the floor that started its epoch: a floor is never older than
     /// `since`.)
     fn contribution(&self, slot: &Slot<V>) -> V {
-        match find(&self.floor, slot.node) {
+        match find(&self.floor, slot.node, slot.incarnation) {
             Ok(i) if self.floor[i].hlc >= slot.hlc => V::ZERO,
             Ok(i) if self.floor[i].hlc <= slot.since => slot.sum,
             Ok(i) => V::sub(slot.sum, self.floor[i].sum),
@@ -111,25 +118,27 @@ impl<V: CounterValue> Counter<V> {
 
     /// Whether some increment has not been absorbed by a SET or DEL.
     pub fn has_unabsorbed(&self) -> bool {
-        self.slots.iter().any(|s| match find(&self.floor, s.node) {
+        self.slots.iter().any(|s| match find(&self.floor, s.node, s.incarnation) {
             Ok(i) => s.hlc > self.floor[i].hlc,
             Err(_) => true,
         })
     }
 
-    /// A local increment by `node` at `hlc` (newer than anything this node wrote).
-    pub fn add(&mut self, node: NodeId, hlc: Hlc, by: V) {
-        let floor_hlc = match find(&self.floor, node) {
+    /// A local increment by `node`'s `incarnation` at `hlc` (newer than anything this
+    /// node wrote).
+    pub fn add(&mut self, node: NodeId, incarnation: Hlc, hlc: Hlc, by: V) {
+        debug_assert!(incarnation <= hlc);
+        let floor_hlc = match find(&self.floor, node, incarnation) {
             Ok(i) => self.floor[i].hlc,
             Err(_) => Hlc::ZERO,
         };
-        match find(&self.slots, node) {
+        match find(&self.slots, node, incarnation) {
             Ok(i) => {
                 let slot = &mut self.slots[i];
                 debug_assert!(hlc > slot.hlc);
                 if floor_hlc >= slot.hlc {
                     // Everything so far was absorbed: start a new epoch.
-                    *slot = Slot { node, hlc, since: Hlc(hlc.0 - 1), sum: by };
+                    *slot = Slot { node, incarnation, hlc, since: Hlc(hlc.0 - 1), sum: by };
                 } else {
                     slot.sum = V::add(slot.sum, by);
                     slot.hlc = hlc;
@@ -137,7 +146,7 @@ impl<V: CounterValue> Counter<V> {
             }
             // A new slot starts a new epoch: whatever floor this node's earlier slot had
             // (its key may have been deleted and forgotten here) is older than `since`.
-            Err(i) => self.slots.insert(i, Slot { node, hlc, since: Hlc(hlc.0 - 1), sum: by }),
+            Err(i) => self.slots.insert(i, Slot { node, incarnation, hlc, since: Hlc(hlc.0 - 1), sum: by }),
         }
     }
 
@@ -168,9 +177,10 @@ impl<V: CounterValue> Counter<V> {
         self.slots.iter().chain(self.floor.iter()).map(|s| (s.node, s.hlc))
     }
 
-    /// Rebuild from decoded slots and floor: each sorted by strictly increasing node id.
+    /// Rebuild from decoded slots and floor: each sorted by strictly increasing
+    /// (node, incarnation).
     pub fn from_parts(slots: Vec<Slot<V>>, floor: Vec<Slot<V>>) -> Result<Self, &'static str> {
-        let sorted = |s: &[Slot<V>]| s.windows(2).all(|w| w[0].node < w[1].node);
+        let sorted = |s: &[Slot<V>]| s.windows(2).all(|w| (w[0].node, w[0].incarnation) < (w[1].node, w[1].incarnation));
         if !sorted(&slots) || !sorted(&floor) {
             return Err("counter slots out of order");
         }

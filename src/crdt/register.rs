@@ -37,6 +37,9 @@ impl<T: Clone + PartialEq> MvRegister<T> {
 
     /// The entry that reads return: the one with the largest `(hlc, node)`.
     pub fn winner(&self) -> Option<&(Dot, T)> {
+        if crate::bugs::active(crate::bugs::Bug::LwwTieBreakInverted) {
+            return self.entries.first();
+        }
         self.entries.last()
     }
 

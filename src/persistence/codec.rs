@@ -172,6 +172,7 @@ fn write_int_slots(w: &mut Writer, slots: &[Slot<i64>]) {
     w.var(slots.len() as u64);
     for s in slots {
         w.u16(s.node);
+        w.var(s.incarnation.0);
         w.var(s.hlc.0);
         w.var(s.since.0);
         w.ivar(s.sum);
@@ -182,6 +183,7 @@ fn write_float_slots(w: &mut Writer, slots: &[Slot<f64>]) {
     w.var(slots.len() as u64);
     for s in slots {
         w.u16(s.node);
+        w.var(s.incarnation.0);
         w.var(s.hlc.0);
         w.var(s.since.0);
         w.u64(s.sum.to_bits());
@@ -190,14 +192,22 @@ fn write_float_slots(w: &mut Writer, slots: &[Slot<f64>]) {
 
 fn read_int_slots(r: &mut Reader) -> Result<Vec<Slot<i64>>, DecodeError> {
     let n = r.count()?;
-    (0..n).map(|_| Ok(Slot { node: r.u16()?, hlc: Hlc(r.var()?), since: Hlc(r.var()?), sum: r.ivar()? })).collect()
+    (0..n)
+        .map(|_| Ok(Slot { node: r.u16()?, incarnation: Hlc(r.var()?), hlc: Hlc(r.var()?), since: Hlc(r.var()?), sum: r.ivar()? }))
+        .collect()
 }
 
 fn read_float_slots(r: &mut Reader) -> Result<Vec<Slot<f64>>, DecodeError> {
     let n = r.count()?;
     (0..n)
         .map(|_| {
-            let slot = Slot { node: r.u16()?, hlc: Hlc(r.var()?), since: Hlc(r.var()?), sum: f64::from_bits(r.u64()?) };
+            let slot = Slot {
+                node: r.u16()?,
+                incarnation: Hlc(r.var()?),
+                hlc: Hlc(r.var()?),
+                since: Hlc(r.var()?),
+                sum: f64::from_bits(r.u64()?),
+            };
             if slot.sum.is_finite() { Ok(slot) } else { err("non-finite float counter") }
         })
         .collect()
@@ -318,8 +328,8 @@ mod tests {
     fn key_states_round_trip() {
         let mut s = KeyState::new();
         s.set(dot(1, 1), StrVal::Raw(Bytes::from_static(b"a\0b")), SetTtl::At(99));
-        s.incr_by(dot(2, 2), -7);
-        s.incr_by_float(dot(3, 1), 0.25);
+        s.incr_by(dot(2, 2), Hlc::ZERO, -7);
+        s.incr_by_float(dot(3, 1), Hlc::ZERO, 0.25);
         let mut other = KeyState::new();
         other.set(dot(4, 3), StrVal::Int(5), SetTtl::Clear);
         s.merge(&other);

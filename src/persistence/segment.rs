@@ -27,7 +27,8 @@ use crate::crdt::{Hlc, NodeId};
 use crate::shard::Delta;
 
 pub const MAGIC: &[u8; 8] = b"MERIDIAN";
-pub const FORMAT_VERSION: u16 = 1;
+/// 2: counter slots carry their writer's incarnation.
+pub const FORMAT_VERSION: u16 = 2;
 pub const HEADER_BYTES: usize = 64;
 /// Entries in one object at most.
 pub const ENTRIES_MAX: u32 = 1 << 24;

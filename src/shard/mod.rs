@@ -14,9 +14,9 @@ use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::command::{KeyCommand, KeyspaceCommand, SetCondition, SetReply, TtlChange};
+use crate::crdt::{Hlc, VersionVector};
 use crate::crdt::{HlcClock, NodeId};
 use crate::engine::kv::keys::KeySnapshot;
-use crate::crdt::{Hlc, VersionVector};
 use crate::engine::kv::{DeltaSink, KeyState, KvEngine, WriteCtx};
 use crate::protocol::Frame;
 use crate::replication::merkle::MerkleLeaves;
@@ -387,6 +387,11 @@ impl Shard {
                     Delta::Key { key, state } => self.deltas.key_changed(key, state),
                     Delta::Flush { seen } => self.deltas.flushed(seen),
                 }
+            }
+            if crate::bugs::active(crate::bugs::Bug::ReplicationEchoes)
+                && let (Some(outbox), Delta::Key { key, state }) = (self.outbox.as_mut(), &delta)
+            {
+                outbox.key_changed(key, state);
             }
             self.merge_delta(delta);
         }

@@ -32,7 +32,11 @@ fn render_replication(out: &mut String, state: &ServerState, shards: &[ShardStat
     let total = |f: fn(&ShardStats) -> u64| shards.iter().map(f).sum::<u64>();
     let digest = shards.iter().fold(0u64, |acc, s| acc ^ s.keyspace_digest);
     let Some(r) = state.replication.as_deref() else {
-        let _ = write!(out, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nreplication_enabled:0\r\nnode_id:{}\r\nregion:{}\r\n\r\n", state.config.node_id, state.config.region);
+        let _ = write!(
+            out,
+            "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nreplication_enabled:0\r\nnode_id:{}\r\nregion:{}\r\n\r\n",
+            state.config.node_id, state.config.region
+        );
         return;
     };
     let up = r.peers.iter().filter(|p| p.status.lock().map(|s| s.link == "up").unwrap_or(false)).count();

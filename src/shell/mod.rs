@@ -10,6 +10,7 @@ pub mod connection;
 pub mod coordinator;
 pub mod fanout;
 pub mod info;
+pub mod metrics;
 pub mod peer_link;
 pub mod persistence;
 pub mod replication;
@@ -100,6 +101,16 @@ pub fn run(config: Config) -> Result<(), String> {
     }
     let router = Router::new(mailboxes);
 
+    let metrics_listener = match config.metrics_port {
+        None => None,
+        Some(metrics_port) => {
+            let listener = std::net::TcpListener::bind((config.bind.as_str(), metrics_port))
+                .map_err(|e| format!("cannot listen for metrics on {}:{metrics_port}: {e}", config.bind))?;
+            listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+            tracing::info!("Prometheus metrics at http://{}:{}/metrics", config.bind, listener.local_addr().map(|a| a.port()).unwrap_or(0));
+            Some(listener)
+        }
+    };
     let (replication, repl_listener) =
         if config.replication_enabled() { Some(replication::prepare(&config)?) } else { None }.map_or((None, None), |(r, l)| (Some(r), l));
 
@@ -199,6 +210,10 @@ pub fn run(config: Config) -> Result<(), String> {
     );
 
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    if let Some(metrics) = metrics_listener {
+        let metrics = runtime.block_on(async { tokio::net::TcpListener::from_std(metrics) }).map_err(|e| e.to_string())?;
+        runtime.spawn(metrics::serve(metrics, state.clone()));
+    }
     runtime.block_on(accept_until_signal(listener, state.clone()))?;
 
     tracing::info!("shutting down");

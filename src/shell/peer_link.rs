@@ -324,7 +324,13 @@ enum Inbound {
 }
 
 /// The open link: send batches as they come, run anti-entropy rounds, until an error.
-async fn serve_outbound<R, W>(reader: FrameReader<R>, mut write: W, peer: &Arc<Peer>, replication: &Replication, router: &Router) -> Result<(), LinkError>
+async fn serve_outbound<R, W>(
+    reader: FrameReader<R>,
+    mut write: W,
+    peer: &Arc<Peer>,
+    replication: &Replication,
+    router: &Router,
+) -> Result<(), LinkError>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin,

@@ -269,7 +269,8 @@ pub async fn merge_into_shards(router: &Router, deltas: Vec<Delta>) -> Result<()
         }
         let mut attempt = 0;
         loop {
-            let replies = router.send(shard, vec![ShardOp::MergeRemote(part.clone())]).await.await.map_err(|_| "shutting down".to_string())?;
+            let replies =
+                router.send(shard, vec![ShardOp::MergeRemote(part.clone())]).await.await.map_err(|_| "shutting down".to_string())?;
             match replies.into_iter().next() {
                 Some(ShardReply::Count(_)) => break,
                 other => {

@@ -118,7 +118,11 @@ impl Cluster {
 
     /// INFO replication of every running node.
     pub fn replication_info(&self) -> Vec<std::collections::HashMap<String, String>> {
-        self.nodes.iter().filter(|n| n.server.is_some()).map(|n| info_fields(&mut connect(n.server.as_ref().unwrap()), "replication")).collect()
+        self.nodes
+            .iter()
+            .filter(|n| n.server.is_some())
+            .map(|n| info_fields(&mut connect(n.server.as_ref().unwrap()), "replication"))
+            .collect()
     }
 
     /// Whether every running node holds the same key states (equal keyspace digests)
@@ -126,7 +130,11 @@ impl Cluster {
     pub fn converged(&self) -> bool {
         let infos = self.replication_info();
         let digests: Vec<&String> = infos.iter().filter_map(|i| i.get("keyspace_digest")).collect();
-        let idle = infos.iter().all(|info| info.iter().filter(|(k, _)| k.strip_prefix("peer").is_some_and(|n| n.parse::<u32>().is_ok())).all(|(_, v)| v.contains("backlog_bytes=0,")));
+        let idle = infos.iter().all(|info| {
+            info.iter()
+                .filter(|(k, _)| k.strip_prefix("peer").is_some_and(|n| n.parse::<u32>().is_ok()))
+                .all(|(_, v)| v.contains("backlog_bytes=0,"))
+        });
         digests.len() == infos.len() && digests.windows(2).all(|w| w[0] == w[1]) && idle
     }
 
@@ -140,7 +148,11 @@ impl Cluster {
             let info = if node.server.is_some() { format!("{:?}", info_fields(&mut self.con(i), "replication")) } else { "stopped".into() };
             let log = read_log(&node.log);
             let tail: Vec<&str> = log.lines().rev().take(15).collect();
-            report.push_str(&format!("\n--- node {} ---\n{info}\n{}\n", node.node_id, tail.into_iter().rev().collect::<Vec<_>>().join("\n")));
+            report.push_str(&format!(
+                "\n--- node {} ---\n{info}\n{}\n",
+                node.node_id,
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            ));
         }
         panic!("cluster did not converge in {timeout:?}:{report}");
     }

@@ -14,13 +14,16 @@ use rand_chacha::ChaCha8Rng;
 mod execute;
 mod inject;
 mod persist;
+mod replicate;
 
 use crate::faults::FaultWeights;
 use crate::model::{Model, ModelEntry};
+use crate::oracle::Oracle;
 use crate::storage::{self, NodeStorage};
 use crate::workload;
 use meridian::persistence::recovery::Recovered;
 use meridian::persistence::streamer::Streamer;
+use replicate::{QUIESCE_MS, REPL_TICK_MS, ReplNode};
 
 /// Simulated wall-clock time starts here (a realistic Unix time in ms).
 const EPOCH_MS: u64 = 1_700_000_000_000;
@@ -49,6 +52,9 @@ pub struct SimConfig {
     pub store_error_percent: u32,
     /// Keep every trace line (for `--trace`), not only the tail.
     pub trace: bool,
+    /// Nodes replicate to each other (checked against the oracle) instead of each
+    /// serving its own clients alone (checked reply by reply against the model).
+    pub replicate: bool,
 }
 
 impl Default for SimConfig {
@@ -64,6 +70,7 @@ impl Default for SimConfig {
             bug: None,
             store_error_percent: 5,
             trace: false,
+            replicate: false,
         }
     }
 }
@@ -109,6 +116,7 @@ struct Node {
     drift_ppm: i64,
     drift_anchor_ms: u64,
     storage: NodeStorage,
+    repl: Option<ReplNode>,
 }
 
 impl Node {
@@ -124,12 +132,14 @@ impl Node {
     }
 }
 
-fn fresh_shards(seed: u64, node: NodeId, shards: usize) -> Vec<Shard> {
+fn fresh_shards(seed: u64, node: NodeId, shards: usize, replicate: bool) -> Vec<Shard> {
     (0..shards)
         .map(|s| {
             let mut config = ShardConfig::new(s, node);
             config.rng_seed = seed ^ ((node as u64) << 32) ^ s as u64;
             config.record_deltas = true;
+            config.replicate = replicate;
+            config.outbox_bytes_max = 64 * 1024;
             Shard::new(config)
         })
         .collect()
@@ -180,6 +190,19 @@ enum Event {
         node: usize,
         incarnation: u32,
     },
+    /// The node's replication batch window closes.
+    ReplTick {
+        node: usize,
+    },
+    /// A frame arrives on the peer link `dialer -> listener` (at the dialer if
+    /// `to_dialer`), written in link epoch `epoch`.
+    Deliver {
+        dialer: usize,
+        listener: usize,
+        epoch: u32,
+        to_dialer: bool,
+        frame: Bytes,
+    },
 }
 
 struct Sim {
@@ -200,6 +223,12 @@ struct Sim {
     trace_hash: u64,
     trace: VecDeque<String>,
     failure: Option<String>,
+    /// Replication runs: every accepted write, for the converged-value check.
+    oracle: Oracle,
+    /// Bumped when a link's connection dies: frames of older epochs are lost.
+    link_epochs: Vec<Vec<u32>>,
+    /// Replication runs: the workload is done and links drain until this instant.
+    quiesce_until: Option<u64>,
 }
 
 /// FNV-1a, so the trace hash is the same on every platform and run.
@@ -218,7 +247,7 @@ impl Sim {
             .map(|i| Node {
                 id: i as NodeId + 1,
                 region: i,
-                shards: fresh_shards(cfg.seed, i as NodeId + 1, cfg.shards),
+                shards: fresh_shards(cfg.seed, i as NodeId + 1, cfg.shards, cfg.replicate),
                 model: Model::default(),
                 up: true,
                 incarnation: 0,
@@ -233,6 +262,7 @@ impl Sim {
                     )),
                     ..NodeStorage::default()
                 },
+                repl: cfg.replicate.then(|| ReplNode::new(cfg.nodes)),
             })
             .collect();
         let clients = (0..cfg.clients).map(|i| Client { region: i % cfg.nodes, in_flight: false }).collect();
@@ -252,6 +282,9 @@ impl Sim {
             trace_hash: 0xcbf2_9ce4_8422_2325,
             trace: VecDeque::new(),
             failure: None,
+            oracle: Oracle::default(),
+            link_epochs: vec![vec![0; cfg.nodes]; cfg.nodes],
+            quiesce_until: None,
             cfg,
         }
     }
@@ -310,6 +343,9 @@ impl Sim {
         for node in 0..self.nodes.len() {
             self.schedule(TICK_MS + node as u64, Event::Tick { node });
             self.schedule(PERSIST_TICK_MS + node as u64, Event::Persist { node });
+            if self.cfg.replicate {
+                self.schedule(REPL_TICK_MS + node as u64, Event::ReplTick { node });
+            }
         }
         if self.cfg.faults.total() > 0 {
             self.schedule(self.cfg.fault_interval_ms, Event::Fault);
@@ -326,7 +362,13 @@ impl Sim {
             debug_assert!(at >= self.now, "time never goes backwards");
             self.now = at;
             let finished = self.ops_done >= self.cfg.ops && self.clients.iter().all(|c| !c.in_flight);
-            if finished && self.held.is_empty() {
+            if finished && self.cfg.replicate {
+                match self.quiesce_until {
+                    None => self.start_quiescing(),
+                    Some(until) if self.now >= until => break,
+                    Some(_) => {}
+                }
+            } else if finished && self.held.is_empty() {
                 break;
             }
             self.handle(event);
@@ -363,6 +405,11 @@ impl Sim {
                 self.schedule(self.now + PERSIST_TICK_MS, Event::Persist { node });
             }
             Event::StoreDone { node, incarnation } => self.store_done(node, incarnation),
+            Event::ReplTick { node } => {
+                self.repl_tick(node);
+                self.schedule(self.now + REPL_TICK_MS, Event::ReplTick { node });
+            }
+            Event::Deliver { dialer, listener, epoch, to_dialer, frame } => self.deliver(dialer, listener, epoch, to_dialer, frame),
             Event::Heal { partition } => {
                 self.partitions.remove(&partition);
                 self.log(format!("heal partition {partition}"));
@@ -382,7 +429,7 @@ impl Sim {
         let region = self.clients[client].region;
         let node = if self.rng.random_bool(0.8) { region } else { self.rng.random_range(0..self.nodes.len()) };
         let base_ms = self.nodes[node].local_ms(self.now);
-        let args = workload::command(&mut self.rng, base_ms);
+        let args = if self.cfg.replicate { workload::replicated_command(&mut self.rng) } else { workload::command(&mut self.rng, base_ms) };
         self.clients[client].in_flight = true;
         let incarnation = self.nodes[node].incarnation;
         self.send(region, self.nodes[node].region, Event::Request { client, node, incarnation, args });
@@ -403,6 +450,18 @@ impl Sim {
             return;
         }
         let line = show_args(&args);
+        if self.cfg.replicate {
+            // Other nodes' writes arrive at any moment: replies are not checked one by
+            // one; the oracle checks the converged result.
+            let before = self.contexts_before(node, &args);
+            let local = self.nodes[node].local_ms(self.now);
+            let (actual, _) = self.execute(node, args.clone());
+            self.log(format!("c{client} n{node} {line} -> {actual:?}"));
+            self.record_writes(node, &args, before, local);
+            let region = self.nodes[node].region;
+            self.send(region, client_region, Event::Reply { client, node });
+            return;
+        }
         let (actual, expected) = self.execute(node, args);
         self.log(format!("c{client} n{node} {line} -> {actual:?}"));
         if let Some(expected) = expected
@@ -434,8 +493,33 @@ impl Sim {
         n.model.tick(local);
     }
 
+    /// Replication runs: the workload is done; heal every fault and let the links
+    /// drain and the trees compare for a while.
+    fn start_quiescing(&mut self) {
+        self.quiesce_until = Some(self.now + QUIESCE_MS);
+        self.partitions.clear();
+        for (cut, event) in std::mem::take(&mut self.held) {
+            self.send(cut.from, cut.to, event);
+        }
+        self.slow_until = 0;
+        for node in 0..self.nodes.len() {
+            self.nodes[node].paused_until = self.nodes[node].paused_until.min(self.now);
+        }
+        self.log("workload done: quiescing".into());
+    }
+
     /// Heal everything, let time pass, then compare every node with its model.
     fn quiesce_and_check(&mut self) {
+        if self.cfg.replicate {
+            for node in 0..self.nodes.len() {
+                if !self.nodes[node].up {
+                    self.fail(format!("n{node} still down after quiescence"));
+                    return;
+                }
+            }
+            self.check_replicas();
+            return;
+        }
         self.partitions.clear();
         for node in 0..self.nodes.len() {
             self.nodes[node].paused_until = 0;

@@ -117,6 +117,10 @@ impl Keyspace {
         self.tombstones.len()
     }
 
+    pub fn tombstones(&self) -> impl Iterator<Item = (&Bytes, &KeyState)> {
+        self.tombstones.iter()
+    }
+
     pub fn tombstone(&self, key: &[u8]) -> Option<&KeyState> {
         if self.tombstones.is_empty() { None } else { self.tombstones.get(key) }
     }
@@ -133,6 +137,9 @@ impl Keyspace {
 
     /// Store (or replace) the tombstone of a key that does not exist as a live key.
     pub fn put_tombstone(&mut self, key: Bytes, hash: u64, state: KeyState) {
+        if crate::bugs::active(crate::bugs::Bug::TombstonesDropped) {
+            return;
+        }
         debug_assert!(!state.exists(), "a tombstone holds no value");
         debug_assert!(self.get(&key, hash).is_none(), "a key is live or a tombstone, never both");
         if let Some(old) = self.tombstones.remove(&key) {

@@ -68,6 +68,8 @@ pub struct KvEngine {
     /// The contexts of every FLUSHALL merged here: a write they had seen that arrives
     /// later (from a peer) is removed on arrival, as if it had been here to flush.
     flushed: VersionVector,
+    /// When this process began incrementing: the incarnation of its counter slots.
+    incarnation: Option<crate::crdt::Hlc>,
 }
 
 impl KvEngine {
@@ -131,8 +133,12 @@ impl KvEngine {
     /// removed (tombstones are kept by replication once it exists; a lone node has no
     /// one to tell).
     fn commit(&mut self, ctx: &mut WriteCtx, key: Bytes, hash: u64, mut state: KeyState) {
-        // A key written again after a delete: the write has seen the delete.
-        if let Some(tombstone) = self.keys.take_tombstone(&key, hash) {
+        // A key written again after a delete: the write has seen the delete, and all
+        // the tombstone holds (a TTL write that arrived after the delete, say) is what
+        // it replaces, not something concurrent with it.
+        if let Some(mut tombstone) = self.keys.take_tombstone(&key, hash) {
+            let seen = tombstone.causal_context();
+            tombstone.remove_observed(&seen);
             state.merge(&tombstone);
         }
         ctx.deltas.key_changed(&key, &state);
@@ -209,6 +215,11 @@ impl KvEngine {
                 }
             }
         }
+    }
+
+    /// This process's counter incarnation: the stamp of its first increment.
+    fn incarnation(&mut self, dot: Dot) -> crate::crdt::Hlc {
+        *self.incarnation.get_or_insert(dot.hlc)
     }
 
     /// Remember a local FLUSHALL's context (see [`KvEngine::merge_flush`]).

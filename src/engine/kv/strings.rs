@@ -216,7 +216,8 @@ impl KvEngine {
         };
         let dot = ctx.next_dot();
         let mut state = old.unwrap_or_default();
-        state.incr_by(dot, by);
+        let incarnation = self.incarnation(dot);
+        state.incr_by(dot, incarnation, by);
         debug_assert_eq!(state.read().and_then(|v| v.as_i64()), Some(next));
         self.commit(ctx, key, hash, state);
         Frame::Integer(next)
@@ -237,7 +238,8 @@ impl KvEngine {
         }
         let dot = ctx.next_dot();
         let mut state = old.unwrap_or_default();
-        state.incr_by_float(dot, by);
+        let incarnation = self.incarnation(dot);
+        state.incr_by_float(dot, incarnation, by);
         let rendered = state.read().map(|v| v.to_bytes()).unwrap_or_else(|| Bytes::from(format_float(current + by)));
         self.commit(ctx, key, hash, state);
         Frame::Bulk(rendered)

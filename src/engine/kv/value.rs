@@ -18,7 +18,7 @@ use bytes::Bytes;
 use crate::crdt::counter::{Counter, Slot};
 use crate::crdt::register::MvRegister;
 use crate::crdt::ttl::{self, TtlRegister, TtlWrite};
-use crate::crdt::{Dot, VersionVector};
+use crate::crdt::{Dot, Hlc, VersionVector};
 
 /// A stored string, kept as an integer when it is the canonical text of one (as Redis's
 /// `int` encoding), so counters don't parse on every INCR.
@@ -216,7 +216,12 @@ impl KeyState {
     pub fn has_dot_covered_by(&self, seen: &VersionVector) -> bool {
         self.value.dots().chain(self.ttl.dots()).any(|d| seen.covers(d))
             || self.counters.as_deref().is_some_and(|c| {
-                c.ints.slots().iter().map(|s| (s.node, s.hlc)).chain(c.floats.slots().iter().map(|s| (s.node, s.hlc))).any(|(n, h)| seen.covers(Dot::new(h, n)))
+                c.ints
+                    .slots()
+                    .iter()
+                    .map(|s| (s.node, s.hlc))
+                    .chain(c.floats.slots().iter().map(|s| (s.node, s.hlc)))
+                    .any(|(n, h)| seen.covers(Dot::new(h, n)))
             })
     }
 
@@ -398,14 +403,15 @@ impl KeyState {
 
     /// INCRBY: the caller has checked that the current value is an integer and that the
     /// result does not overflow.
-    pub fn incr_by(&mut self, dot: Dot, by: i64) {
-        self.mutate(dot, |s| s.counters.get_or_insert_with(Default::default).ints.add(dot.node, dot.hlc, by));
+    /// `incarnation`: when the writing process began incrementing (see `crdt::counter`).
+    pub fn incr_by(&mut self, dot: Dot, incarnation: Hlc, by: i64) {
+        self.mutate(dot, |s| s.counters.get_or_insert_with(Default::default).ints.add(dot.node, incarnation, dot.hlc, by));
     }
 
     /// INCRBYFLOAT: the caller has checked the current value is a number and the result is
     /// finite.
-    pub fn incr_by_float(&mut self, dot: Dot, by: f64) {
-        self.mutate(dot, |s| s.counters.get_or_insert_with(Default::default).floats.add(dot.node, dot.hlc, by));
+    pub fn incr_by_float(&mut self, dot: Dot, incarnation: Hlc, by: f64) {
+        self.mutate(dot, |s| s.counters.get_or_insert_with(Default::default).floats.add(dot.node, incarnation, dot.hlc, by));
     }
 
     /// DEL: remove everything observed. The result is a tombstone unless it merged
@@ -491,6 +497,7 @@ impl KeyState {
                 feed(&(slots.len() as u32).to_le_bytes());
                 for s in slots {
                     feed(&s.node.to_le_bytes());
+                    feed(&s.incarnation.0.to_le_bytes());
                     feed(&s.hlc.0.to_le_bytes());
                     feed(&s.since.0.to_le_bytes());
                     feed(&s.sum.to_le_bytes());
@@ -500,6 +507,7 @@ impl KeyState {
                 feed(&(slots.len() as u32).to_le_bytes());
                 for s in slots {
                     feed(&s.node.to_le_bytes());
+                    feed(&s.incarnation.0.to_le_bytes());
                     feed(&s.hlc.0.to_le_bytes());
                     feed(&s.since.0.to_le_bytes());
                     feed(&s.sum.to_bits().to_le_bytes());

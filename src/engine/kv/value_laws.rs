@@ -5,7 +5,7 @@ use bytes::Bytes;
 use proptest::prelude::*;
 
 use super::value::{KeyState, SetTtl, StrVal};
-use crate::crdt::{Dot, HlcClock, NodeId};
+use crate::crdt::{Dot, Hlc, HlcClock, NodeId};
 
 /// One step of a random multi-replica history.
 #[derive(Clone, Debug)]
@@ -61,11 +61,11 @@ fn run(steps: &[Step]) -> Vec<KeyState> {
             }
             Step::Incr(r, v) => {
                 let d = dot(&mut replicas[r]);
-                replicas[r].state.incr_by(d, v);
+                replicas[r].state.incr_by(d, Hlc::ZERO, v);
             }
             Step::IncrFloat(r, v) => {
                 let d = dot(&mut replicas[r]);
-                replicas[r].state.incr_by_float(d, v as f64 * 0.5);
+                replicas[r].state.incr_by_float(d, Hlc::ZERO, v as f64 * 0.5);
             }
             Step::Del(r) => {
                 let d = dot(&mut replicas[r]);
@@ -170,11 +170,11 @@ fn concurrent_sets_resolve_to_the_larger_stamp() {
 fn set_concurrent_with_incr_keeps_the_unobserved_increment() {
     let mut base = KeyState::new();
     base.set(dot(1, 1), StrVal::Int(10), SetTtl::Clear);
-    base.incr_by(dot(2, 2), 5); // seen by both sides below
+    base.incr_by(dot(2, 2), Hlc::ZERO, 5); // seen by both sides below
     let mut setter = base.clone();
     setter.set(dot(3, 1), StrVal::Int(100), SetTtl::Clear);
     let mut incrementer = base.clone();
-    incrementer.incr_by(dot(4, 2), 7);
+    incrementer.incr_by(dot(4, 2), Hlc::ZERO, 7);
     // The SET had seen +5 (absorbed) but not +7 (survives).
     assert_eq!(merged(&setter, &incrementer).read(), Some(StrVal::Int(107)));
     assert_eq!(merged(&incrementer, &setter).read(), Some(StrVal::Int(107)));
@@ -183,11 +183,11 @@ fn set_concurrent_with_incr_keeps_the_unobserved_increment() {
 #[test]
 fn delete_concurrent_with_incr_keeps_the_unobserved_increment() {
     let mut base = KeyState::new();
-    base.incr_by(dot(1, 1), 3);
+    base.incr_by(dot(1, 1), Hlc::ZERO, 3);
     let mut deleter = base.clone();
     deleter.delete(dot(2, 1));
     let mut incrementer = base.clone();
-    incrementer.incr_by(dot(3, 2), 4);
+    incrementer.incr_by(dot(3, 2), Hlc::ZERO, 4);
     assert_eq!(merged(&deleter, &incrementer).read(), Some(StrVal::Int(4)));
     assert!(!merged(&deleter, &base).exists());
 }
@@ -197,7 +197,7 @@ fn concurrent_increments_on_three_nodes_sum() {
     let mut states: Vec<KeyState> = (1..=3)
         .map(|n| {
             let mut s = KeyState::new();
-            s.incr_by(dot(5, n), n as i64 * 10);
+            s.incr_by(dot(5, n), Hlc::ZERO, n as i64 * 10);
             s
         })
         .collect();
@@ -228,9 +228,9 @@ fn persist_beats_a_concurrent_expire_and_longest_expire_wins() {
 #[test]
 fn float_increments_sum_in_node_order_everywhere() {
     let mut a = KeyState::new();
-    a.incr_by_float(dot(1, 1), 0.1);
+    a.incr_by_float(dot(1, 1), Hlc::ZERO, 0.1);
     let mut b = KeyState::new();
-    b.incr_by_float(dot(1, 2), 0.2);
+    b.incr_by_float(dot(1, 2), Hlc::ZERO, 0.2);
     let ab = merged(&a, &b);
     assert_eq!(ab, merged(&b, &a));
     assert_eq!(ab.read(), Some(StrVal::Raw(Bytes::from_static(b"0.3"))));
@@ -239,9 +239,9 @@ fn float_increments_sum_in_node_order_everywhere() {
 #[test]
 fn float_counter_keeps_precision_after_a_set_absorbs_a_huge_sum() {
     let mut s = KeyState::new();
-    s.incr_by_float(dot(1, 1), 1e30);
+    s.incr_by_float(dot(1, 1), Hlc::ZERO, 1e30);
     s.set(dot(2, 1), StrVal::Int(0), SetTtl::Clear);
-    s.incr_by_float(dot(3, 1), 1e-5);
+    s.incr_by_float(dot(3, 1), Hlc::ZERO, 1e-5);
     assert_eq!(s.read(), Some(StrVal::Raw(Bytes::from_static(b"0.00001"))));
 }
 

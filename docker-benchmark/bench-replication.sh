@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Replication figures for a 3-node cluster on this machine (runs without Docker):
+#   - convergence lag p50/p99: a write on node 1 until node 2 and node 3 read it, with
+#     every peer link behind a proxy adding 50 ms one way (RTT 100 ms)
+#   - replication bytes per write at steady state, against the SET command's own size
+#   - SET throughput of node 1 with 2 peers vs with none (ratio, same run)
+# Usage: docker-benchmark/bench-replication.sh   (env: SAMPLES=300 REQUESTS=500000 ROUNDS=3 DELAY_MS=50 MERIDIAN_BIN=...)
+# Needs: redis-benchmark and redis-cli (apt-get install redis-tools), python3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SAMPLES="${SAMPLES:-300}"
+REQUESTS="${REQUESTS:-500000}"
+ROUNDS="${ROUNDS:-3}"
+DELAY_MS="${DELAY_MS:-50}"
+SERVER_CORE="${SERVER_CORE:-0}"
+CLIENT_CORE="${CLIENT_CORE:-1}"
+if [[ -z "${MERIDIAN_BIN:-}" ]]; then
+    cargo build --release --bin meridian >&2
+    MERIDIAN_BIN=target/release/meridian
+fi
+command -v redis-benchmark >/dev/null || { echo "redis-benchmark is required (apt-get install redis-tools)" >&2; exit 1; }
+export MERIDIAN_CLUSTER_SECRET="bench-cluster-secret"
+
+TMP="$(mktemp -d)"
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_ping() { for _ in $(seq 1 400); do redis-cli -p "$1" PING >/dev/null 2>&1 && return 0; sleep 0.05; done; echo "no PING on $1" >&2; exit 1; }
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+rps() { # rps PORT -> SET requests/s, pipeline 16
+    taskset -c "$CLIENT_CORE" redis-benchmark -h 127.0.0.1 -p "$1" -t set -n "$REQUESTS" -r 100000000 -c 50 -P 16 -q --csv \
+        | awk -F, '/"SET"/ {gsub(/"/,"",$2); print $2}'
+}
+field() { redis-cli -p "$1" INFO replication | tr -d '\r' | awk -F: -v k="$2" '$1==k {print $2}'; }
+peer_field() { # peer_field PORT PEER_INDEX NAME
+    redis-cli -p "$1" INFO replication | tr -d '\r' | awk -F: -v k="peer$2" '$1==k {print $2}' | tr ',' '\n' | awk -F= -v n="$3" '$1==n {print $2}'
+}
+
+# A TCP proxy that holds every chunk DELAY_MS before forwarding it (no tc netem here).
+cat > "$TMP/proxy.py" <<'PY'
+import asyncio, sys
+listen, target_port, delay = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]) / 1000.0
+async def pump(reader, writer):
+    loop = asyncio.get_running_loop()
+    queue = asyncio.Queue()
+    async def forward():
+        while True:
+            due, data = await queue.get()
+            if data is None:
+                writer.close(); return
+            wait = due - loop.time()
+            if wait > 0: await asyncio.sleep(wait)
+            writer.write(data); await writer.drain()
+    task = asyncio.create_task(forward())
+    while True:
+        data = await reader.read(65536)
+        await queue.put((loop.time() + delay, data if data else None))
+        if not data: break
+    await task
+async def handle(r1, w1):
+    r2, w2 = await asyncio.open_connection("127.0.0.1", target_port)
+    await asyncio.gather(pump(r1, w2), pump(r2, w1), return_exceptions=True)
+async def main():
+    server = await asyncio.start_server(handle, "127.0.0.1", listen)
+    async with server: await server.serve_forever()
+asyncio.run(main())
+PY
+
+start_cluster() { # start_cluster DELAY_MS -> sets PORTS[1..3]
+    local delay="$1"
+    declare -gA PORTS REPL
+    for i in 1 2 3; do PORTS[$i]=$(free_port); REPL[$i]=$(free_port); done
+    for i in 1 2 3; do
+        peers=""
+        for j in 1 2 3; do
+            [[ $i == "$j" ]] && continue
+            p=$(free_port)
+            python3 "$TMP/proxy.py" "$p" "${REPL[$j]}" "$delay" & PIDS+=($!)
+            peers="$peers${peers:+,}127.0.0.1:$p"
+        done
+        pin=""; [[ $i == 1 ]] && pin="taskset -c $SERVER_CORE"
+        $pin "$MERIDIAN_BIN" --node-id "$i" --port "${PORTS[$i]}" --repl-port "${REPL[$i]}" --peers "$peers" \
+            --shards 1 --persistence off 2>>"$TMP/node$i.log" & PIDS+=($!)
+    done
+    for i in 1 2 3; do wait_ping "${PORTS[$i]}"; done
+    for _ in $(seq 1 200); do [[ "$(field "${PORTS[1]}" peers_up)" == 2 && "$(field "${PORTS[2]}" peers_up)" == 2 && "$(field "${PORTS[3]}" peers_up)" == 2 ]] && return 0; sleep 0.05; done
+    echo "cluster links did not come up" >&2; tail -3 "$TMP"/node*.log >&2; exit 1
+}
+stop_all() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done; PIDS=(); sleep 0.2; }
+
+echo "== convergence lag: write on node 1, read on nodes 2 and 3; peer links ${DELAY_MS} ms one way ($SAMPLES samples)"
+start_cluster "$DELAY_MS"
+python3 - "${PORTS[1]}" "${PORTS[2]}" "${PORTS[3]}" "$SAMPLES" <<'PY'
+import socket, sys, time
+def conn(port):
+    s = socket.create_connection(("127.0.0.1", int(port))); s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1); return s
+def cmd(s, *args):
+    out = b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
+    s.sendall(out); data = b""
+    while not data.endswith(b"\r\n") or (data.startswith(b"$") and data[1:].split(b"\r\n")[0] != b"-1" and data.count(b"\r\n") < 2):
+        data += s.recv(65536)
+    return data
+w, r2, r3 = conn(sys.argv[1]), conn(sys.argv[2]), conn(sys.argv[3])
+lags = []
+for i in range(int(sys.argv[4])):
+    key = b"lag:%d" % i
+    cmd(w, b"SET", key, b"x")
+    t0 = time.monotonic()
+    pending = {2: r2, 3: r3}
+    while pending:
+        for n, s in list(pending.items()):
+            if cmd(s, b"GET", key).startswith(b"$1"):
+                lags.append((time.monotonic() - t0) * 1000); del pending[n]
+        if time.monotonic() - t0 > 10: raise SystemExit("a write did not arrive in 10 s")
+        time.sleep(0.0005)
+    time.sleep(0.005)
+lags.sort()
+p = lambda q: lags[min(len(lags) - 1, int(q * len(lags)))]
+print("lag ms: p50 %.1f  p99 %.1f  max %.1f  (%d reads)" % (p(0.5), p(0.99), lags[-1], len(lags)))
+PY
+echo "(target: p99 <= RTT + 150 ms = $((2 * DELAY_MS + 150)) ms)"
+stop_all
+
+echo "== replication bytes per write (steady state; 16-byte keys, 3-byte values)"
+start_cluster 0
+n=200000
+taskset -c "$CLIENT_CORE" redis-benchmark -h 127.0.0.1 -p "${PORTS[1]}" -t set -n "$n" -r 100000000 -d 3 -c 50 -P 16 -q >/dev/null
+for _ in $(seq 1 100); do [[ "$(peer_field "${PORTS[1]}" 0 backlog_bytes)" == 0 && "$(peer_field "${PORTS[1]}" 1 backlog_bytes)" == 0 ]] && break; sleep 0.1; done
+sent=$(( $(peer_field "${PORTS[1]}" 0 bytes_sent) + $(peer_field "${PORTS[1]}" 1 bytes_sent) ))
+# The command as the client sent it: *3 $3 SET $16 key:000000123456 $3 xxx.
+command_bytes=$(printf '*3\r\n$3\r\nSET\r\n$16\r\nkey:000000123456\r\n$3\r\nxxx\r\n' | wc -c)
+per_write=$(echo "$sent / 2 / $n" | bc -l)
+printf 'replication bytes per write per peer: %.1f   SET command: %d bytes   ratio: %.2f (target <= 1.5)\n' \
+    "$per_write" "$command_bytes" "$(echo "$per_write / $command_bytes" | bc -l)"
+stop_all
+
+echo "== SET throughput of node 1: with 2 peers vs none (P=16, $REQUESTS requests, $ROUNDS rounds)"
+alone=(); peered=()
+for round in $(seq 1 "$ROUNDS"); do
+    port=$(free_port)
+    taskset -c "$SERVER_CORE" "$MERIDIAN_BIN" --port "$port" --shards 1 --persistence off 2>>"$TMP/alone.log" & PIDS+=($!)
+    wait_ping "$port"; alone+=("$(rps "$port")"); stop_all
+    start_cluster 0
+    peered+=("$(rps "${PORTS[1]}")"); stop_all
+done
+a=$(printf '%s\n' "${alone[@]}" | median); p=$(printf '%s\n' "${peered[@]}" | median)
+printf 'no peers: %s rps   2 peers: %s rps   ratio: %.3f (target >= 0.90)\n' "$a" "$p" "$(echo "$p / $a" | bc -l)"
+echo "(on a 2-core machine the two peers and the benchmark client share the cores with node 1; see README)"

@@ -1,0 +1,202 @@
+//! The reference semantics of replicated strings and counters (DESIGN §5), written
+//! independently of the CRDT code: a list of every accepted write per key, each with
+//! the causal context its node had when it wrote, and rules that say what survives.
+//!
+//! - A SET or DEL removes the value writes and absorbs the increments it had observed.
+//! - Value: the surviving SET with the largest `(hlc, node)`, plus the surviving
+//!   increments (summed per node, then in node order); a non-number hides them.
+//! - TTL: a SET (other than KEEPTTL), DEL, EXPIRE or PERSIST replaces the TTL writes
+//!   it had observed, and so does any write to a key that did not exist where it was
+//!   made (a new key starts without a TTL); of those left, PERSIST beats all, else the
+//!   longest TTL wins.
+//! - A key exists while a SET or an increment survives.
+//!
+//! What a node had observed comes from the engine (the key's causal context before the
+//! write); what survives and what the value is are decided here alone.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use meridian::crdt::{Dot, VersionVector};
+use meridian::engine::kv::value::{format_float, parse_f64, parse_i64};
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ttl {
+    Clear,
+    Keep,
+    At(u64),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum OpKind {
+    Set { value: Bytes, ttl: Ttl },
+    Incr(i64),
+    Del,
+    Expire(u64),
+    Persist,
+}
+
+#[derive(Clone, Debug)]
+pub struct Op {
+    pub dot: Dot,
+    pub kind: OpKind,
+    /// The writer's causal context for the key just before this write.
+    pub observed: VersionVector,
+}
+
+impl Op {
+    fn removes_value(&self) -> bool {
+        matches!(self.kind, OpKind::Set { .. } | OpKind::Del)
+    }
+
+    fn writes_ttl(&self) -> Option<Option<u64>> {
+        match self.kind {
+            OpKind::Set { ttl: Ttl::At(at), .. } | OpKind::Expire(at) => Some(Some(at)),
+            OpKind::Persist => Some(None),
+            _ => None,
+        }
+    }
+
+    /// Whether this write replaces the TTL writes it observed; `existed`: whether the
+    /// key existed where and when it was made.
+    fn replaces_ttl(&self, existed: bool) -> bool {
+        !existed || !matches!(self.kind, OpKind::Incr(_) | OpKind::Set { ttl: Ttl::Keep, .. })
+    }
+}
+
+/// Whether the key exists once exactly `ops` are known (a SET or an increment survives).
+fn exists(ops: &[&Op]) -> bool {
+    let removed = |x: &Op| ops.iter().any(|o| o.removes_value() && o.observed.covers(x.dot));
+    ops.iter().any(|x| matches!(x.kind, OpKind::Set { .. } | OpKind::Incr(_)) && !removed(x))
+}
+
+/// What a key must read as once every write has reached every node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expected {
+    pub value: Vec<u8>,
+    pub expire_at_ms: Option<u64>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Oracle {
+    pub ops: BTreeMap<Bytes, Vec<Op>>,
+}
+
+impl Oracle {
+    pub fn record(&mut self, key: Bytes, op: Op) {
+        self.ops.entry(key).or_default().push(op);
+    }
+
+    /// Every recorded write must be on the converged replicas: their causal context
+    /// for its key covers it.
+    pub fn check_none_lost(&self, converged: impl Fn(&Bytes) -> VersionVector) -> Result<(), String> {
+        for (key, ops) in &self.ops {
+            let ctx = converged(key);
+            if let Some(op) = ops.iter().find(|op| !ctx.covers(op.dot)) {
+                return Err(format!("acknowledged write {op:?} to {key:?} is on no replica"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every key's converged value, for keys that exist.
+    pub fn expected(&self) -> BTreeMap<Bytes, Expected> {
+        self.ops.iter().filter_map(|(key, ops)| expected(ops).map(|e| (key.clone(), e))).collect()
+    }
+}
+
+fn expected(ops: &[Op]) -> Option<Expected> {
+    let removed = |x: &Op| ops.iter().any(|o| o.removes_value() && o.observed.covers(x.dot));
+    let winner = ops.iter().filter(|x| matches!(x.kind, OpKind::Set { .. }) && !removed(x)).max_by_key(|x| x.dot);
+    let mut per_node: BTreeMap<u16, i128> = BTreeMap::new();
+    for x in ops.iter().filter(|x| !removed(x)) {
+        if let OpKind::Incr(by) = x.kind {
+            *per_node.entry(x.dot.node).or_default() += by as i128;
+        }
+    }
+    if winner.is_none() && per_node.is_empty() {
+        return None;
+    }
+    let base = winner.map(|w| match &w.kind {
+        OpKind::Set { value, .. } => value.clone(),
+        _ => unreachable!("the winner is a SET"),
+    });
+    let value = match (base, per_node.is_empty()) {
+        (Some(base), true) => base.to_vec(),
+        (None, true) => unreachable!("no SET and no increment returned above"),
+        (base, false) => {
+            let base_int = match &base {
+                None => Some(0),
+                Some(b) => parse_i64(b),
+            };
+            match base_int {
+                Some(n) => (n as i128 + per_node.values().sum::<i128>()).to_string().into_bytes(),
+                None => {
+                    let base = base.expect("a non-integer base exists");
+                    match parse_f64(&base) {
+                        None => base.to_vec(),
+                        Some(f) => {
+                            // Each node's slot is an i64 sum, added as a float in node order.
+                            let total = per_node.values().fold(f, |acc, s| acc + (*s as i64) as f64);
+                            if total.is_finite() { format_float(total).into_bytes() } else { base.to_vec() }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    let existed: Vec<bool> = ops
+        .iter()
+        .map(|o| match o.kind {
+            OpKind::Incr(_) | OpKind::Set { ttl: Ttl::Keep, .. } => {
+                exists(&ops.iter().filter(|x| o.observed.covers(x.dot)).collect::<Vec<_>>())
+            }
+            _ => true,
+        })
+        .collect();
+    let ttl_writes: Vec<Option<u64>> = ops
+        .iter()
+        .filter(|x| !ops.iter().zip(&existed).any(|(o, &e)| o.replaces_ttl(e) && o.observed.covers(x.dot)))
+        .filter_map(|x| x.writes_ttl())
+        .collect();
+    let expire_at_ms = if ttl_writes.iter().any(Option::is_none) { None } else { ttl_writes.into_iter().flatten().max() };
+    Some(Expected { value, expire_at_ms })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use meridian::crdt::Hlc;
+
+    fn dot(ms: u64, node: u16) -> Dot {
+        Dot::new(Hlc::from_parts(ms, 0), node)
+    }
+
+    fn seen(dots: &[Dot]) -> VersionVector {
+        let mut vv = VersionVector::new();
+        dots.iter().for_each(|d| vv.add(*d));
+        vv
+    }
+
+    fn set(d: Dot, value: &str, observed: &[Dot]) -> Op {
+        Op { dot: d, kind: OpKind::Set { value: Bytes::copy_from_slice(value.as_bytes()), ttl: Ttl::Clear }, observed: seen(observed) }
+    }
+
+    #[test]
+    fn set_then_concurrent_set_and_incr() {
+        let base = set(dot(1, 1), "10", &[]);
+        let incr = Op { dot: dot(2, 1), kind: OpKind::Incr(5), observed: seen(&[dot(1, 1)]) };
+        let other = set(dot(3, 2), "100", &[dot(1, 1)]);
+        let result = expected(&[base, incr, other]).unwrap();
+        assert_eq!(result.value, b"105");
+    }
+
+    #[test]
+    fn del_keeps_only_what_it_had_not_seen() {
+        let base = set(dot(1, 1), "10", &[]);
+        let del = Op { dot: dot(2, 1), kind: OpKind::Del, observed: seen(&[dot(1, 1)]) };
+        let incr = Op { dot: dot(2, 2), kind: OpKind::Incr(3), observed: seen(&[dot(1, 1)]) };
+        assert_eq!(expected(&[base.clone(), del.clone(), incr]).unwrap().value, b"3");
+        assert_eq!(expected(&[base, del]), None);
+    }
+}
