@@ -117,6 +117,19 @@ pub struct Config {
     #[arg(long, env = "MERIDIAN_CLUSTER_SECRET", hide_env_values = true)]
     pub cluster_secret: Option<String>,
 
+    /// TLS for peer links: this node's certificate (PEM), signed by --repl-tls-ca.
+    #[arg(long)]
+    pub repl_tls_cert: Option<PathBuf>,
+
+    /// TLS for peer links: the private key of --repl-tls-cert (PEM).
+    #[arg(long)]
+    pub repl_tls_key: Option<PathBuf>,
+
+    /// TLS for peer links: the CA that signs every node's certificate (PEM). With it,
+    /// links are mutual TLS: both ends must present a certificate it signed.
+    #[arg(long)]
+    pub repl_tls_ca: Option<PathBuf>,
+
     /// Local writes are gathered for this long, merged per key, and sent as one batch.
     #[arg(long, default_value_t = 10)]
     pub repl_batch_ms: u64,
@@ -212,6 +225,10 @@ impl Config {
                 }
                 Some(secret) if secret.len() < 8 => return Err("--cluster-secret must be at least 8 characters".into()),
                 _ => {}
+            }
+            let tls = [&self.repl_tls_cert, &self.repl_tls_key, &self.repl_tls_ca].iter().filter(|f| f.is_some()).count();
+            if tls != 0 && tls != 3 {
+                return Err("TLS for peer links needs all of --repl-tls-cert, --repl-tls-key and --repl-tls-ca".into());
             }
             if self.repl_batch_ms == 0 || self.repl_batch_ms > 10_000 {
                 return Err("--repl-batch-ms must be between 1 and 10000".into());
@@ -315,6 +332,9 @@ impl RuntimeConfig {
             ("repl-bind", config.repl_bind.clone().unwrap_or_default()),
             ("peers", config.peers.join(",")),
             ("cluster-secret", String::new()),
+            ("repl-tls-cert", config.repl_tls_cert.as_ref().map(|p| p.display().to_string()).unwrap_or_default()),
+            ("repl-tls-key", config.repl_tls_key.as_ref().map(|p| p.display().to_string()).unwrap_or_default()),
+            ("repl-tls-ca", config.repl_tls_ca.as_ref().map(|p| p.display().to_string()).unwrap_or_default()),
             ("repl-batch-ms", config.repl_batch_ms.to_string()),
             ("repl-backlog-bytes", config.repl_backlog_bytes.to_string()),
             ("anti-entropy-interval-ms", config.anti_entropy_interval_ms.to_string()),
@@ -369,6 +389,9 @@ impl RuntimeConfig {
             | "repl-bind"
             | "peers"
             | "cluster-secret"
+            | "repl-tls-cert"
+            | "repl-tls-key"
+            | "repl-tls-ca"
             | "repl-batch-ms"
             | "repl-backlog-bytes"
             | "anti-entropy-interval-ms"

@@ -280,3 +280,74 @@ fn prometheus_metrics_show_the_replication_figures() {
     assert!(scrape("/other").starts_with("HTTP/1.1 404"));
     drop(node);
 }
+
+/// A CA and one certificate it signed for 127.0.0.1, as PEM files in `dir`.
+fn write_tls_files(dir: &std::path::Path, tag: &str) -> (String, String, String) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, SanType};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let node_key = KeyPair::generate().unwrap();
+    let mut node_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    node_params.subject_alt_names = vec![SanType::IpAddress("127.0.0.1".parse().unwrap())];
+    let node = node_params.signed_by(&node_key, &ca, &ca_key).unwrap();
+    let path = |name: &str| dir.join(format!("{tag}-{name}")).display().to_string();
+    std::fs::write(path("ca.pem"), ca.pem()).unwrap();
+    std::fs::write(path("node.pem"), node.pem()).unwrap();
+    std::fs::write(path("node.key"), node_key.serialize_pem()).unwrap();
+    (path("node.pem"), path("node.key"), path("ca.pem"))
+}
+
+#[test]
+fn peer_links_run_over_mutual_tls_and_refuse_nodes_without_a_cluster_certificate() {
+    let dir = common::TempDir::new("tls");
+    let (cert, key, ca) = write_tls_files(&dir.path, "cluster");
+    let tls = ["--repl-tls-cert", &cert, "--repl-tls-key", &key, "--repl-tls-ca", &ca];
+    let mut args = vec!["--persistence", "off"];
+    args.extend_from_slice(&tls);
+    let cluster = Cluster::start(2, &args);
+    run(&mut cluster.con(0), &["SET", "over", "tls"]);
+    cluster.wait_converged(CONVERGE);
+    assert_everywhere(&cluster, "over", Some("tls"));
+
+    // The right secret but a certificate from another CA, then no TLS at all: refused.
+    let (other_cert, other_key, other_ca) = write_tls_files(&dir.path, "other");
+    let peer = format!("127.0.0.1:{}", cluster.nodes[0].repl_port);
+    let other_tls = ["--repl-tls-cert", other_cert.as_str(), "--repl-tls-key", &other_key, "--repl-tls-ca", &other_ca];
+    for (i, extra) in [other_tls.to_vec(), vec![]].into_iter().enumerate() {
+        let node_dir = common::TempDir::new("tls-intruder");
+        let mut args = vec!["--node-id", "8", "--persistence", "off", "--peers", &peer];
+        args.extend_from_slice(&extra);
+        let log = node_dir.path.with_extension("log");
+        let intruder = start_meridian_at(&node_dir.path, &args, &[("MERIDIAN_CLUSTER_SECRET", common::cluster::SECRET)], &log);
+        run(&mut connect(&intruder), &["SET", "planted", "x"]);
+        let mut con = cluster.con(0);
+        assert!(
+            eventually(Duration::from_secs(10), || info_u64(&mut con, "replication", "auth_failures")
+                + info_u64(&mut con, "replication", "bad_frames")
+                > i as u64),
+            "intruder {i} is refused and counted"
+        );
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(get(&cluster, 0, "planted"), None);
+}
+
+#[test]
+fn incomplete_or_unreadable_tls_settings_stop_start_up_with_a_clear_error() {
+    let run_with = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_meridian"))
+            .args(["--port", "0", "--repl-port", "0", "--persistence", "off"])
+            .args(args)
+            .env("MERIDIAN_CLUSTER_SECRET", common::cluster::SECRET)
+            .output()
+            .unwrap();
+        assert!(!output.status.success());
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    assert!(run_with(&["--repl-tls-cert", "/nonexistent.pem"]).contains("needs all of --repl-tls-cert"));
+    let error =
+        run_with(&["--repl-tls-cert", "/nonexistent.pem", "--repl-tls-key", "/nonexistent.key", "--repl-tls-ca", "/nonexistent-ca.pem"]);
+    assert!(error.contains("--repl-tls-cert /nonexistent.pem"), "{error}");
+}

@@ -17,6 +17,7 @@ pub mod replication;
 pub mod restore;
 pub mod router;
 pub mod shard_thread;
+pub mod tls;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -35,6 +35,15 @@ const AE_LEAVES_PER_ROUND_MAX: usize = 512;
 /// Leaves per anti-entropy states message (bounds one message's size).
 const AE_LEAVES_PER_MESSAGE: usize = 16;
 
+/// The two halves of a link, over plain TCP or TLS.
+type LinkRead = Box<dyn AsyncRead + Unpin + Send>;
+type LinkWrite = Box<dyn AsyncWrite + Unpin + Send>;
+
+fn plain(stream: TcpStream) -> (LinkRead, LinkWrite) {
+    let (read, write) = stream.into_split();
+    (Box::new(read), Box::new(write))
+}
+
 /// Reads whole frames off a stream.
 struct FrameReader<R> {
     stream: R,
@@ -121,7 +130,20 @@ pub async fn accept_loop(listener: tokio::net::TcpListener, replication: Arc<Rep
 }
 
 async fn serve_inbound(stream: TcpStream, replication: &Replication, router: &Router) -> Result<(), LinkError> {
-    let (read, mut write) = stream.into_split();
+    let (read, mut write) = match &replication.tls {
+        None => plain(stream),
+        Some(tls) => match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.acceptor.accept(stream)).await {
+            Ok(Ok(stream)) => {
+                let (read, write) = tokio::io::split(stream);
+                (Box::new(read) as LinkRead, Box::new(write) as LinkWrite)
+            }
+            Ok(Err(e)) => {
+                replication.inbound.auth_failures.fetch_add(1, Ordering::Relaxed);
+                return Err(LinkError::Auth(format!("TLS: {e}")));
+            }
+            Err(_) => return Err(LinkError::Protocol("TLS handshake timed out".into())),
+        },
+    };
     let mut reader = FrameReader::new(read);
     let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, accept_handshake(&mut reader, &mut write, replication)).await;
     let remote = match handshake {
@@ -268,7 +290,18 @@ async fn connect_and_serve(peer: &Arc<Peer>, replication: &Replication, router: 
         .map_err(|_| LinkError::Io("connect timed out".into()))?
         .map_err(|e| LinkError::Io(format!("connect: {e}")))?;
     let _ = stream.set_nodelay(true);
-    let (read, mut write) = stream.into_split();
+    let (read, mut write) = match &replication.tls {
+        None => plain(stream),
+        Some(tls) => {
+            let name = super::tls::server_name(&peer.addr).map_err(LinkError::Protocol)?;
+            let stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.connector.connect(name, stream))
+                .await
+                .map_err(|_| LinkError::Protocol("TLS handshake timed out".into()))?
+                .map_err(|e| LinkError::Auth(format!("TLS: {e}")))?;
+            let (read, write) = tokio::io::split(stream);
+            (Box::new(read) as LinkRead, Box::new(write) as LinkWrite)
+        }
+    };
     let mut reader = FrameReader::new(read);
     let (remote, region) = tokio::time::timeout(HANDSHAKE_TIMEOUT, dial_handshake(&mut reader, &mut write, replication))
         .await

@@ -72,6 +72,8 @@ pub struct Replication {
     pub max_clock_skew_ms: u64,
     /// The longest frame accepted from an authenticated peer.
     pub frame_bytes_max: usize,
+    /// Mutual TLS on every link, when configured.
+    pub tls: Option<super::tls::PeerTls>,
 }
 
 pub struct Driver {
@@ -92,6 +94,15 @@ pub fn prepare(config: &Config) -> Result<(Arc<Replication>, Option<std::net::Tc
             Some(listener)
         }
     };
+    let tls = match (&config.repl_tls_cert, &config.repl_tls_key, &config.repl_tls_ca) {
+        (Some(cert), Some(key), Some(ca)) => Some(super::tls::load(cert, key, ca)?),
+        _ => None,
+    };
+    for peer in &config.peers {
+        if tls.is_some() {
+            super::tls::server_name(peer)?;
+        }
+    }
     let repl_port = listener.as_ref().and_then(|l| l.local_addr().ok()).map_or(0, |a| a.port());
     let peers = config
         .peers
@@ -116,6 +127,7 @@ pub fn prepare(config: &Config) -> Result<(Arc<Replication>, Option<std::net::Tc
         anti_entropy_interval: Duration::from_millis(config.anti_entropy_interval_ms),
         max_clock_skew_ms: config.max_clock_skew_ms,
         frame_bytes_max: config.proto_max_bulk_len.saturating_add(16 << 20).max(64 << 20),
+        tls,
     };
     Ok((Arc::new(replication), listener))
 }

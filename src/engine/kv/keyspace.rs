@@ -203,14 +203,13 @@ impl Keyspace {
         let new_expiry = state.expire_at_ms();
         let index = self.table_index(hash);
         if let Some(leaves) = &mut self.merkle {
-            let leaf = leaf_of(hash);
-            if let Some(entry) = self.tables[index].find(hash, |e| e.key == key) {
-                leaves.toggle(leaf, merkle::digest(&key, &entry.state));
-            }
-            leaves.toggle(leaf, merkle::digest(&key, &state));
+            leaves.toggle(leaf_of(hash), merkle::digest(&key, &state));
         }
         let (stored_key, old_expiry) = match self.tables[index].find_mut(hash, |e| e.key == key) {
             Some(entry) => {
+                if let Some(leaves) = &mut self.merkle {
+                    leaves.toggle(leaf_of(hash), merkle::digest(&key, &entry.state));
+                }
                 let old = entry.state.expire_at_ms();
                 entry.state = state;
                 (entry.key.clone(), old)
