@@ -5,10 +5,12 @@
 //! - [`outbox`]: a shard's local writes waiting for the next batch, merged per key.
 //! - [`peer`]: one peer's queue of unacknowledged batches, bounded.
 //! - [`merkle`]: the anti-entropy leaves, updated on every write.
+//! - [`anti_entropy`]: one link's anti-entropy rounds, as a state machine.
 //!
 //! Everything here decides and encodes; nothing here opens a socket, reads a clock or
 //! draws a random number. The tokio side lives in `shell::replication`.
 
+pub mod anti_entropy;
 pub mod auth;
 pub mod merkle;
 pub mod outbox;

@@ -21,17 +21,17 @@ use tokio::sync::mpsc;
 use super::now_ms;
 use super::replication::{Peer, Replication, export_leaves, merge_into_shards, node_leaves};
 use super::router::Router;
+use crate::replication::anti_entropy::{AntiEntropy, answer_groups};
 use crate::replication::auth::{self, Exchange, Role};
-use crate::replication::merkle::{GROUP_LEAVES, MerkleLeaves};
 use crate::replication::wire::{self, HANDSHAKE_FRAME_BYTES_MAX, Message};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 const RECONNECT_DELAY_MIN: Duration = Duration::from_millis(100);
 const RECONNECT_DELAY_MAX: Duration = Duration::from_secs(2);
-/// Leaves repaired per anti-entropy round at most; more differing leaves take more
-/// rounds, started right after.
-const AE_LEAVES_PER_ROUND_MAX: usize = 512;
+/// An anti-entropy round with no answer for this long is abandoned (its connection is
+/// most likely gone; the next connection starts a new one).
+const AE_ROUND_TIMEOUT_MS: u64 = 60_000;
 /// Leaves per anti-entropy states message (bounds one message's size).
 const AE_LEAVES_PER_MESSAGE: usize = 16;
 
@@ -191,12 +191,7 @@ async fn serve_inbound(stream: TcpStream, replication: &Replication, router: &Ro
             }
             Message::AeGroups { round, groups } => {
                 let mine = node_leaves(router).await.map_err(LinkError::Io)?;
-                let mut leaves = Vec::new();
-                for group in mine.differing_groups(&groups) {
-                    let first = group as usize * GROUP_LEAVES;
-                    leaves.extend(mine.group_leaves(group).iter().enumerate().map(|(i, hash)| ((first + i) as u16, *hash)));
-                }
-                send(&mut write, &Message::AeLeaves { round, leaves }).await?;
+                send(&mut write, &answer_groups(round, &mine, &groups)).await?;
             }
             Message::AeStates { round, reply_wanted, leaves, deltas } => {
                 replication.inbound.ae_keys_received.fetch_add(deltas.len() as u64, Ordering::Relaxed);
@@ -371,11 +366,11 @@ where
     let (inbound_tx, mut inbound) = mpsc::channel::<Inbound>(4);
     let reader_task = tokio::spawn(read_outbound(reader, inbound_tx, peer.clone(), router.clone(), replication.frame_bytes_max));
     let _abort_reader = AbortOnDrop(reader_task);
-    let mut ae_timer = tokio::time::interval(replication.anti_entropy_interval);
-    ae_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut round = 0u64;
-    // The round in flight and this node's leaves when it started.
-    let mut in_flight: Option<(u64, MerkleLeaves)> = None;
+    // Wake at least this often to see whether an anti-entropy round is due.
+    let mut ae_check = tokio::time::interval(replication.anti_entropy_interval.min(Duration::from_millis(500)));
+    ae_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let interval_ms = replication.anti_entropy_interval.as_millis() as u64;
+    let mut ae = AntiEntropy::new(interval_ms, AE_ROUND_TIMEOUT_MS);
     loop {
         loop {
             let next = peer.queue.lock().ok().and_then(|mut q| q.next_to_send());
@@ -385,48 +380,33 @@ where
             }
         }
         let wanted = peer.queue.lock().map(|q| q.needs_anti_entropy).unwrap_or(false);
-        if wanted && in_flight.is_none() {
+        if ae.due(now_ms(), wanted) {
             if let Ok(mut queue) = peer.queue.lock() {
                 queue.needs_anti_entropy = false;
             }
-            round += 1;
             let leaves = node_leaves(router).await.map_err(LinkError::Io)?;
-            send(&mut write, &Message::AeGroups { round, groups: leaves.groups() }).await?;
-            in_flight = Some((round, leaves));
+            send(&mut write, &ae.start(now_ms(), leaves)).await?;
         }
         tokio::select! {
             _ = peer.wake.notified() => {}
-            _ = ae_timer.tick() => {
-                if let Ok(mut queue) = peer.queue.lock() {
-                    queue.needs_anti_entropy = true;
-                }
-            }
+            _ = ae_check.tick() => {}
             message = inbound.recv() => match message {
                 None => return Err(LinkError::Closed),
                 Some(Inbound::Failed(e)) => return Err(e),
-                Some(Inbound::Leaves { round: answered, leaves }) => {
-                    let Some((expected, mine)) = in_flight.take() else {
-                        return Err(LinkError::Protocol("leaves for no round".into()));
-                    };
-                    if answered != expected {
-                        return Err(LinkError::Protocol(format!("leaves for round {answered}, expected {expected}")));
-                    }
-                    let differing: Vec<u16> = leaves.iter().filter(|(leaf, hash)| mine.leaf(*leaf) != *hash).map(|(leaf, _)| *leaf).collect();
-                    let more = differing.len() > AE_LEAVES_PER_ROUND_MAX;
+                Some(Inbound::Leaves { round, leaves }) => {
+                    let differing = ae.on_leaves(round, &leaves).map_err(LinkError::Protocol)?;
                     let mut sent = 0u64;
-                    for chunk in differing.chunks(AE_LEAVES_PER_MESSAGE).take(AE_LEAVES_PER_ROUND_MAX / AE_LEAVES_PER_MESSAGE) {
+                    for chunk in differing.chunks(AE_LEAVES_PER_MESSAGE) {
                         let deltas = export_leaves(router, chunk).await.map_err(LinkError::Io)?;
                         sent += deltas.len() as u64;
-                        send(&mut write, &Message::AeStates { round: expected, reply_wanted: true, leaves: chunk.to_vec(), deltas }).await?;
+                        send(&mut write, &Message::AeStates { round, reply_wanted: true, leaves: chunk.to_vec(), deltas }).await?;
                     }
+                    let rounds = ae.rounds_completed;
                     set_status(peer, |s| {
-                        s.ae_rounds += 1;
+                        s.ae_rounds = rounds;
                         s.ae_last_ms = now_ms();
                         s.ae_keys_sent += sent;
                     });
-                    if more && let Ok(mut queue) = peer.queue.lock() {
-                        queue.needs_anti_entropy = true;
-                    }
                 }
             },
         }

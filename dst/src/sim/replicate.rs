@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use meridian::crdt::{Dot, VersionVector};
 use meridian::engine::kv::{KeyState, key_hash};
-use meridian::replication::merkle::{GROUP_LEAVES, MerkleLeaves};
+use meridian::replication::anti_entropy::{AntiEntropy, answer_groups};
+use meridian::replication::merkle::MerkleLeaves;
 use meridian::replication::peer::PeerQueue;
 use meridian::replication::wire::{self, Message};
 use meridian::shard::routing::shard_for_key;
@@ -34,14 +35,11 @@ const PEER_QUEUE_BYTES: usize = 16 * 1024;
 /// Quiet time after the workload for every link to drain and every tree to compare.
 pub const QUIESCE_MS: u64 = 5_000;
 
-/// A node's replication state: one queue and one anti-entropy slot per peer.
+/// A node's replication state: one queue and one anti-entropy state per peer.
 pub struct ReplNode {
     queues: Vec<PeerQueue>,
     seq: u64,
-    round: u64,
-    /// Per peer: the round in flight, when it started, and this node's leaves then.
-    in_flight: Vec<Option<(u64, u64, MerkleLeaves)>>,
-    ae_due: Vec<u64>,
+    ae: Vec<AntiEntropy>,
 }
 
 impl ReplNode {
@@ -49,9 +47,7 @@ impl ReplNode {
         ReplNode {
             queues: (0..nodes).map(|_| PeerQueue::new(PEER_QUEUE_BYTES)).collect(),
             seq: 0,
-            round: 0,
-            in_flight: vec![None; nodes],
-            ae_due: vec![0; nodes],
+            ae: (0..nodes).map(|_| AntiEntropy::new(AE_INTERVAL_MS, AE_ROUND_TIMEOUT_MS)).collect(),
         }
     }
 }
@@ -165,10 +161,7 @@ impl Sim {
             while let Some(frame) = repl.queues[peer].next_to_send() {
                 frames.push(frame);
             }
-            if repl.in_flight[peer].as_ref().is_some_and(|(_, started, _)| now > started + AE_ROUND_TIMEOUT_MS) {
-                repl.in_flight[peer] = None;
-            }
-            let start_round = repl.in_flight[peer].is_none() && (repl.queues[peer].needs_anti_entropy || now >= repl.ae_due[peer]);
+            let start_round = repl.ae[peer].due(now, repl.queues[peer].needs_anti_entropy);
             for frame in frames {
                 self.link_send_frame(node, peer, false, frame);
             }
@@ -176,12 +169,8 @@ impl Sim {
                 let leaves = self.leaves(node, local);
                 let repl = self.nodes[node].repl.as_mut().expect("replication runs");
                 repl.queues[peer].needs_anti_entropy = false;
-                repl.round += 1;
-                repl.ae_due[peer] = now + AE_INTERVAL_MS;
-                let round = repl.round;
-                let groups = leaves.groups();
-                repl.in_flight[peer] = Some((round, now, leaves));
-                self.link_send(node, peer, false, &Message::AeGroups { round, groups });
+                let groups = repl.ae[peer].start(now, leaves);
+                self.link_send(node, peer, false, &groups);
             }
         }
     }
@@ -225,20 +214,19 @@ impl Sim {
             }
             Message::AeGroups { round, groups } if !to_dialer => {
                 let mine = self.leaves(listener, local);
-                let mut leaves = Vec::new();
-                for group in mine.differing_groups(&groups) {
-                    let first = group as usize * GROUP_LEAVES;
-                    leaves.extend(mine.group_leaves(group).iter().enumerate().map(|(i, h)| ((first + i) as u16, *h)));
-                }
-                self.link_send(dialer, listener, true, &Message::AeLeaves { round, leaves });
+                self.link_send(dialer, listener, true, &answer_groups(round, &mine, &groups));
             }
             Message::AeLeaves { round, leaves } if to_dialer => {
                 let Some(repl) = self.nodes[dialer].repl.as_mut() else { return };
-                let Some((expected, _, mine)) = repl.in_flight[listener].take() else { return };
-                if expected != round {
-                    return;
-                }
-                let differing: Vec<u16> = leaves.iter().filter(|(l, h)| mine.leaf(*l) != *h).map(|(l, _)| *l).collect();
+                // A stray answer (its round abandoned) closes the connection, as it does
+                // in the server; the next round starts on the new one.
+                let differing = match repl.ae[listener].on_leaves(round, &leaves) {
+                    Ok(differing) => differing,
+                    Err(_) => {
+                        self.reset_link(dialer, listener);
+                        return;
+                    }
+                };
                 if !differing.is_empty() {
                     let deltas = self.export(dialer, &differing, local);
                     self.link_send(dialer, listener, false, &Message::AeStates { round, reply_wanted: true, leaves: differing, deltas });
@@ -264,7 +252,7 @@ impl Sim {
         if let Some(repl) = self.nodes[dialer].repl.as_mut() {
             repl.queues[listener].on_disconnect();
             repl.queues[listener].needs_anti_entropy = true;
-            repl.in_flight[listener] = None;
+            repl.ae[listener].on_disconnect();
         }
     }
 
