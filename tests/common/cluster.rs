@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::proxy::Proxy;
-use super::{ServerGuard, TempDir, connect, eventually, free_port, info_fields, read_log, start_meridian_at};
+use super::{ServerGuard, TempDir, connect, eventually, info_fields, read_log, start_meridian_at};
 
 pub const SECRET: &str = "test-cluster-secret";
 
@@ -26,12 +26,12 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Start `n` nodes (ids 1..=n), each peered with all others through proxies.
+    /// Start `n` nodes (ids 1..=n), each peered with all others through proxies. Each
+    /// node binds its replication port itself (`--repl-port 0`: no port race with other
+    /// tests); the proxies learn it once the node is up.
     pub fn start(n: usize, extra_args: &[&str]) -> Cluster {
-        let repl_ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
-        let links: Vec<Vec<Option<Proxy>>> = (0..n)
-            .map(|from| (0..n).map(|to| (from != to).then(|| Proxy::start(&format!("127.0.0.1:{}", repl_ports[to])))).collect())
-            .collect();
+        let links: Vec<Vec<Option<Proxy>>> =
+            (0..n).map(|from| (0..n).map(|to| (from != to).then(Proxy::start_unbound)).collect()).collect();
         let mut nodes = Vec::new();
         for i in 0..n {
             let peers: Vec<String> = links[i].iter().flatten().map(|p| p.addr()).collect();
@@ -41,7 +41,7 @@ impl Cluster {
                 "--region".into(),
                 format!("region{}", i + 1),
                 "--repl-port".into(),
-                repl_ports[i].to_string(),
+                "0".into(),
                 "--peers".into(),
                 peers.join(","),
                 "--shards".into(),
@@ -50,7 +50,7 @@ impl Cluster {
             args.extend(extra_args.iter().map(|s| s.to_string()));
             let data = TempDir::new(&format!("node{}", i + 1));
             let log = data.path.with_extension("log");
-            nodes.push(Node { server: None, node_id: (i + 1) as u16, repl_port: repl_ports[i], data, log, args });
+            nodes.push(Node { server: None, node_id: (i + 1) as u16, repl_port: 0, data, log, args });
         }
         let mut cluster = Cluster { nodes, links };
         for i in 0..n {
@@ -62,7 +62,15 @@ impl Cluster {
     pub fn start_node(&mut self, i: usize) {
         let node = &mut self.nodes[i];
         let args: Vec<&str> = node.args.iter().map(|s| s.as_str()).collect();
-        node.server = Some(start_meridian_at(&node.data.path, &args, &[("MERIDIAN_CLUSTER_SECRET", SECRET)], &node.log));
+        let server = start_meridian_at(&node.data.path, &args, &[("MERIDIAN_CLUSTER_SECRET", SECRET)], &node.log);
+        let repl_port: u16 = info_fields(&mut connect(&server), "replication")["repl_port"].parse().expect("INFO repl_port");
+        node.server = Some(server);
+        node.repl_port = repl_port;
+        for row in &self.links {
+            if let Some(proxy) = &row[i] {
+                proxy.set_target(&format!("127.0.0.1:{repl_port}"));
+            }
+        }
     }
 
     /// SIGKILL node `i`; with `wipe`, its data dir is emptied too.

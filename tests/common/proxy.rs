@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 type Pending = Arc<Mutex<VecDeque<(Instant, Vec<u8>)>>>;
 
 struct Shared {
-    target: String,
+    /// Where connections go; `None` until known (they are refused meanwhile).
+    target: Mutex<Option<String>>,
     cut: AtomicBool,
     delay_ms: AtomicU64,
     stop: AtomicBool,
@@ -30,10 +31,22 @@ pub struct Proxy {
 impl Proxy {
     /// Listen on a free loopback port and forward every connection to `target`.
     pub fn start(target: &str) -> Proxy {
+        let proxy = Proxy::start_unbound();
+        proxy.set_target(target);
+        proxy
+    }
+
+    /// Where connections go from now on (a restarted server's new port).
+    pub fn set_target(&self, target: &str) {
+        *self.shared.target.lock().unwrap() = Some(target.to_string());
+    }
+
+    /// Listen on a free loopback port; connections are refused until [`Proxy::set_target`].
+    pub fn start_unbound() -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
         let port = listener.local_addr().unwrap().port();
         let shared = Arc::new(Shared {
-            target: target.to_string(),
+            target: Mutex::new(None),
             cut: AtomicBool::new(false),
             delay_ms: AtomicU64::new(0),
             stop: AtomicBool::new(false),
@@ -46,7 +59,8 @@ impl Proxy {
                     return;
                 }
                 let Ok(client) = client else { continue };
-                let Ok(server) = TcpStream::connect(&accept_shared.target) else { continue };
+                let Some(target) = accept_shared.target.lock().unwrap().clone() else { continue };
+                let Ok(server) = TcpStream::connect(&target) else { continue };
                 let _ = client.set_nodelay(true);
                 let _ = server.set_nodelay(true);
                 if let Ok(mut streams) = accept_shared.streams.lock() {
