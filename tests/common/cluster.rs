@@ -33,8 +33,8 @@ impl Cluster {
         let links: Vec<Vec<Option<Proxy>>> =
             (0..n).map(|from| (0..n).map(|to| (from != to).then(Proxy::start_unbound)).collect()).collect();
         let mut nodes = Vec::new();
-        for i in 0..n {
-            let peers: Vec<String> = links[i].iter().flatten().map(|p| p.addr()).collect();
+        for (i, row) in links.iter().enumerate() {
+            let peers: Vec<String> = row.iter().flatten().map(|p| p.addr()).collect();
             let mut args: Vec<String> = vec![
                 "--node-id".into(),
                 (i + 1).to_string(),
