@@ -28,11 +28,13 @@ pub fn leaf_of_position(slot_position: u32) -> u16 {
 
 /// The digest of one key and its full state.
 pub fn digest(key: &[u8], state: &KeyState) -> u64 {
-    let mut hasher = Xxh3::new();
-    hasher.update(&(key.len() as u64).to_le_bytes());
-    hasher.update(key);
-    state.feed_digest(&mut |bytes| hasher.update(bytes));
-    let digest = hasher.digest();
+    // Gathered into one buffer first: one XXH3 call over ~60 bytes is several times
+    // cheaper than a streaming update per field (this runs twice per write).
+    let mut buf: smallvec::SmallVec<[u8; 256]> = smallvec::SmallVec::new();
+    buf.extend_from_slice(&(key.len() as u64).to_le_bytes());
+    buf.extend_from_slice(key);
+    state.feed_digest(&mut |bytes| buf.extend_from_slice(bytes));
+    let digest = xxhash_rust::xxh3::xxh3_64(&buf);
     // Zero is the digest of "no key": keep real keys off it.
     if digest == 0 { 1 } else { digest }
 }
