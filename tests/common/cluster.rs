@@ -12,6 +12,8 @@ pub const SECRET: &str = "test-cluster-secret";
 
 pub struct Node {
     pub server: Option<ServerGuard>,
+    /// The loopback address its replication listener binds.
+    pub ip: std::net::IpAddr,
     pub node_id: u16,
     pub repl_port: u16,
     pub data: TempDir,
@@ -30,8 +32,25 @@ impl Cluster {
     /// node binds its replication port itself (`--repl-port 0`: no port race with other
     /// tests); the proxies learn it once the node is up.
     pub fn start(n: usize, extra_args: &[&str]) -> Cluster {
-        let links: Vec<Vec<Option<Proxy>>> =
-            (0..n).map(|from| (0..n).map(|to| (from != to).then(Proxy::start_unbound)).collect()).collect();
+        Cluster::start_with(n, extra_args, false)
+    }
+
+    /// Like [`Cluster::start`], with node `i` on its own loopback address 127.0.0.(11+i):
+    /// its replication listener binds it, and its proxies listen on it and connect out
+    /// from it, so firewall rules on addresses cut exactly the links between two nodes.
+    pub fn start_on_own_addresses(n: usize, extra_args: &[&str]) -> Cluster {
+        Cluster::start_with(n, extra_args, true)
+    }
+
+    pub fn node_ip(i: usize) -> std::net::IpAddr {
+        std::net::IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 11 + i as u8))
+    }
+
+    fn start_with(n: usize, extra_args: &[&str], own_addresses: bool) -> Cluster {
+        let ip = |i: usize| if own_addresses { Cluster::node_ip(i) } else { "127.0.0.1".parse().unwrap() };
+        let links: Vec<Vec<Option<Proxy>>> = (0..n)
+            .map(|from| (0..n).map(|to| (from != to).then(|| Proxy::start_on(ip(from), own_addresses.then(|| ip(from))))).collect())
+            .collect();
         let mut nodes = Vec::new();
         for (i, row) in links.iter().enumerate() {
             let peers: Vec<String> = row.iter().flatten().map(|p| p.addr()).collect();
@@ -42,6 +61,8 @@ impl Cluster {
                 format!("region{}", i + 1),
                 "--repl-port".into(),
                 "0".into(),
+                "--repl-bind".into(),
+                ip(i).to_string(),
                 "--peers".into(),
                 peers.join(","),
                 "--shards".into(),
@@ -50,7 +71,7 @@ impl Cluster {
             args.extend(extra_args.iter().map(|s| s.to_string()));
             let data = TempDir::new(&format!("node{}", i + 1));
             let log = data.path.with_extension("log");
-            nodes.push(Node { server: None, node_id: (i + 1) as u16, repl_port: 0, data, log, args });
+            nodes.push(Node { server: None, ip: ip(i), node_id: (i + 1) as u16, repl_port: 0, data, log, args });
         }
         let mut cluster = Cluster { nodes, links };
         for i in 0..n {
@@ -66,9 +87,10 @@ impl Cluster {
         let repl_port: u16 = info_fields(&mut connect(&server), "replication")["repl_port"].parse().expect("INFO repl_port");
         node.server = Some(server);
         node.repl_port = repl_port;
+        let ip = node.ip;
         for row in &self.links {
             if let Some(proxy) = &row[i] {
-                proxy.set_target(&format!("127.0.0.1:{repl_port}"));
+                proxy.set_target(&format!("{ip}:{repl_port}"));
             }
         }
     }

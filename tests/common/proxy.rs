@@ -17,6 +17,9 @@ type Pending = Arc<Mutex<VecDeque<(Instant, Vec<u8>)>>>;
 struct Shared {
     /// Where connections go; `None` until known (they are refused meanwhile).
     target: Mutex<Option<String>>,
+    /// The local address outgoing connections come from (a node's own loopback
+    /// address, so that firewall rules can tell the links apart).
+    source_ip: Option<std::net::IpAddr>,
     cut: AtomicBool,
     delay_ms: AtomicU64,
     stop: AtomicBool,
@@ -25,6 +28,7 @@ struct Shared {
 
 pub struct Proxy {
     pub port: u16,
+    listen_ip: std::net::IpAddr,
     shared: Arc<Shared>,
 }
 
@@ -43,10 +47,16 @@ impl Proxy {
 
     /// Listen on a free loopback port; connections are refused until [`Proxy::set_target`].
     pub fn start_unbound() -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
+        Proxy::start_on("127.0.0.1".parse().unwrap(), None)
+    }
+
+    /// Listen on `listen_ip` (a loopback address), and connect out from `source_ip`.
+    pub fn start_on(listen_ip: std::net::IpAddr, source_ip: Option<std::net::IpAddr>) -> Proxy {
+        let listener = TcpListener::bind((listen_ip, 0)).expect("bind proxy");
         let port = listener.local_addr().unwrap().port();
         let shared = Arc::new(Shared {
             target: Mutex::new(None),
+            source_ip,
             cut: AtomicBool::new(false),
             delay_ms: AtomicU64::new(0),
             stop: AtomicBool::new(false),
@@ -60,7 +70,7 @@ impl Proxy {
                 }
                 let Ok(client) = client else { continue };
                 let Some(target) = accept_shared.target.lock().unwrap().clone() else { continue };
-                let Ok(server) = TcpStream::connect(&target) else { continue };
+                let Ok(server) = connect_from(accept_shared.source_ip, &target) else { continue };
                 let _ = client.set_nodelay(true);
                 let _ = server.set_nodelay(true);
                 if let Ok(mut streams) = accept_shared.streams.lock() {
@@ -71,11 +81,11 @@ impl Proxy {
                 pump(server, client, accept_shared.clone());
             }
         });
-        Proxy { port, shared }
+        Proxy { port, listen_ip, shared }
     }
 
     pub fn addr(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        format!("{}:{}", self.listen_ip, self.port)
     }
 
     /// Black-hole the link: nothing is forwarded until [`Proxy::heal`].
@@ -102,8 +112,17 @@ impl Drop for Proxy {
             }
         }
         // Wake the accept loop so it sees `stop`.
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        let _ = TcpStream::connect((self.listen_ip, self.port));
     }
+}
+
+fn connect_from(source_ip: Option<std::net::IpAddr>, target: &str) -> std::io::Result<TcpStream> {
+    let Some(ip) = source_ip else { return TcpStream::connect(target) };
+    let target: std::net::SocketAddr = target.parse().map_err(std::io::Error::other)?;
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    socket.bind(&std::net::SocketAddr::new(ip, 0).into())?;
+    socket.connect(&target.into())?;
+    Ok(socket.into())
 }
 
 /// Copy `from` to `to`: a reader thread timestamps chunks, a writer thread forwards
