@@ -61,8 +61,8 @@ impl Outbox {
                 *old = state.clone();
             }
             None => {
-                // An owned copy: the key may be a slice of a connection's read buffer.
-                self.keys.insert(Bytes::copy_from_slice(key), state.clone());
+                // Sinks get owned keys (see `DeltaSink`): keeping it is a reference count.
+                self.keys.insert(key.clone(), state.clone());
                 self.bytes += size;
             }
         }

@@ -135,7 +135,8 @@ impl Keyspace {
         Some(state)
     }
 
-    /// Store (or replace) the tombstone of a key that does not exist as a live key.
+    /// Store (or replace) the tombstone of a key that does not exist as a live key. The
+    /// key must be an owned copy (never a slice of a client's read buffer).
     pub fn put_tombstone(&mut self, key: Bytes, hash: u64, state: KeyState) {
         if crate::bugs::active(crate::bugs::Bug::TombstonesDropped) {
             return;
@@ -146,7 +147,7 @@ impl Keyspace {
             self.merkle_toggle(&key, hash, &old);
         }
         self.merkle_toggle(&key, hash, &state);
-        self.tombstones.insert(Bytes::copy_from_slice(&key), state);
+        self.tombstones.insert(key, state);
     }
 
     /// Every live key and tombstone in one anti-entropy leaf.

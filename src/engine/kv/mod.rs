@@ -19,7 +19,9 @@ use crate::crdt::{Dot, HlcClock, NodeId, VersionVector};
 pub use keyspace::{Keyspace, key_hash};
 pub use value::{KeyState, StrVal};
 
-/// Where a write's delta goes: the shard's bounded delta log.
+/// Where a write's delta goes: the shard's bounded delta log (and outbox). The key
+/// handed over is always an owned, exact-size copy (the keyspace's own, or a fresh
+/// one), never a slice of a client's read buffer: sinks may keep it by reference count.
 pub trait DeltaSink {
     fn key_changed(&mut self, key: &Bytes, state: &KeyState);
     fn flushed(&mut self, seen: &VersionVector);
@@ -141,10 +143,16 @@ impl KvEngine {
             tombstone.remove_observed(&seen);
             state.merge(&tombstone);
         }
-        ctx.deltas.key_changed(&key, &state);
         if state.exists() {
-            self.keys.put(key, hash, state);
+            self.keys.put(key.clone(), hash, state);
+            // The delta names the keyspace's own copy of the key: no copy of it, and no
+            // client read buffer kept alive by a slice of it.
+            if let Some(entry) = self.keys.get(&key, hash) {
+                ctx.deltas.key_changed(&entry.key, &entry.state);
+            }
         } else {
+            let key = Bytes::copy_from_slice(&key);
+            ctx.deltas.key_changed(&key, &state);
             self.keys.remove(&key, hash);
             if self.keep_tombstones {
                 self.keys.put_tombstone(key, hash, state);
