@@ -340,6 +340,11 @@ impl Shard {
                 let next = kv.keys.scan(cursor.min(crate::engine::kv::keyspace::SLOT_SPACE - 1), count, |e| {
                     deltas.push(Delta::Key { key: e.key.clone(), state: e.state.clone() })
                 });
+                // The last chunk also carries the tombstones: a checkpoint replaces the
+                // segments before it, and a delete must outlive them.
+                if next == crate::engine::kv::keyspace::SLOT_SPACE {
+                    deltas.extend(kv.keys.tombstones().map(|(key, state)| Delta::Key { key: key.clone(), state: state.clone() }));
+                }
                 return ShardReply::Chunk { deltas, next };
             }
             ShardOp::DeltaMark => return ShardReply::Count(self.deltas.recorded_total() as i64),

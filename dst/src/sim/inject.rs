@@ -21,9 +21,10 @@ impl Sim {
         });
         let node = self.rng.random_range(0..self.nodes.len());
         match class {
-            // Replication runs do not crash nodes yet: the oracle cannot yet tell which
-            // writes a crash lost once the node writes again (see docs/testing.md).
-            Some(0) if self.nodes[node].up && !self.cfg.replicate => {
+            // Replication runs crash a node only when everything it wrote is stored: the
+            // oracle cannot yet tell which writes a crash lost once the node writes again
+            // (see docs/testing.md), so these crashes lose nothing but memory.
+            Some(0) if self.nodes[node].up && (!self.cfg.replicate || self.fully_stored(node)) => {
                 // A request already sent may still land after the process died.
                 let lands = self.rng.random_bool(0.5);
                 let n = &mut self.nodes[node];
@@ -36,6 +37,9 @@ impl Sim {
                     && lands
                 {
                     n.storage.store.execute(op);
+                }
+                if self.cfg.replicate {
+                    self.repl_crash(node);
                 }
                 let down_ms = self.rng.random_range(50..1_000);
                 self.log(format!("n{node} crash (restart in {down_ms} ms)"));
