@@ -206,43 +206,7 @@ fn replication_without_a_cluster_secret_refuses_to_start() {
 fn a_partition_with_50ms_links_loses_no_acknowledged_write_and_heals_in_bounded_time() {
     let cluster = Cluster::start(3, &["--persistence", "off", "--anti-entropy-interval-ms", "2000"]);
     cluster.set_delay(Duration::from_millis(50));
-    let (mut a, mut b, mut c) = (cluster.con(0), cluster.con(1), cluster.con(2));
-    run(&mut a, &["SET", "before", "partition"]);
-    cluster.wait_converged(CONVERGE);
-
-    // Node 1 alone on one side, nodes 2 and 3 on the other; both sides take writes.
-    cluster.isolate(0);
-    let mut increments = 0;
-    for i in 0..300 {
-        assert_eq!(run(&mut a, &["SET", &format!("minority:{i}"), &i.to_string()]), redis::Value::Okay);
-        assert_eq!(run(&mut b, &["SET", &format!("majority:{i}"), &i.to_string()]), redis::Value::Okay);
-        for con in [&mut a, &mut c] {
-            if let redis::Value::Int(_) = run(con, &["INCR", "both-sides"]) {
-                increments += 1;
-            }
-        }
-    }
-    run(&mut b, &["DEL", "before"]);
-    // The majority replicates among itself through 50 ms links; the minority sees none of it.
-    assert!(eventually(Duration::from_secs(10), || get(&cluster, 2, "majority:299").is_some()));
-    assert_eq!(get(&cluster, 0, "majority:0"), None);
-
-    cluster.rejoin(0);
-    let healed = std::time::Instant::now();
-    cluster.wait_converged(CONVERGE);
-    let took = healed.elapsed();
-    assert!(took < Duration::from_secs(10), "converged {took:?} after the heal");
-    for node in 0..3 {
-        let mut con = cluster.con(node);
-        for i in 0..300 {
-            for side in ["minority", "majority"] {
-                let value: Option<String> = redis::cmd("GET").arg(format!("{side}:{i}")).query(&mut con).unwrap();
-                assert_eq!(value, Some(i.to_string()), "{side}:{i} on node {}", node + 1);
-            }
-        }
-    }
-    assert_everywhere(&cluster, "both-sides", Some(&increments.to_string()));
-    assert_everywhere(&cluster, "before", None);
+    cluster.partition_scenario(|| cluster.isolate(0), || cluster.rejoin(0), Duration::from_secs(10));
 }
 
 #[test]

@@ -186,4 +186,50 @@ impl Cluster {
         }
         panic!("cluster did not converge in {timeout:?}:{report}");
     }
+
+    /// The partition scenario of the partition tests: node 1 is cut off from nodes 2 and
+    /// 3 by `cut`; both sides take writes (distinct keys, one counter incremented on both
+    /// sides, a delete); nothing crosses; `heal` ends it; the cluster must converge within
+    /// `heal_bound` with every acknowledged write on every node. Returns the time from the
+    /// heal to convergence.
+    pub fn partition_scenario(&self, cut: impl FnOnce(), heal: impl FnOnce(), heal_bound: Duration) -> Duration {
+        let get = |node: usize, key: &str| -> Option<String> { redis::cmd("GET").arg(key).query(&mut self.con(node)).expect("GET") };
+        let (mut a, mut b, mut c) = (self.con(0), self.con(1), self.con(2));
+        redis::cmd("SET").arg("before").arg("partition").query::<()>(&mut a).unwrap();
+        self.wait_converged(Duration::from_secs(30));
+
+        cut();
+        let mut increments = 0;
+        for i in 0..300 {
+            redis::cmd("SET").arg(format!("minority:{i}")).arg(i).query::<()>(&mut a).unwrap();
+            redis::cmd("SET").arg(format!("majority:{i}")).arg(i).query::<()>(&mut b).unwrap();
+            for con in [&mut a, &mut c] {
+                redis::cmd("INCR").arg("both-sides").query::<i64>(con).unwrap();
+                increments += 1;
+            }
+        }
+        redis::cmd("DEL").arg("before").query::<i64>(&mut b).unwrap();
+        assert!(eventually(Duration::from_secs(10), || get(2, "majority:299").is_some()), "the majority replicates");
+        std::thread::sleep(Duration::from_millis(500));
+        assert_eq!(get(0, "majority:0"), None, "nothing crosses the partition");
+        assert_eq!(get(1, "minority:0"), None, "nothing crosses the partition");
+
+        heal();
+        let healed = std::time::Instant::now();
+        self.wait_converged(heal_bound.max(Duration::from_secs(30)));
+        let took = healed.elapsed();
+        assert!(took < heal_bound, "converged {took:?} after the heal");
+        for node in 0..3 {
+            let mut con = self.con(node);
+            for i in 0..300 {
+                for side in ["minority", "majority"] {
+                    let value: Option<String> = redis::cmd("GET").arg(format!("{side}:{i}")).query(&mut con).unwrap();
+                    assert_eq!(value, Some(i.to_string()), "{side}:{i} on node {}", node + 1);
+                }
+            }
+            assert_eq!(get(node, "both-sides"), Some(increments.to_string()), "node {}", node + 1);
+            assert_eq!(get(node, "before"), None, "node {}", node + 1);
+        }
+        took
+    }
 }
