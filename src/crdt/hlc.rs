@@ -12,6 +12,10 @@ const LOGICAL_BITS: u32 = 16;
 const LOGICAL_MAX: u64 = (1 << LOGICAL_BITS) - 1;
 /// Largest physical time representable in 48 bits (year ~10889).
 pub const PHYSICAL_MS_MAX: u64 = (1 << 48) - 1;
+/// The furthest a witnessed stamp moves the clock: 2^30 ms (12 days) short of the end
+/// of the representable range, so a garbage stamp (a corrupt or hostile peer's) can
+/// never leave the clock unable to issue a larger one.
+const WITNESS_MAX: Hlc = Hlc((PHYSICAL_MS_MAX - (1 << 30)) << LOGICAL_BITS);
 
 /// One HLC reading. Ordered by physical time, then logical counter.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -71,6 +75,7 @@ impl HlcClock {
 
     /// Advance past a stamp found in recovered data (no skew accounting: it is ours).
     pub fn witness(&mut self, hlc: Hlc) {
+        let hlc = hlc.min(WITNESS_MAX);
         if hlc > self.last {
             self.last = hlc;
         }
@@ -82,9 +87,7 @@ impl HlcClock {
         if remote.physical_ms() > physical_ms.saturating_add(max_skew_ms) {
             self.skew_events += 1;
         }
-        if remote > self.last {
-            self.last = remote;
-        }
+        self.witness(remote);
     }
 }
 
@@ -112,6 +115,19 @@ mod tests {
             prev = next;
         }
         assert!(prev.physical_ms() > 5);
+    }
+
+    #[test]
+    fn a_garbage_stamp_from_elsewhere_never_exhausts_the_clock() {
+        let mut clock = HlcClock::new();
+        clock.observe(Hlc(u64::MAX), 1_000, 2_000);
+        assert_eq!(clock.skew_events, 1);
+        let mut prev = clock.last();
+        for _ in 0..200_000 {
+            let next = clock.tick(1_000);
+            assert!(next > prev);
+            prev = next;
+        }
     }
 
     #[test]

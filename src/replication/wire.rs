@@ -119,6 +119,15 @@ fn read_deltas(r: &mut Reader) -> Result<Vec<Delta>, DecodeError> {
     (0..n).map(|_| read_delta(r)).collect()
 }
 
+/// A Merkle leaf number, checked against the tree's size (it indexes arrays).
+fn read_leaf(r: &mut Reader) -> Result<u16, DecodeError> {
+    let leaf = r.u16()?;
+    if leaf as usize >= crate::replication::merkle::LEAVES {
+        return Err(DecodeError(format!("anti-entropy leaf {leaf} out of range")));
+    }
+    Ok(leaf)
+}
+
 fn read_array<const N: usize>(r: &mut Reader) -> Result<[u8; N], DecodeError> {
     let mut out = [0u8; N];
     out.copy_from_slice(r.take(N)?);
@@ -209,13 +218,13 @@ fn decode_payload(kind: u8, payload: &[u8]) -> Result<Message, DecodeError> {
         AE_LEAVES => {
             let round = r.u64()?;
             let n = r.count()?;
-            Message::AeLeaves { round, leaves: (0..n).map(|_| Ok((r.u16()?, r.u64()?))).collect::<Result<_, DecodeError>>()? }
+            Message::AeLeaves { round, leaves: (0..n).map(|_| Ok((read_leaf(&mut r)?, r.u64()?))).collect::<Result<_, DecodeError>>()? }
         }
         AE_STATES => {
             let round = r.u64()?;
             let reply_wanted = r.u8()? != 0;
             let n = r.count()?;
-            let leaves = (0..n).map(|_| r.u16()).collect::<Result<_, _>>()?;
+            let leaves = (0..n).map(|_| read_leaf(&mut r)).collect::<Result<_, _>>()?;
             Message::AeStates { round, reply_wanted, leaves, deltas: read_deltas(&mut r)? }
         }
         other => return Err(DecodeError(format!("unknown message kind {other}"))),
@@ -317,6 +326,14 @@ mod tests {
                 assert!(decode_one(&bad, 1 << 20).is_err(), "{} with byte {byte} flipped", message.name());
             }
         }
+    }
+
+    #[test]
+    fn a_leaf_number_outside_the_tree_is_refused() {
+        let bad = encode(&Message::AeStates { round: 1, reply_wanted: true, leaves: vec![4096], deltas: vec![] });
+        assert!(decode_one(&bad, 1 << 20).is_err());
+        let bad = encode(&Message::AeLeaves { round: 1, leaves: vec![(u16::MAX, 0)] });
+        assert!(decode_one(&bad, 1 << 20).is_err());
     }
 
     #[test]
