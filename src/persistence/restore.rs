@@ -7,11 +7,7 @@ use crate::shard::Delta;
 /// Whether every write in `delta` happened at or before `target_ms` (physical time of
 /// its newest stamp): such a delta is part of the state as of `target_ms`.
 pub fn delta_is_before(delta: &Delta, target_ms: u64) -> bool {
-    let newest = match delta {
-        Delta::Key { state, .. } => state.max_hlc(),
-        Delta::Flush { seen } => seen.max_hlc(),
-    };
-    newest.physical_ms() <= target_ms
+    delta.max_hlc().physical_ms() <= target_ms
 }
 
 /// Whether a segment or part whose smallest stamp is `hlc_min` may hold writes at or

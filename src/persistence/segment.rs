@@ -55,10 +55,7 @@ fn hlc_range(deltas: &[Delta]) -> (Hlc, Hlc) {
     let mut min = Hlc(u64::MAX);
     let mut max = Hlc::ZERO;
     for delta in deltas {
-        let hlc = match delta {
-            Delta::Key { state, .. } => state.max_hlc(),
-            Delta::Flush { seen } => seen.max_hlc(),
-        };
+        let hlc = delta.max_hlc();
         min = min.min(hlc);
         max = max.max(hlc);
     }

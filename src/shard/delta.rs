@@ -21,6 +21,14 @@ pub enum Delta {
 }
 
 impl Delta {
+    /// The newest stamp the delta carries (what a clock must move past).
+    pub fn max_hlc(&self) -> crate::crdt::Hlc {
+        match self {
+            Delta::Key { state, .. } => state.max_hlc(),
+            Delta::Flush { seen } => seen.max_hlc(),
+        }
+    }
+
     pub fn approx_bytes(&self) -> usize {
         match self {
             Delta::Key { key, state } => key.len() + state.approx_bytes(),

@@ -382,11 +382,7 @@ impl Shard {
         }
         let count = deltas.len();
         for delta in deltas {
-            let stamp = match &delta {
-                Delta::Key { state, .. } => state.max_hlc(),
-                Delta::Flush { seen } => seen.max_hlc(),
-            };
-            self.clock.observe(stamp, now_ms, self.config.max_clock_skew_ms);
+            self.clock.observe(delta.max_hlc(), now_ms, self.config.max_clock_skew_ms);
             if self.deltas.is_recording() {
                 match &delta {
                     Delta::Key { key, state } => self.deltas.key_changed(key, state),
@@ -398,7 +394,7 @@ impl Shard {
             {
                 outbox.key_changed(key, state);
             }
-            self.merge_delta(delta);
+            self.merge_into_kv(delta);
         }
         self.remote_deltas_merged += count as u64;
         ShardReply::Count(count as i64)
@@ -407,15 +403,15 @@ impl Shard {
     /// Apply a delta recovered from storage or received from a peer. It is not put in
     /// the outbox: it is already where it came from.
     pub fn merge_delta(&mut self, delta: Delta) {
+        self.clock.witness(delta.max_hlc());
+        self.merge_into_kv(delta);
+    }
+
+    /// The merge itself; the caller has moved the clock past the delta's stamps.
+    fn merge_into_kv(&mut self, delta: Delta) {
         match delta {
-            Delta::Key { key, state } => {
-                self.clock.witness(state.max_hlc());
-                self.kv.merge_key(key, state);
-            }
-            Delta::Flush { seen } => {
-                self.clock.witness(seen.max_hlc());
-                self.kv.merge_flush(&seen);
-            }
+            Delta::Key { key, state } => self.kv.merge_key(key, state),
+            Delta::Flush { seen } => self.kv.merge_flush(&seen),
         }
     }
 
