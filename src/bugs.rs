@@ -29,10 +29,17 @@ pub enum Bug {
     /// A deleted key's removal metadata is dropped at once (garbage-collected before
     /// every replica has it), so an older write arriving later resurrects the key.
     TombstonesDropped,
+    /// Tombstone GC trusts this node's own knowledge alone: a tombstone goes once this
+    /// node has merged what it covers, before the other nodes have the removal.
+    TombstoneGcUnstable,
+    /// Writes leave the node whatever their stamps and a restarted node starts its
+    /// clock at the newest stamp it recovered, so it can stamp a new write with a stamp
+    /// that had already left before the crash.
+    ReservationIgnored,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 11] = [
+    pub const ALL: [Bug; 13] = [
         Bug::TtlNeverFires,
         Bug::SetKeepsIncrements,
         Bug::PersistIgnored,
@@ -44,12 +51,17 @@ impl Bug {
         Bug::ReplicationEchoes,
         Bug::LwwTieBreakInverted,
         Bug::TombstonesDropped,
+        Bug::TombstoneGcUnstable,
+        Bug::ReservationIgnored,
     ];
 
     /// Whether the bug lives in replication (the simulator must run replicated nodes
     /// to reach it).
     pub fn needs_replication(self) -> bool {
-        matches!(self, Bug::ReplicationEchoes | Bug::LwwTieBreakInverted | Bug::TombstonesDropped)
+        matches!(
+            self,
+            Bug::ReplicationEchoes | Bug::LwwTieBreakInverted | Bug::TombstonesDropped | Bug::TombstoneGcUnstable | Bug::ReservationIgnored
+        )
     }
 
     pub fn name(self) -> &'static str {
@@ -65,6 +77,8 @@ impl Bug {
             Bug::ReplicationEchoes => "replication-echoes",
             Bug::LwwTieBreakInverted => "lww-tie-break-inverted",
             Bug::TombstonesDropped => "tombstones-dropped",
+            Bug::TombstoneGcUnstable => "tombstone-gc-unstable",
+            Bug::ReservationIgnored => "reservation-ignored",
         }
     }
 

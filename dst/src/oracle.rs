@@ -42,9 +42,27 @@ pub struct Op {
     pub kind: OpKind,
     /// The writer's causal context for the key just before this write.
     pub observed: VersionVector,
+    /// Writes `observed` covers that the writer did not hold: its own increments that
+    /// a crash lost locally after they had reached another node (a context is a
+    /// version vector, so it claims every earlier write of a node). They survive it.
+    pub unobserved: Vec<Dot>,
+    /// The writer's own value and TTL writes that a crash lost locally after they had
+    /// reached another node, and that this write (its first to the key since) covers
+    /// with its stamp: replicas take them as seen and removed by it, whatever its kind.
+    pub supersedes: Vec<Dot>,
 }
 
 impl Op {
+    /// Whether this write's node held `x` when it was made.
+    fn had(&self, x: &Op) -> bool {
+        self.observed.covers(x.dot) && !self.unobserved.contains(&x.dot) && !self.supersedes.contains(&x.dot)
+    }
+
+    /// Whether this write removes the value write `x` (or absorbs the increment `x`).
+    fn removes(&self, x: &Op) -> bool {
+        (self.removes_value() && self.had(x)) || self.supersedes.contains(&x.dot)
+    }
+
     fn removes_value(&self) -> bool {
         matches!(self.kind, OpKind::Set { .. } | OpKind::Del)
     }
@@ -66,7 +84,7 @@ impl Op {
 
 /// Whether the key exists once exactly `ops` are known (a SET or an increment survives).
 fn exists(ops: &[&Op]) -> bool {
-    let removed = |x: &Op| ops.iter().any(|o| o.removes_value() && o.observed.covers(x.dot));
+    let removed = |x: &Op| ops.iter().any(|o| o.removes(x));
     ops.iter().any(|x| matches!(x.kind, OpKind::Set { .. } | OpKind::Incr(_)) && !removed(x))
 }
 
@@ -80,11 +98,37 @@ pub struct Expected {
 #[derive(Clone, Debug, Default)]
 pub struct Oracle {
     pub ops: BTreeMap<Bytes, Vec<Op>>,
+    /// Per node, by key: its writes that a crash lost locally but another node held
+    /// (so they survive it). A later write of that node has not seen them unless it
+    /// merged them back first.
+    pub orphans: BTreeMap<u16, BTreeMap<Bytes, Vec<Dot>>>,
 }
 
 impl Oracle {
-    pub fn record(&mut self, key: Bytes, op: Op) {
-        self.ops.entry(key).or_default().push(op);
+    /// Record an accepted write; an error if its node stamped it at or below one of its
+    /// earlier writes to the key, not even across a restart (DESIGN §4): replicas would
+    /// take the new write for one they had already seen.
+    pub fn record(&mut self, key: Bytes, op: Op) -> Result<(), String> {
+        let ops = self.ops.entry(key.clone()).or_default();
+        if let Some(earlier) = ops.iter().find(|o| o.dot.node == op.dot.node && o.dot.hlc >= op.dot.hlc) {
+            return Err(format!("node {} stamped a write to {key:?} at {:?}, not after its earlier {:?}", op.dot.node, op.dot, earlier));
+        }
+        ops.push(op);
+        Ok(())
+    }
+
+    /// A crash lost writes that had reached no store and no other node: drop every write
+    /// `held` says no replica holds any more. Returns how many went.
+    pub fn forget_lost(&mut self, held: impl Fn(&Bytes, Dot) -> bool) -> usize {
+        let mut lost = 0;
+        for (key, ops) in self.ops.iter_mut() {
+            let before = ops.len();
+            ops.retain(|op| held(key, op.dot));
+            lost += before - ops.len();
+        }
+        // A lost stamp may be used again: nobody holds it.
+        self.ops.retain(|_, ops| !ops.is_empty());
+        lost
     }
 
     /// Every recorded write must be on the converged replicas: their causal context
@@ -99,6 +143,12 @@ impl Oracle {
         Ok(())
     }
 
+    /// The writes to `key` that survive (for failure reports).
+    pub fn survivors(&self, key: &Bytes) -> Vec<Op> {
+        let Some(ops) = self.ops.get(key) else { return Vec::new() };
+        ops.iter().filter(|x| !ops.iter().any(|o| o.removes(x))).cloned().collect()
+    }
+
     /// Every key's converged value, for keys that exist.
     pub fn expected(&self) -> BTreeMap<Bytes, Expected> {
         self.ops.iter().filter_map(|(key, ops)| expected(ops).map(|e| (key.clone(), e))).collect()
@@ -106,7 +156,7 @@ impl Oracle {
 }
 
 fn expected(ops: &[Op]) -> Option<Expected> {
-    let removed = |x: &Op| ops.iter().any(|o| o.removes_value() && o.observed.covers(x.dot));
+    let removed = |x: &Op| ops.iter().any(|o| o.removes(x));
     let winner = ops.iter().filter(|x| matches!(x.kind, OpKind::Set { .. }) && !removed(x)).max_by_key(|x| x.dot);
     let mut per_node: BTreeMap<u16, i128> = BTreeMap::new();
     for x in ops.iter().filter(|x| !removed(x)) {
@@ -148,15 +198,13 @@ fn expected(ops: &[Op]) -> Option<Expected> {
     let existed: Vec<bool> = ops
         .iter()
         .map(|o| match o.kind {
-            OpKind::Incr(_) | OpKind::Set { ttl: Ttl::Keep, .. } => {
-                exists(&ops.iter().filter(|x| o.observed.covers(x.dot)).collect::<Vec<_>>())
-            }
+            OpKind::Incr(_) | OpKind::Set { ttl: Ttl::Keep, .. } => exists(&ops.iter().filter(|x| o.had(x)).collect::<Vec<_>>()),
             _ => true,
         })
         .collect();
     let ttl_writes: Vec<Option<u64>> = ops
         .iter()
-        .filter(|x| !ops.iter().zip(&existed).any(|(o, &e)| o.replaces_ttl(e) && o.observed.covers(x.dot)))
+        .filter(|x| !ops.iter().zip(&existed).any(|(o, &e)| (o.replaces_ttl(e) && o.had(x)) || o.supersedes.contains(&x.dot)))
         .filter_map(|x| x.writes_ttl())
         .collect();
     let expire_at_ms = if ttl_writes.iter().any(Option::is_none) { None } else { ttl_writes.into_iter().flatten().max() };
@@ -179,13 +227,19 @@ mod tests {
     }
 
     fn set(d: Dot, value: &str, observed: &[Dot]) -> Op {
-        Op { dot: d, kind: OpKind::Set { value: Bytes::copy_from_slice(value.as_bytes()), ttl: Ttl::Clear }, observed: seen(observed) }
+        Op {
+            dot: d,
+            kind: OpKind::Set { value: Bytes::copy_from_slice(value.as_bytes()), ttl: Ttl::Clear },
+            observed: seen(observed),
+            unobserved: vec![],
+            supersedes: vec![],
+        }
     }
 
     #[test]
     fn set_then_concurrent_set_and_incr() {
         let base = set(dot(1, 1), "10", &[]);
-        let incr = Op { dot: dot(2, 1), kind: OpKind::Incr(5), observed: seen(&[dot(1, 1)]) };
+        let incr = Op { dot: dot(2, 1), kind: OpKind::Incr(5), observed: seen(&[dot(1, 1)]), unobserved: vec![], supersedes: vec![] };
         let other = set(dot(3, 2), "100", &[dot(1, 1)]);
         let result = expected(&[base, incr, other]).unwrap();
         assert_eq!(result.value, b"105");
@@ -194,8 +248,8 @@ mod tests {
     #[test]
     fn del_keeps_only_what_it_had_not_seen() {
         let base = set(dot(1, 1), "10", &[]);
-        let del = Op { dot: dot(2, 1), kind: OpKind::Del, observed: seen(&[dot(1, 1)]) };
-        let incr = Op { dot: dot(2, 2), kind: OpKind::Incr(3), observed: seen(&[dot(1, 1)]) };
+        let del = Op { dot: dot(2, 1), kind: OpKind::Del, observed: seen(&[dot(1, 1)]), unobserved: vec![], supersedes: vec![] };
+        let incr = Op { dot: dot(2, 2), kind: OpKind::Incr(3), observed: seen(&[dot(1, 1)]), unobserved: vec![], supersedes: vec![] };
         assert_eq!(expected(&[base.clone(), del.clone(), incr]).unwrap().value, b"3");
         assert_eq!(expected(&[base, del]), None);
     }

@@ -282,6 +282,20 @@ pub fn read_key_state(r: &mut Reader) -> Result<KeyState, DecodeError> {
 
 const DELTA_KEY: u8 = 1;
 const DELTA_FLUSH: u8 = 2;
+const DELTA_FORGET: u8 = 3;
+
+pub fn write_vv(w: &mut Writer, vv: &VersionVector) {
+    w.var(vv.len() as u64);
+    for dot in vv.iter() {
+        w.dot(dot);
+    }
+}
+
+pub fn read_vv(r: &mut Reader) -> Result<VersionVector, DecodeError> {
+    let n = r.count()?;
+    let dots: Result<Vec<Dot>, DecodeError> = (0..n).map(|_| r.dot()).collect();
+    VersionVector::from_dots(dots?).map_err(|e| DecodeError(e.into()))
+}
 
 pub fn write_delta(w: &mut Writer, delta: &Delta) {
     match delta {
@@ -292,10 +306,11 @@ pub fn write_delta(w: &mut Writer, delta: &Delta) {
         }
         Delta::Flush { seen } => {
             w.u8(DELTA_FLUSH);
-            w.var(seen.len() as u64);
-            for dot in seen.iter() {
-                w.dot(dot);
-            }
+            write_vv(w, seen);
+        }
+        Delta::Forget { below } => {
+            w.u8(DELTA_FORGET);
+            write_vv(w, below);
         }
     }
 }
@@ -306,11 +321,8 @@ pub fn read_delta(r: &mut Reader) -> Result<Delta, DecodeError> {
             let key = Bytes::copy_from_slice(r.bytes()?);
             Ok(Delta::Key { key, state: read_key_state(r)? })
         }
-        DELTA_FLUSH => {
-            let n = r.count()?;
-            let dots: Result<Vec<Dot>, DecodeError> = (0..n).map(|_| r.dot()).collect();
-            Ok(Delta::Flush { seen: VersionVector::from_dots(dots?).map_err(|e| DecodeError(e.into()))? })
-        }
+        DELTA_FLUSH => Ok(Delta::Flush { seen: read_vv(r)? }),
+        DELTA_FORGET => Ok(Delta::Forget { below: read_vv(r)? }),
         other => err(format!("unknown delta kind {other}")),
     }
 }
@@ -334,7 +346,11 @@ mod tests {
         other.set(dot(4, 3), StrVal::Int(5), SetTtl::Clear);
         s.merge(&other);
         s.persist(dot(5, 1));
-        for delta in [Delta::Key { key: Bytes::from_static(b"k"), state: s.clone() }, Delta::Flush { seen: s.causal_context() }] {
+        for delta in [
+            Delta::Key { key: Bytes::from_static(b"k"), state: s.clone() },
+            Delta::Flush { seen: s.causal_context() },
+            Delta::Forget { below: s.causal_context() },
+        ] {
             let mut w = Writer::default();
             write_delta(&mut w, &delta);
             let mut r = Reader::new(&w.buf);

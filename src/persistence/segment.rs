@@ -28,7 +28,9 @@ use crate::shard::Delta;
 
 pub const MAGIC: &[u8; 8] = b"MERIDIAN";
 /// 2: counter slots carry their writer's incarnation.
-pub const FORMAT_VERSION: u16 = 2;
+pub const FORMAT_VERSION: u16 = 3;
+/// Version 2 differs only in lacking the forget record (delta kind 3): still readable.
+pub const FORMAT_VERSION_OLDEST_READABLE: u16 = 2;
 pub const HEADER_BYTES: usize = 64;
 /// Entries in one object at most.
 pub const ENTRIES_MAX: u32 = 1 << 24;
@@ -102,7 +104,7 @@ pub fn decode_header(bytes: &[u8]) -> Result<Header, DecodeError> {
         return Err(DecodeError("bad magic (not a Meridian object)".into()));
     }
     let version = r.u16()?;
-    if version != FORMAT_VERSION {
+    if !(FORMAT_VERSION_OLDEST_READABLE..=FORMAT_VERSION).contains(&version) {
         return Err(DecodeError(format!("unsupported format version {version}")));
     }
     let node_id = r.u16()?;

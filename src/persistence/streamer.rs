@@ -22,7 +22,7 @@ use super::layout::{self, Manifest};
 use super::recovery::Recovered;
 use super::segment::{self, Kind};
 use super::store::{StoreOp, StoreResult};
-use crate::crdt::NodeId;
+use crate::crdt::{Hlc, NodeId};
 use crate::shard::Delta;
 
 #[derive(Clone, Debug)]
@@ -71,7 +71,7 @@ pub struct PersistenceStats {
 #[derive(Debug)]
 enum InFlight {
     ClaimManifest { manifest: Manifest },
-    Segment { seq: u64, bytes: usize },
+    Segment { seq: u64, bytes: usize, max_hlc: Hlc },
     CheckpointPart,
     CheckpointManifest { manifest: Manifest },
     Delete,
@@ -116,6 +116,9 @@ pub struct Streamer {
     older_checkpoint: Option<(u64, u32)>,
     /// Highest segment sequence known stored: writes up to it are durable.
     durable_seq: u64,
+    /// The newest stamp in any stored segment (or recovered): what bounds the stamps
+    /// this node may let leave it (`replication::reservation`).
+    durable_hlc: Hlc,
     fenced: Option<String>,
     pub stats: PersistenceStats,
 }
@@ -145,6 +148,7 @@ impl Streamer {
             retained_from_segment: recovered.manifest.first_segment.max(1),
             older_checkpoint: None,
             durable_seq: last,
+            durable_hlc: Hlc::ZERO,
             fenced: None,
             stats: PersistenceStats { manifest_epoch: recovered.manifest.epoch, last_segment: last, ..Default::default() },
             cfg,
@@ -173,6 +177,16 @@ impl Streamer {
     /// Segments up to this one are stored.
     pub fn durable_segment(&self) -> u64 {
         self.durable_seq
+    }
+
+    /// The newest stamp known stored (see `durable_hlc` the field).
+    pub fn durable_hlc(&self) -> Hlc {
+        self.durable_hlc
+    }
+
+    /// After recovery: the newest stamp the recovered state holds is stored.
+    pub fn set_recovered_hlc(&mut self, hlc: Hlc) {
+        self.durable_hlc = self.durable_hlc.max(hlc);
     }
 
     /// Whether no offered delta is waiting to be stored.
@@ -215,6 +229,12 @@ impl Streamer {
     pub fn poll(&mut self, now_ms: u64) -> Option<StoreOp> {
         if self.waiting || self.fenced.is_some() {
             return None;
+        }
+        // The wall clock stepped back: time the interval and any backoff from now, or
+        // nothing would be stored until the clock caught up with where it was.
+        self.last_cut_ms = self.last_cut_ms.min(now_ms);
+        if let Some(at) = self.retry_at_ms.as_mut() {
+            *at = (*at).min(now_ms + self.cfg.retry_backoff_ms);
         }
         if let Some((_, op)) = &self.in_flight {
             // A failed operation waiting for its retry.
@@ -270,7 +290,8 @@ impl Streamer {
         self.next_seq += 1;
         let data = segment::encode(self.cfg.node_id, Kind::Segment, seq, 0, &deltas);
         let op = StoreOp::Put { path: layout::segment_path(self.cfg.node_id, seq), data: data.clone(), create_only: true };
-        (InFlight::Segment { seq, bytes: data.len() }, op)
+        let max_hlc = deltas.iter().map(Delta::max_hlc).max().unwrap_or(Hlc::ZERO);
+        (InFlight::Segment { seq, bytes: data.len(), max_hlc }, op)
     }
 
     fn next_checkpoint_op(&mut self) -> Option<(InFlight, StoreOp)> {
@@ -348,8 +369,9 @@ impl Streamer {
                 self.manifest = manifest;
                 self.claimed = true;
             }
-            (InFlight::Segment { seq, bytes }, StoreResult::Stored) => {
+            (InFlight::Segment { seq, bytes, max_hlc }, StoreResult::Stored) => {
                 assert_eq!(seq, self.durable_seq + 1, "segments are stored in order");
+                self.durable_hlc = self.durable_hlc.max(max_hlc);
                 self.stats.puts += 1;
                 self.stats.segments_written += 1;
                 self.stats.segment_bytes_written += bytes as u64;

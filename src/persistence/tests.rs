@@ -241,3 +241,32 @@ fn a_put_that_landed_despite_reporting_failure_is_recognised_as_ours() {
     assert_eq!(streamer.durable_segment(), 1);
     assert!(streamer.is_drained());
 }
+
+#[test]
+fn a_wall_clock_stepped_back_delays_the_next_segment_by_one_interval_at_most() {
+    let mut store = MemoryStore::default();
+    let mut node = shard();
+    let config = StreamerConfig::new(NODE);
+    let interval = config.flush_interval_ms;
+    let mut streamer = Streamer::new(config, &Recovered { next_segment: 1, ..Recovered::default() });
+    let mut now = 100_000;
+    set(&mut node, "before", "step", now);
+    pump(&mut streamer, &mut node, &mut store, &mut now);
+    let stored = streamer.durable_segment();
+    // NTP steps the clock back ten seconds; a write follows.
+    now -= 10_000;
+    set(&mut node, "after", "step", now);
+    streamer.offer(node.drain_deltas(usize::MAX));
+    let mut waited = 0;
+    while streamer.durable_segment() == stored {
+        assert!(waited <= interval, "no segment within {waited} ms of the step back");
+        match streamer.poll(now) {
+            Some(op) => streamer.complete(store.execute(op), now),
+            None => {
+                now += 10;
+                waited += 10;
+            }
+        }
+    }
+    assert!(streamer.durable_hlc() > crate::crdt::Hlc::ZERO, "the stored stamps are known");
+}

@@ -6,6 +6,8 @@
 //! - [`peer`]: one peer's queue of unacknowledged batches, bounded.
 //! - [`merkle`]: the anti-entropy leaves, updated on every write.
 //! - [`anti_entropy`]: one link's anti-entropy rounds, as a state machine.
+//! - [`stability`]: which removals every node has seen (tombstone GC).
+//! - [`reservation`]: which of this node's stamps may leave it (unique stamps across restarts).
 //!
 //! Everything here decides and encodes; nothing here opens a socket, reads a clock or
 //! draws a random number. The tokio side lives in `shell::replication`.
@@ -15,4 +17,6 @@ pub mod auth;
 pub mod merkle;
 pub mod outbox;
 pub mod peer;
+pub mod reservation;
+pub mod stability;
 pub mod wire;

@@ -10,11 +10,12 @@
 
 use bytes::{Buf, Bytes, BytesMut};
 
-use crate::crdt::Hlc;
-use crate::persistence::codec::{DecodeError, Reader, Writer, read_delta, write_delta};
+use crate::crdt::{Hlc, VersionVector};
+use crate::persistence::codec::{DecodeError, Reader, Writer, read_delta, read_vv, write_delta, write_vv};
 use crate::shard::Delta;
 
-pub const PROTOCOL_VERSION: u8 = 1;
+/// 2: batches carry the sender's session, gap flag and stability report.
+pub const PROTOCOL_VERSION: u8 = 2;
 /// Bytes before the payload: length, version, kind, CRC.
 pub const HEADER_BYTES: usize = 10;
 /// The longest frame a peer may send before it has authenticated.
@@ -37,8 +38,11 @@ pub enum Message {
     /// Either side, before closing: why.
     Refused { reason: String },
     /// Local writes of the sender since its previous batch. `stable` is an HLC below
-    /// which the sender will never stamp another write.
-    Batch { seq: u64, stable: Hlc, deltas: Vec<Delta> },
+    /// which the sender will never stamp another write. `session` names the sending
+    /// process (its sequence numbers restart with it); `gap` says writes were dropped
+    /// before this batch (the sender's outbox overflowed: anti-entropy repairs them);
+    /// `seen` is the sender's stability report (see `replication::stability`).
+    Batch { seq: u64, session: u64, gap: bool, stable: Hlc, seen: VersionVector, deltas: Vec<Delta> },
     /// Every batch up to `seq` has been merged.
     Ack { seq: u64 },
     /// Anti-entropy, first exchange: the sender's group hashes.
@@ -153,9 +157,12 @@ pub fn encode(message: &Message) -> Bytes {
         Message::Proof { proof } => w.buf.extend_from_slice(proof),
         Message::Welcome => {}
         Message::Refused { reason } => write_text(&mut w, reason),
-        Message::Batch { seq, stable, deltas } => {
+        Message::Batch { seq, session, gap, stable, seen, deltas } => {
             w.u64(*seq);
+            w.u64(*session);
+            w.u8(*gap as u8);
             w.u64(stable.0);
+            write_vv(&mut w, seen);
             write_deltas(&mut w, deltas);
         }
         Message::Ack { seq } => w.u64(*seq),
@@ -208,7 +215,14 @@ fn decode_payload(kind: u8, payload: &[u8]) -> Result<Message, DecodeError> {
         PROOF => Message::Proof { proof: read_array(&mut r)? },
         WELCOME => Message::Welcome,
         REFUSED => Message::Refused { reason: read_text(&mut r)? },
-        BATCH => Message::Batch { seq: r.u64()?, stable: Hlc(r.u64()?), deltas: read_deltas(&mut r)? },
+        BATCH => Message::Batch {
+            seq: r.u64()?,
+            session: r.u64()?,
+            gap: r.u8()? != 0,
+            stable: Hlc(r.u64()?),
+            seen: read_vv(&mut r)?,
+            deltas: read_deltas(&mut r)?,
+        },
         ACK => Message::Ack { seq: r.u64()? },
         AE_GROUPS => {
             let round = r.u64()?;
@@ -277,7 +291,7 @@ pub fn decode_one(bytes: &[u8], frame_bytes_max: usize) -> Result<Message, Decod
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crdt::{Dot, VersionVector};
+    use crate::crdt::Dot;
     use crate::engine::kv::{KeyState, StrVal};
 
     fn samples() -> Vec<Message> {
@@ -292,7 +306,10 @@ mod tests {
             Message::Refused { reason: "authentication failed".into() },
             Message::Batch {
                 seq: 42,
+                session: 77,
+                gap: true,
                 stable: Hlc::from_parts(100, 3),
+                seen: seen.clone(),
                 deltas: vec![Delta::Key { key: Bytes::from_static(b"k"), state }, Delta::Flush { seen }],
             },
             Message::Ack { seq: 42 },

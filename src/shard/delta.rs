@@ -16,8 +16,19 @@ use crate::engine::kv::{DeltaSink, KeyState};
 /// level): writes it had not seen survive it, wherever and in whatever order it lands.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Delta {
-    Key { key: Bytes, state: KeyState },
-    Flush { seen: VersionVector },
+    Key {
+        key: Bytes,
+        state: KeyState,
+    },
+    Flush {
+        seen: VersionVector,
+    },
+    /// Tombstones covered by `below` were dropped as causally stable: from here on a
+    /// state arriving for an absent key loses every write `below` covers (this node had
+    /// seen those writes and removed them). Local only: never sent to a peer.
+    Forget {
+        below: VersionVector,
+    },
 }
 
 impl Delta {
@@ -26,13 +37,14 @@ impl Delta {
         match self {
             Delta::Key { state, .. } => state.max_hlc(),
             Delta::Flush { seen } => seen.max_hlc(),
+            Delta::Forget { below } => below.max_hlc(),
         }
     }
 
     pub fn approx_bytes(&self) -> usize {
         match self {
             Delta::Key { key, state } => key.len() + state.approx_bytes(),
-            Delta::Flush { seen } => seen.len() * std::mem::size_of::<Dot>(),
+            Delta::Flush { seen } | Delta::Forget { below: seen } => seen.len() * std::mem::size_of::<Dot>(),
         }
     }
 }
@@ -98,6 +110,11 @@ impl DeltaLog {
         }
         debug_assert!(self.queue.is_empty() == (self.bytes == 0));
         out
+    }
+
+    /// Record that tombstones under `below` were dropped (see [`Delta::Forget`]).
+    pub fn forgot(&mut self, below: &VersionVector) {
+        self.push(Delta::Forget { below: below.clone() });
     }
 
     fn push(&mut self, delta: Delta) {

@@ -103,10 +103,17 @@ pub enum ShardOp {
     },
     /// The position of the newest recorded delta (WAITAOF's target).
     DeltaMark,
-    /// Join key states (or flushes) received from a peer.
+    /// Join key states (or flushes) received from a peer. Replies with the shard's
+    /// delta-stream position once they are recorded (see `DeltaMark`).
     MergeRemote(Vec<Delta>),
-    /// Local writes since the last call, for the next replication batch.
-    DrainOutbox,
+    /// Tombstone GC: drop the tombstones this causally stable vector covers.
+    ForgetStable(crate::crdt::VersionVector),
+    /// Local writes since the last call, for the next replication batch. The shard's
+    /// clock first moves up to `floor` (the highest clock of any shard at the previous
+    /// drain), so that one busy shard's clock does not hold the node's `stable` back.
+    DrainOutbox {
+        floor: Hlc,
+    },
     /// This shard's anti-entropy leaves.
     MerkleLeaves,
     /// Every key state (live or tombstone) in these anti-entropy leaves.
@@ -126,6 +133,8 @@ pub struct ShardStats {
     pub delta_log_bytes: usize,
     pub ops_applied: u64,
     pub tombstones: usize,
+    /// Tombstones collected as causally stable since start.
+    pub tombstones_dropped: u64,
     pub clock_skew_events: u64,
     pub outbox_overflows: u64,
     pub remote_deltas_merged: u64,
@@ -344,16 +353,27 @@ impl Shard {
                 // segments before it, and a delete must outlive them.
                 if next == crate::engine::kv::keyspace::SLOT_SPACE {
                     deltas.extend(kv.keys.tombstones().map(|(key, state)| Delta::Key { key: key.clone(), state: state.clone() }));
+                    // So must what collected tombstones covered.
+                    if !kv.forgotten().is_empty() {
+                        deltas.push(Delta::Forget { below: kv.forgotten().clone() });
+                    }
                 }
                 return ShardReply::Chunk { deltas, next };
             }
             ShardOp::DeltaMark => return ShardReply::Count(self.deltas.recorded_total() as i64),
             ShardOp::MergeRemote(deltas) => return self.merge_remote(deltas, now_ms),
-            ShardOp::DrainOutbox => {
+            ShardOp::ForgetStable(stable) => {
+                let dropped = self.kv.forget_stable(&stable);
+                if dropped > 0 && self.deltas.is_recording() {
+                    self.deltas.forgot(&stable);
+                }
+                return ShardReply::Count(dropped as i64);
+            }
+            ShardOp::DrainOutbox { floor } => {
                 let batch = self.outbox.as_mut().map_or(OutboxBatch { deltas: Vec::new(), overflowed: false }, |o| o.drain());
-                // An idle shard's clock moves up to now, so `stable` keeps up with time;
-                // every later local write is stamped above it.
-                self.clock.witness(Hlc::from_parts(now_ms.saturating_sub(1), u16::MAX));
+                // An idle shard's clock moves up to now (and to the other shards'), so
+                // `stable` keeps up with time; every later local write is stamped above it.
+                self.clock.witness(Hlc::from_parts(now_ms.saturating_sub(1), u16::MAX).max(floor));
                 return ShardReply::Outbox { batch, stable: self.clock.last() };
             }
             ShardOp::MerkleLeaves => return ShardReply::Merkle(self.kv.keys.merkle().cloned().unwrap_or_default()),
@@ -382,11 +402,16 @@ impl Shard {
         }
         let count = deltas.len();
         for delta in deltas {
+            if matches!(delta, Delta::Forget { .. }) {
+                // What this node may forget is its own decision, never a peer's.
+                continue;
+            }
             self.clock.observe(delta.max_hlc(), now_ms, self.config.max_clock_skew_ms);
             if self.deltas.is_recording() {
                 match &delta {
                     Delta::Key { key, state } => self.deltas.key_changed(key, state),
                     Delta::Flush { seen } => self.deltas.flushed(seen),
+                    Delta::Forget { .. } => {}
                 }
             }
             if crate::bugs::active(crate::bugs::Bug::ReplicationEchoes)
@@ -397,7 +422,17 @@ impl Shard {
             self.merge_into_kv(delta);
         }
         self.remote_deltas_merged += count as u64;
-        ShardReply::Count(count as i64)
+        ShardReply::Count(self.deltas.recorded_total() as i64)
+    }
+
+    /// The newest stamp this shard issued or witnessed.
+    pub fn clock_last(&self) -> Hlc {
+        self.clock.last()
+    }
+
+    /// Move this shard's clock past `hlc` (a restarted node's stamp reservation).
+    pub fn witness_clock(&mut self, hlc: Hlc) {
+        self.clock.witness(hlc);
     }
 
     /// Apply a delta recovered from storage or received from a peer. It is not put in
@@ -412,6 +447,7 @@ impl Shard {
         match delta {
             Delta::Key { key, state } => self.kv.merge_key(key, state),
             Delta::Flush { seen } => self.kv.merge_flush(&seen),
+            Delta::Forget { below } => self.kv.merge_forget(&below),
         }
     }
 
@@ -444,6 +480,7 @@ impl Shard {
             delta_log_bytes: self.deltas.bytes(),
             ops_applied: self.ops_applied,
             tombstones: self.kv.keys.tombstones_len(),
+            tombstones_dropped: self.kv.tombstones_dropped,
             clock_skew_events: self.clock.skew_events,
             outbox_overflows: self.outbox.as_ref().map_or(0, |o| o.overflows),
             remote_deltas_merged: self.remote_deltas_merged,
@@ -465,7 +502,7 @@ pub fn merge_recovered(shards: &mut [Shard], deltas: Vec<Delta>) {
                 let n = shards.len();
                 shards[routing::shard_for_key(key, n)].merge_delta(delta);
             }
-            Delta::Flush { .. } => shards.iter_mut().for_each(|s| s.merge_delta(delta.clone())),
+            Delta::Flush { .. } | Delta::Forget { .. } => shards.iter_mut().for_each(|s| s.merge_delta(delta.clone())),
         }
     }
 }

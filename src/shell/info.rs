@@ -75,9 +75,13 @@ fn render_replication(out: &mut String, state: &ServerState, shards: &[ShardStat
         );
     }
     let i = &r.inbound;
+    let gc_lag = match r.gc.stable_ms.load(Ordering::Relaxed) {
+        0 => -1,
+        ms => now.saturating_sub(ms) as i64,
+    };
     let _ = write!(
         out,
-        "inbound_links_accepted:{}\r\nauth_failures:{}\r\nbad_frames:{}\r\nbatches_made:{}\r\nbatches_received:{}\r\ndeltas_received:{}\r\nae_keys_received_inbound:{}\r\nremote_deltas_merged:{}\r\nclock_skew_events:{}\r\nskewed_batches:{}\r\noutbox_overflows:{}\r\ntombstones:{}\r\nkeyspace_digest:{digest:016x}\r\n\r\n",
+        "inbound_links_accepted:{}\r\nauth_failures:{}\r\nbad_frames:{}\r\nbatches_made:{}\r\nbatches_received:{}\r\ndeltas_received:{}\r\nae_keys_received_inbound:{}\r\nremote_deltas_merged:{}\r\nclock_skew_events:{}\r\nskewed_batches:{}\r\noutbox_overflows:{}\r\ntombstones:{}\r\ntombstones_collected:{}\r\ntombstone_gc_runs:{}\r\ntombstone_gc_stable_lag_ms:{gc_lag}\r\ntombstone_gc_waiting_origins:{}\r\nkeyspace_digest:{digest:016x}\r\n\r\n",
         i.connections.load(Ordering::Relaxed),
         i.auth_failures.load(Ordering::Relaxed),
         i.bad_frames.load(Ordering::Relaxed),
@@ -90,6 +94,9 @@ fn render_replication(out: &mut String, state: &ServerState, shards: &[ShardStat
         i.skewed_batches.load(Ordering::Relaxed),
         total(|s| s.outbox_overflows),
         total(|s| s.tombstones as u64),
+        total(|s| s.tombstones_dropped),
+        r.gc.runs.load(Ordering::Relaxed),
+        r.stability.lock().map_or(0, |s| s.frozen_origins()),
     );
 }
 

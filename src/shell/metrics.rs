@@ -141,5 +141,14 @@ pub async fn render(state: &ServerState) -> String {
         total(|s| s.clock_skew_events),
     );
     metric(&mut out, "repl_outbox_overflows_total", "counter", "Times a shard outbox passed its bound.", total(|s| s.outbox_overflows));
+    metric(&mut out, "tombstones_collected_total", "counter", "Tombstones dropped once causally stable.", total(|s| s.tombstones_dropped));
+    let stable_ms = r.gc.stable_ms.load(Ordering::Relaxed);
+    metric(
+        &mut out,
+        "tombstone_gc_stable_lag_ms",
+        "gauge",
+        "Age of the oldest entry of the causally stable vector (0: none yet).",
+        if stable_ms == 0 { 0 } else { now.saturating_sub(stable_ms) },
+    );
     out
 }

@@ -132,6 +132,7 @@ pub fn run(config: Config) -> Result<(), String> {
         })
         .collect();
     let io_runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let durability = Arc::new(persistence::Durability::new(shard_count));
     let persistence_info = Arc::new(std::sync::Mutex::new(persistence::PersistenceInfo::default()));
     let store = if record_deltas {
         let (store, location) = persistence::open_store(&config)?;
@@ -152,6 +153,14 @@ pub fn run(config: Config) -> Result<(), String> {
         if let Ok(mut info) = persistence_info.lock() {
             *info = persistence::PersistenceInfo { enabled: true, location, recovered: recovered.clone(), ..Default::default() };
         }
+        if replication.is_some() {
+            // Stamps that left the previous process may not have been stored: start
+            // above every one that could have (see `replication::reservation`).
+            let recovered_hlc = shards.iter().map(|s| s.clock_last()).max().unwrap_or_default();
+            durability.durable_hlc.fetch_max(recovered_hlc.0, std::sync::atomic::Ordering::Release);
+            let floor = crate::replication::reservation::ceiling(recovered_hlc);
+            shards.iter_mut().for_each(|s| s.witness_clock(floor));
+        }
         Some((store, recovered))
     } else {
         tracing::warn!("persistence is off: data lives in memory only and is lost when the process stops");
@@ -171,7 +180,7 @@ pub fn run(config: Config) -> Result<(), String> {
         port,
         connected: AtomicUsize::new(0),
         persistence: persistence_info.clone(),
-        durability: Arc::new(persistence::Durability::new(shard_count)),
+        durability,
         replication: replication.clone(),
         config,
     });
@@ -180,6 +189,7 @@ pub fn run(config: Config) -> Result<(), String> {
     for (shard, receiver) in shards.into_iter().zip(receivers) {
         shard_threads.push(shard_thread::spawn(shard, receiver, state.clone())?);
     }
+    let durable_positions = store.as_ref().map(|_| state.durability.clone());
     let driver = match store {
         Some((store, recovered)) => {
             Some(persistence::start(&state.config, store, router.clone(), &recovered, persistence_info, state.durability.clone())?)
@@ -195,7 +205,7 @@ pub fn run(config: Config) -> Result<(), String> {
                 replication.repl_port
             );
             let interval = std::time::Duration::from_millis(state.config.repl_batch_ms);
-            Some(replication::start(replication, repl_listener, router.clone(), interval)?)
+            Some(replication::start(replication, repl_listener, router.clone(), interval, durable_positions)?)
         }
         None => None,
     };

@@ -19,10 +19,11 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 use super::now_ms;
-use super::replication::{Peer, Replication, export_leaves, merge_into_shards, node_leaves};
+use super::replication::{Peer, Replication, RoundWait, delta_marks, export_leaves, merge_into_shards, node_leaves};
 use super::router::Router;
-use crate::replication::anti_entropy::{AntiEntropy, answer_groups};
+use crate::replication::anti_entropy::{AntiEntropy, LEAVES_PER_ROUND_MAX, answer_groups};
 use crate::replication::auth::{self, Exchange, Role};
+use crate::replication::stability::BatchReceipt;
 use crate::replication::wire::{self, HANDSHAKE_FRAME_BYTES_MAX, Message};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -170,7 +171,7 @@ async fn serve_inbound(stream: TcpStream, replication: &Replication, router: &Ro
             }
         };
         match message {
-            Message::Batch { seq, stable, deltas } => {
+            Message::Batch { seq, session, gap, stable, seen, deltas } => {
                 let now = now_ms();
                 if stable.physical_ms() > now.saturating_add(replication.max_clock_skew_ms) {
                     replication.inbound.skewed_batches.fetch_add(1, Ordering::Relaxed);
@@ -186,7 +187,10 @@ async fn serve_inbound(stream: TcpStream, replication: &Replication, router: &Ro
                 }
                 replication.inbound.batches.fetch_add(1, Ordering::Relaxed);
                 replication.inbound.deltas.fetch_add(deltas.len() as u64, Ordering::Relaxed);
-                merge_into_shards(router, deltas).await.map_err(LinkError::Io)?;
+                let positions = merge_into_shards(router, deltas).await.map_err(LinkError::Io)?;
+                if let Ok(mut stability) = replication.stability.lock() {
+                    stability.on_batch(BatchReceipt { origin: remote, session, seq, gap, stable, seen }, positions);
+                }
                 send(&mut write, &Message::Ack { seq }).await?;
             }
             Message::AeGroups { round, groups } => {
@@ -198,7 +202,10 @@ async fn serve_inbound(stream: TcpStream, replication: &Replication, router: &Ro
                 merge_into_shards(router, deltas).await.map_err(LinkError::Io)?;
                 if reply_wanted {
                     let mine = export_leaves(router, &leaves).await.map_err(LinkError::Io)?;
-                    send(&mut write, &Message::AeStates { round, reply_wanted: false, leaves, deltas: mine }).await?;
+                    // Unanswered when our stamps may not leave yet: the round times out.
+                    if replication.may_send(&mine) {
+                        send(&mut write, &Message::AeStates { round, reply_wanted: false, leaves, deltas: mine }).await?;
+                    }
                 }
             }
             other => {
@@ -279,7 +286,7 @@ pub async fn dial_loop(peer: Arc<Peer>, replication: Arc<Replication>, router: R
     }
 }
 
-async fn connect_and_serve(peer: &Arc<Peer>, replication: &Replication, router: &Router) -> Result<(), LinkError> {
+async fn connect_and_serve(peer: &Arc<Peer>, replication: &Arc<Replication>, router: &Router) -> Result<(), LinkError> {
     let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&peer.addr))
         .await
         .map_err(|_| LinkError::Io("connect timed out".into()))?
@@ -302,6 +309,9 @@ async fn connect_and_serve(peer: &Arc<Peer>, replication: &Replication, router: 
         .await
         .map_err(|_| LinkError::Protocol("handshake timed out".into()))??;
     tracing::info!(peer = %peer.addr, remote_node = remote, "linked to peer node {remote} ({region}) at {}", peer.addr);
+    if let Ok(mut stability) = replication.stability.lock() {
+        stability.set_member(peer.index, remote);
+    }
     set_status(peer, |s| {
         s.link = "up";
         s.remote_node = Some(remote);
@@ -313,7 +323,7 @@ async fn connect_and_serve(peer: &Arc<Peer>, replication: &Replication, router: 
     if let Ok(mut queue) = peer.queue.lock() {
         queue.needs_anti_entropy = true;
     }
-    serve_outbound(reader, write, peer, replication, router).await
+    serve_outbound(reader, write, peer, remote, replication, router).await
 }
 
 /// The dialer's half of the handshake; returns the listener's node id and region.
@@ -356,7 +366,8 @@ async fn serve_outbound<R, W>(
     reader: FrameReader<R>,
     mut write: W,
     peer: &Arc<Peer>,
-    replication: &Replication,
+    remote: u16,
+    replication: &Arc<Replication>,
     router: &Router,
 ) -> Result<(), LinkError>
 where
@@ -364,13 +375,14 @@ where
     W: AsyncWrite + Unpin,
 {
     let (inbound_tx, mut inbound) = mpsc::channel::<Inbound>(4);
-    let reader_task = tokio::spawn(read_outbound(reader, inbound_tx, peer.clone(), router.clone(), replication.frame_bytes_max));
+    let reader_task = tokio::spawn(read_outbound(reader, inbound_tx, peer.clone(), remote, replication.clone(), router.clone()));
     let _abort_reader = AbortOnDrop(reader_task);
     // Wake at least this often to see whether an anti-entropy round is due.
     let mut ae_check = tokio::time::interval(replication.anti_entropy_interval.min(Duration::from_millis(500)));
     ae_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let interval_ms = replication.anti_entropy_interval.as_millis() as u64;
     let mut ae = AntiEntropy::new(interval_ms, AE_ROUND_TIMEOUT_MS);
+    let mut round_token: Option<(u64, u64)> = None;
     loop {
         loop {
             let next = peer.queue.lock().ok().and_then(|mut q| q.next_to_send());
@@ -385,7 +397,12 @@ where
                 queue.needs_anti_entropy = false;
             }
             let leaves = node_leaves(router).await.map_err(LinkError::Io)?;
-            send(&mut write, &ae.start(now_ms(), leaves)).await?;
+            let start = ae.start(now_ms(), leaves);
+            if let Message::AeGroups { round, .. } = &start {
+                let token = replication.stability.lock().map(|mut s| s.round_started(remote)).unwrap_or(0);
+                round_token = Some((*round, token));
+            }
+            send(&mut write, &start).await?;
         }
         tokio::select! {
             _ = peer.wake.notified() => {}
@@ -395,9 +412,26 @@ where
                 Some(Inbound::Failed(e)) => return Err(e),
                 Some(Inbound::Leaves { round, leaves }) => {
                     let differing = ae.on_leaves(round, &leaves).map_err(LinkError::Protocol)?;
+                    let whole = differing.len() < LEAVES_PER_ROUND_MAX;
+                    let token = round_token.take().filter(|(r, _)| *r == round).map(|(_, t)| t);
+                    if let Some(token) = token {
+                        let remaining = differing.chunks(AE_LEAVES_PER_MESSAGE).count();
+                        if remaining == 0 {
+                            if whole {
+                                complete_round(replication, router, remote, token).await.map_err(LinkError::Io)?;
+                            }
+                        } else if let Ok(mut wait) = peer.round_wait.lock() {
+                            *wait = Some(RoundWait { round, token, remaining, whole });
+                        }
+                    }
                     let mut sent = 0u64;
                     for chunk in differing.chunks(AE_LEAVES_PER_MESSAGE) {
                         let deltas = export_leaves(router, chunk).await.map_err(LinkError::Io)?;
+                        if !replication.may_send(&deltas) {
+                            // Stamps not yet reserved by a stored segment: leave the
+                            // round unfinished (it times out; a later one repairs).
+                            break;
+                        }
                         sent += deltas.len() as u64;
                         send(&mut write, &Message::AeStates { round, reply_wanted: true, leaves: chunk.to_vec(), deltas }).await?;
                     }
@@ -421,16 +455,27 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// Every leaf of an anti-entropy round with `remote` was compared and the differing
+/// ones merged here: tell `Stability`, with positions past those merges.
+async fn complete_round(replication: &Replication, router: &Router, remote: u16, token: u64) -> Result<(), String> {
+    let marks = delta_marks(router).await?;
+    if let Ok(mut stability) = replication.stability.lock() {
+        stability.round_completed(remote, token, marks);
+    }
+    Ok(())
+}
+
 /// The dialer's reader: acknowledgements, anti-entropy answers. Never writes.
 async fn read_outbound<R: AsyncRead + Unpin>(
     mut reader: FrameReader<R>,
     to_writer: mpsc::Sender<Inbound>,
     peer: Arc<Peer>,
+    remote: u16,
+    replication: Arc<Replication>,
     router: Router,
-    frame_bytes_max: usize,
 ) {
     loop {
-        let message = match reader.next(frame_bytes_max).await {
+        let message = match reader.next(replication.frame_bytes_max).await {
             Ok(message) => message,
             Err(e) => {
                 let _ = to_writer.send(Inbound::Failed(e)).await;
@@ -448,13 +493,26 @@ async fn read_outbound<R: AsyncRead + Unpin>(
                     return;
                 }
             }
-            Message::AeStates { reply_wanted: false, deltas, .. } => {
+            Message::AeStates { round, reply_wanted: false, deltas, .. } => {
                 let count = deltas.len() as u64;
                 if let Err(e) = merge_into_shards(&router, deltas).await {
                     let _ = to_writer.send(Inbound::Failed(LinkError::Io(e))).await;
                     return;
                 }
                 set_status(&peer, |s| s.ae_keys_received += count);
+                let completed = peer.round_wait.lock().ok().and_then(|mut wait| match wait.as_mut() {
+                    Some(w) if w.round == round => {
+                        w.remaining -= 1;
+                        if w.remaining == 0 { wait.take().filter(|w| w.whole).map(|w| w.token) } else { None }
+                    }
+                    _ => None,
+                });
+                if let Some(token) = completed
+                    && let Err(e) = complete_round(&replication, &router, remote, token).await
+                {
+                    let _ = to_writer.send(Inbound::Failed(LinkError::Io(e))).await;
+                    return;
+                }
             }
             Message::Refused { reason } => {
                 let _ = to_writer.send(Inbound::Failed(LinkError::Protocol(format!("refused: {reason}")))).await;

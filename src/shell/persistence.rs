@@ -33,11 +33,18 @@ const SHUTDOWN_FLUSH_SECONDS: u64 = 10;
 pub struct Durability {
     pub stored: Vec<std::sync::atomic::AtomicU64>,
     pub advanced: tokio::sync::Notify,
+    /// The newest stamp stored (or recovered): what bounds the stamps that may leave
+    /// this node (`replication::reservation`).
+    pub durable_hlc: std::sync::atomic::AtomicU64,
 }
 
 impl Durability {
     pub fn new(shards: usize) -> Durability {
-        Durability { stored: (0..shards).map(|_| std::sync::atomic::AtomicU64::new(0)).collect(), advanced: tokio::sync::Notify::new() }
+        Durability {
+            stored: (0..shards).map(|_| std::sync::atomic::AtomicU64::new(0)).collect(),
+            advanced: tokio::sync::Notify::new(),
+            durable_hlc: std::sync::atomic::AtomicU64::new(0),
+        }
     }
 
     fn covers(&self, targets: &[u64]) -> bool {
@@ -318,6 +325,7 @@ async fn run(
             }
             let result = execute(store.as_ref(), op).await;
             streamer.complete(result, now_ms());
+            durability.durable_hlc.fetch_max(streamer.durable_hlc().0, std::sync::atomic::Ordering::Release);
             let mut advanced = false;
             while marks.front().is_some_and(|m| m.0 <= streamer.durable_segment()) {
                 if let Some((_, positions)) = marks.pop_front() {

@@ -15,13 +15,24 @@ use super::peer_link;
 use super::router::Router;
 use crate::config::Config;
 use crate::crdt::Hlc;
+use crate::crdt::VersionVector;
 use crate::replication::merkle::MerkleLeaves;
 use crate::replication::peer::PeerQueue;
+use crate::replication::reservation;
+use crate::replication::stability::Stability;
 use crate::replication::wire::{self, Message};
 use crate::shard::{Delta, ShardOp, ShardReply};
 
 /// A batch frame is cut once its deltas pass this many (approximate) bytes.
 const BATCH_FRAME_BYTES_TARGET: usize = 1 << 20;
+/// An idle node still sends its stability report this often (an empty batch), so that
+/// peers can collect tombstones; a busy one sends it with every batch.
+const REPORT_INTERVAL_MS: u64 = 1_000;
+/// Writes held back by the stamp reservation (waiting for a segment) past this are
+/// dropped and left to anti-entropy.
+const HELD_BYTES_MAX: usize = 64 << 20;
+/// Tombstone collection runs at most this often.
+const GC_INTERVAL_MS: u64 = 1_000;
 
 /// How a link to a peer stands, for INFO.
 #[derive(Clone, Debug, Default)]
@@ -38,13 +49,36 @@ pub struct PeerStatus {
     pub ae_keys_received: u64,
 }
 
+/// An anti-entropy round whose answers are still arriving (the dialer's reader counts
+/// them; the last one completes the round for `Stability`).
+#[derive(Debug)]
+pub struct RoundWait {
+    pub round: u64,
+    pub token: u64,
+    pub remaining: usize,
+    /// Every differing leaf was exchanged (not cut at the per-round bound).
+    pub whole: bool,
+}
+
+/// Tombstone collection, for INFO and metrics.
+#[derive(Default)]
+pub struct GcStats {
+    pub runs: AtomicU64,
+    pub tombstones_dropped: AtomicU64,
+    /// Oldest entry of the last stable vector, as unix ms (0: none yet).
+    pub stable_ms: AtomicU64,
+}
+
 /// One configured peer: its batch queue and its link's status.
 pub struct Peer {
+    /// Its place in `--peers` (what `Stability::set_member` is told).
+    pub index: usize,
     pub addr: String,
     pub queue: Mutex<PeerQueue>,
     /// Woken when the queue has something new or anti-entropy is wanted.
     pub wake: Notify,
     pub status: Mutex<PeerStatus>,
+    pub round_wait: Mutex<Option<RoundWait>>,
 }
 
 /// Counters of links this node accepted.
@@ -74,6 +108,20 @@ pub struct Replication {
     pub frame_bytes_max: usize,
     /// Mutual TLS on every link, when configured.
     pub tls: Option<super::tls::PeerTls>,
+    /// Names this process in its batches: a peer treats a new session as a gap.
+    pub session: u64,
+    pub stability: Mutex<Stability>,
+    pub gc: GcStats,
+    /// The highest own stamp that may leave this node now (`replication::reservation`);
+    /// refreshed every batch window (a stale value is lower: safe).
+    pub stamp_ceiling: AtomicU64,
+}
+
+impl Replication {
+    /// Whether these states may be sent to a peer now (anti-entropy).
+    pub fn may_send(&self, deltas: &[Delta]) -> bool {
+        reservation::may_leave(deltas, self.node_id, Hlc(self.stamp_ceiling.load(Ordering::Acquire)))
+    }
 }
 
 pub struct Driver {
@@ -107,12 +155,15 @@ pub fn prepare(config: &Config) -> Result<(Arc<Replication>, Option<std::net::Tc
     let peers = config
         .peers
         .iter()
-        .map(|addr| {
+        .enumerate()
+        .map(|(index, addr)| {
             Arc::new(Peer {
+                index,
                 addr: addr.clone(),
                 queue: Mutex::new(PeerQueue::new(config.repl_backlog_bytes)),
                 wake: Notify::new(),
                 status: Mutex::new(PeerStatus { link: "connecting", ..Default::default() }),
+                round_wait: Mutex::new(None),
             })
         })
         .collect();
@@ -128,6 +179,10 @@ pub fn prepare(config: &Config) -> Result<(Arc<Replication>, Option<std::net::Tc
         max_clock_skew_ms: config.max_clock_skew_ms,
         frame_bytes_max: config.proto_max_bulk_len.saturating_add(16 << 20).max(64 << 20),
         tls,
+        session: rand::random::<u64>() | 1,
+        stability: Mutex::new(Stability::new(config.node_id, config.peers.len())),
+        gc: GcStats::default(),
+        stamp_ceiling: AtomicU64::new(0),
     };
     Ok((Arc::new(replication), listener))
 }
@@ -138,7 +193,9 @@ pub fn start(
     listener: Option<std::net::TcpListener>,
     router: Router,
     batch_interval: Duration,
+    durability: Option<Arc<super::persistence::Durability>>,
 ) -> Result<Driver, String> {
+    replication.stamp_ceiling.store(stamp_ceiling(durability.as_deref()).0, Ordering::Release);
     let (shutdown, shutdown_rx) = oneshot::channel::<()>();
     let thread = std::thread::Builder::new()
         .name("meridian-repl".into())
@@ -163,7 +220,7 @@ pub fn start(
                     tokio::spawn(peer_link::dial_loop(peer.clone(), replication.clone(), router.clone()));
                 }
                 tokio::select! {
-                    _ = batch_loop(replication, router, batch_interval) => {}
+                    _ = batch_loop(replication, router, batch_interval, durability) => {}
                     _ = shutdown_rx => {}
                 }
             });
@@ -173,26 +230,40 @@ pub fn start(
 }
 
 /// Every batch interval: take every shard's outbox, cut the deltas into frames, and
-/// queue each frame for every peer.
-async fn batch_loop(replication: Arc<Replication>, router: Router, interval: Duration) {
+/// queue each frame for every peer; then collect the tombstones that became stable.
+async fn batch_loop(
+    replication: Arc<Replication>,
+    router: Router,
+    interval: Duration,
+    durability: Option<Arc<super::persistence::Durability>>,
+) {
     let mut ticker = tokio::time::interval(interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut seq = 0u64;
+    let mut gap = false;
+    let mut last_stable = Hlc::ZERO;
+    let mut clock_floor = Hlc::ZERO;
+    let mut held: Vec<Delta> = Vec::new();
+    let mut last_report = (VersionVector::new(), 0u64);
+    let mut last_gc = (VersionVector::new(), 0u64);
     loop {
         ticker.tick().await;
         let mut deltas: Vec<Delta> = Vec::new();
         let mut stable = Hlc(u64::MAX);
         let mut overflowed = false;
+        let floor = clock_floor;
         for shard in 0..router.shard_count() {
-            let Ok(mut replies) = router.send(shard, vec![ShardOp::DrainOutbox]).await.await else { return };
+            let Ok(mut replies) = router.send(shard, vec![ShardOp::DrainOutbox { floor }]).await.await else { return };
             if let Some(ShardReply::Outbox { batch, stable: shard_stable }) = replies.pop() {
                 deltas.extend(batch.deltas);
                 overflowed |= batch.overflowed;
                 stable = stable.min(shard_stable);
+                clock_floor = clock_floor.max(shard_stable);
             }
         }
         if overflowed {
             tracing::warn!("replication outbox overflowed: peers will be repaired by anti-entropy");
+            gap = true;
             for peer in &replication.peers {
                 if let Ok(mut queue) = peer.queue.lock() {
                     queue.needs_anti_entropy = true;
@@ -200,14 +271,55 @@ async fn batch_loop(replication: Arc<Replication>, router: Router, interval: Dur
                 peer.wake.notify_one();
             }
         }
-        if deltas.is_empty() || replication.peers.is_empty() {
+        if replication.peers.is_empty() {
             continue;
         }
+        let ceiling = stamp_ceiling(durability.as_deref());
+        replication.stamp_ceiling.store(ceiling.0, Ordering::Release);
+        let mut pending = std::mem::take(&mut held);
+        pending.extend(deltas);
+        let (deltas, lowest_held) = reservation::hold_back(pending, replication.node_id, ceiling, &mut held);
+        if let Some(lowest) = lowest_held {
+            stable = stable.min(Hlc(lowest.0 - 1));
+        }
+        if held.iter().map(Delta::approx_bytes).sum::<usize>() > HELD_BYTES_MAX {
+            tracing::warn!(
+                "writes waiting for their stamps to be stored passed {HELD_BYTES_MAX} bytes: peers will be repaired by anti-entropy"
+            );
+            held.clear();
+            gap = true;
+        }
         let now = now_ms();
-        for chunk in cut_by_size(deltas, BATCH_FRAME_BYTES_TARGET) {
+        let report = match replication.stability.lock() {
+            Ok(mut stability) => {
+                stability.on_stored(&stored_positions(durability.as_deref(), router.shard_count()));
+                stability.report(stable)
+            }
+            Err(_) => return,
+        };
+        collect_tombstones(&replication, &router, now, &mut last_gc).await;
+        let report_due = report != last_report.0 && now >= last_report.1 + REPORT_INTERVAL_MS;
+        if deltas.is_empty() && !report_due {
+            continue;
+        }
+        last_report = (report.clone(), now);
+        let chunks = if deltas.is_empty() { vec![Vec::new()] } else { cut_by_size(deltas, BATCH_FRAME_BYTES_TARGET) };
+        let last_chunk = chunks.len() - 1;
+        for (i, chunk) in chunks.into_iter().enumerate() {
             seq += 1;
             let count = chunk.len();
-            let frame = wire::encode(&Message::Batch { seq, stable, deltas: chunk });
+            // Only the last frame of a window may claim the window's stamp: a peer that
+            // has merged an earlier one has not yet got everything below it.
+            let frame_stable = if i == last_chunk { stable } else { last_stable };
+            let message = Message::Batch {
+                seq,
+                session: replication.session,
+                gap: std::mem::take(&mut gap),
+                stable: frame_stable,
+                seen: report.clone(),
+                deltas: chunk,
+            };
+            let frame = wire::encode(&message);
             replication.batches_made.fetch_add(1, Ordering::Relaxed);
             for peer in &replication.peers {
                 if let Ok(mut queue) = peer.queue.lock() {
@@ -215,6 +327,45 @@ async fn batch_loop(replication: Arc<Replication>, router: Router, interval: Dur
                 }
                 peer.wake.notify_one();
             }
+        }
+        last_stable = stable;
+    }
+}
+
+/// The highest own stamp that may leave now: without persistence, any.
+fn stamp_ceiling(durability: Option<&super::persistence::Durability>) -> Hlc {
+    match durability {
+        Some(d) => reservation::ceiling(Hlc(d.durable_hlc.load(Ordering::Acquire))),
+        None => Hlc(u64::MAX),
+    }
+}
+
+/// Where each shard's delta stream is stored up to (everything, without persistence).
+fn stored_positions(durability: Option<&super::persistence::Durability>, shards: usize) -> Vec<u64> {
+    match durability {
+        Some(d) => d.stored.iter().map(|s| s.load(Ordering::Acquire)).collect(),
+        None => vec![u64::MAX; shards],
+    }
+}
+
+/// Drop, in every shard, the tombstones the stable vector covers: at most every
+/// `GC_INTERVAL_MS`, and only when the vector moved.
+async fn collect_tombstones(replication: &Replication, router: &Router, now: u64, last: &mut (VersionVector, u64)) {
+    if now < last.1 + GC_INTERVAL_MS {
+        return;
+    }
+    let Some(stable) = replication.stability.lock().ok().and_then(|s| s.stable_vector()) else { return };
+    if stable.is_empty() || stable == last.0 {
+        return;
+    }
+    *last = (stable.clone(), now);
+    let oldest = stable.iter().map(|d| d.hlc.physical_ms()).min().unwrap_or(0);
+    replication.gc.stable_ms.store(oldest, Ordering::Relaxed);
+    replication.gc.runs.fetch_add(1, Ordering::Relaxed);
+    for shard in 0..router.shard_count() {
+        let Ok(mut replies) = router.send(shard, vec![ShardOp::ForgetStable(stable.clone())]).await.await else { return };
+        if let Some(ShardReply::Count(dropped)) = replies.pop() {
+            replication.gc.tombstones_dropped.fetch_add(dropped.max(0) as u64, Ordering::Relaxed);
         }
     }
 }
@@ -265,7 +416,8 @@ pub async fn export_leaves(router: &Router, leaves: &[u16]) -> Result<Vec<Delta>
 
 /// Merge deltas from a peer into the shards that own them (a flush goes to all). A
 /// shard whose persistence is behind refuses; its part is retried until it takes it.
-pub async fn merge_into_shards(router: &Router, deltas: Vec<Delta>) -> Result<(), String> {
+/// Returns, per shard, the delta-stream position the merge reached (0: untouched).
+pub async fn merge_into_shards(router: &Router, deltas: Vec<Delta>) -> Result<Vec<u64>, String> {
     const RETRIES_MAX: usize = 600;
     let shards = router.shard_count();
     let mut parts: Vec<Vec<Delta>> = (0..shards).map(|_| Vec::new()).collect();
@@ -273,8 +425,10 @@ pub async fn merge_into_shards(router: &Router, deltas: Vec<Delta>) -> Result<()
         match &delta {
             Delta::Key { key, .. } => parts[router.shard_of(key)].push(delta),
             Delta::Flush { .. } => parts.iter_mut().for_each(|p| p.push(delta.clone())),
+            Delta::Forget { .. } => {} // a node's own decision: never taken from a peer
         }
     }
+    let mut positions = vec![0u64; shards];
     for (shard, part) in parts.into_iter().enumerate() {
         if part.is_empty() {
             continue;
@@ -284,7 +438,10 @@ pub async fn merge_into_shards(router: &Router, deltas: Vec<Delta>) -> Result<()
             let replies =
                 router.send(shard, vec![ShardOp::MergeRemote(part.clone())]).await.await.map_err(|_| "shutting down".to_string())?;
             match replies.into_iter().next() {
-                Some(ShardReply::Count(_)) => break,
+                Some(ShardReply::Count(position)) => {
+                    positions[shard] = position.max(0) as u64;
+                    break;
+                }
                 other => {
                     attempt += 1;
                     if attempt >= RETRIES_MAX {
@@ -295,5 +452,19 @@ pub async fn merge_into_shards(router: &Router, deltas: Vec<Delta>) -> Result<()
             }
         }
     }
-    Ok(())
+    Ok(positions)
+}
+
+/// Where every shard's delta stream stands now (what WAITAOF waits for, and what an
+/// anti-entropy round's merges must be stored up to).
+pub async fn delta_marks(router: &Router) -> Result<Vec<u64>, String> {
+    let mut marks = Vec::with_capacity(router.shard_count());
+    for shard in 0..router.shard_count() {
+        let mut replies = router.send(shard, vec![ShardOp::DeltaMark]).await.await.map_err(|_| "shutting down".to_string())?;
+        match replies.pop() {
+            Some(ShardReply::Count(n)) => marks.push(n.max(0) as u64),
+            _ => marks.push(u64::MAX),
+        }
+    }
+    Ok(marks)
 }

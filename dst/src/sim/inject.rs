@@ -21,10 +21,9 @@ impl Sim {
         });
         let node = self.rng.random_range(0..self.nodes.len());
         match class {
-            // Replication runs crash a node only when everything it wrote is stored: the
-            // oracle cannot yet tell which writes a crash lost once the node writes again
-            // (see docs/testing.md), so these crashes lose nothing but memory.
-            Some(0) if self.nodes[node].up && (!self.cfg.replicate || self.fully_stored(node)) => {
+            // A crash loses what the node had not stored (replication runs then drop from
+            // the oracle the writes no other node had either: `forget_lost_writes`).
+            Some(0) if self.nodes[node].up => {
                 // A request already sent may still land after the process died.
                 let lands = self.rng.random_bool(0.5);
                 let n = &mut self.nodes[node];

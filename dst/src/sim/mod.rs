@@ -15,6 +15,7 @@ mod execute;
 mod inject;
 mod persist;
 mod replicate;
+mod writes;
 
 use crate::faults::FaultWeights;
 use crate::model::{Model, ModelEntry};
@@ -262,7 +263,7 @@ impl Sim {
                     )),
                     ..NodeStorage::default()
                 },
-                repl: cfg.replicate.then(|| ReplNode::new(cfg.nodes)),
+                repl: cfg.replicate.then(|| ReplNode::new(cfg.nodes, i, i as u64)),
             })
             .collect();
         let clients = (0..cfg.clients).map(|i| Client { region: i % cfg.nodes, in_flight: false }).collect();

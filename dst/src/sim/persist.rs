@@ -98,7 +98,16 @@ impl Sim {
         let actual = live_entries(n, local);
         let wanted = expected.live_entries(local);
         n.model = expected;
-        n.storage.streamer = Some(Streamer::new(storage::streamer_config(n.id), &recovered));
+        let mut streamer = Streamer::new(storage::streamer_config(n.id), &recovered);
+        if replicate {
+            // Stamps that left the old process may not have been stored: start above
+            // every one that could have (see `replication::reservation`).
+            let recovered_hlc = n.shards.iter().map(|s| s.clock_last()).max().unwrap_or_default();
+            streamer.set_recovered_hlc(recovered_hlc);
+            let floor = meridian::replication::reservation::ceiling(recovered_hlc);
+            n.shards.iter_mut().for_each(|s| s.witness_clock(floor));
+        }
+        n.storage.streamer = Some(streamer);
         let line = format!(
             "n{node} restart: recovered {} segments, {} checkpoint parts, {} keys",
             recovered.segments_replayed,
@@ -110,6 +119,9 @@ impl Sim {
         // durable-prefix check is the single-node runs' job.
         if actual != wanted && !replicate {
             self.fail(format!("n{node} recovered state differs from its durable prefix:\n  node:  {actual:?}\n  model: {wanted:?}"));
+        }
+        if replicate {
+            self.forget_lost_writes(node);
         }
     }
 }

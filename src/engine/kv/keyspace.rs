@@ -150,6 +150,20 @@ impl Keyspace {
         self.tombstones.insert(key, state);
     }
 
+    /// Drop the tombstones `drop` picks; returns how many went.
+    pub fn drop_tombstones_where(&mut self, mut drop: impl FnMut(&KeyState) -> bool) -> usize {
+        let before = self.tombstones.len();
+        let merkle = &mut self.merkle;
+        self.tombstones.retain(|key, state| {
+            let go = drop(state);
+            if go && let Some(leaves) = merkle.as_mut() {
+                leaves.toggle(leaf_of(key_hash(key)), merkle::digest(key, state));
+            }
+            !go
+        });
+        before - self.tombstones.len()
+    }
+
     /// Every live key and tombstone in one anti-entropy leaf.
     pub fn for_each_in_leaf(&self, leaf: u16, mut visit: impl FnMut(&Bytes, &KeyState)) {
         let leaf_bits = merkle::LEAF_BITS;

@@ -72,6 +72,11 @@ pub struct KvEngine {
     flushed: VersionVector,
     /// When this process began incrementing: the incarnation of its counter slots.
     incarnation: Option<crate::crdt::Hlc>,
+    /// Everything dropped tombstones had covered (tombstone GC): a state arriving for a
+    /// key with neither a live entry nor a tombstone loses every write this covers.
+    forgotten: VersionVector,
+    /// Tombstones dropped as causally stable since start.
+    pub tombstones_dropped: u64,
 }
 
 impl KvEngine {
@@ -192,13 +197,19 @@ impl KvEngine {
             }
             None => {
                 let mut state = incoming;
-                if let Some(tombstone) = self.keys.take_tombstone(&key, hash) {
-                    state.merge(&tombstone);
+                match self.keys.take_tombstone(&key, hash) {
+                    Some(tombstone) => state.merge(&tombstone),
+                    // No trace of the key: whatever of it this node had seen before its
+                    // tombstone was collected was removed here, so it stays removed.
+                    None if !self.forgotten.is_empty() && state.has_dot_covered_by(&self.forgotten) => {
+                        state.remove_observed(&self.forgotten);
+                    }
+                    None => {}
                 }
                 // Keys reach here decoded: an exact-size copy.
                 if state.exists() {
                     self.keys.insert_new_owned(key, hash, state);
-                } else if self.keep_tombstones {
+                } else if self.keep_tombstones && !self.forgotten.dominates(&state.causal_context()) {
                     self.keys.put_tombstone(key, hash, state);
                 }
             }
@@ -223,6 +234,29 @@ impl KvEngine {
                 }
             }
         }
+    }
+
+    /// Tombstone GC: drop every tombstone whose causal context `stable` covers (every
+    /// node has seen the removal and everything concurrent with it has arrived here).
+    /// Returns how many were dropped; `stable` is remembered only if one was.
+    pub fn forget_stable(&mut self, stable: &VersionVector) -> usize {
+        let dropped = self.keys.drop_tombstones_where(|state| stable.dominates(&state.causal_context()));
+        if dropped > 0 {
+            self.forgotten.merge(stable);
+            self.tombstones_dropped += dropped as u64;
+        }
+        dropped
+    }
+
+    /// Replay a recorded tombstone GC (recovery, checkpoints).
+    pub fn merge_forget(&mut self, below: &VersionVector) {
+        self.forgotten.merge(below);
+        self.keys.drop_tombstones_where(|state| below.dominates(&state.causal_context()));
+    }
+
+    /// What dropped tombstones covered (a checkpoint carries it; see `forget_stable`).
+    pub fn forgotten(&self) -> &VersionVector {
+        &self.forgotten
     }
 
     /// This process's counter incarnation: the stamp of its first increment.

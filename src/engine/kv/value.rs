@@ -225,6 +225,16 @@ impl KeyState {
             })
     }
 
+    /// Every counter slot and floor held: (node, incarnation, stamp of its newest
+    /// increment). A floor is the part of a slot a SET or DEL absorbed.
+    pub fn counter_slots(&self) -> impl Iterator<Item = (crate::crdt::NodeId, crate::crdt::Hlc, crate::crdt::Hlc)> + '_ {
+        self.counters.as_deref().into_iter().flat_map(|c| {
+            let ints = c.ints.slots().iter().chain(c.ints.floor()).map(|s| (s.node, s.incarnation, s.hlc));
+            let floats = c.floats.slots().iter().chain(c.floats.floor()).map(|s| (s.node, s.incarnation, s.hlc));
+            ints.chain(floats)
+        })
+    }
+
     /// What is left of this state once it expires: removal metadata that, merged
     /// anywhere, removes exactly what expired and nothing written after.
     pub fn expired_tombstone(&self) -> KeyState {

@@ -1,0 +1,215 @@
+//! What a replicated run accepted, and what its crashes lost: the oracle's side of
+//! replication runs. Every write a client saw accepted is recorded with the context its
+//! node had; at each restart the writes no node holds any more are forgotten (lost
+//! within the documented window), and the ones only other nodes hold become orphans of
+//! their node, whose later writes have not seen them (docs/testing.md).
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use meridian::crdt::{Dot, VersionVector};
+use meridian::engine::kv::{KeyState, key_hash};
+use meridian::shard::routing::shard_for_key;
+
+use super::{Node, Sim};
+use crate::oracle::{Op, OpKind, Ttl};
+
+fn state_of(node: &Node, key: &[u8]) -> Option<KeyState> {
+    let shard = &node.shards[shard_for_key(key, node.shards.len())];
+    shard.kv.keys.get(key, key_hash(key)).map(|e| e.state.clone()).or_else(|| shard.kv.keys.tombstone(key).cloned())
+}
+
+fn context_of(node: &Node, key: &[u8]) -> VersionVector {
+    state_of(node, key).map(|s| s.causal_context()).unwrap_or_default()
+}
+
+impl Sim {
+    /// After a restart: a crash loses the writes its node had not stored, unless they
+    /// had reached another node that still holds them (acknowledged from memory is the
+    /// documented default). Drop from the oracle every write that no node holds any
+    /// more: in memory for a running node, in its store for one that is down.
+    pub(super) fn forget_lost_writes(&mut self, restarted: usize) {
+        let now = self.now;
+        let mut holders: Vec<Vec<meridian::shard::Shard>> = Vec::new();
+        for node in 0..self.nodes.len() {
+            if self.nodes[node].up {
+                continue;
+            }
+            let n = &mut self.nodes[node];
+            let mut shards = super::fresh_shards(0, n.id, self.cfg.shards, true);
+            if let Err(e) = n.storage.recover(n.id, &mut shards) {
+                self.fail(format!("n{node}'s store cannot be read while it is down: {e}"));
+                return;
+            }
+            holders.push(shards);
+        }
+        let live: Vec<&[meridian::shard::Shard]> =
+            self.nodes.iter().filter(|n| n.up).map(|n| n.shards.as_slice()).chain(holders.iter().map(|h| h.as_slice())).collect();
+        // An increment is held where its slot (or the floor that absorbed it) is: a
+        // context may claim it without (see `Orphaned`).
+        // (Stamps are unique per key, not per node: shards keep their own clocks.)
+        let increments: std::collections::BTreeSet<(Bytes, Dot)> = self
+            .oracle
+            .ops
+            .iter()
+            .flat_map(|(key, ops)| ops.iter().filter(|op| matches!(op.kind, OpKind::Incr(_))).map(|op| (key.clone(), op.dot)))
+            .collect();
+        let held = |key: &Bytes, dot: Dot| {
+            live.iter().any(|shards| {
+                if increments.contains(&(key.clone(), dot)) { holds_increment(shards, key, dot) } else { holds(shards, key, dot) }
+            })
+        };
+        let lost = self.oracle.forget_lost(held);
+        // The restarted node's increments that survive elsewhere but not in its own
+        // recovered state: its next writes have not seen them.
+        let node = &self.nodes[restarted];
+        let mut orphans: BTreeMap<Bytes, Vec<Dot>> = BTreeMap::new();
+        for (key, ops) in &self.oracle.ops {
+            for op in ops.iter().filter(|op| op.dot.node == node.id) {
+                let held = match op.kind {
+                    OpKind::Incr(_) => holds_increment(&node.shards, key, op.dot),
+                    _ => holds(&node.shards, key, op.dot),
+                };
+                if !held {
+                    orphans.entry(key.clone()).or_default().push(op.dot);
+                }
+            }
+        }
+        let orphaned: usize = orphans.values().map(Vec::len).sum();
+        let line = (!orphans.is_empty()).then(|| format!("writes of node {} that survive only on other nodes: {orphans:?}", node.id));
+        self.oracle.orphans.insert(node.id, orphans);
+        if let Some(line) = line {
+            self.log(line);
+        }
+        if lost > 0 || orphaned > 0 {
+            self.log(format!("{lost} acknowledged writes lost with unstored memory, {orphaned} survive only elsewhere (at {now} ms)"));
+        }
+    }
+
+    /// The keys a replication-workload command writes, with their contexts before it.
+    pub(super) fn contexts_before(&self, node: usize, args: &[Bytes]) -> Vec<Orphaned> {
+        let n = &self.nodes[node];
+        written_keys(args)
+            .into_iter()
+            .map(|k| {
+                let ctx = context_of(n, &k);
+                let (mut unobserved, mut supersedes) = (Vec::new(), Vec::new());
+                for (&origin, by_key) in &self.oracle.orphans {
+                    for &dot in by_key.get(&k).into_iter().flatten() {
+                        let op = self.oracle.ops.get(&k).and_then(|ops| ops.iter().find(|op| op.dot == dot));
+                        if op.is_some_and(|op| matches!(op.kind, OpKind::Incr(_))) {
+                            // Any node's context may claim it (merged from the orphan's
+                            // node after its restart) without the slot holding it.
+                            if ctx.covers(dot) && !holds_increment(&n.shards, &k, dot) {
+                                unobserved.push(dot);
+                            }
+                        } else if origin == n.id && !ctx.covers(dot) {
+                            supersedes.push(dot);
+                        }
+                    }
+                }
+                Orphaned { key: k, ctx, unobserved, supersedes }
+            })
+            .collect()
+    }
+
+    /// Record in the oracle every write the command made: a key whose context gained a
+    /// new dot of this node was written.
+    pub(super) fn record_writes(&mut self, node: usize, args: &[Bytes], before: Vec<Orphaned>, local_ms: u64) {
+        let n = &self.nodes[node];
+        let own = n.id;
+        let name = args[0].to_ascii_uppercase();
+        for Orphaned { key, ctx: ctx_before, unobserved, supersedes } in before {
+            let ctx_after = context_of(n, &key);
+            if ctx_after.get(own) <= ctx_before.get(own) {
+                continue;
+            }
+            let dot = Dot::new(ctx_after.get(own), own);
+            let kind = match name.as_slice() {
+                b"SET" => {
+                    let ttl = match args.iter().position(|a| a.eq_ignore_ascii_case(b"EX")) {
+                        Some(i) => Ttl::At(local_ms + 1000 * parse_u64(&args[i + 1])),
+                        None if args.iter().any(|a| a.eq_ignore_ascii_case(b"KEEPTTL")) => Ttl::Keep,
+                        None => Ttl::Clear,
+                    };
+                    OpKind::Set { value: args[2].clone(), ttl }
+                }
+                b"MSET" => {
+                    // The last value given for the key wins within one MSET.
+                    let value = args[1..].chunks(2).rev().find(|p| p[0] == key).map(|p| p[1].clone()).unwrap_or_default();
+                    OpKind::Set { value, ttl: Ttl::Clear }
+                }
+                b"INCR" => OpKind::Incr(1),
+                b"INCRBY" => OpKind::Incr(parse_i64(&args[2])),
+                b"DECRBY" => OpKind::Incr(-parse_i64(&args[2])),
+                b"DEL" => OpKind::Del,
+                b"EXPIRE" => match parse_i64(&args[2]) {
+                    s if s <= 0 => OpKind::Del,
+                    s => OpKind::Expire(local_ms + 1000 * s as u64),
+                },
+                b"PERSIST" => OpKind::Persist,
+                other => {
+                    let reason = format!("n{node}: {} wrote {key:?}, which the oracle does not model", String::from_utf8_lossy(other));
+                    self.fail(reason);
+                    return;
+                }
+            };
+            if let Err(reason) = self.oracle.record(key, Op { dot, kind, observed: ctx_before, unobserved, supersedes }) {
+                self.fail(reason);
+                return;
+            }
+        }
+    }
+}
+
+/// Whether `shards` hold the write `dot` to `key`: its causal context covers it (for a
+/// key with neither entry nor tombstone, what its shard forgot covers it).
+fn holds(shards: &[meridian::shard::Shard], key: &Bytes, dot: Dot) -> bool {
+    let shard = &shards[shard_for_key(key, shards.len())];
+    match shard.kv.keys.get(key, key_hash(key)).map(|e| &e.state).or_else(|| shard.kv.keys.tombstone(key)) {
+        Some(state) => state.causal_context().covers(dot),
+        None => shard.kv.forgotten().covers(dot),
+    }
+}
+
+/// A key a command is about to write: the writer's context for it, and which of its
+/// own locally lost writes (`Oracle::orphans`) that context claims without holding.
+pub(super) struct Orphaned {
+    key: Bytes,
+    ctx: VersionVector,
+    unobserved: Vec<Dot>,
+    supersedes: Vec<Dot>,
+}
+
+/// Whether `shards` hold the increment `dot` of its node: a slot (or floor) of that node
+/// from an incarnation begun at or before it has reached its stamp; for a key with
+/// neither entry nor tombstone, what its shard forgot covers it (absorbed, collected).
+fn holds_increment(shards: &[meridian::shard::Shard], key: &Bytes, dot: Dot) -> bool {
+    let shard = &shards[shard_for_key(key, shards.len())];
+    let Some(state) = shard.kv.keys.get(key, key_hash(key)).map(|e| &e.state).or_else(|| shard.kv.keys.tombstone(key)) else {
+        return shard.kv.forgotten().covers(dot);
+    };
+    state.counter_slots().any(|(node, incarnation, hlc)| node == dot.node && incarnation <= dot.hlc && hlc >= dot.hlc)
+}
+
+fn written_keys(args: &[Bytes]) -> Vec<Bytes> {
+    let name = args[0].to_ascii_uppercase();
+    match name.as_slice() {
+        b"MSET" => {
+            let mut keys: Vec<Bytes> = args[1..].chunks(2).map(|p| p[0].clone()).collect();
+            keys.sort();
+            keys.dedup();
+            keys
+        }
+        b"SET" | b"INCR" | b"INCRBY" | b"DECRBY" | b"DEL" | b"EXPIRE" | b"PERSIST" => args.get(1).cloned().into_iter().collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn parse_i64(b: &[u8]) -> i64 {
+    std::str::from_utf8(b).ok().and_then(|s| s.parse().ok()).unwrap_or(0)
+}
+
+fn parse_u64(b: &[u8]) -> u64 {
+    std::str::from_utf8(b).ok().and_then(|s| s.parse().ok()).unwrap_or(0)
+}

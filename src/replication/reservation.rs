@@ -1,0 +1,98 @@
+//! Which of this node's stamps may leave it. A restarted node must never stamp a write
+//! at or below a stamp that already left it (DESIGN §4: stamps are unique and grow);
+//! peers would take the new write for one they had seen. Writes acknowledged from
+//! memory can leave (in a batch, in an anti-entropy state) before they are stored, and
+//! a crash then loses the local copy, so the restarted node cannot see their stamps.
+//!
+//! The rule: a stamp may leave only if it is at most [`RESERVATION_MS`] past the newest
+//! stamp already stored (the *ceiling*); a restarted node starts its clocks above the
+//! ceiling of what it recovered. Every stamp that left the old process is then below
+//! every stamp of the new one. Under load the ceiling runs ahead of the clock and
+//! nothing waits; a write after more than `RESERVATION_MS` of silence waits in its
+//! batch until its segment is stored; after a quick restart the clocks run up to
+//! `RESERVATION_MS` ahead of real time (concurrent SETs from this node then win LWW for
+//! that long). Without persistence nothing is stored, so nothing is held back and a
+//! restarted node (which starts empty) relies on its clock having moved past its old
+//! stamps: see docs/replication.md.
+
+use crate::crdt::{Hlc, NodeId};
+use crate::shard::Delta;
+
+/// How far past the newest stored stamp a stamp may leave this node.
+pub const RESERVATION_MS: u64 = 3_000;
+
+/// The highest stamp that may leave this node while `stored` is the newest stored.
+pub fn ceiling(stored: Hlc) -> Hlc {
+    if crate::bugs::active(crate::bugs::Bug::ReservationIgnored) {
+        return stored;
+    }
+    Hlc::from_parts((stored.physical_ms() + RESERVATION_MS).min(crate::crdt::hlc::PHYSICAL_MS_MAX), u16::MAX)
+}
+
+/// This node's newest stamp in a delta (ZERO if it holds none of this node's writes).
+pub fn own_stamp(delta: &Delta, own: NodeId) -> Hlc {
+    match delta {
+        Delta::Key { state, .. } => state.causal_context().get(own),
+        Delta::Flush { seen } => seen.get(own),
+        Delta::Forget { .. } => Hlc::ZERO,
+    }
+}
+
+/// Whether every delta may leave under `ceiling`.
+pub fn may_leave(deltas: &[Delta], own: NodeId, ceiling: Hlc) -> bool {
+    crate::bugs::active(crate::bugs::Bug::ReservationIgnored) || deltas.iter().all(|d| own_stamp(d, own) <= ceiling)
+}
+
+/// Split `deltas` into those that may leave now and those held for a later batch
+/// (appended to `held`); returns the first and the lowest own stamp held (a batch's
+/// `stable` must stay below it: those writes have not been sent).
+pub fn hold_back(deltas: Vec<Delta>, own: NodeId, ceiling: Hlc, held: &mut Vec<Delta>) -> (Vec<Delta>, Option<Hlc>) {
+    let mut lowest_held: Option<Hlc> = None;
+    let mut send = Vec::with_capacity(deltas.len());
+    for delta in deltas {
+        let stamp = own_stamp(&delta, own);
+        if stamp > ceiling && !crate::bugs::active(crate::bugs::Bug::ReservationIgnored) {
+            lowest_held = Some(lowest_held.map_or(stamp, |l| l.min(stamp)));
+            held.push(delta);
+        } else {
+            send.push(delta);
+        }
+    }
+    (send, lowest_held)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crdt::Dot;
+    use crate::engine::kv::{KeyState, StrVal};
+    use bytes::Bytes;
+
+    fn write(ms: u64, node: NodeId) -> Delta {
+        let state = KeyState::with_value(Dot::new(Hlc::from_parts(ms, 0), node), StrVal::Int(1), None);
+        Delta::Key { key: Bytes::from(format!("k{ms}")), state }
+    }
+
+    #[test]
+    fn stamps_past_the_ceiling_are_held_and_lower_the_stable_stamp() {
+        let stored = Hlc::from_parts(10_000, 0);
+        let limit = ceiling(stored);
+        let deltas = vec![write(12_000, 1), write(14_000, 1), write(20_000, 2), write(13_500, 1)];
+        let mut held = Vec::new();
+        let (send, lowest) = hold_back(deltas, 1, limit, &mut held);
+        assert_eq!(send.len(), 2, "own stamps within the reservation, and a peer's stamp, go");
+        assert_eq!(held.len(), 2);
+        assert_eq!(lowest, Some(Hlc::from_parts(13_500, 0)));
+        assert!(may_leave(&send, 1, limit));
+        assert!(!may_leave(&held, 1, limit));
+    }
+
+    #[test]
+    fn a_restarted_clock_starts_above_every_stamp_that_could_have_left() {
+        let stored = Hlc::from_parts(10_000, 7);
+        let left = ceiling(stored);
+        let mut clock = crate::crdt::HlcClock::new();
+        clock.witness(ceiling(stored));
+        assert!(clock.tick(9_000) > left);
+    }
+}

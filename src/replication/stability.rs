@@ -1,0 +1,344 @@
+//! Causal stability: when a removal is known to every node, with everything concurrent
+//! with it already here, so that its tombstone can be collected (DESIGN §5–§6).
+//!
+//! Two vectors, both per origin node:
+//! - **merged** (`W`): this node has merged every write of that origin stamped at or
+//!   below the entry, and stored it durably. It advances with each batch from the origin
+//!   that arrives without a gap (the batch's `stable` stamp), once the positions the
+//!   batch reached in the shards' delta streams are stored. After a gap (the origin
+//!   restarted, or dropped deltas to its bound) it freezes until an anti-entropy round
+//!   with that origin, started after the gap, completes.
+//! - **reports** (`R[peer]`): the `merged` vector each peer last sent in a batch.
+//!
+//! The stable vector is, per origin, the least of this node's `merged` and every peer's
+//! report. A tombstone below it is known to every node; and since a peer's report
+//! follows, on the same ordered link, every write that peer made before it, every write
+//! concurrent with the removal has arrived here. Dropping it loses nothing: a late copy
+//! of a removed write is below `merged`, and the shard drops such copies for keys it no
+//! longer holds (`KvEngine::merge_key`). Stability waits for every configured peer; a
+//! peer that never reports (down, partitioned) holds every tombstone back.
+//!
+//! Pure state: the shell and the simulator feed it batches, anti-entropy rounds and
+//! stored positions; it never does I/O or reads a clock.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::crdt::{Dot, Hlc, NodeId, VersionVector};
+
+/// Advances waiting for durability; past this, the oldest are folded together.
+const PENDING_ADVANCES_MAX: usize = 256;
+
+/// What a received batch says about its origin.
+#[derive(Clone, Debug)]
+pub struct BatchReceipt {
+    pub origin: NodeId,
+    pub session: u64,
+    pub seq: u64,
+    pub gap: bool,
+    pub stable: Hlc,
+    pub seen: VersionVector,
+}
+
+#[derive(Debug, Default)]
+struct Origin {
+    session: u64,
+    last_seq: u64,
+    /// Set by a gap: the anti-entropy round that will clear it, once one has started.
+    frozen: bool,
+    clearing_round: Option<u64>,
+    /// The newest (stable, report) received while frozen.
+    held: Option<(Hlc, VersionVector)>,
+}
+
+/// Advances that become true once the delta-stream positions are stored.
+#[derive(Debug)]
+struct Advance {
+    updates: BTreeMap<NodeId, (Hlc, VersionVector)>,
+    positions: Vec<u64>,
+}
+
+#[derive(Debug)]
+pub struct Stability {
+    own: NodeId,
+    /// The node ids of the configured peers, as their handshakes tell them.
+    members: Vec<Option<NodeId>>,
+    origins: BTreeMap<NodeId, Origin>,
+    pending: VecDeque<Advance>,
+    merged: VersionVector,
+    reports: BTreeMap<NodeId, VersionVector>,
+    next_round_token: u64,
+}
+
+impl Stability {
+    pub fn new(own: NodeId, peers: usize) -> Stability {
+        Stability {
+            own,
+            members: vec![None; peers],
+            origins: BTreeMap::new(),
+            pending: VecDeque::new(),
+            merged: VersionVector::new(),
+            reports: BTreeMap::new(),
+            next_round_token: 1,
+        }
+    }
+
+    /// The configured peer at `index` turned out to be node `node`.
+    pub fn set_member(&mut self, index: usize, node: NodeId) {
+        if let Some(slot) = self.members.get_mut(index) {
+            *slot = Some(node);
+        }
+    }
+
+    /// A batch from `origin` was merged, reaching `positions` in the shards' delta
+    /// streams (0 for a shard it did not touch).
+    pub fn on_batch(&mut self, receipt: BatchReceipt, positions: Vec<u64>) {
+        let origin = self.origins.entry(receipt.origin).or_default();
+        let same_session = origin.session == receipt.session;
+        if same_session && receipt.seq <= origin.last_seq {
+            return; // a resend of a batch already counted
+        }
+        let contiguous = same_session && !receipt.gap && receipt.seq == origin.last_seq + 1;
+        if !same_session {
+            // A restarted peer reports afresh (it may have lost what it had not stored).
+            self.reports.remove(&receipt.origin);
+        }
+        let origin = self.origins.entry(receipt.origin).or_default();
+        origin.session = receipt.session;
+        origin.last_seq = receipt.seq;
+        if !contiguous {
+            origin.frozen = true;
+            origin.clearing_round = None;
+        }
+        if origin.frozen {
+            origin.held = Some((receipt.stable, receipt.seen));
+            return;
+        }
+        self.push_advance(receipt.origin, receipt.stable, receipt.seen, positions);
+    }
+
+    /// An anti-entropy round with `peer` starts; its token goes to `round_completed`.
+    pub fn round_started(&mut self, peer: NodeId) -> u64 {
+        let token = self.next_round_token;
+        self.next_round_token += 1;
+        let origin = self.origins.entry(peer).or_default();
+        if origin.frozen {
+            origin.clearing_round = Some(token);
+        }
+        token
+    }
+
+    /// The round `token` with `peer` compared every leaf and merged every differing
+    /// one, reaching `positions`: everything the peer wrote before the round started is
+    /// here, so a gap before that start is closed.
+    pub fn round_completed(&mut self, peer: NodeId, token: u64, positions: Vec<u64>) {
+        let Some(origin) = self.origins.get_mut(&peer) else { return };
+        if !origin.frozen || origin.clearing_round != Some(token) {
+            return;
+        }
+        origin.frozen = false;
+        origin.clearing_round = None;
+        if let Some((stable, seen)) = origin.held.take() {
+            self.push_advance(peer, stable, seen, positions);
+        }
+    }
+
+    fn push_advance(&mut self, origin: NodeId, stable: Hlc, seen: VersionVector, positions: Vec<u64>) {
+        if self.pending.len() >= PENDING_ADVANCES_MAX
+            && let Some(oldest) = self.pending.pop_front()
+            && let Some(next) = self.pending.front_mut()
+        {
+            // Fold the oldest into the next: it then waits for the later positions,
+            // which only delays it. Per origin the later update is the larger one.
+            for (node, update) in oldest.updates {
+                next.updates.entry(node).or_insert(update);
+            }
+            for (mine, theirs) in next.positions.iter_mut().zip(oldest.positions) {
+                *mine = (*mine).max(theirs);
+            }
+        }
+        let mut updates = BTreeMap::new();
+        updates.insert(origin, (stable, seen));
+        self.pending.push_back(Advance { updates, positions });
+        debug_assert!(self.pending.len() <= PENDING_ADVANCES_MAX);
+    }
+
+    /// The shards' delta streams are stored up to `stored`: advances that were waiting
+    /// for it take effect.
+    pub fn on_stored(&mut self, stored: &[u64]) {
+        while let Some(front) = self.pending.front() {
+            let durable = front.positions.iter().zip(stored).all(|(wanted, have)| wanted <= have);
+            if !durable {
+                break;
+            }
+            let Some(advance) = self.pending.pop_front() else { break };
+            for (origin, (stable, seen)) in advance.updates {
+                self.merged.add(Dot::new(stable, origin));
+                self.reports.entry(origin).or_default().merge(&seen);
+            }
+        }
+    }
+
+    /// What this node reports to its peers: its `merged` vector, and its own writes up
+    /// to `own_stable`.
+    pub fn report(&self, own_stable: Hlc) -> VersionVector {
+        let mut report = self.merged.clone();
+        report.add(Dot::new(own_stable, self.own));
+        report
+    }
+
+    /// The stable vector, or None while some configured peer is unknown or a node
+    /// outside the configuration has written here.
+    pub fn stable_vector(&self) -> Option<VersionVector> {
+        let members: Option<Vec<NodeId>> = self.members.iter().copied().collect();
+        let members = members?;
+        if self.origins.keys().any(|o| !members.contains(o)) {
+            return None;
+        }
+        if crate::bugs::active(crate::bugs::Bug::TombstoneGcUnstable) {
+            // Planted: only this node's own knowledge, as if the others had all of it.
+            let mut local = self.merged.clone();
+            local.add(Dot::new(Hlc(u64::MAX), self.own));
+            return Some(local);
+        }
+        let mut stable = VersionVector::new();
+        for &origin in members.iter().chain(std::iter::once(&self.own)) {
+            let mine = if origin == self.own { Hlc(u64::MAX) } else { self.merged.get(origin) };
+            let least = members.iter().map(|m| self.reports.get(m).map_or(Hlc::ZERO, |r| r.get(origin))).fold(mine, Hlc::min);
+            if least > Hlc::ZERO {
+                stable.add(Dot::new(least, origin));
+            }
+        }
+        Some(stable)
+    }
+
+    /// Per origin, this node's merged vector (INFO).
+    pub fn merged(&self) -> &VersionVector {
+        &self.merged
+    }
+
+    /// Origins whose gap waits for an anti-entropy round.
+    pub fn frozen_origins(&self) -> usize {
+        self.origins.values().filter(|o| o.frozen).count()
+    }
+
+    /// Advances waiting for their deltas to be stored.
+    pub fn pending_advances(&self) -> usize {
+        self.pending.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hlc(ms: u64) -> Hlc {
+        Hlc::from_parts(ms, 0)
+    }
+
+    fn vv(entries: &[(NodeId, u64)]) -> VersionVector {
+        let mut v = VersionVector::new();
+        entries.iter().for_each(|&(n, ms)| v.add(Dot::new(hlc(ms), n)));
+        v
+    }
+
+    fn batch(origin: NodeId, session: u64, seq: u64, stable: u64, seen: &[(NodeId, u64)]) -> BatchReceipt {
+        BatchReceipt { origin, session, seq, gap: false, stable: hlc(stable), seen: vv(seen) }
+    }
+
+    /// Node 1 with peers 2 and 3, all known, persistence caught up at once.
+    fn three() -> Stability {
+        let mut s = Stability::new(1, 2);
+        s.set_member(0, 2);
+        s.set_member(1, 3);
+        s
+    }
+
+    /// A first contact is a gap (the peer may hold writes it never sent); an
+    /// anti-entropy round started after it closes it.
+    fn open(s: &mut Stability, origin: NodeId, session: u64) {
+        s.on_batch(batch(origin, session, 1, 1, &[]), vec![0]);
+        let token = s.round_started(origin);
+        s.round_completed(origin, token, vec![0]);
+        s.on_stored(&[0]);
+    }
+
+    #[test]
+    fn stable_is_the_least_of_what_every_node_has_merged() {
+        let mut s = three();
+        assert_eq!(s.stable_vector(), Some(VersionVector::new()), "nothing reported yet");
+        open(&mut s, 2, 7);
+        open(&mut s, 3, 8);
+        s.on_batch(batch(2, 7, 2, 50, &[(1, 40), (2, 50), (3, 30)]), vec![10]);
+        s.on_batch(batch(3, 8, 2, 60, &[(1, 45), (2, 20), (3, 60)]), vec![12]);
+        assert_eq!(s.stable_vector(), Some(VersionVector::new()), "not stored yet: nothing counts");
+        s.on_stored(&[12]);
+        assert_eq!(s.stable_vector(), Some(vv(&[(1, 40), (2, 20), (3, 30)])));
+        assert_eq!(s.report(hlc(70)), vv(&[(1, 70), (2, 50), (3, 60)]));
+    }
+
+    #[test]
+    fn an_unknown_peer_or_a_stranger_holds_collection_back() {
+        let mut s = Stability::new(1, 2);
+        s.set_member(0, 2);
+        assert_eq!(s.stable_vector(), None, "peer 2's node id is not known yet");
+        s.set_member(1, 3);
+        s.on_batch(batch(9, 1, 1, 5, &[]), vec![0]);
+        assert_eq!(s.stable_vector(), None, "node 9 writes here but is not configured");
+    }
+
+    #[test]
+    fn a_gap_freezes_an_origin_until_a_round_started_after_it_completes() {
+        let mut s = three();
+        open(&mut s, 2, 7);
+        s.on_batch(batch(2, 7, 2, 20, &[(2, 20)]), vec![1]);
+        s.on_stored(&[1]);
+        assert_eq!(s.merged().get(2), hlc(20));
+        let early = s.round_started(2);
+        // Batch 3 was lost with an overflowing queue: 4 arrives.
+        s.on_batch(batch(2, 7, 4, 40, &[(2, 40)]), vec![2]);
+        s.on_batch(batch(2, 7, 5, 50, &[(2, 50)]), vec![3]);
+        s.on_stored(&[3]);
+        assert_eq!(s.merged().get(2), hlc(20), "frozen");
+        assert_eq!(s.frozen_origins(), 1);
+        s.round_completed(2, early, vec![3]);
+        s.on_stored(&[3]);
+        assert_eq!(s.merged().get(2), hlc(20), "a round started before the gap proves nothing");
+        let late = s.round_started(2);
+        s.round_completed(2, late, vec![4]);
+        s.on_stored(&[3]);
+        assert_eq!(s.merged().get(2), hlc(20), "the round's merges are not stored yet");
+        s.on_stored(&[4]);
+        assert_eq!(s.merged().get(2), hlc(50));
+        assert_eq!(s.frozen_origins(), 0);
+    }
+
+    #[test]
+    fn a_restarted_peer_or_a_flagged_gap_freezes_and_a_resend_does_not() {
+        let mut s = three();
+        open(&mut s, 2, 7);
+        s.on_batch(batch(2, 7, 2, 20, &[]), vec![0]);
+        s.on_batch(batch(2, 7, 2, 20, &[]), vec![0]);
+        assert_eq!(s.frozen_origins(), 0, "a resend after a reconnect is no gap");
+        s.on_batch(batch(2, 8, 3, 30, &[]), vec![0]);
+        assert_eq!(s.frozen_origins(), 1, "a new session is a gap");
+        let token = s.round_started(2);
+        s.round_completed(2, token, vec![0]);
+        let mut flagged = batch(2, 8, 4, 40, &[]);
+        flagged.gap = true;
+        s.on_batch(flagged, vec![0]);
+        assert_eq!(s.frozen_origins(), 1, "the sender's outbox overflowed");
+    }
+
+    #[test]
+    fn pending_advances_stay_bounded_while_storage_is_stuck() {
+        let mut s = three();
+        open(&mut s, 2, 7);
+        for seq in 2..5_000u64 {
+            s.on_batch(batch(2, 7, seq, seq, &[(2, seq)]), vec![seq]);
+            assert!(s.pending_advances() <= PENDING_ADVANCES_MAX);
+        }
+        s.on_stored(&[u64::MAX]);
+        assert_eq!(s.merged().get(2), hlc(4_999), "nothing folded away is lost");
+        assert_eq!(s.pending_advances(), 0);
+    }
+}
