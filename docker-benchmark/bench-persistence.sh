@@ -25,9 +25,13 @@ trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-start() { # start DATA_DIR PORT extra-args...
+start() { # start DATA_DIR PORT extra-args...   (one core, one shard; RECOVERY_CORES=all: every core, default shards)
     local dir="$1" port="$2"; shift 2
-    taskset -c "$SERVER_CORE" "$MERIDIAN_BIN" --port "$port" --shards 1 --data-dir "$dir" "$@" 2>>"$TMP/server.log" &
+    if [[ "${RECOVERY_CORES:-}" == "all" ]]; then
+        "$MERIDIAN_BIN" --port "$port" --data-dir "$dir" "$@" 2>>"$TMP/server.log" &
+    else
+        taskset -c "$SERVER_CORE" "$MERIDIAN_BIN" --port "$port" --shards 1 --data-dir "$dir" "$@" 2>>"$TMP/server.log" &
+    fi
     PID=$!
     for _ in $(seq 1 400); do
         redis-cli -p "$port" PING >/dev/null 2>&1 && return 0
@@ -73,8 +77,13 @@ taskset -c "$CLIENT_CORE" redis-benchmark -h 127.0.0.1 -p "$port" -t set -n "$KE
 sleep 0.6
 keys=$(redis-cli -p "$port" DBSIZE)
 stop
-start "$TMP/recovery" "$port"
-line=$(grep "recovery complete" "$TMP/server.log" | tail -1)
-printf 'keys: %s\n%s\n' "$keys" "${line#*INFO }"
-[[ "$(redis-cli -p "$port" DBSIZE)" == "$keys" ]] || { echo "recovered key count differs!" >&2; exit 1; }
-stop
+# Recovery reads and decodes on one thread and applies on one thread per shard: first
+# as benchmarked above (one core, one shard), then as a node starts by default (every
+# core, one shard per core).
+for cores in one all; do
+    RECOVERY_CORES=$cores start "$TMP/recovery" "$port"
+    line=$(grep "recovery complete" "$TMP/server.log" | tail -1)
+    printf 'keys: %s, cores: %s (of %s)\n%s\n' "$keys" "$cores" "$(nproc)" "${line#*INFO }"
+    [[ "$(redis-cli -p "$port" DBSIZE)" == "$keys" ]] || { echo "recovered key count differs!" >&2; exit 1; }
+    stop
+done

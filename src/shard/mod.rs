@@ -496,15 +496,24 @@ impl Shard {
 /// Apply recovered deltas to a node's shards, routing each key to its shard (whatever
 /// the shard count was when they were written) and a flush to every shard.
 pub fn merge_recovered(shards: &mut [Shard], deltas: Vec<Delta>) {
+    let parts = split_by_shard(deltas, shards.len());
+    for (shard, part) in shards.iter_mut().zip(parts) {
+        part.into_iter().for_each(|delta| shard.merge_delta(delta));
+    }
+}
+
+/// Split deltas into one run per shard, in order: each key to the shard that owns it
+/// among `shards`, a flush or forget record to every shard.
+pub fn split_by_shard(deltas: Vec<Delta>, shards: usize) -> Vec<Vec<Delta>> {
+    assert!(shards > 0);
+    let mut parts: Vec<Vec<Delta>> = (0..shards).map(|_| Vec::with_capacity(deltas.len() / shards + 1)).collect();
     for delta in deltas {
         match &delta {
-            Delta::Key { key, .. } => {
-                let n = shards.len();
-                shards[routing::shard_for_key(key, n)].merge_delta(delta);
-            }
-            Delta::Flush { .. } | Delta::Forget { .. } => shards.iter_mut().for_each(|s| s.merge_delta(delta.clone())),
+            Delta::Key { key, .. } => parts[routing::shard_for_key(key, shards)].push(delta),
+            Delta::Flush { .. } | Delta::Forget { .. } => parts.iter_mut().for_each(|p| p.push(delta.clone())),
         }
     }
+    parts
 }
 
 fn apply_key(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: KeyCommand) -> Frame {

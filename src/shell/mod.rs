@@ -144,7 +144,7 @@ pub fn run(config: Config) -> Result<(), String> {
             tracing::warn!("RUNNING WITHOUT FENCING (--allow-unfenced): {e}");
         }
         tracing::info!(%location, node_id = config.node_id, "recovering from the object store");
-        let recovered = io_runtime.block_on(persistence::recover(store.as_ref(), config.node_id, config.accept_data_loss, &mut shards))?;
+        let recovered = persistence::recover(&io_runtime, store.as_ref(), config.node_id, config.accept_data_loss, &mut shards)?;
         // As Redis when it loads: keys already expired are gone before anyone looks.
         let now = now_ms();
         for shard in &mut shards {

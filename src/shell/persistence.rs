@@ -19,12 +19,14 @@ use crate::engine::kv::keyspace::SLOT_SPACE;
 use crate::persistence::recovery::{Recovered, Recovery, Step};
 use crate::persistence::store::{StoreOp, StoreResult};
 use crate::persistence::streamer::{PersistenceStats, Streamer, StreamerConfig};
-use crate::shard::{Shard, ShardOp, ShardReply};
+use crate::shard::{Delta, Shard, ShardOp, ShardReply};
 
 /// Keys per checkpoint chunk request (one shard round trip).
 const CHECKPOINT_CHUNK_KEYS: usize = 4096;
 /// Store operations one driver round may issue at most.
 const OPS_PER_ROUND_MAX: usize = 64;
+/// Decoded objects waiting for each shard's recovery thread (bounds recovery memory).
+const RECOVERY_BATCHES_QUEUED_MAX: usize = 2;
 /// How long a clean shutdown waits for the last deltas to be stored.
 const SHUTDOWN_FLUSH_SECONDS: u64 = 10;
 
@@ -172,37 +174,100 @@ pub async fn probe_conditional_put(store: &dyn ObjectStore, node: u16, nonce: &s
 }
 
 /// Rebuild the shards from the store before the node serves anyone.
-pub async fn recover(store: &dyn ObjectStore, node: u16, accept_loss: bool, shards: &mut [Shard]) -> Result<Recovered, String> {
+pub fn recover(
+    runtime: &tokio::runtime::Runtime,
+    store: &dyn ObjectStore,
+    node: u16,
+    accept_loss: bool,
+    shards: &mut [Shard],
+) -> Result<Recovered, String> {
+    let started = std::time::Instant::now();
+    let result = if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
+        recover_in_parallel(runtime, store, node, accept_loss, shards)?
+    } else {
+        recover_on_this_thread(runtime, store, node, accept_loss, shards)?
+    };
+    if let Some(loss) = &result.loss {
+        tracing::error!("DATA LOSS ACCEPTED (--accept-data-loss): {loss}");
+    }
+    tracing::info!(
+        manifest_epoch = result.manifest.epoch,
+        checkpoint_parts = result.checkpoint_parts_loaded,
+        segments = result.segments_replayed,
+        deltas = result.deltas_applied,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "recovery complete"
+    );
+    Ok(result)
+}
+
+/// With one core, threads would only take turns: read, decode and apply in one.
+fn recover_on_this_thread(
+    runtime: &tokio::runtime::Runtime,
+    store: &dyn ObjectStore,
+    node: u16,
+    accept_loss: bool,
+    shards: &mut [Shard],
+) -> Result<Recovered, String> {
     let mut recovery = Recovery::new(node, accept_loss);
     let mut step = recovery.start();
-    let started = std::time::Instant::now();
     loop {
         step = match step {
-            Step::Store(op) => {
-                let result = execute(store, op).await;
-                recovery.next(Some(result))
-            }
+            Step::Store(op) => recovery.next(Some(runtime.block_on(execute(store, op)))),
             Step::Apply(deltas) => {
                 crate::shard::merge_recovered(shards, deltas);
                 recovery.next(None)
             }
-            Step::Done(recovered) => {
-                if let Some(loss) = &recovered.loss {
-                    tracing::error!("DATA LOSS ACCEPTED (--accept-data-loss): {loss}");
-                }
-                tracing::info!(
-                    manifest_epoch = recovered.manifest.epoch,
-                    checkpoint_parts = recovered.checkpoint_parts_loaded,
-                    segments = recovered.segments_replayed,
-                    deltas = recovered.deltas_applied,
-                    elapsed_ms = started.elapsed().as_millis() as u64,
-                    "recovery complete"
-                );
-                return Ok(recovered);
-            }
+            Step::Done(recovered) => return Ok(recovered),
             Step::Failed(e) => return Err(format!("recovery failed: {e}")),
         };
     }
+}
+
+/// One applier thread per shard: the next object is read and decoded while the shards
+/// apply the previous one, each its own keys (in order, per shard).
+fn recover_in_parallel(
+    runtime: &tokio::runtime::Runtime,
+    store: &dyn ObjectStore,
+    node: u16,
+    accept_loss: bool,
+    shards: &mut [Shard],
+) -> Result<Recovered, String> {
+    std::thread::scope(|scope| {
+        let mut appliers = Vec::with_capacity(shards.len());
+        for shard in shards.iter_mut() {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Delta>>(RECOVERY_BATCHES_QUEUED_MAX);
+            std::thread::Builder::new()
+                .name("meridian-recover".into())
+                .spawn_scoped(scope, move || {
+                    for batch in rx {
+                        batch.into_iter().for_each(|delta| shard.merge_delta(delta));
+                    }
+                })
+                .map_err(|e| format!("cannot start a recovery thread: {e}"))?;
+            appliers.push(tx);
+        }
+        let mut recovery = Recovery::new(node, accept_loss);
+        let mut step = recovery.start();
+        loop {
+            step = match step {
+                Step::Store(op) => {
+                    let result = runtime.block_on(execute(store, op));
+                    recovery.next(Some(result))
+                }
+                Step::Apply(deltas) => {
+                    for (applier, part) in appliers.iter().zip(crate::shard::split_by_shard(deltas, appliers.len())) {
+                        if !part.is_empty() && applier.send(part).is_err() {
+                            return Err("a recovery thread stopped".to_string());
+                        }
+                    }
+                    recovery.next(None)
+                }
+                Step::Done(recovered) => return Ok(recovered),
+                Step::Failed(e) => return Err(format!("recovery failed: {e}")),
+            };
+        }
+    })
 }
 
 pub struct Driver {
