@@ -11,6 +11,7 @@ use crate::crdt::{Dot, Hlc, VersionVector};
 use crate::engine::kv::KeyState;
 use crate::engine::kv::value::{KeyStateParts, StrVal};
 use crate::shard::Delta;
+use crate::shard::routing::ShardScope;
 
 /// Entries of one collection inside a key state at most (concurrent values, slots:
 /// bounded by the number of nodes in practice).
@@ -283,6 +284,7 @@ pub fn read_key_state(r: &mut Reader) -> Result<KeyState, DecodeError> {
 const DELTA_KEY: u8 = 1;
 const DELTA_FLUSH: u8 = 2;
 const DELTA_FORGET: u8 = 3;
+const DELTA_SHARD_FLUSH: u8 = 4;
 
 pub fn write_vv(w: &mut Writer, vv: &VersionVector) {
     w.var(vv.len() as u64);
@@ -304,8 +306,14 @@ pub fn write_delta(w: &mut Writer, delta: &Delta) {
             w.bytes(key);
             write_key_state(w, state);
         }
-        Delta::Flush { seen } => {
+        Delta::Flush { seen, scope } if *scope == ShardScope::ALL => {
             w.u8(DELTA_FLUSH);
+            write_vv(w, seen);
+        }
+        Delta::Flush { seen, scope } => {
+            w.u8(DELTA_SHARD_FLUSH);
+            w.u16(scope.index);
+            w.u16(scope.count);
             write_vv(w, seen);
         }
         Delta::Forget { below } => {
@@ -321,7 +329,14 @@ pub fn read_delta(r: &mut Reader) -> Result<Delta, DecodeError> {
             let key = Bytes::copy_from_slice(r.bytes()?);
             Ok(Delta::Key { key, state: read_key_state(r)? })
         }
-        DELTA_FLUSH => Ok(Delta::Flush { seen: read_vv(r)? }),
+        DELTA_FLUSH => Ok(Delta::Flush { seen: read_vv(r)?, scope: ShardScope::ALL }),
+        DELTA_SHARD_FLUSH => {
+            let (index, count) = (r.u16()?, r.u16()?);
+            if count == 0 || index >= count {
+                return err(format!("flush of shard {index} of {count}"));
+            }
+            Ok(Delta::Flush { seen: read_vv(r)?, scope: ShardScope { index, count } })
+        }
         DELTA_FORGET => Ok(Delta::Forget { below: read_vv(r)? }),
         other => err(format!("unknown delta kind {other}")),
     }
@@ -348,7 +363,8 @@ mod tests {
         s.persist(dot(5, 1));
         for delta in [
             Delta::Key { key: Bytes::from_static(b"k"), state: s.clone() },
-            Delta::Flush { seen: s.causal_context() },
+            Delta::Flush { seen: s.causal_context(), scope: ShardScope::ALL },
+            Delta::Flush { seen: s.causal_context(), scope: ShardScope { index: 2, count: 5 } },
             Delta::Forget { below: s.causal_context() },
         ] {
             let mut w = Writer::default();

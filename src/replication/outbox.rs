@@ -12,13 +12,14 @@ use bytes::Bytes;
 use crate::crdt::VersionVector;
 use crate::engine::kv::KeyState;
 use crate::shard::Delta;
+use crate::shard::routing::ShardScope;
 
 type KeyMap = hashbrown::HashMap<Bytes, KeyState, foldhash::fast::RandomState>;
 
 #[derive(Debug, Default)]
 pub struct Outbox {
     keys: KeyMap,
-    flushes: Vec<VersionVector>,
+    flushes: Vec<(VersionVector, ShardScope)>,
     bytes: usize,
     bytes_max: usize,
     /// Set when the bound dropped deltas; cleared by the next drain.
@@ -69,9 +70,9 @@ impl Outbox {
         self.enforce_bound();
     }
 
-    pub fn flushed(&mut self, seen: &VersionVector) {
+    pub fn flushed(&mut self, seen: &VersionVector, scope: ShardScope) {
         self.bytes += seen.len() * 16;
-        self.flushes.push(seen.clone());
+        self.flushes.push((seen.clone(), scope));
         self.enforce_bound();
     }
 
@@ -87,7 +88,7 @@ impl Outbox {
 
     /// Everything written since the last drain, each key once.
     pub fn drain(&mut self) -> OutboxBatch {
-        let mut deltas: Vec<Delta> = self.flushes.drain(..).map(|seen| Delta::Flush { seen }).collect();
+        let mut deltas: Vec<Delta> = self.flushes.drain(..).map(|(seen, scope)| Delta::Flush { seen, scope }).collect();
         deltas.extend(self.keys.drain().map(|(key, state)| Delta::Key { key, state }));
         self.bytes = 0;
         OutboxBatch { deltas, overflowed: std::mem::take(&mut self.overflowed) }

@@ -33,7 +33,7 @@ pub fn ceiling(stored: Hlc) -> Hlc {
 pub fn own_stamp(delta: &Delta, own: NodeId) -> Hlc {
     match delta {
         Delta::Key { state, .. } => state.causal_context().get(own),
-        Delta::Flush { seen } => seen.get(own),
+        Delta::Flush { seen, .. } => seen.get(own),
         Delta::Forget { .. } => Hlc::ZERO,
     }
 }

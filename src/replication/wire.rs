@@ -310,7 +310,10 @@ mod tests {
                 gap: true,
                 stable: Hlc::from_parts(100, 3),
                 seen: seen.clone(),
-                deltas: vec![Delta::Key { key: Bytes::from_static(b"k"), state }, Delta::Flush { seen }],
+                deltas: vec![
+                    Delta::Key { key: Bytes::from_static(b"k"), state },
+                    Delta::Flush { seen, scope: crate::shard::routing::ShardScope { index: 1, count: 3 } },
+                ],
             },
             Message::Ack { seq: 42 },
             Message::AeGroups { round: 1, groups: vec![1, 2, 3] },

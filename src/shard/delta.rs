@@ -10,10 +10,12 @@ use bytes::Bytes;
 
 use crate::crdt::{Dot, VersionVector};
 use crate::engine::kv::{DeltaSink, KeyState};
+use crate::shard::routing::ShardScope;
 
 /// One change to ship: a key's new state, or a whole-shard flush. A flush carries the
-/// causal context it had seen, so it removes exactly that (observed-remove at database
-/// level): writes it had not seen survive it, wherever and in whatever order it lands.
+/// causal context it had seen and the keys it covered (its shard), so it removes exactly
+/// that (observed-remove at database level): writes it had not seen survive it,
+/// wherever and in whatever order it lands.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Delta {
     Key {
@@ -22,6 +24,7 @@ pub enum Delta {
     },
     Flush {
         seen: VersionVector,
+        scope: ShardScope,
     },
     /// Tombstones covered by `below` were dropped as causally stable: from here on a
     /// state arriving for an absent key loses every write `below` covers (this node had
@@ -36,7 +39,7 @@ impl Delta {
     pub fn max_hlc(&self) -> crate::crdt::Hlc {
         match self {
             Delta::Key { state, .. } => state.max_hlc(),
-            Delta::Flush { seen } => seen.max_hlc(),
+            Delta::Flush { seen, .. } => seen.max_hlc(),
             Delta::Forget { below } => below.max_hlc(),
         }
     }
@@ -44,7 +47,7 @@ impl Delta {
     pub fn approx_bytes(&self) -> usize {
         match self {
             Delta::Key { key, state } => key.len() + state.approx_bytes(),
-            Delta::Flush { seen } | Delta::Forget { below: seen } => seen.len() * std::mem::size_of::<Dot>(),
+            Delta::Flush { seen, .. } | Delta::Forget { below: seen } => seen.len() * std::mem::size_of::<Dot>(),
         }
     }
 }
@@ -138,7 +141,7 @@ impl DeltaSink for DeltaLog {
         }
     }
 
-    fn flushed(&mut self, seen: &VersionVector) {
-        self.push(Delta::Flush { seen: seen.clone() });
+    fn flushed(&mut self, seen: &VersionVector, scope: ShardScope) {
+        self.push(Delta::Flush { seen: seen.clone(), scope });
     }
 }

@@ -46,6 +46,8 @@ pub struct ShardConfig {
     pub outbox_bytes_max: usize,
     /// Remote stamps further ahead of local time than this are counted (DESIGN §4).
     pub max_clock_skew_ms: u64,
+    /// How many shards the node has (a FLUSHALL's scope is this shard among them).
+    pub shard_count: usize,
 }
 
 impl ShardConfig {
@@ -61,6 +63,7 @@ impl ShardConfig {
             replicate: false,
             outbox_bytes_max: 64 << 20,
             max_clock_skew_ms: 2_000,
+            shard_count: 1,
         }
     }
 }
@@ -207,10 +210,10 @@ impl DeltaSink for ShardSinks<'_> {
         }
     }
 
-    fn flushed(&mut self, seen: &VersionVector) {
-        self.log.flushed(seen);
+    fn flushed(&mut self, seen: &VersionVector, scope: routing::ShardScope) {
+        self.log.flushed(seen, scope);
         if let Some(outbox) = self.outbox.as_deref_mut() {
-            outbox.flushed(seen);
+            outbox.flushed(seen, scope);
         }
     }
 }
@@ -218,6 +221,8 @@ impl DeltaSink for ShardSinks<'_> {
 impl Shard {
     pub fn new(config: ShardConfig) -> Shard {
         let mut kv = KvEngine::new();
+        kv.scope = routing::ShardScope { index: config.shard_id as u16, count: config.shard_count.max(1) as u16 };
+        debug_assert!(config.shard_id < config.shard_count.max(1), "shard {} of {}", config.shard_id, config.shard_count);
         kv.record_expiries = config.record_deltas;
         if config.replicate {
             kv.keep_tombstones = true;
@@ -410,7 +415,7 @@ impl Shard {
             if self.deltas.is_recording() {
                 match &delta {
                     Delta::Key { key, state } => self.deltas.key_changed(key, state),
-                    Delta::Flush { seen } => self.deltas.flushed(seen),
+                    Delta::Flush { seen, scope } => self.deltas.flushed(seen, *scope),
                     Delta::Forget { .. } => {}
                 }
             }
@@ -446,7 +451,7 @@ impl Shard {
     fn merge_into_kv(&mut self, delta: Delta) {
         match delta {
             Delta::Key { key, state } => self.kv.merge_key(key, state),
-            Delta::Flush { seen } => self.kv.merge_flush(&seen),
+            Delta::Flush { seen, scope } => self.kv.merge_flush(&seen, scope),
             Delta::Forget { below } => self.kv.merge_forget(&below),
         }
     }

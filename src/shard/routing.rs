@@ -20,6 +20,32 @@ pub fn routing_part(key: &[u8]) -> &[u8] {
     key
 }
 
+/// The keys one shard owned: its index among `count` shards. A FLUSHALL is carried out
+/// by every shard on its own keys, each with its own causal context (shards keep their
+/// own clocks); replayed on another shard count or merged on another node, each part
+/// must apply to exactly the keys it covered, or it would remove writes another shard
+/// made after it with lower stamps.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ShardScope {
+    pub index: u16,
+    pub count: u16,
+}
+
+impl Default for ShardScope {
+    fn default() -> ShardScope {
+        ShardScope::ALL
+    }
+}
+
+impl ShardScope {
+    /// Every key (a node with one shard; FLUSHALL records written before scopes).
+    pub const ALL: ShardScope = ShardScope { index: 0, count: 1 };
+
+    pub fn contains(&self, key: &[u8]) -> bool {
+        shard_for_key(key, self.count.max(1) as usize) == self.index as usize
+    }
+}
+
 /// The shard (of `shards`) that owns `key`.
 pub fn shard_for_key(key: &[u8], shards: usize) -> usize {
     debug_assert!(shards > 0);

@@ -120,6 +120,7 @@ pub fn run(config: Config) -> Result<(), String> {
     let mut shards: Vec<Shard> = (0..shard_count)
         .map(|shard_id| {
             let mut shard_config = ShardConfig::new(shard_id, config.node_id);
+            shard_config.shard_count = shard_count;
             shard_config.string_bytes_max = config.proto_max_bulk_len;
             shard_config.rng_seed = rand::random();
             shard_config.record_deltas = record_deltas;

@@ -137,6 +137,7 @@ fn fresh_shards(seed: u64, node: NodeId, shards: usize, replicate: bool) -> Vec<
     (0..shards)
         .map(|s| {
             let mut config = ShardConfig::new(s, node);
+            config.shard_count = shards;
             config.rng_seed = seed ^ ((node as u64) << 32) ^ s as u64;
             config.record_deltas = true;
             config.replicate = replicate;

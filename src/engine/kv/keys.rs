@@ -149,8 +149,8 @@ impl KvEngine {
         for entry in self.keys.iter() {
             seen.merge(&entry.state.causal_context());
         }
-        ctx.deltas.flushed(&seen);
-        self.record_flush(&seen);
+        ctx.deltas.flushed(&seen, self.scope);
+        self.record_flush(&seen, self.scope);
         self.keys.clear();
     }
 

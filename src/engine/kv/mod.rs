@@ -16,6 +16,7 @@ mod value_laws;
 use bytes::Bytes;
 
 use crate::crdt::{Dot, HlcClock, NodeId, VersionVector};
+use crate::shard::routing::ShardScope;
 pub use keyspace::{Keyspace, key_hash};
 pub use value::{KeyState, StrVal};
 
@@ -24,7 +25,7 @@ pub use value::{KeyState, StrVal};
 /// one), never a slice of a client's read buffer: sinks may keep it by reference count.
 pub trait DeltaSink {
     fn key_changed(&mut self, key: &Bytes, state: &KeyState);
-    fn flushed(&mut self, seen: &VersionVector);
+    fn flushed(&mut self, seen: &VersionVector, scope: ShardScope);
 }
 
 /// Everything a write needs from outside the keyspace.
@@ -67,9 +68,12 @@ pub struct KvEngine {
     /// Keep the removal metadata of keys that no longer exist (replication): a delete
     /// must still win over an older write that reaches this node after it.
     pub keep_tombstones: bool,
-    /// The contexts of every FLUSHALL merged here: a write they had seen that arrives
-    /// later (from a peer) is removed on arrival, as if it had been here to flush.
-    flushed: VersionVector,
+    /// The contexts of every FLUSHALL merged here, per shard scope: a write one had
+    /// seen that arrives later (from a peer) for a key in its scope is removed on
+    /// arrival, as if it had been here to flush.
+    flushed: Vec<(ShardScope, VersionVector)>,
+    /// The keys this engine owns (what a local FLUSHALL covers).
+    pub scope: ShardScope,
     /// When this process began incrementing: the incarnation of its counter slots.
     incarnation: Option<crate::crdt::Hlc>,
     /// Everything dropped tombstones had covered (tombstone GC): a state arriving for a
@@ -179,8 +183,10 @@ impl KvEngine {
     /// Join a key state from elsewhere (recovery, a peer) into this shard.
     pub fn merge_key(&mut self, key: Bytes, mut incoming: KeyState) {
         let hash = key_hash(&key);
-        if !self.flushed.is_empty() && incoming.has_dot_covered_by(&self.flushed) {
-            incoming.remove_observed(&self.flushed);
+        for (scope, seen) in &self.flushed {
+            if scope.contains(&key) && incoming.has_dot_covered_by(seen) {
+                incoming.remove_observed(seen);
+            }
         }
         // In place when the key is here, moved in when it is not: no copies.
         match self.keys.update(&key, hash, |entry| {
@@ -216,10 +222,10 @@ impl KvEngine {
         }
     }
 
-    /// Replay a FLUSHALL: remove, from every key, what the flush had seen.
-    pub fn merge_flush(&mut self, seen: &VersionVector) {
-        self.flushed.merge(seen);
-        let keys: Vec<Bytes> = self.keys.iter().map(|e| e.key.clone()).collect();
+    /// Replay a FLUSHALL: remove, from every key in its scope, what the flush had seen.
+    pub fn merge_flush(&mut self, seen: &VersionVector, scope: ShardScope) {
+        self.record_flush(seen, scope);
+        let keys: Vec<Bytes> = self.keys.iter().filter(|e| scope.contains(&e.key)).map(|e| e.key.clone()).collect();
         for key in keys {
             let hash = key_hash(&key);
             let Some(entry) = self.keys.get(&key, hash) else { continue };
@@ -264,9 +270,12 @@ impl KvEngine {
         *self.incarnation.get_or_insert(dot.hlc)
     }
 
-    /// Remember a local FLUSHALL's context (see [`KvEngine::merge_flush`]).
-    fn record_flush(&mut self, seen: &VersionVector) {
-        self.flushed.merge(seen);
+    /// Remember a FLUSHALL's context (see [`KvEngine::merge_flush`]).
+    fn record_flush(&mut self, seen: &VersionVector, scope: ShardScope) {
+        match self.flushed.iter_mut().find(|(s, _)| *s == scope) {
+            Some((_, all)) => all.merge(seen),
+            None => self.flushed.push((scope, seen.clone())),
+        }
     }
 
     /// Expire up to `limit` keys that are due; returns how many were removed.
