@@ -185,7 +185,11 @@ pub fn recover(
     let result = if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
         recover_in_parallel(runtime, store, node, accept_loss, shards)?
     } else {
-        recover_on_this_thread(runtime, store, node, accept_loss, shards)?
+        // With one core, threads would only take turns: read, decode and apply in one.
+        run_recovery(runtime, store, node, accept_loss, |deltas| {
+            crate::shard::merge_recovered(shards, deltas);
+            Ok(())
+        })?
     };
     if let Some(loss) = &result.loss {
         tracing::error!("DATA LOSS ACCEPTED (--accept-data-loss): {loss}");
@@ -199,29 +203,6 @@ pub fn recover(
         "recovery complete"
     );
     Ok(result)
-}
-
-/// With one core, threads would only take turns: read, decode and apply in one.
-fn recover_on_this_thread(
-    runtime: &tokio::runtime::Runtime,
-    store: &dyn ObjectStore,
-    node: u16,
-    accept_loss: bool,
-    shards: &mut [Shard],
-) -> Result<Recovered, String> {
-    let mut recovery = Recovery::new(node, accept_loss);
-    let mut step = recovery.start();
-    loop {
-        step = match step {
-            Step::Store(op) => recovery.next(Some(runtime.block_on(execute(store, op)))),
-            Step::Apply(deltas) => {
-                crate::shard::merge_recovered(shards, deltas);
-                recovery.next(None)
-            }
-            Step::Done(recovered) => return Ok(recovered),
-            Step::Failed(e) => return Err(format!("recovery failed: {e}")),
-        };
-    }
 }
 
 /// One applier thread per shard: the next object is read and decoded while the shards
@@ -247,27 +228,39 @@ fn recover_in_parallel(
                 .map_err(|e| format!("cannot start a recovery thread: {e}"))?;
             appliers.push(tx);
         }
-        let mut recovery = Recovery::new(node, accept_loss);
-        let mut step = recovery.start();
-        loop {
-            step = match step {
-                Step::Store(op) => {
-                    let result = runtime.block_on(execute(store, op));
-                    recovery.next(Some(result))
+        run_recovery(runtime, store, node, accept_loss, |deltas| {
+            for (applier, part) in appliers.iter().zip(crate::shard::split_by_shard(deltas, appliers.len())) {
+                if !part.is_empty() && applier.send(part).is_err() {
+                    return Err("a recovery thread stopped".to_string());
                 }
-                Step::Apply(deltas) => {
-                    for (applier, part) in appliers.iter().zip(crate::shard::split_by_shard(deltas, appliers.len())) {
-                        if !part.is_empty() && applier.send(part).is_err() {
-                            return Err("a recovery thread stopped".to_string());
-                        }
-                    }
-                    recovery.next(None)
-                }
-                Step::Done(recovered) => return Ok(recovered),
-                Step::Failed(e) => return Err(format!("recovery failed: {e}")),
-            };
-        }
+            }
+            Ok(())
+        })
     })
+}
+
+/// Drive the recovery state machine: its reads against the store, its decoded deltas
+/// to `apply`, in order.
+fn run_recovery(
+    runtime: &tokio::runtime::Runtime,
+    store: &dyn ObjectStore,
+    node: u16,
+    accept_loss: bool,
+    mut apply: impl FnMut(Vec<Delta>) -> Result<(), String>,
+) -> Result<Recovered, String> {
+    let mut recovery = Recovery::new(node, accept_loss);
+    let mut step = recovery.start();
+    loop {
+        step = match step {
+            Step::Store(op) => recovery.next(Some(runtime.block_on(execute(store, op)))),
+            Step::Apply(deltas) => {
+                apply(deltas)?;
+                recovery.next(None)
+            }
+            Step::Done(recovered) => return Ok(recovered),
+            Step::Failed(e) => return Err(format!("recovery failed: {e}")),
+        };
+    }
 }
 
 pub struct Driver {
