@@ -215,13 +215,13 @@ fn read_float_slots(r: &mut Reader) -> Result<Vec<Slot<f64>>, DecodeError> {
 }
 
 pub fn write_key_state(w: &mut Writer, state: &KeyState) {
-    let p = state.to_parts();
+    let p = state.parts();
     w.var(p.ctx.len() as u64);
-    for dot in &p.ctx {
-        w.dot(*dot);
+    for dot in p.ctx.iter() {
+        w.dot(dot);
     }
     w.var(p.values.len() as u64);
-    for (dot, value) in &p.values {
+    for (dot, value) in p.values {
         w.dot(*dot);
         match value {
             StrVal::Int(n) => {
@@ -234,12 +234,12 @@ pub fn write_key_state(w: &mut Writer, state: &KeyState) {
             }
         }
     }
-    write_int_slots(w, &p.int_slots);
-    write_int_slots(w, &p.int_floor);
-    write_float_slots(w, &p.float_slots);
-    write_float_slots(w, &p.float_floor);
+    write_int_slots(w, p.int_slots);
+    write_int_slots(w, p.int_floor);
+    write_float_slots(w, p.float_slots);
+    write_float_slots(w, p.float_floor);
     w.var(p.ttl.len() as u64);
-    for (dot, ttl) in &p.ttl {
+    for (dot, ttl) in p.ttl {
         w.dot(*dot);
         match ttl {
             TtlWrite::At(at) => {

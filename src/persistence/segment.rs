@@ -53,43 +53,43 @@ pub struct Header {
     pub body_bytes: u64,
 }
 
-fn hlc_range(deltas: &[Delta]) -> (Hlc, Hlc) {
-    let mut min = Hlc(u64::MAX);
-    let mut max = Hlc::ZERO;
-    for delta in deltas {
-        let hlc = delta.max_hlc();
-        min = min.min(hlc);
-        max = max.max(hlc);
-    }
-    if deltas.is_empty() { (Hlc::ZERO, Hlc::ZERO) } else { (min, max) }
-}
-
-/// Encode deltas as one object.
+/// Encode deltas as one object. The body is written once, straight after room left for
+/// the header (filled in last), and the HLC range is taken in the same pass.
 pub fn encode(node_id: NodeId, kind: Kind, sequence: u64, part: u32, deltas: &[Delta]) -> Bytes {
     assert!(deltas.len() as u64 <= ENTRIES_MAX as u64, "too many entries for one object");
-    let mut body = Writer::default();
+    let estimate: usize = deltas.iter().map(Delta::approx_bytes).sum();
+    let mut w = Writer { buf: Vec::with_capacity(HEADER_BYTES + estimate + estimate / 2) };
+    w.buf.resize(HEADER_BYTES, 0);
+    let (mut hlc_min, mut hlc_max) = (Hlc(u64::MAX), Hlc::ZERO);
     for delta in deltas {
-        write_delta(&mut body, delta);
+        let hlc = delta.max_hlc();
+        hlc_min = hlc_min.min(hlc);
+        hlc_max = hlc_max.max(hlc);
+        write_delta(&mut w, delta);
     }
-    let (hlc_min, hlc_max) = hlc_range(deltas);
-    let mut out = Writer { buf: Vec::with_capacity(HEADER_BYTES + body.buf.len()) };
-    out.buf.extend_from_slice(MAGIC);
-    out.u16(FORMAT_VERSION);
-    out.u16(node_id);
-    out.u8(kind as u8);
-    out.buf.extend_from_slice(&[0, 0, 0]);
-    out.u64(sequence);
-    out.u64(hlc_min.0);
-    out.u64(hlc_max.0);
-    out.u32(deltas.len() as u32);
-    out.u64(body.buf.len() as u64);
-    out.u32(part);
-    out.u32(crc32fast::hash(&body.buf));
-    let header_crc = crc32fast::hash(&out.buf[..60]);
-    out.u32(header_crc);
-    debug_assert_eq!(out.buf.len(), HEADER_BYTES);
-    out.buf.extend_from_slice(&body.buf);
-    let bytes = Bytes::from(out.buf);
+    if deltas.is_empty() {
+        hlc_min = Hlc::ZERO;
+    }
+    let body_len = w.buf.len() - HEADER_BYTES;
+    let body_crc = crc32fast::hash(&w.buf[HEADER_BYTES..]);
+    let mut header = Writer { buf: Vec::with_capacity(HEADER_BYTES) };
+    header.buf.extend_from_slice(MAGIC);
+    header.u16(FORMAT_VERSION);
+    header.u16(node_id);
+    header.u8(kind as u8);
+    header.buf.extend_from_slice(&[0, 0, 0]);
+    header.u64(sequence);
+    header.u64(hlc_min.0);
+    header.u64(hlc_max.0);
+    header.u32(deltas.len() as u32);
+    header.u64(body_len as u64);
+    header.u32(part);
+    header.u32(body_crc);
+    let header_crc = crc32fast::hash(&header.buf[..60]);
+    header.u32(header_crc);
+    debug_assert_eq!(header.buf.len(), HEADER_BYTES);
+    w.buf[..HEADER_BYTES].copy_from_slice(&header.buf);
+    let bytes = Bytes::from(w.buf);
     debug_assert!(decode(&bytes).is_ok_and(|(h, d)| h.sequence == sequence && d.len() == deltas.len()), "a segment must decode as written");
     bytes
 }

@@ -290,7 +290,7 @@ impl Streamer {
         self.next_seq += 1;
         let data = segment::encode(self.cfg.node_id, Kind::Segment, seq, 0, &deltas);
         let op = StoreOp::Put { path: layout::segment_path(self.cfg.node_id, seq), data: data.clone(), create_only: true };
-        let max_hlc = deltas.iter().map(Delta::max_hlc).max().unwrap_or(Hlc::ZERO);
+        let max_hlc = segment::decode_header(&data).map_or(Hlc::ZERO, |h| h.hlc_max);
         (InFlight::Segment { seq, bytes: data.len(), max_hlc }, op)
     }
 

@@ -169,6 +169,17 @@ pub struct KeyStateParts {
     pub ttl: Vec<(Dot, TtlWrite)>,
 }
 
+/// A state's parts, borrowed (what the encoder writes; no copies on the write path).
+pub struct KeyStatePartsRef<'a> {
+    pub ctx: &'a VersionVector,
+    pub values: &'a [(Dot, StrVal)],
+    pub int_slots: &'a [Slot<i64>],
+    pub int_floor: &'a [Slot<i64>],
+    pub float_slots: &'a [Slot<f64>],
+    pub float_floor: &'a [Slot<f64>],
+    pub ttl: &'a [(Dot, TtlWrite)],
+}
+
 /// The full replicated state of one string key (also its delta).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct KeyState {
@@ -244,16 +255,16 @@ impl KeyState {
         tombstone
     }
 
-    pub fn to_parts(&self) -> KeyStateParts {
+    pub fn parts(&self) -> KeyStatePartsRef<'_> {
         let counters = self.counters.as_deref();
-        KeyStateParts {
-            ctx: self.ctx.iter().collect(),
-            values: self.value.entries().to_vec(),
-            int_slots: counters.map_or_else(Vec::new, |c| c.ints.slots().to_vec()),
-            int_floor: counters.map_or_else(Vec::new, |c| c.ints.floor().to_vec()),
-            float_slots: counters.map_or_else(Vec::new, |c| c.floats.slots().to_vec()),
-            float_floor: counters.map_or_else(Vec::new, |c| c.floats.floor().to_vec()),
-            ttl: self.ttl.entries().to_vec(),
+        KeyStatePartsRef {
+            ctx: &self.ctx,
+            values: self.value.entries(),
+            int_slots: counters.map_or(&[], |c| c.ints.slots()),
+            int_floor: counters.map_or(&[], |c| c.ints.floor()),
+            float_slots: counters.map_or(&[], |c| c.floats.slots()),
+            float_floor: counters.map_or(&[], |c| c.floats.floor()),
+            ttl: self.ttl.entries(),
         }
     }
 
