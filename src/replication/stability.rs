@@ -97,7 +97,7 @@ impl Stability {
         if same_session && receipt.seq <= origin.last_seq {
             return; // a resend of a batch already counted
         }
-        let contiguous = same_session && !receipt.gap && receipt.seq == origin.last_seq + 1;
+        let contiguous = same_session && !receipt.gap && origin.last_seq.checked_add(1) == Some(receipt.seq);
         if !same_session {
             // A restarted peer reports afresh (it may have lost what it had not stored).
             self.reports.remove(&receipt.origin);
@@ -327,6 +327,15 @@ mod tests {
         flagged.gap = true;
         s.on_batch(flagged, vec![0]);
         assert_eq!(s.frozen_origins(), 1, "the sender's outbox overflowed");
+    }
+
+    #[test]
+    fn a_hostile_sequence_number_cannot_overflow() {
+        let mut s = three();
+        open(&mut s, 2, 7);
+        s.on_batch(batch(2, 7, u64::MAX, 5, &[]), vec![0]);
+        s.on_batch(batch(2, 7, u64::MAX, 6, &[]), vec![0]);
+        assert_eq!(s.frozen_origins(), 1, "a jump is a gap; a repeat of the last is a resend");
     }
 
     #[test]
