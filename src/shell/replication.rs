@@ -420,14 +420,8 @@ pub async fn export_leaves(router: &Router, leaves: &[u16]) -> Result<Vec<Delta>
 pub async fn merge_into_shards(router: &Router, deltas: Vec<Delta>) -> Result<Vec<u64>, String> {
     const RETRIES_MAX: usize = 600;
     let shards = router.shard_count();
-    let mut parts: Vec<Vec<Delta>> = (0..shards).map(|_| Vec::new()).collect();
-    for delta in deltas {
-        match &delta {
-            Delta::Key { key, .. } => parts[router.shard_of(key)].push(delta),
-            Delta::Flush { .. } => parts.iter_mut().for_each(|p| p.push(delta.clone())),
-            Delta::Forget { .. } => {} // a node's own decision: never taken from a peer
-        }
-    }
+    // (A peer's forget record reaches the shards, which ignore it: `Shard::merge_remote`.)
+    let parts = crate::shard::split_by_shard(deltas, shards);
     let mut positions = vec![0u64; shards];
     for (shard, part) in parts.into_iter().enumerate() {
         if part.is_empty() {

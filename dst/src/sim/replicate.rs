@@ -113,14 +113,7 @@ impl Sim {
     /// or None when a shard refused (its persistence is behind).
     fn merge(&mut self, node: usize, deltas: Vec<Delta>, now: u64) -> Option<Vec<u64>> {
         let shards = self.nodes[node].shards.len();
-        let mut parts: Vec<Vec<Delta>> = vec![Vec::new(); shards];
-        for delta in deltas {
-            match &delta {
-                Delta::Key { key, .. } => parts[shard_for_key(key, shards)].push(delta),
-                Delta::Flush { .. } => parts.iter_mut().for_each(|p| p.push(delta.clone())),
-                Delta::Forget { .. } => {}
-            }
-        }
+        let parts = meridian::shard::split_by_shard(deltas, shards);
         let mut positions = vec![0u64; shards];
         let mut all = true;
         for (shard, part) in parts.into_iter().enumerate() {
