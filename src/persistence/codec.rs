@@ -299,13 +299,17 @@ pub fn read_vv(r: &mut Reader) -> Result<VersionVector, DecodeError> {
     VersionVector::from_dots(dots?).map_err(|e| DecodeError(e.into()))
 }
 
+/// A key delta from borrowed parts: what the shard's delta log writes on every change
+/// (no copy of the key or the state).
+pub fn write_key_delta(w: &mut Writer, key: &[u8], state: &KeyState) {
+    w.u8(DELTA_KEY);
+    w.bytes(key);
+    write_key_state(w, state);
+}
+
 pub fn write_delta(w: &mut Writer, delta: &Delta) {
     match delta {
-        Delta::Key { key, state } => {
-            w.u8(DELTA_KEY);
-            w.bytes(key);
-            write_key_state(w, state);
-        }
+        Delta::Key { key, state } => write_key_delta(w, key, state),
         Delta::Flush { seen, scope } if *scope == ShardScope::ALL => {
             w.u8(DELTA_FLUSH);
             write_vv(w, seen);

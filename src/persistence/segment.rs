@@ -22,9 +22,9 @@
 
 use bytes::Bytes;
 
-use super::codec::{DecodeError, Reader, Writer, read_delta, write_delta};
+use super::codec::{DecodeError, Reader, Writer, read_delta};
 use crate::crdt::{Hlc, NodeId};
-use crate::shard::Delta;
+use crate::shard::{Delta, EncodedDeltas};
 
 pub const MAGIC: &[u8; 8] = b"MERIDIAN";
 /// 2: counter slots carry their writer's incarnation.
@@ -53,25 +53,28 @@ pub struct Header {
     pub body_bytes: u64,
 }
 
-/// Encode deltas as one object. The body is written once, straight after room left for
-/// the header (filled in last), and the HLC range is taken in the same pass.
+/// Encode deltas as one object (checkpoint parts).
 pub fn encode(node_id: NodeId, kind: Kind, sequence: u64, part: u32, deltas: &[Delta]) -> Bytes {
-    assert!(deltas.len() as u64 <= ENTRIES_MAX as u64, "too many entries for one object");
-    let estimate: usize = deltas.iter().map(Delta::approx_bytes).sum();
-    let mut w = Writer { buf: Vec::with_capacity(HEADER_BYTES + estimate + estimate / 2) };
-    w.buf.resize(HEADER_BYTES, 0);
-    let (mut hlc_min, mut hlc_max) = (Hlc(u64::MAX), Hlc::ZERO);
-    for delta in deltas {
-        let hlc = delta.max_hlc();
-        hlc_min = hlc_min.min(hlc);
-        hlc_max = hlc_max.max(hlc);
-        write_delta(&mut w, delta);
+    encode_encoded(node_id, kind, sequence, part, &[EncodedDeltas::from_deltas(deltas)])
+}
+
+/// One object from bodies already encoded (the shards' drained delta logs): the header,
+/// then each body in order. The stamp range and entry count come with the bodies.
+pub fn encode_encoded(node_id: NodeId, kind: Kind, sequence: u64, part: u32, bodies: &[EncodedDeltas]) -> Bytes {
+    let entries: usize = bodies.iter().map(|b| b.entries).sum();
+    assert!(entries as u64 <= ENTRIES_MAX as u64, "too many entries for one object");
+    let body_len: usize = bodies.iter().map(|b| b.body.len()).sum();
+    let filled = bodies.iter().filter(|b| !b.is_empty());
+    let hlc_min = filled.clone().map(|b| b.hlc_min).min().unwrap_or(Hlc::ZERO);
+    let hlc_max = filled.map(|b| b.hlc_max).max().unwrap_or(Hlc::ZERO);
+    let mut buf = Vec::with_capacity(HEADER_BYTES + body_len);
+    buf.resize(HEADER_BYTES, 0);
+    let mut body_crc = crc32fast::Hasher::new();
+    for b in bodies {
+        debug_assert!(!b.body.is_empty() || b.is_empty(), "entries without bytes");
+        body_crc.update(&b.body);
+        buf.extend_from_slice(&b.body);
     }
-    if deltas.is_empty() {
-        hlc_min = Hlc::ZERO;
-    }
-    let body_len = w.buf.len() - HEADER_BYTES;
-    let body_crc = crc32fast::hash(&w.buf[HEADER_BYTES..]);
     let mut header = Writer { buf: Vec::with_capacity(HEADER_BYTES) };
     header.buf.extend_from_slice(MAGIC);
     header.u16(FORMAT_VERSION);
@@ -81,16 +84,16 @@ pub fn encode(node_id: NodeId, kind: Kind, sequence: u64, part: u32, deltas: &[D
     header.u64(sequence);
     header.u64(hlc_min.0);
     header.u64(hlc_max.0);
-    header.u32(deltas.len() as u32);
+    header.u32(entries as u32);
     header.u64(body_len as u64);
     header.u32(part);
-    header.u32(body_crc);
+    header.u32(body_crc.finalize());
     let header_crc = crc32fast::hash(&header.buf[..60]);
     header.u32(header_crc);
     debug_assert_eq!(header.buf.len(), HEADER_BYTES);
-    w.buf[..HEADER_BYTES].copy_from_slice(&header.buf);
-    let bytes = Bytes::from(w.buf);
-    debug_assert!(decode(&bytes).is_ok_and(|(h, d)| h.sequence == sequence && d.len() == deltas.len()), "a segment must decode as written");
+    buf[..HEADER_BYTES].copy_from_slice(&header.buf);
+    let bytes = Bytes::from(buf);
+    debug_assert!(decode(&bytes).is_ok_and(|(h, d)| h.sequence == sequence && d.len() == entries), "a segment must decode as written");
     bytes
 }
 

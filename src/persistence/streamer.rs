@@ -23,7 +23,7 @@ use super::recovery::Recovered;
 use super::segment::{self, Kind};
 use super::store::{StoreOp, StoreResult};
 use crate::crdt::{Hlc, NodeId};
-use crate::shard::Delta;
+use crate::shard::{Delta, EncodedDeltas};
 
 #[derive(Clone, Debug)]
 pub struct StreamerConfig {
@@ -31,7 +31,8 @@ pub struct StreamerConfig {
     pub flush_interval_ms: u64,
     /// Pending (not yet stored) delta bytes at most.
     pub unflushed_bytes_max: usize,
-    /// Deltas in one segment at most (a busy interval is cut into several segments).
+    /// Deltas in one segment at most (a busy interval is cut into several segments),
+    /// unless one shard's drain alone holds more (a drain is never split).
     pub segment_entries_max: usize,
     /// Segments between two checkpoints.
     pub checkpoint_every_segments: u64,
@@ -92,7 +93,9 @@ pub struct Streamer {
     manifest: Manifest,
     claimed: bool,
     next_seq: u64,
-    pending: Vec<Delta>,
+    /// Drained shard logs waiting to be cut into segments, oldest first.
+    pending: VecDeque<EncodedDeltas>,
+    pending_entries: usize,
     pending_bytes: usize,
     /// The operation started last, what it was for, and whether it awaits a result.
     in_flight: Option<(InFlight, StoreOp)>,
@@ -131,7 +134,8 @@ impl Streamer {
             manifest: Manifest { node_id: cfg.node_id, ..recovered.manifest.clone() },
             claimed: false,
             next_seq: recovered.next_segment.max(1),
-            pending: Vec::new(),
+            pending: VecDeque::new(),
+            pending_entries: 0,
             pending_bytes: 0,
             in_flight: None,
             waiting: false,
@@ -194,12 +198,16 @@ impl Streamer {
         self.pending.is_empty() && !matches!(self.in_flight, Some((InFlight::Segment { .. }, _)))
     }
 
-    pub fn offer(&mut self, deltas: Vec<Delta>) {
-        for delta in deltas {
-            self.pending_bytes += delta.approx_bytes();
-            self.pending.push(delta);
+    /// Take a shard's drained log (in the order the shard recorded it).
+    pub fn offer(&mut self, deltas: EncodedDeltas) {
+        if deltas.is_empty() {
+            return;
         }
-        self.stats.pending_deltas = self.pending.len();
+        assert!(deltas.entries <= segment::ENTRIES_MAX as usize, "a drain must fit one segment");
+        self.pending_entries += deltas.entries;
+        self.pending_bytes += deltas.body.len();
+        self.pending.push_back(deltas);
+        self.stats.pending_deltas = self.pending_entries;
         self.stats.pending_bytes = self.pending_bytes;
     }
 
@@ -277,18 +285,26 @@ impl Streamer {
 
     fn cut_segment(&mut self, now_ms: u64) -> (InFlight, StoreOp) {
         self.last_cut_ms = now_ms;
-        let take = self.pending.len().min(self.cfg.segment_entries_max);
-        let mut deltas: Vec<Delta> = self.pending.drain(..take).collect();
-        let bytes: usize = deltas.iter().map(Delta::approx_bytes).sum();
-        self.pending_bytes -= bytes;
-        if crate::bugs::active(crate::bugs::Bug::StreamerDropsLastDelta) && deltas.len() > 1 {
-            deltas.pop();
+        // Whole drains, as many as fit the entry bound (at least one).
+        let mut bodies: Vec<EncodedDeltas> = Vec::new();
+        let mut entries = 0;
+        while let Some(next) = self.pending.front()
+            && (bodies.is_empty() || entries + next.entries <= self.cfg.segment_entries_max)
+        {
+            let Some(body) = self.pending.pop_front() else { break };
+            entries += body.entries;
+            self.pending_entries -= body.entries;
+            self.pending_bytes -= body.body.len();
+            bodies.push(body);
         }
-        self.stats.pending_deltas = self.pending.len();
+        if crate::bugs::active(crate::bugs::Bug::StreamerDropsLastDelta) && entries > 1 {
+            bodies = drop_last_delta(bodies);
+        }
+        self.stats.pending_deltas = self.pending_entries;
         self.stats.pending_bytes = self.pending_bytes;
         let seq = self.next_seq;
         self.next_seq += 1;
-        let data = segment::encode(self.cfg.node_id, Kind::Segment, seq, 0, &deltas);
+        let data = segment::encode_encoded(self.cfg.node_id, Kind::Segment, seq, 0, &bodies);
         let op = StoreOp::Put { path: layout::segment_path(self.cfg.node_id, seq), data: data.clone(), create_only: true };
         let max_hlc = segment::decode_header(&data).map_or(Hlc::ZERO, |h| h.hlc_max);
         (InFlight::Segment { seq, bytes: data.len(), max_hlc }, op)
@@ -453,4 +469,11 @@ impl Streamer {
         self.retained_from_segment = keep_from;
         self.older_checkpoint = self.manifest.checkpoint;
     }
+}
+
+/// The planted bug `streamer-drops-last-delta`: the segment loses its newest delta.
+fn drop_last_delta(bodies: Vec<EncodedDeltas>) -> Vec<EncodedDeltas> {
+    let mut deltas: Vec<Delta> = bodies.iter().flat_map(|b| b.decode().unwrap_or_default()).collect();
+    deltas.pop();
+    vec![EncodedDeltas::from_deltas(&deltas)]
 }

@@ -35,7 +35,7 @@ fn set(shard: &mut Shard, key: &str, value: &str, now: u64) {
 /// Drive the streamer until it has nothing left to do.
 fn pump(streamer: &mut Streamer, shard: &mut Shard, store: &mut MemoryStore, now: &mut u64) {
     for _ in 0..10_000 {
-        streamer.offer(shard.drain_deltas(usize::MAX));
+        streamer.offer(shard.drain_deltas());
         if streamer.wants_checkpoint_chunk() {
             let mut cursor = 0;
             loop {
@@ -195,7 +195,7 @@ fn store_failures_are_retried_and_nothing_is_lost() {
     let mut streamer = Streamer::new(StreamerConfig::new(NODE), &Recovered { next_segment: 1, ..Recovered::default() });
     let mut now = 1_000;
     set(&mut node, "a", "1", now);
-    streamer.offer(node.drain_deltas(usize::MAX));
+    streamer.offer(node.drain_deltas());
     let mut failures = 0;
     for _ in 0..100 {
         now += 100;
@@ -224,7 +224,7 @@ fn a_put_that_landed_despite_reporting_failure_is_recognised_as_ours() {
     let op = streamer.poll(0).unwrap();
     streamer.complete(store.execute(op), 0);
     set(&mut node, "a", "1", 1_000);
-    streamer.offer(node.drain_deltas(usize::MAX));
+    streamer.offer(node.drain_deltas());
     // The segment put lands but the client sees a timeout; the retry meets the object.
     let op = streamer.poll(1_000).unwrap();
     store.execute(op);
@@ -256,7 +256,7 @@ fn a_wall_clock_stepped_back_delays_the_next_segment_by_one_interval_at_most() {
     // NTP steps the clock back ten seconds; a write follows.
     now -= 10_000;
     set(&mut node, "after", "step", now);
-    streamer.offer(node.drain_deltas(usize::MAX));
+    streamer.offer(node.drain_deltas());
     let mut waited = 0;
     while streamer.durable_segment() == stored {
         assert!(waited <= interval, "no segment within {waited} ms of the step back");
@@ -295,7 +295,7 @@ fn a_flushall_replayed_on_another_shard_count_removes_only_what_each_shard_had()
     set(&mut shards[0], &reborn, "after the flush", 1_001);
     let mut deltas = Vec::new();
     for shard in &mut shards {
-        deltas.extend(shard.drain_deltas(usize::MAX));
+        deltas.extend(shard.drain_deltas().decode().unwrap());
     }
     // Replayed onto one shard (another shard count): shard 1's flush may not touch
     // shard 0's later write.

@@ -1,15 +1,17 @@
-//! The bounded log of deltas a shard produced: what replication and the persistence
-//! streamer consume. When nothing consumes deltas (a lone node without persistence)
-//! the log does not record, so it costs nothing; when something does and falls
-//! behind, the log fills to its bound and the shard refuses writes with a clear error
-//! instead of growing without limit.
-
-use std::collections::VecDeque;
+//! The bounded log of deltas a shard produced: what the persistence streamer consumes
+//! (replication has its own outbox). Deltas are recorded straight in their stored
+//! encoding, so a write costs one encoding on the shard's thread and shares nothing
+//! with the persistence thread. When nothing consumes deltas (persistence off) the log
+//! does not record, so it costs nothing; when the streamer falls behind, the log fills
+//! to its bound and the shard refuses writes with a clear error instead of growing
+//! without limit.
 
 use bytes::Bytes;
 
-use crate::crdt::{Dot, VersionVector};
+use crate::crdt::{Dot, Hlc, VersionVector};
 use crate::engine::kv::{DeltaSink, KeyState};
+use crate::persistence::codec::{self, DecodeError, Reader, Writer};
+use crate::persistence::segment;
 use crate::shard::routing::ShardScope;
 
 /// One change to ship: a key's new state, or a whole-shard flush. A flush carries the
@@ -52,10 +54,63 @@ impl Delta {
     }
 }
 
+/// Deltas already in their stored encoding: entries of a segment body
+/// (`persistence::codec`), with how many there are and the range of stamps they carry.
+/// What a shard's log records and a drain hands the streamer: bytes, so that nothing
+/// the shard owns (a key's reference count, a state's allocations) is shared with the
+/// persistence thread, and no state is copied or encoded twice.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EncodedDeltas {
+    pub body: Vec<u8>,
+    pub entries: usize,
+    /// Smallest and largest stamp of the entries (both `Hlc::ZERO` when empty).
+    pub hlc_min: Hlc,
+    pub hlc_max: Hlc,
+}
+
+impl EncodedDeltas {
+    pub fn is_empty(&self) -> bool {
+        self.entries == 0
+    }
+
+    /// Append one delta (checkpoints, tests, and the log's rare kinds).
+    pub fn push(&mut self, delta: &Delta) {
+        self.push_with(delta.max_hlc(), |w| codec::write_delta(w, delta));
+    }
+
+    fn push_with(&mut self, hlc: Hlc, write: impl FnOnce(&mut Writer)) {
+        let mut w = Writer { buf: std::mem::take(&mut self.body) };
+        write(&mut w);
+        self.body = w.buf;
+        self.hlc_min = if self.entries == 0 { hlc } else { self.hlc_min.min(hlc) };
+        self.hlc_max = self.hlc_max.max(hlc);
+        self.entries += 1;
+    }
+
+    /// The entries as deltas again (tests, the simulator's planted bugs).
+    pub fn decode(&self) -> Result<Vec<Delta>, DecodeError> {
+        let mut r = Reader::new(&self.body);
+        let deltas = (0..self.entries).map(|_| codec::read_delta(&mut r)).collect::<Result<Vec<Delta>, DecodeError>>()?;
+        if r.remaining() != 0 {
+            return Err(DecodeError(format!("{} bytes after the last entry", r.remaining())));
+        }
+        Ok(deltas)
+    }
+
+    pub fn from_deltas(deltas: &[Delta]) -> EncodedDeltas {
+        let mut encoded = EncodedDeltas::default();
+        deltas.iter().for_each(|d| encoded.push(d));
+        encoded
+    }
+}
+
+/// A drained log starts its next buffer at the size of the last one, up to this: busy
+/// shards don't regrow it every time, idle ones don't hold a big one.
+const REUSE_CAPACITY_BYTES_MAX: usize = 4 << 20;
+
 #[derive(Debug)]
 pub struct DeltaLog {
-    queue: VecDeque<Delta>,
-    bytes: usize,
+    recorded: EncodedDeltas,
     entries_max: usize,
     bytes_max: usize,
     recording: bool,
@@ -68,7 +123,9 @@ pub struct DeltaLog {
 impl DeltaLog {
     pub fn new(recording: bool, entries_max: usize, bytes_max: usize) -> DeltaLog {
         assert!(entries_max > 0 && bytes_max > 0);
-        DeltaLog { queue: VecDeque::new(), bytes: 0, entries_max, bytes_max, recording, produced: 0, drained_total: 0 }
+        // One drain must fit one segment, a multi-key command's overshoot included.
+        assert!(entries_max <= segment::ENTRIES_MAX as usize / 2, "delta log bound {entries_max} exceeds what a segment holds");
+        DeltaLog { recorded: EncodedDeltas::default(), entries_max, bytes_max, recording, produced: 0, drained_total: 0 }
     }
 
     pub fn is_recording(&self) -> bool {
@@ -77,25 +134,26 @@ impl DeltaLog {
 
     /// Whether one more write may be admitted.
     pub fn has_room(&self) -> bool {
-        !self.recording || (self.queue.len() < self.entries_max && self.bytes < self.bytes_max)
+        !self.recording || (self.recorded.entries < self.entries_max && self.recorded.body.len() < self.bytes_max)
     }
 
     pub fn len(&self) -> usize {
-        self.queue.len()
+        self.recorded.entries
     }
 
     pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
+        self.recorded.is_empty()
     }
 
+    /// Encoded bytes waiting to be drained.
     pub fn bytes(&self) -> usize {
-        self.bytes
+        self.recorded.body.len()
     }
 
     /// Position of the newest recorded delta in this shard's stream: once everything
     /// drained up to here is stored, every write made so far is durable.
     pub fn recorded_total(&self) -> u64 {
-        self.drained_total + self.queue.len() as u64
+        self.drained_total + self.recorded.entries as u64
     }
 
     /// Position up to which deltas were drained.
@@ -103,45 +161,79 @@ impl DeltaLog {
         self.drained_total
     }
 
-    /// Take up to `max` deltas, oldest first.
-    pub fn drain(&mut self, max: usize) -> Vec<Delta> {
-        let n = max.min(self.queue.len());
-        let out: Vec<Delta> = self.queue.drain(..n).collect();
-        self.drained_total += out.len() as u64;
-        for delta in &out {
-            self.bytes -= delta.approx_bytes();
-        }
-        debug_assert!(self.queue.is_empty() == (self.bytes == 0));
+    /// Take every recorded delta, oldest first (constant time: the buffer moves).
+    pub fn drain(&mut self) -> EncodedDeltas {
+        let capacity = self.recorded.body.len().min(REUSE_CAPACITY_BYTES_MAX);
+        let fresh = EncodedDeltas { body: Vec::with_capacity(capacity), ..EncodedDeltas::default() };
+        let out = std::mem::replace(&mut self.recorded, fresh);
+        self.drained_total += out.entries as u64;
         out
     }
 
     /// Record that tombstones under `below` were dropped (see [`Delta::Forget`]).
     pub fn forgot(&mut self, below: &VersionVector) {
-        self.push(Delta::Forget { below: below.clone() });
-    }
-
-    fn push(&mut self, delta: Delta) {
         self.produced += 1;
-        if !self.recording {
-            return;
+        if self.recording {
+            self.recorded.push(&Delta::Forget { below: below.clone() });
         }
-        // A write admitted with room left may overshoot the bound by its own deltas
-        // (a multi-key command); the next write is then refused.
-        self.bytes += delta.approx_bytes();
-        self.queue.push_back(delta);
     }
 }
 
 impl DeltaSink for DeltaLog {
     fn key_changed(&mut self, key: &Bytes, state: &KeyState) {
+        self.produced += 1;
         if self.recording {
-            self.push(Delta::Key { key: key.clone(), state: state.clone() });
-        } else {
-            self.produced += 1;
+            // A write admitted with room left may overshoot the bound by its own deltas
+            // (a multi-key command); the next write is then refused.
+            self.recorded.push_with(state.max_hlc(), |w| codec::write_key_delta(w, key, state));
         }
     }
 
     fn flushed(&mut self, seen: &VersionVector, scope: ShardScope) {
-        self.push(Delta::Flush { seen: seen.clone(), scope });
+        self.produced += 1;
+        if self.recording {
+            self.recorded.push(&Delta::Flush { seen: seen.clone(), scope });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crdt::Dot;
+    use crate::engine::kv::StrVal;
+
+    #[test]
+    fn a_drained_log_decodes_to_what_was_recorded_with_its_stamp_range() {
+        let mut log = DeltaLog::new(true, 1000, 1 << 20);
+        let states: Vec<(Bytes, KeyState)> = [(5u64, "a"), (3, "b"), (9, "c")]
+            .iter()
+            .map(|(ms, k)| (Bytes::from(*k), KeyState::with_value(Dot::new(Hlc::from_parts(*ms, 0), 1), StrVal::Int(*ms as i64), None)))
+            .collect();
+        for (key, state) in &states {
+            log.key_changed(key, state);
+        }
+        assert_eq!((log.len(), log.recorded_total()), (3, 3));
+        let drained = log.drain();
+        assert_eq!((drained.entries, drained.hlc_min, drained.hlc_max), (3, Hlc::from_parts(3, 0), Hlc::from_parts(9, 0)));
+        let expected: Vec<Delta> = states.into_iter().map(|(key, state)| Delta::Key { key, state }).collect();
+        assert_eq!(drained.decode().unwrap(), expected);
+        assert_eq!((log.len(), log.bytes(), log.drained_total(), log.recorded_total()), (0, 0, 3, 3));
+    }
+
+    #[test]
+    fn a_full_log_refuses_and_a_log_that_does_not_record_counts_only() {
+        let state = KeyState::with_value(Dot::new(Hlc::from_parts(1, 0), 1), StrVal::Int(1), None);
+        let mut full = DeltaLog::new(true, 2, 1 << 20);
+        full.key_changed(&Bytes::from_static(b"k"), &state);
+        assert!(full.has_room());
+        full.key_changed(&Bytes::from_static(b"k"), &state);
+        assert!(!full.has_room());
+        let mut off = DeltaLog::new(false, 2, 1 << 20);
+        for _ in 0..5 {
+            off.key_changed(&Bytes::from_static(b"k"), &state);
+        }
+        assert!(off.has_room() && off.is_empty());
+        assert_eq!(off.produced, 5);
     }
 }

@@ -21,7 +21,7 @@ use crate::engine::kv::{DeltaSink, KeyState, KvEngine, WriteCtx};
 use crate::protocol::Frame;
 use crate::replication::merkle::MerkleLeaves;
 use crate::replication::outbox::{Outbox, OutboxBatch};
-pub use delta::{Delta, DeltaLog};
+pub use delta::{Delta, DeltaLog, EncodedDeltas};
 
 /// Keys expired per shard per tick at most, so one tick's work is bounded.
 pub const EXPIRE_KEYS_PER_TICK_MAX: usize = 1_000;
@@ -456,9 +456,9 @@ impl Shard {
         }
     }
 
-    /// Take up to `max` recorded deltas for the persistence streamer.
-    pub fn drain_deltas(&mut self, max: usize) -> Vec<Delta> {
-        self.deltas.drain(max)
+    /// Take every recorded delta for the persistence streamer.
+    pub fn drain_deltas(&mut self) -> EncodedDeltas {
+        self.deltas.drain()
     }
 
     /// Periodic work: active expiry, bounded per call. Returns keys expired.

@@ -31,7 +31,7 @@ pub enum ShardMsg {
     /// Hand the recorded deltas to the persistence driver.
     /// The reply also says up to which position of the shard's stream it drained.
     DrainDeltas {
-        reply: oneshot::Sender<(Vec<crate::shard::Delta>, u64)>,
+        reply: oneshot::Sender<(crate::shard::EncodedDeltas, u64)>,
     },
     Shutdown,
 }

@@ -14,8 +14,6 @@ use super::router::{ParkedWork, ShardMsg};
 use super::{ServerState, connection, now_ms};
 use crate::shard::{Shard, ShardOp, ShardReply};
 
-/// Deltas handed to the persistence driver per request at most.
-const DRAIN_DELTAS_MAX: usize = 65_536;
 /// How often active expiry runs when nothing is due (Redis's default `hz 10`).
 const EXPIRE_TICK_MS: u64 = 100;
 
@@ -66,7 +64,7 @@ fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerSta
                 ShardMsg::Park { parked, work } => serve_parked(&shard, &state, parked, work),
                 ShardMsg::DrainDeltas { reply } => {
                     let mut shard = shard.borrow_mut();
-                    let deltas = shard.drain_deltas(DRAIN_DELTAS_MAX);
+                    let deltas = shard.drain_deltas();
                     let _ = reply.send((deltas, shard.deltas.drained_total()));
                 }
                 ShardMsg::Shutdown => break,

@@ -21,7 +21,7 @@ impl Sim {
         let Some(streamer) = n.storage.streamer.as_mut() else { return };
         for shard in &mut n.shards {
             if streamer.has_room() {
-                streamer.offer(shard.drain_deltas(usize::MAX));
+                streamer.offer(shard.drain_deltas());
             }
         }
         if let (true, Some(seq)) = (streamer.wants_checkpoint_chunk(), streamer.checkpoint_in_progress()) {
