@@ -214,32 +214,39 @@ impl Keyspace {
     }
 
     /// Insert or replace the state of `key`; keeps the TTL count and expiry index right.
-    pub fn put(&mut self, key: Bytes, hash: u64, state: KeyState) {
+    /// The key is borrowed: an existing entry keeps its own copy, a new one gets an
+    /// exact-size copy (the caller's key may be a slice of a connection's read buffer,
+    /// which must not stay pinned for as long as the key lives). Returns the entry.
+    pub fn put(&mut self, key: &[u8], hash: u64, state: KeyState) -> &Entry {
         let new_expiry = state.expire_at_ms();
         let index = self.table_index(hash);
         if let Some(leaves) = &mut self.merkle {
-            leaves.toggle(leaf_of(hash), merkle::digest(&key, &state));
+            leaves.toggle(leaf_of(hash), merkle::digest(key, &state));
         }
         let (stored_key, old_expiry) = match self.tables[index].find_mut(hash, |e| e.key == key) {
             Some(entry) => {
                 if let Some(leaves) = &mut self.merkle {
-                    leaves.toggle(leaf_of(hash), merkle::digest(&key, &entry.state));
+                    leaves.toggle(leaf_of(hash), merkle::digest(key, &entry.state));
                 }
                 let old = entry.state.expire_at_ms();
                 entry.state = state;
-                (entry.key.clone(), old)
+                // The expiry index needs the key only when the TTL changed.
+                (if old != new_expiry { Some(entry.key.clone()) } else { None }, old)
             }
             None => {
-                // An owned copy: the key may be a slice of a connection's read buffer,
-                // which must not stay pinned for as long as the key lives.
-                let owned = Bytes::copy_from_slice(&key);
-                self.tables[index].insert_unique(hash, Entry { key: owned.clone(), hash, state }, |e| e.hash);
+                let owned = Bytes::copy_from_slice(key);
+                let for_index = new_expiry.is_some().then(|| owned.clone());
+                self.tables[index].insert_unique(hash, Entry { key: owned, hash, state }, |e| e.hash);
                 self.len += 1;
-                (owned, None)
+                (for_index, None)
             }
         };
-        self.track_expiry(stored_key, old_expiry, new_expiry);
+        if let Some(stored_key) = stored_key {
+            self.track_expiry(stored_key, old_expiry, new_expiry);
+        }
         self.maybe_grow();
+        let index = self.table_index(hash);
+        self.tables[index].find(hash, |e| e.key == key).expect("the entry just stored")
     }
 
     /// Insert a key known to be absent whose bytes are already an exact-size copy (a
@@ -426,7 +433,7 @@ mod tests {
         let mut ks = Keyspace::new();
         for i in 0..500 {
             let key = Bytes::from(format!("k{i}"));
-            ks.put(key.clone(), key_hash(&key), state(None));
+            ks.put(&key, key_hash(&key), state(None));
         }
         let mut seen = std::collections::HashSet::new();
         let mut cursor = 0;
@@ -439,7 +446,7 @@ mod tests {
             for _ in 0..300 {
                 let key = Bytes::from(format!("x{extra}"));
                 extra += 1;
-                ks.put(key.clone(), key_hash(&key), state(None));
+                ks.put(&key, key_hash(&key), state(None));
             }
             if cursor == SLOT_SPACE {
                 break;
@@ -455,7 +462,7 @@ mod tests {
         let mut ks = Keyspace::new();
         let key = Bytes::from_static(b"k");
         for i in 0..10_000u64 {
-            ks.put(key.clone(), key_hash(&key), state(Some(1_000_000 + i)));
+            ks.put(&key, key_hash(&key), state(Some(1_000_000 + i)));
         }
         assert_eq!(ks.expiring(), 1);
         assert!(ks.expiry_index_len() <= 2 + EXPIRY_HEAP_SLACK + 1);

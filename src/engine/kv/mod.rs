@@ -153,12 +153,11 @@ impl KvEngine {
             state.merge(&tombstone);
         }
         if state.exists() {
-            self.keys.put(key.clone(), hash, state);
+            let entry = self.keys.put(&key, hash, state);
+            drop(key);
             // The delta names the keyspace's own copy of the key: no copy of it, and no
             // client read buffer kept alive by a slice of it.
-            if let Some(entry) = self.keys.get(&key, hash) {
-                ctx.deltas.key_changed(&entry.key, &entry.state);
-            }
+            ctx.deltas.key_changed(&entry.key, &entry.state);
         } else {
             let key = Bytes::copy_from_slice(&key);
             ctx.deltas.key_changed(&key, &state);
@@ -232,7 +231,7 @@ impl KvEngine {
             let mut state = entry.state.clone();
             state.remove_observed(seen);
             if state.exists() {
-                self.keys.put(key, hash, state);
+                self.keys.put(&key, hash, state);
             } else {
                 self.keys.remove(&key, hash);
                 if self.keep_tombstones {
