@@ -1,26 +1,34 @@
 //! A shard's outbox: the local writes since the last replication batch.
 //!
-//! Deltas are whole key states, so a newer state of a key supersedes the older one:
-//! the outbox keeps one entry per key and a batch carries each written key once, however
-//! often it was written in the batch window (DESIGN §6, "merged at the sender"). Only
-//! local writes enter it; states merged from peers never do, so nothing is echoed back.
-//! It is bounded: past its byte bound it drops everything and says so, and the peers are
-//! then repaired by anti-entropy instead of by unbounded memory.
+//! Each write is encoded as it happens (see [`Outgoing`]: once, on the shard's thread,
+//! nothing shared with the replication thread). Deltas are whole key states, so a newer
+//! state of a key supersedes the older one: a drain leaves superseded ones out and a
+//! batch carries each written key once, however often it was written in the batch
+//! window (DESIGN §6, "merged at the sender"). Only local writes enter it; states
+//! merged from peers never do, so nothing is echoed back. It is bounded: past its byte
+//! bound it drops everything and says so, and the peers are then repaired by
+//! anti-entropy instead of by unbounded memory.
 
 use bytes::Bytes;
 
-use crate::crdt::VersionVector;
+use crate::crdt::{NodeId, VersionVector};
 use crate::engine::kv::KeyState;
+use crate::replication::outgoing::Outgoing;
 use crate::shard::Delta;
 use crate::shard::routing::ShardScope;
 
-type KeyMap = hashbrown::HashMap<Bytes, KeyState, foldhash::fast::RandomState>;
+/// Each key's newest item in the window's deltas.
+type ItemByKey = hashbrown::HashMap<Bytes, usize, foldhash::fast::RandomState>;
 
 #[derive(Debug, Default)]
 pub struct Outbox {
-    keys: KeyMap,
-    flushes: Vec<(VersionVector, ShardScope)>,
-    bytes: usize,
+    own: NodeId,
+    /// This window's writes, encoded as they happen, in order.
+    deltas: Outgoing,
+    /// Where each key's newest state is in `deltas`; an older one is superseded.
+    newest: ItemByKey,
+    /// Items a later write of the same key superseded (left out at the drain).
+    superseded: Vec<usize>,
     bytes_max: usize,
     /// Set when the bound dropped deltas; cleared by the next drain.
     overflowed: bool,
@@ -31,66 +39,67 @@ pub struct Outbox {
 /// What one drain hands to the replicator.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OutboxBatch {
-    pub deltas: Vec<Delta>,
+    pub deltas: Outgoing,
     /// Deltas were dropped since the last drain: peers need anti-entropy.
     pub overflowed: bool,
 }
 
 impl Outbox {
-    pub fn new(bytes_max: usize) -> Outbox {
+    pub fn new(own: NodeId, bytes_max: usize) -> Outbox {
         assert!(bytes_max > 0);
-        Outbox { bytes_max, ..Default::default() }
+        Outbox { own, bytes_max, ..Default::default() }
     }
 
+    /// Deltas held (superseded ones included).
     pub fn len(&self) -> usize {
-        self.keys.len() + self.flushes.len()
+        self.deltas.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// Encoded bytes held.
     pub fn bytes(&self) -> usize {
-        self.bytes
+        self.deltas.bytes_len()
     }
 
     pub fn key_changed(&mut self, key: &Bytes, state: &KeyState) {
-        let size = key.len() + state.approx_bytes();
-        match self.keys.get_mut(key.as_ref()) {
-            Some(old) => {
-                self.bytes = self.bytes - old.approx_bytes() + state.approx_bytes();
-                *old = state.clone();
-            }
-            None => {
-                // Sinks get owned keys (see `DeltaSink`): keeping it is a reference count.
-                self.keys.insert(key.clone(), state.clone());
-                self.bytes += size;
-            }
+        let item = self.deltas.len();
+        self.deltas.push_key(self.own, key, state);
+        // Sinks get owned keys (see `DeltaSink`): keeping one is a reference count.
+        if let Some(older) = self.newest.insert(key.clone(), item) {
+            self.superseded.push(older);
         }
         self.enforce_bound();
     }
 
     pub fn flushed(&mut self, seen: &VersionVector, scope: ShardScope) {
-        self.bytes += seen.len() * 16;
-        self.flushes.push((seen.clone(), scope));
+        self.deltas.push(self.own, &Delta::Flush { seen: seen.clone(), scope });
         self.enforce_bound();
     }
 
     fn enforce_bound(&mut self) {
-        if self.bytes > self.bytes_max {
-            self.keys = KeyMap::default();
-            self.flushes.clear();
-            self.bytes = 0;
+        if self.deltas.bytes_len() > self.bytes_max {
+            self.deltas = Outgoing::default();
+            self.newest = ItemByKey::default();
+            self.superseded = Vec::new();
             self.overflowed = true;
             self.overflows += 1;
         }
     }
 
-    /// Everything written since the last drain, each key once.
+    /// Everything written since the last drain, each key once (its newest state), in
+    /// the order written.
     pub fn drain(&mut self) -> OutboxBatch {
-        let mut deltas: Vec<Delta> = self.flushes.drain(..).map(|(seen, scope)| Delta::Flush { seen, scope }).collect();
-        deltas.extend(self.keys.drain().map(|(key, state)| Delta::Key { key, state }));
-        self.bytes = 0;
+        let mut deltas = std::mem::take(&mut self.deltas);
+        if !self.superseded.is_empty() {
+            let mut dead = vec![false; deltas.len()];
+            self.superseded.iter().for_each(|&i| dead[i] = true);
+            deltas = deltas.filtered(|i| !dead[i]);
+        }
+        self.newest.clear();
+        self.superseded.clear();
         OutboxBatch { deltas, overflowed: std::mem::take(&mut self.overflowed) }
     }
 }
@@ -107,19 +116,20 @@ mod tests {
 
     #[test]
     fn a_key_written_twice_in_a_window_is_sent_once_with_its_newest_state() {
-        let mut outbox = Outbox::new(1 << 20);
-        let key = Bytes::from_static(b"k");
+        let mut outbox = Outbox::new(1, 1 << 20);
+        let (key, other) = (Bytes::from_static(b"k"), Bytes::from_static(b"other"));
         outbox.key_changed(&key, &state(1));
-        outbox.key_changed(&key, &state(2));
+        outbox.key_changed(&other, &state(2));
+        outbox.key_changed(&key, &state(3));
         let batch = outbox.drain();
-        assert_eq!(batch.deltas, vec![Delta::Key { key, state: state(2) }]);
+        assert_eq!(batch.deltas.decode().unwrap(), vec![Delta::Key { key: other, state: state(2) }, Delta::Key { key, state: state(3) }]);
         assert!(!batch.overflowed);
         assert!(outbox.drain().deltas.is_empty());
     }
 
     #[test]
     fn past_its_bound_the_outbox_drops_everything_and_reports_it_once() {
-        let mut outbox = Outbox::new(1000);
+        let mut outbox = Outbox::new(1, 1000);
         for i in 0..100u64 {
             outbox.key_changed(&Bytes::from(format!("key{i}")), &state(i));
         }

@@ -16,6 +16,7 @@
 //! stamps: see docs/replication.md.
 
 use crate::crdt::{Hlc, NodeId};
+use crate::replication::outgoing::Outgoing;
 use crate::shard::Delta;
 
 /// How far past the newest stored stamp a stamp may leave this node.
@@ -43,22 +44,18 @@ pub fn may_leave(deltas: &[Delta], own: NodeId, ceiling: Hlc) -> bool {
     crate::bugs::active(crate::bugs::Bug::ReservationIgnored) || deltas.iter().all(|d| own_stamp(d, own) <= ceiling)
 }
 
-/// Split `deltas` into those that may leave now and those held for a later batch
-/// (appended to `held`); returns the first and the lowest own stamp held (a batch's
-/// `stable` must stay below it: those writes have not been sent).
-pub fn hold_back(deltas: Vec<Delta>, own: NodeId, ceiling: Hlc, held: &mut Vec<Delta>) -> (Vec<Delta>, Option<Hlc>) {
-    let mut lowest_held: Option<Hlc> = None;
-    let mut send = Vec::with_capacity(deltas.len());
-    for delta in deltas {
-        let stamp = own_stamp(&delta, own);
-        if stamp > ceiling && !crate::bugs::active(crate::bugs::Bug::ReservationIgnored) {
-            lowest_held = Some(lowest_held.map_or(stamp, |l| l.min(stamp)));
-            held.push(delta);
-        } else {
-            send.push(delta);
-        }
+/// Add this window's `deltas` to what was held back, and split the lot into what may
+/// leave now (returned) and what stays held (left in `held`), with the lowest own stamp
+/// held (a batch's `stable` must stay below it: those writes have not been sent).
+pub fn hold_back(deltas: Outgoing, ceiling: Hlc, held: &mut Outgoing) -> (Outgoing, Option<Hlc>) {
+    let mut pending = std::mem::take(held);
+    pending.append(&deltas);
+    if crate::bugs::active(crate::bugs::Bug::ReservationIgnored) {
+        return (pending, None);
     }
-    (send, lowest_held)
+    let (still_held, lowest_held) = pending.split_off_above(ceiling);
+    *held = still_held;
+    (pending, lowest_held)
 }
 
 #[cfg(test)]
@@ -77,14 +74,20 @@ mod tests {
     fn stamps_past_the_ceiling_are_held_and_lower_the_stable_stamp() {
         let stored = Hlc::from_parts(10_000, 0);
         let limit = ceiling(stored);
-        let deltas = vec![write(12_000, 1), write(14_000, 1), write(20_000, 2), write(13_500, 1)];
-        let mut held = Vec::new();
-        let (send, lowest) = hold_back(deltas, 1, limit, &mut held);
+        let deltas = [write(12_000, 1), write(14_000, 1), write(20_000, 2), write(13_500, 1)];
+        let mut outgoing = Outgoing::default();
+        deltas.iter().for_each(|d| outgoing.push(1, d));
+        let mut held = Outgoing::default();
+        let (send, lowest) = hold_back(outgoing, limit, &mut held);
+        let (send, held_now) = (send.decode().unwrap(), held.decode().unwrap());
         assert_eq!(send.len(), 2, "own stamps within the reservation, and a peer's stamp, go");
-        assert_eq!(held.len(), 2);
+        assert_eq!(held_now.len(), 2);
         assert_eq!(lowest, Some(Hlc::from_parts(13_500, 0)));
         assert!(may_leave(&send, 1, limit));
-        assert!(!may_leave(&held, 1, limit));
+        assert!(!may_leave(&held_now, 1, limit));
+        // Once the ceiling passes them, held writes leave with the next window's.
+        let (send, lowest) = hold_back(Outgoing::default(), ceiling(Hlc::from_parts(12_000, 0)), &mut held);
+        assert_eq!((send.len(), lowest, held.len()), (2, None, 0));
     }
 
     #[test]

@@ -233,7 +233,7 @@ impl Shard {
             kv,
             rng: ChaCha8Rng::seed_from_u64(config.rng_seed),
             deltas: DeltaLog::new(config.record_deltas, config.delta_log_entries_max, config.delta_log_bytes_max),
-            outbox: config.replicate.then(|| Outbox::new(config.outbox_bytes_max)),
+            outbox: config.replicate.then(|| Outbox::new(config.node_id, config.outbox_bytes_max)),
             ops_applied: 0,
             remote_deltas_merged: 0,
             config,
@@ -375,7 +375,7 @@ impl Shard {
                 return ShardReply::Count(dropped as i64);
             }
             ShardOp::DrainOutbox { floor } => {
-                let batch = self.outbox.as_mut().map_or(OutboxBatch { deltas: Vec::new(), overflowed: false }, |o| o.drain());
+                let batch = self.outbox.as_mut().map_or(OutboxBatch { deltas: Default::default(), overflowed: false }, |o| o.drain());
                 // An idle shard's clock moves up to now (and to the other shards'), so
                 // `stable` keeps up with time; every later local write is stamped above it.
                 self.clock.witness(Hlc::from_parts(now_ms.saturating_sub(1), u16::MAX).max(floor));

@@ -17,10 +17,11 @@ use crate::config::Config;
 use crate::crdt::Hlc;
 use crate::crdt::VersionVector;
 use crate::replication::merkle::MerkleLeaves;
+use crate::replication::outgoing::Outgoing;
 use crate::replication::peer::PeerQueue;
 use crate::replication::reservation;
 use crate::replication::stability::Stability;
-use crate::replication::wire::{self, Message};
+use crate::replication::wire::{self, BatchHead};
 use crate::shard::{Delta, ShardOp, ShardReply};
 
 /// A batch frame is cut once its deltas pass this many (approximate) bytes.
@@ -243,19 +244,19 @@ async fn batch_loop(
     let mut gap = false;
     let mut last_stable = Hlc::ZERO;
     let mut clock_floor = Hlc::ZERO;
-    let mut held: Vec<Delta> = Vec::new();
+    let mut held = Outgoing::default();
     let mut last_report = (VersionVector::new(), 0u64);
     let mut last_gc = (VersionVector::new(), 0u64);
     loop {
         ticker.tick().await;
-        let mut deltas: Vec<Delta> = Vec::new();
+        let mut deltas = Outgoing::default();
         let mut stable = Hlc(u64::MAX);
         let mut overflowed = false;
         let floor = clock_floor;
         for shard in 0..router.shard_count() {
             let Ok(mut replies) = router.send(shard, vec![ShardOp::DrainOutbox { floor }]).await.await else { return };
             if let Some(ShardReply::Outbox { batch, stable: shard_stable }) = replies.pop() {
-                deltas.extend(batch.deltas);
+                deltas.append(&batch.deltas);
                 overflowed |= batch.overflowed;
                 stable = stable.min(shard_stable);
                 clock_floor = clock_floor.max(shard_stable);
@@ -276,17 +277,15 @@ async fn batch_loop(
         }
         let ceiling = stamp_ceiling(durability.as_deref());
         replication.stamp_ceiling.store(ceiling.0, Ordering::Release);
-        let mut pending = std::mem::take(&mut held);
-        pending.extend(deltas);
-        let (deltas, lowest_held) = reservation::hold_back(pending, replication.node_id, ceiling, &mut held);
+        let (deltas, lowest_held) = reservation::hold_back(deltas, ceiling, &mut held);
         if let Some(lowest) = lowest_held {
             stable = stable.min(Hlc(lowest.0 - 1));
         }
-        if held.iter().map(Delta::approx_bytes).sum::<usize>() > HELD_BYTES_MAX {
+        if held.bytes_len() > HELD_BYTES_MAX {
             tracing::warn!(
                 "writes waiting for their stamps to be stored passed {HELD_BYTES_MAX} bytes: peers will be repaired by anti-entropy"
             );
-            held.clear();
+            held = Outgoing::default();
             gap = true;
         }
         let now = now_ms();
@@ -303,23 +302,18 @@ async fn batch_loop(
             continue;
         }
         last_report = (report.clone(), now);
-        let chunks = if deltas.is_empty() { vec![Vec::new()] } else { cut_by_size(deltas, BATCH_FRAME_BYTES_TARGET) };
+        let mut chunks = deltas.chunks(BATCH_FRAME_BYTES_TARGET);
+        if chunks.is_empty() {
+            chunks.push((0, &[]));
+        }
         let last_chunk = chunks.len() - 1;
-        for (i, chunk) in chunks.into_iter().enumerate() {
+        for (i, (count, chunk)) in chunks.into_iter().enumerate() {
             seq += 1;
-            let count = chunk.len();
             // Only the last frame of a window may claim the window's stamp: a peer that
             // has merged an earlier one has not yet got everything below it.
             let frame_stable = if i == last_chunk { stable } else { last_stable };
-            let message = Message::Batch {
-                seq,
-                session: replication.session,
-                gap: std::mem::take(&mut gap),
-                stable: frame_stable,
-                seen: report.clone(),
-                deltas: chunk,
-            };
-            let frame = wire::encode(&message);
+            let head = BatchHead { seq, session: replication.session, gap: std::mem::take(&mut gap), stable: frame_stable, seen: &report };
+            let frame = wire::encode_batch(&head, count, chunk);
             replication.batches_made.fetch_add(1, Ordering::Relaxed);
             for peer in &replication.peers {
                 if let Ok(mut queue) = peer.queue.lock() {
@@ -368,25 +362,6 @@ async fn collect_tombstones(replication: &Replication, router: &Router, now: u64
             replication.gc.tombstones_dropped.fetch_add(dropped.max(0) as u64, Ordering::Relaxed);
         }
     }
-}
-
-/// Split deltas into runs of about `bytes_target` bytes each (one delta may exceed it).
-pub fn cut_by_size(deltas: Vec<Delta>, bytes_target: usize) -> Vec<Vec<Delta>> {
-    let mut chunks = Vec::new();
-    let mut current = Vec::new();
-    let mut bytes = 0;
-    for delta in deltas {
-        bytes += delta.approx_bytes();
-        current.push(delta);
-        if bytes >= bytes_target {
-            chunks.push(std::mem::take(&mut current));
-            bytes = 0;
-        }
-    }
-    if !current.is_empty() {
-        chunks.push(current);
-    }
-    chunks
 }
 
 /// The node's anti-entropy leaves: every shard's, combined.

@@ -18,6 +18,7 @@ use meridian::crdt::VersionVector;
 use meridian::engine::kv::KeyState;
 use meridian::replication::anti_entropy::{AntiEntropy, answer_groups};
 use meridian::replication::merkle::MerkleLeaves;
+use meridian::replication::outgoing::Outgoing;
 use meridian::replication::peer::PeerQueue;
 use meridian::replication::reservation;
 use meridian::replication::stability::{BatchReceipt, Stability};
@@ -61,7 +62,7 @@ pub struct ReplNode {
     /// The highest shard clock at the last drain (see `ShardOp::DrainOutbox`).
     clock_floor: meridian::crdt::Hlc,
     /// Local writes whose stamps may not leave yet (`replication::reservation`).
-    held: Vec<Delta>,
+    held: Outgoing,
 }
 
 impl ReplNode {
@@ -83,7 +84,7 @@ impl ReplNode {
             last_report: (VersionVector::new(), 0),
             last_gc: (VersionVector::new(), 0),
             clock_floor: meridian::crdt::Hlc::ZERO,
-            held: Vec::new(),
+            held: Outgoing::default(),
         }
     }
 }
@@ -196,7 +197,7 @@ impl Sim {
         }
         let local = n.local_ms(now);
         let own = n.id;
-        let mut deltas = Vec::new();
+        let mut deltas = Outgoing::default();
         let mut stable = meridian::crdt::Hlc(u64::MAX);
         let mut overflowed = false;
         let floor = n.repl.as_ref().map_or(meridian::crdt::Hlc::ZERO, |r| r.clock_floor);
@@ -204,14 +205,22 @@ impl Sim {
         for shard in &mut n.shards {
             if let ShardReply::Outbox { batch, stable: s } = shard.apply(ShardOp::DrainOutbox { floor }, local) {
                 clock_floor = clock_floor.max(s);
-                deltas.extend(batch.deltas);
+                deltas.append(&batch.deltas);
                 overflowed |= batch.overflowed;
                 stable = stable.min(s);
             }
         }
         // Only local writes are sent: every state carries a write of this node.
+        let sent = match deltas.decode() {
+            Ok(sent) => sent,
+            Err(e) => {
+                let reason = format!("n{node} outbox deltas do not decode: {e}");
+                self.fail(reason);
+                return;
+            }
+        };
         if let Some(echo) =
-            deltas.iter().find(|d| matches!(d, Delta::Key { state, .. } if state.causal_context().get(own) == meridian::crdt::Hlc::ZERO))
+            sent.iter().find(|d| matches!(d, Delta::Key { state, .. } if state.causal_context().get(own) == meridian::crdt::Hlc::ZERO))
         {
             let reason = format!("n{node} sends a delta it did not write (echo): {echo:?}");
             self.fail(reason);
@@ -222,9 +231,7 @@ impl Sim {
         let ceiling = self.ceiling(node);
         let repl = self.nodes[node].repl.as_mut().expect("replication runs");
         repl.clock_floor = clock_floor;
-        let mut pending = std::mem::take(&mut repl.held);
-        pending.extend(deltas);
-        let (deltas, lowest_held) = reservation::hold_back(pending, own, ceiling, &mut repl.held);
+        let (deltas, lowest_held) = reservation::hold_back(deltas, ceiling, &mut repl.held);
         if let Some(lowest) = lowest_held {
             stable = stable.min(meridian::crdt::Hlc(lowest.0 - 1));
         }
@@ -236,7 +243,8 @@ impl Sim {
             repl.seq += 1;
             let count = deltas.len();
             let gap = std::mem::take(&mut repl.gap);
-            let frame = wire::encode(&Message::Batch { seq: repl.seq, session: repl.session, gap, stable, seen, deltas });
+            let head = wire::BatchHead { seq: repl.seq, session: repl.session, gap, stable, seen: &seen };
+            let frame = wire::encode_batch(&head, count, &deltas.into_bytes());
             for (peer, queue) in repl.queues.iter_mut().enumerate() {
                 if peer != node {
                     queue.push(repl.seq, frame.clone(), count, now);

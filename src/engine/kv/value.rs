@@ -364,6 +364,21 @@ impl KeyState {
         max
     }
 
+    /// The newest stamp of `node` this state holds: `causal_context().get(node)`
+    /// without building the context (the replication batcher asks it of every delta).
+    pub fn newest_stamp_of(&self, node: crate::crdt::NodeId) -> crate::crdt::Hlc {
+        let mut newest = self.ctx.get(node);
+        for dot in self.value.dots().chain(self.ttl.dots()).filter(|d| d.node == node) {
+            newest = newest.max(dot.hlc);
+        }
+        if let Some(c) = &self.counters {
+            for (_, hlc) in c.ints.observed().chain(c.floats.observed()).filter(|(n, _)| *n == node) {
+                newest = newest.max(hlc);
+            }
+        }
+        newest
+    }
+
     /// The full causal context: explicit entries plus every dot stored.
     pub fn causal_context(&self) -> VersionVector {
         let mut ctx = self.implied_context();

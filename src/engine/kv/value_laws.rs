@@ -250,6 +250,10 @@ proptest! {
     fn the_newest_stamp_is_the_newest_entry_of_the_causal_context(steps in prop::collection::vec(step(), 0..40)) {
         for state in run(&steps) {
             prop_assert_eq!(state.max_hlc(), state.causal_context().max_hlc());
+            let context = state.causal_context();
+            for node in 0..5 {
+                prop_assert_eq!(state.newest_stamp_of(node), context.get(node));
+            }
         }
     }
 }

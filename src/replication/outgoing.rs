@@ -1,0 +1,203 @@
+//! Deltas on their way to the peers, encoded once on the shard's thread.
+//!
+//! Each delta is kept as its bytes in the wire's delta encoding (the segment body
+//! encoding of `persistence::codec`), next to this node's newest stamp in it, which the
+//! stamp reservation decides on. The batcher splits, holds back and frames these bytes
+//! without decoding them; nothing the shard owns (a key's reference count, a state's
+//! allocations) crosses to the replication thread. Never decodes on the send path;
+//! `decode` is for tests and the simulator's checks.
+
+use bytes::Bytes;
+
+use crate::crdt::{Hlc, NodeId};
+use crate::engine::kv::KeyState;
+use crate::persistence::codec::{self, DecodeError, Reader, Writer};
+use crate::shard::Delta;
+
+/// One encoded delta: where it ends in the buffer, and this node's newest stamp in it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct Item {
+    end: u32,
+    own_stamp: Hlc,
+}
+
+/// Deltas in send order. Bounded by its producers (the outbox's byte bound, the
+/// batcher's held bound); a buffer past 4 GiB is refused by assertion, as offsets are u32.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Outgoing {
+    bytes: Vec<u8>,
+    items: Vec<Item>,
+}
+
+impl Outgoing {
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Encoded bytes held.
+    pub fn bytes_len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Append a key's state (the write path: nothing is copied but the encoding).
+    pub fn push_key(&mut self, own: NodeId, key: &[u8], state: &KeyState) {
+        let own_stamp = state.newest_stamp_of(own);
+        self.push_with(own_stamp, |w| codec::write_key_delta(w, key, state));
+    }
+
+    /// Append any delta.
+    pub fn push(&mut self, own: NodeId, delta: &Delta) {
+        self.push_with(crate::replication::reservation::own_stamp(delta, own), |w| codec::write_delta(w, delta));
+    }
+
+    fn push_with(&mut self, own_stamp: Hlc, write: impl FnOnce(&mut Writer)) {
+        let mut w = Writer { buf: std::mem::take(&mut self.bytes) };
+        write(&mut w);
+        self.bytes = w.buf;
+        assert!(self.bytes.len() <= u32::MAX as usize, "outgoing deltas past 4 GiB");
+        self.items.push(Item { end: self.bytes.len() as u32, own_stamp });
+    }
+
+    fn start_of(&self, index: usize) -> usize {
+        if index == 0 { 0 } else { self.items[index - 1].end as usize }
+    }
+
+    fn item_bytes(&self, index: usize) -> &[u8] {
+        &self.bytes[self.start_of(index)..self.items[index].end as usize]
+    }
+
+    /// This node's newest stamp in the delta at `index`.
+    fn own_stamp(&self, index: usize) -> Hlc {
+        self.items[index].own_stamp
+    }
+
+    /// Append `other`'s deltas after these.
+    pub fn append(&mut self, other: &Outgoing) {
+        if self.is_empty() {
+            self.bytes.extend_from_slice(&other.bytes);
+            self.items.extend_from_slice(&other.items);
+            return;
+        }
+        let base = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(&other.bytes);
+        assert!(self.bytes.len() <= u32::MAX as usize, "outgoing deltas past 4 GiB");
+        self.items.extend(other.items.iter().map(|i| Item { end: base + i.end, ..*i }));
+    }
+
+    /// The deltas `keep` picks, in order (a copy of their bytes).
+    pub fn filtered(&self, mut keep: impl FnMut(usize) -> bool) -> Outgoing {
+        let mut out = Outgoing::default();
+        for index in 0..self.items.len() {
+            if keep(index) {
+                out.bytes.extend_from_slice(self.item_bytes(index));
+                out.items.push(Item { end: out.bytes.len() as u32, own_stamp: self.own_stamp(index) });
+            }
+        }
+        out
+    }
+
+    /// Split off the deltas holding a stamp of this node above `ceiling` (they wait
+    /// for a later batch: `replication::reservation`); returns them and the lowest
+    /// such stamp.
+    pub fn split_off_above(&mut self, ceiling: Hlc) -> (Outgoing, Option<Hlc>) {
+        let lowest = self.items.iter().map(|i| i.own_stamp).filter(|s| *s > ceiling).min();
+        if lowest.is_none() {
+            return (Outgoing::default(), None);
+        }
+        let held = self.filtered(|i| self.items[i].own_stamp > ceiling);
+        *self = self.filtered(|i| self.items[i].own_stamp <= ceiling);
+        (held, lowest)
+    }
+
+    /// Consecutive runs of deltas of about `bytes_target` bytes each (a run ends once
+    /// it reaches the target): what one batch frame carries. (count, bytes) per run.
+    pub fn chunks(&self, bytes_target: usize) -> Vec<(usize, &[u8])> {
+        let mut chunks = Vec::new();
+        let (mut first, mut start) = (0usize, 0usize);
+        for (index, item) in self.items.iter().enumerate() {
+            let end = item.end as usize;
+            if end - start >= bytes_target {
+                chunks.push((index + 1 - first, &self.bytes[start..end]));
+                (first, start) = (index + 1, end);
+            }
+        }
+        if first < self.items.len() {
+            chunks.push((self.items.len() - first, &self.bytes[start..]));
+        }
+        chunks
+    }
+
+    /// The deltas again (tests, the simulator's checks).
+    pub fn decode(&self) -> Result<Vec<Delta>, DecodeError> {
+        decode_deltas(self.len(), &self.bytes)
+    }
+
+    /// The encoded bytes of every delta, in order.
+    pub fn into_bytes(self) -> Bytes {
+        Bytes::from(self.bytes)
+    }
+}
+
+/// `count` deltas encoded back to back.
+pub fn decode_deltas(count: usize, bytes: &[u8]) -> Result<Vec<Delta>, DecodeError> {
+    let mut r = Reader::new(bytes);
+    let deltas = (0..count).map(|_| codec::read_delta(&mut r)).collect::<Result<Vec<Delta>, DecodeError>>()?;
+    if r.remaining() != 0 {
+        return Err(DecodeError(format!("{} bytes after the last delta", r.remaining())));
+    }
+    Ok(deltas)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crdt::Dot;
+    use crate::engine::kv::StrVal;
+
+    fn write(ms: u64, node: NodeId) -> Delta {
+        let state = KeyState::with_value(Dot::new(Hlc::from_parts(ms, 0), node), StrVal::Int(ms as i64), None);
+        Delta::Key { key: Bytes::from(format!("k{ms}")), state }
+    }
+
+    fn outgoing(deltas: &[Delta]) -> Outgoing {
+        let mut out = Outgoing::default();
+        deltas.iter().for_each(|d| out.push(1, d));
+        out
+    }
+
+    #[test]
+    fn deltas_come_back_in_order_after_append() {
+        let (a, b) = (vec![write(1, 1), write(2, 2)], vec![write(3, 1)]);
+        let mut out = outgoing(&a);
+        out.append(&outgoing(&b));
+        assert_eq!(out.decode().unwrap(), [a, b].concat());
+    }
+
+    #[test]
+    fn stamps_above_the_ceiling_are_split_off_with_the_lowest_of_them() {
+        let deltas = vec![write(12, 1), write(14, 1), write(20, 2), write(13, 1)];
+        let mut out = outgoing(&deltas);
+        let (held, lowest) = out.split_off_above(Hlc::from_parts(12, 5));
+        assert_eq!(out.decode().unwrap(), vec![deltas[0].clone(), deltas[2].clone()], "own stamps within it, and a peer's, go");
+        assert_eq!(held.decode().unwrap(), vec![deltas[1].clone(), deltas[3].clone()]);
+        assert_eq!(lowest, Some(Hlc::from_parts(13, 0)));
+    }
+
+    #[test]
+    fn chunks_cover_every_delta_once_in_order() {
+        let deltas: Vec<Delta> = (0..50).map(|i| write(i, 1)).collect();
+        let out = outgoing(&deltas);
+        let chunks = out.chunks(64);
+        assert!(chunks.len() > 1);
+        let mut again = Vec::new();
+        for (count, bytes) in &chunks {
+            again.extend(decode_deltas(*count, bytes).unwrap());
+        }
+        assert_eq!(again, deltas);
+        assert!(outgoing(&[]).chunks(64).is_empty());
+    }
+}
