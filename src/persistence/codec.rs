@@ -307,6 +307,16 @@ pub fn write_key_delta(w: &mut Writer, key: &[u8], state: &KeyState) {
     write_key_state(w, state);
 }
 
+/// The key an encoded delta names (`None` for a flush or forget record, or bytes that
+/// are not a delta).
+pub fn key_of_delta(encoded: &[u8]) -> Option<&[u8]> {
+    let mut r = Reader::new(encoded);
+    match r.u8() {
+        Ok(DELTA_KEY) => r.bytes().ok(),
+        _ => None,
+    }
+}
+
 pub fn write_delta(w: &mut Writer, delta: &Delta) {
     match delta {
         Delta::Key { key, state } => write_key_delta(w, key, state),

@@ -17,8 +17,18 @@ use crate::replication::outgoing::Outgoing;
 use crate::shard::Delta;
 use crate::shard::routing::ShardScope;
 
-/// Each key's newest item in the window's deltas.
-type ItemByKey = hashbrown::HashMap<Bytes, usize, foldhash::fast::RandomState>;
+/// Each key's newest item in the window's deltas, as (hash of the key, item): the key
+/// itself is read back from the item's bytes, so the outbox holds no reference to it.
+type ItemByKey = hashbrown::HashTable<(u64, usize)>;
+
+/// A drained outbox starts its next window with room for what the last one held, up to
+/// this: busy shards don't regrow it every window, idle ones don't hold a big one.
+const REUSE_CAPACITY_BYTES_MAX: usize = 4 << 20;
+
+fn hash_key(key: &[u8]) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::with_seed(0x6f75_7462_6f78).hash_one(key)
+}
 
 #[derive(Debug, Default)]
 pub struct Outbox {
@@ -67,9 +77,16 @@ impl Outbox {
     pub fn key_changed(&mut self, key: &Bytes, state: &KeyState) {
         let item = self.deltas.len();
         self.deltas.push_key(self.own, key, state);
-        // Sinks get owned keys (see `DeltaSink`): keeping one is a reference count.
-        if let Some(older) = self.newest.insert(key.clone(), item) {
-            self.superseded.push(older);
+        let hash = hash_key(key);
+        let deltas = &self.deltas;
+        match self.newest.entry(hash, |&(h, i)| h == hash && deltas.key_at(i) == Some(key.as_ref()), |&(h, _)| h) {
+            hashbrown::hash_table::Entry::Occupied(mut older) => {
+                self.superseded.push(older.get().1);
+                older.get_mut().1 = item;
+            }
+            hashbrown::hash_table::Entry::Vacant(slot) => {
+                slot.insert((hash, item));
+            }
         }
         self.enforce_bound();
     }
@@ -82,7 +99,7 @@ impl Outbox {
     fn enforce_bound(&mut self) {
         if self.deltas.bytes_len() > self.bytes_max {
             self.deltas = Outgoing::default();
-            self.newest = ItemByKey::default();
+            self.newest = ItemByKey::new();
             self.superseded = Vec::new();
             self.overflowed = true;
             self.overflows += 1;
@@ -92,7 +109,8 @@ impl Outbox {
     /// Everything written since the last drain, each key once (its newest state), in
     /// the order written.
     pub fn drain(&mut self) -> OutboxBatch {
-        let mut deltas = std::mem::take(&mut self.deltas);
+        let capacity = (self.deltas.bytes_len().min(REUSE_CAPACITY_BYTES_MAX), self.deltas.len().min(REUSE_CAPACITY_BYTES_MAX / 32));
+        let mut deltas = std::mem::replace(&mut self.deltas, Outgoing::with_capacity(capacity.0, capacity.1));
         if !self.superseded.is_empty() {
             let mut dead = vec![false; deltas.len()];
             self.superseded.iter().for_each(|&i| dead[i] = true);

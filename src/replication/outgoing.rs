@@ -30,6 +30,11 @@ pub struct Outgoing {
 }
 
 impl Outgoing {
+    /// Room for about `bytes` of deltas, `items` of them, before growing.
+    pub fn with_capacity(bytes: usize, items: usize) -> Outgoing {
+        Outgoing { bytes: Vec::with_capacity(bytes), items: Vec::with_capacity(items) }
+    }
+
     pub fn len(&self) -> usize {
         self.items.len()
     }
@@ -68,6 +73,11 @@ impl Outgoing {
 
     fn item_bytes(&self, index: usize) -> &[u8] {
         &self.bytes[self.start_of(index)..self.items[index].end as usize]
+    }
+
+    /// The key of the delta at `index`, if it is a key's state.
+    pub fn key_at(&self, index: usize) -> Option<&[u8]> {
+        codec::key_of_delta(self.item_bytes(index))
     }
 
     /// This node's newest stamp in the delta at `index`.

@@ -493,11 +493,13 @@ impl KeyState {
 
     /// Feed every field, in a fixed little-endian encoding, to a digest (the Merkle
     /// leaves of anti-entropy): equal states feed equal bytes on every platform.
-    pub fn feed_digest(&self, feed: &mut dyn FnMut(&[u8])) {
-        let dot = |d: Dot, feed: &mut dyn FnMut(&[u8])| {
+    /// Generic rather than `dyn`: it runs on every write of a replicating node, and the
+    /// per-field calls inline into the caller's buffer appends.
+    pub fn feed_digest(&self, feed: &mut impl FnMut(&[u8])) {
+        fn dot(d: Dot, feed: &mut impl FnMut(&[u8])) {
             feed(&d.hlc.0.to_le_bytes());
             feed(&d.node.to_le_bytes());
-        };
+        }
         feed(&(self.ctx.len() as u32).to_le_bytes());
         for d in self.ctx.iter() {
             dot(d, feed);
