@@ -33,7 +33,7 @@ pub fn ceiling(stored: Hlc) -> Hlc {
 /// This node's newest stamp in a delta (ZERO if it holds none of this node's writes).
 pub fn own_stamp(delta: &Delta, own: NodeId) -> Hlc {
     match delta {
-        Delta::Key { state, .. } => state.causal_context().get(own),
+        Delta::Key { state, .. } => state.newest_stamp_of(own),
         Delta::Flush { seen, .. } => seen.get(own),
         Delta::Forget { .. } => Hlc::ZERO,
     }

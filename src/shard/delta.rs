@@ -8,7 +8,7 @@
 
 use bytes::Bytes;
 
-use crate::crdt::{Dot, Hlc, VersionVector};
+use crate::crdt::{Hlc, VersionVector};
 use crate::engine::kv::{DeltaSink, KeyState};
 use crate::persistence::codec::{self, DecodeError, Reader, Writer};
 use crate::persistence::segment;
@@ -43,13 +43,6 @@ impl Delta {
             Delta::Key { state, .. } => state.max_hlc(),
             Delta::Flush { seen, .. } => seen.max_hlc(),
             Delta::Forget { below } => below.max_hlc(),
-        }
-    }
-
-    pub fn approx_bytes(&self) -> usize {
-        match self {
-            Delta::Key { key, state } => key.len() + state.approx_bytes(),
-            Delta::Flush { seen, .. } | Delta::Forget { below: seen } => seen.len() * std::mem::size_of::<Dot>(),
         }
     }
 }

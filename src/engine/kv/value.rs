@@ -553,10 +553,4 @@ impl KeyState {
             }
         }
     }
-
-    /// Approximate heap + inline bytes, for INFO memory.
-    pub fn approx_bytes(&self) -> usize {
-        let value_bytes: usize = self.value.entries().iter().map(|(_, v)| if let StrVal::Raw(b) = v { b.len() } else { 0 }).sum();
-        std::mem::size_of::<KeyState>() + value_bytes + self.counters.as_ref().map_or(0, |_| std::mem::size_of::<Counters>())
-    }
 }
