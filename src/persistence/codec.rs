@@ -307,6 +307,21 @@ pub fn write_key_delta(w: &mut Writer, key: &[u8], state: &KeyState) {
     write_key_state(w, state);
 }
 
+/// Exactly `count` deltas encoded back to back, and nothing after them (a segment
+/// body, a drained log, a batch's deltas). Errors name the entry.
+pub fn read_deltas_exact(count: usize, bytes: &[u8]) -> Result<Vec<Delta>, DecodeError> {
+    let mut r = Reader::new(bytes);
+    // Bounded up front: a count is untrusted until its entries have been read.
+    let mut deltas = Vec::with_capacity(count.min(1 << 16));
+    for i in 0..count {
+        deltas.push(read_delta(&mut r).map_err(|e| DecodeError(format!("entry {i}: {e}")))?);
+    }
+    if r.remaining() != 0 {
+        return err(format!("{} bytes after the last entry", r.remaining()));
+    }
+    Ok(deltas)
+}
+
 /// The key an encoded delta names (`None` for a flush or forget record, or bytes that
 /// are not a delta).
 pub fn key_of_delta(encoded: &[u8]) -> Option<&[u8]> {

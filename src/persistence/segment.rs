@@ -22,7 +22,7 @@
 
 use bytes::Bytes;
 
-use super::codec::{DecodeError, Reader, Writer, read_delta};
+use super::codec::{DecodeError, Reader, Writer, read_deltas_exact};
 use crate::crdt::{Hlc, NodeId};
 use crate::shard::{Delta, EncodedDeltas};
 
@@ -145,14 +145,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Header, Vec<Delta>), DecodeError> {
     if crc32fast::hash(body) != body_crc {
         return Err(DecodeError("body CRC mismatch".into()));
     }
-    let mut r = Reader::new(body);
-    let mut deltas = Vec::with_capacity((header.entries as usize).min(1 << 16));
-    for i in 0..header.entries {
-        deltas.push(read_delta(&mut r).map_err(|e| DecodeError(format!("entry {i}: {e}")))?);
-    }
-    if r.remaining() != 0 {
-        return Err(DecodeError(format!("{} bytes after the last entry", r.remaining())));
-    }
+    let deltas = read_deltas_exact(header.entries as usize, body)?;
     Ok((header, deltas))
 }
 

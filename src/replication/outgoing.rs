@@ -11,7 +11,7 @@ use bytes::Bytes;
 
 use crate::crdt::{Hlc, NodeId};
 use crate::engine::kv::KeyState;
-use crate::persistence::codec::{self, DecodeError, Reader, Writer};
+use crate::persistence::codec::{self, DecodeError, Writer};
 use crate::shard::Delta;
 
 /// One encoded delta: where it ends in the buffer, and this node's newest stamp in it.
@@ -143,23 +143,13 @@ impl Outgoing {
 
     /// The deltas again (tests, the simulator's checks).
     pub fn decode(&self) -> Result<Vec<Delta>, DecodeError> {
-        decode_deltas(self.len(), &self.bytes)
+        codec::read_deltas_exact(self.len(), &self.bytes)
     }
 
     /// The encoded bytes of every delta, in order.
     pub fn into_bytes(self) -> Bytes {
         Bytes::from(self.bytes)
     }
-}
-
-/// `count` deltas encoded back to back.
-pub fn decode_deltas(count: usize, bytes: &[u8]) -> Result<Vec<Delta>, DecodeError> {
-    let mut r = Reader::new(bytes);
-    let deltas = (0..count).map(|_| codec::read_delta(&mut r)).collect::<Result<Vec<Delta>, DecodeError>>()?;
-    if r.remaining() != 0 {
-        return Err(DecodeError(format!("{} bytes after the last delta", r.remaining())));
-    }
-    Ok(deltas)
 }
 
 #[cfg(test)]
@@ -205,7 +195,7 @@ mod tests {
         assert!(chunks.len() > 1);
         let mut again = Vec::new();
         for (count, bytes) in &chunks {
-            again.extend(decode_deltas(*count, bytes).unwrap());
+            again.extend(codec::read_deltas_exact(*count, bytes).unwrap());
         }
         assert_eq!(again, deltas);
         assert!(outgoing(&[]).chunks(64).is_empty());

@@ -10,7 +10,7 @@ use bytes::Bytes;
 
 use crate::crdt::{Hlc, VersionVector};
 use crate::engine::kv::{DeltaSink, KeyState};
-use crate::persistence::codec::{self, DecodeError, Reader, Writer};
+use crate::persistence::codec::{self, DecodeError, Writer};
 use crate::persistence::segment;
 use crate::shard::routing::ShardScope;
 
@@ -82,12 +82,7 @@ impl EncodedDeltas {
 
     /// The entries as deltas again (tests, the simulator's planted bugs).
     pub fn decode(&self) -> Result<Vec<Delta>, DecodeError> {
-        let mut r = Reader::new(&self.body);
-        let deltas = (0..self.entries).map(|_| codec::read_delta(&mut r)).collect::<Result<Vec<Delta>, DecodeError>>()?;
-        if r.remaining() != 0 {
-            return Err(DecodeError(format!("{} bytes after the last entry", r.remaining())));
-        }
-        Ok(deltas)
+        codec::read_deltas_exact(self.entries, &self.body)
     }
 
     pub fn from_deltas(deltas: &[Delta]) -> EncodedDeltas {
