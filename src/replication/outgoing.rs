@@ -85,11 +85,10 @@ impl Outgoing {
         self.items[index].own_stamp
     }
 
-    /// Append `other`'s deltas after these.
-    pub fn append(&mut self, other: &Outgoing) {
+    /// Append `other`'s deltas after these (a move when these are none).
+    pub fn append(&mut self, other: Outgoing) {
         if self.is_empty() {
-            self.bytes.extend_from_slice(&other.bytes);
-            self.items.extend_from_slice(&other.items);
+            *self = other;
             return;
         }
         let base = self.bytes.len() as u32;
@@ -173,7 +172,7 @@ mod tests {
     fn deltas_come_back_in_order_after_append() {
         let (a, b) = (vec![write(1, 1), write(2, 2)], vec![write(3, 1)]);
         let mut out = outgoing(&a);
-        out.append(&outgoing(&b));
+        out.append(outgoing(&b));
         assert_eq!(out.decode().unwrap(), [a, b].concat());
     }
 

@@ -49,7 +49,7 @@ pub fn may_leave(deltas: &[Delta], own: NodeId, ceiling: Hlc) -> bool {
 /// held (a batch's `stable` must stay below it: those writes have not been sent).
 pub fn hold_back(deltas: Outgoing, ceiling: Hlc, held: &mut Outgoing) -> (Outgoing, Option<Hlc>) {
     let mut pending = std::mem::take(held);
-    pending.append(&deltas);
+    pending.append(deltas);
     if crate::bugs::active(crate::bugs::Bug::ReservationIgnored) {
         return (pending, None);
     }

@@ -24,7 +24,7 @@ use crate::replication::stability::Stability;
 use crate::replication::wire::{self, BatchHead};
 use crate::shard::{Delta, ShardOp, ShardReply};
 
-/// A batch frame is cut once its deltas pass this many (approximate) bytes.
+/// A batch frame is cut once its deltas pass this many (encoded) bytes.
 const BATCH_FRAME_BYTES_TARGET: usize = 1 << 20;
 /// An idle node still sends its stability report this often (an empty batch), so that
 /// peers can collect tombstones; a busy one sends it with every batch.
@@ -256,7 +256,7 @@ async fn batch_loop(
         for shard in 0..router.shard_count() {
             let Ok(mut replies) = router.send(shard, vec![ShardOp::DrainOutbox { floor }]).await.await else { return };
             if let Some(ShardReply::Outbox { batch, stable: shard_stable }) = replies.pop() {
-                deltas.append(&batch.deltas);
+                deltas.append(batch.deltas);
                 overflowed |= batch.overflowed;
                 stable = stable.min(shard_stable);
                 clock_floor = clock_floor.max(shard_stable);

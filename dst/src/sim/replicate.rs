@@ -205,7 +205,7 @@ impl Sim {
         for shard in &mut n.shards {
             if let ShardReply::Outbox { batch, stable: s } = shard.apply(ShardOp::DrainOutbox { floor }, local) {
                 clock_floor = clock_floor.max(s);
-                deltas.append(&batch.deltas);
+                deltas.append(batch.deltas);
                 overflowed |= batch.overflowed;
                 stable = stable.min(s);
             }
