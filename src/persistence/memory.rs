@@ -20,7 +20,7 @@ impl MemoryStore {
                 if create_only && self.objects.contains_key(&path) {
                     return StoreResult::AlreadyExists;
                 }
-                self.objects.insert(path, data);
+                self.objects.insert(path, data.to_bytes());
                 StoreResult::Stored
             }
             StoreOp::Get { path } => self.objects.get(&path).cloned().map_or(StoreResult::NotFound, StoreResult::Data),

@@ -23,6 +23,7 @@
 use bytes::Bytes;
 
 use super::codec::{DecodeError, Reader, Writer, read_deltas_exact};
+use super::store::Payload;
 use crate::crdt::{Hlc, NodeId};
 use crate::shard::{Delta, EncodedDeltas};
 
@@ -53,27 +54,25 @@ pub struct Header {
     pub body_bytes: u64,
 }
 
-/// Encode deltas as one object (checkpoint parts).
+/// Encode deltas as one object in one buffer (checkpoint parts, tests).
 pub fn encode(node_id: NodeId, kind: Kind, sequence: u64, part: u32, deltas: &[Delta]) -> Bytes {
-    encode_encoded(node_id, kind, sequence, part, &[EncodedDeltas::from_deltas(deltas)])
+    frame(node_id, kind, sequence, part, vec![EncodedDeltas::from_deltas(deltas)]).to_bytes()
 }
 
 /// One object from bodies already encoded (the shards' drained delta logs): the header,
-/// then each body in order. The stamp range and entry count come with the bodies.
-pub fn encode_encoded(node_id: NodeId, kind: Kind, sequence: u64, part: u32, bodies: &[EncodedDeltas]) -> Bytes {
+/// then each body in order, as chunks (no copy). The stamp range and entry count come
+/// with the bodies.
+pub fn frame(node_id: NodeId, kind: Kind, sequence: u64, part: u32, bodies: Vec<EncodedDeltas>) -> Payload {
     let entries: usize = bodies.iter().map(|b| b.entries).sum();
     assert!(entries as u64 <= ENTRIES_MAX as u64, "too many entries for one object");
     let body_len: usize = bodies.iter().map(|b| b.body.len()).sum();
     let filled = bodies.iter().filter(|b| !b.is_empty());
     let hlc_min = filled.clone().map(|b| b.hlc_min).min().unwrap_or(Hlc::ZERO);
     let hlc_max = filled.map(|b| b.hlc_max).max().unwrap_or(Hlc::ZERO);
-    let mut buf = Vec::with_capacity(HEADER_BYTES + body_len);
-    buf.resize(HEADER_BYTES, 0);
     let mut body_crc = crc32fast::Hasher::new();
-    for b in bodies {
+    for b in &bodies {
         debug_assert!(!b.body.is_empty() || b.is_empty(), "entries without bytes");
         body_crc.update(&b.body);
-        buf.extend_from_slice(&b.body);
     }
     let mut header = Writer { buf: Vec::with_capacity(HEADER_BYTES) };
     header.buf.extend_from_slice(MAGIC);
@@ -90,11 +89,16 @@ pub fn encode_encoded(node_id: NodeId, kind: Kind, sequence: u64, part: u32, bod
     header.u32(body_crc.finalize());
     let header_crc = crc32fast::hash(&header.buf[..60]);
     header.u32(header_crc);
-    debug_assert_eq!(header.buf.len(), HEADER_BYTES);
-    buf[..HEADER_BYTES].copy_from_slice(&header.buf);
-    let bytes = Bytes::from(buf);
-    debug_assert!(decode(&bytes).is_ok_and(|(h, d)| h.sequence == sequence && d.len() == entries), "a segment must decode as written");
-    bytes
+    assert_eq!(header.buf.len(), HEADER_BYTES);
+    let mut chunks = Vec::with_capacity(1 + bodies.len());
+    chunks.push(Bytes::from(header.buf));
+    chunks.extend(bodies.into_iter().filter(|b| !b.body.is_empty()).map(|b| Bytes::from(b.body)));
+    let payload = Payload::from_chunks(chunks);
+    debug_assert!(
+        decode(&payload.to_bytes()).is_ok_and(|(h, d)| h.sequence == sequence && d.len() == entries),
+        "a segment must decode as written"
+    );
+    payload
 }
 
 /// Parse and verify just the header.

@@ -257,7 +257,7 @@ impl Streamer {
             let manifest = Manifest { epoch: self.manifest.epoch + 1, ..self.manifest.clone() };
             let op = StoreOp::Put {
                 path: layout::manifest_path(self.cfg.node_id, manifest.epoch),
-                data: Bytes::from(manifest.encode()),
+                data: Bytes::from(manifest.encode()).into(),
                 create_only: true,
             };
             return self.start(InFlight::ClaimManifest { manifest }, op);
@@ -304,10 +304,11 @@ impl Streamer {
         self.stats.pending_bytes = self.pending_bytes;
         let seq = self.next_seq;
         self.next_seq += 1;
-        let data = segment::encode_encoded(self.cfg.node_id, Kind::Segment, seq, 0, &bodies);
-        let op = StoreOp::Put { path: layout::segment_path(self.cfg.node_id, seq), data: data.clone(), create_only: true };
-        let max_hlc = segment::decode_header(&data).map_or(Hlc::ZERO, |h| h.hlc_max);
-        (InFlight::Segment { seq, bytes: data.len(), max_hlc }, op)
+        let max_hlc = bodies.iter().filter(|b| !b.is_empty()).map(|b| b.hlc_max).max().unwrap_or(Hlc::ZERO);
+        let data = segment::frame(self.cfg.node_id, Kind::Segment, seq, 0, bodies);
+        let bytes = data.len();
+        let op = StoreOp::Put { path: layout::segment_path(self.cfg.node_id, seq), data, create_only: true };
+        (InFlight::Segment { seq, bytes, max_hlc }, op)
     }
 
     fn next_checkpoint_op(&mut self) -> Option<(InFlight, StoreOp)> {
@@ -328,13 +329,16 @@ impl Streamer {
         let c = self.checkpoint.as_mut()?;
         if let Some(data) = c.ready.pop_front() {
             let path = layout::checkpoint_part_path(node, c.seq, c.parts_written);
-            return Some((InFlight::CheckpointPart, StoreOp::Put { path, data, create_only: true }));
+            return Some((InFlight::CheckpointPart, StoreOp::Put { path, data: data.into(), create_only: true }));
         }
         if c.complete {
             let (seq, parts) = (c.seq, c.parts_written);
             let manifest = Manifest { node_id: node, epoch: self.manifest.epoch + 1, checkpoint: Some((seq, parts)), first_segment: seq };
-            let op =
-                StoreOp::Put { path: layout::manifest_path(node, manifest.epoch), data: Bytes::from(manifest.encode()), create_only: true };
+            let op = StoreOp::Put {
+                path: layout::manifest_path(node, manifest.epoch),
+                data: Bytes::from(manifest.encode()).into(),
+                create_only: true,
+            };
             return Some((InFlight::CheckpointManifest { manifest }, op));
         }
         None
@@ -350,7 +354,7 @@ impl Streamer {
                 // We read back an object our create found already there.
                 let StoreOp::Put { data, .. } = &put else { return };
                 match result {
-                    StoreResult::Data(stored) if stored == *data => StoreResult::Stored,
+                    StoreResult::Data(stored) if data.same_bytes(&stored) => StoreResult::Stored,
                     StoreResult::Data(_) => StoreResult::AlreadyExists,
                     StoreResult::NotFound => {
                         // Gone again: put it once more.

@@ -121,7 +121,8 @@ pub async fn execute(store: &dyn ObjectStore, op: StoreOp) -> StoreResult {
     match op {
         StoreOp::Put { path, data, create_only } => {
             let mode = if create_only { PutMode::Create } else { PutMode::Overwrite };
-            match store.put_opts(&Path::from(path), PutPayload::from_bytes(data), PutOptions { mode, ..Default::default() }).await {
+            let payload: PutPayload = data.chunks().iter().cloned().collect();
+            match store.put_opts(&Path::from(path), payload, PutOptions { mode, ..Default::default() }).await {
                 Ok(_) => StoreResult::Stored,
                 Err(object_store::Error::AlreadyExists { .. }) => StoreResult::AlreadyExists,
                 Err(e) => StoreResult::Failed(e.to_string()),
@@ -159,8 +160,8 @@ pub async fn execute(store: &dyn ObjectStore, op: StoreOp) -> StoreResult {
 pub async fn probe_conditional_put(store: &dyn ObjectStore, node: u16, nonce: &str) -> Result<(), String> {
     let path = format!("node-{node:05}/probe/{nonce}");
     let data = Bytes::from_static(b"probe");
-    let first = execute(store, StoreOp::Put { path: path.clone(), data: data.clone(), create_only: true }).await;
-    let second = execute(store, StoreOp::Put { path: path.clone(), data, create_only: true }).await;
+    let first = execute(store, StoreOp::Put { path: path.clone(), data: data.clone().into(), create_only: true }).await;
+    let second = execute(store, StoreOp::Put { path: path.clone(), data: data.into(), create_only: true }).await;
     let _ = execute(store, StoreOp::Delete { path }).await;
     match (first, second) {
         (StoreResult::Stored, StoreResult::AlreadyExists) => Ok(()),

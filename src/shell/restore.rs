@@ -129,7 +129,7 @@ async fn restore(config: &Config, target_ms: u64, into: &std::path::Path) -> Res
             keys += deltas.len();
             let data = segment::encode(node, Kind::CheckpointPart, 1, part, &deltas);
             let path = layout::checkpoint_part_path(node, 1, part);
-            match execute(&target, StoreOp::Put { path: path.clone(), data, create_only: true }).await {
+            match execute(&target, StoreOp::Put { path: path.clone(), data: data.into(), create_only: true }).await {
                 StoreResult::Stored => part += 1,
                 other => return Err(format!("writing {path}: {other:?}")),
             }
@@ -141,7 +141,7 @@ async fn restore(config: &Config, target_ms: u64, into: &std::path::Path) -> Res
     }
     let manifest = Manifest { node_id: node, epoch: 1, checkpoint: Some((1, part)), first_segment: 1 };
     let path = layout::manifest_path(node, 1);
-    match execute(&target, StoreOp::Put { path: path.clone(), data: Bytes::from(manifest.encode()), create_only: true }).await {
+    match execute(&target, StoreOp::Put { path: path.clone(), data: Bytes::from(manifest.encode()).into(), create_only: true }).await {
         StoreResult::Stored => {}
         other => return Err(format!("writing {path}: {other:?}")),
     }
