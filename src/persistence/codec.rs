@@ -80,6 +80,15 @@ impl Writer {
     }
 }
 
+impl Writer {
+    /// Run `write` appending to `buf` (a buffer owned elsewhere: a delta log, an outbox).
+    pub fn append_to(buf: &mut Vec<u8>, write: impl FnOnce(&mut Writer)) {
+        let mut w = Writer { buf: std::mem::take(buf) };
+        write(&mut w);
+        *buf = w.buf;
+    }
+}
+
 /// Reads primitives from a buffer, failing (never panicking) on truncation.
 pub struct Reader<'a> {
     buf: &'a [u8],

@@ -66,9 +66,7 @@ pub fn frame(node_id: NodeId, kind: Kind, sequence: u64, part: u32, bodies: Vec<
     let entries: usize = bodies.iter().map(|b| b.entries).sum();
     assert!(entries as u64 <= ENTRIES_MAX as u64, "too many entries for one object");
     let body_len: usize = bodies.iter().map(|b| b.body.len()).sum();
-    let filled = bodies.iter().filter(|b| !b.is_empty());
-    let hlc_min = filled.clone().map(|b| b.hlc_min).min().unwrap_or(Hlc::ZERO);
-    let hlc_max = filled.map(|b| b.hlc_max).max().unwrap_or(Hlc::ZERO);
+    let (hlc_min, hlc_max) = stamp_range(&bodies);
     let mut body_crc = crc32fast::Hasher::new();
     for b in &bodies {
         debug_assert!(!b.body.is_empty() || b.is_empty(), "entries without bytes");
@@ -99,6 +97,15 @@ pub fn frame(node_id: NodeId, kind: Kind, sequence: u64, part: u32, bodies: Vec<
         "a segment must decode as written"
     );
     payload
+}
+
+/// The smallest and largest stamp of the bodies' entries (both `Hlc::ZERO` when there
+/// are none): the header's HLC range.
+pub fn stamp_range(bodies: &[EncodedDeltas]) -> (Hlc, Hlc) {
+    let filled = bodies.iter().filter(|b| !b.is_empty());
+    let hlc_min = filled.clone().map(|b| b.hlc_min).min().unwrap_or(Hlc::ZERO);
+    let hlc_max = filled.map(|b| b.hlc_max).max().unwrap_or(Hlc::ZERO);
+    (hlc_min, hlc_max)
 }
 
 /// Parse and verify just the header.

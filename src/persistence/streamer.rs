@@ -304,7 +304,7 @@ impl Streamer {
         self.stats.pending_bytes = self.pending_bytes;
         let seq = self.next_seq;
         self.next_seq += 1;
-        let max_hlc = bodies.iter().filter(|b| !b.is_empty()).map(|b| b.hlc_max).max().unwrap_or(Hlc::ZERO);
+        let (_, max_hlc) = segment::stamp_range(&bodies);
         let data = segment::frame(self.cfg.node_id, Kind::Segment, seq, 0, bodies);
         let bytes = data.len();
         let op = StoreOp::Put { path: layout::segment_path(self.cfg.node_id, seq), data, create_only: true };

@@ -60,9 +60,7 @@ impl Outgoing {
     }
 
     fn push_with(&mut self, own_stamp: Hlc, write: impl FnOnce(&mut Writer)) {
-        let mut w = Writer { buf: std::mem::take(&mut self.bytes) };
-        write(&mut w);
-        self.bytes = w.buf;
+        Writer::append_to(&mut self.bytes, write);
         assert!(self.bytes.len() <= u32::MAX as usize, "outgoing deltas past 4 GiB");
         self.items.push(Item { end: self.bytes.len() as u32, own_stamp });
     }

@@ -72,9 +72,7 @@ impl EncodedDeltas {
     }
 
     fn push_with(&mut self, hlc: Hlc, write: impl FnOnce(&mut Writer)) {
-        let mut w = Writer { buf: std::mem::take(&mut self.body) };
-        write(&mut w);
-        self.body = w.buf;
+        Writer::append_to(&mut self.body, write);
         self.hlc_min = if self.entries == 0 { hlc } else { self.hlc_min.min(hlc) };
         self.hlc_max = self.hlc_max.max(hlc);
         self.entries += 1;
