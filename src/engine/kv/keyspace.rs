@@ -59,6 +59,11 @@ pub struct Entry {
     pub key: Bytes,
     pub hash: u64,
     pub state: KeyState,
+    /// `merkle::digest(key, state)` while the Merkle leaves are kept, else 0. Kept so
+    /// that a write takes the old state out of its leaf without reading it again: the
+    /// old value's bytes are cold in a big keyspace, and rehashing them cost a cache
+    /// miss per overwrite (8 bytes per key buy that back).
+    digest: u64,
 }
 
 pub struct Keyspace {
@@ -93,8 +98,9 @@ impl Keyspace {
     /// Keep Merkle leaves from now on (replication), starting from what is stored.
     pub fn enable_merkle(&mut self) {
         let mut leaves = MerkleLeaves::new();
-        for entry in self.iter() {
-            leaves.toggle(leaf_of(entry.hash), merkle::digest(&entry.key, &entry.state));
+        for entry in self.tables.iter_mut().flat_map(|t| t.iter_mut()) {
+            entry.digest = merkle::digest(&entry.key, &entry.state);
+            leaves.toggle(leaf_of(entry.hash), entry.digest);
         }
         for (key, state) in &self.tombstones {
             leaves.toggle(leaf_of(key_hash(key)), merkle::digest(key, state));
@@ -109,6 +115,19 @@ impl Keyspace {
     fn merkle_toggle(&mut self, key: &[u8], hash: u64, state: &KeyState) {
         if let Some(leaves) = &mut self.merkle {
             leaves.toggle(leaf_of(hash), merkle::digest(key, state));
+        }
+    }
+
+    /// The digest an entry holding `state` stores (0 while no leaves are kept).
+    fn digest_to_store(&self, key: &[u8], state: &KeyState) -> u64 {
+        if self.merkle.is_some() { merkle::digest(key, state) } else { 0 }
+    }
+
+    /// An entry's state changed from the one digested as `old` to the one digested as
+    /// `new`: its leaf swaps one for the other.
+    fn merkle_replace(&mut self, hash: u64, old: u64, new: u64) {
+        if let Some(leaves) = &mut self.merkle {
+            leaves.toggle(leaf_of(hash), old ^ new);
         }
     }
 
@@ -208,11 +227,6 @@ impl Keyspace {
         self.tables[self.table_index(hash)].find(hash, |e| e.key == key)
     }
 
-    pub fn get_mut(&mut self, key: &[u8], hash: u64) -> Option<&mut Entry> {
-        let index = self.table_index(hash);
-        self.tables[index].find_mut(hash, |e| e.key == key)
-    }
-
     /// Insert or replace the state of `key`; keeps the TTL count and expiry index right.
     /// The key is borrowed: an existing entry keeps its own copy, a new one gets an
     /// exact-size copy (the caller's key may be a slice of a connection's read buffer,
@@ -220,23 +234,27 @@ impl Keyspace {
     pub fn put(&mut self, key: &[u8], hash: u64, state: KeyState) -> &Entry {
         let new_expiry = state.expire_at_ms();
         let index = self.table_index(hash);
-        if let Some(leaves) = &mut self.merkle {
-            leaves.toggle(leaf_of(hash), merkle::digest(key, &state));
-        }
+        let digest = self.digest_to_store(key, &state);
+        let merkle = &mut self.merkle;
         let (stored_key, old_expiry) = match self.tables[index].find_mut(hash, |e| e.key == key) {
             Some(entry) => {
-                if let Some(leaves) = &mut self.merkle {
-                    leaves.toggle(leaf_of(hash), merkle::digest(key, &entry.state));
+                debug_assert_eq!(entry.digest, merkle.as_ref().map_or(0, |_| merkle::digest(key, &entry.state)), "stale digest");
+                if let Some(leaves) = merkle {
+                    leaves.toggle(leaf_of(hash), entry.digest ^ digest);
                 }
+                entry.digest = digest;
                 let old = entry.state.expire_at_ms();
                 entry.state = state;
                 // The expiry index needs the key only when the TTL changed.
                 (if old != new_expiry { Some(entry.key.clone()) } else { None }, old)
             }
             None => {
+                if let Some(leaves) = merkle {
+                    leaves.toggle(leaf_of(hash), digest);
+                }
                 let owned = Bytes::copy_from_slice(key);
                 let for_index = new_expiry.is_some().then(|| owned.clone());
-                self.tables[index].insert_unique(hash, Entry { key: owned, hash, state }, |e| e.hash);
+                self.tables[index].insert_unique(hash, Entry { key: owned, hash, state, digest }, |e| e.hash);
                 self.len += 1;
                 (for_index, None)
             }
@@ -255,24 +273,28 @@ impl Keyspace {
         let index = self.table_index(hash);
         debug_assert!(self.tables[index].find(hash, |e| e.key == key).is_none());
         let expiry = state.expire_at_ms();
-        self.merkle_toggle(&key, hash, &state);
-        self.tables[index].insert_unique(hash, Entry { key: key.clone(), hash, state }, |e| e.hash);
+        let digest = self.digest_to_store(&key, &state);
+        self.merkle_replace(hash, 0, digest);
+        self.tables[index].insert_unique(hash, Entry { key: key.clone(), hash, state, digest }, |e| e.hash);
         self.len += 1;
         self.track_expiry(key, None, expiry);
         self.maybe_grow();
     }
 
     /// Change the state of an existing key in place (one lookup, no copy); keeps the
-    /// TTL count and expiry index right. `None` when the key is absent.
-    pub fn update<R>(&mut self, key: &[u8], hash: u64, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
+    /// TTL count, the expiry index and the Merkle leaves right. `f` gets the stored key
+    /// and the state. `None` when the key is absent.
+    pub fn update<R>(&mut self, key: &[u8], hash: u64, f: impl FnOnce(&Bytes, &mut KeyState) -> R) -> Option<R> {
         let index = self.table_index(hash);
         let entry = self.tables[index].find_mut(hash, |e| e.key == key)?;
+        debug_assert_eq!(entry.digest, self.merkle.as_ref().map_or(0, |_| merkle::digest(key, &entry.state)), "stale digest");
         let old = entry.state.expire_at_ms();
-        let old_digest = self.merkle.as_ref().map(|_| merkle::digest(key, &entry.state));
-        let result = f(entry);
+        let result = f(&entry.key, &mut entry.state);
         let new = entry.state.expire_at_ms();
-        if let (Some(leaves), Some(old_digest)) = (&mut self.merkle, old_digest) {
-            leaves.toggle(leaf_of(hash), old_digest ^ merkle::digest(key, &entry.state));
+        if let Some(leaves) = &mut self.merkle {
+            let digest = merkle::digest(key, &entry.state);
+            leaves.toggle(leaf_of(hash), entry.digest ^ digest);
+            entry.digest = digest;
         }
         if old != new {
             let stored_key = entry.key.clone();
@@ -312,7 +334,8 @@ impl Keyspace {
         let index = self.table_index(hash);
         let entry = self.tables[index].find_entry(hash, |e| e.key == key).ok()?;
         let (removed, _) = entry.remove();
-        self.merkle_toggle(key, hash, &removed.state);
+        debug_assert_eq!(removed.digest, self.digest_to_store(key, &removed.state), "stale digest");
+        self.merkle_replace(hash, removed.digest, 0);
         self.len -= 1;
         if removed.state.expire_at_ms().is_some() {
             self.expiring -= 1;

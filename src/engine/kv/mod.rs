@@ -188,9 +188,9 @@ impl KvEngine {
             }
         }
         // In place when the key is here, moved in when it is not: no copies.
-        match self.keys.update(&key, hash, |entry| {
-            entry.state.merge(&incoming);
-            entry.state.exists()
+        match self.keys.update(&key, hash, |_, state| {
+            state.merge(&incoming);
+            state.exists()
         }) {
             Some(true) => {}
             Some(false) => {

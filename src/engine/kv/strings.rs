@@ -65,13 +65,13 @@ impl KvEngine {
         self.expire_if_due(&key, hash, ctx.now_ms);
         // The common case, an existing key, is changed in place: one lookup, no copy.
         let mut value = Some(StrVal::from_bytes(value));
-        let updated = self.keys.update(&key, hash, |entry| {
-            let old_value = if reply == SetReply::OldValue { entry.state.read() } else { None };
+        let updated = self.keys.update(&key, hash, |stored_key, state| {
+            let old_value = if reply == SetReply::OldValue { state.read() } else { None };
             let allowed = condition != SetCondition::IfAbsent;
             if allowed {
                 let dot = ctx.next_dot();
-                entry.state.set(dot, value.take().unwrap_or(StrVal::Int(0)), ttl);
-                ctx.deltas.key_changed(&entry.key, &entry.state);
+                state.set(dot, value.take().unwrap_or(StrVal::Int(0)), ttl);
+                ctx.deltas.key_changed(stored_key, state);
             }
             (allowed, old_value)
         });
