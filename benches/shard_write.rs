@@ -73,7 +73,7 @@ fn bench_writes(b: &mut criterion::Bencher, shard: &mut Shard, mut write: impl F
     b.iter(|| {
         let reply = shard.apply(write(writes), now_ms);
         writes += 1;
-        if writes % DRAIN_EVERY == 0 {
+        if writes.is_multiple_of(DRAIN_EVERY) {
             now_ms += 50;
             drain(shard, now_ms);
         }
