@@ -445,7 +445,7 @@ impl Keyspace {
 mod tests {
     use super::*;
     use crate::crdt::{Dot, Hlc};
-    use crate::engine::kv::value::StrVal;
+    use crate::engine::kv::value::{SetTtl, StrVal};
 
     fn state(expire: Option<u64>) -> KeyState {
         KeyState::with_value(Dot::new(Hlc::from_parts(1, 0), 1), StrVal::Int(1), expire)
@@ -478,6 +478,33 @@ mod tests {
         for i in 0..500 {
             assert!(seen.contains(&Bytes::from(format!("k{i}"))), "k{i} missing");
         }
+    }
+
+    #[test]
+    fn merkle_leaves_kept_per_write_equal_leaves_computed_afresh() {
+        let mut ks = Keyspace::new();
+        ks.enable_merkle();
+        let dot = |ms: u64| Dot::new(Hlc::from_parts(ms, 0), 1);
+        for i in 0..2_000u64 {
+            // 301 keys, 4 kinds of write: every key meets every kind, in every order.
+            let key = Bytes::from(format!("k{}", i % 301));
+            let hash = key_hash(&key);
+            match i % 4 {
+                0 | 1 => {
+                    ks.put(&key, hash, KeyState::with_value(dot(i), StrVal::Int(i as i64), None));
+                }
+                2 => {
+                    ks.update(&key, hash, |_, state| state.set(dot(i), StrVal::Raw(Bytes::from(vec![b'v'; i as usize % 90])), SetTtl::Keep));
+                }
+                _ => {
+                    ks.remove(&key, hash);
+                }
+            }
+        }
+        let kept = ks.merkle().cloned().expect("leaves kept");
+        ks.enable_merkle();
+        assert!(ks.len() > 0);
+        assert!(kept == *ks.merkle().expect("leaves kept"), "incremental leaves drifted from a fresh computation");
     }
 
     #[test]
