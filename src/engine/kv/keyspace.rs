@@ -503,7 +503,7 @@ mod tests {
         }
         let kept = ks.merkle().cloned().expect("leaves kept");
         ks.enable_merkle();
-        assert!(ks.len() > 0);
+        assert!(!ks.is_empty());
         assert!(kept == *ks.merkle().expect("leaves kept"), "incremental leaves drifted from a fresh computation");
     }
 
