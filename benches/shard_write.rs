@@ -2,9 +2,10 @@
 //! persistence delta log, replicating (outbox and Merkle leaves), and both. The shard is
 //! the node's bottleneck under a write load, so these per-write costs are what bounds
 //! the ratios `docker-benchmark/` measures end to end (where parsing, the network and
-//! the client dilute them). Keys are overwritten uniformly at random in a keyspace of
-//! `KEYS` keys, values are 3 bytes (redis-benchmark's default), and the logs are drained
-//! every `DRAIN_EVERY` writes, as the node's 50 ms windows would at about 300k writes/s.
+//! the client dilute them). `overwrite/*` sets keys chosen uniformly at random in a
+//! keyspace of `KEYS` keys, `new_key/*` keys never written (the keyspace grows); values
+//! are 3 bytes (redis-benchmark's default), and the logs are drained every `DRAIN_EVERY`
+//! writes, as a node's windows would at about 300k writes/s.
 //!
 //! Run: `cargo bench --bench shard_write`
 
@@ -53,7 +54,7 @@ fn shard(persist: bool, replicate: bool) -> Shard {
     let mut shard = Shard::new(config);
     for i in 0..KEYS {
         shard.apply(set(key(i)), 1_000);
-        if i % DRAIN_EVERY == 0 {
+        if i.is_multiple_of(DRAIN_EVERY) {
             drain(&mut shard, 1_000);
         }
     }
@@ -66,12 +67,12 @@ fn drain(shard: &mut Shard, now_ms: u64) {
     std::hint::black_box(shard.apply(ShardOp::DrainOutbox { floor: Hlc::default() }, now_ms));
 }
 
-/// Runs `write(i)` once per iteration, draining the logs as a node would.
-fn bench_writes(b: &mut criterion::Bencher, shard: &mut Shard, mut write: impl FnMut(usize) -> ShardOp) {
+/// Runs one `write()` per iteration, draining the logs as a node would.
+fn bench_writes(b: &mut criterion::Bencher, shard: &mut Shard, mut write: impl FnMut() -> ShardOp) {
     let mut writes = 0usize;
     let mut now_ms = 2_000u64;
     b.iter(|| {
-        let reply = shard.apply(write(writes), now_ms);
+        let reply = shard.apply(write(), now_ms);
         writes += 1;
         if writes.is_multiple_of(DRAIN_EVERY) {
             now_ms += 50;
@@ -91,12 +92,12 @@ fn shard_write(c: &mut Criterion) {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         // An existing key, uniformly at random (the old state is cold, as in a big keyspace).
         group.bench_function(format!("overwrite/{name}"), |b| {
-            bench_writes(b, &mut shard, |_| set(key(rng.random_range(0..KEYS))))
+            bench_writes(b, &mut shard, || set(key(rng.random_range(0..KEYS))))
         });
         // A key never written (redis-benchmark -r 100000000): the keyspace grows.
         let mut next = KEYS;
         group.bench_function(format!("new_key/{name}"), |b| {
-            bench_writes(b, &mut shard, |_| {
+            bench_writes(b, &mut shard, || {
                 next += 1;
                 set(key(next))
             })
