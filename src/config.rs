@@ -130,7 +130,8 @@ pub struct Config {
     #[arg(long)]
     pub repl_tls_ca: Option<PathBuf>,
 
-    /// Local writes are gathered for this long, merged per key, and sent as one batch.
+    /// Local writes are gathered for at most this long, merged per key, and sent as one
+    /// batch; under load a batch leaves sooner, as soon as a shard has 64 KiB of them.
     #[arg(long, default_value_t = 10)]
     pub repl_batch_ms: u64,
 

@@ -50,6 +50,34 @@ fn writes_on_any_node_appear_on_every_other() {
 }
 
 #[test]
+fn a_burst_of_writes_leaves_before_its_batch_window_ends() {
+    // A 10 s window and no periodic anti-entropy: only the outbox filling to its eager
+    // size (64 KiB) can send these writes within the first seconds.
+    let started = std::time::Instant::now();
+    let cluster = Cluster::start(2, &["--persistence", "off", "--repl-batch-ms", "10000", "--anti-entropy-interval-ms", "600000"]);
+    // Links up, and the anti-entropy round each link starts with done over empty trees.
+    let linked = eventually(Duration::from_secs(5), || {
+        cluster.replication_info().iter().all(|info| info.get("peers_up").map(String::as_str) == Some("1"))
+    });
+    assert!(linked, "{:?}", cluster.replication_info());
+    std::thread::sleep(Duration::from_millis(500));
+    let mut pipe = redis::pipe();
+    for i in 0..20_000 {
+        pipe.cmd("SET").arg(format!("burst:{i:06}")).arg("v").ignore();
+    }
+    pipe.query::<()>(&mut cluster.con(0)).expect("burst of SETs");
+    let mut peer = cluster.con(1);
+    let mut arrived = 0u64;
+    // About 40 bytes a delta: all but the last 64 KiB (some 1,600 writes) go early.
+    let early = eventually(Duration::from_secs(5), || {
+        arrived = redis::cmd("DBSIZE").query(&mut peer).expect("DBSIZE");
+        arrived >= 15_000
+    });
+    assert!(early, "only {arrived} of 20000 writes reached the peer before the window ended");
+    assert!(started.elapsed() < Duration::from_secs(9), "too slow to tell an early batch from a window's end");
+}
+
+#[test]
 fn concurrent_writes_on_partitioned_nodes_converge_to_the_documented_results() {
     let cluster = Cluster::start(3, &["--persistence", "off"]);
     let (mut a, mut b, mut c) = (cluster.con(0), cluster.con(1), cluster.con(2));

@@ -8,6 +8,12 @@
 //! merged from peers never do, so nothing is echoed back. It is bounded: past its byte
 //! bound it drops everything and says so, and the peers are then repaired by
 //! anti-entropy instead of by unbounded memory.
+//!
+//! A window ends when the batch interval elapses or, under load, as soon as the outbox
+//! holds `eager_bytes` ([`Outbox::take_ready`] says so once per window): the batcher
+//! then works on a few tens of kilobytes that are still in the core's cache, instead of
+//! ten milliseconds of writes that have long been evicted and must be read back from
+//! memory, and the peers get a steady stream instead of bursts.
 
 use bytes::Bytes;
 
@@ -40,6 +46,10 @@ pub struct Outbox {
     /// Items a later write of the same key superseded (left out at the drain).
     superseded: Vec<usize>,
     bytes_max: usize,
+    /// Past this many bytes the window may end early (see `take_ready`).
+    eager_bytes: usize,
+    /// `take_ready` said so in this window.
+    ready_taken: bool,
     /// Set when the bound dropped deltas; cleared by the next drain.
     overflowed: bool,
     /// Times the bound was hit since start.
@@ -55,9 +65,19 @@ pub struct OutboxBatch {
 }
 
 impl Outbox {
-    pub fn new(own: NodeId, bytes_max: usize) -> Outbox {
-        assert!(bytes_max > 0);
-        Outbox { own, bytes_max, ..Default::default() }
+    pub fn new(own: NodeId, bytes_max: usize, eager_bytes: usize) -> Outbox {
+        assert!(bytes_max > 0 && eager_bytes > 0);
+        Outbox { own, bytes_max, eager_bytes, ..Default::default() }
+    }
+
+    /// True once per window, when the outbox first holds `eager_bytes` or more: the
+    /// caller should drain it now rather than at the end of the batch interval.
+    pub fn take_ready(&mut self) -> bool {
+        if self.ready_taken || self.deltas.bytes_len() < self.eager_bytes {
+            return false;
+        }
+        self.ready_taken = true;
+        true
     }
 
     /// Deltas held (superseded ones included).
@@ -118,6 +138,7 @@ impl Outbox {
         }
         self.newest.clear();
         self.superseded.clear();
+        self.ready_taken = false;
         OutboxBatch { deltas, overflowed: std::mem::take(&mut self.overflowed) }
     }
 }
@@ -134,7 +155,7 @@ mod tests {
 
     #[test]
     fn a_key_written_twice_in_a_window_is_sent_once_with_its_newest_state() {
-        let mut outbox = Outbox::new(1, 1 << 20);
+        let mut outbox = Outbox::new(1, 1 << 20, 1 << 20);
         let (key, other) = (Bytes::from_static(b"k"), Bytes::from_static(b"other"));
         outbox.key_changed(&key, &state(1));
         outbox.key_changed(&other, &state(2));
@@ -146,8 +167,28 @@ mod tests {
     }
 
     #[test]
+    fn the_outbox_is_ready_once_per_window_past_its_eager_size() {
+        let mut outbox = Outbox::new(1, 1 << 20, 100);
+        let mut written = 0u64;
+        while outbox.bytes() < 100 {
+            assert!(!outbox.take_ready(), "ready at {} bytes", outbox.bytes());
+            outbox.key_changed(&Bytes::from(format!("key{written}")), &state(written));
+            written += 1;
+        }
+        assert!(outbox.take_ready());
+        outbox.key_changed(&Bytes::from_static(b"more"), &state(written));
+        assert!(!outbox.take_ready(), "said once per window");
+        assert_eq!(outbox.drain().deltas.len() as u64, written + 1);
+        assert!(!outbox.take_ready(), "an empty window is not ready");
+        for i in 0..written {
+            outbox.key_changed(&Bytes::from(format!("key{i}")), &state(i));
+        }
+        assert!(outbox.take_ready(), "the next window is ready again");
+    }
+
+    #[test]
     fn past_its_bound_the_outbox_drops_everything_and_reports_it_once() {
-        let mut outbox = Outbox::new(1, 1000);
+        let mut outbox = Outbox::new(1, 1000, 1000);
         for i in 0..100u64 {
             outbox.key_changed(&Bytes::from(format!("key{i}")), &state(i));
         }

@@ -44,6 +44,9 @@ pub struct ShardConfig {
     /// Replicate to peers: keep an outbox, tombstones and Merkle leaves.
     pub replicate: bool,
     pub outbox_bytes_max: usize,
+    /// Past this many bytes the outbox asks to be drained before the batch interval
+    /// ends (`Shard::take_outbox_ready`).
+    pub outbox_eager_bytes: usize,
     /// Remote stamps further ahead of local time than this are counted (DESIGN §4).
     pub max_clock_skew_ms: u64,
     /// How many shards the node has (a FLUSHALL's scope is this shard among them).
@@ -62,6 +65,7 @@ impl ShardConfig {
             rng_seed: shard_id as u64,
             replicate: false,
             outbox_bytes_max: 64 << 20,
+            outbox_eager_bytes: 64 << 10,
             max_clock_skew_ms: 2_000,
             shard_count: 1,
         }
@@ -233,7 +237,7 @@ impl Shard {
             kv,
             rng: ChaCha8Rng::seed_from_u64(config.rng_seed),
             deltas: DeltaLog::new(config.record_deltas, config.delta_log_entries_max, config.delta_log_bytes_max),
-            outbox: config.replicate.then(|| Outbox::new(config.node_id, config.outbox_bytes_max)),
+            outbox: config.replicate.then(|| Outbox::new(config.node_id, config.outbox_bytes_max, config.outbox_eager_bytes)),
             ops_applied: 0,
             remote_deltas_merged: 0,
             config,
@@ -454,6 +458,13 @@ impl Shard {
             Delta::Flush { seen, scope } => self.kv.merge_flush(&seen, scope),
             Delta::Forget { below } => self.kv.merge_forget(&below),
         }
+    }
+
+    /// True once per batch window, when the outbox has filled to its eager size: the
+    /// replicator should drain it now (`replication::outbox`). Cheap: asked after
+    /// every command.
+    pub fn take_outbox_ready(&mut self) -> bool {
+        self.outbox.as_mut().is_some_and(Outbox::take_ready)
     }
 
     /// Take every recorded delta for the persistence streamer.

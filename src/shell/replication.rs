@@ -116,6 +116,8 @@ pub struct Replication {
     /// The highest own stamp that may leave this node now (`replication::reservation`);
     /// refreshed every batch window (a stale value is lower: safe).
     pub stamp_ceiling: AtomicU64,
+    /// A shard's outbox filled to its eager size: the batch window ends now.
+    pub outbox_ready: Notify,
 }
 
 impl Replication {
@@ -184,6 +186,7 @@ pub fn prepare(config: &Config) -> Result<(Arc<Replication>, Option<std::net::Tc
         stability: Mutex::new(Stability::new(config.node_id, config.peers.len())),
         gc: GcStats::default(),
         stamp_ceiling: AtomicU64::new(0),
+        outbox_ready: Notify::new(),
     };
     Ok((Arc::new(replication), listener))
 }
@@ -230,8 +233,9 @@ pub fn start(
     Ok(Driver { shutdown, thread })
 }
 
-/// Every batch interval: take every shard's outbox, cut the deltas into frames, and
-/// queue each frame for every peer; then collect the tombstones that became stable.
+/// Every batch interval, or sooner when a shard's outbox fills to its eager size: take
+/// every shard's outbox, cut the deltas into frames, and queue each frame for every
+/// peer; then collect the tombstones that became stable.
 async fn batch_loop(
     replication: Arc<Replication>,
     router: Router,
@@ -248,7 +252,10 @@ async fn batch_loop(
     let mut last_report = (VersionVector::new(), 0u64);
     let mut last_gc = (VersionVector::new(), 0u64);
     loop {
-        ticker.tick().await;
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = replication.outbox_ready.notified() => ticker.reset(),
+        }
         let mut deltas = Outgoing::default();
         let mut stable = Hlc(u64::MAX);
         let mut overflowed = false;

@@ -24,7 +24,9 @@ pub type SharedShard = Rc<RefCell<Shard>>;
 pub fn apply_local_one(shard: &SharedShard, state: &ServerState, op: ShardOp, now_ms: u64) -> ShardReply {
     let mut shard = shard.borrow_mut();
     shard.set_string_bytes_max(state.runtime.proto_max_bulk_len());
-    shard.apply(op, now_ms)
+    let reply = shard.apply(op, now_ms);
+    wake_batcher_if_ready(&mut shard, state);
+    reply
 }
 
 /// Apply a batch on the shard owned by this thread.
@@ -32,7 +34,19 @@ pub fn apply_local(shard: &SharedShard, state: &ServerState, ops: Vec<ShardOp>) 
     let now = now_ms();
     let mut shard = shard.borrow_mut();
     shard.set_string_bytes_max(state.runtime.proto_max_bulk_len());
-    ops.into_iter().map(|op| shard.apply(op, now)).collect()
+    let replies = ops.into_iter().map(|op| shard.apply(op, now)).collect();
+    wake_batcher_if_ready(&mut shard, state);
+    replies
+}
+
+/// A busy shard's outbox is drained as soon as it fills to its eager size rather than
+/// at the end of the batch interval (`replication::outbox`).
+fn wake_batcher_if_ready(shard: &mut Shard, state: &ServerState) {
+    if shard.take_outbox_ready()
+        && let Some(replication) = &state.replication
+    {
+        replication.outbox_ready.notify_one();
+    }
 }
 
 pub fn spawn(shard: Shard, mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerState>) -> Result<std::thread::JoinHandle<()>, String> {

@@ -33,6 +33,9 @@ const TICK_MS: u64 = 100;
 /// How often a node's persistence driver runs.
 const PERSIST_TICK_MS: u64 = 10;
 /// Trace lines kept for the failure report.
+/// A shard's outbox asks for an early drain past this (`--repl-batch-ms` windows end
+/// early under load); small, so that simulated workloads hit it.
+const OUTBOX_EAGER_BYTES: usize = 1024;
 const TRACE_TAIL_LINES: usize = 60;
 /// Hard bound on events per run: a run that needs more has a liveness bug.
 const EVENTS_MAX: u64 = 5_000_000;
@@ -142,6 +145,8 @@ fn fresh_shards(seed: u64, node: NodeId, shards: usize, replicate: bool) -> Vec<
             config.record_deltas = true;
             config.replicate = replicate;
             config.outbox_bytes_max = 64 * 1024;
+            // Small, so that windows often end early, as they do under load.
+            config.outbox_eager_bytes = OUTBOX_EAGER_BYTES;
             Shard::new(config)
         })
         .collect()
@@ -194,6 +199,10 @@ enum Event {
     },
     /// The node's replication batch window closes.
     ReplTick {
+        node: usize,
+    },
+    /// A shard's outbox filled to its eager size: the node's window closes early.
+    OutboxReady {
         node: usize,
     },
     /// A frame arrives on the peer link `dialer -> listener` (at the dialer if
@@ -411,6 +420,7 @@ impl Sim {
                 self.repl_tick(node);
                 self.schedule(self.now + REPL_TICK_MS, Event::ReplTick { node });
             }
+            Event::OutboxReady { node } => self.repl_tick(node),
             Event::Deliver { dialer, listener, epoch, to_dialer, frame } => self.deliver(dialer, listener, epoch, to_dialer, frame),
             Event::Heal { partition } => {
                 self.partitions.remove(&partition);
@@ -460,6 +470,15 @@ impl Sim {
             let (actual, _) = self.execute(node, args.clone());
             self.log(format!("c{client} n{node} {line} -> {actual:?}"));
             self.record_writes(node, &args, before, local);
+            // As the server's shard threads wake its batcher (every shard's signal is
+            // taken: one early window serves them all).
+            let mut ready = false;
+            for shard in &mut self.nodes[node].shards {
+                ready |= shard.take_outbox_ready();
+            }
+            if ready {
+                self.schedule(self.now, Event::OutboxReady { node });
+            }
             let region = self.nodes[node].region;
             self.send(region, client_region, Event::Reply { client, node });
             return;
