@@ -129,7 +129,14 @@ impl Outbox {
     /// Everything written since the last drain, each key once (its newest state), in
     /// the order written.
     pub fn drain(&mut self) -> OutboxBatch {
-        let capacity = (self.deltas.bytes_len().min(REUSE_CAPACITY_BYTES_MAX), self.deltas.len().min(REUSE_CAPACITY_BYTES_MAX / 32));
+        // A window that ended early is followed by another under load: room for twice the
+        // eager size, so it does not regrow (a copy, and fresh pages) before it ends.
+        let (bytes, items) = (self.deltas.bytes_len(), self.deltas.len());
+        let (bytes, items) = match bytes >= self.eager_bytes {
+            true => (bytes.max(2 * self.eager_bytes), items * bytes.max(2 * self.eager_bytes) / bytes),
+            false => (bytes, items),
+        };
+        let capacity = (bytes.min(REUSE_CAPACITY_BYTES_MAX), items.min(REUSE_CAPACITY_BYTES_MAX / 32));
         let mut deltas = std::mem::replace(&mut self.deltas, Outgoing::with_capacity(capacity.0, capacity.1));
         if !self.superseded.is_empty() {
             let mut dead = vec![false; deltas.len()];

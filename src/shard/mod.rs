@@ -174,6 +174,9 @@ pub enum ShardReply {
     },
     Merkle(MerkleLeaves),
     Deltas(Vec<Delta>),
+    /// `MergeRemote` refused whole while persistence can't keep up: the deltas come
+    /// back untouched, for the caller to offer again (no copy kept for a retry).
+    MergeRefused(Vec<Delta>),
 }
 
 impl ShardReply {
@@ -403,11 +406,11 @@ impl Shard {
 
     /// Join deltas received from a peer: the clock moves past their stamps (counting
     /// those too far ahead), and they are recorded for persistence (this node's store
-    /// holds everything it holds) but never put in the outbox (no echo). Refused whole,
-    /// with the delta log's error, while persistence can't keep up.
+    /// holds everything it holds) but never put in the outbox (no echo). Refused whole
+    /// while persistence can't keep up (the deltas come back: `MergeRefused`).
     fn merge_remote(&mut self, deltas: Vec<Delta>, now_ms: u64) -> ShardReply {
         if !self.deltas.has_room() {
-            return ShardReply::Frame(Frame::static_error(DELTA_LOG_FULL));
+            return ShardReply::MergeRefused(deltas);
         }
         let count = deltas.len();
         for delta in deltas {
@@ -551,5 +554,34 @@ fn apply_key(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: KeyCommand) -> Frame {
         KeyCommand::Persist(key) => kv.persist(ctx, &key),
         KeyCommand::Type(key) => kv.type_of(&key, now_ms),
         KeyCommand::ObjectEncoding(key) => kv.object_encoding(&key, now_ms),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crdt::Dot;
+    use crate::engine::kv::StrVal;
+
+    #[test]
+    fn a_merge_refused_while_the_delta_log_is_full_hands_the_deltas_back_untouched() {
+        let mut config = ShardConfig::new(0, 2);
+        config.record_deltas = true;
+        config.delta_log_entries_max = 1;
+        let mut shard = Shard::new(config);
+        let remote = |key: &'static str, ms: u64| Delta::Key {
+            key: Bytes::from_static(key.as_bytes()),
+            state: KeyState::with_value(Dot::new(Hlc::from_parts(ms, 0), 1), StrVal::Int(ms as i64), None),
+        };
+        assert!(matches!(shard.apply(ShardOp::MergeRemote(vec![remote("a", 1)]), 10), ShardReply::Count(_)));
+        let offered = vec![remote("b", 2), remote("c", 3)];
+        match shard.apply(ShardOp::MergeRemote(offered.clone()), 10) {
+            ShardReply::MergeRefused(back) => assert_eq!(back, offered),
+            other => panic!("merged into a full log: {other:?}"),
+        }
+        assert_eq!(shard.kv.keys.len(), 1, "nothing of a refused merge is applied");
+        shard.drain_deltas();
+        assert!(matches!(shard.apply(ShardOp::MergeRemote(offered), 10), ShardReply::Count(_)));
+        assert_eq!(shard.kv.keys.len(), 3);
     }
 }

@@ -405,26 +405,27 @@ pub async fn merge_into_shards(router: &Router, deltas: Vec<Delta>) -> Result<Ve
     // (A peer's forget record reaches the shards, which ignore it: `Shard::merge_remote`.)
     let parts = crate::shard::split_by_shard(deltas, shards);
     let mut positions = vec![0u64; shards];
-    for (shard, part) in parts.into_iter().enumerate() {
+    for (shard, mut part) in parts.into_iter().enumerate() {
         if part.is_empty() {
             continue;
         }
         let mut attempt = 0;
         loop {
-            let replies =
-                router.send(shard, vec![ShardOp::MergeRemote(part.clone())]).await.await.map_err(|_| "shutting down".to_string())?;
+            let replies = router.send(shard, vec![ShardOp::MergeRemote(part)]).await.await.map_err(|_| "shutting down".to_string())?;
             match replies.into_iter().next() {
                 Some(ShardReply::Count(position)) => {
                     positions[shard] = position.max(0) as u64;
                     break;
                 }
-                other => {
+                Some(ShardReply::MergeRefused(back)) => {
                     attempt += 1;
                     if attempt >= RETRIES_MAX {
-                        return Err(format!("shard {shard} refused a peer's deltas for a minute: {other:?}"));
+                        return Err(format!("shard {shard} refused a peer's deltas for a minute: its delta log is full (persistence is not keeping up)"));
                     }
+                    part = back;
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
+                other => return Err(format!("shard {shard} answered a merge with {other:?}")),
             }
         }
     }
