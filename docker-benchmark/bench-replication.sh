@@ -5,7 +5,7 @@
 #   - replication bytes per write at steady state, against the SET command's own size
 #   - SET throughput of node 1 with 2 peers vs with none (ratio, same run)
 # Usage: docker-benchmark/bench-replication.sh   (env: SAMPLES=300 REQUESTS=500000 ROUNDS=3 DELAY_MS=50
-#        CLIENTS=50 PIPELINE=64 PARTS="lag bytes throughput" MERIDIAN_BIN=...)
+#        CLIENTS=50 PIPELINE=64 KEYRANGE=100000000 PARTS="lag bytes throughput" MERIDIAN_BIN=...)
 # Needs: redis-benchmark and redis-cli (apt-get install redis-tools), python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +16,9 @@ ROUNDS="${ROUNDS:-3}"
 PARTS="${PARTS:-lag bytes throughput}"
 CLIENTS="${CLIENTS:-50}"
 PIPELINE="${PIPELINE:-64}"
+# redis-benchmark -r: the default makes nearly every SET a new key; 1000000 makes most
+# of them overwrites once the keyspace has filled.
+KEYRANGE="${KEYRANGE:-100000000}"
 DELAY_MS="${DELAY_MS:-50}"
 SERVER_CORE="${SERVER_CORE:-0}"
 CLIENT_CORE="${CLIENT_CORE:-1}"
@@ -35,7 +38,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_ping() { for _ in $(seq 1 400); do redis-cli -p "$1" PING >/dev/null 2>&1 && return 0; sleep 0.05; done; echo "no PING on $1" >&2; exit 1; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 rps() { # rps PORT -> SET requests/s, pipeline PIPELINE
-    taskset -c "$CLIENT_CORE" redis-benchmark -h 127.0.0.1 -p "$1" -t set -n "$REQUESTS" -r 100000000 -c "$CLIENTS" -P "$PIPELINE" -q --csv \
+    taskset -c "$CLIENT_CORE" redis-benchmark -h 127.0.0.1 -p "$1" -t set -n "$REQUESTS" -r "$KEYRANGE" -c "$CLIENTS" -P "$PIPELINE" -q --csv \
         | awk -F, '/"SET"/ {gsub(/"/,"",$2); print $2}'
 }
 field() { redis-cli -p "$1" INFO replication | tr -d '\r' | awk -F: -v k="$2" '$1==k {print $2}'; }
