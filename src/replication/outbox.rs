@@ -131,11 +131,12 @@ impl Outbox {
     pub fn drain(&mut self) -> OutboxBatch {
         // A window that ended early is followed by another under load: room for twice the
         // eager size, so it does not regrow (a copy, and fresh pages) before it ends.
-        let (bytes, items) = (self.deltas.bytes_len(), self.deltas.len());
-        let (bytes, items) = match bytes >= self.eager_bytes {
-            true => (bytes.max(2 * self.eager_bytes), items * bytes.max(2 * self.eager_bytes) / bytes),
-            false => (bytes, items),
-        };
+        let (mut bytes, mut items) = (self.deltas.bytes_len(), self.deltas.len());
+        if bytes >= self.eager_bytes {
+            let room = bytes.max(2 * self.eager_bytes);
+            items = items * room / bytes;
+            bytes = room;
+        }
         let capacity = (bytes.min(REUSE_CAPACITY_BYTES_MAX), items.min(REUSE_CAPACITY_BYTES_MAX / 32));
         let mut deltas = std::mem::replace(&mut self.deltas, Outgoing::with_capacity(capacity.0, capacity.1));
         if !self.superseded.is_empty() {

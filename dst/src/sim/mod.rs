@@ -32,10 +32,10 @@ const EPOCH_MS: u64 = 1_700_000_000_000;
 const TICK_MS: u64 = 100;
 /// How often a node's persistence driver runs.
 const PERSIST_TICK_MS: u64 = 10;
-/// Trace lines kept for the failure report.
 /// A shard's outbox asks for an early drain past this (`--repl-batch-ms` windows end
 /// early under load); small, so that simulated workloads hit it.
 const OUTBOX_EAGER_BYTES: usize = 1024;
+/// Trace lines kept for the failure report.
 const TRACE_TAIL_LINES: usize = 60;
 /// Hard bound on events per run: a run that needs more has a liveness bug.
 const EVENTS_MAX: u64 = 5_000_000;
@@ -145,7 +145,6 @@ fn fresh_shards(seed: u64, node: NodeId, shards: usize, replicate: bool) -> Vec<
             config.record_deltas = true;
             config.replicate = replicate;
             config.outbox_bytes_max = 64 * 1024;
-            // Small, so that windows often end early, as they do under load.
             config.outbox_eager_bytes = OUTBOX_EAGER_BYTES;
             Shard::new(config)
         })
