@@ -12,13 +12,14 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 mod execute;
+mod finish;
 mod inject;
 mod persist;
 mod replicate;
 mod writes;
 
 use crate::faults::FaultWeights;
-use crate::model::{Model, ModelEntry};
+use crate::model::Model;
 use crate::oracle::Oracle;
 use crate::storage::{self, NodeStorage};
 use crate::workload;
@@ -512,77 +513,6 @@ impl Sim {
         }
         n.model.tick(local);
     }
-
-    /// Replication runs: the workload is done; heal every fault and let the links
-    /// drain and the trees compare for a while.
-    fn start_quiescing(&mut self) {
-        self.quiesce_until = Some(self.now + QUIESCE_MS);
-        self.partitions.clear();
-        for (cut, event) in std::mem::take(&mut self.held) {
-            self.send(cut.from, cut.to, event);
-        }
-        self.slow_until = 0;
-        for node in 0..self.nodes.len() {
-            self.nodes[node].paused_until = self.nodes[node].paused_until.min(self.now);
-        }
-        self.log("workload done: quiescing".into());
-    }
-
-    /// Heal everything, let time pass, then compare every node with its model.
-    fn quiesce_and_check(&mut self) {
-        if self.cfg.replicate {
-            for node in 0..self.nodes.len() {
-                if !self.nodes[node].up {
-                    self.fail(format!("n{node} still down after quiescence"));
-                    return;
-                }
-            }
-            self.check_replicas();
-            return;
-        }
-        self.partitions.clear();
-        for node in 0..self.nodes.len() {
-            self.nodes[node].paused_until = 0;
-            if !self.nodes[node].up {
-                self.handle(Event::Restart { node });
-            }
-        }
-        let end = self.now + 2 * TICK_MS;
-        while self.now < end {
-            self.now += TICK_MS;
-            for node in 0..self.nodes.len() {
-                self.tick(node);
-            }
-        }
-        for node in 0..self.nodes.len() {
-            let n = &self.nodes[node];
-            let local = n.local_ms(self.now);
-            let actual = live_entries(n, local);
-            let expected = n.model.live_entries(local);
-            if actual != expected {
-                let reason = format!("n{node} final state differs from the model:\n  node:  {actual:?}\n  model: {expected:?}");
-                self.fail(reason);
-                return;
-            }
-        }
-        self.log(format!("checked {} nodes after {} ops", self.nodes.len(), self.ops_done));
-    }
-}
-
-/// A node's live keys as the engine holds them, in the model's terms.
-fn live_entries(n: &Node, local: u64) -> BTreeMap<Bytes, ModelEntry> {
-    let mut actual = BTreeMap::new();
-    for shard in &n.shards {
-        for entry in shard.kv.keys.iter() {
-            let expire_at_ms = entry.state.expire_at_ms();
-            if expire_at_ms.is_some_and(|at| local > at) {
-                continue;
-            }
-            let value = entry.state.read().map(|v| v.to_bytes().to_vec()).unwrap_or_default();
-            actual.insert(entry.key.clone(), ModelEntry { value, expire_at_ms });
-        }
-    }
-    actual
 }
 
 /// Run one seed. Panics in the code under test are failures, not crashes of the

@@ -7,7 +7,8 @@ use meridian::persistence::streamer::Streamer;
 use meridian::shard::{ShardOp, ShardReply};
 use rand::Rng;
 
-use super::{Event, Sim, fresh_shards, live_entries};
+use super::finish::live_entries;
+use super::{Event, Sim, fresh_shards};
 use crate::storage;
 
 impl Sim {
