@@ -91,9 +91,7 @@ fn shard_write(c: &mut Criterion) {
         let mut shard = shard(persist, replicate);
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         // An existing key, uniformly at random (the old state is cold, as in a big keyspace).
-        group.bench_function(format!("overwrite/{name}"), |b| {
-            bench_writes(b, &mut shard, || set(key(rng.random_range(0..KEYS))))
-        });
+        group.bench_function(format!("overwrite/{name}"), |b| bench_writes(b, &mut shard, || set(key(rng.random_range(0..KEYS)))));
         // A key never written (redis-benchmark -r 100000000): the keyspace grows.
         let mut next = KEYS;
         group.bench_function(format!("new_key/{name}"), |b| {

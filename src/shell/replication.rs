@@ -420,7 +420,9 @@ pub async fn merge_into_shards(router: &Router, deltas: Vec<Delta>) -> Result<Ve
                 Some(ShardReply::MergeRefused(back)) => {
                     attempt += 1;
                     if attempt >= RETRIES_MAX {
-                        return Err(format!("shard {shard} refused a peer's deltas for a minute: its delta log is full (persistence is not keeping up)"));
+                        return Err(format!(
+                            "shard {shard} refused a peer's deltas for a minute: its delta log is full (persistence is not keeping up)"
+                        ));
                     }
                     part = back;
                     tokio::time::sleep(Duration::from_millis(100)).await;

@@ -494,7 +494,9 @@ mod tests {
                     ks.put(&key, hash, KeyState::with_value(dot(i), StrVal::Int(i as i64), None));
                 }
                 2 => {
-                    ks.update(&key, hash, |_, state| state.set(dot(i), StrVal::Raw(Bytes::from(vec![b'v'; i as usize % 90])), SetTtl::Keep));
+                    ks.update(&key, hash, |_, state| {
+                        state.set(dot(i), StrVal::Raw(Bytes::from(vec![b'v'; i as usize % 90])), SetTtl::Keep)
+                    });
                 }
                 _ => {
                     ks.remove(&key, hash);
