@@ -12,7 +12,13 @@
 //! - A key exists while a SET or an increment survives.
 //!
 //! What a node had observed comes from the engine (the key's causal context before the
-//! write); what survives and what the value is are decided here alone.
+//! write, and whether the key was there); what survives and what the value is are
+//! decided here alone. Whether the key was there is also derived here from the writes
+//! the context covers, and the two must agree ([`Oracle::record`]), except where a
+//! context covers writes its node never held: the writes a crash lost locally and a
+//! later write superseded (`Op::supersedes`). A context is a version vector, so it
+//! cannot say whether such a write's effects (the values *it* had removed) reached the
+//! node through a merge; only the engine knows.
 
 use std::collections::BTreeMap;
 
@@ -50,6 +56,10 @@ pub struct Op {
     /// reached another node, and that this write (its first to the key since) covers
     /// with its stamp: replicas take them as seen and removed by it, whatever its kind.
     pub supersedes: Vec<Dot>,
+    /// Whether the key existed on the writer's node just before this write (read from
+    /// the engine, as `observed` is). It decides whether an INCR or a SET ... KEEPTTL
+    /// keeps the TTL: a write to a key that did not exist starts it without one.
+    pub existed: bool,
 }
 
 impl Op {
@@ -75,10 +85,14 @@ impl Op {
         }
     }
 
-    /// Whether this write replaces the TTL writes it observed; `existed`: whether the
-    /// key existed where and when it was made.
-    fn replaces_ttl(&self, existed: bool) -> bool {
-        !existed || !matches!(self.kind, OpKind::Incr(_) | OpKind::Set { ttl: Ttl::Keep, .. })
+    /// Whether this write replaces the TTL writes it observed.
+    fn replaces_ttl(&self) -> bool {
+        !self.existed || !self.keeps_ttl()
+    }
+
+    /// Whether this write keeps the key's TTL when the key exists.
+    fn keeps_ttl(&self) -> bool {
+        matches!(self.kind, OpKind::Incr(_) | OpKind::Set { ttl: Ttl::Keep, .. })
     }
 }
 
@@ -86,6 +100,13 @@ impl Op {
 fn exists(ops: &[&Op]) -> bool {
     let removed = |x: &Op| ops.iter().any(|o| o.removes(x));
     ops.iter().any(|x| matches!(x.kind, OpKind::Set { .. } | OpKind::Incr(_)) && !removed(x))
+}
+
+/// Whether `op`'s context covers a write that an earlier write superseded: a write a
+/// crash lost on its node, so that no context covering it says whether the values it
+/// had removed were removed where `op` was made (see the module doc).
+fn claims_superseded_writes(earlier: &[Op], op: &Op) -> bool {
+    earlier.iter().flat_map(|o| &o.supersedes).any(|&dot| op.observed.covers(dot))
 }
 
 /// What a key must read as once every write has reached every node.
@@ -112,6 +133,19 @@ impl Oracle {
         let ops = self.ops.entry(key.clone()).or_default();
         if let Some(earlier) = ops.iter().find(|o| o.dot.node == op.dot.node && o.dot.hlc >= op.dot.hlc) {
             return Err(format!("node {} stamped a write to {key:?} at {:?}, not after its earlier {:?}", op.dot.node, op.dot, earlier));
+        }
+        if op.keeps_ttl() && !claims_superseded_writes(ops, &op) {
+            let had: Vec<&Op> = ops.iter().filter(|x| op.had(x)).collect();
+            let derived = exists(&had);
+            if derived != op.existed {
+                return Err(format!(
+                    "node {} wrote {key:?} at {:?} where the engine says the key {} and the writes its context covers say it {}",
+                    op.dot.node,
+                    op.dot,
+                    if op.existed { "existed" } else { "did not exist" },
+                    if derived { "did" } else { "did not" },
+                ));
+            }
         }
         ops.push(op);
         Ok(())
@@ -195,16 +229,9 @@ fn expected(ops: &[Op]) -> Option<Expected> {
             }
         }
     };
-    let existed: Vec<bool> = ops
-        .iter()
-        .map(|o| match o.kind {
-            OpKind::Incr(_) | OpKind::Set { ttl: Ttl::Keep, .. } => exists(&ops.iter().filter(|x| o.had(x)).collect::<Vec<_>>()),
-            _ => true,
-        })
-        .collect();
     let ttl_writes: Vec<Option<u64>> = ops
         .iter()
-        .filter(|x| !ops.iter().zip(&existed).any(|(o, &e)| (o.replaces_ttl(e) && o.had(x)) || o.supersedes.contains(&x.dot)))
+        .filter(|x| !ops.iter().any(|o| (o.replaces_ttl() && o.had(x)) || o.supersedes.contains(&x.dot)))
         .filter_map(|x| x.writes_ttl())
         .collect();
     let expire_at_ms = if ttl_writes.iter().any(Option::is_none) { None } else { ttl_writes.into_iter().flatten().max() };
@@ -233,13 +260,21 @@ mod tests {
             observed: seen(observed),
             unobserved: vec![],
             supersedes: vec![],
+            existed: true,
         }
     }
 
     #[test]
     fn set_then_concurrent_set_and_incr() {
         let base = set(dot(1, 1), "10", &[]);
-        let incr = Op { dot: dot(2, 1), kind: OpKind::Incr(5), observed: seen(&[dot(1, 1)]), unobserved: vec![], supersedes: vec![] };
+        let incr = Op {
+            dot: dot(2, 1),
+            kind: OpKind::Incr(5),
+            observed: seen(&[dot(1, 1)]),
+            unobserved: vec![],
+            supersedes: vec![],
+            existed: true,
+        };
         let other = set(dot(3, 2), "100", &[dot(1, 1)]);
         let result = expected(&[base, incr, other]).unwrap();
         assert_eq!(result.value, b"105");
@@ -248,9 +283,54 @@ mod tests {
     #[test]
     fn del_keeps_only_what_it_had_not_seen() {
         let base = set(dot(1, 1), "10", &[]);
-        let del = Op { dot: dot(2, 1), kind: OpKind::Del, observed: seen(&[dot(1, 1)]), unobserved: vec![], supersedes: vec![] };
-        let incr = Op { dot: dot(2, 2), kind: OpKind::Incr(3), observed: seen(&[dot(1, 1)]), unobserved: vec![], supersedes: vec![] };
+        let del =
+            Op { dot: dot(2, 1), kind: OpKind::Del, observed: seen(&[dot(1, 1)]), unobserved: vec![], supersedes: vec![], existed: true };
+        let incr = Op {
+            dot: dot(2, 2),
+            kind: OpKind::Incr(3),
+            observed: seen(&[dot(1, 1)]),
+            unobserved: vec![],
+            supersedes: vec![],
+            existed: true,
+        };
         assert_eq!(expected(&[base.clone(), del.clone(), incr]).unwrap().value, b"3");
         assert_eq!(expected(&[base, del]), None);
+    }
+
+    fn op(d: Dot, kind: OpKind, observed: &[Dot]) -> Op {
+        Op { dot: d, kind, observed: seen(observed), unobserved: vec![], supersedes: vec![], existed: true }
+    }
+
+    /// Seed 2004282 (issue 21), reduced: node 2 crashes after its SET `x` reached node 3
+    /// but not its store; it restarts holding node 1's SET `a`, which `x` had removed.
+    /// Its EXPIRE supersedes `x`; its INCR right after finds the key there (the EXPIRE
+    /// needed it) and keeps the TTL. Node 3's SET, concurrent with both, removes only
+    /// the TTL writes it saw, so the EXPIRE's TTL survives.
+    #[test]
+    fn an_incr_after_a_restart_keeps_the_ttl_its_node_had_although_its_context_claims_a_lost_write() {
+        let a = set(dot(1, 1), "5", &[]);
+        let x = set(dot(2, 2), "7", &[dot(1, 1)]);
+        let mut expire = op(dot(10, 2), OpKind::Expire(99_000), &[dot(1, 1)]);
+        expire.supersedes = vec![x.dot];
+        let incr = op(dot(11, 2), OpKind::Incr(1), &[dot(1, 1), dot(10, 2)]);
+        let other = set(dot(3, 3), "100", &[dot(1, 1), dot(2, 2)]);
+        let mut oracle = Oracle::default();
+        let key = Bytes::from_static(b"k");
+        for o in [a, x, expire, incr, other] {
+            oracle.record(key.clone(), o).expect("consistent writes");
+        }
+        let result = oracle.expected().remove(&key).expect("the key exists");
+        assert_eq!(result.value, b"101");
+        assert_eq!(result.expire_at_ms, Some(99_000));
+    }
+
+    #[test]
+    fn an_engine_that_disagrees_about_existence_is_refused_where_the_context_tells() {
+        let mut oracle = Oracle::default();
+        let key = Bytes::from_static(b"k");
+        oracle.record(key.clone(), set(dot(1, 1), "5", &[])).expect("a first write");
+        let mut incr = op(dot(2, 2), OpKind::Incr(1), &[dot(1, 1)]);
+        incr.existed = false;
+        assert!(oracle.record(key, incr).is_err(), "the SET it had seen survives: the key existed");
     }
 }

@@ -65,6 +65,18 @@ fn a_replicated_run_replays_and_converges() {
     assert!(a.trace.iter().any(|line| line.contains("identical replicas")), "the replicas were compared");
 }
 
+/// Issue 21: a node restarted after a crash that lost a SET its peers held; its next
+/// write (an EXPIRE) superseded that SET, and its INCR after that kept the TTL. The
+/// oracle took the node's context as proof that it held the lost SET (and so the
+/// removal of the value the SET had replaced), judged that the INCR made a new key,
+/// and expected no TTL. Existence is now read from the engine where a context claims
+/// such a write (`dst/src/oracle.rs`, module doc).
+#[test]
+fn seed_2004282_an_incr_after_a_restart_keeps_its_nodes_ttl() {
+    let outcome = run(SimConfig { seed: 2_004_282, replicate: true, ..SimConfig::default() });
+    assert!(outcome.ok(), "{}", outcome.failure.unwrap_or_default());
+}
+
 /// The CI sweep: a fixed range of seeds (so a failure is reproducible by its number),
 /// split over two threads for the 2-core CI machine.
 #[test]

@@ -23,6 +23,12 @@ fn context_of(node: &Node, key: &[u8]) -> VersionVector {
     state_of(node, key).map(|s| s.causal_context()).unwrap_or_default()
 }
 
+/// Whether `key` is live on `node` at its local time `local_ms` (what a write there sees).
+fn exists_on(node: &Node, key: &[u8], local_ms: u64) -> bool {
+    let shard = &node.shards[shard_for_key(key, node.shards.len())];
+    shard.kv.keys.get(key, key_hash(key)).is_some_and(|e| e.state.expire_at_ms().is_none_or(|at| local_ms <= at))
+}
+
 impl Sim {
     /// After a restart: a crash loses the writes its node had not stored, unless they
     /// had reached another node that still holds them (acknowledged from memory is the
@@ -89,6 +95,7 @@ impl Sim {
     /// The keys a replication-workload command writes, with their contexts before it.
     pub(super) fn contexts_before(&self, node: usize, args: &[Bytes]) -> Vec<Orphaned> {
         let n = &self.nodes[node];
+        let local_ms = n.local_ms(self.now);
         written_keys(args)
             .into_iter()
             .map(|k| {
@@ -108,7 +115,8 @@ impl Sim {
                         }
                     }
                 }
-                Orphaned { key: k, ctx, unobserved, supersedes }
+                let existed = exists_on(n, &k, local_ms);
+                Orphaned { key: k, ctx, unobserved, supersedes, existed }
             })
             .collect()
     }
@@ -119,7 +127,7 @@ impl Sim {
         let n = &self.nodes[node];
         let own = n.id;
         let name = args[0].to_ascii_uppercase();
-        for Orphaned { key, ctx: ctx_before, unobserved, supersedes } in before {
+        for Orphaned { key, ctx: ctx_before, unobserved, supersedes, existed } in before {
             let ctx_after = context_of(n, &key);
             if ctx_after.get(own) <= ctx_before.get(own) {
                 continue;
@@ -154,7 +162,7 @@ impl Sim {
                     return;
                 }
             };
-            if let Err(reason) = self.oracle.record(key, Op { dot, kind, observed: ctx_before, unobserved, supersedes }) {
+            if let Err(reason) = self.oracle.record(key, Op { dot, kind, observed: ctx_before, unobserved, supersedes, existed }) {
                 self.fail(reason);
                 return;
             }
@@ -179,6 +187,8 @@ pub(super) struct Orphaned {
     ctx: VersionVector,
     unobserved: Vec<Dot>,
     supersedes: Vec<Dot>,
+    /// Whether the key was live there.
+    existed: bool,
 }
 
 /// Whether `shards` hold the increment `dot` of its node: a slot (or floor) of that node
