@@ -36,6 +36,25 @@ impl FaultWeights {
         self.crash + self.pause + self.clock_jump + self.clock_drift + self.partition + self.slow_link + self.link_reset
     }
 
+    /// The `--faults` argument that gives these weights: `none`, or every class that
+    /// differs from the default (empty when none does).
+    pub fn spec(&self) -> String {
+        if *self == FaultWeights::none() {
+            return "none".to_owned();
+        }
+        let default = FaultWeights::default();
+        let classes = [
+            ("crash", self.crash, default.crash),
+            ("pause", self.pause, default.pause),
+            ("clock-jump", self.clock_jump, default.clock_jump),
+            ("clock-drift", self.clock_drift, default.clock_drift),
+            ("partition", self.partition, default.partition),
+            ("slow-link", self.slow_link, default.slow_link),
+            ("link-reset", self.link_reset, default.link_reset),
+        ];
+        classes.iter().filter(|(_, w, d)| w != d).map(|(name, w, _)| format!("{name}={w}")).collect::<Vec<_>>().join(",")
+    }
+
     /// Parse `name=weight,...` on top of the defaults.
     pub fn parse(spec: &str) -> Result<FaultWeights, String> {
         let mut weights = FaultWeights::default();
@@ -59,5 +78,20 @@ impl FaultWeights {
             *slot = value;
         }
         Ok(weights)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_parses_back_to_the_same_weights() {
+        for spec in ["", "none", "crash=4,pause=1,clock-jump=2,clock-drift=1,partition=3,slow-link=1", "link-reset=0"] {
+            let weights = if spec == "none" { FaultWeights::none() } else { FaultWeights::parse(spec).expect("a valid spec") };
+            let again = weights.spec();
+            let parsed = if again == "none" { FaultWeights::none() } else { FaultWeights::parse(&again).expect("its own spec") };
+            assert_eq!(parsed, weights, "{spec:?} -> {again:?}");
+        }
     }
 }

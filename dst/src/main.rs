@@ -5,9 +5,14 @@
 //! dst --seeds 0..1000            sweep; a failing seed prints how to replay it
 //! dst --inject-bug NAME          plant a known bug (see --list-bugs): the sweep must fail
 //! dst --replicate --seeds 0..100 nodes replicate; replicas must converge to the oracle
+//! dst --seeds 0..100000 --jobs 8 a sweep on 8 threads (default: every core)
 //! ```
+//!
+//! A failing seed prints its report and the exact command that replays it.
 
 use std::process::ExitCode;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use clap::Parser;
@@ -56,7 +61,13 @@ struct Args {
     /// Stop a sweep at the first failing seed.
     #[arg(long)]
     fail_fast: bool,
+    /// Threads a sweep runs seeds on (default: every core).
+    #[arg(long)]
+    jobs: Option<usize>,
 }
+
+/// Lines of a failure's report a sweep prints (the replay prints it whole).
+const FAILURE_LINES_MAX: usize = 40;
 
 fn parse_range(text: &str) -> Result<(u64, u64), String> {
     let (a, b) = text.split_once("..").ok_or("expected A..B")?;
@@ -103,17 +114,6 @@ fn main() -> ExitCode {
         replicate: args.replicate,
         ..SimConfig::default()
     };
-    let replay_flags = {
-        let mut flags = String::new();
-        if let Some(name) = &args.inject_bug {
-            flags.push_str(&format!(" --inject-bug {name}"));
-        }
-        if !args.faults.is_empty() {
-            flags.push_str(&format!(" --faults {}", args.faults));
-        }
-        flags
-    };
-
     if let Some(seed) = args.seed {
         let outcome = run(SimConfig { seed, trace: args.trace, ..base });
         if args.trace || !outcome.ok() {
@@ -135,25 +135,45 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).clamp(1, 256);
     // Panics inside the code under test are reported as failures; keep them quiet.
     std::panic::set_hook(Box::new(|_| {}));
     let started = Instant::now();
-    let mut failed = Vec::new();
-    let mut ran = 0u64;
-    for seed in start..end {
-        let outcome = run(SimConfig { seed, ..base.clone() });
-        ran += 1;
-        if let Some(reason) = &outcome.failure {
-            println!("{}", outcome.summary());
-            println!("  failure: {}", reason.lines().next().unwrap_or_default());
-            println!("  replay: dst --seed {seed} --trace{replay_flags}");
-            failed.push(seed);
-            if args.fail_fast {
-                break;
-            }
+    let next_seed = AtomicU64::new(start);
+    let stop = AtomicBool::new(false);
+    let ran = AtomicU64::new(0);
+    let failed = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    let seed = next_seed.fetch_add(1, Ordering::Relaxed);
+                    if seed >= end {
+                        break;
+                    }
+                    let config = SimConfig { seed, ..base.clone() };
+                    let outcome = run(config.clone());
+                    ran.fetch_add(1, Ordering::Relaxed);
+                    if let Some(reason) = &outcome.failure {
+                        // One block per failure, printed whole under the lock.
+                        let mut failed = failed.lock().unwrap_or_else(|e| e.into_inner());
+                        println!("{}", outcome.summary());
+                        for line in reason.lines().take(FAILURE_LINES_MAX) {
+                            println!("  {line}");
+                        }
+                        println!("  replay: {}", config.replay_command());
+                        failed.push(seed);
+                        if args.fail_fast {
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                }
+            });
         }
-    }
+    });
+    let failed = failed.into_inner().unwrap_or_else(|e| e.into_inner());
+    let ran = ran.into_inner();
     let seconds = started.elapsed().as_secs_f64();
-    println!("seeds={ran} failed={} seconds={seconds:.1} seeds_per_sec={:.1}", failed.len(), ran as f64 / seconds.max(1e-9));
+    println!("seeds={ran} failed={} jobs={jobs} seconds={seconds:.1} seeds_per_sec={:.1}", failed.len(), ran as f64 / seconds.max(1e-9));
     if failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }

@@ -60,6 +60,8 @@ pub struct Op {
     /// the engine, as `observed` is). It decides whether an INCR or a SET ... KEEPTTL
     /// keeps the TTL: a write to a key that did not exist starts it without one.
     pub existed: bool,
+    /// When it was accepted, in simulated ms (failure reports only: no rule reads it).
+    pub sim_ms: u64,
 }
 
 impl Op {
@@ -261,6 +263,7 @@ mod tests {
             unobserved: vec![],
             supersedes: vec![],
             existed: true,
+            sim_ms: 0,
         }
     }
 
@@ -274,6 +277,7 @@ mod tests {
             unobserved: vec![],
             supersedes: vec![],
             existed: true,
+            sim_ms: 0,
         };
         let other = set(dot(3, 2), "100", &[dot(1, 1)]);
         let result = expected(&[base, incr, other]).unwrap();
@@ -283,8 +287,15 @@ mod tests {
     #[test]
     fn del_keeps_only_what_it_had_not_seen() {
         let base = set(dot(1, 1), "10", &[]);
-        let del =
-            Op { dot: dot(2, 1), kind: OpKind::Del, observed: seen(&[dot(1, 1)]), unobserved: vec![], supersedes: vec![], existed: true };
+        let del = Op {
+            dot: dot(2, 1),
+            kind: OpKind::Del,
+            observed: seen(&[dot(1, 1)]),
+            unobserved: vec![],
+            supersedes: vec![],
+            existed: true,
+            sim_ms: 0,
+        };
         let incr = Op {
             dot: dot(2, 2),
             kind: OpKind::Incr(3),
@@ -292,13 +303,14 @@ mod tests {
             unobserved: vec![],
             supersedes: vec![],
             existed: true,
+            sim_ms: 0,
         };
         assert_eq!(expected(&[base.clone(), del.clone(), incr]).unwrap().value, b"3");
         assert_eq!(expected(&[base, del]), None);
     }
 
     fn op(d: Dot, kind: OpKind, observed: &[Dot]) -> Op {
-        Op { dot: d, kind, observed: seen(observed), unobserved: vec![], supersedes: vec![], existed: true }
+        Op { dot: d, kind, observed: seen(observed), unobserved: vec![], supersedes: vec![], existed: true, sim_ms: 0 }
     }
 
     /// Seed 2004282 (issue 21), reduced: node 2 crashes after its SET `x` reached node 3

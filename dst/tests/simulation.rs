@@ -84,11 +84,11 @@ fn ci_sweep_of_10000_seeds_passes() {
     sweep("DST_CI_SEEDS", 10_000, false);
 }
 
-/// The replication sweep: 600 seeds of three replicating nodes under partitions, link
-/// resets, pauses, clock faults and slow links (about 20 s on two cores).
+/// The replication sweep: 2,400 seeds of three replicating nodes under partitions, link
+/// resets, pauses, clock faults and slow links (about a minute on two cores).
 #[test]
-fn ci_sweep_of_600_replicated_seeds_passes() {
-    sweep("DST_CI_REPL_SEEDS", 600, true);
+fn ci_sweep_of_2400_replicated_seeds_passes() {
+    sweep("DST_CI_REPL_SEEDS", 2_400, true);
 }
 
 fn sweep(variable: &str, default_seeds: u64, replicate: bool) {
@@ -99,22 +99,68 @@ fn sweep(variable: &str, default_seeds: u64, replicate: bool) {
             std::thread::spawn(move || {
                 (0..seeds)
                     .filter(|s| s % 2 == t)
-                    .filter_map(|seed| run(SimConfig { seed, replicate, ..SimConfig::default() }).failure.map(|f| (seed, f)))
+                    .filter_map(|seed| {
+                        let config = SimConfig { seed, replicate, ..SimConfig::default() };
+                        run(config.clone()).failure.map(|f| (config.replay_command(), f))
+                    })
                     .collect::<Vec<_>>()
             })
         })
         .collect();
-    let failures: Vec<(u64, String)> = threads.into_iter().flat_map(|t| t.join().expect("sweep thread")).collect();
+    let failures: Vec<(String, String)> = threads.into_iter().flat_map(|t| t.join().expect("sweep thread")).collect();
     println!(
         "dst ci sweep (replicate: {replicate}): seeds={seeds} failed={} seconds={:.1}",
         failures.len(),
         started.elapsed().as_secs_f64()
     );
-    if let Some((seed, reason)) = failures.first() {
-        let flag = if replicate { " --replicate" } else { "" };
+    if let Some((replay, reason)) = failures.first() {
         panic!(
-            "{} seeds failed; first: seed {seed}: {reason}\nreplay: cargo run -p dst --release --{flag} --seed {seed} --trace",
-            failures.len()
+            "{} seeds failed; first: {reason}\nreplay: cargo run -p dst --release -- {}",
+            failures.len(),
+            replay.trim_start_matches("dst ")
         );
+    }
+}
+
+#[test]
+fn a_replay_command_names_every_setting_of_the_run() {
+    let config = SimConfig {
+        seed: 7,
+        replicate: true,
+        nodes: 5,
+        ops: 300,
+        faults: FaultWeights::parse("crash=4,partition=0").expect("fault weights"),
+        store_error_percent: 30,
+        bug: Some(Bug::LwwTieBreakInverted),
+        ..SimConfig::default()
+    };
+    assert_eq!(
+        config.replay_command(),
+        "dst --seed 7 --replicate --nodes 5 --ops 300 --faults crash=4,partition=0 --store-error-percent 30 --inject-bug lww-tie-break-inverted"
+    );
+    assert_eq!(SimConfig { seed: 3, ..SimConfig::default() }.replay_command(), "dst --seed 3");
+}
+
+/// A sweep's replay line, run as printed, replays the failing run exactly (same trace
+/// hash), whatever flags the sweep had.
+#[test]
+fn a_failing_seeds_printed_replay_reproduces_it() {
+    let dst = env!("CARGO_BIN_EXE_dst");
+    let sweep = std::process::Command::new(dst)
+        .args(["--replicate", "--seeds", "0..2", "--jobs", "1", "--faults", "crash=3", "--store-error-percent", "20"])
+        .args(["--ops", "600", "--inject-bug", "lww-tie-break-inverted"])
+        .output()
+        .expect("run the dst binary");
+    let out = String::from_utf8_lossy(&sweep.stdout);
+    let failures: Vec<(&str, &str)> =
+        out.lines().filter(|l| l.contains(": FAIL ")).zip(out.lines().filter_map(|l| l.trim().strip_prefix("replay: "))).collect();
+    assert!(!failures.is_empty(), "the planted bug must fail a seed:\n{out}");
+    for (summary, replay) in failures {
+        let args: Vec<&str> = replay.split_whitespace().skip(1).collect();
+        let again = std::process::Command::new(dst).args(&args).output().expect("run the replay");
+        let again = String::from_utf8_lossy(&again.stdout);
+        let hash = |text: &str| text.split_whitespace().find(|w| w.starts_with("trace_hash=")).map(str::to_owned);
+        let last = again.lines().last().unwrap_or_default();
+        assert_eq!(hash(last), hash(summary), "`{replay}` replays {summary:?} as {last:?}");
     }
 }

@@ -41,25 +41,25 @@ impl Sim {
                     self.repl_crash(node);
                 }
                 let down_ms = self.rng.random_range(50..1_000);
-                self.log(format!("n{node} crash (restart in {down_ms} ms)"));
+                self.log_fault(format!("n{node} crash (restart in {down_ms} ms)"));
                 self.schedule(self.now + down_ms, Event::Restart { node });
             }
             Some(1) => {
                 let ms = self.rng.random_range(10..800);
                 let n = &mut self.nodes[node];
                 n.paused_until = n.paused_until.max(self.now + ms);
-                self.log(format!("n{node} pause {ms} ms"));
+                self.log_fault(format!("n{node} pause {ms} ms"));
             }
             Some(2) => {
                 let jump = self.rng.random_range(-3_000..3_000);
                 self.nodes[node].clock_offset_ms += jump;
-                self.log(format!("n{node} clock jumps {jump} ms"));
+                self.log_fault(format!("n{node} clock jumps {jump} ms"));
             }
             Some(3) => {
                 let ppm = self.rng.random_range(-50_000..50_000);
                 let now = self.now;
                 self.nodes[node].set_drift(now, ppm);
-                self.log(format!("n{node} clock drifts {ppm} ppm"));
+                self.log_fault(format!("n{node} clock drifts {ppm} ppm"));
             }
             Some(4) => {
                 let regions = self.nodes.len();
@@ -81,19 +81,19 @@ impl Sim {
                 self.seq += 1;
                 let id = self.seq;
                 let heal_ms = self.rng.random_range(100..2_000);
-                self.log(format!("partition {id} {cuts:?} for {heal_ms} ms"));
+                self.log_fault(format!("partition {id} {cuts:?} for {heal_ms} ms"));
                 self.partitions.insert(id, cuts);
                 self.schedule(self.now + heal_ms, Event::Heal { partition: id });
             }
             Some(5) => {
                 let ms = self.rng.random_range(100..1_000);
                 self.slow_until = self.slow_until.max(self.now + ms);
-                self.log(format!("slow links for {ms} ms"));
+                self.log_fault(format!("slow links for {ms} ms"));
             }
             Some(6) if self.cfg.replicate => {
                 let peer = (node + self.rng.random_range(1..self.nodes.len().max(2))) % self.nodes.len();
                 if peer != node {
-                    self.log(format!("link n{node} -> n{peer} reset"));
+                    self.log_fault(format!("link n{node} -> n{peer} reset"));
                     self.reset_link(node, peer);
                 }
             }

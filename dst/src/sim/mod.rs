@@ -16,6 +16,7 @@ mod finish;
 mod inject;
 mod persist;
 mod replicate;
+mod report;
 mod writes;
 
 use crate::faults::FaultWeights;
@@ -38,6 +39,9 @@ const PERSIST_TICK_MS: u64 = 10;
 const OUTBOX_EAGER_BYTES: usize = 1024;
 /// Trace lines kept for the failure report.
 const TRACE_TAIL_LINES: usize = 60;
+/// Fault events kept for the failure report (a run draws one every 250 ms of its
+/// workload: a few hundred at most).
+const FAULT_LOG_MAX: usize = 4_096;
 /// Hard bound on events per run: a run that needs more has a liveness bug.
 const EVENTS_MAX: u64 = 5_000_000;
 
@@ -77,6 +81,41 @@ impl Default for SimConfig {
             trace: false,
             replicate: false,
         }
+    }
+}
+
+impl SimConfig {
+    /// The `dst` command that replays exactly this run: every setting that differs
+    /// from the default, so a failure reproduces as printed.
+    pub fn replay_command(&self) -> String {
+        let default = SimConfig::default();
+        let mut command = format!("dst --seed {}", self.seed);
+        if self.replicate {
+            command.push_str(" --replicate");
+        }
+        for (flag, value, default) in [
+            ("--nodes", self.nodes, default.nodes),
+            ("--shards", self.shards, default.shards),
+            ("--clients", self.clients, default.clients),
+            ("--ops", self.ops, default.ops),
+        ] {
+            if value != default {
+                command.push_str(&format!(" {flag} {value}"));
+            }
+        }
+        let faults = self.faults.spec();
+        if !faults.is_empty() {
+            command.push_str(&format!(" --faults {faults}"));
+        }
+        if self.store_error_percent != default.store_error_percent {
+            command.push_str(&format!(" --store-error-percent {}", self.store_error_percent));
+        }
+        if let Some(bug) = self.bug {
+            command.push_str(&format!(" --inject-bug {}", bug.name()));
+        }
+        // Not a flag: only tests change it, and a replay from the command line cannot.
+        debug_assert_eq!(self.fault_interval_ms, default.fault_interval_ms, "fault_interval_ms has no flag");
+        command
     }
 }
 
@@ -240,6 +279,9 @@ struct Sim {
     link_epochs: Vec<Vec<u32>>,
     /// Replication runs: the workload is done and links drain until this instant.
     quiesce_until: Option<u64>,
+    /// Every fault, heal and restart, with its simulated instant: a failing key's report
+    /// names the ones around its writes.
+    fault_log: Vec<(u64, String)>,
 }
 
 /// FNV-1a, so the trace hash is the same on every platform and run.
@@ -296,6 +338,7 @@ impl Sim {
             oracle: Oracle::default(),
             link_epochs: vec![vec![0; cfg.nodes]; cfg.nodes],
             quiesce_until: None,
+            fault_log: Vec::new(),
             cfg,
         }
     }
@@ -307,6 +350,14 @@ impl Sim {
         if !self.cfg.trace && self.trace.len() > TRACE_TAIL_LINES {
             self.trace.pop_front();
         }
+    }
+
+    /// A fault, heal or restart: traced, and kept for the failure report.
+    fn log_fault(&mut self, line: String) {
+        if self.fault_log.len() < FAULT_LOG_MAX {
+            self.fault_log.push((self.now, line.clone()));
+        }
+        self.log(line);
     }
 
     fn fail(&mut self, reason: String) {
@@ -424,7 +475,7 @@ impl Sim {
             Event::Deliver { dialer, listener, epoch, to_dialer, frame } => self.deliver(dialer, listener, epoch, to_dialer, frame),
             Event::Heal { partition } => {
                 self.partitions.remove(&partition);
-                self.log(format!("heal partition {partition}"));
+                self.log_fault(format!("heal partition {partition}"));
                 let held = std::mem::take(&mut self.held);
                 for (cut, event) in held {
                     self.send(cut.from, cut.to, event);

@@ -115,7 +115,7 @@ impl Sim {
             recovered.checkpoint_parts_loaded,
             actual.len()
         );
-        self.log(line);
+        self.log_fault(line);
         // Replication runs keep no per-node model (peers' writes arrive any time); the
         // durable-prefix check is the single-node runs' job.
         if actual != wanted && !replicate {

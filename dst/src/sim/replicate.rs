@@ -26,6 +26,7 @@ use meridian::replication::wire::{self, Message};
 use meridian::shard::routing::shard_for_key;
 use meridian::shard::{Delta, ShardOp, ShardReply};
 
+use super::report::Converged;
 use super::{Event, Node, Sim};
 
 /// Batch window, as `--repl-batch-ms`.
@@ -471,25 +472,12 @@ impl Sim {
             return;
         }
         let expected = self.oracle.expected();
-        let actual: BTreeMap<Bytes, (Vec<u8>, Option<u64>)> =
+        let actual: BTreeMap<Bytes, Converged> =
             states[0].iter().filter_map(|(k, s)| s.read().map(|v| (k.clone(), (v.to_bytes().to_vec(), s.expire_at_ms())))).collect();
-        let wanted: BTreeMap<Bytes, (Vec<u8>, Option<u64>)> = expected.into_iter().map(|(k, e)| (k, (e.value, e.expire_at_ms))).collect();
+        let wanted: BTreeMap<Bytes, Converged> = expected.into_iter().map(|(k, e)| (k, (e.value, e.expire_at_ms))).collect();
         if actual != wanted {
-            let diff: Vec<_> = actual
-                .keys()
-                .chain(wanted.keys())
-                .filter(|k| actual.get(*k) != wanted.get(*k))
-                .map(|k| {
-                    format!(
-                        "{k:?}: replicas {:?} / oracle {:?} (surviving writes: {:?}; all writes: {:?})",
-                        actual.get(k).map(|(v, t)| (String::from_utf8_lossy(v).into_owned(), t)),
-                        wanted.get(k).map(|(v, t)| (String::from_utf8_lossy(v).into_owned(), t)),
-                        self.oracle.survivors(k),
-                        self.oracle.ops.get(k)
-                    )
-                })
-                .collect();
-            self.fail(format!("converged values differ from the oracle:\n  {}", diff.join("\n  ")));
+            let report = self.divergence_report(&actual, &wanted);
+            self.fail(report);
             return;
         }
         let mut lines = Vec::new();

@@ -162,7 +162,9 @@ impl Sim {
                     return;
                 }
             };
-            if let Err(reason) = self.oracle.record(key, Op { dot, kind, observed: ctx_before, unobserved, supersedes, existed }) {
+            if let Err(reason) =
+                self.oracle.record(key, Op { dot, kind, observed: ctx_before, unobserved, supersedes, existed, sim_ms: self.now })
+            {
                 self.fail(reason);
                 return;
             }
