@@ -101,7 +101,8 @@ impl Op {
 /// Whether the key exists once exactly `ops` are known (a SET or an increment survives).
 fn exists(ops: &[&Op]) -> bool {
     let removed = |x: &Op| ops.iter().any(|o| o.removes(x));
-    ops.iter().any(|x| matches!(x.kind, OpKind::Set { .. } | OpKind::Incr(_)) && !removed(x))
+    // Newest first: the newest write usually survives, and `any` stops there.
+    ops.iter().rev().any(|x| matches!(x.kind, OpKind::Set { .. } | OpKind::Incr(_)) && !removed(x))
 }
 
 /// Whether `op`'s context covers a write that an earlier write superseded: a write a
