@@ -5,7 +5,11 @@
 //! - [`protocol`]: RESP2/RESP3 request parser and reply encoder; knows no commands.
 //! - [`command`]: the command table and the parser from arguments to typed commands.
 //! - [`crdt`]: hybrid logical clock, dots, causal contexts, registers, counters, TTL.
-//! - [`engine`]: the data engines inside a shard (today: key-value).
+//! - [`routing`]: which shard owns a key (hash tags), and a shard's scope.
+//! - [`engine`]: the data engines inside a shard (today: key-value), and the Merkle
+//!   leaves each keyspace keeps for anti-entropy.
+//! - [`delta`]: the deltas shards produce, their byte codec, and the per-shard buffers
+//!   that persistence and replication drain; beneath both and the shard.
 //! - [`shard`]: the deterministic shard state machine that owns a keyspace partition.
 //! - [`replication`]: peer link messages, authentication, batching, Merkle leaves.
 //! - [`persistence`]: segment codec, streamer, manifest, checkpoints and recovery.
@@ -19,9 +23,11 @@ pub mod bugs;
 pub mod command;
 pub mod config;
 pub mod crdt;
+pub mod delta;
 pub mod engine;
 pub mod persistence;
 pub mod protocol;
 pub mod replication;
+pub mod routing;
 pub mod shard;
 pub mod shell;

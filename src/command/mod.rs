@@ -7,6 +7,7 @@
 
 pub mod errors;
 pub mod introspect;
+pub mod numbers;
 pub mod parse;
 pub mod table;
 

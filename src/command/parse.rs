@@ -5,7 +5,7 @@ use bytes::Bytes;
 use super::errors::{self, wrong_arity};
 use super::table::{self, CmdId};
 use super::*;
-use crate::engine::kv::value::{parse_f64, parse_i64};
+use crate::command::numbers::{parse_f64, parse_i64};
 use crate::protocol::Frame;
 
 type Parsed = Result<Command, Frame>;

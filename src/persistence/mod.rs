@@ -2,7 +2,6 @@
 //! format, and (as they land) the streamer, manifest, checkpoints and recovery. All of
 //! it is deterministic logic over bytes: the shell does the object-store I/O.
 
-pub mod codec;
 pub mod layout;
 pub mod memory;
 pub mod recovery;

@@ -13,7 +13,7 @@ use super::layout::{self, Manifest};
 use super::segment::{self, Kind};
 use super::store::{StoreOp, StoreResult};
 use crate::crdt::NodeId;
-use crate::shard::Delta;
+use crate::delta::Delta;
 
 /// What recovery found, for the streamer to continue from.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -2,7 +2,7 @@
 //! time is written). The shell reads the objects and writes the restored data set.
 
 use crate::crdt::Hlc;
-use crate::shard::Delta;
+use crate::delta::Delta;
 
 /// Whether every write in `delta` happened at or before `target_ms` (physical time of
 /// its newest stamp): such a delta is part of the state as of `target_ms`.

@@ -22,10 +22,10 @@
 
 use bytes::Bytes;
 
-use super::codec::{DecodeError, Reader, Writer, read_deltas_exact};
 use super::store::Payload;
 use crate::crdt::{Hlc, NodeId};
-use crate::shard::{Delta, EncodedDeltas};
+use crate::delta::codec::{DecodeError, Reader, Writer, read_deltas_exact};
+use crate::delta::{Delta, EncodedDeltas};
 
 pub const MAGIC: &[u8; 8] = b"MERIDIAN";
 /// 2: counter slots carry their writer's incarnation.
@@ -34,7 +34,7 @@ pub const FORMAT_VERSION: u16 = 3;
 pub const FORMAT_VERSION_OLDEST_READABLE: u16 = 2;
 pub const HEADER_BYTES: usize = 64;
 /// Entries in one object at most.
-pub const ENTRIES_MAX: u32 = 1 << 24;
+pub const ENTRIES_MAX: u32 = crate::delta::SEGMENT_ENTRIES_MAX;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Kind {

@@ -23,7 +23,7 @@ use super::recovery::Recovered;
 use super::segment::{self, Kind};
 use super::store::{StoreOp, StoreResult};
 use crate::crdt::{Hlc, NodeId};
-use crate::shard::{Delta, EncodedDeltas};
+use crate::delta::{Delta, EncodedDeltas};
 
 #[derive(Clone, Debug)]
 pub struct StreamerConfig {

@@ -282,7 +282,7 @@ fn a_flushall_replayed_on_another_shard_count_removes_only_what_each_shard_had()
     };
     let mut shards = [shard_of(0), shard_of(1)];
     let key_on = |shard: usize, prefix: &str| {
-        (0..).map(|i| format!("{prefix}{i}")).find(|k| crate::shard::routing::shard_for_key(k.as_bytes(), 2) == shard).unwrap()
+        (0..).map(|i| format!("{prefix}{i}")).find(|k| crate::routing::shard_for_key(k.as_bytes(), 2) == shard).unwrap()
     };
     let (early, late) = (key_on(0, "a"), key_on(1, "b"));
     set(&mut shards[0], &early, "old", 1_000);

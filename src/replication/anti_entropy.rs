@@ -12,8 +12,8 @@
 //! Decides only: the caller gathers leaves and key states from the shards and moves
 //! the messages.
 
-use super::merkle::{GROUP_LEAVES, MerkleLeaves};
 use super::wire::Message;
+use crate::engine::kv::merkle::{GROUP_LEAVES, MerkleLeaves};
 
 /// Leaves repaired per round at most; more differing leaves take more rounds, the next
 /// one due at once.

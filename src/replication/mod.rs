@@ -14,9 +14,6 @@
 
 pub mod anti_entropy;
 pub mod auth;
-pub mod merkle;
-pub mod outbox;
-pub mod outgoing;
 pub mod peer;
 pub mod reservation;
 pub mod stability;

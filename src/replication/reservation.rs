@@ -16,8 +16,8 @@
 //! stamps: see docs/replication.md.
 
 use crate::crdt::{Hlc, NodeId};
-use crate::replication::outgoing::Outgoing;
-use crate::shard::Delta;
+use crate::delta::Delta;
+use crate::delta::outgoing::Outgoing;
 
 /// How far past the newest stored stamp a stamp may leave this node.
 pub const RESERVATION_MS: u64 = 3_000;
@@ -30,18 +30,9 @@ pub fn ceiling(stored: Hlc) -> Hlc {
     Hlc::from_parts((stored.physical_ms() + RESERVATION_MS).min(crate::crdt::hlc::PHYSICAL_MS_MAX), u16::MAX)
 }
 
-/// This node's newest stamp in a delta (ZERO if it holds none of this node's writes).
-pub fn own_stamp(delta: &Delta, own: NodeId) -> Hlc {
-    match delta {
-        Delta::Key { state, .. } => state.newest_stamp_of(own),
-        Delta::Flush { seen, .. } => seen.get(own),
-        Delta::Forget { .. } => Hlc::ZERO,
-    }
-}
-
 /// Whether every delta may leave under `ceiling`.
 pub fn may_leave(deltas: &[Delta], own: NodeId, ceiling: Hlc) -> bool {
-    crate::bugs::active(crate::bugs::Bug::ReservationIgnored) || deltas.iter().all(|d| own_stamp(d, own) <= ceiling)
+    crate::bugs::active(crate::bugs::Bug::ReservationIgnored) || deltas.iter().all(|d| d.newest_stamp_of(own) <= ceiling)
 }
 
 /// Add this window's `deltas` to what was held back, and split the lot into what may

@@ -11,8 +11,8 @@
 use bytes::{Buf, Bytes, BytesMut};
 
 use crate::crdt::{Hlc, VersionVector};
-use crate::persistence::codec::{DecodeError, Reader, Writer, read_delta, read_vv, write_delta, write_vv};
-use crate::shard::Delta;
+use crate::delta::Delta;
+use crate::delta::codec::{DecodeError, Reader, Writer, read_delta, read_vv, write_delta, write_vv};
 
 /// 2: batches carry the sender's session, gap flag and stability report.
 pub const PROTOCOL_VERSION: u8 = 2;
@@ -126,7 +126,7 @@ fn read_deltas(r: &mut Reader) -> Result<Vec<Delta>, DecodeError> {
 /// A Merkle leaf number, checked against the tree's size (it indexes arrays).
 fn read_leaf(r: &mut Reader) -> Result<u16, DecodeError> {
     let leaf = r.u16()?;
-    if leaf as usize >= crate::replication::merkle::LEAVES {
+    if leaf as usize >= crate::engine::kv::merkle::LEAVES {
         return Err(DecodeError(format!("anti-entropy leaf {leaf} out of range")));
     }
     Ok(leaf)
@@ -340,7 +340,7 @@ mod tests {
                 seen: seen.clone(),
                 deltas: vec![
                     Delta::Key { key: Bytes::from_static(b"k"), state },
-                    Delta::Flush { seen, scope: crate::shard::routing::ShardScope { index: 1, count: 3 } },
+                    Delta::Flush { seen, scope: crate::routing::ShardScope { index: 1, count: 3 } },
                 ],
             },
             Message::Ack { seq: 42 },
@@ -368,7 +368,7 @@ mod tests {
     fn a_batch_framed_from_encoded_deltas_is_the_batch_encoded_whole() {
         for message in samples() {
             let Message::Batch { seq, session, gap, stable, seen, deltas } = &message else { continue };
-            let mut outgoing = crate::replication::outgoing::Outgoing::default();
+            let mut outgoing = crate::delta::outgoing::Outgoing::default();
             deltas.iter().for_each(|d| outgoing.push(1, d));
             let head = BatchHead { seq: *seq, session: *session, gap: *gap, stable: *stable, seen };
             assert_eq!(encode_batch(&head, outgoing.len(), &outgoing.clone().into_bytes()), encode(&message));

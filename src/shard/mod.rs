@@ -6,9 +6,6 @@
 //! is seeded by the driver. The tokio actor in `shell/` and the simulator in `dst/`
 //! both drive this same code.
 
-pub mod delta;
-pub mod routing;
-
 use bytes::Bytes;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -16,12 +13,13 @@ use rand_chacha::ChaCha8Rng;
 use crate::command::{KeyCommand, KeyspaceCommand, SetCondition, SetReply, TtlChange};
 use crate::crdt::{Hlc, VersionVector};
 use crate::crdt::{HlcClock, NodeId};
+use crate::delta::outbox::{Outbox, OutboxBatch};
+use crate::delta::{Delta, DeltaLog, EncodedDeltas};
 use crate::engine::kv::keys::KeySnapshot;
+use crate::engine::kv::merkle::MerkleLeaves;
 use crate::engine::kv::{DeltaSink, KeyState, KvEngine, WriteCtx};
 use crate::protocol::Frame;
-use crate::replication::merkle::MerkleLeaves;
-use crate::replication::outbox::{Outbox, OutboxBatch};
-pub use delta::{Delta, DeltaLog, EncodedDeltas};
+use crate::routing;
 
 /// Keys expired per shard per tick at most, so one tick's work is bounded.
 pub const EXPIRE_KEYS_PER_TICK_MAX: usize = 1_000;
@@ -464,7 +462,7 @@ impl Shard {
     }
 
     /// True once per batch window, when the outbox has filled to its eager size: the
-    /// replicator should drain it now (`replication::outbox`). Cheap: asked after
+    /// replicator should drain it now (`delta::outbox`). Cheap: asked after
     /// every command.
     pub fn take_outbox_ready(&mut self) -> bool {
         self.outbox.as_mut().is_some_and(Outbox::take_ready)

@@ -15,11 +15,12 @@ use tokio::sync::oneshot;
 use super::now_ms;
 use super::router::{Router, ShardMsg};
 use crate::config::Config;
+use crate::delta::Delta;
 use crate::engine::kv::keyspace::SLOT_SPACE;
 use crate::persistence::recovery::{Recovered, Recovery, Step};
 use crate::persistence::store::{StoreOp, StoreResult};
 use crate::persistence::streamer::{PersistenceStats, Streamer, StreamerConfig};
-use crate::shard::{Delta, Shard, ShardOp, ShardReply};
+use crate::shard::{Shard, ShardOp, ShardReply};
 
 /// Keys per checkpoint chunk request (one shard round trip).
 const CHECKPOINT_CHUNK_KEYS: usize = 4096;

@@ -16,13 +16,14 @@ use super::router::Router;
 use crate::config::Config;
 use crate::crdt::Hlc;
 use crate::crdt::VersionVector;
-use crate::replication::merkle::MerkleLeaves;
-use crate::replication::outgoing::Outgoing;
+use crate::delta::Delta;
+use crate::delta::outgoing::Outgoing;
+use crate::engine::kv::merkle::MerkleLeaves;
 use crate::replication::peer::PeerQueue;
 use crate::replication::reservation;
 use crate::replication::stability::Stability;
 use crate::replication::wire::{self, BatchHead};
-use crate::shard::{Delta, ShardOp, ShardReply};
+use crate::shard::{ShardOp, ShardReply};
 
 /// A batch frame is cut once its deltas pass this many (encoded) bytes.
 const BATCH_FRAME_BYTES_TARGET: usize = 1 << 20;

@@ -8,12 +8,13 @@ use object_store::ObjectStore;
 
 use super::persistence::{execute, open_store};
 use crate::config::Config;
+use crate::delta::Delta;
 use crate::engine::kv::keyspace::SLOT_SPACE;
 use crate::persistence::layout::{self, Manifest};
 use crate::persistence::restore::{delta_is_before, may_hold_writes_before, parse_time};
 use crate::persistence::segment::{self, Kind};
 use crate::persistence::store::{StoreOp, StoreResult};
-use crate::shard::{Delta, Shard, ShardConfig, ShardOp, ShardReply, merge_recovered};
+use crate::shard::{Shard, ShardConfig, ShardOp, ShardReply, merge_recovered};
 
 /// Keys per checkpoint part written into the restored data set.
 const PART_KEYS_MAX: usize = 4096;

@@ -1,12 +1,12 @@
 //! Messages to shard threads. Every shard runs on its own thread and is reached
-//! through a bounded mailbox; which shard owns a key is `shard::routing`'s decision.
+//! through a bounded mailbox; which shard owns a key is `routing`'s decision.
 
 use std::net::SocketAddr;
 use std::sync::mpsc as std_mpsc;
 
 use tokio::sync::{mpsc, oneshot};
 
-use crate::shard::routing::shard_for_key;
+use crate::routing::shard_for_key;
 use crate::shard::{ShardOp, ShardReply};
 
 /// Messages a shard's mailbox holds at most before senders wait.
@@ -31,7 +31,7 @@ pub enum ShardMsg {
     /// Hand the recorded deltas to the persistence driver.
     /// The reply also says up to which position of the shard's stream it drained.
     DrainDeltas {
-        reply: oneshot::Sender<(crate::shard::EncodedDeltas, u64)>,
+        reply: oneshot::Sender<(crate::delta::EncodedDeltas, u64)>,
     },
     Shutdown,
 }

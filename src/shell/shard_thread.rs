@@ -40,7 +40,7 @@ pub fn apply_local(shard: &SharedShard, state: &ServerState, ops: Vec<ShardOp>) 
 }
 
 /// A busy shard's outbox is drained as soon as it fills to its eager size rather than
-/// at the end of the batch interval (`replication::outbox`).
+/// at the end of the batch interval (`delta::outbox`).
 fn wake_batcher_if_ready(shard: &mut Shard, state: &ServerState) {
     if shard.take_outbox_ready()
         && let Some(replication) = &state.replication

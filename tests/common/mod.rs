@@ -257,7 +257,7 @@ pub fn keys_spread_over_shards(prefix: &str, count: usize, shards: usize) -> Vec
     let quota = count.div_ceil(shards);
     for n in 0..1_000_000 {
         let key = format!("{prefix}{n}");
-        let shard = meridian::shard::routing::shard_for_key(key.as_bytes(), shards);
+        let shard = meridian::routing::shard_for_key(key.as_bytes(), shards);
         if per_shard[shard].len() < quota {
             per_shard[shard].push_back(key);
         }
@@ -276,13 +276,13 @@ pub fn keys_spread_over_shards(prefix: &str, count: usize, shards: usize) -> Vec
 pub fn key_on_shard(prefix: &str, shard: usize, shards: usize) -> String {
     (0..100_000)
         .map(|i| format!("{prefix}{i}"))
-        .find(|k| meridian::shard::routing::shard_for_key(k.as_bytes(), shards) == shard)
+        .find(|k| meridian::routing::shard_for_key(k.as_bytes(), shards) == shard)
         .expect("a key on every shard")
 }
 
 /// The shard (of `shards`) that owns `key`.
 pub fn shard_of(key: &[u8], shards: usize) -> usize {
-    meridian::shard::routing::shard_for_key(key, shards)
+    meridian::routing::shard_for_key(key, shards)
 }
 
 // ---------------------------------------------------------------------------------------

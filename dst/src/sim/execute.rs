@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use meridian::command::{Command, KeyspaceCommand, MultiKeyCommand, parse_command};
 use meridian::protocol::Frame;
-use meridian::shard::routing::shard_for_key;
+use meridian::routing::shard_for_key;
 use meridian::shard::{ShardOp, ShardReply};
 
 use super::{Node, Sim};

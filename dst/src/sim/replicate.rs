@@ -15,16 +15,17 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use meridian::crdt::VersionVector;
+use meridian::delta::Delta;
+use meridian::delta::outgoing::Outgoing;
 use meridian::engine::kv::KeyState;
+use meridian::engine::kv::merkle::MerkleLeaves;
 use meridian::replication::anti_entropy::{AntiEntropy, answer_groups};
-use meridian::replication::merkle::MerkleLeaves;
-use meridian::replication::outgoing::Outgoing;
 use meridian::replication::peer::PeerQueue;
 use meridian::replication::reservation;
 use meridian::replication::stability::{BatchReceipt, Stability};
 use meridian::replication::wire::{self, Message};
-use meridian::shard::routing::shard_for_key;
-use meridian::shard::{Delta, ShardOp, ShardReply};
+use meridian::routing::shard_for_key;
+use meridian::shard::{ShardOp, ShardReply};
 
 use super::report::Converged;
 use super::{Event, Node, Sim};

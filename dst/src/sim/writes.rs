@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use meridian::crdt::{Dot, VersionVector};
 use meridian::engine::kv::{KeyState, key_hash};
-use meridian::shard::routing::shard_for_key;
+use meridian::routing::shard_for_key;
 
 use super::{Node, Sim};
 use crate::oracle::{Op, OpKind, Ttl};

@@ -25,7 +25,7 @@ use bytes::Bytes;
 use hashbrown::HashTable;
 
 use super::value::KeyState;
-use crate::replication::merkle::{self, MerkleLeaves};
+use crate::engine::kv::merkle::{self, MerkleLeaves};
 
 /// Seed of the key hash. Fixed so that key placement (shards, slots, SCAN order) is the
 /// same in every process and in the simulator.

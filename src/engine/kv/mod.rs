@@ -8,6 +8,7 @@
 pub mod glob;
 pub mod keys;
 pub mod keyspace;
+pub mod merkle;
 pub mod strings;
 pub mod value;
 #[cfg(test)]
@@ -16,7 +17,7 @@ mod value_laws;
 use bytes::Bytes;
 
 use crate::crdt::{Dot, HlcClock, NodeId, VersionVector};
-use crate::shard::routing::ShardScope;
+use crate::routing::ShardScope;
 pub use keyspace::{Keyspace, key_hash};
 pub use value::{KeyState, StrVal};
 

@@ -8,10 +8,10 @@ use bytes::Bytes;
 use crate::crdt::counter::Slot;
 use crate::crdt::ttl::TtlWrite;
 use crate::crdt::{Dot, Hlc, VersionVector};
+use crate::delta::Delta;
 use crate::engine::kv::KeyState;
 use crate::engine::kv::value::{KeyStateParts, StrVal};
-use crate::shard::Delta;
-use crate::shard::routing::ShardScope;
+use crate::routing::ShardScope;
 
 /// The longest LEB128 encoding of a u64.
 const VARINT_BYTES_MAX: usize = 10;

@@ -1,7 +1,7 @@
 //! Deltas on their way to the peers, encoded once on the shard's thread.
 //!
 //! Each delta is kept as its bytes in the wire's delta encoding (the segment body
-//! encoding of `persistence::codec`), next to this node's newest stamp in it, which the
+//! encoding of `delta::codec`), next to this node's newest stamp in it, which the
 //! stamp reservation decides on. The batcher splits, holds back and frames these bytes
 //! without decoding them; nothing the shard owns (a key's reference count, a state's
 //! allocations) crosses to the replication thread. Never decodes on the send path;
@@ -10,9 +10,9 @@
 use bytes::Bytes;
 
 use crate::crdt::{Hlc, NodeId};
+use crate::delta::Delta;
+use crate::delta::codec::{self, DecodeError, Writer};
 use crate::engine::kv::KeyState;
-use crate::persistence::codec::{self, DecodeError, Writer};
-use crate::shard::Delta;
 
 /// One encoded delta: where it ends in the buffer, and this node's newest stamp in it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -56,7 +56,7 @@ impl Outgoing {
 
     /// Append any delta.
     pub fn push(&mut self, own: NodeId, delta: &Delta) {
-        self.push_with(crate::replication::reservation::own_stamp(delta, own), |w| codec::write_delta(w, delta));
+        self.push_with(delta.newest_stamp_of(own), |w| codec::write_delta(w, delta));
     }
 
     fn push_with(&mut self, own_stamp: Hlc, write: impl FnOnce(&mut Writer)) {

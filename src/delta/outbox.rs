@@ -18,10 +18,10 @@
 use bytes::Bytes;
 
 use crate::crdt::{NodeId, VersionVector};
+use crate::delta::Delta;
+use crate::delta::outgoing::Outgoing;
 use crate::engine::kv::KeyState;
-use crate::replication::outgoing::Outgoing;
-use crate::shard::Delta;
-use crate::shard::routing::ShardScope;
+use crate::routing::ShardScope;
 
 /// Each key's newest item in the window's deltas, as (hash of the key, item): the key
 /// itself is read back from the item's bytes, so the outbox holds no reference to it.

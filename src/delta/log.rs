@@ -1,94 +1,18 @@
 //! The bounded log of deltas a shard produced: what the persistence streamer consumes
-//! (replication has its own outbox). Deltas are recorded straight in their stored
-//! encoding, so a write costs one encoding on the shard's thread and shares nothing
-//! with the persistence thread. When nothing consumes deltas (persistence off) the log
-//! does not record, so it costs nothing; when the streamer falls behind, the log fills
-//! to its bound and the shard refuses writes with a clear error instead of growing
-//! without limit.
+//! (replication has its own outbox, `delta::outbox`). Deltas are recorded straight in
+//! their stored encoding, so a write costs one encoding on the shard's thread and
+//! shares nothing with the persistence thread. When nothing consumes deltas
+//! (persistence off) the log does not record, so it costs nothing; when the streamer
+//! falls behind, the log fills to its bound and the shard refuses writes with a clear
+//! error instead of growing without limit.
 
 use bytes::Bytes;
 
-use crate::crdt::{Hlc, VersionVector};
+use super::codec;
+use super::{Delta, EncodedDeltas, SEGMENT_ENTRIES_MAX};
+use crate::crdt::VersionVector;
 use crate::engine::kv::{DeltaSink, KeyState};
-use crate::persistence::codec::{self, DecodeError, Writer};
-use crate::persistence::segment;
-use crate::shard::routing::ShardScope;
-
-/// One change to ship: a key's new state, or a whole-shard flush. A flush carries the
-/// causal context it had seen and the keys it covered (its shard), so it removes exactly
-/// that (observed-remove at database level): writes it had not seen survive it,
-/// wherever and in whatever order it lands.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Delta {
-    Key {
-        key: Bytes,
-        state: KeyState,
-    },
-    Flush {
-        seen: VersionVector,
-        scope: ShardScope,
-    },
-    /// Tombstones covered by `below` were dropped as causally stable: from here on a
-    /// state arriving for an absent key loses every write `below` covers (this node had
-    /// seen those writes and removed them). Local only: never sent to a peer.
-    Forget {
-        below: VersionVector,
-    },
-}
-
-impl Delta {
-    /// The newest stamp the delta carries (what a clock must move past).
-    pub fn max_hlc(&self) -> crate::crdt::Hlc {
-        match self {
-            Delta::Key { state, .. } => state.max_hlc(),
-            Delta::Flush { seen, .. } => seen.max_hlc(),
-            Delta::Forget { below } => below.max_hlc(),
-        }
-    }
-}
-
-/// Deltas already in their stored encoding: entries of a segment body
-/// (`persistence::codec`), with how many there are and the range of stamps they carry.
-/// What a shard's log records and a drain hands the streamer: bytes, so that nothing
-/// the shard owns (a key's reference count, a state's allocations) is shared with the
-/// persistence thread, and no state is copied or encoded twice.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct EncodedDeltas {
-    pub body: Vec<u8>,
-    pub entries: usize,
-    /// Smallest and largest stamp of the entries (both `Hlc::ZERO` when empty).
-    pub hlc_min: Hlc,
-    pub hlc_max: Hlc,
-}
-
-impl EncodedDeltas {
-    pub fn is_empty(&self) -> bool {
-        self.entries == 0
-    }
-
-    /// Append one delta (checkpoints, tests, and the log's rare kinds).
-    pub fn push(&mut self, delta: &Delta) {
-        self.push_with(delta.max_hlc(), |w| codec::write_delta(w, delta));
-    }
-
-    fn push_with(&mut self, hlc: Hlc, write: impl FnOnce(&mut Writer)) {
-        Writer::append_to(&mut self.body, write);
-        self.hlc_min = if self.entries == 0 { hlc } else { self.hlc_min.min(hlc) };
-        self.hlc_max = self.hlc_max.max(hlc);
-        self.entries += 1;
-    }
-
-    /// The entries as deltas again (tests, the simulator's planted bugs).
-    pub fn decode(&self) -> Result<Vec<Delta>, DecodeError> {
-        codec::read_deltas_exact(self.entries, &self.body)
-    }
-
-    pub fn from_deltas(deltas: &[Delta]) -> EncodedDeltas {
-        let mut encoded = EncodedDeltas::default();
-        deltas.iter().for_each(|d| encoded.push(d));
-        encoded
-    }
-}
+use crate::routing::ShardScope;
 
 /// A drained log starts its next buffer at the size of the last one, up to this: busy
 /// shards don't regrow it every time, idle ones don't hold a big one.
@@ -110,7 +34,7 @@ impl DeltaLog {
     pub fn new(recording: bool, entries_max: usize, bytes_max: usize) -> DeltaLog {
         assert!(entries_max > 0 && bytes_max > 0);
         // One drain must fit one segment, a multi-key command's overshoot included.
-        assert!(entries_max <= segment::ENTRIES_MAX as usize / 2, "delta log bound {entries_max} exceeds what a segment holds");
+        assert!(entries_max <= SEGMENT_ENTRIES_MAX as usize / 2, "delta log bound {entries_max} exceeds what a segment holds");
         DeltaLog { recorded: EncodedDeltas::default(), entries_max, bytes_max, recording, produced: 0, drained_total: 0 }
     }
 
@@ -186,7 +110,7 @@ impl DeltaSink for DeltaLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crdt::Dot;
+    use crate::crdt::{Dot, Hlc};
     use crate::engine::kv::StrVal;
 
     #[test]
