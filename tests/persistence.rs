@@ -203,6 +203,57 @@ fn flushed_writes_of_every_kind_survive_sigkill_onto_another_shard_count() {
 }
 
 #[test]
+fn flushed_hash_writes_survive_sigkill_through_segments_and_checkpoints() {
+    let node = Node::new("hashes");
+    let args = ["--shards", "2", "--checkpoint-every-segments", "2", "--flush-interval-ms", "20"];
+    let mut first = node.start("first", &args);
+    let mut con = connect(&first);
+    let mut segment = wait_claimed(&mut con).1;
+    // Rounds of field writes, each flushed, so that some land in a checkpoint and some
+    // in the segments after it.
+    for round in 0..6 {
+        run(&mut con, &["HSET", "h", &format!("f{round}"), &format!("v{round}"), "shared", &format!("round-{round}")]);
+        run(&mut con, &["HINCRBY", "h", "count", "2"]);
+        run(&mut con, &["HINCRBYFLOAT", "h", "float", "0.5"]);
+        if round > 0 {
+            run(&mut con, &["HDEL", "h", &format!("f{}", round - 1)]);
+        }
+        segment = wait_flushed(&mut con, segment);
+    }
+    run(&mut con, &["HSET", "gone", "a", "1"]);
+    run(&mut con, &["DEL", "gone"]);
+    run(&mut con, &["HSET", "reborn", "old", "1"]);
+    run(&mut con, &["DEL", "reborn"]);
+    run(&mut con, &["HSET", "reborn", "new", "2"]);
+    run(&mut con, &["HSET", "ttl", "f", "v"]);
+    run(&mut con, &["EXPIRE", "ttl", "1000"]);
+    run(&mut con, &["HSET", "src", "f", "v"]);
+    run(&mut con, &["RENAME", "src", "dst"]);
+    wait_flushed(&mut con, segment);
+    let checkpoints = info_u64(&mut con, "persistence", "checkpoints_written");
+    assert!(checkpoints >= 1, "no checkpoint was written");
+    kill(&mut first);
+
+    let second = node.start("second", &["--shards", "3"]);
+    let mut con = connect(&second);
+    let h: BTreeMap<String, String> = redis::cmd("HGETALL").arg("h").query(&mut con).expect("HGETALL");
+    let expected: BTreeMap<String, String> =
+        [("f5", "v5"), ("shared", "round-5"), ("count", "12"), ("float", "3")].into_iter().map(|(f, v)| (f.into(), v.into())).collect();
+    assert_eq!(h, expected);
+    assert_eq!(int(&mut con, &["EXISTS", "gone", "src"]), 0);
+    let reborn: BTreeMap<String, String> = redis::cmd("HGETALL").arg("reborn").query(&mut con).expect("HGETALL");
+    assert_eq!(reborn.into_iter().collect::<Vec<_>>(), vec![("new".to_string(), "2".to_string())]);
+    let ttl = int(&mut con, &["TTL", "ttl"]);
+    assert!((900..=1000).contains(&ttl), "TTL of a hash after recovery: {ttl}");
+    assert_eq!(get_field(&mut con, "dst", "f").as_deref(), Some("v"));
+    assert_eq!(int(&mut con, &["HINCRBY", "h", "count", "1"]), 13, "the field's counter keeps counting after recovery");
+}
+
+fn get_field(con: &mut redis::Connection, key: &str, field: &str) -> Option<String> {
+    redis::cmd("HGET").arg(key).arg(field).query(con).expect("HGET")
+}
+
+#[test]
 fn checkpoints_bound_replay_and_old_segments_are_deleted() {
     let node = Node::new("checkpoints");
     let args = ["--shards", "2", "--checkpoint-every-segments", "2", "--flush-interval-ms", "20"];

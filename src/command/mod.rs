@@ -6,6 +6,7 @@
 //! the keyspace: executing is the shard's job, coordinating the connection's.
 
 pub mod errors;
+pub mod hash;
 pub mod introspect;
 pub mod numbers;
 pub mod parse;
@@ -13,6 +14,7 @@ pub mod table;
 
 use bytes::Bytes;
 
+pub use hash::HashCommand;
 pub use parse::{parse_command, parse_command_at};
 
 /// When a SET-like write applies.
@@ -138,6 +140,7 @@ pub enum KeyCommand {
     Persist(Bytes),
     Type(Bytes),
     ObjectEncoding(Bytes),
+    Hash(HashCommand),
 }
 
 impl KeyCommand {
@@ -159,11 +162,15 @@ impl KeyCommand {
             | KeyCommand::Expire { key, .. }
             | KeyCommand::Ttl { key, .. }
             | KeyCommand::ExpireTime { key, .. } => key,
+            KeyCommand::Hash(cmd) => cmd.key(),
         }
     }
 
     /// Whether the command may change data (and so yield a delta).
     pub fn is_write(&self) -> bool {
+        if let KeyCommand::Hash(cmd) = self {
+            return cmd.is_write();
+        }
         !matches!(
             self,
             KeyCommand::Get(_)

@@ -42,3 +42,18 @@ pub fn parse_f64(bytes: &[u8]) -> Option<f64> {
     let value: f64 = text.parse().ok()?;
     if value.is_nan() { None } else { Some(value) }
 }
+
+/// A SCAN cursor as Redis reads it (`strtoul`): an optional sign, digits, nothing else,
+/// no overflow. A minus sign wraps, as in C (`-1` is the largest cursor).
+pub fn parse_scan_cursor(bytes: &[u8]) -> Option<u64> {
+    let (negative, digits) = match bytes.first()? {
+        b'-' => (true, &bytes[1..]),
+        b'+' => (false, &bytes[1..]),
+        _ => (false, bytes),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let value = std::str::from_utf8(digits).ok()?.parse::<u64>().ok()?;
+    Some(if negative { value.wrapping_neg() } else { value })
+}

@@ -89,6 +89,22 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
             }
             key(KeyCommand::SetRange { key: take(a, 1), offset: offset as usize, value: take(a, 3) })
         }
+        CmdId::HSet
+        | CmdId::HSetNx
+        | CmdId::HMSet
+        | CmdId::HGet
+        | CmdId::HMGet
+        | CmdId::HGetAll
+        | CmdId::HKeys
+        | CmdId::HVals
+        | CmdId::HLen
+        | CmdId::HDel
+        | CmdId::HExists
+        | CmdId::HStrLen
+        | CmdId::HIncrBy
+        | CmdId::HIncrByFloat
+        | CmdId::HRandField
+        | CmdId::HScan => key(KeyCommand::Hash(super::hash::parse(spec.id, spec.name, a)?)),
         CmdId::Incr => key(KeyCommand::IncrBy { key: take(a, 1), by: 1 }),
         CmdId::Decr => key(KeyCommand::IncrBy { key: take(a, 1), by: -1 }),
         CmdId::IncrBy => {
@@ -327,8 +343,7 @@ fn parse_copy(a: &mut [Bytes]) -> Parsed {
 }
 
 fn parse_scan(a: &mut [Bytes]) -> Parsed {
-    let cursor =
-        std::str::from_utf8(&a[1]).ok().and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| Frame::static_error("ERR invalid cursor"))?;
+    let cursor = crate::command::numbers::parse_scan_cursor(&a[1]).ok_or_else(|| Frame::static_error("ERR invalid cursor"))?;
     let mut pattern = None;
     let mut count = 10usize;
     let mut type_name = None;

@@ -10,6 +10,7 @@ use crate::crdt::ttl::TtlWrite;
 use crate::crdt::{Dot, Hlc, VersionVector};
 use crate::delta::Delta;
 use crate::engine::kv::KeyState;
+use crate::engine::kv::elements::Elements;
 use crate::engine::kv::value::{KeyStateParts, StrVal};
 use crate::routing::ShardScope;
 
@@ -169,6 +170,16 @@ impl<'a> Reader<'a> {
         self.take(len as usize)
     }
 
+    /// A collection's element count: bounded by the bytes left (each element takes at
+    /// least two), not by `ITEMS_MAX`, since a hash may hold millions of fields.
+    pub fn element_count(&mut self) -> Result<usize, DecodeError> {
+        let n = self.var()?;
+        if n > (self.remaining() / 2) as u64 {
+            return err(format!("implausible element count {n}"));
+        }
+        Ok(n as usize)
+    }
+
     pub fn count(&mut self) -> Result<usize, DecodeError> {
         let n = self.var()?;
         if n > ITEMS_MAX || n > self.remaining() as u64 {
@@ -304,6 +315,30 @@ const DELTA_KEY: u8 = 1;
 const DELTA_FLUSH: u8 = 2;
 const DELTA_FORGET: u8 = 3;
 const DELTA_SHARD_FLUSH: u8 = 4;
+/// A key state with a hash part: the key state as `DELTA_KEY` writes it, then what
+/// whole-key removes saw and the elements (name, element state). Strings keep kind 1,
+/// so what was stored before hashes existed reads as it did.
+const DELTA_KEY_WITH_HASH: u8 = 5;
+
+fn write_elements(w: &mut Writer, elements: &Elements) {
+    write_vv(w, elements.removed());
+    w.var(elements.entries_len() as u64);
+    for (name, state) in elements.entries() {
+        w.bytes(name);
+        write_key_state(w, state);
+    }
+}
+
+fn read_elements(r: &mut Reader) -> Result<Elements, DecodeError> {
+    let removed = read_vv(r)?;
+    let n = r.element_count()?;
+    let mut entries = Vec::with_capacity(n.min(1 << 16));
+    for _ in 0..n {
+        let name = Bytes::copy_from_slice(r.bytes()?);
+        entries.push((name, read_key_state(r)?));
+    }
+    Elements::from_entries(removed, entries).map_err(|e| DecodeError(e.into()))
+}
 
 pub fn write_vv(w: &mut Writer, vv: &VersionVector) {
     w.var(vv.len() as u64);
@@ -321,9 +356,19 @@ pub fn read_vv(r: &mut Reader) -> Result<VersionVector, DecodeError> {
 /// A key delta from borrowed parts: what the shard's delta log writes on every change
 /// (no copy of the key or the state).
 pub fn write_key_delta(w: &mut Writer, key: &[u8], state: &KeyState) {
-    w.u8(DELTA_KEY);
-    w.bytes(key);
-    write_key_state(w, state);
+    match state.hash() {
+        None => {
+            w.u8(DELTA_KEY);
+            w.bytes(key);
+            write_key_state(w, state);
+        }
+        Some(elements) => {
+            w.u8(DELTA_KEY_WITH_HASH);
+            w.bytes(key);
+            write_key_state(w, state);
+            write_elements(w, elements);
+        }
+    }
 }
 
 /// Exactly `count` deltas encoded back to back, and nothing after them (a segment
@@ -346,7 +391,7 @@ pub fn read_deltas_exact(count: usize, bytes: &[u8]) -> Result<Vec<Delta>, Decod
 pub fn key_of_delta(encoded: &[u8]) -> Option<&[u8]> {
     let mut r = Reader::new(encoded);
     match r.u8() {
-        Ok(DELTA_KEY) => r.bytes().ok(),
+        Ok(DELTA_KEY | DELTA_KEY_WITH_HASH) => r.bytes().ok(),
         _ => None,
     }
 }
@@ -376,6 +421,12 @@ pub fn read_delta(r: &mut Reader) -> Result<Delta, DecodeError> {
         DELTA_KEY => {
             let key = Bytes::copy_from_slice(r.bytes()?);
             Ok(Delta::Key { key, state: read_key_state(r)? })
+        }
+        DELTA_KEY_WITH_HASH => {
+            let key = Bytes::copy_from_slice(r.bytes()?);
+            let state = read_key_state(r)?;
+            let elements = read_elements(r)?;
+            Ok(Delta::Key { key, state: state.with_hash(Some(elements)) })
         }
         DELTA_FLUSH => Ok(Delta::Flush { seen: read_vv(r)?, scope: ShardScope::ALL }),
         DELTA_SHARD_FLUSH => {
@@ -420,6 +471,32 @@ mod tests {
             let mut r = Reader::new(&w.buf);
             assert_eq!(read_delta(&mut r).unwrap(), delta);
             assert_eq!(r.remaining(), 0);
+        }
+    }
+
+    #[test]
+    fn hash_states_and_field_deltas_round_trip_and_truncation_is_an_error() {
+        let mut s = KeyState::new();
+        let fields = s.hash_mut();
+        fields.write(&Bytes::from_static(b"f\0"), |e| e.set(dot(1, 1), StrVal::Raw(Bytes::from_static(b"v")), SetTtl::Keep));
+        fields.write(&Bytes::from_static(b"n"), |e| e.incr_by(dot(2, 2), Hlc::ZERO, 3));
+        fields.write(&Bytes::from_static(b"gone"), |e| e.set(dot(3, 1), StrVal::Int(1), SetTtl::Keep));
+        let tombstone = fields.write(&Bytes::from_static(b"gone"), |e| e.delete(dot(4, 1)));
+        s.expire_at(dot(5, 3), 1_000);
+        let part = KeyState::hash_delta([(Bytes::from_static(b"gone"), tombstone)]);
+        let mut deleted = s.clone();
+        deleted.delete(dot(6, 2));
+        for state in [s, part, deleted] {
+            let delta = Delta::Key { key: Bytes::from_static(b"h"), state };
+            let mut w = Writer::default();
+            write_delta(&mut w, &delta);
+            assert_eq!(key_of_delta(&w.buf), Some(&b"h"[..]));
+            let mut r = Reader::new(&w.buf);
+            assert_eq!(read_delta(&mut r).unwrap(), delta);
+            assert_eq!(r.remaining(), 0);
+            for len in 0..w.buf.len() {
+                assert!(read_delta(&mut Reader::new(&w.buf[..len])).is_err(), "{len} bytes of {}", w.buf.len());
+            }
         }
     }
 

@@ -99,6 +99,11 @@ impl DeltaSink for DeltaLog {
         }
     }
 
+    fn key_part_changed(&mut self, key: &Bytes, part: &KeyState) {
+        // The log keeps every delta in order: a part is logged as a state is.
+        self.key_changed(key, part);
+    }
+
     fn flushed(&mut self, seen: &VersionVector, scope: ShardScope) {
         self.produced += 1;
         if self.recording {

@@ -4,7 +4,8 @@
 //! nothing shared with the replication thread). Deltas are whole key states, so a newer
 //! state of a key supersedes the older one: a drain leaves superseded ones out and a
 //! batch carries each written key once, however often it was written in the batch
-//! window (DESIGN §6, "merged at the sender"). Only local writes enter it; states
+//! window (DESIGN §6, "merged at the sender"). A collection's writes are parts of
+//! its state (the elements written), which supersede nothing. Only local writes enter it; states
 //! merged from peers never do, so nothing is echoed back. It is bounded: past its byte
 //! bound it drops everything and says so, and the peers are then repaired by
 //! anti-entropy instead of by unbounded memory.
@@ -108,6 +109,15 @@ impl Outbox {
                 slot.insert((hash, item));
             }
         }
+        self.enforce_bound();
+    }
+
+    /// Part of a key's state (a collection's changed elements): it supersedes nothing
+    /// and nothing supersedes it but a later whole state's drain order (a join either
+    /// way, so shipping both is only bytes). Writes to one element within a window are
+    /// all shipped.
+    pub fn key_part_changed(&mut self, key: &Bytes, part: &KeyState) {
+        self.deltas.push_key(self.own, key, part);
         self.enforce_bound();
     }
 

@@ -87,6 +87,21 @@ pub fn encode(frame: &Frame, protocol: Protocol, out: &mut BytesMut) {
                 encode(value, protocol, out);
             }
         }
+        Frame::Pairs(pairs) if resp3 => {
+            put_int_line(out, b'*', pairs.len() as i64);
+            for (first, second) in pairs {
+                out.put_slice(b"*2\r\n");
+                encode(first, protocol, out);
+                encode(second, protocol, out);
+            }
+        }
+        Frame::Pairs(pairs) => {
+            put_int_line(out, b'*', 2 * pairs.len() as i64);
+            for (first, second) in pairs {
+                encode(first, protocol, out);
+                encode(second, protocol, out);
+            }
+        }
         Frame::Double(value) => {
             let text = format_double(*value);
             if resp3 {

@@ -21,6 +21,9 @@ pub enum Frame {
     Array(Vec<Frame>),
     /// Key/value pairs (a flat array in RESP2).
     Map(Vec<(Frame, Frame)>),
+    /// Pairs that may repeat (HRANDFIELD ... WITHVALUES): an array of two-element
+    /// arrays in RESP3, a flat array in RESP2.
+    Pairs(Vec<(Frame, Frame)>),
     /// An unordered collection (an array in RESP2).
     Set(Vec<Frame>),
     /// A double (a bulk string in RESP2).

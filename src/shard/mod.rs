@@ -215,6 +215,13 @@ impl DeltaSink for ShardSinks<'_> {
         }
     }
 
+    fn key_part_changed(&mut self, key: &Bytes, part: &KeyState) {
+        self.log.key_part_changed(key, part);
+        if let Some(outbox) = self.outbox.as_deref_mut() {
+            outbox.key_part_changed(key, part);
+        }
+    }
+
     fn flushed(&mut self, seen: &VersionVector, scope: routing::ShardScope) {
         self.log.flushed(seen, scope);
         if let Some(outbox) = self.outbox.as_deref_mut() {
@@ -294,7 +301,7 @@ impl Shard {
         let mut sinks = ShardSinks { log: deltas, outbox: outbox.as_mut() };
         let mut ctx = WriteCtx { clock, node: config.node_id, now_ms, string_bytes_max: config.string_bytes_max, deltas: &mut sinks };
         let frame = match op {
-            ShardOp::Key(cmd) => apply_key(kv, &mut ctx, cmd),
+            ShardOp::Key(cmd) => apply_key(kv, &mut ctx, cmd, &mut || rng.next_u64()),
             ShardOp::MGet(keys) => {
                 Frame::Array(keys.iter().map(|k| kv.read_value(k, now_ms).map_or(Frame::Null, |v| Frame::Bulk(v.to_bytes()))).collect())
             }
@@ -533,7 +540,7 @@ pub fn split_by_shard(deltas: Vec<Delta>, shards: usize) -> Vec<Vec<Delta>> {
     parts
 }
 
-fn apply_key(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: KeyCommand) -> Frame {
+fn apply_key(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: KeyCommand, picks: &mut dyn FnMut() -> u64) -> Frame {
     let now_ms = ctx.now_ms;
     match cmd {
         KeyCommand::Get(key) => kv.get(&key, now_ms),
@@ -551,6 +558,7 @@ fn apply_key(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: KeyCommand) -> Frame {
         KeyCommand::ExpireTime { key, unit } => kv.expire_time(&key, unit, now_ms),
         KeyCommand::Persist(key) => kv.persist(ctx, &key),
         KeyCommand::Type(key) => kv.type_of(&key, now_ms),
+        KeyCommand::Hash(cmd) => kv.hash_command(ctx, cmd, picks),
         KeyCommand::ObjectEncoding(key) => kv.object_encoding(&key, now_ms),
     }
 }

@@ -4,8 +4,9 @@
 use bytes::Bytes;
 
 use super::glob::glob_match;
+use super::hashes::hash_encoding;
 use super::keyspace::SLOT_SPACE;
-use super::value::SetTtl;
+use super::value::{KeyKind, SetTtl};
 use super::{KeyState, KvEngine, StrVal, WriteCtx, key_hash};
 use crate::command::errors::{self, invalid_expire};
 use crate::command::{ExpireCondition, TimeUnit};
@@ -14,13 +15,24 @@ use crate::protocol::Frame;
 /// A key's readable value and TTL, moved between shards by RENAME and COPY.
 #[derive(Clone, Debug, PartialEq)]
 pub struct KeySnapshot {
-    pub value: StrVal,
+    pub value: SnapshotValue,
     pub expire_at_ms: Option<u64>,
 }
 
+/// What a key reads as, by type.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SnapshotValue {
+    String(StrVal),
+    /// Fields and values, in the hash's order.
+    Hash(Vec<(Bytes, StrVal)>),
+}
+
 /// The type name TYPE and SCAN TYPE use.
-pub fn type_name(_state: &KeyState) -> &'static str {
-    "string"
+pub fn type_name(state: &KeyState) -> &'static str {
+    match state.kind() {
+        Some(KeyKind::Hash) => "hash",
+        Some(KeyKind::String) | None => "string",
+    }
 }
 
 impl KvEngine {
@@ -100,6 +112,11 @@ impl KvEngine {
     }
 
     pub fn object_encoding(&mut self, key: &[u8], now_ms: u64) -> Frame {
+        if let Some(state) = self.live(key, key_hash(key), now_ms)
+            && state.kind() == Some(KeyKind::Hash)
+        {
+            return Frame::bulk_str(state.hash().map_or("listpack", hash_encoding));
+        }
         match self.read_value(key, now_ms) {
             None => Frame::Null,
             Some(StrVal::Int(_)) => Frame::bulk_str("int"),
@@ -121,7 +138,11 @@ impl KvEngine {
     /// Read a key for RENAME/COPY.
     pub fn snapshot(&mut self, key: &[u8], now_ms: u64) -> Option<KeySnapshot> {
         let state = self.live(key, key_hash(key), now_ms)?;
-        Some(KeySnapshot { value: state.read()?, expire_at_ms: state.expire_at_ms() })
+        let value = match state.kind()? {
+            KeyKind::String => SnapshotValue::String(state.read()?),
+            KeyKind::Hash => SnapshotValue::Hash(state.hash()?.iter().filter_map(|(f, s)| Some((f.clone(), s.read()?))).collect()),
+        };
+        Some(KeySnapshot { value, expire_at_ms: state.expire_at_ms() })
     }
 
     /// Write a snapshot under `key` (the second half of RENAME/COPY). With `replace`
@@ -135,8 +156,27 @@ impl KvEngine {
         let ttl = snapshot.expire_at_ms.map_or(SetTtl::Clear, SetTtl::At);
         let dot = ctx.next_dot();
         let mut state = old.unwrap_or_default();
-        state.set(dot, snapshot.value, ttl);
-        self.commit(ctx, key, hash, state);
+        match snapshot.value {
+            SnapshotValue::String(value) => {
+                state.set(dot, value, ttl);
+                self.commit(ctx, key, hash, state);
+            }
+            SnapshotValue::Hash(fields) => {
+                // The old key goes whole, then the fields are written anew: the key is
+                // replaced, as Redis replaces it, and ships whole.
+                if state.exists() || !state.is_blank() {
+                    state.delete(dot);
+                }
+                let elements = state.hash_mut();
+                for (field, value) in fields {
+                    elements.write(&field, |s| s.set(dot, value, SetTtl::Keep));
+                }
+                if let SetTtl::At(at_ms) = ttl {
+                    state.expire_at(ctx.next_dot(), at_ms);
+                }
+                self.commit_new(ctx, key, hash, state);
+            }
+        }
         true
     }
 

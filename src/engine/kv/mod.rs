@@ -5,7 +5,9 @@
 //! key state to the delta sink, which is what replication and persistence consume.
 //! It never reads a clock or does I/O: `now_ms` arrives in the context.
 
+pub mod elements;
 pub mod glob;
+pub mod hashes;
 pub mod keys;
 pub mod keyspace;
 pub mod merkle;
@@ -19,13 +21,18 @@ use bytes::Bytes;
 use crate::crdt::{Dot, HlcClock, NodeId, VersionVector};
 use crate::routing::ShardScope;
 pub use keyspace::{Keyspace, key_hash};
-pub use value::{KeyState, StrVal};
+pub use value::{KeyKind, KeyState, StrVal};
 
 /// Where a write's delta goes: the shard's bounded delta log (and outbox). The key
 /// handed over is always an owned, exact-size copy (the keyspace's own, or a fresh
 /// one), never a slice of a client's read buffer: sinks may keep it by reference count.
 pub trait DeltaSink {
+    /// The key's whole new state: it supersedes any earlier state of the key not yet
+    /// shipped.
     fn key_changed(&mut self, key: &Bytes, state: &KeyState);
+    /// Part of the key's state (some elements of a collection, or the key without its
+    /// elements): joined with what came before, it supersedes nothing.
+    fn key_part_changed(&mut self, key: &Bytes, part: &KeyState);
     fn flushed(&mut self, seen: &VersionVector, scope: ShardScope);
 }
 
@@ -82,6 +89,9 @@ pub struct KvEngine {
     forgotten: VersionVector,
     /// Tombstones dropped as causally stable since start.
     pub tombstones_dropped: u64,
+    /// Keys whose collection may hold element tombstones (what `forget_stable` visits
+    /// besides key tombstones). A superset: a key that left is skipped.
+    element_tombstone_keys: hashbrown::HashSet<Bytes, foldhash::fast::FixedState>,
 }
 
 impl KvEngine {
@@ -144,7 +154,20 @@ impl KvEngine {
     /// Store the result of a write and emit its delta. A state that no longer exists is
     /// removed (tombstones are kept by replication once it exists; a lone node has no
     /// one to tell).
-    fn commit(&mut self, ctx: &mut WriteCtx, key: Bytes, hash: u64, mut state: KeyState) {
+    fn commit(&mut self, ctx: &mut WriteCtx, key: Bytes, hash: u64, state: KeyState) {
+        self.commit_shipping(ctx, key, hash, state, false);
+    }
+
+    /// [`KvEngine::commit`] for a key the write created (or replaced whole): its
+    /// elements ship with it.
+    fn commit_new(&mut self, ctx: &mut WriteCtx, key: Bytes, hash: u64, state: KeyState) {
+        self.commit_shipping(ctx, key, hash, state, true);
+    }
+
+    /// Store a write's result and ship it. A write to the key alone (a TTL, a DEL)
+    /// ships a collection's key-level part only: its elements did not change, and a big
+    /// collection must not travel for an EXPIRE.
+    fn commit_shipping(&mut self, ctx: &mut WriteCtx, key: Bytes, hash: u64, mut state: KeyState, whole: bool) {
         // A key written again after a delete: the write has seen the delete, and all
         // the tombstone holds (a TTL write that arrived after the delete, say) is what
         // it replaces, not something concurrent with it.
@@ -153,15 +176,24 @@ impl KvEngine {
             tombstone.remove_observed(&seen);
             state.merge(&tombstone);
         }
+        let part_only = !whole && state.hash().is_some();
         if state.exists() {
             let entry = self.keys.put(&key, hash, state);
             drop(key);
             // The delta names the keyspace's own copy of the key: no copy of it, and no
             // client read buffer kept alive by a slice of it.
-            ctx.deltas.key_changed(&entry.key, &entry.state);
+            if part_only {
+                ctx.deltas.key_part_changed(&entry.key, &entry.state.without_elements());
+            } else {
+                ctx.deltas.key_changed(&entry.key, &entry.state);
+            }
         } else {
             let key = Bytes::copy_from_slice(&key);
-            ctx.deltas.key_changed(&key, &state);
+            if part_only {
+                ctx.deltas.key_part_changed(&key, &state.without_elements());
+            } else {
+                ctx.deltas.key_changed(&key, &state);
+            }
             self.keys.remove(&key, hash);
             if self.keep_tombstones {
                 self.keys.put_tombstone(key, hash, state);
@@ -189,11 +221,18 @@ impl KvEngine {
             }
         }
         // In place when the key is here, moved in when it is not: no copies.
+        let forgotten = &self.forgotten;
+        let mut has_element_tombstones = false;
         match self.keys.update(&key, hash, |_, state| {
-            state.merge(&incoming);
+            state.merge_forgetting(&incoming, forgotten);
+            has_element_tombstones = state.hash().is_some_and(|h| h.tombstones() > 0);
             state.exists()
         }) {
-            Some(true) => {}
+            Some(true) => {
+                if has_element_tombstones {
+                    self.element_tombstone_keys.insert(key);
+                }
+            }
             Some(false) => {
                 if let Some(state) = self.keys.remove(&key, hash)
                     && self.keep_tombstones
@@ -214,6 +253,9 @@ impl KvEngine {
                 }
                 // Keys reach here decoded: an exact-size copy.
                 if state.exists() {
+                    if state.hash().is_some_and(|h| h.tombstones() > 0) {
+                        self.element_tombstone_keys.insert(key.clone());
+                    }
                     self.keys.insert_new_owned(key, hash, state);
                 } else if self.keep_tombstones && !self.forgotten.dominates(&state.causal_context()) {
                     self.keys.put_tombstone(key, hash, state);
@@ -246,7 +288,8 @@ impl KvEngine {
     /// node has seen the removal and everything concurrent with it has arrived here).
     /// Returns how many were dropped; `stable` is remembered only if one was.
     pub fn forget_stable(&mut self, stable: &VersionVector) -> usize {
-        let dropped = self.keys.drop_tombstones_where(|state| stable.dominates(&state.causal_context()));
+        let dropped =
+            self.keys.drop_tombstones_where(|state| stable.dominates(&state.causal_context())) + self.forget_element_tombstones(stable);
         if dropped > 0 {
             self.forgotten.merge(stable);
             self.tombstones_dropped += dropped as u64;
@@ -258,6 +301,27 @@ impl KvEngine {
     pub fn merge_forget(&mut self, below: &VersionVector) {
         self.forgotten.merge(below);
         self.keys.drop_tombstones_where(|state| below.dominates(&state.causal_context()));
+        self.forget_element_tombstones(below);
+    }
+
+    /// Drop the element tombstones of live collections that `stable` covers.
+    fn forget_element_tombstones(&mut self, stable: &VersionVector) -> usize {
+        let keys: Vec<Bytes> = self.element_tombstone_keys.drain().collect();
+        let mut dropped = 0;
+        for key in keys {
+            let left = self.keys.update(&key, key_hash(&key), |_, state| match state.hash().map(|h| h.tombstones()) {
+                Some(n) if n > 0 => {
+                    let fields = state.hash_mut();
+                    dropped += fields.forget_stable(stable);
+                    fields.tombstones()
+                }
+                _ => 0,
+            });
+            if left.is_some_and(|n| n > 0) {
+                self.element_tombstone_keys.insert(key);
+            }
+        }
+        dropped
     }
 
     /// What dropped tombstones covered (a checkpoint carries it; see `forget_stable`).

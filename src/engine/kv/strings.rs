@@ -2,7 +2,7 @@
 
 use bytes::{Bytes, BytesMut};
 
-use super::value::{SetTtl, format_float};
+use super::value::{KeyKind, SetTtl, format_float};
 use super::{KeyState, KvEngine, StrVal, WriteCtx, key_hash};
 use crate::command::errors::{self, invalid_expire};
 use crate::command::{GetExTtl, SetCondition, SetReply, TtlChange};
@@ -21,6 +21,14 @@ pub fn resolve_ttl(change: TtlChange, now_ms: u64, command: &str) -> Result<SetT
     })
 }
 
+/// WRONGTYPE unless the key is missing or holds a string.
+fn check_string(state: Option<&KeyState>) -> Result<(), Frame> {
+    match state.and_then(|s| s.kind()) {
+        None | Some(KeyKind::String) => Ok(()),
+        Some(_) => Err(errors::error(errors::WRONG_TYPE)),
+    }
+}
+
 fn value_frame(value: Option<StrVal>) -> Frame {
     match value {
         Some(v) => Frame::Bulk(v.to_bytes()),
@@ -30,7 +38,11 @@ fn value_frame(value: Option<StrVal>) -> Frame {
 
 impl KvEngine {
     pub fn get(&mut self, key: &[u8], now_ms: u64) -> Frame {
-        let value = self.live(key, key_hash(key), now_ms).and_then(|s| s.read());
+        let state = self.live(key, key_hash(key), now_ms);
+        if let Err(e) = check_string(state) {
+            return e;
+        }
+        let value = state.and_then(|s| s.read());
         if value.is_some() {
             self.stats.keyspace_hits += 1;
         } else {
@@ -40,8 +52,16 @@ impl KvEngine {
     }
 
     /// The value of a key as a reply-ready string (MGET, GET).
+    /// `None` for a missing key or one of another type (MGET's nil).
     pub fn read_value(&mut self, key: &[u8], now_ms: u64) -> Option<StrVal> {
-        self.live(key, key_hash(key), now_ms).and_then(|s| s.read())
+        self.live(key, key_hash(key), now_ms).filter(|s| s.kind() == Some(KeyKind::String)).and_then(|s| s.read())
+    }
+
+    /// A string command's read: the value, or WRONGTYPE.
+    fn read_string(&mut self, key: &[u8], now_ms: u64) -> Result<Option<StrVal>, Frame> {
+        let state = self.live(key, key_hash(key), now_ms);
+        check_string(state)?;
+        Ok(state.and_then(|s| s.read()))
     }
 
     /// SET with every option; also SETNX, SETEX, PSETEX, GETSET, MSET. The arguments
@@ -63,6 +83,11 @@ impl KvEngine {
         };
         let hash = key_hash(&key);
         self.expire_if_due(&key, hash, ctx.now_ms);
+        if reply == SetReply::OldValue
+            && let Err(e) = check_string(self.keys.get(&key, hash).map(|e| &e.state))
+        {
+            return e;
+        }
         // The common case, an existing key, is changed in place: one lookup, no copy.
         let mut value = Some(StrVal::from_bytes(value));
         let updated = self.keys.update(&key, hash, |stored_key, state| {
@@ -97,7 +122,10 @@ impl KvEngine {
 
     pub fn getdel(&mut self, ctx: &mut WriteCtx, key: &Bytes) -> Frame {
         let hash = key_hash(key);
-        let value = self.live(key, hash, ctx.now_ms).and_then(|s| s.read());
+        let value = match self.read_string(key, ctx.now_ms) {
+            Ok(value) => value,
+            Err(e) => return e,
+        };
         if value.is_some() {
             self.delete(ctx, key, hash);
         }
@@ -106,6 +134,9 @@ impl KvEngine {
 
     pub fn getex(&mut self, ctx: &mut WriteCtx, key: &Bytes, ttl: GetExTtl) -> Frame {
         let hash = key_hash(key);
+        if let Err(e) = self.read_string(key, ctx.now_ms) {
+            return e;
+        }
         let Some(mut state) = self.take_for_write(key, hash, ctx.now_ms) else {
             return Frame::Null;
         };
@@ -139,6 +170,9 @@ impl KvEngine {
     pub fn append(&mut self, ctx: &mut WriteCtx, key: Bytes, suffix: &[u8]) -> Frame {
         let hash = key_hash(&key);
         let old = self.take_for_write(&key, hash, ctx.now_ms);
+        if let Err(e) = check_string(old.as_ref()) {
+            return e;
+        }
         let current = old.as_ref().and_then(|s| s.read()).map(|v| v.to_bytes()).unwrap_or_default();
         if current.len() + suffix.len() > ctx.string_bytes_max {
             return errors::error(errors::STRING_TOO_LONG);
@@ -160,11 +194,17 @@ impl KvEngine {
     }
 
     pub fn strlen(&mut self, key: &[u8], now_ms: u64) -> Frame {
-        Frame::Integer(self.read_value(key, now_ms).map_or(0, |v| v.len() as i64))
+        match self.read_string(key, now_ms) {
+            Ok(value) => Frame::Integer(value.map_or(0, |v| v.len() as i64)),
+            Err(e) => e,
+        }
     }
 
     pub fn getrange(&mut self, key: &[u8], start: i64, end: i64, now_ms: u64) -> Frame {
-        let value = self.read_value(key, now_ms).map(|v| v.to_bytes()).unwrap_or_default();
+        let value = match self.read_string(key, now_ms) {
+            Ok(value) => value.map(|v| v.to_bytes()).unwrap_or_default(),
+            Err(e) => return e,
+        };
         let len = value.len() as i64;
         if start < 0 && end < 0 && start > end {
             return Frame::Bulk(Bytes::new());
@@ -185,6 +225,9 @@ impl KvEngine {
     pub fn setrange(&mut self, ctx: &mut WriteCtx, key: Bytes, offset: usize, patch: &[u8]) -> Frame {
         let hash = key_hash(&key);
         let old = self.take_for_write(&key, hash, ctx.now_ms);
+        if let Err(e) = check_string(old.as_ref()) {
+            return e;
+        }
         let current = old.as_ref().and_then(|s| s.read()).map(|v| v.to_bytes()).unwrap_or_default();
         if patch.is_empty() {
             return Frame::Integer(current.len() as i64);
@@ -204,6 +247,9 @@ impl KvEngine {
     pub fn incr_by(&mut self, ctx: &mut WriteCtx, key: Bytes, by: i64) -> Frame {
         let hash = key_hash(&key);
         let old = self.take_for_write(&key, hash, ctx.now_ms);
+        if let Err(e) = check_string(old.as_ref()) {
+            return e;
+        }
         let current = match old.as_ref().and_then(|s| s.read()) {
             None => 0,
             Some(v) => match v.as_i64() {
@@ -226,6 +272,9 @@ impl KvEngine {
     pub fn incr_by_float(&mut self, ctx: &mut WriteCtx, key: Bytes, by: f64) -> Frame {
         let hash = key_hash(&key);
         let old = self.take_for_write(&key, hash, ctx.now_ms);
+        if let Err(e) = check_string(old.as_ref()) {
+            return e;
+        }
         let current = match old.as_ref().and_then(|s| s.read()) {
             None => 0.0,
             Some(v) => match v.as_f64() {

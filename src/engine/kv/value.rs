@@ -20,6 +20,8 @@ use crate::crdt::register::MvRegister;
 use crate::crdt::ttl::{self, TtlRegister, TtlWrite};
 use crate::crdt::{Dot, Hlc, VersionVector};
 
+use super::elements::Elements;
+
 /// A stored string, kept as an integer when it is the canonical text of one (as Redis's
 /// `int` encoding), so counters don't parse on every INCR.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -151,6 +153,15 @@ pub struct KeyState {
     value: MvRegister<StrVal>,
     counters: Option<Box<Counters>>,
     ttl: TtlRegister,
+    /// A hash's fields (`None` for a string key, and for every element state).
+    hash: Option<Box<Elements>>,
+}
+
+/// Which type a key reads as.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum KeyKind {
+    String,
+    Hash,
 }
 
 impl KeyState {
@@ -171,7 +182,10 @@ impl KeyState {
     /// Observed-remove with a context and no new write (FLUSHALL replay): drop every
     /// value and TTL write `seen` covers and absorb the counter slots it covers.
     pub fn remove_observed(&mut self, seen: &VersionVector) {
-        let mut ctx = self.causal_context();
+        if let Some(hash) = self.hash.as_deref_mut() {
+            hash.remove_observed(seen);
+        }
+        let mut ctx = self.string_context();
         let empty: MvRegister<StrVal> = MvRegister::new();
         self.value.merge(&ctx, &empty, seen);
         let empty_ttl: TtlRegister = MvRegister::new();
@@ -187,6 +201,11 @@ impl KeyState {
 
     /// Whether `seen` covers some value, TTL write or unabsorbed increment held here.
     pub fn has_dot_covered_by(&self, seen: &VersionVector) -> bool {
+        if let Some(hash) = self.hash.as_deref()
+            && hash.entries().any(|(_, element)| element.has_dot_covered_by(seen))
+        {
+            return true;
+        }
         self.value.dots().chain(self.ttl.dots()).any(|d| seen.covers(d))
             || self.counters.as_deref().is_some_and(|c| {
                 c.ints
@@ -211,10 +230,117 @@ impl KeyState {
     /// What is left of this state once it expires: removal metadata that, merged
     /// anywhere, removes exactly what expired and nothing written after.
     pub fn expired_tombstone(&self) -> KeyState {
-        let mut tombstone = self.clone();
+        // The elements are left out before the copy: the tombstone's context covers
+        // them all, and a big collection is not copied to be thrown away.
+        let mut tombstone = KeyState {
+            ctx: self.ctx.clone(),
+            value: self.value.clone(),
+            counters: self.counters.clone(),
+            ttl: self.ttl.clone(),
+            hash: self.hash.as_deref().map(|h| Box::new(h.without_entries())),
+        };
         tombstone.remove_observed(&self.causal_context());
         debug_assert!(!tombstone.exists());
         tombstone
+    }
+
+    /// The key-level part of this state (value, counters, TTL, what whole-key removes
+    /// saw) without the elements: the delta of a change to the key alone.
+    pub fn without_elements(&self) -> KeyState {
+        KeyState {
+            ctx: self.ctx.clone(),
+            value: self.value.clone(),
+            counters: self.counters.clone(),
+            ttl: self.ttl.clone(),
+            hash: self.hash.as_deref().map(|h| Box::new(h.without_entries())),
+        }
+    }
+
+    /// A delta carrying only these hash fields' states.
+    pub fn hash_delta(fields: impl IntoIterator<Item = (Bytes, KeyState)>) -> KeyState {
+        KeyState { hash: Some(Box::new(Elements::only(fields))), ..KeyState::default() }
+    }
+
+    /// Drop the explicit context entries `covered` covers (an element under its
+    /// collection's `removed` context, which says it already).
+    pub fn strip_context_covered_by(&mut self, covered: &VersionVector) {
+        self.ctx.remove_covered_by(covered);
+    }
+
+    /// Whether `covered` covers some explicit context entry.
+    pub fn has_context_covered_by(&self, covered: &VersionVector) -> bool {
+        self.ctx.iter().any(|d| covered.covers(d))
+    }
+
+    /// Whether this is a valid element state: no TTL, no elements of its own.
+    pub fn is_element(&self) -> bool {
+        self.ttl.is_empty() && self.hash.is_none()
+    }
+
+    /// Nothing at all: no value, no history.
+    pub fn is_blank(&self) -> bool {
+        self.ctx.is_empty() && self.value.is_empty() && self.counters.is_none() && self.ttl.is_empty() && self.hash.is_none()
+    }
+
+    /// A hash's fields, if the key has ever held one.
+    pub fn hash(&self) -> Option<&Elements> {
+        self.hash.as_deref()
+    }
+
+    pub fn hash_mut(&mut self) -> &mut Elements {
+        self.hash.get_or_insert_with(Default::default)
+    }
+
+    /// Rebuild with decoded hash fields (codec).
+    pub fn with_hash(mut self, hash: Option<Elements>) -> KeyState {
+        self.hash = hash.map(Box::new);
+        self.normalize_hash();
+        self
+    }
+
+    /// A collection part holding nothing and no history is no part at all (so equal
+    /// states compare and digest equal).
+    fn normalize_hash(&mut self) {
+        if self.hash.as_deref().is_some_and(|h| h.entries_len() == 0 && h.removed().is_empty()) {
+            self.hash = None;
+        }
+    }
+
+    /// Whether the string part (a value or unabsorbed increments) exists.
+    fn string_exists(&self) -> bool {
+        !self.value.is_empty() || self.counters.as_ref().is_some_and(|c| c.ints.has_unabsorbed() || c.floats.has_unabsorbed())
+    }
+
+    /// The newest dot of the string part (values and increments).
+    pub fn newest_dot(&self) -> Option<Dot> {
+        let mut newest = self.value.dots().max();
+        if let Some(c) = &self.counters {
+            let slots =
+                c.ints.slots().iter().map(|s| Dot::new(s.hlc, s.node)).chain(c.floats.slots().iter().map(|s| Dot::new(s.hlc, s.node)));
+            newest = newest.max(slots.max());
+        }
+        newest
+    }
+
+    /// Which type the key reads as, if it exists. When concurrent writes left both a
+    /// string and a hash (SET ∥ HSET), the type written at the later `(hlc, node)` wins
+    /// (DESIGN §5, type clash); the other part stays until a write removes it.
+    pub fn kind(&self) -> Option<KeyKind> {
+        let hash_live = self.hash.as_deref().is_some_and(|h| !h.is_empty());
+        match (self.string_exists(), hash_live) {
+            (false, false) => None,
+            (true, false) => Some(KeyKind::String),
+            (false, true) => Some(KeyKind::Hash),
+            (true, true) => {
+                let hash_newest = self.hash.as_deref().and_then(|h| h.newest_live_dot());
+                if hash_newest > self.newest_dot() { Some(KeyKind::Hash) } else { Some(KeyKind::String) }
+            }
+        }
+    }
+
+    /// Whether the string part and a collection part both exist (a type clash).
+    pub fn has_type_clash(&self) -> bool {
+        self.string_exists() && self.hash.as_deref().is_some_and(|h| !h.is_empty())
     }
 
     pub fn parts(&self) -> KeyStatePartsRef<'_> {
@@ -247,6 +373,7 @@ impl KeyState {
             value: MvRegister::from_entries(parts.values)?,
             counters,
             ttl: MvRegister::from_entries(parts.ttl)?,
+            hash: None,
         };
         if !state.ctx.is_empty() {
             state.normalize_context();
@@ -256,7 +383,7 @@ impl KeyState {
 
     /// Whether the key exists (a state that exists only as removal metadata does not).
     pub fn exists(&self) -> bool {
-        !self.value.is_empty() || self.counters.as_ref().is_some_and(|c| c.ints.has_unabsorbed() || c.floats.has_unabsorbed())
+        self.string_exists() || self.hash.as_deref().is_some_and(|h| !h.is_empty())
     }
 
     /// The value a GET returns, or `None` when the key does not exist.
@@ -323,6 +450,9 @@ impl KeyState {
                 max = max.max(hlc);
             }
         }
+        if let Some(hash) = &self.hash {
+            max = max.max(hash.max_hlc());
+        }
         max
     }
 
@@ -338,11 +468,24 @@ impl KeyState {
                 newest = newest.max(hlc);
             }
         }
+        if let Some(hash) = &self.hash {
+            newest = newest.max(hash.newest_stamp_of(node));
+        }
         newest
     }
 
-    /// The full causal context: explicit entries plus every dot stored.
+    /// The full causal context: explicit entries plus every dot stored, elements
+    /// included (what a remove of the whole key has seen).
     pub fn causal_context(&self) -> VersionVector {
+        let mut ctx = self.string_context();
+        if let Some(hash) = &self.hash {
+            ctx.merge(&hash.context());
+        }
+        ctx
+    }
+
+    /// The context of the string part alone: what its register and counters merge by.
+    fn string_context(&self) -> VersionVector {
         let mut ctx = self.implied_context();
         ctx.merge(&self.ctx);
         ctx
@@ -369,7 +512,7 @@ impl KeyState {
     /// Run a local mutation at `dot`: whatever it removes stays in the causal context,
     /// and the write itself joins it.
     fn mutate(&mut self, dot: Dot, f: impl FnOnce(&mut KeyState)) {
-        let mut ctx = self.causal_context();
+        let mut ctx = self.string_context();
         debug_assert!(!ctx.covers(dot), "a local write must carry a new dot");
         f(self);
         ctx.add(dot);
@@ -386,6 +529,7 @@ impl KeyState {
 
     /// SET and every command that writes a whole new value (APPEND, SETRANGE, GETSET...).
     pub fn set(&mut self, dot: Dot, value: StrVal, ttl: SetTtl) {
+        self.remove_observed_elements();
         self.mutate(dot, |s| {
             s.value.write(dot, value);
             if !crate::bugs::active(crate::bugs::Bug::SetKeepsIncrements) {
@@ -415,12 +559,21 @@ impl KeyState {
     /// DEL: remove everything observed. The result is a tombstone unless it merged
     /// unobserved increments (it never has, locally).
     pub fn delete(&mut self, dot: Dot) {
+        self.remove_observed_elements();
         self.mutate(dot, |s| {
             s.value.clear();
             s.absorb_counters();
             s.ttl.clear();
         });
         debug_assert!(!self.exists());
+    }
+
+    /// A local write of the whole key (SET, DEL) replaces every element it has seen.
+    fn remove_observed_elements(&mut self) {
+        if let Some(hash) = self.hash.as_deref_mut() {
+            let seen = hash.context();
+            hash.remove_observed(&seen);
+        }
     }
 
     /// EXPIRE family with a future instant.
@@ -435,8 +588,18 @@ impl KeyState {
 
     /// Join with another replica's state (or a delta) of the same key.
     pub fn merge(&mut self, other: &KeyState) {
-        let self_ctx = self.causal_context();
-        let other_ctx = other.causal_context();
+        self.merge_forgetting(other, &VersionVector::new());
+    }
+
+    /// [`KeyState::merge`] on a node that has collected element tombstones `forgotten`
+    /// covers: an element arriving with no entry here loses what that covers.
+    pub fn merge_forgetting(&mut self, other: &KeyState, forgotten: &VersionVector) {
+        if let Some(theirs) = other.hash.as_deref() {
+            self.hash_mut().merge(theirs, forgotten);
+            self.normalize_hash();
+        }
+        let self_ctx = self.string_context();
+        let other_ctx = other.string_context();
         self.value.merge(&self_ctx, &other.value, &other_ctx);
         self.ttl.merge(&self_ctx, &other.ttl, &other_ctx);
         match (self.counters.as_deref_mut(), other.counters.as_deref()) {
@@ -491,6 +654,16 @@ impl KeyState {
                 }
                 TtlWrite::Persist => feed(&[1]),
             }
+        }
+        if let Some(hash) = self.hash.as_deref() {
+            // Elements enter through their XOR, kept write by write: O(1) per write.
+            feed(&[2]);
+            feed(&(hash.removed().len() as u32).to_le_bytes());
+            for d in hash.removed().iter() {
+                dot(d, feed);
+            }
+            feed(&(hash.entries_len() as u64).to_le_bytes());
+            feed(&hash.digest().to_le_bytes());
         }
         if let Some(c) = self.counters.as_deref().filter(|c| !(c.ints.is_empty() && c.floats.is_empty())) {
             for slots in [c.ints.slots(), c.ints.floor()] {

@@ -1,5 +1,7 @@
-//! Property tests: the merge laws of DESIGN §5 for string keys (registers, counters,
-//! TTL, whole-key delete), and the concurrent outcomes users are promised.
+//! Property tests: the merge laws of DESIGN §5 for string and hash keys (registers,
+//! counters, TTL, hash fields, whole-key delete, type clashes), that applying the
+//! element-sized deltas in any order equals merging the full states, and the
+//! concurrent outcomes users are promised.
 
 use bytes::Bytes;
 use proptest::prelude::*;
@@ -17,8 +19,17 @@ enum Step {
     Del(usize),
     Expire(usize, u64),
     Persist(usize),
+    /// HSET of field .1 (of a few) to .2.
+    HSet(usize, u8, i64),
+    /// HINCRBY of field .1.
+    HIncr(usize, u8, i64),
+    /// HDEL of field .1 (when it exists).
+    HDel(usize, u8),
     /// Merge replica .0's state into replica .1.
     Sync(usize, usize),
+    /// Merge one of replica .0's deltas (picked by .2) into replica .1: deltas arrive
+    /// late, out of order and twice.
+    Deliver(usize, usize, usize),
 }
 
 const REPLICAS: usize = 3;
@@ -33,7 +44,11 @@ fn step() -> impl Strategy<Value = Step> {
         r.clone().prop_map(Step::Del),
         (r.clone(), 1u64..50).prop_map(|(r, v)| Step::Expire(r, v)),
         r.clone().prop_map(Step::Persist),
-        (r.clone(), r).prop_map(|(a, b)| Step::Sync(a, b)),
+        (r.clone(), 0u8..3, -5i64..5).prop_map(|(r, f, v)| Step::HSet(r, f, v)),
+        (r.clone(), 0u8..3, -3i64..4).prop_map(|(r, f, v)| Step::HIncr(r, f, v)),
+        (r.clone(), 0u8..3).prop_map(|(r, f)| Step::HDel(r, f)),
+        (r.clone(), r.clone()).prop_map(|(a, b)| Step::Sync(a, b)),
+        (r.clone(), r, 0usize..64).prop_map(|(a, b, i)| Step::Deliver(a, b, i)),
     ]
 }
 
@@ -41,43 +56,107 @@ struct Replica {
     node: NodeId,
     clock: HlcClock,
     state: KeyState,
+    /// Every delta this replica's own writes produced, as the engine ships them.
+    deltas: Vec<KeyState>,
+}
+
+fn field(f: u8) -> Bytes {
+    Bytes::from(vec![b'f', b'0' + f])
+}
+
+impl Replica {
+    /// A write to the whole key: ships the key's state, without its elements where the
+    /// write did not touch them (as `KvEngine::commit` does).
+    fn key_write(&mut self, dot: Dot, write: impl FnOnce(&mut KeyState, Dot), touches_elements: bool) {
+        write(&mut self.state, dot);
+        let delta = if touches_elements || self.state.hash().is_none() { self.state.clone() } else { self.state.without_elements() };
+        self.deltas.push(delta);
+    }
+
+    /// A write to one hash field (when the key is not a string).
+    fn field_write(&mut self, dot: Dot, f: u8, write: impl FnOnce(&mut KeyState, Dot)) {
+        if self.state.kind() == Some(super::value::KeyKind::String) {
+            return;
+        }
+        let name = field(f);
+        let part = self.state.hash_mut().write(&name, |s| write(s, dot));
+        self.deltas.push(KeyState::hash_delta([(name, part)]));
+    }
 }
 
 /// Run a history; returns the replicas' states.
 fn run(steps: &[Step]) -> Vec<KeyState> {
-    let mut replicas: Vec<Replica> =
-        (0..REPLICAS).map(|i| Replica { node: i as NodeId + 1, clock: HlcClock::new(), state: KeyState::new() }).collect();
+    let mut replicas: Vec<Replica> = (0..REPLICAS)
+        .map(|i| Replica { node: i as NodeId + 1, clock: HlcClock::new(), state: KeyState::new(), deltas: Vec::new() })
+        .collect();
+    run_into(steps, &mut replicas);
+    replicas.into_iter().map(|r| r.state).collect()
+}
+
+fn run_into(steps: &[Step], replicas: &mut [Replica]) {
     for (t, step) in steps.iter().enumerate() {
         let now_ms = 1_000 + t as u64;
         let dot = |r: &mut Replica| Dot::new(r.clock.tick(now_ms), r.node);
         match *step {
             Step::Set(r, v) => {
                 let d = dot(&mut replicas[r]);
-                replicas[r].state.set(d, StrVal::Int(v), SetTtl::Clear);
+                replicas[r].key_write(d, |s, d| s.set(d, StrVal::Int(v), SetTtl::Clear), true);
             }
             Step::SetText(r, v) => {
                 let d = dot(&mut replicas[r]);
-                replicas[r].state.set(d, StrVal::Raw(Bytes::from(vec![b'a' + v])), SetTtl::Keep);
+                replicas[r].key_write(d, |s, d| s.set(d, StrVal::Raw(Bytes::from(vec![b'a' + v])), SetTtl::Keep), true);
             }
             Step::Incr(r, v) => {
+                if replicas[r].state.kind() == Some(super::value::KeyKind::Hash) {
+                    continue;
+                }
                 let d = dot(&mut replicas[r]);
-                replicas[r].state.incr_by(d, Hlc::ZERO, v);
+                replicas[r].key_write(d, |s, d| s.incr_by(d, Hlc::ZERO, v), false);
             }
             Step::IncrFloat(r, v) => {
+                if replicas[r].state.kind() == Some(super::value::KeyKind::Hash) {
+                    continue;
+                }
                 let d = dot(&mut replicas[r]);
-                replicas[r].state.incr_by_float(d, Hlc::ZERO, v as f64 * 0.5);
+                replicas[r].key_write(d, |s, d| s.incr_by_float(d, Hlc::ZERO, v as f64 * 0.5), false);
             }
             Step::Del(r) => {
                 let d = dot(&mut replicas[r]);
-                replicas[r].state.delete(d);
+                replicas[r].key_write(d, |s, d| s.delete(d), true);
             }
             Step::Expire(r, at) => {
                 let d = dot(&mut replicas[r]);
-                replicas[r].state.expire_at(d, 10_000 + at);
+                replicas[r].key_write(d, |s, d| s.expire_at(d, 10_000 + at), false);
             }
             Step::Persist(r) => {
                 let d = dot(&mut replicas[r]);
-                replicas[r].state.persist(d);
+                replicas[r].key_write(d, |s, d| s.persist(d), false);
+            }
+            Step::HSet(r, f, v) => {
+                let d = dot(&mut replicas[r]);
+                replicas[r].field_write(d, f, |s, d| s.set(d, StrVal::Int(v), SetTtl::Keep));
+            }
+            Step::HIncr(r, f, v) => {
+                let d = dot(&mut replicas[r]);
+                replicas[r].field_write(d, f, |s, d| s.incr_by(d, Hlc::ZERO, v));
+            }
+            Step::HDel(r, f) => {
+                if replicas[r].state.hash().and_then(|h| h.get(&field(f))).is_none()
+                    || replicas[r].state.kind() != Some(super::value::KeyKind::Hash)
+                {
+                    continue;
+                }
+                let d = dot(&mut replicas[r]);
+                replicas[r].field_write(d, f, |s, d| s.delete(d));
+            }
+            Step::Deliver(from, to, i) => {
+                if replicas[from].deltas.is_empty() {
+                    continue;
+                }
+                let delta = replicas[from].deltas[i % replicas[from].deltas.len()].clone();
+                let hlc = delta.max_hlc();
+                replicas[to].clock.observe(hlc, now_ms, 2_000);
+                replicas[to].state.merge(&delta);
             }
             Step::Sync(from, to) => {
                 let incoming = replicas[from].state.clone();
@@ -87,7 +166,15 @@ fn run(steps: &[Step]) -> Vec<KeyState> {
             }
         }
     }
-    replicas.into_iter().map(|r| r.state).collect()
+}
+
+/// Run a history; returns every replica's own deltas.
+fn run_deltas(steps: &[Step]) -> Vec<Vec<KeyState>> {
+    let mut replicas: Vec<Replica> = (0..REPLICAS)
+        .map(|i| Replica { node: i as NodeId + 1, clock: HlcClock::new(), state: KeyState::new(), deltas: Vec::new() })
+        .collect();
+    run_into(steps, &mut replicas);
+    replicas.into_iter().map(|r| r.deltas).collect()
 }
 
 fn merged(a: &KeyState, b: &KeyState) -> KeyState {
@@ -126,6 +213,8 @@ proptest! {
         let other_order = merged(&merged(&s[2], &s[0]), &s[1]);
         prop_assert_eq!(all.read(), other_order.read());
         prop_assert_eq!(all.expire_at_ms(), other_order.expire_at_ms());
+        prop_assert_eq!(all.kind(), other_order.kind());
+        prop_assert_eq!(super::merkle::digest(b"k", &all), super::merkle::digest(b"k", &other_order));
         prop_assert_eq!(all, other_order);
     }
 
@@ -136,6 +225,26 @@ proptest! {
         let ab = merged(&s[0], &s[1]);
         prop_assert_eq!(merged(&ab, &s[0]), ab.clone());
         prop_assert!(ab.causal_context().dominates(&s[0].causal_context()));
+    }
+
+    #[test]
+    fn applying_every_delta_in_any_order_equals_merging_the_states(steps in prop::collection::vec(step(), 0..40), seed in 0u64..1000) {
+        let s = run(&steps);
+        let all_states = merged(&merged(&s[0], &s[1]), &s[2]);
+        let mut deltas: Vec<KeyState> = run_deltas(&steps).into_iter().flatten().collect();
+        let mut forward = KeyState::new();
+        deltas.iter().for_each(|d| forward.merge(d));
+        // A deterministic shuffle, and every delta twice.
+        let n = deltas.len().max(1);
+        for i in 0..deltas.len() {
+            deltas.swap(i, (seed as usize * 31 + i * 17) % n);
+        }
+        let mut shuffled = KeyState::new();
+        deltas.iter().chain(deltas.iter().rev()).for_each(|d| shuffled.merge(d));
+        prop_assert_eq!(&forward, &all_states);
+        prop_assert_eq!(&shuffled, &all_states);
+        prop_assert_eq!(super::merkle::digest(b"k", &shuffled), super::merkle::digest(b"k", &all_states));
+        prop_assert_eq!(forward.kind(), all_states.kind());
     }
 
     #[test]

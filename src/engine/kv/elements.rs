@@ -1,0 +1,349 @@
+//! The elements of a collection key (a hash's fields), as an add-wins observed-remove
+//! map (DESIGN §5, row Hash): each element is a small CRDT state of its own, and the
+//! collection keeps what whole-key removes (DEL, a SET over the key, FLUSHALL, expiry)
+//! have seen.
+//!
+//! Why each element carries its own state: deltas are element-sized (an HSET on a
+//! 100,000-field hash ships that field, never the hash), so a replica can hold one
+//! element's newest write without another's older one, and a single causal context
+//! for the whole key would then claim writes it never saw. An element's state always
+//! travels whole, so its own context is exact; the key-level `removed` context is only
+//! ever written by a remove that saw the whole key, and it removes what happened
+//! before that remove (a write a node made before one the remover had seen counts as
+//! seen: the node's own writes are ordered). The merge is the causal join, element by
+//! element, so it is commutative, associative and idempotent whatever order deltas
+//! arrive in (tested in `value_laws`).
+//!
+//! A removed element leaves a tombstone (its name and the dots it removed) until the
+//! removal is causally stable (`KvEngine::forget_stable`): without causal delivery (our
+//! links drop a window on overflow and anti-entropy repairs out of order) a late copy
+//! of the removed write would otherwise come back. A whole-key remove leaves none.
+//!
+//! Element states are [`KeyState`]s without a TTL or elements of their own: a hash
+//! field is a register or a counter exactly as a string key is (HSET is SET, HINCRBY is
+//! INCRBY, HDEL is DEL). Order is insertion order while the collection is small, as
+//! Redis's listpack keeps it, so small hashes reply exactly as Redis does.
+//!
+//! Pure data: no I/O, no clock.
+
+use bytes::Bytes;
+use indexmap::IndexMap;
+
+use super::merkle;
+use super::value::KeyState;
+use crate::crdt::{Hlc, NodeId, VersionVector};
+
+/// Up to this many entries a removal keeps the order of the others (as a listpack
+/// does); past it, removal swaps the last entry in (O(1), as a hashtable's order is
+/// unspecified anyway).
+pub const ORDERED_ENTRIES_MAX: usize = 128;
+
+type ElementMap = IndexMap<Bytes, KeyState, foldhash::fast::FixedState>;
+
+/// A collection's elements, live and removed, with what whole-key removes have seen.
+#[derive(Clone, Debug)]
+pub struct Elements {
+    entries: ElementMap,
+    /// How many entries exist (the rest are tombstones).
+    live: usize,
+    /// What whole-key removes have seen: any element dot it covers is gone.
+    removed: VersionVector,
+    /// The join of every element context ever held here: with `removed`, what a
+    /// whole-key remove of this collection has seen.
+    seen: VersionVector,
+    /// XOR of `merkle::digest(name, element)` over every entry, kept write by write so
+    /// that the key's digest never rereads the collection.
+    digest: u64,
+}
+
+impl Default for Elements {
+    fn default() -> Self {
+        Elements {
+            entries: ElementMap::with_hasher(foldhash::fast::FixedState::with_seed(0x656c_656d)),
+            live: 0,
+            removed: VersionVector::new(),
+            seen: VersionVector::new(),
+            digest: 0,
+        }
+    }
+}
+
+impl PartialEq for Elements {
+    /// Equal contents, whatever the order they arrived in (replicas differ in order).
+    fn eq(&self, other: &Self) -> bool {
+        self.live == other.live
+            && self.removed == other.removed
+            && self.digest == other.digest
+            && self.entries.len() == other.entries.len()
+            && self.entries.iter().all(|(name, state)| other.entries.get(name) == Some(state))
+    }
+}
+
+fn element_digest(name: &[u8], state: &KeyState) -> u64 {
+    merkle::digest(name, state)
+}
+
+/// Put an element in its canonical form under the collection's `removed` context: the
+/// history `removed` covers is not repeated in the element's own context (so the same
+/// element reads the same bytes whichever order its writes and removes arrived in).
+/// Returns whether anything is left: an element with no value, no counter history and
+/// no context of its own is no entry at all. (Counter slots and floors stay until
+/// tombstone GC: a node still incrementing a slot a remove absorbed needs the floor.)
+fn canonical(state: &mut KeyState, removed: &VersionVector) -> bool {
+    state.strip_context_covered_by(removed);
+    !state.is_blank()
+}
+
+impl Elements {
+    pub fn new() -> Elements {
+        Elements::default()
+    }
+
+    /// Live elements.
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    /// Entries held, tombstones included.
+    pub fn entries_len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn tombstones(&self) -> usize {
+        self.entries.len() - self.live
+    }
+
+    pub fn removed(&self) -> &VersionVector {
+        &self.removed
+    }
+
+    /// What a remove of the whole collection has seen.
+    pub fn context(&self) -> VersionVector {
+        let mut ctx = self.seen.clone();
+        ctx.merge(&self.removed);
+        ctx
+    }
+
+    pub fn digest(&self) -> u64 {
+        self.digest
+    }
+
+    /// A live element's state.
+    pub fn get(&self, name: &[u8]) -> Option<&KeyState> {
+        self.entries.get(name).filter(|s| s.exists())
+    }
+
+    /// Live elements in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &KeyState)> + '_ {
+        self.entries.iter().filter(|(_, s)| s.exists())
+    }
+
+    /// Every entry, tombstones included (the codec, the digest tests).
+    pub fn entries(&self) -> impl Iterator<Item = (&Bytes, &KeyState)> + '_ {
+        self.entries.iter()
+    }
+
+    /// The live element at `index` among all entries, if that entry is live (random
+    /// picks: HRANDFIELD draws entry indexes and skips tombstones).
+    pub fn entry_at(&self, index: usize) -> Option<(&Bytes, &KeyState)> {
+        self.entries.get_index(index).filter(|(_, s)| s.exists())
+    }
+
+    /// The newest stamp of `node` held or seen here.
+    pub fn newest_stamp_of(&self, node: NodeId) -> Hlc {
+        self.seen.get(node).max(self.removed.get(node))
+    }
+
+    pub fn max_hlc(&self) -> Hlc {
+        self.seen.max_hlc().max(self.removed.max_hlc())
+    }
+
+    /// The newest dot among live elements (which type a clash shows; O(n), clashes only).
+    pub fn newest_live_dot(&self) -> Option<crate::crdt::Dot> {
+        self.iter().filter_map(|(_, s)| s.newest_dot()).max()
+    }
+
+    /// Apply a local write to one element (creating it if absent) and return the
+    /// element's new state: the delta to ship. `write` gets the current state (a fresh
+    /// one if the element does not exist, its tombstone if it was removed).
+    pub fn write(&mut self, name: &Bytes, write: impl FnOnce(&mut KeyState)) -> KeyState {
+        let index = match self.entries.get_index_of(name.as_ref()) {
+            Some(index) => index,
+            None => self.entries.insert_full(Bytes::copy_from_slice(name), KeyState::new()).0,
+        };
+        let (stored_name, state) = self.entries.get_index_mut(index).expect("index just found");
+        let was_live = state.exists();
+        let old_digest = if state.is_blank() { 0 } else { element_digest(stored_name, state) };
+        write(state);
+        debug_assert!(state.is_element(), "an element holds neither a TTL nor elements");
+        canonical(state, &self.removed);
+        let new_digest = element_digest(stored_name, state);
+        self.digest ^= old_digest ^ new_digest;
+        self.seen.merge(&state.causal_context());
+        let delta = state.clone();
+        self.account(was_live, delta.exists());
+        delta
+    }
+
+    fn account(&mut self, was_live: bool, is_live: bool) {
+        match (was_live, is_live) {
+            (false, true) => self.live += 1,
+            (true, false) => self.live -= 1,
+            _ => {}
+        }
+    }
+
+    /// Join another replica's collection (or a delta of it) into this one. `forgotten`
+    /// covers the element tombstones this node has collected: an element arriving with
+    /// no entry here loses the writes it covers (they were removed here).
+    pub fn merge(&mut self, other: &Elements, forgotten: &VersionVector) {
+        if !self.removed.dominates(&other.removed) {
+            self.remove_observed(&other.removed);
+        }
+        for (name, incoming) in &other.entries {
+            self.merge_element(name, incoming, forgotten);
+        }
+    }
+
+    fn merge_element(&mut self, name: &Bytes, incoming: &KeyState, forgotten: &VersionVector) {
+        debug_assert!(incoming.is_element());
+        let mut incoming = incoming.clone();
+        if incoming.has_dot_covered_by(&self.removed) {
+            incoming.remove_observed(&self.removed);
+        }
+        match self.entries.get_full_mut(name.as_ref()) {
+            Some((_, stored_name, state)) => {
+                let was_live = state.exists();
+                let old_digest = element_digest(stored_name, state);
+                state.merge(&incoming);
+                self.seen.merge(&state.causal_context());
+                let keep = canonical(state, &self.removed);
+                let is_live = state.exists();
+                let new_digest = if keep { element_digest(stored_name, state) } else { 0 };
+                self.digest ^= old_digest ^ new_digest;
+                self.account(was_live, is_live);
+                if !keep {
+                    self.take(name);
+                }
+            }
+            None => {
+                if !forgotten.is_empty() && incoming.has_dot_covered_by(forgotten) {
+                    incoming.remove_observed(forgotten);
+                }
+                let context = incoming.causal_context();
+                self.seen.merge(&context);
+                // A tombstone of writes a whole-key remove or a collected tombstone
+                // already covers adds nothing: leave it out.
+                if !canonical(&mut incoming, &self.removed) || (!incoming.exists() && forgotten.dominates(&context)) {
+                    return;
+                }
+                self.digest ^= element_digest(name, &incoming);
+                self.account(false, incoming.exists());
+                self.entries.insert(name.clone(), incoming);
+            }
+        }
+    }
+
+    /// A whole-key remove that had seen `seen`: every element dot it covers goes, and
+    /// an element left with nothing but covered history goes entirely.
+    pub fn remove_observed(&mut self, seen: &VersionVector) {
+        self.removed.merge(seen);
+        let removed = &self.removed;
+        let mut digest = self.digest;
+        let mut live = self.live;
+        self.entries.retain(|name, state| {
+            if !state.has_dot_covered_by(removed) && !state.has_context_covered_by(removed) {
+                return true;
+            }
+            digest ^= element_digest(name, state);
+            let was_live = state.exists();
+            state.remove_observed(removed);
+            let keep = canonical(state, removed);
+            if keep {
+                digest ^= element_digest(name, state);
+            }
+            if was_live && !state.exists() {
+                live -= 1;
+            }
+            keep
+        });
+        self.digest = digest;
+        self.live = live;
+    }
+
+    /// Drop the element tombstones `stable` covers (tombstone GC); returns how many.
+    pub fn forget_stable(&mut self, stable: &VersionVector) -> usize {
+        if self.live == self.entries.len() {
+            return 0;
+        }
+        let before = self.entries.len();
+        let mut digest = self.digest;
+        self.entries.retain(|name, state| {
+            let drop = !state.exists() && stable.dominates(&state.causal_context());
+            if drop {
+                digest ^= element_digest(name, state);
+            }
+            !drop
+        });
+        self.digest = digest;
+        before - self.entries.len()
+    }
+
+    /// Remove an entry outright, keeping the order of the others while the collection
+    /// is small. Only for entries whose history is covered elsewhere.
+    fn take(&mut self, name: &[u8]) -> Option<KeyState> {
+        if self.entries.len() <= ORDERED_ENTRIES_MAX { self.entries.shift_remove(name) } else { self.entries.swap_remove(name) }
+    }
+
+    /// Removals that keep insertion order while small (HDEL's tombstone replaces the
+    /// entry in place, so this is only for dropping tombstones on request).
+    pub fn drop_tombstone(&mut self, name: &[u8]) -> bool {
+        match self.entries.get(name) {
+            Some(state) if !state.exists() => {
+                let state = self.take(name).expect("entry just found");
+                self.digest ^= element_digest(name, &state);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Rebuild from decoded entries (codec): counts, contexts and digest recomputed.
+    pub fn from_entries(removed: VersionVector, entries: Vec<(Bytes, KeyState)>) -> Result<Elements, &'static str> {
+        let mut elements = Elements { removed, ..Elements::default() };
+        for (name, state) in entries {
+            if !state.is_element() {
+                return Err("an element with a TTL or elements of its own");
+            }
+            elements.seen.merge(&state.causal_context());
+            elements.digest ^= element_digest(&name, &state);
+            elements.account(false, state.exists());
+            if elements.entries.insert(name, state).is_some() {
+                return Err("an element named twice");
+            }
+        }
+        Ok(elements)
+    }
+
+    /// The collection with its elements left out: what a change to the key alone (a
+    /// TTL) ships, so that it never carries the whole collection.
+    pub fn without_entries(&self) -> Elements {
+        Elements { removed: self.removed.clone(), ..Elements::default() }
+    }
+
+    /// Only the named elements (a delta of a write to them).
+    pub fn only(names_and_states: impl IntoIterator<Item = (Bytes, KeyState)>) -> Elements {
+        let mut elements = Elements::default();
+        for (name, state) in names_and_states {
+            elements.seen.merge(&state.causal_context());
+            elements.digest ^= element_digest(&name, &state);
+            elements.account(false, state.exists());
+            elements.entries.insert(name, state);
+        }
+        elements
+    }
+}

@@ -1,0 +1,326 @@
+//! Hash commands (HSET family) on one shard's keyspace, with Redis 7.0's replies.
+//!
+//! A hash's fields are [`Elements`]: each field a register or counter of its own, so a
+//! write changes, and ships, only the fields it names (`DeltaSink::key_part_changed`).
+//! A key created by a write ships whole (it holds only what was just written). Reads
+//! never write; a read of a key of another type answers WRONGTYPE.
+
+use bytes::Bytes;
+
+use super::elements::{Elements, ORDERED_ENTRIES_MAX};
+use super::glob::glob_match;
+use super::value::{KeyKind, SetTtl, format_float};
+use super::{KeyState, KvEngine, StrVal, WriteCtx, key_hash};
+use crate::command::errors;
+use crate::command::hash::{ElementScan, HSetReply, HashCommand};
+use crate::crdt::{Dot, Hlc};
+use crate::protocol::Frame;
+
+/// Redis's defaults for the listpack encoding of small hashes (OBJECT ENCODING).
+pub const LISTPACK_ENTRIES_MAX: usize = 128;
+pub const LISTPACK_VALUE_BYTES_MAX: usize = 64;
+/// Tries at drawing a live entry by index before HRANDFIELD lists the live fields.
+const RANDOM_DRAWS_MAX: usize = 64;
+
+fn wrong_type() -> Frame {
+    errors::error(errors::WRONG_TYPE)
+}
+
+fn field_value(state: &KeyState) -> Bytes {
+    state.read().map(|v| v.to_bytes()).unwrap_or_default()
+}
+
+/// What a write does to one field.
+enum FieldWrite {
+    Set(StrVal),
+    Delete,
+    IncrBy(i64),
+    IncrByFloat(f64),
+}
+
+impl FieldWrite {
+    /// `incarnation`: when this process began incrementing (see `crdt::counter`).
+    fn apply(&self, dot: Dot, incarnation: Hlc, state: &mut KeyState) {
+        match self {
+            FieldWrite::Set(value) => state.set(dot, value.clone(), SetTtl::Keep),
+            FieldWrite::Delete => state.delete(dot),
+            FieldWrite::IncrBy(by) => state.incr_by(dot, incarnation, *by),
+            FieldWrite::IncrByFloat(by) => state.incr_by_float(dot, incarnation, *by),
+        }
+    }
+
+    fn increments(&self) -> bool {
+        matches!(self, FieldWrite::IncrBy(_) | FieldWrite::IncrByFloat(_))
+    }
+}
+
+impl KvEngine {
+    /// The fields of a live hash key: `Ok(None)` if the key does not exist, WRONGTYPE if
+    /// it holds another type.
+    fn hash_fields(&mut self, key: &[u8], now_ms: u64) -> Result<Option<&Elements>, Frame> {
+        match self.live(key, key_hash(key), now_ms) {
+            None => Ok(None),
+            Some(state) if state.kind() == Some(KeyKind::Hash) => Ok(state.hash()),
+            Some(_) => Err(wrong_type()),
+        }
+    }
+
+    /// Execute a hash command. `picks` supplies random numbers (HRANDFIELD).
+    pub fn hash_command(&mut self, ctx: &mut WriteCtx, cmd: HashCommand, picks: &mut dyn FnMut() -> u64) -> Frame {
+        let now_ms = ctx.now_ms;
+        let result = match cmd {
+            HashCommand::Set { key, pairs, reply } => self.hset(ctx, key, pairs, reply),
+            HashCommand::Del { key, fields } => self.hdel(ctx, key, fields),
+            HashCommand::IncrBy { key, field, by } => self.hincr_by(ctx, key, field, by),
+            HashCommand::IncrByFloat { key, field, by } => self.hincr_by_float(ctx, key, field, by),
+            HashCommand::Get { key, field } => {
+                self.hash_fields(&key, now_ms).map(|h| h.and_then(|h| h.get(&field)).map_or(Frame::Null, |s| Frame::Bulk(field_value(s))))
+            }
+            HashCommand::MGet { key, fields } => self.hash_fields(&key, now_ms).map(|h| {
+                Frame::Array(fields.iter().map(|f| h.and_then(|h| h.get(f)).map_or(Frame::Null, |s| Frame::Bulk(field_value(s)))).collect())
+            }),
+            HashCommand::GetAll(key) => self.hash_fields(&key, now_ms).map(|h| {
+                Frame::Map(
+                    h.into_iter().flat_map(|h| h.iter()).map(|(f, s)| (Frame::Bulk(f.clone()), Frame::Bulk(field_value(s)))).collect(),
+                )
+            }),
+            HashCommand::Keys(key) => self
+                .hash_fields(&key, now_ms)
+                .map(|h| Frame::Array(h.into_iter().flat_map(|h| h.iter()).map(|(f, _)| Frame::Bulk(f.clone())).collect())),
+            HashCommand::Vals(key) => self
+                .hash_fields(&key, now_ms)
+                .map(|h| Frame::Array(h.into_iter().flat_map(|h| h.iter()).map(|(_, s)| Frame::Bulk(field_value(s))).collect())),
+            HashCommand::Len(key) => self.hash_fields(&key, now_ms).map(|h| Frame::Integer(h.map_or(0, |h| h.len()) as i64)),
+            HashCommand::Exists { key, field } => {
+                self.hash_fields(&key, now_ms).map(|h| Frame::Integer(h.and_then(|h| h.get(&field)).is_some() as i64))
+            }
+            HashCommand::StrLen { key, field } => self
+                .hash_fields(&key, now_ms)
+                .map(|h| Frame::Integer(h.and_then(|h| h.get(&field)).and_then(|s| s.read()).map_or(0, |v| v.len() as i64))),
+            HashCommand::RandField { key, count, with_values } => {
+                self.hash_fields(&key, now_ms).map(|h| random_fields(h, count, with_values, picks))
+            }
+            HashCommand::Scan { key, scan } => self.hash_fields(&key, now_ms).map(|h| scan_fields(h, &scan)),
+        };
+        result.unwrap_or_else(|error| error)
+    }
+
+    /// Apply field writes at one dot: in place on an existing hash (shipping the fields
+    /// written), or as a new key (shipping it whole). The caller has checked the type.
+    fn write_fields(&mut self, ctx: &mut WriteCtx, key: Bytes, writes: Vec<(Bytes, FieldWrite)>) {
+        debug_assert!(!writes.is_empty());
+        let hash = key_hash(&key);
+        let dot = ctx.next_dot();
+        let incarnation = if writes.iter().any(|(_, w)| w.increments()) { self.incarnation(dot) } else { Hlc::ZERO };
+        let keep_tombstones = self.keep_tombstones;
+        let mut has_tombstones = false;
+        let updated = self.keys.update(&key, hash, |stored_key, state| {
+            let fields = state.hash_mut();
+            let mut parts = Vec::with_capacity(writes.len());
+            for (name, write) in &writes {
+                let part = fields.write(name, |s| write.apply(dot, incarnation, s));
+                if !part.exists() && !keep_tombstones {
+                    // A lone node has no one to tell: a removed field leaves nothing.
+                    fields.drop_tombstone(name);
+                }
+                parts.push((name.clone(), part));
+            }
+            has_tombstones = fields.tombstones() > 0;
+            ctx.deltas.key_part_changed(stored_key, &KeyState::hash_delta(parts));
+            state.exists()
+        });
+        match updated {
+            Some(true) => {}
+            Some(false) => {
+                // The last field went: the key goes, its history kept as a tombstone.
+                if let Some(state) = self.keys.remove(&key, hash)
+                    && self.keep_tombstones
+                {
+                    self.keys.put_tombstone(key.clone(), hash, state);
+                }
+                has_tombstones = false;
+            }
+            None => {
+                let mut state = KeyState::new();
+                let fields = state.hash_mut();
+                for (name, write) in &writes {
+                    fields.write(name, |s| write.apply(dot, incarnation, s));
+                }
+                self.commit_new(ctx, key.clone(), hash, state);
+                has_tombstones = false;
+            }
+        }
+        if has_tombstones {
+            self.element_tombstone_keys.insert(key);
+        }
+    }
+
+    fn hset(&mut self, ctx: &mut WriteCtx, key: Bytes, pairs: Vec<(Bytes, Bytes)>, reply: HSetReply) -> Result<Frame, Frame> {
+        let existing = self.hash_fields(&key, ctx.now_ms)?;
+        // A field named twice takes its last value and counts once.
+        let mut writes: Vec<(Bytes, FieldWrite)> = Vec::with_capacity(pairs.len());
+        let mut added = 0;
+        for (field, value) in pairs.into_iter().rev() {
+            if writes.iter().any(|(f, _)| *f == field) {
+                continue;
+            }
+            if existing.and_then(|h| h.get(&field)).is_none() {
+                added += 1;
+            } else if reply == HSetReply::IfAbsent {
+                return Ok(Frame::Integer(0));
+            }
+            writes.push((field, FieldWrite::Set(StrVal::from_bytes(value))));
+        }
+        writes.reverse();
+        self.write_fields(ctx, key, writes);
+        Ok(match reply {
+            HSetReply::Added => Frame::Integer(added),
+            HSetReply::Ok => Frame::ok(),
+            HSetReply::IfAbsent => Frame::Integer(1),
+        })
+    }
+
+    fn hdel(&mut self, ctx: &mut WriteCtx, key: Bytes, fields: Vec<Bytes>) -> Result<Frame, Frame> {
+        let Some(existing) = self.hash_fields(&key, ctx.now_ms)? else {
+            return Ok(Frame::Integer(0));
+        };
+        let mut writes: Vec<(Bytes, FieldWrite)> = Vec::new();
+        for field in fields {
+            if existing.get(&field).is_some() && !writes.iter().any(|(f, _)| *f == field) {
+                writes.push((field, FieldWrite::Delete));
+            }
+        }
+        let removed = writes.len() as i64;
+        if removed > 0 {
+            self.write_fields(ctx, key, writes);
+        }
+        Ok(Frame::Integer(removed))
+    }
+
+    fn hincr_by(&mut self, ctx: &mut WriteCtx, key: Bytes, field: Bytes, by: i64) -> Result<Frame, Frame> {
+        let existing = self.hash_fields(&key, ctx.now_ms)?;
+        let current = match existing.and_then(|h| h.get(&field)).and_then(|s| s.read()) {
+            None => 0,
+            Some(value) => value.as_i64().ok_or_else(|| Frame::static_error("ERR hash value is not an integer"))?,
+        };
+        let next = current.checked_add(by).ok_or_else(|| errors::error(errors::OVERFLOW))?;
+        self.write_fields(ctx, key, vec![(field, FieldWrite::IncrBy(by))]);
+        Ok(Frame::Integer(next))
+    }
+
+    fn hincr_by_float(&mut self, ctx: &mut WriteCtx, key: Bytes, field: Bytes, by: f64) -> Result<Frame, Frame> {
+        let existing = self.hash_fields(&key, ctx.now_ms)?;
+        let current = match existing.and_then(|h| h.get(&field)).and_then(|s| s.read()) {
+            None => 0.0,
+            Some(value) => value.as_f64().ok_or_else(|| Frame::static_error("ERR hash value is not a float"))?,
+        };
+        if !(current + by).is_finite() {
+            return Err(errors::error(errors::NAN_OR_INFINITY));
+        }
+        self.write_fields(ctx, key.clone(), vec![(field.clone(), FieldWrite::IncrByFloat(by))]);
+        let written = self.hash_fields(&key, ctx.now_ms)?.and_then(|h| h.get(&field)).and_then(|s| s.read());
+        Ok(Frame::Bulk(written.map(|v| v.to_bytes()).unwrap_or_else(|| Bytes::from(format_float(current + by)))))
+    }
+}
+
+/// The encoding Redis would report for a hash of these fields.
+pub fn hash_encoding(fields: &Elements) -> &'static str {
+    let small = fields.len() <= LISTPACK_ENTRIES_MAX
+        && fields.iter().all(|(f, s)| f.len() <= LISTPACK_VALUE_BYTES_MAX && s.read().is_none_or(|v| v.len() <= LISTPACK_VALUE_BYTES_MAX));
+    if small { "listpack" } else { "hashtable" }
+}
+
+/// HRANDFIELD, by Redis's rules: no count, one field (nil for a missing key); a count
+/// of 0, nothing; a negative count, that many draws with repetition; a positive count,
+/// distinct fields, all of them when it reaches the size.
+fn random_fields(fields: Option<&Elements>, count: Option<i64>, with_values: bool, picks: &mut dyn FnMut() -> u64) -> Frame {
+    let Some(count) = count else {
+        return match fields.and_then(|h| draw(h, picks)) {
+            Some((f, _)) => Frame::Bulk(f.clone()),
+            None => Frame::Null,
+        };
+    };
+    let Some(fields) = fields.filter(|h| !h.is_empty()) else {
+        return Frame::Array(Vec::new());
+    };
+    let reply = |chosen: Vec<(&Bytes, &KeyState)>| {
+        if with_values {
+            Frame::Pairs(chosen.into_iter().map(|(f, s)| (Frame::Bulk(f.clone()), Frame::Bulk(field_value(s)))).collect())
+        } else {
+            Frame::Array(chosen.into_iter().map(|(f, _)| Frame::Bulk(f.clone())).collect())
+        }
+    };
+    if count < 0 {
+        let draws = count.unsigned_abs() as usize;
+        let mut chosen = Vec::with_capacity(draws.min(1 << 16));
+        for _ in 0..draws {
+            match draw(fields, picks) {
+                Some(entry) => chosen.push(entry),
+                None => break,
+            }
+        }
+        return reply(chosen);
+    }
+    let count = count as usize;
+    let mut live: Vec<(&Bytes, &KeyState)> = fields.iter().collect();
+    if count < live.len() {
+        // A partial Fisher–Yates shuffle: `count` distinct fields in random order.
+        for i in 0..count {
+            let j = i + (picks() % (live.len() - i) as u64) as usize;
+            live.swap(i, j);
+        }
+        live.truncate(count);
+    }
+    reply(live)
+}
+
+/// One live field at random: entries are drawn by index (tombstones skipped), and a
+/// collection mostly of tombstones falls back to listing its live fields.
+fn draw<'a>(fields: &'a Elements, picks: &mut dyn FnMut() -> u64) -> Option<(&'a Bytes, &'a KeyState)> {
+    if fields.is_empty() {
+        return None;
+    }
+    for _ in 0..RANDOM_DRAWS_MAX {
+        if let Some(entry) = fields.entry_at((picks() % fields.entries_len() as u64) as usize) {
+            return Some(entry);
+        }
+    }
+    let live = fields.len();
+    fields.iter().nth((picks() % live as u64) as usize)
+}
+
+/// HSCAN. A small hash (what Redis keeps as a listpack) answers whole with cursor 0,
+/// as Redis does. A big one is walked from its last entry to its first: the cursor is
+/// the position to continue below. Removal moves only the last entry into the hole
+/// (or shifts later ones down), so an entry not yet returned never moves past the
+/// cursor: every field present for the whole scan is returned, some perhaps twice.
+fn scan_fields(fields: Option<&Elements>, scan: &ElementScan) -> Frame {
+    let reply = |cursor: u64, items: Vec<Frame>| Frame::Array(vec![Frame::Bulk(Bytes::from(cursor.to_string())), Frame::Array(items)]);
+    let Some(fields) = fields else {
+        return reply(0, Vec::new());
+    };
+    let matches = |f: &Bytes| scan.pattern.as_deref().is_none_or(|p| glob_match(p, f));
+    let mut items = Vec::new();
+    let mut push = |f: &Bytes, s: &KeyState| {
+        if matches(f) {
+            items.push(Frame::Bulk(f.clone()));
+            items.push(Frame::Bulk(field_value(s)));
+        }
+    };
+    if fields.entries_len() <= ORDERED_ENTRIES_MAX {
+        fields.iter().for_each(|(f, s)| push(f, s));
+        return reply(0, items);
+    }
+    let len = fields.entries_len() as u64;
+    let mut position = if scan.cursor == 0 || scan.cursor > len { len } else { scan.cursor };
+    // COUNT bounds the entries visited, live or not, as Redis bounds buckets.
+    let mut visited = 0;
+    while position > 0 && visited < scan.count {
+        position -= 1;
+        visited += 1;
+        if let Some((f, s)) = fields.entry_at(position as usize) {
+            push(f, s);
+        }
+    }
+    reply(position, items)
+}
