@@ -77,6 +77,22 @@ fn seed_2004282_an_incr_after_a_restart_keeps_its_nodes_ttl() {
     assert!(outcome.ok(), "{}", outcome.failure.unwrap_or_default());
 }
 
+/// A node was down when its idle peer sent its last stability report. The simulated
+/// link delivered that frame to the dead node and dropped it, and nothing reset the
+/// link when the node restarted, so the frame stayed unacknowledged and was never
+/// resent. In the server the dialer cannot connect to a node that is down, and it sends
+/// what is unacknowledged once it reconnects. The peer's report no longer changed (its
+/// HLC was ahead of its wall clock), so it sent no other report. The restarted node
+/// never counted that peer's report and kept a tombstone after quiescence. A restart now
+/// resets the node's links (`Sim::repl_restart`). The fix changes the run from the
+/// first restart on, so this seed guards the fix but no longer replays the old failure.
+#[test]
+fn seed_20031914_a_restarted_node_gets_the_report_its_idle_peer_sent_while_it_was_down() {
+    let faults = FaultWeights::parse("crash=4,pause=1,partition=3,slow-link=1").expect("fault spec");
+    let outcome = run(SimConfig { seed: 20_031_914, replicate: true, faults, ..SimConfig::default() });
+    assert!(outcome.ok(), "{}", outcome.failure.unwrap_or_default());
+}
+
 /// The CI sweep: a fixed range of seeds (so a failure is reproducible by its number),
 /// split over two threads for the 2-core CI machine.
 #[test]

@@ -122,6 +122,7 @@ impl Sim {
             self.fail(format!("n{node} recovered state differs from its durable prefix:\n  node:  {actual:?}\n  model: {wanted:?}"));
         }
         if replicate {
+            self.repl_restart(node);
             self.forget_lost_writes(node);
         }
     }

@@ -412,6 +412,21 @@ impl Sim {
         self.nodes[node].repl = Some(ReplNode::new(nodes, node, session));
     }
 
+    /// A restart: the peers' connections to the node come up again, to the new
+    /// process. While the node was down, the server's dialers could not connect, so what
+    /// they queued for it stayed unsent. Here those frames went out and vanished at the
+    /// dead node (`deliver`), so each link resets as a reconnect does: everything
+    /// unacknowledged is sent again and the trees are compared. Without this, a peer's
+    /// last stability report, sent while the node was down, never reached it. A peer
+    /// sends its report again only when the report changes, so the restarted node could
+    /// not count that peer (seed 20031914).
+    pub(super) fn repl_restart(&mut self, node: usize) {
+        for other in (0..self.nodes.len()).filter(|&o| o != node) {
+            self.reset_link(node, other);
+            self.reset_link(other, node);
+        }
+    }
+
     /// The connection of link `dialer -> listener` drops: frames in flight are lost,
     /// the dialer resends what is unacknowledged and compares trees on reconnect.
     pub(super) fn reset_link(&mut self, dialer: usize, listener: usize) {
