@@ -5,6 +5,7 @@
 //! line win over the file. A few settings can change at run time (`CONFIG SET`); they
 //! live in [`RuntimeConfig`].
 
+use crate::engine::kv::EncodingLimits;
 use std::path::PathBuf;
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -286,6 +287,33 @@ pub struct RuntimeConfig {
     proto_max_bulk_len: AtomicUsize,
     client_query_buffer_limit: AtomicUsize,
     maxclients: AtomicUsize,
+    /// OBJECT ENCODING's thresholds, in the order of [`ENCODING_SETTINGS`].
+    encoding: [AtomicUsize; ENCODING_SETTINGS.len()],
+}
+
+/// The collection encoding settings Redis has (with their pre-7.0 `ziplist` aliases):
+/// accepted, reported, and applied to what OBJECT ENCODING answers.
+const ENCODING_SETTINGS: [(&str, Option<&str>); 5] = [
+    ("hash-max-listpack-entries", Some("hash-max-ziplist-entries")),
+    ("hash-max-listpack-value", Some("hash-max-ziplist-value")),
+    ("set-max-intset-entries", None),
+    ("zset-max-listpack-entries", Some("zset-max-ziplist-entries")),
+    ("zset-max-listpack-value", Some("zset-max-ziplist-value")),
+];
+
+fn encoding_values(limits: &EncodingLimits) -> [usize; ENCODING_SETTINGS.len()] {
+    [
+        limits.hash_max_listpack_entries,
+        limits.hash_max_listpack_value,
+        limits.set_max_intset_entries,
+        limits.zset_max_listpack_entries,
+        limits.zset_max_listpack_value,
+    ]
+}
+
+/// Which of [`ENCODING_SETTINGS`] a `CONFIG` name is, aliases included.
+fn encoding_setting(name: &str) -> Option<usize> {
+    ENCODING_SETTINGS.iter().position(|(canonical, alias)| *canonical == name || *alias == Some(name))
 }
 
 impl RuntimeConfig {
@@ -295,6 +323,18 @@ impl RuntimeConfig {
             proto_max_bulk_len: AtomicUsize::new(config.proto_max_bulk_len),
             client_query_buffer_limit: AtomicUsize::new(config.client_query_buffer_limit),
             maxclients: AtomicUsize::new(config.maxclients),
+            encoding: encoding_values(&EncodingLimits::default()).map(AtomicUsize::new),
+        }
+    }
+
+    pub fn encoding_limits(&self) -> EncodingLimits {
+        let v = |i: usize| self.encoding[i].load(Ordering::Relaxed);
+        EncodingLimits {
+            hash_max_listpack_entries: v(0),
+            hash_max_listpack_value: v(1),
+            set_max_intset_entries: v(2),
+            zset_max_listpack_entries: v(3),
+            zset_max_listpack_value: v(4),
         }
     }
 
@@ -316,6 +356,18 @@ impl RuntimeConfig {
 
     /// All `CONFIG GET` names with their current values.
     pub fn entries(&self, config: &Config) -> Vec<(&'static str, String)> {
+        let mut entries = self.fixed_entries(config);
+        for (i, (canonical, alias)) in ENCODING_SETTINGS.iter().enumerate() {
+            let value = self.encoding[i].load(Ordering::Relaxed).to_string();
+            if let Some(alias) = alias {
+                entries.push((alias, value.clone()));
+            }
+            entries.push((canonical, value));
+        }
+        entries
+    }
+
+    fn fixed_entries(&self, config: &Config) -> Vec<(&'static str, String)> {
         vec![
             ("bind", config.bind.clone()),
             ("port", config.port.to_string()),
@@ -373,6 +425,10 @@ impl RuntimeConfig {
             }
             "client-query-buffer-limit" => self.client_query_buffer_limit.store(parse_size(value)?, Ordering::Relaxed),
             "maxclients" => self.maxclients.store(parse_size(value)?, Ordering::Relaxed),
+            _ if encoding_setting(name).is_some() => {
+                let i = encoding_setting(name).expect("just matched");
+                self.encoding[i].store(parse_size(value)?, Ordering::Relaxed)
+            }
             "bind"
             | "port"
             | "shards"

@@ -140,6 +140,8 @@ pub enum KeyCommand {
     Persist(Bytes),
     Type(Bytes),
     ObjectEncoding(Bytes),
+    /// MEMORY USAGE: an estimate of the bytes the key takes.
+    MemoryUsage(Bytes),
     Hash(HashCommand),
 }
 
@@ -151,7 +153,8 @@ impl KeyCommand {
             | KeyCommand::StrLen(key)
             | KeyCommand::Persist(key)
             | KeyCommand::Type(key)
-            | KeyCommand::ObjectEncoding(key) => key,
+            | KeyCommand::ObjectEncoding(key)
+            | KeyCommand::MemoryUsage(key) => key,
             KeyCommand::Set { key, .. }
             | KeyCommand::GetEx { key, .. }
             | KeyCommand::Append { key, .. }
@@ -180,6 +183,7 @@ impl KeyCommand {
                 | KeyCommand::ExpireTime { .. }
                 | KeyCommand::Type(_)
                 | KeyCommand::ObjectEncoding(_)
+                | KeyCommand::MemoryUsage(_)
         )
     }
 }
@@ -256,6 +260,14 @@ pub enum ConfigCommand {
     Help,
 }
 
+/// FUNCTION subcommands. Meridian has no functions (no scripting): there is nothing to
+/// list and nothing to flush, and both answer so truthfully.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FunctionCommand {
+    Flush,
+    List,
+}
+
 /// Every command a client can send, typed.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Command {
@@ -277,6 +289,7 @@ pub enum Command {
     Command(CommandCommand),
     Info(Vec<Bytes>),
     Config(ConfigCommand),
+    Function(FunctionCommand),
     Time,
     /// WAITAOF numlocal numreplicas timeout_ms.
     WaitAof {

@@ -130,6 +130,7 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
         CmdId::Persist => key(KeyCommand::Persist(take(a, 1))),
         CmdId::Type => key(KeyCommand::Type(take(a, 1))),
         CmdId::Object => parse_object(a),
+        CmdId::Memory => parse_memory(a),
 
         CmdId::MGet => Ok(Command::Multi(MultiKeyCommand::MGet(args.split_off(1)))),
         CmdId::MSet | CmdId::MSetNx => {
@@ -177,6 +178,7 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
         CmdId::Info => Ok(Command::Info(args.split_off(1))),
         CmdId::Config => parse_config(a),
         CmdId::Time => Ok(Command::Time),
+        CmdId::Function => parse_function(a),
         CmdId::WaitAof => {
             let local = int(&a[1])?;
             let replicas = int(&a[2])?;
@@ -306,6 +308,21 @@ fn parse_expire(id: CmdId, name: &'static str, a: &mut [Bytes]) -> Parsed {
     let ms = if seconds { amount.checked_mul(1000).ok_or_else(|| errors::invalid_expire(name))? } else { amount };
     let absolute = matches!(id, CmdId::ExpireAt | CmdId::PExpireAt);
     Ok(Command::Key(KeyCommand::Expire { key: take(a, 1), ms, absolute, condition, command: name }))
+}
+
+fn parse_memory(a: &mut [Bytes]) -> Parsed {
+    if !eq(&a[1], "usage") {
+        return Err(errors::unknown_subcommand(&a[1], "MEMORY"));
+    }
+    match a.len() {
+        3 => {}
+        5 if eq(&a[3], "samples") => {
+            int(&a[4])?;
+        }
+        n if n < 3 => return Err(wrong_arity("memory|usage")),
+        _ => return Err(errors::error(errors::SYNTAX)),
+    }
+    Ok(Command::Key(KeyCommand::MemoryUsage(take(a, 2))))
 }
 
 fn parse_object(a: &mut [Bytes]) -> Parsed {
@@ -463,6 +480,22 @@ fn parse_command_command(a: &mut [Bytes]) -> Parsed {
         _ => return Err(errors::unknown_subcommand(&a[1], "COMMAND")),
     };
     Ok(Command::Command(cmd))
+}
+
+fn parse_function(a: &mut [Bytes]) -> Parsed {
+    let sub = a[1].to_ascii_lowercase();
+    let cmd = match &sub[..] {
+        b"flush" if a.len() <= 3 => {
+            if a.len() == 3 && !eq(&a[2], "sync") && !eq(&a[2], "async") {
+                return Err(Frame::static_error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option"));
+            }
+            FunctionCommand::Flush
+        }
+        b"flush" => return Err(wrong_arity("function|flush")),
+        b"list" => FunctionCommand::List,
+        _ => return Err(errors::unknown_subcommand(&a[1], "FUNCTION")),
+    };
+    Ok(Command::Function(cmd))
 }
 
 fn parse_config(a: &mut [Bytes]) -> Parsed {

@@ -261,6 +261,11 @@ impl Shard {
         self.config.string_bytes_max = bytes;
     }
 
+    /// The encoding thresholds OBJECT ENCODING reports by may change at run time.
+    pub fn set_encoding_limits(&mut self, limits: crate::engine::kv::EncodingLimits) {
+        self.kv.encoding = limits;
+    }
+
     pub fn clock(&self) -> &HlcClock {
         &self.clock
     }
@@ -559,6 +564,7 @@ fn apply_key(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: KeyCommand, picks: &mut
         KeyCommand::Persist(key) => kv.persist(ctx, &key),
         KeyCommand::Type(key) => kv.type_of(&key, now_ms),
         KeyCommand::Hash(cmd) => kv.hash_command(ctx, cmd, picks),
+        KeyCommand::MemoryUsage(key) => kv.memory_usage(&key, now_ms),
         KeyCommand::ObjectEncoding(key) => kv.object_encoding(&key, now_ms),
     }
 }

@@ -387,6 +387,9 @@ impl Connection {
                 }
                 info::config(self.state(), command)
             }
+            // No scripting: no function to list or to flush.
+            Command::Function(crate::command::FunctionCommand::Flush) => Frame::ok(),
+            Command::Function(crate::command::FunctionCommand::List) => Frame::Array(Vec::new()),
             Command::Time => {
                 let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
                 Frame::Array(vec![

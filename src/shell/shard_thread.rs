@@ -24,6 +24,7 @@ pub type SharedShard = Rc<RefCell<Shard>>;
 pub fn apply_local_one(shard: &SharedShard, state: &ServerState, op: ShardOp, now_ms: u64) -> ShardReply {
     let mut shard = shard.borrow_mut();
     shard.set_string_bytes_max(state.runtime.proto_max_bulk_len());
+    shard.set_encoding_limits(state.runtime.encoding_limits());
     let reply = shard.apply(op, now_ms);
     wake_batcher_if_ready(&mut shard, state);
     reply
@@ -34,6 +35,7 @@ pub fn apply_local(shard: &SharedShard, state: &ServerState, ops: Vec<ShardOp>) 
     let now = now_ms();
     let mut shard = shard.borrow_mut();
     shard.set_string_bytes_max(state.runtime.proto_max_bulk_len());
+    shard.set_encoding_limits(state.runtime.encoding_limits());
     let replies = ops.into_iter().map(|op| shard.apply(op, now)).collect();
     wake_batcher_if_ready(&mut shard, state);
     replies

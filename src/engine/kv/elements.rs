@@ -33,10 +33,10 @@ use super::merkle;
 use super::value::KeyState;
 use crate::crdt::{Hlc, NodeId, VersionVector};
 
-/// Up to this many entries a removal keeps the order of the others (as a listpack
-/// does); past it, removal swaps the last entry in (O(1), as a hashtable's order is
+/// Up to this many entries (Redis's default `hash-max-listpack-entries`) a removal
+/// keeps the order of the others (as a listpack does); past it, removal swaps the last entry in (O(1), as a hashtable's order is
 /// unspecified anyway).
-pub const ORDERED_ENTRIES_MAX: usize = 128;
+pub const ORDERED_ENTRIES_MAX: usize = 512;
 
 type ElementMap = IndexMap<Bytes, KeyState, foldhash::fast::FixedState>;
 

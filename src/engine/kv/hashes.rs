@@ -16,9 +16,6 @@ use crate::command::hash::{ElementScan, HSetReply, HashCommand};
 use crate::crdt::{Dot, Hlc};
 use crate::protocol::Frame;
 
-/// Redis's defaults for the listpack encoding of small hashes (OBJECT ENCODING).
-pub const LISTPACK_ENTRIES_MAX: usize = 128;
-pub const LISTPACK_VALUE_BYTES_MAX: usize = 64;
 /// Tries at drawing a live entry by index before HRANDFIELD lists the live fields.
 const RANDOM_DRAWS_MAX: usize = 64;
 
@@ -224,9 +221,10 @@ impl KvEngine {
 }
 
 /// The encoding Redis would report for a hash of these fields.
-pub fn hash_encoding(fields: &Elements) -> &'static str {
-    let small = fields.len() <= LISTPACK_ENTRIES_MAX
-        && fields.iter().all(|(f, s)| f.len() <= LISTPACK_VALUE_BYTES_MAX && s.read().is_none_or(|v| v.len() <= LISTPACK_VALUE_BYTES_MAX));
+pub fn hash_encoding(fields: &Elements, limits: &super::EncodingLimits) -> &'static str {
+    let value_max = limits.hash_max_listpack_value;
+    let small = fields.len() <= limits.hash_max_listpack_entries
+        && fields.iter().all(|(f, s)| f.len() <= value_max && s.read().is_none_or(|v| v.len() <= value_max));
     if small { "listpack" } else { "hashtable" }
 }
 

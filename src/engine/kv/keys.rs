@@ -112,10 +112,11 @@ impl KvEngine {
     }
 
     pub fn object_encoding(&mut self, key: &[u8], now_ms: u64) -> Frame {
+        let limits = self.encoding;
         if let Some(state) = self.live(key, key_hash(key), now_ms)
             && state.kind() == Some(KeyKind::Hash)
         {
-            return Frame::bulk_str(state.hash().map_or("listpack", hash_encoding));
+            return Frame::bulk_str(state.hash().map_or("listpack", |h| hash_encoding(h, &limits)));
         }
         match self.read_value(key, now_ms) {
             None => Frame::Null,
@@ -123,6 +124,21 @@ impl KvEngine {
             Some(StrVal::Raw(b)) if b.len() <= 44 => Frame::bulk_str("embstr"),
             Some(StrVal::Raw(_)) => Frame::bulk_str("raw"),
         }
+    }
+
+    /// MEMORY USAGE: an estimate of what the key takes, in bytes: its entry, its key and
+    /// value bytes, and per hash field the field's state and bytes. An estimate (it does
+    /// not ask the allocator), nil for a missing key.
+    pub fn memory_usage(&mut self, key: &[u8], now_ms: u64) -> Frame {
+        const ENTRY_BYTES: usize = 64;
+        let Some(state) = self.live(key, key_hash(key), now_ms) else {
+            return Frame::Null;
+        };
+        let element = std::mem::size_of::<KeyState>() + 32;
+        let value_bytes = |s: &KeyState| s.read().map_or(0, |v| v.len());
+        let fields: usize = state.hash().map_or(0, |h| h.entries().map(|(f, s)| element + f.len() + value_bytes(s)).sum());
+        let string = if state.kind() == Some(KeyKind::String) { value_bytes(state) } else { 0 };
+        Frame::Integer((ENTRY_BYTES + std::mem::size_of::<KeyState>() + key.len() + string + fields) as i64)
     }
 
     /// DEL/UNLINK for the keys of this shard: how many existed.

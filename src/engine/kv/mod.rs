@@ -53,6 +53,31 @@ impl WriteCtx<'_> {
     }
 }
 
+/// The sizes up to which Redis keeps a collection in its compact encoding: what `OBJECT
+/// ENCODING` reports (`CONFIG SET hash-max-listpack-entries` and the like change them).
+/// Meridian's own layout does not depend on them.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct EncodingLimits {
+    pub hash_max_listpack_entries: usize,
+    pub hash_max_listpack_value: usize,
+    pub set_max_intset_entries: usize,
+    pub zset_max_listpack_entries: usize,
+    pub zset_max_listpack_value: usize,
+}
+
+impl Default for EncodingLimits {
+    /// Redis 7.0's defaults.
+    fn default() -> Self {
+        EncodingLimits {
+            hash_max_listpack_entries: 512,
+            hash_max_listpack_value: 64,
+            set_max_intset_entries: 512,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
+        }
+    }
+}
+
 /// Counters for INFO stats.
 #[derive(Clone, Debug, Default)]
 pub struct KvStats {
@@ -89,6 +114,8 @@ pub struct KvEngine {
     forgotten: VersionVector,
     /// Tombstones dropped as causally stable since start.
     pub tombstones_dropped: u64,
+    /// What OBJECT ENCODING reports, by size.
+    pub encoding: EncodingLimits,
     /// Keys whose collection may hold element tombstones (what `forget_stable` visits
     /// besides key tombstones). A superset: a key that left is skipped.
     element_tombstone_keys: hashbrown::HashSet<Bytes, foldhash::fast::FixedState>,
