@@ -36,10 +36,16 @@ pub enum Bug {
     /// clock at the newest stamp it recovered, so it can stamp a new write with a stamp
     /// that had already left before the crash.
     ReservationIgnored,
+    /// A hash write's field-sized delta reaches the replication outbox but not the
+    /// persistence log, so a restart loses the fields written since the last checkpoint.
+    HashFieldsNotPersisted,
+    /// HDEL removes the field from the reply path but its delta revives it: the
+    /// element delta ships the field's state from before the delete.
+    HdelShipsOldField,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 13] = [
+    pub const ALL: [Bug; 15] = [
         Bug::TtlNeverFires,
         Bug::SetKeepsIncrements,
         Bug::PersistIgnored,
@@ -53,6 +59,8 @@ impl Bug {
         Bug::TombstonesDropped,
         Bug::TombstoneGcUnstable,
         Bug::ReservationIgnored,
+        Bug::HashFieldsNotPersisted,
+        Bug::HdelShipsOldField,
     ];
 
     /// Whether the bug lives in replication (the simulator must run replicated nodes
@@ -79,6 +87,8 @@ impl Bug {
             Bug::TombstonesDropped => "tombstones-dropped",
             Bug::TombstoneGcUnstable => "tombstone-gc-unstable",
             Bug::ReservationIgnored => "reservation-ignored",
+            Bug::HashFieldsNotPersisted => "hash-fields-not-persisted",
+            Bug::HdelShipsOldField => "hdel-ships-old-field",
         }
     }
 

@@ -11,14 +11,19 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use meridian::command::errors;
+use meridian::command::hash::{HSetReply, HashCommand};
 use meridian::command::{ExpireCondition, GetExTtl, KeyCommand, SetCondition, SetReply, TimeUnit, TtlChange};
 use meridian::engine::kv::value::{format_float, parse_f64, parse_i64};
 use meridian::protocol::Frame;
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ModelEntry {
+    /// A string's bytes (empty for a hash).
     pub value: Vec<u8>,
     pub expire_at_ms: Option<u64>,
+    /// A hash's fields in insertion order (a removed field leaves the order; one set
+    /// again goes last), as a single node keeps them: `None` for a string.
+    pub hash: Option<Vec<(Bytes, Vec<u8>)>>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -62,13 +67,14 @@ impl Model {
     }
 
     pub fn mget(&mut self, keys: &[Bytes], now_ms: u64) -> Frame {
-        Frame::Array(keys.iter().map(|k| self.live(k, now_ms).map_or(Frame::Null, |e| bulk(&e.value))).collect())
+        let value = |e: &mut ModelEntry| if e.hash.is_some() { Frame::Null } else { bulk(&e.value) };
+        Frame::Array(keys.iter().map(|k| self.live(k, now_ms).map_or(Frame::Null, value)).collect())
     }
 
     pub fn mset(&mut self, pairs: &[(Bytes, Bytes)], now_ms: u64) -> Frame {
         for (k, v) in pairs {
             self.touch(k, now_ms);
-            self.keys.insert(k.clone(), ModelEntry { value: v.to_vec(), expire_at_ms: None });
+            self.keys.insert(k.clone(), ModelEntry { value: v.to_vec(), expire_at_ms: None, hash: None });
         }
         Frame::ok()
     }
@@ -95,6 +101,32 @@ impl Model {
     }
 
     pub fn apply(&mut self, cmd: &KeyCommand, now_ms: u64) -> Frame {
+        // Commands of one type on a key of the other answer WRONGTYPE and change nothing.
+        let is_hash = |model: &mut Model, key: &Bytes| model.live(key, now_ms).map(|e| e.hash.is_some());
+        let string_only = match cmd {
+            KeyCommand::Get(k)
+            | KeyCommand::GetDel(k)
+            | KeyCommand::StrLen(k)
+            | KeyCommand::GetEx { key: k, .. }
+            | KeyCommand::Append { key: k, .. }
+            | KeyCommand::GetRange { key: k, .. }
+            | KeyCommand::SetRange { key: k, .. }
+            | KeyCommand::IncrBy { key: k, .. }
+            | KeyCommand::IncrByFloat { key: k, .. }
+            | KeyCommand::Set { key: k, reply: SetReply::OldValue, .. } => Some(k),
+            _ => None,
+        };
+        if let Some(key) = string_only
+            && is_hash(self, key) == Some(true)
+        {
+            return errors::error(errors::WRONG_TYPE);
+        }
+        if let KeyCommand::Hash(hash_cmd) = cmd {
+            if is_hash(self, hash_cmd.key()) == Some(false) {
+                return errors::error(errors::WRONG_TYPE);
+            }
+            return self.apply_hash(hash_cmd, now_ms);
+        }
         match cmd {
             KeyCommand::Get(k) => self.live(k, now_ms).map_or(Frame::Null, |e| bulk(&e.value)),
             KeyCommand::Set { key, value, condition, ttl, reply, command } => {
@@ -119,7 +151,7 @@ impl Model {
                         None => old.and_then(|e| e.expire_at_ms),
                         Some(t) => t,
                     };
-                    self.keys.insert(key.clone(), ModelEntry { value: value.to_vec(), expire_at_ms });
+                    self.keys.insert(key.clone(), ModelEntry { value: value.to_vec(), expire_at_ms, hash: None });
                 }
                 answer
             }
@@ -159,7 +191,7 @@ impl Model {
                 let mut v = entry.as_ref().map(|e| e.value.clone()).unwrap_or_default();
                 v.extend_from_slice(value);
                 let len = v.len() as i64;
-                self.keys.insert(key.clone(), ModelEntry { value: v, expire_at_ms: entry.and_then(|e| e.expire_at_ms) });
+                self.keys.insert(key.clone(), ModelEntry { value: v, expire_at_ms: entry.and_then(|e| e.expire_at_ms), hash: None });
                 Frame::Integer(len)
             }
             KeyCommand::StrLen(k) => Frame::Integer(self.live(k, now_ms).map_or(0, |e| e.value.len() as i64)),
@@ -191,7 +223,7 @@ impl Model {
                 }
                 v[*offset..offset + value.len()].copy_from_slice(value);
                 let len = v.len() as i64;
-                self.keys.insert(key.clone(), ModelEntry { value: v, expire_at_ms: entry.and_then(|e| e.expire_at_ms) });
+                self.keys.insert(key.clone(), ModelEntry { value: v, expire_at_ms: entry.and_then(|e| e.expire_at_ms), hash: None });
                 Frame::Integer(len)
             }
             KeyCommand::IncrBy { key, by } => {
@@ -206,7 +238,7 @@ impl Model {
                 let Some(next) = current.checked_add(*by) else { return errors::error(errors::OVERFLOW) };
                 self.keys.insert(
                     key.clone(),
-                    ModelEntry { value: next.to_string().into_bytes(), expire_at_ms: entry.and_then(|e| e.expire_at_ms) },
+                    ModelEntry { value: next.to_string().into_bytes(), expire_at_ms: entry.and_then(|e| e.expire_at_ms), hash: None },
                 );
                 Frame::Integer(next)
             }
@@ -224,7 +256,8 @@ impl Model {
                     return errors::error(errors::NAN_OR_INFINITY);
                 }
                 let text = format_float(next).into_bytes();
-                self.keys.insert(key.clone(), ModelEntry { value: text.clone(), expire_at_ms: entry.and_then(|e| e.expire_at_ms) });
+                self.keys
+                    .insert(key.clone(), ModelEntry { value: text.clone(), expire_at_ms: entry.and_then(|e| e.expire_at_ms), hash: None });
                 Frame::Bulk(Bytes::from(text))
             }
             KeyCommand::Expire { key, ms, absolute, condition, command } => {
@@ -269,11 +302,120 @@ impl Model {
                 }
                 _ => Frame::Integer(0),
             },
-            KeyCommand::Type(k) => Frame::simple(if self.live(k, now_ms).is_some() { "string" } else { "none" }),
+            KeyCommand::Type(k) => Frame::simple(match self.live(k, now_ms) {
+                None => "none",
+                Some(e) if e.hash.is_some() => "hash",
+                Some(_) => "string",
+            }),
             KeyCommand::ObjectEncoding(_) => Frame::static_error("ERR model does not cover OBJECT ENCODING"),
-            // The workload generates no hash commands yet (docs/testing.md, issue 14).
-            KeyCommand::Hash(_) => Frame::static_error("ERR model does not cover hash commands"),
+            KeyCommand::Hash(_) => unreachable!("answered above"),
             KeyCommand::MemoryUsage(_) => Frame::static_error("ERR model does not cover MEMORY USAGE"),
         }
+    }
+}
+
+fn field_frame(fields: Option<&Vec<(Bytes, Vec<u8>)>>, field: &[u8]) -> Frame {
+    fields.and_then(|f| f.iter().find(|(n, _)| n == field)).map_or(Frame::Null, |(_, v)| bulk(v))
+}
+
+impl Model {
+    /// The hash commands the workload sends, on a live hash or a missing key (the
+    /// caller answered WRONGTYPE for strings).
+    fn apply_hash(&mut self, cmd: &HashCommand, now_ms: u64) -> Frame {
+        let fields = |model: &mut Model, key: &Bytes| model.live(key, now_ms).and_then(|e| e.hash.clone());
+        match cmd {
+            HashCommand::Get { key, field } => field_frame(fields(self, key).as_ref(), field),
+            HashCommand::MGet { key, fields: names } => {
+                let f = fields(self, key);
+                Frame::Array(names.iter().map(|n| field_frame(f.as_ref(), n)).collect())
+            }
+            HashCommand::GetAll(key) => Frame::Map(
+                fields(self, key).unwrap_or_default().into_iter().map(|(n, v)| (Frame::Bulk(n), Frame::Bulk(Bytes::from(v)))).collect(),
+            ),
+            HashCommand::Len(key) => Frame::Integer(fields(self, key).map_or(0, |f| f.len() as i64)),
+            HashCommand::Exists { key, field } => {
+                Frame::Integer(fields(self, key).is_some_and(|f| f.iter().any(|(n, _)| n == field)) as i64)
+            }
+            HashCommand::Set { key, pairs, reply } => {
+                let mut f = fields(self, key).unwrap_or_default();
+                if *reply == HSetReply::IfAbsent && f.iter().any(|(n, _)| *n == pairs[0].0) {
+                    return Frame::Integer(0);
+                }
+                let mut added = 0;
+                for (name, value) in pairs {
+                    match f.iter_mut().find(|(n, _)| n == name) {
+                        Some(slot) => slot.1 = value.to_vec(),
+                        None => {
+                            f.push((name.clone(), value.to_vec()));
+                            added += 1;
+                        }
+                    }
+                }
+                self.put_fields(key, f, now_ms);
+                match reply {
+                    HSetReply::Added => Frame::Integer(added),
+                    HSetReply::Ok => Frame::ok(),
+                    HSetReply::IfAbsent => Frame::Integer(1),
+                }
+            }
+            HashCommand::Del { key, fields: names } => {
+                let Some(mut f) = fields(self, key) else { return Frame::Integer(0) };
+                let before = f.len();
+                f.retain(|(n, _)| !names.contains(n));
+                let removed = (before - f.len()) as i64;
+                self.put_fields(key, f, now_ms);
+                Frame::Integer(removed)
+            }
+            HashCommand::IncrBy { key, field, by } => {
+                let mut f = fields(self, key).unwrap_or_default();
+                let current = match f.iter().find(|(n, _)| n == field) {
+                    None => 0,
+                    Some((_, v)) => match parse_i64(v) {
+                        Some(n) => n,
+                        None => return Frame::static_error("ERR hash value is not an integer"),
+                    },
+                };
+                let Some(next) = current.checked_add(*by) else { return errors::error(errors::OVERFLOW) };
+                set_field(&mut f, field, next.to_string().into_bytes());
+                self.put_fields(key, f, now_ms);
+                Frame::Integer(next)
+            }
+            HashCommand::IncrByFloat { key, field, by } => {
+                let mut f = fields(self, key).unwrap_or_default();
+                let current = match f.iter().find(|(n, _)| n == field) {
+                    None => 0.0,
+                    Some((_, v)) => match parse_f64(v) {
+                        Some(x) => x,
+                        None => return Frame::static_error("ERR hash value is not a float"),
+                    },
+                };
+                let next = current + by;
+                if !next.is_finite() {
+                    return errors::error(errors::NAN_OR_INFINITY);
+                }
+                let text = format_float(next).into_bytes();
+                set_field(&mut f, field, text.clone());
+                self.put_fields(key, f, now_ms);
+                Frame::Bulk(Bytes::from(text))
+            }
+            other => Frame::error(format!("ERR the model does not cover {other:?}")),
+        }
+    }
+
+    /// Store a hash's fields (keeping its TTL); an empty hash is no key.
+    fn put_fields(&mut self, key: &Bytes, fields: Vec<(Bytes, Vec<u8>)>, now_ms: u64) {
+        let expire_at_ms = self.live(key, now_ms).and_then(|e| e.expire_at_ms);
+        if fields.is_empty() {
+            self.keys.remove(key);
+        } else {
+            self.keys.insert(key.clone(), ModelEntry { value: Vec::new(), expire_at_ms, hash: Some(fields) });
+        }
+    }
+}
+
+fn set_field(fields: &mut Vec<(Bytes, Vec<u8>)>, field: &Bytes, value: Vec<u8>) {
+    match fields.iter_mut().find(|(n, _)| n == field) {
+        Some(slot) => slot.1 = value,
+        None => fields.push((field.clone(), value)),
     }
 }

@@ -33,9 +33,40 @@ fn ttl_option(rng: &mut ChaCha8Rng, base_ms: u64) -> Vec<String> {
     }
 }
 
+fn field(rng: &mut ChaCha8Rng) -> String {
+    format!("f{}", rng.random_range(0..4))
+}
+
+/// One hash command on `k`: writes and reads of a few fields.
+fn hash_command(rng: &mut ChaCha8Rng, k: String) -> Vec<String> {
+    match rng.random_range(0..12) {
+        0..=2 => {
+            let mut w = vec!["HSET".into(), k, field(rng), value(rng)];
+            if rng.random_bool(0.3) {
+                w.extend([field(rng), value(rng)]);
+            }
+            w
+        }
+        3 => vec!["HSETNX".into(), k, field(rng), value(rng)],
+        4 => vec!["HGET".into(), k, field(rng)],
+        5 => vec!["HMGET".into(), k, field(rng), field(rng)],
+        6 => vec!["HGETALL".into(), k],
+        7 => vec!["HDEL".into(), k, field(rng), field(rng)],
+        8 => vec!["HINCRBY".into(), k, field(rng), rng.random_range(-5..6).to_string()],
+        9 => vec!["HINCRBYFLOAT".into(), k, field(rng), format!("{}", rng.random_range(-4..5) as f64 * 0.5)],
+        10 => vec!["HLEN".into(), k],
+        _ => vec!["HEXISTS".into(), k, field(rng)],
+    }
+}
+
 /// One random command line. `base_ms` approximates node-local time, for absolute TTLs.
+/// About one in eight is a hash command, on the same keys as the strings (so that
+/// WRONGTYPE, overwrites and TTLs of hashes are exercised).
 pub fn command(rng: &mut ChaCha8Rng, base_ms: u64) -> Vec<Bytes> {
     let k = key(rng);
+    if rng.random_range(0..8) == 0 {
+        return hash_command(rng, k).into_iter().map(Bytes::from).collect();
+    }
     let words: Vec<String> = match rng.random_range(0..100) {
         0..=14 => {
             let mut w = vec!["SET".into(), k, value(rng)];
@@ -107,10 +138,25 @@ pub fn command(rng: &mut ChaCha8Rng, base_ms: u64) -> Vec<Bytes> {
     words.into_iter().map(Bytes::from).collect()
 }
 
+/// Keys that replicated runs use for hashes only. The oracle does not model hashes yet:
+/// for these keys a run checks that every replica converges to identical states (and
+/// Merkle trees) and that element tombstones are collected, not what the fields hold.
+pub const HASH_KEYS: [&str; 3] = ["h1", "h2", "{t}h"];
+
 /// One random command for replication runs: the writes whose converged result the
-/// oracle knows (SET, INCRBY, DEL, EXPIRE, PERSIST, MSET) and reads. TTLs are long, so
-/// none fires during a run: concurrent expiry is covered by the single-node runs.
+/// oracle knows (SET, INCRBY, DEL, EXPIRE, PERSIST, MSET) and reads, and about one in
+/// eight a hash command (or a DEL or EXPIRE) on a hash key. TTLs are long, so none
+/// fires during a run: concurrent expiry is covered by the single-node runs.
 pub fn replicated_command(rng: &mut ChaCha8Rng) -> Vec<Bytes> {
+    if rng.random_range(0..8) == 0 {
+        let k = HASH_KEYS[rng.random_range(0..HASH_KEYS.len())].to_string();
+        let words = match rng.random_range(0..10) {
+            0 => vec!["DEL".into(), k],
+            1 => vec!["EXPIRE".into(), k, rng.random_range(500..1_000).to_string()],
+            _ => hash_command(rng, k),
+        };
+        return words.into_iter().map(Bytes::from).collect();
+    }
     let k = key(rng);
     let words: Vec<String> = match rng.random_range(0..100) {
         0..=34 => {

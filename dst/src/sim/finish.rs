@@ -74,8 +74,17 @@ pub(super) fn live_entries(n: &Node, local: u64) -> BTreeMap<Bytes, ModelEntry> 
             if expire_at_ms.is_some_and(|at| local > at) {
                 continue;
             }
-            let value = entry.state.read().map(|v| v.to_bytes().to_vec()).unwrap_or_default();
-            actual.insert(entry.key.clone(), ModelEntry { value, expire_at_ms });
+            let (value, hash) = match entry.state.kind() {
+                Some(meridian::engine::kv::KeyKind::Hash) => {
+                    let fields = entry
+                        .state
+                        .hash()
+                        .map(|h| h.iter().map(|(f, s)| (f.clone(), s.read().map(|v| v.to_bytes().to_vec()).unwrap_or_default())).collect());
+                    (Vec::new(), fields)
+                }
+                _ => (entry.state.read().map(|v| v.to_bytes().to_vec()).unwrap_or_default(), None),
+            };
+            actual.insert(entry.key.clone(), ModelEntry { value, expire_at_ms, hash });
         }
     }
     actual

@@ -231,14 +231,21 @@ impl Elements {
                 }
             }
             None => {
-                if !forgotten.is_empty() && incoming.has_dot_covered_by(forgotten) {
-                    incoming.remove_observed(forgotten);
-                }
                 let context = incoming.causal_context();
                 self.seen.merge(&context);
-                // A tombstone of writes a whole-key remove or a collected tombstone
-                // already covers adds nothing: leave it out.
-                if !canonical(&mut incoming, &self.removed) || (!incoming.exists() && forgotten.dominates(&context)) {
+                // Everything it holds was removed here and its tombstone collected.
+                if !forgotten.is_empty() && forgotten.dominates(&context) {
+                    return;
+                }
+                if !forgotten.is_empty() && incoming.has_dot_covered_by(forgotten) {
+                    // What `forgotten` covers stays removed here for good: it need not
+                    // be repeated in the element's context (a node-local record that
+                    // its peers would not share).
+                    incoming.remove_observed(forgotten);
+                    incoming.strip_context_covered_by(forgotten);
+                }
+                // A tombstone of writes a whole-key remove already covers adds nothing.
+                if !canonical(&mut incoming, &self.removed) {
                     return;
                 }
                 self.digest ^= element_digest(name, &incoming);
@@ -310,6 +317,23 @@ impl Elements {
             }
             _ => false,
         }
+    }
+
+    /// Drop every element tombstone (a node without peers keeps none: what it merges is
+    /// its own history, replayed in order). Keeps the order of the rest.
+    pub fn drop_tombstones(&mut self) {
+        if self.live == self.entries.len() {
+            return;
+        }
+        let mut digest = self.digest;
+        self.entries.retain(|name, state| {
+            let live = state.exists();
+            if !live {
+                digest ^= element_digest(name, state);
+            }
+            live
+        });
+        self.digest = digest;
     }
 
     /// Rebuild from decoded entries (codec): counts, contexts and digest recomputed.

@@ -110,19 +110,23 @@ impl KvEngine {
         let dot = ctx.next_dot();
         let incarnation = if writes.iter().any(|(_, w)| w.increments()) { self.incarnation(dot) } else { Hlc::ZERO };
         let keep_tombstones = self.keep_tombstones;
-        let mut has_tombstones = false;
         let updated = self.keys.update(&key, hash, |stored_key, state| {
             let fields = state.hash_mut();
             let mut parts = Vec::with_capacity(writes.len());
             for (name, write) in &writes {
-                let part = fields.write(name, |s| write.apply(dot, incarnation, s));
+                let before = fields.get(name).cloned();
+                let mut part = fields.write(name, |s| write.apply(dot, incarnation, s));
+                if crate::bugs::active(crate::bugs::Bug::HdelShipsOldField)
+                    && let (FieldWrite::Delete, Some(before)) = (write, before)
+                {
+                    part = before;
+                }
                 if !part.exists() && !keep_tombstones {
                     // A lone node has no one to tell: a removed field leaves nothing.
                     fields.drop_tombstone(name);
                 }
                 parts.push((name.clone(), part));
             }
-            has_tombstones = fields.tombstones() > 0;
             ctx.deltas.key_part_changed(stored_key, &KeyState::hash_delta(parts));
             state.exists()
         });
@@ -135,7 +139,6 @@ impl KvEngine {
                 {
                     self.keys.put_tombstone(key.clone(), hash, state);
                 }
-                has_tombstones = false;
             }
             None => {
                 let mut state = KeyState::new();
@@ -143,12 +146,8 @@ impl KvEngine {
                 for (name, write) in &writes {
                     fields.write(name, |s| write.apply(dot, incarnation, s));
                 }
-                self.commit_new(ctx, key.clone(), hash, state);
-                has_tombstones = false;
+                self.commit_new(ctx, key, hash, state);
             }
-        }
-        if has_tombstones {
-            self.element_tombstone_keys.insert(key);
         }
     }
 

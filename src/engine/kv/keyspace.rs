@@ -74,6 +74,10 @@ pub struct Keyspace {
     expiry_heap: BinaryHeap<Reverse<(u64, Bytes)>>,
     tombstones: TombstoneMap,
     merkle: Option<MerkleLeaves>,
+    /// Live keys whose collection holds element tombstones (what tombstone GC visits
+    /// besides key tombstones), noted on every store of a state: a superset, since a key
+    /// that lost them since is skipped by the visit.
+    element_tombstone_keys: hashbrown::HashSet<Bytes, foldhash::fast::FixedState>,
 }
 
 impl Default for Keyspace {
@@ -92,6 +96,7 @@ impl Keyspace {
             expiry_heap: BinaryHeap::new(),
             tombstones: TombstoneMap::with_hasher(foldhash::fast::FixedState::with_seed(KEY_HASH_SEED)),
             merkle: None,
+            element_tombstone_keys: hashbrown::HashSet::with_hasher(foldhash::fast::FixedState::with_seed(KEY_HASH_SEED)),
         }
     }
 
@@ -223,6 +228,19 @@ impl Keyspace {
         (slot_position(hash) >> (32 - self.slot_bits)) as usize
     }
 
+    /// Note a stored state's element tombstones (one branch for a string key).
+    fn note_element_tombstones(set: &mut hashbrown::HashSet<Bytes, foldhash::fast::FixedState>, key: &Bytes, state: &KeyState) {
+        if state.hash().is_some_and(|h| h.tombstones() > 0) && !set.contains(key) {
+            set.insert(key.clone());
+        }
+    }
+
+    /// The keys noted as holding element tombstones, handed over (the caller visits
+    /// them through [`Keyspace::update`], which notes again those that keep some).
+    pub fn take_element_tombstone_keys(&mut self) -> Vec<Bytes> {
+        self.element_tombstone_keys.drain().collect()
+    }
+
     pub fn get(&self, key: &[u8], hash: u64) -> Option<&Entry> {
         self.tables[self.table_index(hash)].find(hash, |e| e.key == key)
     }
@@ -244,6 +262,7 @@ impl Keyspace {
                 }
                 entry.digest = digest;
                 let old = entry.state.expire_at_ms();
+                Self::note_element_tombstones(&mut self.element_tombstone_keys, &entry.key, &state);
                 entry.state = state;
                 // The expiry index needs the key only when the TTL changed.
                 (if old != new_expiry { Some(entry.key.clone()) } else { None }, old)
@@ -253,6 +272,7 @@ impl Keyspace {
                     leaves.toggle(leaf_of(hash), digest);
                 }
                 let owned = Bytes::copy_from_slice(key);
+                Self::note_element_tombstones(&mut self.element_tombstone_keys, &owned, &state);
                 let for_index = new_expiry.is_some().then(|| owned.clone());
                 self.tables[index].insert_unique(hash, Entry { key: owned, hash, state, digest }, |e| e.hash);
                 self.len += 1;
@@ -275,6 +295,7 @@ impl Keyspace {
         let expiry = state.expire_at_ms();
         let digest = self.digest_to_store(&key, &state);
         self.merkle_replace(hash, 0, digest);
+        Self::note_element_tombstones(&mut self.element_tombstone_keys, &key, &state);
         self.tables[index].insert_unique(hash, Entry { key: key.clone(), hash, state, digest }, |e| e.hash);
         self.len += 1;
         self.track_expiry(key, None, expiry);
@@ -290,6 +311,7 @@ impl Keyspace {
         debug_assert_eq!(entry.digest, self.merkle.as_ref().map_or(0, |_| merkle::digest(key, &entry.state)), "stale digest");
         let old = entry.state.expire_at_ms();
         let result = f(&entry.key, &mut entry.state);
+        Self::note_element_tombstones(&mut self.element_tombstone_keys, &entry.key, &entry.state);
         let new = entry.state.expire_at_ms();
         if let Some(leaves) = &mut self.merkle {
             let digest = merkle::digest(key, &entry.state);

@@ -116,9 +116,6 @@ pub struct KvEngine {
     pub tombstones_dropped: u64,
     /// What OBJECT ENCODING reports, by size.
     pub encoding: EncodingLimits,
-    /// Keys whose collection may hold element tombstones (what `forget_stable` visits
-    /// besides key tombstones). A superset: a key that left is skipped.
-    element_tombstone_keys: hashbrown::HashSet<Bytes, foldhash::fast::FixedState>,
 }
 
 impl KvEngine {
@@ -249,17 +246,17 @@ impl KvEngine {
         }
         // In place when the key is here, moved in when it is not: no copies.
         let forgotten = &self.forgotten;
-        let mut has_element_tombstones = false;
+        let keep_tombstones = self.keep_tombstones;
         match self.keys.update(&key, hash, |_, state| {
             state.merge_forgetting(&incoming, forgotten);
-            has_element_tombstones = state.hash().is_some_and(|h| h.tombstones() > 0);
+            if !keep_tombstones && state.hash().is_some_and(|h| h.tombstones() > 0) {
+                // Replayed history of a lone node: a removed field leaves nothing, as
+                // it did when it was removed (and a field set again goes last, as then).
+                state.hash_mut().drop_tombstones();
+            }
             state.exists()
         }) {
-            Some(true) => {
-                if has_element_tombstones {
-                    self.element_tombstone_keys.insert(key);
-                }
-            }
+            Some(true) => {}
             Some(false) => {
                 if let Some(state) = self.keys.remove(&key, hash)
                     && self.keep_tombstones
@@ -280,8 +277,8 @@ impl KvEngine {
                 }
                 // Keys reach here decoded: an exact-size copy.
                 if state.exists() {
-                    if state.hash().is_some_and(|h| h.tombstones() > 0) {
-                        self.element_tombstone_keys.insert(key.clone());
+                    if !self.keep_tombstones && state.hash().is_some_and(|h| h.tombstones() > 0) {
+                        state.hash_mut().drop_tombstones();
                     }
                     self.keys.insert_new_owned(key, hash, state);
                 } else if self.keep_tombstones && !self.forgotten.dominates(&state.causal_context()) {
@@ -333,20 +330,13 @@ impl KvEngine {
 
     /// Drop the element tombstones of live collections that `stable` covers.
     fn forget_element_tombstones(&mut self, stable: &VersionVector) -> usize {
-        let keys: Vec<Bytes> = self.element_tombstone_keys.drain().collect();
         let mut dropped = 0;
-        for key in keys {
-            let left = self.keys.update(&key, key_hash(&key), |_, state| match state.hash().map(|h| h.tombstones()) {
-                Some(n) if n > 0 => {
-                    let fields = state.hash_mut();
-                    dropped += fields.forget_stable(stable);
-                    fields.tombstones()
+        for key in self.keys.take_element_tombstone_keys() {
+            self.keys.update(&key, key_hash(&key), |_, state| {
+                if state.hash().is_some_and(|h| h.tombstones() > 0) {
+                    dropped += state.hash_mut().forget_stable(stable);
                 }
-                _ => 0,
             });
-            if left.is_some_and(|n| n > 0) {
-                self.element_tombstone_keys.insert(key);
-            }
         }
         dropped
     }
