@@ -25,8 +25,14 @@ mixes=(
     "pauses-and-resets|--faults pause=6,link-reset=6,crash=1"
 )
 
-cargo build --release -p dst --quiet
-dst=target/release/dst
+# DST_BIN: a dst binary to use as is (a frozen copy, so that builds during a long sweep
+# do not change what later mixes run); otherwise build one.
+if [ -n "${DST_BIN:-}" ]; then
+    dst=$DST_BIN
+else
+    cargo build --release -p dst --quiet
+    dst=target/release/dst
+fi
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 
