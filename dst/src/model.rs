@@ -273,6 +273,7 @@ impl Model {
             KeyCommand::ObjectEncoding(_) => Frame::static_error("ERR model does not cover OBJECT ENCODING"),
             // The workload generates no hash commands yet (docs/testing.md, issue 14).
             KeyCommand::Hash(_) => Frame::static_error("ERR model does not cover hash commands"),
+            KeyCommand::SetFamily(_) => Frame::static_error("ERR model does not cover set commands"),
             KeyCommand::MemoryUsage(_) => Frame::static_error("ERR model does not cover MEMORY USAGE"),
         }
     }

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::command::{KeyCommand, KeyspaceCommand, SetCondition, SetReply, TtlChange};
+use crate::command::{KeyCommand, KeyspaceCommand, SetAlgebra, SetCondition, SetOutput, SetReply, TtlChange};
 use crate::crdt::{Hlc, VersionVector};
 use crate::crdt::{HlcClock, NodeId};
 use crate::delta::outbox::{Outbox, OutboxBatch};
@@ -98,6 +98,26 @@ pub enum ShardOp {
         dst: Bytes,
         replace: bool,
     },
+    /// SMOVE with both keys on this shard.
+    SetMove {
+        src: Bytes,
+        dst: Bytes,
+        member: Bytes,
+    },
+    /// A multi-key set command with every key (and its destination) on this shard.
+    SetAlgebra {
+        op: SetAlgebra,
+        keys: Vec<Bytes>,
+        output: SetOutput,
+    },
+    /// The members of each of these set keys (`MemberLists`), or WRONGTYPE.
+    SetMemberLists(Vec<Bytes>),
+    /// Replace a key with a set of these members (an empty list deletes it); replies
+    /// with the count.
+    StoreSet {
+        key: Bytes,
+        members: Vec<Bytes>,
+    },
     Keyspace(KeyspaceCommand),
     Stats,
     ResetStats,
@@ -152,6 +172,8 @@ pub enum ShardReply {
     Frame(Frame),
     Snapshot(Option<KeySnapshot>),
     Restored(bool),
+    /// Each key's members, `None` for a missing key.
+    MemberLists(Vec<Option<Vec<Bytes>>>),
     Keys(Vec<Bytes>),
     ScanPage {
         keys: Vec<Bytes>,
@@ -275,6 +297,8 @@ impl Shard {
             ShardOp::Key(cmd) => cmd.is_write(),
             ShardOp::MSet(_) | ShardOp::MSetNx(_) | ShardOp::Del(_) | ShardOp::Restore { .. } => true,
             ShardOp::Rename { .. } | ShardOp::Copy { .. } => true,
+            ShardOp::SetMove { .. } | ShardOp::StoreSet { .. } => true,
+            ShardOp::SetAlgebra { output, .. } => matches!(output, SetOutput::Store(_)),
             ShardOp::Keyspace(KeyspaceCommand::Flush) => true,
             _ => false,
         }
@@ -352,6 +376,15 @@ impl Shard {
                     Some(snapshot) => Frame::Integer(kv.restore(&mut ctx, dst, snapshot, replace) as i64),
                 }
             }
+            ShardOp::SetMove { src, dst, member } => kv.smove(&mut ctx, src, dst, member),
+            ShardOp::SetAlgebra { op, keys, output } => kv.set_algebra(&mut ctx, op, &keys, output),
+            ShardOp::SetMemberLists(keys) => {
+                return match kv.set_member_lists(&keys, now_ms) {
+                    Ok(lists) => ShardReply::MemberLists(lists),
+                    Err(error) => ShardReply::Frame(error),
+                };
+            }
+            ShardOp::StoreSet { key, members } => return ShardReply::Count(kv.store_set(&mut ctx, key, members)),
             ShardOp::Keyspace(cmd) => match cmd {
                 KeyspaceCommand::DbSize => return ShardReply::Count(kv.keys.len() as i64),
                 KeyspaceCommand::Flush => {
@@ -564,6 +597,7 @@ fn apply_key(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: KeyCommand, picks: &mut
         KeyCommand::Persist(key) => kv.persist(ctx, &key),
         KeyCommand::Type(key) => kv.type_of(&key, now_ms),
         KeyCommand::Hash(cmd) => kv.hash_command(ctx, cmd, picks),
+        KeyCommand::SetFamily(cmd) => kv.set_command(ctx, cmd, picks),
         KeyCommand::MemoryUsage(key) => kv.memory_usage(&key, now_ms),
         KeyCommand::ObjectEncoding(key) => kv.object_encoding(&key, now_ms),
     }

@@ -11,6 +11,7 @@ pub mod hashes;
 pub mod keys;
 pub mod keyspace;
 pub mod merkle;
+pub mod sets;
 pub mod strings;
 pub mod value;
 #[cfg(test)]
@@ -203,7 +204,7 @@ impl KvEngine {
             tombstone.remove_observed(&seen);
             state.merge(&tombstone);
         }
-        let part_only = !whole && state.hash().is_some();
+        let part_only = !whole && state.has_collection();
         if state.exists() {
             let entry = self.keys.put(&key, hash, state);
             drop(key);
@@ -252,7 +253,7 @@ impl KvEngine {
         let mut has_element_tombstones = false;
         match self.keys.update(&key, hash, |_, state| {
             state.merge_forgetting(&incoming, forgotten);
-            has_element_tombstones = state.hash().is_some_and(|h| h.tombstones() > 0);
+            has_element_tombstones = state.element_tombstones() > 0;
             state.exists()
         }) {
             Some(true) => {
@@ -280,7 +281,7 @@ impl KvEngine {
                 }
                 // Keys reach here decoded: an exact-size copy.
                 if state.exists() {
-                    if state.hash().is_some_and(|h| h.tombstones() > 0) {
+                    if state.element_tombstones() > 0 {
                         self.element_tombstone_keys.insert(key.clone());
                     }
                     self.keys.insert_new_owned(key, hash, state);
@@ -336,13 +337,12 @@ impl KvEngine {
         let keys: Vec<Bytes> = self.element_tombstone_keys.drain().collect();
         let mut dropped = 0;
         for key in keys {
-            let left = self.keys.update(&key, key_hash(&key), |_, state| match state.hash().map(|h| h.tombstones()) {
-                Some(n) if n > 0 => {
-                    let fields = state.hash_mut();
-                    dropped += fields.forget_stable(stable);
-                    fields.tombstones()
+            let left = self.keys.update(&key, key_hash(&key), |_, state| {
+                if state.element_tombstones() == 0 {
+                    return 0;
                 }
-                _ => 0,
+                dropped += state.forget_stable_elements(stable);
+                state.element_tombstones()
             });
             if left.is_some_and(|n| n > 0) {
                 self.element_tombstone_keys.insert(key);
