@@ -630,4 +630,24 @@ mod tests {
         assert!(matches!(shard.apply(ShardOp::MergeRemote(offered), 10), ShardReply::Count(_)));
         assert_eq!(shard.kv.keys.len(), 3);
     }
+
+    #[test]
+    fn a_removed_set_member_leaves_a_tombstone_until_the_removal_is_stable() {
+        let mut config = ShardConfig::new(0, 1);
+        config.replicate = true;
+        let mut shard = Shard::new(config);
+        let b = |s: &'static str| Bytes::from_static(s.as_bytes());
+        let set = |cmd: crate::command::SetCommand| ShardOp::Key(KeyCommand::SetFamily(cmd));
+        let add = set(crate::command::SetCommand::Add { key: b("s"), members: vec![b("a"), b("b")] });
+        assert_eq!(shard.apply(add, 10), ShardReply::Frame(Frame::Integer(2)));
+        let rem = set(crate::command::SetCommand::Rem { key: b("s"), members: vec![b("a")] });
+        assert_eq!(shard.apply(rem, 11), ShardReply::Frame(Frame::Integer(1)));
+        let state = |shard: &Shard| shard.kv.keys.get(b"s", crate::engine::kv::key_hash(b"s")).map(|e| e.state.clone()).expect("s");
+        assert_eq!(state(&shard).element_tombstones(), 1);
+        let stable = state(&shard).causal_context();
+        assert_eq!(shard.apply(ShardOp::ForgetStable(stable), 12), ShardReply::Count(1));
+        assert_eq!(state(&shard).element_tombstones(), 0);
+        let members = shard.apply(set(crate::command::SetCommand::Members(b("s"))), 13);
+        assert_eq!(members, ShardReply::Frame(Frame::Set(vec![Frame::Bulk(b("b"))])));
+    }
 }
