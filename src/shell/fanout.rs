@@ -249,18 +249,24 @@ async fn set_move(access: &ShardAccess, src: Bytes, dst: Bytes, member: Bytes) -
         .state
         .coordinator
         .run_atomic(vec![from, to], move |parked| {
-            let src_members = match parked.apply(from, ShardOp::SetMemberLists(vec![src.clone()])) {
-                ShardReply::MemberLists(mut lists) => lists.pop().flatten(),
-                other => return other.into_frame(),
+            // TYPE of both keys, then SREM: O(1) whatever the sets' sizes.
+            let type_of = |parked: &mut crate::shell::coordinator::Parked, shard: usize, key: &Bytes| match parked
+                .apply(shard, ShardOp::Key(KeyCommand::Type(key.clone())))
+            {
+                ShardReply::Frame(Frame::Simple(name)) => Ok(name),
+                other => Err(other.into_frame()),
             };
-            let Some(src_members) = src_members else {
-                return Frame::Integer(0);
-            };
-            if let ShardReply::Frame(error) = parked.apply(to, ShardOp::SetMemberLists(vec![dst.clone()])) {
-                return error;
+            let wrong_type = || crate::command::errors::error(crate::command::errors::WRONG_TYPE);
+            match type_of(parked, from, &src) {
+                Ok(name) if name.as_ref() == b"none" => return Frame::Integer(0),
+                Ok(name) if name.as_ref() == b"set" => {}
+                Ok(_) => return wrong_type(),
+                Err(error) => return error,
             }
-            if !src_members.contains(&member) {
-                return Frame::Integer(0);
+            match type_of(parked, to, &dst) {
+                Ok(name) if name.as_ref() == b"none" || name.as_ref() == b"set" => {}
+                Ok(_) => return wrong_type(),
+                Err(error) => return error,
             }
             let rem = SetCommand::Rem { key: src, members: vec![member.clone()] };
             let reply = parked.apply(from, ShardOp::Key(KeyCommand::SetFamily(rem))).into_frame();
