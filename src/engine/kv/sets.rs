@@ -431,3 +431,75 @@ fn scan_members(members: Option<&Elements>, scan: &ElementScan, limits: &Encodin
     }
     reply(position, items)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn lists_strategy() -> impl Strategy<Value = Vec<Option<Vec<u8>>>> {
+        prop::collection::vec(prop::option::of(prop::collection::vec(0u8..12, 0..10)), 1..5)
+    }
+
+    fn as_lists(raw: &[Option<Vec<u8>>]) -> Vec<Option<Vec<Bytes>>> {
+        raw.iter()
+            .map(|l| {
+                l.as_ref().map(|l| {
+                    // A set's member list has no repeats.
+                    let unique: BTreeSet<u8> = l.iter().copied().collect();
+                    unique.into_iter().map(|m| Bytes::from(m.to_string())).collect()
+                })
+            })
+            .collect()
+    }
+
+    fn model(op: SetAlgebra, lists: &[Option<Vec<Bytes>>]) -> BTreeSet<Bytes> {
+        let sets: Vec<BTreeSet<Bytes>> = lists.iter().map(|l| l.iter().flatten().cloned().collect()).collect();
+        let rest = sets[1..].iter();
+        match op {
+            SetAlgebra::Inter => rest.fold(sets[0].clone(), |acc, s| acc.intersection(s).cloned().collect()),
+            SetAlgebra::Union => rest.fold(sets[0].clone(), |acc, s| acc.union(s).cloned().collect()),
+            SetAlgebra::Diff => rest.fold(sets[0].clone(), |acc, s| acc.difference(s).cloned().collect()),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn combine_computes_the_set_algebra_without_repeats(raw in lists_strategy(), limit in 0u64..4) {
+            let lists = as_lists(&raw);
+            for op in [SetAlgebra::Inter, SetAlgebra::Union, SetAlgebra::Diff] {
+                let expected = model(op, &lists);
+                let got = combine(op, lists.clone(), 0);
+                prop_assert_eq!(got.len(), expected.len(), "{:?} repeats a member", op);
+                prop_assert_eq!(got.into_iter().collect::<BTreeSet<_>>(), expected.clone());
+                if op == SetAlgebra::Inter {
+                    // SINTERCARD's LIMIT: at most `limit` members (0: no limit), all right ones.
+                    let limited = combine(op, lists.clone(), limit);
+                    let bound = if limit == 0 { expected.len() } else { expected.len().min(limit as usize) };
+                    prop_assert_eq!(limited.len(), bound);
+                    prop_assert!(limited.iter().all(|m| expected.contains(m)));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn reply_order_sorts_what_redis_keeps_as_an_intset_and_nothing_else() {
+        let b = |s: &'static str| Bytes::from_static(s.as_bytes());
+        let limits = EncodingLimits::default();
+        let mut ints: Vec<Bytes> = ["10", "-3", "2"].into_iter().map(b).collect();
+        reply_order(&mut ints, &limits);
+        assert_eq!(ints, ["-3", "2", "10"].map(b));
+        // "007" is not an integer's canonical text: a hashtable, insertion order.
+        let mut mixed: Vec<Bytes> = ["10", "007", "2"].into_iter().map(b).collect();
+        reply_order(&mut mixed, &limits);
+        assert_eq!(mixed, ["10", "007", "2"].map(b));
+        let small = EncodingLimits { set_max_intset_entries: 2, ..limits };
+        let mut many: Vec<Bytes> = ["3", "1", "2"].into_iter().map(b).collect();
+        reply_order(&mut many, &small);
+        assert_eq!(many, ["3", "1", "2"].map(b));
+    }
+}
