@@ -323,16 +323,51 @@ impl KvEngine {
 
     /// A multi-key set command whose keys (and destination) are all on this shard.
     pub fn set_algebra(&mut self, ctx: &mut WriteCtx, op: SetAlgebra, keys: &[Bytes], output: SetOutput) -> Frame {
-        let lists = match self.set_member_lists(keys, ctx.now_ms) {
-            Ok(lists) => lists,
-            Err(error) => return error,
-        };
         let limit = if let SetOutput::Count { limit } = output { limit } else { 0 };
-        let result = combine(op, lists, limit);
+        let result = if op == SetAlgebra::Inter {
+            match self.intersect_in_place(keys, ctx.now_ms, limit) {
+                Ok(result) => result,
+                Err(error) => return error,
+            }
+        } else {
+            match self.set_member_lists(keys, ctx.now_ms) {
+                Ok(lists) => combine(op, lists, limit),
+                Err(error) => return error,
+            }
+        };
         match output {
             SetOutput::Store(dst) => Frame::Integer(self.store_set(ctx, dst, result)),
             output => algebra_reply(&output, result, &self.encoding),
         }
+    }
+
+    /// SINTER of keys on this shard without copying the sets: walk the smallest, look
+    /// its members up in the others (SINTER of a big set and a small one costs the small
+    /// one). WRONGTYPE if any key holds another type, as Redis checks every key first.
+    fn intersect_in_place(&mut self, keys: &[Bytes], now_ms: u64, limit: u64) -> Result<Vec<Bytes>, Frame> {
+        for key in keys {
+            // Expires lazily and checks the type; the sets are read below.
+            self.set_members(key, now_ms)?;
+        }
+        let mut sets = Vec::with_capacity(keys.len());
+        for key in keys {
+            match self.keys.get(key, key_hash(key)).and_then(|e| e.state.set_members()).filter(|s| !s.is_empty()) {
+                Some(set) => sets.push(set),
+                None => return Ok(Vec::new()),
+            }
+        }
+        sets.sort_by_key(|s| s.len());
+        let limit = if limit == 0 { usize::MAX } else { limit as usize };
+        let mut out = Vec::new();
+        for (member, _) in sets[0].iter() {
+            if out.len() >= limit {
+                break;
+            }
+            if sets[1..].iter().all(|s| s.get(member).is_some()) {
+                out.push(member.clone());
+            }
+        }
+        Ok(out)
     }
 
     /// SMOVE with both keys on this shard.
