@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
@@ -247,6 +247,57 @@ fn flushed_hash_writes_survive_sigkill_through_segments_and_checkpoints() {
     assert!((900..=1000).contains(&ttl), "TTL of a hash after recovery: {ttl}");
     assert_eq!(get_field(&mut con, "dst", "f").as_deref(), Some("v"));
     assert_eq!(int(&mut con, &["HINCRBY", "h", "count", "1"]), 13, "the field's counter keeps counting after recovery");
+}
+
+#[test]
+fn flushed_set_writes_survive_sigkill_through_segments_and_checkpoints() {
+    let node = Node::new("sets");
+    let args = ["--shards", "2", "--checkpoint-every-segments", "2", "--flush-interval-ms", "20"];
+    let mut first = node.start("first", &args);
+    let mut con = connect(&first);
+    let mut segment = wait_claimed(&mut con).1;
+    // Rounds of member writes, each flushed, so that some land in a checkpoint and some
+    // in the segments after it.
+    for round in 0..6 {
+        run(&mut con, &["SADD", "s", &format!("m{round}"), "shared", &round.to_string()]);
+        if round > 0 {
+            run(&mut con, &["SREM", "s", &format!("m{}", round - 1), &(round - 1).to_string()]);
+        }
+        segment = wait_flushed(&mut con, segment);
+    }
+    run(&mut con, &["SADD", "popped", "only"]);
+    run(&mut con, &["SPOP", "popped"]);
+    run(&mut con, &["SADD", "reborn", "old"]);
+    run(&mut con, &["DEL", "reborn"]);
+    run(&mut con, &["SADD", "reborn", "new"]);
+    run(&mut con, &["SADD", "ttl", "m"]);
+    run(&mut con, &["EXPIRE", "ttl", "1000"]);
+    run(&mut con, &["SADD", "src", "1", "2"]);
+    run(&mut con, &["RENAME", "src", "dst"]);
+    run(&mut con, &["SADD", "x", "1", "2", "3"]);
+    run(&mut con, &["SADD", "y", "2", "3", "4"]);
+    run(&mut con, &["SINTERSTORE", "both", "x", "y"]);
+    run(&mut con, &["SMOVE", "x", "y", "1"]);
+    wait_flushed(&mut con, segment);
+    let checkpoints = info_u64(&mut con, "persistence", "checkpoints_written");
+    assert!(checkpoints >= 1, "no checkpoint was written");
+    kill(&mut first);
+
+    let second = node.start("second", &["--shards", "3"]);
+    let mut con = connect(&second);
+    let members =
+        |con: &mut redis::Connection, key: &str| -> BTreeSet<String> { redis::cmd("SMEMBERS").arg(key).query(con).expect("SMEMBERS") };
+    let set = |items: &[&str]| -> BTreeSet<String> { items.iter().map(|m| m.to_string()).collect() };
+    assert_eq!(members(&mut con, "s"), set(&["m5", "shared", "5"]));
+    assert_eq!(int(&mut con, &["EXISTS", "popped", "src"]), 0);
+    assert_eq!(members(&mut con, "reborn"), set(&["new"]));
+    let ttl = int(&mut con, &["TTL", "ttl"]);
+    assert!((900..=1000).contains(&ttl), "TTL of a set after recovery: {ttl}");
+    assert_eq!(members(&mut con, "dst"), set(&["1", "2"]));
+    assert_eq!(members(&mut con, "both"), set(&["2", "3"]));
+    assert_eq!(members(&mut con, "x"), set(&["2", "3"]));
+    assert_eq!(members(&mut con, "y"), set(&["1", "2", "3", "4"]));
+    assert_eq!(int(&mut con, &["SADD", "s", "shared", "more"]), 1, "the set keeps its members after recovery");
 }
 
 fn get_field(con: &mut redis::Connection, key: &str, field: &str) -> Option<String> {

@@ -10,12 +10,14 @@ pub mod hash;
 pub mod introspect;
 pub mod numbers;
 pub mod parse;
+pub mod set;
 pub mod table;
 
 use bytes::Bytes;
 
 pub use hash::HashCommand;
 pub use parse::{parse_command, parse_command_at};
+pub use set::{SetAlgebra, SetCommand, SetOutput};
 
 /// When a SET-like write applies.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -143,6 +145,8 @@ pub enum KeyCommand {
     /// MEMORY USAGE: an estimate of the bytes the key takes.
     MemoryUsage(Bytes),
     Hash(HashCommand),
+    /// The SADD family (`Set` is the SET command).
+    SetFamily(SetCommand),
 }
 
 impl KeyCommand {
@@ -166,13 +170,16 @@ impl KeyCommand {
             | KeyCommand::Ttl { key, .. }
             | KeyCommand::ExpireTime { key, .. } => key,
             KeyCommand::Hash(cmd) => cmd.key(),
+            KeyCommand::SetFamily(cmd) => cmd.key(),
         }
     }
 
     /// Whether the command may change data (and so yield a delta).
     pub fn is_write(&self) -> bool {
-        if let KeyCommand::Hash(cmd) = self {
-            return cmd.is_write();
+        match self {
+            KeyCommand::Hash(cmd) => return cmd.is_write(),
+            KeyCommand::SetFamily(cmd) => return cmd.is_write(),
+            _ => {}
         }
         !matches!(
             self,
@@ -207,6 +214,18 @@ pub enum MultiKeyCommand {
         src: Bytes,
         dst: Bytes,
         replace: bool,
+    },
+    /// SMOVE.
+    SetMove {
+        src: Bytes,
+        dst: Bytes,
+        member: Bytes,
+    },
+    /// SINTER, SUNION, SDIFF, their STORE forms and SINTERCARD.
+    SetAlgebra {
+        op: SetAlgebra,
+        keys: Vec<Bytes>,
+        output: SetOutput,
     },
 }
 

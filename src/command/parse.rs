@@ -147,6 +147,23 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
             Ok(Command::Multi(MultiKeyCommand::Rename { src: take(a, 1), dst: take(a, 2), nx: spec.id == CmdId::RenameNx }))
         }
         CmdId::Copy => parse_copy(a),
+        CmdId::SAdd
+        | CmdId::SRem
+        | CmdId::SMembers
+        | CmdId::SIsMember
+        | CmdId::SMIsMember
+        | CmdId::SCard
+        | CmdId::SPop
+        | CmdId::SRandMember
+        | CmdId::SMove
+        | CmdId::SInter
+        | CmdId::SInterStore
+        | CmdId::SInterCard
+        | CmdId::SUnion
+        | CmdId::SUnionStore
+        | CmdId::SDiff
+        | CmdId::SDiffStore
+        | CmdId::SScan => super::set::parse(spec.id, spec.name, a),
 
         CmdId::DbSize => Ok(Command::Keyspace(KeyspaceCommand::DbSize)),
         CmdId::FlushDb | CmdId::FlushAll => match a.len() {

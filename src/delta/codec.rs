@@ -319,6 +319,12 @@ const DELTA_SHARD_FLUSH: u8 = 4;
 /// whole-key removes saw and the elements (name, element state). Strings keep kind 1,
 /// so what was stored before hashes existed reads as it did.
 const DELTA_KEY_WITH_HASH: u8 = 5;
+/// A key state with a set part (and perhaps a hash part, after a type clash): the key
+/// state, a byte of flags (`PART_HASH`, `PART_SET`), then each part flagged, hash first,
+/// as kind 5 writes one. Kinds 1 and 5 stay as they were for keys without a set.
+const DELTA_KEY_WITH_PARTS: u8 = 6;
+const PART_HASH: u8 = 1;
+const PART_SET: u8 = 2;
 
 fn write_elements(w: &mut Writer, elements: &Elements) {
     write_vv(w, elements.removed());
@@ -356,17 +362,27 @@ pub fn read_vv(r: &mut Reader) -> Result<VersionVector, DecodeError> {
 /// A key delta from borrowed parts: what the shard's delta log writes on every change
 /// (no copy of the key or the state).
 pub fn write_key_delta(w: &mut Writer, key: &[u8], state: &KeyState) {
-    match state.hash() {
-        None => {
+    match (state.hash(), state.set_members()) {
+        (None, None) => {
             w.u8(DELTA_KEY);
             w.bytes(key);
             write_key_state(w, state);
         }
-        Some(elements) => {
+        (Some(elements), None) => {
             w.u8(DELTA_KEY_WITH_HASH);
             w.bytes(key);
             write_key_state(w, state);
             write_elements(w, elements);
+        }
+        (hash, Some(set)) => {
+            w.u8(DELTA_KEY_WITH_PARTS);
+            w.bytes(key);
+            write_key_state(w, state);
+            w.u8(if hash.is_some() { PART_HASH | PART_SET } else { PART_SET });
+            if let Some(hash) = hash {
+                write_elements(w, hash);
+            }
+            write_elements(w, set);
         }
     }
 }
@@ -391,7 +407,7 @@ pub fn read_deltas_exact(count: usize, bytes: &[u8]) -> Result<Vec<Delta>, Decod
 pub fn key_of_delta(encoded: &[u8]) -> Option<&[u8]> {
     let mut r = Reader::new(encoded);
     match r.u8() {
-        Ok(DELTA_KEY | DELTA_KEY_WITH_HASH) => r.bytes().ok(),
+        Ok(DELTA_KEY | DELTA_KEY_WITH_HASH | DELTA_KEY_WITH_PARTS) => r.bytes().ok(),
         _ => None,
     }
 }
@@ -427,6 +443,17 @@ pub fn read_delta(r: &mut Reader) -> Result<Delta, DecodeError> {
             let state = read_key_state(r)?;
             let elements = read_elements(r)?;
             Ok(Delta::Key { key, state: state.with_hash(Some(elements)) })
+        }
+        DELTA_KEY_WITH_PARTS => {
+            let key = Bytes::copy_from_slice(r.bytes()?);
+            let state = read_key_state(r)?;
+            let parts = r.u8()?;
+            if parts & !(PART_HASH | PART_SET) != 0 || parts & PART_SET == 0 {
+                return err(format!("unknown key parts {parts:#x}"));
+            }
+            let hash = if parts & PART_HASH != 0 { Some(read_elements(r)?) } else { None };
+            let set = read_elements(r)?;
+            Ok(Delta::Key { key, state: state.with_hash(hash).with_set(Some(set)) })
         }
         DELTA_FLUSH => Ok(Delta::Flush { seen: read_vv(r)?, scope: ShardScope::ALL }),
         DELTA_SHARD_FLUSH => {
@@ -491,6 +518,38 @@ mod tests {
             let mut w = Writer::default();
             write_delta(&mut w, &delta);
             assert_eq!(key_of_delta(&w.buf), Some(&b"h"[..]));
+            let mut r = Reader::new(&w.buf);
+            assert_eq!(read_delta(&mut r).unwrap(), delta);
+            assert_eq!(r.remaining(), 0);
+            for len in 0..w.buf.len() {
+                assert!(read_delta(&mut Reader::new(&w.buf[..len])).is_err(), "{len} bytes of {}", w.buf.len());
+            }
+        }
+    }
+
+    #[test]
+    fn set_states_and_member_deltas_round_trip_and_truncation_is_an_error() {
+        let member = |s: &mut KeyState, name: &'static [u8], d: Dot| {
+            s.set_mut().write(&Bytes::from_static(name), |e| e.set(d, crate::engine::kv::value::MEMBER_MARK, SetTtl::Keep))
+        };
+        let mut s = KeyState::new();
+        member(&mut s, b"m\0", dot(1, 1));
+        member(&mut s, b"42", dot(2, 2));
+        member(&mut s, b"gone", dot(3, 1));
+        let tombstone = s.set_mut().write(&Bytes::from_static(b"gone"), |e| e.delete(dot(4, 1)));
+        s.expire_at(dot(5, 3), 1_000);
+        let part = KeyState::set_delta([(Bytes::from_static(b"gone"), tombstone)]);
+        let mut deleted = s.clone();
+        deleted.delete(dot(6, 2));
+        // A type clash: a hash part and a set part in one state.
+        let mut clash = s.clone();
+        clash.hash_mut().write(&Bytes::from_static(b"f"), |e| e.set(dot(7, 3), StrVal::Int(9), SetTtl::Keep));
+        for state in [s, part, deleted, clash] {
+            let delta = Delta::Key { key: Bytes::from_static(b"s"), state };
+            let mut w = Writer::default();
+            write_delta(&mut w, &delta);
+            assert_eq!(w.buf[0], DELTA_KEY_WITH_PARTS);
+            assert_eq!(key_of_delta(&w.buf), Some(&b"s"[..]));
             let mut r = Reader::new(&w.buf);
             assert_eq!(read_delta(&mut r).unwrap(), delta);
             assert_eq!(r.remaining(), 0);

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::command::{KeyCommand, KeyspaceCommand, SetCondition, SetReply, TtlChange};
+use crate::command::{KeyCommand, KeyspaceCommand, SetAlgebra, SetCondition, SetOutput, SetReply, TtlChange};
 use crate::crdt::{Hlc, VersionVector};
 use crate::crdt::{HlcClock, NodeId};
 use crate::delta::outbox::{Outbox, OutboxBatch};
@@ -98,6 +98,26 @@ pub enum ShardOp {
         dst: Bytes,
         replace: bool,
     },
+    /// SMOVE with both keys on this shard.
+    SetMove {
+        src: Bytes,
+        dst: Bytes,
+        member: Bytes,
+    },
+    /// A multi-key set command with every key (and its destination) on this shard.
+    SetAlgebra {
+        op: SetAlgebra,
+        keys: Vec<Bytes>,
+        output: SetOutput,
+    },
+    /// The members of each of these set keys (`MemberLists`), or WRONGTYPE.
+    SetMemberLists(Vec<Bytes>),
+    /// Replace a key with a set of these members (an empty list deletes it); replies
+    /// with the count.
+    StoreSet {
+        key: Bytes,
+        members: Vec<Bytes>,
+    },
     Keyspace(KeyspaceCommand),
     Stats,
     ResetStats,
@@ -152,6 +172,8 @@ pub enum ShardReply {
     Frame(Frame),
     Snapshot(Option<KeySnapshot>),
     Restored(bool),
+    /// Each key's members, `None` for a missing key.
+    MemberLists(Vec<Option<Vec<Bytes>>>),
     Keys(Vec<Bytes>),
     ScanPage {
         keys: Vec<Bytes>,
@@ -277,6 +299,8 @@ impl Shard {
             ShardOp::Key(cmd) => cmd.is_write(),
             ShardOp::MSet(_) | ShardOp::MSetNx(_) | ShardOp::Del(_) | ShardOp::Restore { .. } => true,
             ShardOp::Rename { .. } | ShardOp::Copy { .. } => true,
+            ShardOp::SetMove { .. } | ShardOp::StoreSet { .. } => true,
+            ShardOp::SetAlgebra { output, .. } => matches!(output, SetOutput::Store(_)),
             ShardOp::Keyspace(KeyspaceCommand::Flush) => true,
             _ => false,
         }
@@ -354,6 +378,15 @@ impl Shard {
                     Some(snapshot) => Frame::Integer(kv.restore(&mut ctx, dst, snapshot, replace) as i64),
                 }
             }
+            ShardOp::SetMove { src, dst, member } => kv.smove(&mut ctx, src, dst, member),
+            ShardOp::SetAlgebra { op, keys, output } => kv.set_algebra(&mut ctx, op, &keys, output),
+            ShardOp::SetMemberLists(keys) => {
+                return match kv.set_member_lists(&keys, now_ms) {
+                    Ok(lists) => ShardReply::MemberLists(lists),
+                    Err(error) => ShardReply::Frame(error),
+                };
+            }
+            ShardOp::StoreSet { key, members } => return ShardReply::Count(kv.store_set(&mut ctx, key, members)),
             ShardOp::Keyspace(cmd) => match cmd {
                 KeyspaceCommand::DbSize => return ShardReply::Count(kv.keys.len() as i64),
                 KeyspaceCommand::Flush => {
@@ -566,6 +599,7 @@ fn apply_key(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: KeyCommand, picks: &mut
         KeyCommand::Persist(key) => kv.persist(ctx, &key),
         KeyCommand::Type(key) => kv.type_of(&key, now_ms),
         KeyCommand::Hash(cmd) => kv.hash_command(ctx, cmd, picks),
+        KeyCommand::SetFamily(cmd) => kv.set_command(ctx, cmd, picks),
         KeyCommand::MemoryUsage(key) => kv.memory_usage(&key, now_ms),
         KeyCommand::ObjectEncoding(key) => kv.object_encoding(&key, now_ms),
     }
@@ -597,5 +631,25 @@ mod tests {
         shard.drain_deltas();
         assert!(matches!(shard.apply(ShardOp::MergeRemote(offered), 10), ShardReply::Count(_)));
         assert_eq!(shard.kv.keys.len(), 3);
+    }
+
+    #[test]
+    fn a_removed_set_member_leaves_a_tombstone_until_the_removal_is_stable() {
+        let mut config = ShardConfig::new(0, 1);
+        config.replicate = true;
+        let mut shard = Shard::new(config);
+        let b = |s: &'static str| Bytes::from_static(s.as_bytes());
+        let set = |cmd: crate::command::SetCommand| ShardOp::Key(KeyCommand::SetFamily(cmd));
+        let add = set(crate::command::SetCommand::Add { key: b("s"), members: vec![b("a"), b("b")] });
+        assert_eq!(shard.apply(add, 10), ShardReply::Frame(Frame::Integer(2)));
+        let rem = set(crate::command::SetCommand::Rem { key: b("s"), members: vec![b("a")] });
+        assert_eq!(shard.apply(rem, 11), ShardReply::Frame(Frame::Integer(1)));
+        let state = |shard: &Shard| shard.kv.keys.get(b"s", crate::engine::kv::key_hash(b"s")).map(|e| e.state.clone()).expect("s");
+        assert_eq!(state(&shard).element_tombstones(), 1);
+        let stable = state(&shard).causal_context();
+        assert_eq!(shard.apply(ShardOp::ForgetStable(stable), 12), ShardReply::Count(1));
+        assert_eq!(state(&shard).element_tombstones(), 0);
+        let members = shard.apply(set(crate::command::SetCommand::Members(b("s"))), 13);
+        assert_eq!(members, ShardReply::Frame(Frame::Set(vec![Frame::Bulk(b("b"))])));
     }
 }

@@ -16,7 +16,7 @@ use bytes::Bytes;
 
 use super::ServerState;
 use super::shard_thread::{SharedShard, apply_local};
-use crate::command::{KeyspaceCommand, MultiKeyCommand};
+use crate::command::{KeyCommand, KeyspaceCommand, MultiKeyCommand, SetAlgebra, SetCommand, SetOutput};
 use crate::engine::kv::keyspace::SLOT_SPACE;
 use crate::protocol::Frame;
 use crate::shard::{Shard, ShardOp, ShardReply};
@@ -231,6 +231,116 @@ pub async fn multi(access: &ShardAccess, command: MultiKeyCommand) -> Frame {
                     }
                 })
                 .await
+        }
+        MultiKeyCommand::SetMove { src, dst, member } => set_move(access, src, dst, member).await,
+        MultiKeyCommand::SetAlgebra { op, keys, output } => set_algebra(access, op, keys, output).await,
+    }
+}
+
+/// SMOVE: on one shard when both keys are there; across shards under the coordinator,
+/// with Redis's checks in Redis's order (a missing source answers 0 before the
+/// destination's type is looked at).
+async fn set_move(access: &ShardAccess, src: Bytes, dst: Bytes, member: Bytes) -> Frame {
+    let (from, to) = (access.shard_of(&src), access.shard_of(&dst));
+    if from == to {
+        return access.run_one(from, ShardOp::SetMove { src, dst, member }).await.into_frame();
+    }
+    access
+        .state
+        .coordinator
+        .run_atomic(vec![from, to], move |parked| {
+            // TYPE of both keys, then SREM: O(1) whatever the sets' sizes.
+            let type_of = |parked: &mut crate::shell::coordinator::Parked, shard: usize, key: &Bytes| match parked
+                .apply(shard, ShardOp::Key(KeyCommand::Type(key.clone())))
+            {
+                ShardReply::Frame(Frame::Simple(name)) => Ok(name),
+                other => Err(other.into_frame()),
+            };
+            let wrong_type = || crate::command::errors::error(crate::command::errors::WRONG_TYPE);
+            match type_of(parked, from, &src) {
+                Ok(name) if name.as_ref() == b"none" => return Frame::Integer(0),
+                Ok(name) if name.as_ref() == b"set" => {}
+                Ok(_) => return wrong_type(),
+                Err(error) => return error,
+            }
+            match type_of(parked, to, &dst) {
+                Ok(name) if name.as_ref() == b"none" || name.as_ref() == b"set" => {}
+                Ok(_) => return wrong_type(),
+                Err(error) => return error,
+            }
+            let rem = SetCommand::Rem { key: src, members: vec![member.clone()] };
+            let reply = parked.apply(from, ShardOp::Key(KeyCommand::SetFamily(rem))).into_frame();
+            if reply != Frame::Integer(1) {
+                return if reply.is_error() { reply } else { Frame::Integer(0) };
+            }
+            let add = SetCommand::Add { key: dst, members: vec![member] };
+            let reply = parked.apply(to, ShardOp::Key(KeyCommand::SetFamily(add))).into_frame();
+            if reply.is_error() { reply } else { Frame::Integer(1) }
+        })
+        .await
+}
+
+/// SINTER, SUNION, SDIFF, SINTERCARD and the STORE forms. All keys on one shard: run
+/// there, atomically. Across shards, reads gather each shard's member lists (each
+/// shard's part atomic, as MGET); a STORE runs under the coordinator, so that the
+/// destination is written from one consistent read of the sources.
+async fn set_algebra(access: &ShardAccess, op: SetAlgebra, keys: Vec<Bytes>, output: SetOutput) -> Frame {
+    let mut shards: Vec<usize> = keys.iter().map(|k| access.shard_of(k)).collect();
+    if let SetOutput::Store(dst) = &output {
+        shards.push(access.shard_of(dst));
+    }
+    shards.sort_unstable();
+    shards.dedup();
+    if let [shard] = shards[..] {
+        return access.run_one(shard, ShardOp::SetAlgebra { op, keys, output }).await.into_frame();
+    }
+    let limits = access.state.runtime.encoding_limits();
+    let limit = if let SetOutput::Count { limit } = output { limit } else { 0 };
+    let total = keys.len();
+    let groups: Vec<_> = access.group(keys, |k| k).into_iter().collect();
+    let gather = move |replies: Vec<ShardReply>, positions: Vec<Vec<usize>>| -> Result<Vec<Option<Vec<Bytes>>>, Frame> {
+        let mut lists: Vec<Option<Vec<Bytes>>> = vec![None; total];
+        for (reply, positions) in replies.into_iter().zip(positions) {
+            match reply {
+                ShardReply::MemberLists(found) => {
+                    for (list, position) in found.into_iter().zip(positions) {
+                        lists[position] = list;
+                    }
+                }
+                other => return Err(other.into_frame()),
+            }
+        }
+        Ok(lists)
+    };
+    match output {
+        SetOutput::Store(dst) => {
+            let to = access.shard_of(&dst);
+            access
+                .state
+                .coordinator
+                .run_atomic(shards, move |parked| {
+                    let mut replies = Vec::with_capacity(groups.len());
+                    let mut positions = Vec::with_capacity(groups.len());
+                    for (shard, (keys, pos)) in groups {
+                        replies.push(parked.apply(shard, ShardOp::SetMemberLists(keys)));
+                        positions.push(pos);
+                    }
+                    let lists = match gather(replies, positions) {
+                        Ok(lists) => lists,
+                        Err(error) => return error,
+                    };
+                    let members = crate::engine::kv::sets::combine(op, lists, 0);
+                    parked.apply(to, ShardOp::StoreSet { key: dst, members }).into_frame()
+                })
+                .await
+        }
+        output => {
+            let (ops, positions): (Vec<_>, Vec<_>) =
+                groups.into_iter().map(|(shard, (keys, pos))| ((shard, ShardOp::SetMemberLists(keys)), pos)).unzip();
+            match gather(access.run_groups(ops).await, positions) {
+                Ok(lists) => crate::engine::kv::sets::algebra_reply(&output, crate::engine::kv::sets::combine(op, lists, limit), &limits),
+                Err(error) => error,
+            }
         }
     }
 }

@@ -202,7 +202,7 @@ impl Elements {
     /// no entry here loses the writes it covers (they were removed here).
     pub fn merge(&mut self, other: &Elements, forgotten: &VersionVector) {
         if !self.removed.dominates(&other.removed) {
-            self.remove_observed(&other.removed);
+            self.remove_observed(&other.removed, false);
         }
         for (name, incoming) in &other.entries {
             self.merge_element(name, incoming, forgotten);
@@ -213,7 +213,7 @@ impl Elements {
         debug_assert!(incoming.is_element());
         let mut incoming = incoming.clone();
         if incoming.has_dot_covered_by(&self.removed) {
-            incoming.remove_observed(&self.removed);
+            incoming.remove_covered_values(&self.removed);
         }
         match self.entries.get_full_mut(name.as_ref()) {
             Some((_, stored_name, state)) => {
@@ -257,7 +257,10 @@ impl Elements {
 
     /// A whole-key remove that had seen `seen`: every element dot it covers goes, and
     /// an element left with nothing but covered history goes entirely.
-    pub fn remove_observed(&mut self, seen: &VersionVector) {
+    /// `absorb_counters`: the remove ran here, on the elements it held (a DEL, a SET
+    /// over the key, an expiry): it absorbs their increments. A remove merged from
+    /// elsewhere does not (see `KeyState::remove_covered_values`).
+    pub fn remove_observed(&mut self, seen: &VersionVector, absorb_counters: bool) {
         self.removed.merge(seen);
         let removed = &self.removed;
         let mut digest = self.digest;
@@ -268,7 +271,11 @@ impl Elements {
             }
             digest ^= element_digest(name, state);
             let was_live = state.exists();
-            state.remove_observed(removed);
+            if absorb_counters {
+                state.remove_observed(removed);
+            } else {
+                state.remove_covered_values(removed);
+            }
             let keep = canonical(state, removed);
             if keep {
                 digest ^= element_digest(name, state);

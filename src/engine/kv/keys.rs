@@ -6,7 +6,8 @@ use bytes::Bytes;
 use super::glob::glob_match;
 use super::hashes::hash_encoding;
 use super::keyspace::SLOT_SPACE;
-use super::value::{KeyKind, SetTtl};
+use super::sets::set_encoding;
+use super::value::{KeyKind, MEMBER_MARK, SetTtl};
 use super::{KeyState, KvEngine, StrVal, WriteCtx, key_hash};
 use crate::command::errors::{self, invalid_expire};
 use crate::command::{ExpireCondition, TimeUnit};
@@ -25,12 +26,15 @@ pub enum SnapshotValue {
     String(StrVal),
     /// Fields and values, in the hash's order.
     Hash(Vec<(Bytes, StrVal)>),
+    /// Members, in the set's order.
+    Set(Vec<Bytes>),
 }
 
 /// The type name TYPE and SCAN TYPE use.
 pub fn type_name(state: &KeyState) -> &'static str {
     match state.kind() {
         Some(KeyKind::Hash) => "hash",
+        Some(KeyKind::Set) => "set",
         Some(KeyKind::String) | None => "string",
     }
 }
@@ -113,10 +117,12 @@ impl KvEngine {
 
     pub fn object_encoding(&mut self, key: &[u8], now_ms: u64) -> Frame {
         let limits = self.encoding;
-        if let Some(state) = self.live(key, key_hash(key), now_ms)
-            && state.kind() == Some(KeyKind::Hash)
-        {
-            return Frame::bulk_str(state.hash().map_or("listpack", |h| hash_encoding(h, &limits)));
+        if let Some(state) = self.live(key, key_hash(key), now_ms) {
+            match state.kind() {
+                Some(KeyKind::Hash) => return Frame::bulk_str(state.hash().map_or("listpack", |h| hash_encoding(h, &limits))),
+                Some(KeyKind::Set) => return Frame::bulk_str(state.set_members().map_or("intset", |s| set_encoding(s, &limits))),
+                _ => {}
+            }
         }
         match self.read_value(key, now_ms) {
             None => Frame::Null,
@@ -137,8 +143,9 @@ impl KvEngine {
         let element = std::mem::size_of::<KeyState>() + 32;
         let value_bytes = |s: &KeyState| s.read().map_or(0, |v| v.len());
         let fields: usize = state.hash().map_or(0, |h| h.entries().map(|(f, s)| element + f.len() + value_bytes(s)).sum());
+        let members: usize = state.set_members().map_or(0, |h| h.entries().map(|(m, _)| element + m.len()).sum());
         let string = if state.kind() == Some(KeyKind::String) { value_bytes(state) } else { 0 };
-        Frame::Integer((ENTRY_BYTES + std::mem::size_of::<KeyState>() + key.len() + string + fields) as i64)
+        Frame::Integer((ENTRY_BYTES + std::mem::size_of::<KeyState>() + key.len() + string + fields + members) as i64)
     }
 
     /// DEL/UNLINK for the keys of this shard: how many existed.
@@ -157,6 +164,7 @@ impl KvEngine {
         let value = match state.kind()? {
             KeyKind::String => SnapshotValue::String(state.read()?),
             KeyKind::Hash => SnapshotValue::Hash(state.hash()?.iter().filter_map(|(f, s)| Some((f.clone(), s.read()?))).collect()),
+            KeyKind::Set => SnapshotValue::Set(state.set_members()?.iter().map(|(m, _)| m.clone()).collect()),
         };
         Some(KeySnapshot { value, expire_at_ms: state.expire_at_ms() })
     }
@@ -186,6 +194,20 @@ impl KvEngine {
                 let elements = state.hash_mut();
                 for (field, value) in fields {
                     elements.write(&field, |s| s.set(dot, value, SetTtl::Keep));
+                }
+                if let SetTtl::At(at_ms) = ttl {
+                    state.expire_at(ctx.next_dot(), at_ms);
+                }
+                self.commit_new(ctx, key, hash, state);
+            }
+            SnapshotValue::Set(members) => {
+                // As for a hash: the old key goes whole, the members are added anew.
+                if state.exists() || !state.is_blank() {
+                    state.delete(dot);
+                }
+                let elements = state.set_mut();
+                for member in members {
+                    elements.write(&member, |s| s.set(dot, MEMBER_MARK, SetTtl::Keep));
                 }
                 if let SetTtl::At(at_ms) = ttl {
                     state.expire_at(ctx.next_dot(), at_ms);

@@ -230,7 +230,7 @@ impl Keyspace {
 
     /// Note a stored state's element tombstones (one branch for a string key).
     fn note_element_tombstones(set: &mut hashbrown::HashSet<Bytes, foldhash::fast::FixedState>, key: &Bytes, state: &KeyState) {
-        if state.hash().is_some_and(|h| h.tombstones() > 0) && !set.contains(key) {
+        if state.element_tombstones() > 0 && !set.contains(key) {
             set.insert(key.clone());
         }
     }

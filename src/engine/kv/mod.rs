@@ -11,6 +11,7 @@ pub mod hashes;
 pub mod keys;
 pub mod keyspace;
 pub mod merkle;
+pub mod sets;
 pub mod strings;
 pub mod value;
 #[cfg(test)]
@@ -200,7 +201,7 @@ impl KvEngine {
             tombstone.remove_observed(&seen);
             state.merge(&tombstone);
         }
-        let part_only = !whole && state.hash().is_some();
+        let part_only = !whole && state.has_collection();
         if state.exists() {
             let entry = self.keys.put(&key, hash, state);
             drop(key);
@@ -232,7 +233,9 @@ impl KvEngine {
         };
         let dot = ctx.next_dot();
         state.delete(dot);
-        self.commit(ctx, key.clone(), hash, state);
+        // Whole: what is left of a collection's elements are the counter floors the
+        // DEL absorbed, which its peers need (a merged remove absorbs nothing itself).
+        self.commit_new(ctx, key.clone(), hash, state);
         true
     }
 
@@ -249,10 +252,10 @@ impl KvEngine {
         let keep_tombstones = self.keep_tombstones;
         match self.keys.update(&key, hash, |_, state| {
             state.merge_forgetting(&incoming, forgotten);
-            if !keep_tombstones && state.hash().is_some_and(|h| h.tombstones() > 0) {
-                // Replayed history of a lone node: a removed field leaves nothing, as
-                // it did when it was removed (and a field set again goes last, as then).
-                state.hash_mut().drop_tombstones();
+            if !keep_tombstones && state.element_tombstones() > 0 {
+                // Replayed history of a lone node: a removed element leaves nothing, as
+                // it did when it was removed (and one added again goes last, as then).
+                state.drop_element_tombstones();
             }
             state.exists()
         }) {
@@ -277,8 +280,8 @@ impl KvEngine {
                 }
                 // Keys reach here decoded: an exact-size copy.
                 if state.exists() {
-                    if !self.keep_tombstones && state.hash().is_some_and(|h| h.tombstones() > 0) {
-                        state.hash_mut().drop_tombstones();
+                    if !self.keep_tombstones && state.element_tombstones() > 0 {
+                        state.drop_element_tombstones();
                     }
                     self.keys.insert_new_owned(key, hash, state);
                 } else if self.keep_tombstones && !self.forgotten.dominates(&state.causal_context()) {
@@ -333,8 +336,8 @@ impl KvEngine {
         let mut dropped = 0;
         for key in self.keys.take_element_tombstone_keys() {
             self.keys.update(&key, key_hash(&key), |_, state| {
-                if state.hash().is_some_and(|h| h.tombstones() > 0) {
-                    dropped += state.hash_mut().forget_stable(stable);
+                if state.element_tombstones() > 0 {
+                    dropped += state.forget_stable_elements(stable);
                 }
             });
         }

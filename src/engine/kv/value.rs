@@ -1,5 +1,6 @@
-//! The replicated state of one string key: register, counters and TTL together
-//! (DESIGN §5 rows String, Counter, Float counter, TTL, Whole key).
+//! The replicated state of one key: register, counters and TTL together (DESIGN §5
+//! rows String, Counter, Float counter, TTL, Whole key), and a hash's fields or a
+//! set's members as [`Elements`] parts (rows Hash, Set, Type clash).
 //!
 //! `KeyState` is a delta-state CRDT. Every local operation takes a fresh [`Dot`] and
 //! yields the new key state, which is also the delta shipped to peers and storage.
@@ -155,13 +156,21 @@ pub struct KeyState {
     ttl: TtlRegister,
     /// A hash's fields (`None` for a string key, and for every element state).
     hash: Option<Box<Elements>>,
+    /// A set's members (`None` for other keys, and for every element state): each
+    /// member an element whose register holds [`MEMBER_MARK`].
+    set: Option<Box<Elements>>,
 }
+
+/// What a set member's register holds: a member exists iff its element does, so the
+/// value itself carries nothing.
+pub const MEMBER_MARK: StrVal = StrVal::Int(1);
 
 /// Which type a key reads as.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum KeyKind {
     String,
     Hash,
+    Set,
 }
 
 impl KeyState {
@@ -182,15 +191,30 @@ impl KeyState {
     /// Observed-remove with a context and no new write (FLUSHALL replay): drop every
     /// value and TTL write `seen` covers and absorb the counter slots it covers.
     pub fn remove_observed(&mut self, seen: &VersionVector) {
-        if let Some(hash) = self.hash.as_deref_mut() {
-            hash.remove_observed(seen);
+        for part in self.collections_mut() {
+            part.remove_observed(seen, true);
         }
+        self.remove_covered(seen, true);
+    }
+
+    /// [`KeyState::remove_observed`] of an element by its collection's whole-key
+    /// `removed` context, merged from elsewhere: values and TTL writes it covers go,
+    /// counter slots stay. Why: a whole-key remove covers an element's writes by a
+    /// version vector, and with element-sized deltas it may cover a slot's stamp
+    /// without having held the slot's sum at that stamp; absorbing the sum held here
+    /// would make the result depend on arrival order. What the remove did hold it
+    /// absorbed where it ran, and ships as the element's floor.
+    pub fn remove_covered_values(&mut self, seen: &VersionVector) {
+        self.remove_covered(seen, false);
+    }
+
+    fn remove_covered(&mut self, seen: &VersionVector, absorb_counters: bool) {
         let mut ctx = self.string_context();
         let empty: MvRegister<StrVal> = MvRegister::new();
         self.value.merge(&ctx, &empty, seen);
         let empty_ttl: TtlRegister = MvRegister::new();
         self.ttl.merge(&ctx, &empty_ttl, seen);
-        if let Some(c) = self.counters.as_deref_mut() {
+        if absorb_counters && let Some(c) = self.counters.as_deref_mut() {
             c.ints.absorb_covered(seen);
             c.floats.absorb_covered(seen);
         }
@@ -201,9 +225,7 @@ impl KeyState {
 
     /// Whether `seen` covers some value, TTL write or unabsorbed increment held here.
     pub fn has_dot_covered_by(&self, seen: &VersionVector) -> bool {
-        if let Some(hash) = self.hash.as_deref()
-            && hash.entries().any(|(_, element)| element.has_dot_covered_by(seen))
-        {
+        if self.collections().any(|part| part.entries().any(|(_, element)| element.has_dot_covered_by(seen))) {
             return true;
         }
         self.value.dots().chain(self.ttl.dots()).any(|d| seen.covers(d))
@@ -230,15 +252,9 @@ impl KeyState {
     /// What is left of this state once it expires: removal metadata that, merged
     /// anywhere, removes exactly what expired and nothing written after.
     pub fn expired_tombstone(&self) -> KeyState {
-        // The elements are left out before the copy: the tombstone's context covers
-        // them all, and a big collection is not copied to be thrown away.
-        let mut tombstone = KeyState {
-            ctx: self.ctx.clone(),
-            value: self.value.clone(),
-            counters: self.counters.clone(),
-            ttl: self.ttl.clone(),
-            hash: self.hash.as_deref().map(|h| Box::new(h.without_entries())),
-        };
+        // Elements included: an element's counter increments are absorbed where the
+        // remove ran, as floors the tombstone carries (a merged remove absorbs none).
+        let mut tombstone = self.clone();
         tombstone.remove_observed(&self.causal_context());
         debug_assert!(!tombstone.exists());
         tombstone
@@ -253,12 +269,48 @@ impl KeyState {
             counters: self.counters.clone(),
             ttl: self.ttl.clone(),
             hash: self.hash.as_deref().map(|h| Box::new(h.without_entries())),
+            set: self.set.as_deref().map(|h| Box::new(h.without_entries())),
         }
     }
 
     /// A delta carrying only these hash fields' states.
     pub fn hash_delta(fields: impl IntoIterator<Item = (Bytes, KeyState)>) -> KeyState {
         KeyState { hash: Some(Box::new(Elements::only(fields))), ..KeyState::default() }
+    }
+
+    /// A delta carrying only these set members' states.
+    pub fn set_delta(members: impl IntoIterator<Item = (Bytes, KeyState)>) -> KeyState {
+        KeyState { set: Some(Box::new(Elements::only(members))), ..KeyState::default() }
+    }
+
+    /// The collection parts held (hash, set), for what treats them alike.
+    fn collections(&self) -> impl Iterator<Item = &Elements> + '_ {
+        self.hash.as_deref().into_iter().chain(self.set.as_deref())
+    }
+
+    fn collections_mut(&mut self) -> impl Iterator<Item = &mut Elements> + '_ {
+        self.hash.as_deref_mut().into_iter().chain(self.set.as_deref_mut())
+    }
+
+    /// Whether the key has a collection part (its writes ship element-sized deltas).
+    pub fn has_collection(&self) -> bool {
+        self.hash.is_some() || self.set.is_some()
+    }
+
+    /// Element tombstones held over every collection part.
+    pub fn element_tombstones(&self) -> usize {
+        self.collections().map(|c| c.tombstones()).sum()
+    }
+
+    /// Drop the element tombstones `stable` covers in every collection part (GC);
+    /// returns how many.
+    /// Drop every element tombstone (a node without peers keeps none).
+    pub fn drop_element_tombstones(&mut self) {
+        self.collections_mut().for_each(|c| c.drop_tombstones());
+    }
+
+    pub fn forget_stable_elements(&mut self, stable: &VersionVector) -> usize {
+        self.collections_mut().map(|c| c.forget_stable(stable)).sum()
     }
 
     /// Drop the explicit context entries `covered` covers (an element under its
@@ -274,12 +326,12 @@ impl KeyState {
 
     /// Whether this is a valid element state: no TTL, no elements of its own.
     pub fn is_element(&self) -> bool {
-        self.ttl.is_empty() && self.hash.is_none()
+        self.ttl.is_empty() && self.hash.is_none() && self.set.is_none()
     }
 
     /// Nothing at all: no value, no history.
     pub fn is_blank(&self) -> bool {
-        self.ctx.is_empty() && self.value.is_empty() && self.counters.is_none() && self.ttl.is_empty() && self.hash.is_none()
+        self.ctx.is_empty() && self.value.is_empty() && self.counters.is_none() && self.ttl.is_empty() && !self.has_collection()
     }
 
     /// A hash's fields, if the key has ever held one.
@@ -294,15 +346,35 @@ impl KeyState {
     /// Rebuild with decoded hash fields (codec).
     pub fn with_hash(mut self, hash: Option<Elements>) -> KeyState {
         self.hash = hash.map(Box::new);
-        self.normalize_hash();
+        self.normalize_collections();
+        self
+    }
+
+    /// A set's members, if the key has ever held one.
+    pub fn set_members(&self) -> Option<&Elements> {
+        self.set.as_deref()
+    }
+
+    pub fn set_mut(&mut self) -> &mut Elements {
+        self.set.get_or_insert_with(Default::default)
+    }
+
+    /// Rebuild with decoded set members (codec).
+    pub fn with_set(mut self, set: Option<Elements>) -> KeyState {
+        self.set = set.map(Box::new);
+        self.normalize_collections();
         self
     }
 
     /// A collection part holding nothing and no history is no part at all (so equal
     /// states compare and digest equal).
-    fn normalize_hash(&mut self) {
-        if self.hash.as_deref().is_some_and(|h| h.entries_len() == 0 && h.removed().is_empty()) {
+    fn normalize_collections(&mut self) {
+        let blank = |part: &Option<Box<Elements>>| part.as_deref().is_some_and(|h| h.entries_len() == 0 && h.removed().is_empty());
+        if blank(&self.hash) {
             self.hash = None;
+        }
+        if blank(&self.set) {
+            self.set = None;
         }
     }
 
@@ -322,25 +394,46 @@ impl KeyState {
         newest
     }
 
-    /// Which type the key reads as, if it exists. When concurrent writes left both a
-    /// string and a hash (SET ∥ HSET), the type written at the later `(hlc, node)` wins
-    /// (DESIGN §5, type clash); the other part stays until a write removes it.
+    /// Which type the key reads as, if it exists. When concurrent writes left more than
+    /// one type (SET ∥ HSET ∥ SADD), the type whose newest live write has the largest
+    /// `(hlc, node)` wins (DESIGN §5, type clash); the other parts stay until a write
+    /// removes them.
     pub fn kind(&self) -> Option<KeyKind> {
         let hash_live = self.hash.as_deref().is_some_and(|h| !h.is_empty());
-        match (self.string_exists(), hash_live) {
-            (false, false) => None,
-            (true, false) => Some(KeyKind::String),
-            (false, true) => Some(KeyKind::Hash),
-            (true, true) => {
-                let hash_newest = self.hash.as_deref().and_then(|h| h.newest_live_dot());
-                if hash_newest > self.newest_dot() { Some(KeyKind::Hash) } else { Some(KeyKind::String) }
+        let set_live = self.set.as_deref().is_some_and(|h| !h.is_empty());
+        match (self.string_exists(), hash_live, set_live) {
+            (false, false, false) => None,
+            (true, false, false) => Some(KeyKind::String),
+            (false, true, false) => Some(KeyKind::Hash),
+            (false, false, true) => Some(KeyKind::Set),
+            (string, hash, set) => {
+                // A clash (rare): compare the newest live dot of each type present.
+                let mut best: Option<(Option<Dot>, KeyKind)> = None;
+                let mut consider = |newest: Option<Dot>, kind: KeyKind| {
+                    if best.is_none_or(|(b, _)| newest > b) {
+                        best = Some((newest, kind));
+                    }
+                };
+                if string {
+                    consider(self.newest_dot(), KeyKind::String);
+                }
+                if hash {
+                    consider(self.hash.as_deref().and_then(|h| h.newest_live_dot()), KeyKind::Hash);
+                }
+                if set {
+                    consider(self.set.as_deref().and_then(|h| h.newest_live_dot()), KeyKind::Set);
+                }
+                best.map(|(_, kind)| kind)
             }
         }
     }
 
-    /// Whether the string part and a collection part both exist (a type clash).
+    /// Whether more than one type's part exists (a type clash).
     pub fn has_type_clash(&self) -> bool {
-        self.string_exists() && self.hash.as_deref().is_some_and(|h| !h.is_empty())
+        let parts = self.string_exists() as u8
+            + self.hash.as_deref().is_some_and(|h| !h.is_empty()) as u8
+            + self.set.as_deref().is_some_and(|h| !h.is_empty()) as u8;
+        parts > 1
     }
 
     pub fn parts(&self) -> KeyStatePartsRef<'_> {
@@ -374,6 +467,7 @@ impl KeyState {
             counters,
             ttl: MvRegister::from_entries(parts.ttl)?,
             hash: None,
+            set: None,
         };
         if !state.ctx.is_empty() {
             state.normalize_context();
@@ -383,7 +477,7 @@ impl KeyState {
 
     /// Whether the key exists (a state that exists only as removal metadata does not).
     pub fn exists(&self) -> bool {
-        self.string_exists() || self.hash.as_deref().is_some_and(|h| !h.is_empty())
+        self.string_exists() || self.collections().any(|c| !c.is_empty())
     }
 
     /// The value a GET returns, or `None` when the key does not exist.
@@ -450,8 +544,8 @@ impl KeyState {
                 max = max.max(hlc);
             }
         }
-        if let Some(hash) = &self.hash {
-            max = max.max(hash.max_hlc());
+        for part in self.collections() {
+            max = max.max(part.max_hlc());
         }
         max
     }
@@ -468,8 +562,8 @@ impl KeyState {
                 newest = newest.max(hlc);
             }
         }
-        if let Some(hash) = &self.hash {
-            newest = newest.max(hash.newest_stamp_of(node));
+        for part in self.collections() {
+            newest = newest.max(part.newest_stamp_of(node));
         }
         newest
     }
@@ -478,8 +572,8 @@ impl KeyState {
     /// included (what a remove of the whole key has seen).
     pub fn causal_context(&self) -> VersionVector {
         let mut ctx = self.string_context();
-        if let Some(hash) = &self.hash {
-            ctx.merge(&hash.context());
+        for part in self.collections() {
+            ctx.merge(&part.context());
         }
         ctx
     }
@@ -570,9 +664,9 @@ impl KeyState {
 
     /// A local write of the whole key (SET, DEL) replaces every element it has seen.
     fn remove_observed_elements(&mut self) {
-        if let Some(hash) = self.hash.as_deref_mut() {
-            let seen = hash.context();
-            hash.remove_observed(&seen);
+        for part in self.collections_mut() {
+            let seen = part.context();
+            part.remove_observed(&seen, true);
         }
     }
 
@@ -596,7 +690,12 @@ impl KeyState {
     pub fn merge_forgetting(&mut self, other: &KeyState, forgotten: &VersionVector) {
         if let Some(theirs) = other.hash.as_deref() {
             self.hash_mut().merge(theirs, forgotten);
-            self.normalize_hash();
+        }
+        if let Some(theirs) = other.set.as_deref() {
+            self.set_mut().merge(theirs, forgotten);
+        }
+        if other.has_collection() {
+            self.normalize_collections();
         }
         let self_ctx = self.string_context();
         let other_ctx = other.string_context();
@@ -655,15 +754,17 @@ impl KeyState {
                 TtlWrite::Persist => feed(&[1]),
             }
         }
-        if let Some(hash) = self.hash.as_deref() {
-            // Elements enter through their XOR, kept write by write: O(1) per write.
-            feed(&[2]);
-            feed(&(hash.removed().len() as u32).to_le_bytes());
-            for d in hash.removed().iter() {
+        // Elements enter through their XOR, kept write by write: O(1) per write. Tag 2
+        // is a hash part, 3 a set part.
+        for (tag, part) in [(2u8, self.hash.as_deref()), (3u8, self.set.as_deref())] {
+            let Some(part) = part else { continue };
+            feed(&[tag]);
+            feed(&(part.removed().len() as u32).to_le_bytes());
+            for d in part.removed().iter() {
                 dot(d, feed);
             }
-            feed(&(hash.entries_len() as u64).to_le_bytes());
-            feed(&hash.digest().to_le_bytes());
+            feed(&(part.entries_len() as u64).to_le_bytes());
+            feed(&part.digest().to_le_bytes());
         }
         if let Some(c) = self.counters.as_deref().filter(|c| !(c.ints.is_empty() && c.floats.is_empty())) {
             for slots in [c.ints.slots(), c.ints.floor()] {

@@ -1,12 +1,12 @@
-//! Property tests: the merge laws of DESIGN §5 for string and hash keys (registers,
-//! counters, TTL, hash fields, whole-key delete, type clashes), that applying the
+//! Property tests: the merge laws of DESIGN §5 for string, hash and set keys
+//! (registers, counters, TTL, hash fields, set members, whole-key delete, type clashes), that applying the
 //! element-sized deltas in any order equals merging the full states, and the
 //! concurrent outcomes users are promised.
 
 use bytes::Bytes;
 use proptest::prelude::*;
 
-use super::value::{KeyState, SetTtl, StrVal};
+use super::value::{KeyKind, KeyState, MEMBER_MARK, SetTtl, StrVal};
 use crate::crdt::{Dot, Hlc, HlcClock, NodeId};
 
 /// One step of a random multi-replica history.
@@ -25,6 +25,10 @@ enum Step {
     HIncr(usize, u8, i64),
     /// HDEL of field .1 (when it exists).
     HDel(usize, u8),
+    /// SADD of member .1 (a new dot even when it is there).
+    SAdd(usize, u8),
+    /// SREM of member .1 (when it exists).
+    SRem(usize, u8),
     /// Merge replica .0's state into replica .1.
     Sync(usize, usize),
     /// Merge one of replica .0's deltas (picked by .2) into replica .1: deltas arrive
@@ -47,6 +51,8 @@ fn step() -> impl Strategy<Value = Step> {
         (r.clone(), 0u8..3, -5i64..5).prop_map(|(r, f, v)| Step::HSet(r, f, v)),
         (r.clone(), 0u8..3, -3i64..4).prop_map(|(r, f, v)| Step::HIncr(r, f, v)),
         (r.clone(), 0u8..3).prop_map(|(r, f)| Step::HDel(r, f)),
+        (r.clone(), 0u8..3).prop_map(|(r, m)| Step::SAdd(r, m)),
+        (r.clone(), 0u8..3).prop_map(|(r, m)| Step::SRem(r, m)),
         (r.clone(), r.clone()).prop_map(|(a, b)| Step::Sync(a, b)),
         (r.clone(), r, 0usize..64).prop_map(|(a, b, i)| Step::Deliver(a, b, i)),
     ]
@@ -64,23 +70,38 @@ fn field(f: u8) -> Bytes {
     Bytes::from(vec![b'f', b'0' + f])
 }
 
+fn member(m: u8) -> Bytes {
+    Bytes::from(vec![b'm', b'0' + m])
+}
+
 impl Replica {
     /// A write to the whole key: ships the key's state, without its elements where the
     /// write did not touch them (as `KvEngine::commit` does).
     fn key_write(&mut self, dot: Dot, write: impl FnOnce(&mut KeyState, Dot), touches_elements: bool) {
         write(&mut self.state, dot);
-        let delta = if touches_elements || self.state.hash().is_none() { self.state.clone() } else { self.state.without_elements() };
+        let delta = if touches_elements || !self.state.has_collection() { self.state.clone() } else { self.state.without_elements() };
         self.deltas.push(delta);
     }
 
     /// A write to one hash field (when the key is not a string).
     fn field_write(&mut self, dot: Dot, f: u8, write: impl FnOnce(&mut KeyState, Dot)) {
-        if self.state.kind() == Some(super::value::KeyKind::String) {
+        if !matches!(self.state.kind(), None | Some(KeyKind::Hash)) {
             return;
         }
         let name = field(f);
         let part = self.state.hash_mut().write(&name, |s| write(s, dot));
         self.deltas.push(KeyState::hash_delta([(name, part)]));
+    }
+
+    /// A write to one set member (when the key is a set or absent), as the engine
+    /// ships it: the member's state alone.
+    fn member_write(&mut self, dot: Dot, m: u8, write: impl FnOnce(&mut KeyState, Dot)) {
+        if !matches!(self.state.kind(), None | Some(KeyKind::Set)) {
+            return;
+        }
+        let name = member(m);
+        let part = self.state.set_mut().write(&name, |s| write(s, dot));
+        self.deltas.push(KeyState::set_delta([(name, part)]));
     }
 }
 
@@ -107,14 +128,14 @@ fn run_into(steps: &[Step], replicas: &mut [Replica]) {
                 replicas[r].key_write(d, |s, d| s.set(d, StrVal::Raw(Bytes::from(vec![b'a' + v])), SetTtl::Keep), true);
             }
             Step::Incr(r, v) => {
-                if replicas[r].state.kind() == Some(super::value::KeyKind::Hash) {
+                if matches!(replicas[r].state.kind(), Some(KeyKind::Hash | KeyKind::Set)) {
                     continue;
                 }
                 let d = dot(&mut replicas[r]);
                 replicas[r].key_write(d, |s, d| s.incr_by(d, Hlc::ZERO, v), false);
             }
             Step::IncrFloat(r, v) => {
-                if replicas[r].state.kind() == Some(super::value::KeyKind::Hash) {
+                if matches!(replicas[r].state.kind(), Some(KeyKind::Hash | KeyKind::Set)) {
                     continue;
                 }
                 let d = dot(&mut replicas[r]);
@@ -141,13 +162,24 @@ fn run_into(steps: &[Step], replicas: &mut [Replica]) {
                 replicas[r].field_write(d, f, |s, d| s.incr_by(d, Hlc::ZERO, v));
             }
             Step::HDel(r, f) => {
-                if replicas[r].state.hash().and_then(|h| h.get(&field(f))).is_none()
-                    || replicas[r].state.kind() != Some(super::value::KeyKind::Hash)
-                {
+                if replicas[r].state.hash().and_then(|h| h.get(&field(f))).is_none() || replicas[r].state.kind() != Some(KeyKind::Hash) {
                     continue;
                 }
                 let d = dot(&mut replicas[r]);
                 replicas[r].field_write(d, f, |s, d| s.delete(d));
+            }
+            Step::SAdd(r, m) => {
+                let d = dot(&mut replicas[r]);
+                replicas[r].member_write(d, m, |s, d| s.set(d, MEMBER_MARK, SetTtl::Keep));
+            }
+            Step::SRem(r, m) => {
+                if replicas[r].state.set_members().and_then(|s| s.get(&member(m))).is_none()
+                    || replicas[r].state.kind() != Some(KeyKind::Set)
+                {
+                    continue;
+                }
+                let d = dot(&mut replicas[r]);
+                replicas[r].member_write(d, m, |s, d| s.delete(d));
             }
             Step::Deliver(from, to, i) => {
                 if replicas[from].deltas.is_empty() {
@@ -365,4 +397,60 @@ proptest! {
             }
         }
     }
+}
+
+fn with_members(members: &[(&'static [u8], Dot)]) -> KeyState {
+    let mut s = KeyState::new();
+    for (m, d) in members {
+        s.set_mut().write(&Bytes::from_static(m), |e| e.set(*d, MEMBER_MARK, SetTtl::Keep));
+    }
+    s
+}
+
+fn members_of(s: &KeyState) -> Vec<Bytes> {
+    let mut all: Vec<Bytes> = s.set_members().map(|m| m.iter().map(|(m, _)| m.clone()).collect()).unwrap_or_default();
+    all.sort();
+    all
+}
+
+#[test]
+fn sadd_concurrent_with_srem_of_the_same_member_keeps_it() {
+    let base = with_members(&[(b"a", dot(1, 1))]);
+    let mut adder = base.clone();
+    adder.set_mut().write(&Bytes::from_static(b"a"), |e| e.set(dot(2, 2), MEMBER_MARK, SetTtl::Keep));
+    let mut remover = base.clone();
+    remover.set_mut().write(&Bytes::from_static(b"a"), |e| e.delete(dot(3, 1)));
+    assert!(members_of(&remover).is_empty());
+    // The SREM is later by the clock but had not seen node 2's add: add wins.
+    assert_eq!(members_of(&merged(&adder, &remover)), vec![Bytes::from_static(b"a")]);
+    assert_eq!(merged(&adder, &remover), merged(&remover, &adder));
+}
+
+#[test]
+fn srem_removes_only_the_members_it_observed() {
+    let base = with_members(&[(b"a", dot(1, 1))]);
+    let mut remover = base.clone();
+    remover.set_mut().write(&Bytes::from_static(b"a"), |e| e.delete(dot(3, 1)));
+    let mut adder = base.clone();
+    adder.set_mut().write(&Bytes::from_static(b"b"), |e| e.set(dot(2, 2), MEMBER_MARK, SetTtl::Keep));
+    assert_eq!(members_of(&merged(&remover, &adder)), vec![Bytes::from_static(b"b")]);
+    assert_eq!(merged(&remover, &adder).kind(), Some(KeyKind::Set));
+}
+
+#[test]
+fn a_type_clash_between_a_set_a_hash_and_a_string_shows_the_latest_type() {
+    let set = with_members(&[(b"a", dot(5, 1))]);
+    let mut string = KeyState::new();
+    string.set(dot(4, 2), StrVal::Int(1), SetTtl::Clear);
+    let mut hash = KeyState::new();
+    hash.hash_mut().write(&Bytes::from_static(b"f"), |e| e.set(dot(3, 3), StrVal::Int(1), SetTtl::Keep));
+    let all = merged(&merged(&set, &string), &hash);
+    assert_eq!(all.kind(), Some(KeyKind::Set));
+    assert!(all.has_type_clash());
+    assert_eq!(all, merged(&merged(&hash, &set), &string));
+    // A later SET over the key replaces every member it had seen.
+    let mut overwritten = all.clone();
+    overwritten.set(dot(9, 2), StrVal::Int(7), SetTtl::Clear);
+    assert_eq!(overwritten.kind(), Some(KeyKind::String));
+    assert!(!overwritten.has_type_clash());
 }
