@@ -319,6 +319,8 @@ const DELTA_SHARD_FLUSH: u8 = 4;
 /// whole-key removes saw and the elements (name, element state). Strings keep kind 1,
 /// so what was stored before hashes existed reads as it did.
 const DELTA_KEY_WITH_HASH: u8 = 5;
+/// A collection of element tombstones (`Delta::Forget { elements: true }`).
+const DELTA_FORGET_ELEMENTS: u8 = 7;
 /// A key state with a set part (and perhaps a hash part, after a type clash): the key
 /// state, a byte of flags (`PART_HASH`, `PART_SET`), then each part flagged, hash first,
 /// as kind 5 writes one. Kinds 1 and 5 stay as they were for keys without a set.
@@ -425,8 +427,8 @@ pub fn write_delta(w: &mut Writer, delta: &Delta) {
             w.u16(scope.count);
             write_vv(w, seen);
         }
-        Delta::Forget { below } => {
-            w.u8(DELTA_FORGET);
+        Delta::Forget { below, elements } => {
+            w.u8(if *elements { DELTA_FORGET_ELEMENTS } else { DELTA_FORGET });
             write_vv(w, below);
         }
     }
@@ -463,7 +465,8 @@ pub fn read_delta(r: &mut Reader) -> Result<Delta, DecodeError> {
             }
             Ok(Delta::Flush { seen: read_vv(r)?, scope: ShardScope { index, count } })
         }
-        DELTA_FORGET => Ok(Delta::Forget { below: read_vv(r)? }),
+        DELTA_FORGET => Ok(Delta::Forget { below: read_vv(r)?, elements: false }),
+        DELTA_FORGET_ELEMENTS => Ok(Delta::Forget { below: read_vv(r)?, elements: true }),
         other => err(format!("unknown delta kind {other}")),
     }
 }
@@ -491,7 +494,8 @@ mod tests {
             Delta::Key { key: Bytes::from_static(b"k"), state: s.clone() },
             Delta::Flush { seen: s.causal_context(), scope: ShardScope::ALL },
             Delta::Flush { seen: s.causal_context(), scope: ShardScope { index: 2, count: 5 } },
-            Delta::Forget { below: s.causal_context() },
+            Delta::Forget { below: s.causal_context(), elements: false },
+            Delta::Forget { below: s.causal_context(), elements: true },
         ] {
             let mut w = Writer::default();
             write_delta(&mut w, &delta);

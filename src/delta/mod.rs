@@ -52,6 +52,8 @@ pub enum Delta {
     /// seen those writes and removed them). Local only: never sent to a peer.
     Forget {
         below: VersionVector,
+        /// Element tombstones (of collections) were collected, not key tombstones.
+        elements: bool,
     },
 }
 
@@ -61,7 +63,7 @@ impl Delta {
         match self {
             Delta::Key { state, .. } => state.max_hlc(),
             Delta::Flush { seen, .. } => seen.max_hlc(),
-            Delta::Forget { below } => below.max_hlc(),
+            Delta::Forget { below, .. } => below.max_hlc(),
         }
     }
 

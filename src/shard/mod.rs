@@ -412,7 +412,10 @@ impl Shard {
                     deltas.extend(kv.keys.tombstones().map(|(key, state)| Delta::Key { key: key.clone(), state: state.clone() }));
                     // So must what collected tombstones covered.
                     if !kv.forgotten().is_empty() {
-                        deltas.push(Delta::Forget { below: kv.forgotten().clone() });
+                        deltas.push(Delta::Forget { below: kv.forgotten().clone(), elements: false });
+                    }
+                    if !kv.forgotten_elements().is_empty() {
+                        deltas.push(Delta::Forget { below: kv.forgotten_elements().clone(), elements: true });
                     }
                 }
                 return ShardReply::Chunk { deltas, next };
@@ -420,11 +423,16 @@ impl Shard {
             ShardOp::DeltaMark => return ShardReply::Count(self.deltas.recorded_total() as i64),
             ShardOp::MergeRemote(deltas) => return self.merge_remote(deltas, now_ms),
             ShardOp::ForgetStable(stable) => {
-                let dropped = self.kv.forget_stable(&stable);
-                if dropped > 0 && self.deltas.is_recording() {
-                    self.deltas.forgot(&stable);
+                let (keys, elements) = self.kv.forget_stable(&stable);
+                if self.deltas.is_recording() {
+                    if keys > 0 {
+                        self.deltas.forgot(&stable, false);
+                    }
+                    if elements > 0 {
+                        self.deltas.forgot(&stable, true);
+                    }
                 }
-                return ShardReply::Count(dropped as i64);
+                return ShardReply::Count((keys + elements) as i64);
             }
             ShardOp::DrainOutbox { floor } => {
                 let batch = self.outbox.as_mut().map_or(OutboxBatch { deltas: Default::default(), overflowed: false }, |o| o.drain());
@@ -504,7 +512,7 @@ impl Shard {
         match delta {
             Delta::Key { key, state } => self.kv.merge_key(key, state),
             Delta::Flush { seen, scope } => self.kv.merge_flush(&seen, scope),
-            Delta::Forget { below } => self.kv.merge_forget(&below),
+            Delta::Forget { below, elements } => self.kv.merge_forget(&below, elements),
         }
     }
 

@@ -113,6 +113,11 @@ pub struct KvEngine {
     /// Everything dropped tombstones had covered (tombstone GC): a state arriving for a
     /// key with neither a live entry nor a tombstone loses every write this covers.
     forgotten: VersionVector,
+    /// The same for collected element tombstones: an element arriving where it has
+    /// neither entry nor tombstone loses every write this covers. Kept apart from
+    /// `forgotten`, which whole key states arriving for absent keys are filtered by, so
+    /// that collecting a hash field's tombstone never changes how string keys merge.
+    forgotten_elements: VersionVector,
     /// Tombstones dropped as causally stable since start.
     pub tombstones_dropped: u64,
     /// What OBJECT ENCODING reports, by size.
@@ -248,7 +253,7 @@ impl KvEngine {
             }
         }
         // In place when the key is here, moved in when it is not: no copies.
-        let forgotten = &self.forgotten;
+        let forgotten = &self.forgotten_elements;
         let keep_tombstones = self.keep_tombstones;
         match self.keys.update(&key, hash, |_, state| {
             state.merge_forgetting(&incoming, forgotten);
@@ -313,22 +318,31 @@ impl KvEngine {
 
     /// Tombstone GC: drop every tombstone whose causal context `stable` covers (every
     /// node has seen the removal and everything concurrent with it has arrived here).
-    /// Returns how many were dropped; `stable` is remembered only if one was.
-    pub fn forget_stable(&mut self, stable: &VersionVector) -> usize {
-        let dropped =
-            self.keys.drop_tombstones_where(|state| stable.dominates(&state.causal_context())) + self.forget_element_tombstones(stable);
-        if dropped > 0 {
+    /// Returns how many key tombstones and element tombstones were dropped; `stable` is
+    /// remembered (in `forgotten`, `forgotten_elements`) only where one was.
+    pub fn forget_stable(&mut self, stable: &VersionVector) -> (usize, usize) {
+        let keys = self.keys.drop_tombstones_where(|state| stable.dominates(&state.causal_context()));
+        let elements = self.forget_element_tombstones(stable);
+        if keys > 0 {
             self.forgotten.merge(stable);
-            self.tombstones_dropped += dropped as u64;
         }
-        dropped
+        if elements > 0 {
+            self.forgotten_elements.merge(stable);
+        }
+        self.tombstones_dropped += (keys + elements) as u64;
+        (keys, elements)
     }
 
-    /// Replay a recorded tombstone GC (recovery, checkpoints).
-    pub fn merge_forget(&mut self, below: &VersionVector) {
-        self.forgotten.merge(below);
-        self.keys.drop_tombstones_where(|state| below.dominates(&state.causal_context()));
-        self.forget_element_tombstones(below);
+    /// Replay a recorded tombstone GC (recovery, checkpoints): of key tombstones, or of
+    /// element tombstones.
+    pub fn merge_forget(&mut self, below: &VersionVector, elements: bool) {
+        if elements {
+            self.forgotten_elements.merge(below);
+            self.forget_element_tombstones(below);
+        } else {
+            self.forgotten.merge(below);
+            self.keys.drop_tombstones_where(|state| below.dominates(&state.causal_context()));
+        }
     }
 
     /// Drop the element tombstones of live collections that `stable` covers.
@@ -347,6 +361,11 @@ impl KvEngine {
     /// What dropped tombstones covered (a checkpoint carries it; see `forget_stable`).
     pub fn forgotten(&self) -> &VersionVector {
         &self.forgotten
+    }
+
+    /// What dropped element tombstones covered (a checkpoint carries it too).
+    pub fn forgotten_elements(&self) -> &VersionVector {
+        &self.forgotten_elements
     }
 
     /// This process's counter incarnation: the stamp of its first increment.
