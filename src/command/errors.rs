@@ -55,3 +55,13 @@ pub fn unknown_subcommand(sub: &[u8], container: &str) -> Frame {
 pub fn error(text: &'static str) -> Frame {
     Frame::static_error(text)
 }
+
+/// Most elements a random pick with repetition (HRANDFIELD, SRANDMEMBER with a negative
+/// count) returns in one reply. Redis has no bound and would stall for hours on
+/// `-9223372036854775807`; a shard must not. Past it, [`random_count_too_large`].
+pub const RANDOM_PICKS_MAX: i64 = 1 << 24;
+
+/// The error for a negative count past [`RANDOM_PICKS_MAX`].
+pub fn random_count_too_large() -> Frame {
+    Frame::error(format!("ERR value is out of range, value must between {} and {}", -RANDOM_PICKS_MAX, i64::MAX))
+}

@@ -167,6 +167,9 @@ fn parse_randfield(key: Bytes, a: &[Bytes]) -> Result<HashCommand, Frame> {
     if with_values && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
         return Err(Frame::static_error("ERR value is out of range"));
     }
+    if count < -errors::RANDOM_PICKS_MAX {
+        return Err(errors::random_count_too_large());
+    }
     Ok(HashCommand::RandField { key, count: Some(count), with_values })
 }
 
@@ -192,4 +195,24 @@ pub fn parse_element_scan(a: &mut [Bytes]) -> Result<ElementScan, Frame> {
         i += 2;
     }
     Ok(scan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::{Command, KeyCommand, parse_command};
+
+    fn args(line: &str) -> Vec<Bytes> {
+        line.split(' ').map(|w| Bytes::copy_from_slice(w.as_bytes())).collect()
+    }
+
+    #[test]
+    fn random_picks_with_repetition_are_bounded_and_within_the_bound_accepted() {
+        let within = parse_command(args(&format!("HRANDFIELD h {}", -errors::RANDOM_PICKS_MAX)));
+        assert!(matches!(within, Ok(Command::Key(KeyCommand::Hash(HashCommand::RandField { count: Some(_), .. })))));
+        for line in [format!("HRANDFIELD h {}", -errors::RANDOM_PICKS_MAX - 1), format!("SRANDMEMBER s {}", -errors::RANDOM_PICKS_MAX - 1)]
+        {
+            assert_eq!(parse_command(args(&line)), Err(errors::random_count_too_large()), "{line}");
+        }
+    }
 }

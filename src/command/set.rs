@@ -127,6 +127,9 @@ pub fn parse(id: CmdId, name: &'static str, a: &mut [Bytes]) -> Result<Command, 
                     if n == i64::MIN {
                         return Err(Frame::error(format!("ERR value is out of range, value must between {} and {}", -i64::MAX, i64::MAX)));
                     }
+                    if n < -errors::RANDOM_PICKS_MAX {
+                        return Err(errors::random_count_too_large());
+                    }
                     Some(n)
                 }
                 _ => return Err(errors::error(errors::SYNTAX)),
