@@ -39,8 +39,8 @@ pub enum Bug {
     /// A hash write's field-sized delta reaches the replication outbox but not the
     /// persistence log, so a restart loses the fields written since the last checkpoint.
     HashFieldsNotPersisted,
-    /// HDEL removes the field from the reply path but its delta revives it: the
-    /// element delta ships the field's state from before the delete.
+    /// HDEL (or SREM) removes the element here but its delta revives it: the element
+    /// delta ships the element's state from before the removal.
     HdelShipsOldField,
 }
 

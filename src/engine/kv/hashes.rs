@@ -7,6 +7,7 @@
 
 use bytes::Bytes;
 
+use super::collection_writes::Part;
 use super::elements::{Elements, ORDERED_ENTRIES_MAX};
 use super::glob::glob_match;
 use super::value::{KeyKind, SetTtl, format_float};
@@ -102,53 +103,11 @@ impl KvEngine {
         result.unwrap_or_else(|error| error)
     }
 
-    /// Apply field writes at one dot: in place on an existing hash (shipping the fields
-    /// written), or as a new key (shipping it whole). The caller has checked the type.
+    /// Apply field writes at one dot (see `collection_writes`).
     fn write_fields(&mut self, ctx: &mut WriteCtx, key: Bytes, writes: Vec<(Bytes, FieldWrite)>) {
-        debug_assert!(!writes.is_empty());
-        let hash = key_hash(&key);
-        let dot = ctx.next_dot();
-        let incarnation = if writes.iter().any(|(_, w)| w.increments()) { self.incarnation(dot) } else { Hlc::ZERO };
-        let keep_tombstones = self.keep_tombstones;
-        let updated = self.keys.update(&key, hash, |stored_key, state| {
-            let fields = state.hash_mut();
-            let mut parts = Vec::with_capacity(writes.len());
-            for (name, write) in &writes {
-                let before = fields.get(name).cloned();
-                let mut part = fields.write(name, |s| write.apply(dot, incarnation, s));
-                if crate::bugs::active(crate::bugs::Bug::HdelShipsOldField)
-                    && let (FieldWrite::Delete, Some(before)) = (write, before)
-                {
-                    part = before;
-                }
-                if !part.exists() && !keep_tombstones {
-                    // A lone node has no one to tell: a removed field leaves nothing.
-                    fields.drop_tombstone(name);
-                }
-                parts.push((name.clone(), part));
-            }
-            ctx.deltas.key_part_changed(stored_key, &KeyState::hash_delta(parts));
-            state.exists()
-        });
-        match updated {
-            Some(true) => {}
-            Some(false) => {
-                // The last field went: the key goes, its history kept as a tombstone.
-                if let Some(state) = self.keys.remove(&key, hash)
-                    && self.keep_tombstones
-                {
-                    self.keys.put_tombstone(key.clone(), hash, state);
-                }
-            }
-            None => {
-                let mut state = KeyState::new();
-                let fields = state.hash_mut();
-                for (name, write) in &writes {
-                    fields.write(name, |s| write.apply(dot, incarnation, s));
-                }
-                self.commit_new(ctx, key, hash, state);
-            }
-        }
+        let increments = writes.iter().any(|(_, w)| w.increments());
+        let (names, writes): (Vec<Bytes>, Vec<FieldWrite>) = writes.into_iter().unzip();
+        self.write_elements(ctx, key, Part::Hash, &names, increments, |i, dot, incarnation, s| writes[i].apply(dot, incarnation, s));
     }
 
     fn hset(&mut self, ctx: &mut WriteCtx, key: Bytes, pairs: Vec<(Bytes, Bytes)>, reply: HSetReply) -> Result<Frame, Frame> {

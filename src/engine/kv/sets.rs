@@ -17,6 +17,7 @@
 
 use bytes::Bytes;
 
+use super::collection_writes::Part;
 use super::elements::{Elements, ORDERED_ENTRIES_MAX};
 use super::glob::glob_match;
 use super::value::{KeyKind, MEMBER_MARK, SetTtl, parse_canonical_i64};
@@ -185,48 +186,9 @@ impl KvEngine {
         result.unwrap_or_else(|error| error)
     }
 
-    /// Apply member writes at one dot: in place on an existing set (shipping the
-    /// members written), or as a new key (shipping it whole). The caller has checked
-    /// the type.
+    /// Apply member writes at one dot (see `collection_writes`).
     fn write_members(&mut self, ctx: &mut WriteCtx, key: Bytes, members: &[Bytes], write: MemberWrite) {
-        debug_assert!(!members.is_empty());
-        let hash = key_hash(&key);
-        let dot = ctx.next_dot();
-        let keep_tombstones = self.keep_tombstones;
-        let updated = self.keys.update(&key, hash, |stored_key, state| {
-            let set = state.set_mut();
-            let mut parts = Vec::with_capacity(members.len());
-            for member in members {
-                let part = set.write(member, |s| write.apply(dot, s));
-                if !part.exists() && !keep_tombstones {
-                    // A lone node has no one to tell: a removed member leaves nothing.
-                    set.drop_tombstone(member);
-                }
-                parts.push((member.clone(), part));
-            }
-            ctx.deltas.key_part_changed(stored_key, &KeyState::set_delta(parts));
-            state.exists()
-        });
-        match updated {
-            Some(true) => {}
-            Some(false) => {
-                // The last member went: the key goes, its history kept as a tombstone.
-                if let Some(state) = self.keys.remove(&key, hash)
-                    && self.keep_tombstones
-                {
-                    self.keys.put_tombstone(key, hash, state);
-                }
-            }
-            None => {
-                let mut state = KeyState::new();
-                let set = state.set_mut();
-                for member in members {
-                    set.write(member, |s| write.apply(dot, s));
-                }
-                // The keyspace notes element tombstones wherever a state is stored.
-                self.commit_new(ctx, key, hash, state);
-            }
-        }
+        self.write_elements(ctx, key, Part::Set, members, false, |_, dot, _, s| write.apply(dot, s));
     }
 
     fn sadd(&mut self, ctx: &mut WriteCtx, key: Bytes, members: Vec<Bytes>) -> Result<Frame, Frame> {

@@ -274,6 +274,22 @@ impl KeyState {
     }
 
     /// A delta carrying only these hash fields' states.
+    /// The collection part `part` (created if absent).
+    pub fn part_mut(&mut self, part: super::collection_writes::Part) -> &mut Elements {
+        match part {
+            super::collection_writes::Part::Hash => self.hash_mut(),
+            super::collection_writes::Part::Set => self.set_mut(),
+        }
+    }
+
+    /// A delta carrying only these elements of part `part`.
+    pub fn part_delta(part: super::collection_writes::Part, elements: impl IntoIterator<Item = (Bytes, KeyState)>) -> KeyState {
+        match part {
+            super::collection_writes::Part::Hash => KeyState::hash_delta(elements),
+            super::collection_writes::Part::Set => KeyState::set_delta(elements),
+        }
+    }
+
     pub fn hash_delta(fields: impl IntoIterator<Item = (Bytes, KeyState)>) -> KeyState {
         KeyState { hash: Some(Box::new(Elements::only(fields))), ..KeyState::default() }
     }
