@@ -10,16 +10,18 @@ use bytes::Bytes;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::command::{KeyCommand, KeyspaceCommand, SetAlgebra, SetCondition, SetOutput, SetReply, TtlChange};
+use crate::command::{KeyCommand, KeyspaceCommand, SetCondition, SetOutput, SetReply, TtlChange};
 use crate::crdt::{Hlc, VersionVector};
 use crate::crdt::{HlcClock, NodeId};
 use crate::delta::outbox::{Outbox, OutboxBatch};
 use crate::delta::{Delta, DeltaLog, EncodedDeltas};
-use crate::engine::kv::keys::KeySnapshot;
-use crate::engine::kv::merkle::MerkleLeaves;
 use crate::engine::kv::{DeltaSink, KeyState, KvEngine, WriteCtx};
 use crate::protocol::Frame;
 use crate::routing;
+
+mod ops;
+
+pub use ops::{ShardOp, ShardReply, ShardStats};
 
 /// Keys expired per shard per tick at most, so one tick's work is bounded.
 pub const EXPIRE_KEYS_PER_TICK_MAX: usize = 1_000;
@@ -66,146 +68,6 @@ impl ShardConfig {
             outbox_eager_bytes: 64 << 10,
             max_clock_skew_ms: 2_000,
             shard_count: 1,
-        }
-    }
-}
-
-/// One operation on one shard. Single-key commands come whole; multi-key and keyspace
-/// commands come as this shard's part.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ShardOp {
-    Key(KeyCommand),
-    MGet(Vec<Bytes>),
-    MSet(Vec<(Bytes, Bytes)>),
-    /// Only sent when every key is on this shard (or the shard is parked).
-    MSetNx(Vec<(Bytes, Bytes)>),
-    Del(Vec<Bytes>),
-    CountExisting(Vec<Bytes>),
-    Snapshot(Bytes),
-    Restore {
-        key: Bytes,
-        snapshot: KeySnapshot,
-        replace: bool,
-    },
-    /// RENAME/COPY with both keys on this shard.
-    Rename {
-        src: Bytes,
-        dst: Bytes,
-        nx: bool,
-    },
-    Copy {
-        src: Bytes,
-        dst: Bytes,
-        replace: bool,
-    },
-    /// SMOVE with both keys on this shard.
-    SetMove {
-        src: Bytes,
-        dst: Bytes,
-        member: Bytes,
-    },
-    /// A multi-key set command with every key (and its destination) on this shard.
-    SetAlgebra {
-        op: SetAlgebra,
-        keys: Vec<Bytes>,
-        output: SetOutput,
-    },
-    /// The members of each of these set keys (`MemberLists`), or WRONGTYPE.
-    SetMemberLists(Vec<Bytes>),
-    /// Replace a key with a set of these members (an empty list deletes it); replies
-    /// with the count.
-    StoreSet {
-        key: Bytes,
-        members: Vec<Bytes>,
-    },
-    Keyspace(KeyspaceCommand),
-    Stats,
-    ResetStats,
-    /// Up to `count` keys' full states from slot position `cursor` (checkpoints).
-    ExportChunk {
-        cursor: u64,
-        count: usize,
-    },
-    /// The position of the newest recorded delta (WAITAOF's target).
-    DeltaMark,
-    /// Join key states (or flushes) received from a peer. Replies with the shard's
-    /// delta-stream position once they are recorded (see `DeltaMark`).
-    MergeRemote(Vec<Delta>),
-    /// Tombstone GC: drop the tombstones this causally stable vector covers.
-    ForgetStable(crate::crdt::VersionVector),
-    /// Local writes since the last call, for the next replication batch. The shard's
-    /// clock first moves up to `floor` (the highest clock of any shard at the previous
-    /// drain), so that one busy shard's clock does not hold the node's `stable` back.
-    DrainOutbox {
-        floor: Hlc,
-    },
-    /// This shard's anti-entropy leaves.
-    MerkleLeaves,
-    /// Every key state (live or tombstone) in these anti-entropy leaves.
-    ExportLeaves(Vec<u16>),
-}
-
-/// Figures a shard reports for INFO.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ShardStats {
-    pub keys: usize,
-    pub expiring_keys: usize,
-    pub expired_keys: u64,
-    pub keyspace_hits: u64,
-    pub keyspace_misses: u64,
-    pub deltas_produced: u64,
-    pub delta_log_len: usize,
-    pub delta_log_bytes: usize,
-    pub ops_applied: u64,
-    pub tombstones: usize,
-    /// Tombstones collected as causally stable since start.
-    pub tombstones_dropped: u64,
-    pub clock_skew_events: u64,
-    pub outbox_overflows: u64,
-    pub remote_deltas_merged: u64,
-    /// XOR of the Merkle leaves (of every key digest): equal on converged nodes.
-    pub keyspace_digest: u64,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum ShardReply {
-    Frame(Frame),
-    Snapshot(Option<KeySnapshot>),
-    Restored(bool),
-    /// Each key's members, `None` for a missing key.
-    MemberLists(Vec<Option<Vec<Bytes>>>),
-    Keys(Vec<Bytes>),
-    ScanPage {
-        keys: Vec<Bytes>,
-        next: u64,
-    },
-    RandomKey(Option<Bytes>),
-    Count(i64),
-    Stats(ShardStats),
-    /// A checkpoint chunk and the next cursor (`SLOT_SPACE` when done).
-    Chunk {
-        deltas: Vec<Delta>,
-        next: u64,
-    },
-    /// The outbox's batch and an HLC below which this shard will never stamp again.
-    Outbox {
-        batch: OutboxBatch,
-        stable: Hlc,
-    },
-    Merkle(MerkleLeaves),
-    Deltas(Vec<Delta>),
-    /// `MergeRemote` refused whole while persistence can't keep up: the deltas come
-    /// back untouched, for the caller to offer again (no copy kept for a retry).
-    MergeRefused(Vec<Delta>),
-}
-
-impl ShardReply {
-    /// The reply as a frame (used where the op always answers with one).
-    pub fn into_frame(self) -> Frame {
-        match self {
-            ShardReply::Frame(frame) => frame,
-            ShardReply::Count(n) => Frame::Integer(n),
-            other => Frame::error(format!("ERR internal: unexpected shard reply {other:?}")),
         }
     }
 }
@@ -614,50 +476,4 @@ fn apply_key(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: KeyCommand, picks: &mut
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::crdt::Dot;
-    use crate::engine::kv::StrVal;
-
-    #[test]
-    fn a_merge_refused_while_the_delta_log_is_full_hands_the_deltas_back_untouched() {
-        let mut config = ShardConfig::new(0, 2);
-        config.record_deltas = true;
-        config.delta_log_entries_max = 1;
-        let mut shard = Shard::new(config);
-        let remote = |key: &'static str, ms: u64| Delta::Key {
-            key: Bytes::from_static(key.as_bytes()),
-            state: KeyState::with_value(Dot::new(Hlc::from_parts(ms, 0), 1), StrVal::Int(ms as i64), None),
-        };
-        assert!(matches!(shard.apply(ShardOp::MergeRemote(vec![remote("a", 1)]), 10), ShardReply::Count(_)));
-        let offered = vec![remote("b", 2), remote("c", 3)];
-        match shard.apply(ShardOp::MergeRemote(offered.clone()), 10) {
-            ShardReply::MergeRefused(back) => assert_eq!(back, offered),
-            other => panic!("merged into a full log: {other:?}"),
-        }
-        assert_eq!(shard.kv.keys.len(), 1, "nothing of a refused merge is applied");
-        shard.drain_deltas();
-        assert!(matches!(shard.apply(ShardOp::MergeRemote(offered), 10), ShardReply::Count(_)));
-        assert_eq!(shard.kv.keys.len(), 3);
-    }
-
-    #[test]
-    fn a_removed_set_member_leaves_a_tombstone_until_the_removal_is_stable() {
-        let mut config = ShardConfig::new(0, 1);
-        config.replicate = true;
-        let mut shard = Shard::new(config);
-        let b = |s: &'static str| Bytes::from_static(s.as_bytes());
-        let set = |cmd: crate::command::SetCommand| ShardOp::Key(KeyCommand::SetFamily(cmd));
-        let add = set(crate::command::SetCommand::Add { key: b("s"), members: vec![b("a"), b("b")] });
-        assert_eq!(shard.apply(add, 10), ShardReply::Frame(Frame::Integer(2)));
-        let rem = set(crate::command::SetCommand::Rem { key: b("s"), members: vec![b("a")] });
-        assert_eq!(shard.apply(rem, 11), ShardReply::Frame(Frame::Integer(1)));
-        let state = |shard: &Shard| shard.kv.keys.get(b"s", crate::engine::kv::key_hash(b"s")).map(|e| e.state.clone()).expect("s");
-        assert_eq!(state(&shard).element_tombstones(), 1);
-        let stable = state(&shard).causal_context();
-        assert_eq!(shard.apply(ShardOp::ForgetStable(stable), 12), ShardReply::Count(1));
-        assert_eq!(state(&shard).element_tombstones(), 0);
-        let members = shard.apply(set(crate::command::SetCommand::Members(b("s"))), 13);
-        assert_eq!(members, ShardReply::Frame(Frame::Set(vec![Frame::Bulk(b("b"))])));
-    }
-}
+mod tests;

@@ -1,0 +1,153 @@
+//! The messages of a shard: the operations it runs ([`ShardOp`]), what it answers
+//! ([`ShardReply`]) and the figures it reports ([`ShardStats`]). Plain data; the shard
+//! state machine (`shard/mod.rs`) gives them meaning.
+
+use bytes::Bytes;
+
+use crate::command::{KeyCommand, KeyspaceCommand, SetAlgebra, SetOutput};
+use crate::crdt::Hlc;
+use crate::delta::Delta;
+use crate::delta::outbox::OutboxBatch;
+use crate::engine::kv::keys::KeySnapshot;
+use crate::engine::kv::merkle::MerkleLeaves;
+use crate::protocol::Frame;
+
+/// One operation on one shard. Single-key commands come whole; multi-key and keyspace
+/// commands come as this shard's part.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ShardOp {
+    Key(KeyCommand),
+    MGet(Vec<Bytes>),
+    MSet(Vec<(Bytes, Bytes)>),
+    /// Only sent when every key is on this shard (or the shard is parked).
+    MSetNx(Vec<(Bytes, Bytes)>),
+    Del(Vec<Bytes>),
+    CountExisting(Vec<Bytes>),
+    Snapshot(Bytes),
+    Restore {
+        key: Bytes,
+        snapshot: KeySnapshot,
+        replace: bool,
+    },
+    /// RENAME/COPY with both keys on this shard.
+    Rename {
+        src: Bytes,
+        dst: Bytes,
+        nx: bool,
+    },
+    Copy {
+        src: Bytes,
+        dst: Bytes,
+        replace: bool,
+    },
+    /// SMOVE with both keys on this shard.
+    SetMove {
+        src: Bytes,
+        dst: Bytes,
+        member: Bytes,
+    },
+    /// A multi-key set command with every key (and its destination) on this shard.
+    SetAlgebra {
+        op: SetAlgebra,
+        keys: Vec<Bytes>,
+        output: SetOutput,
+    },
+    /// The members of each of these set keys (`MemberLists`), or WRONGTYPE.
+    SetMemberLists(Vec<Bytes>),
+    /// Replace a key with a set of these members (an empty list deletes it); replies
+    /// with the count.
+    StoreSet {
+        key: Bytes,
+        members: Vec<Bytes>,
+    },
+    Keyspace(KeyspaceCommand),
+    Stats,
+    ResetStats,
+    /// Up to `count` keys' full states from slot position `cursor` (checkpoints).
+    ExportChunk {
+        cursor: u64,
+        count: usize,
+    },
+    /// The position of the newest recorded delta (WAITAOF's target).
+    DeltaMark,
+    /// Join key states (or flushes) received from a peer. Replies with the shard's
+    /// delta-stream position once they are recorded (see `DeltaMark`).
+    MergeRemote(Vec<Delta>),
+    /// Tombstone GC: drop the tombstones this causally stable vector covers.
+    ForgetStable(crate::crdt::VersionVector),
+    /// Local writes since the last call, for the next replication batch. The shard's
+    /// clock first moves up to `floor` (the highest clock of any shard at the previous
+    /// drain), so that one busy shard's clock does not hold the node's `stable` back.
+    DrainOutbox {
+        floor: Hlc,
+    },
+    /// This shard's anti-entropy leaves.
+    MerkleLeaves,
+    /// Every key state (live or tombstone) in these anti-entropy leaves.
+    ExportLeaves(Vec<u16>),
+}
+
+/// Figures a shard reports for INFO.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ShardStats {
+    pub keys: usize,
+    pub expiring_keys: usize,
+    pub expired_keys: u64,
+    pub keyspace_hits: u64,
+    pub keyspace_misses: u64,
+    pub deltas_produced: u64,
+    pub delta_log_len: usize,
+    pub delta_log_bytes: usize,
+    pub ops_applied: u64,
+    pub tombstones: usize,
+    /// Tombstones collected as causally stable since start.
+    pub tombstones_dropped: u64,
+    pub clock_skew_events: u64,
+    pub outbox_overflows: u64,
+    pub remote_deltas_merged: u64,
+    /// XOR of the Merkle leaves (of every key digest): equal on converged nodes.
+    pub keyspace_digest: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ShardReply {
+    Frame(Frame),
+    Snapshot(Option<KeySnapshot>),
+    Restored(bool),
+    /// Each key's members, `None` for a missing key.
+    MemberLists(Vec<Option<Vec<Bytes>>>),
+    Keys(Vec<Bytes>),
+    ScanPage {
+        keys: Vec<Bytes>,
+        next: u64,
+    },
+    RandomKey(Option<Bytes>),
+    Count(i64),
+    Stats(ShardStats),
+    /// A checkpoint chunk and the next cursor (`SLOT_SPACE` when done).
+    Chunk {
+        deltas: Vec<Delta>,
+        next: u64,
+    },
+    /// The outbox's batch and an HLC below which this shard will never stamp again.
+    Outbox {
+        batch: OutboxBatch,
+        stable: Hlc,
+    },
+    Merkle(MerkleLeaves),
+    Deltas(Vec<Delta>),
+    /// `MergeRemote` refused whole while persistence can't keep up: the deltas come
+    /// back untouched, for the caller to offer again (no copy kept for a retry).
+    MergeRefused(Vec<Delta>),
+}
+
+impl ShardReply {
+    /// The reply as a frame (used where the op always answers with one).
+    pub fn into_frame(self) -> Frame {
+        match self {
+            ShardReply::Frame(frame) => frame,
+            ShardReply::Count(n) => Frame::Integer(n),
+            other => Frame::error(format!("ERR internal: unexpected shard reply {other:?}")),
+        }
+    }
+}
