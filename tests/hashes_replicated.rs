@@ -7,17 +7,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::cluster::Cluster;
+use common::cluster::{Cluster, run};
 
 const CONVERGE: Duration = Duration::from_secs(30);
-
-fn run(con: &mut redis::Connection, args: &[&str]) -> redis::Value {
-    let mut cmd = redis::cmd(args[0]);
-    for arg in &args[1..] {
-        cmd.arg(*arg);
-    }
-    cmd.query(con).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
 
 fn hgetall(cluster: &Cluster, node: usize, key: &str) -> BTreeMap<String, String> {
     redis::cmd("HGETALL").arg(key).query(&mut cluster.con(node)).expect("HGETALL")
@@ -34,29 +26,10 @@ fn assert_hash_everywhere(cluster: &Cluster, key: &str, expected: &[(&str, &str)
     }
 }
 
-/// Write `setup` on node 1, converge, cut every link, run `concurrent` (node index,
-/// command) while cut, heal and converge.
-fn concurrently(cluster: &Cluster, setup: &[&[&str]], concurrent: &[(usize, &[&str])]) {
-    let mut first = cluster.con(0);
-    for args in setup {
-        run(&mut first, args);
-    }
-    cluster.wait_converged(CONVERGE);
-    cluster.partition_all();
-    for (node, args) in concurrent {
-        run(&mut cluster.con(*node), args);
-        // Distinct milliseconds: the later write has the later stamp.
-        std::thread::sleep(Duration::from_millis(3));
-    }
-    cluster.heal_all();
-    cluster.wait_converged(CONVERGE);
-}
-
 #[test]
 fn concurrent_hsets_keep_every_field_and_the_later_write_of_a_shared_one() {
     let cluster = Cluster::start(3, &["--persistence", "off"]);
-    concurrently(
-        &cluster,
+    cluster.concurrently(
         &[&["HSET", "h", "base", "0"]],
         &[
             (0, &["HSET", "h", "a", "1", "shared", "from-1"]),
@@ -70,8 +43,7 @@ fn concurrent_hsets_keep_every_field_and_the_later_write_of_a_shared_one() {
 #[test]
 fn concurrent_hincrbys_add_up_and_an_hset_keeps_the_increments_it_had_not_seen() {
     let cluster = Cluster::start(3, &["--persistence", "off"]);
-    concurrently(
-        &cluster,
+    cluster.concurrently(
         &[&["HSET", "h", "n", "10", "m", "10"]],
         &[
             (0, &["HINCRBY", "h", "n", "5"]),
@@ -87,8 +59,7 @@ fn concurrent_hincrbys_add_up_and_an_hset_keeps_the_increments_it_had_not_seen()
 #[test]
 fn an_hset_concurrent_with_an_hdel_of_its_field_wins_and_observed_fields_stay_removed() {
     let cluster = Cluster::start(3, &["--persistence", "off"]);
-    concurrently(
-        &cluster,
+    cluster.concurrently(
         &[&["HSET", "h", "f", "old", "g", "old", "keep", "1"]],
         &[(0, &["HDEL", "h", "f", "g"]), (1, &["HSET", "h", "f", "new"])],
     );
@@ -99,7 +70,7 @@ fn an_hset_concurrent_with_an_hdel_of_its_field_wins_and_observed_fields_stay_re
 #[test]
 fn a_del_removes_the_fields_it_had_seen_and_keeps_a_concurrent_hset() {
     let cluster = Cluster::start(3, &["--persistence", "off"]);
-    concurrently(&cluster, &[&["HSET", "h", "a", "1", "b", "2"]], &[(0, &["DEL", "h"]), (1, &["HSET", "h", "c", "3"])]);
+    cluster.concurrently(&[&["HSET", "h", "a", "1", "b", "2"]], &[(0, &["DEL", "h"]), (1, &["HSET", "h", "c", "3"])]);
     assert_hash_everywhere(&cluster, "h", &[("c", "3")]);
     // And a DEL that saw everything leaves nothing behind anywhere.
     run(&mut cluster.con(2), &["DEL", "h"]);
@@ -110,8 +81,8 @@ fn a_del_removes_the_fields_it_had_seen_and_keeps_a_concurrent_hset() {
 #[test]
 fn a_set_and_an_hset_on_one_key_resolve_to_the_type_written_later() {
     let cluster = Cluster::start(2, &["--persistence", "off"]);
-    concurrently(&cluster, &[], &[(0, &["SET", "k1", "text"]), (1, &["HSET", "k1", "f", "v"])]);
-    concurrently(&cluster, &[], &[(1, &["HSET", "k2", "f", "v"]), (0, &["SET", "k2", "text"])]);
+    cluster.concurrently(&[], &[(0, &["SET", "k1", "text"]), (1, &["HSET", "k1", "f", "v"])]);
+    cluster.concurrently(&[], &[(1, &["HSET", "k2", "f", "v"]), (0, &["SET", "k2", "text"])]);
     for node in 0..2 {
         assert_eq!(key_type(&cluster, node, "k1"), "hash", "node {}", node + 1);
         assert_eq!(key_type(&cluster, node, "k2"), "string", "node {}", node + 1);
@@ -130,8 +101,7 @@ fn a_set_and_an_hset_on_one_key_resolve_to_the_type_written_later() {
 #[test]
 fn a_flushall_keeps_a_concurrent_hset_and_ttls_replicate() {
     let cluster = Cluster::start(2, &["--persistence", "off"]);
-    concurrently(
-        &cluster,
+    cluster.concurrently(
         &[&["HSET", "h", "a", "1"], &["HSET", "t", "f", "v"]],
         &[(0, &["FLUSHALL"]), (1, &["HSET", "h", "b", "2"]), (1, &["EXPIRE", "t", "1000"])],
     );

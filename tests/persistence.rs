@@ -300,6 +300,53 @@ fn flushed_set_writes_survive_sigkill_through_segments_and_checkpoints() {
     assert_eq!(int(&mut con, &["SADD", "s", "shared", "more"]), 1, "the set keeps its members after recovery");
 }
 
+#[test]
+fn flushed_sorted_set_writes_survive_sigkill_through_segments_and_checkpoints() {
+    let node = Node::new("zsets");
+    let args = ["--shards", "2", "--checkpoint-every-segments", "2", "--flush-interval-ms", "20"];
+    let mut first = node.start("first", &args);
+    let mut con = connect(&first);
+    let mut segment = wait_claimed(&mut con).1;
+    // Rounds of member writes, each flushed, so that some land in a checkpoint and some
+    // in the segments after it.
+    for round in 0..6 {
+        run(&mut con, &["ZADD", "z", &round.to_string(), &format!("m{round}")]);
+        run(&mut con, &["ZINCRBY", "z", "1.5", "counted"]);
+        if round > 0 {
+            run(&mut con, &["ZREM", "z", &format!("m{}", round - 1)]);
+        }
+        segment = wait_flushed(&mut con, segment);
+    }
+    run(&mut con, &["ZADD", "popped", "1", "only"]);
+    run(&mut con, &["ZPOPMIN", "popped"]);
+    run(&mut con, &["ZADD", "ttl", "1", "m"]);
+    run(&mut con, &["EXPIRE", "ttl", "1000"]);
+    run(&mut con, &["ZADD", "src", "1", "a", "2", "b"]);
+    run(&mut con, &["RENAME", "src", "dst"]);
+    run(&mut con, &["ZADD", "x", "1", "a", "2", "b"]);
+    run(&mut con, &["ZADD", "y", "3", "b", "4", "c"]);
+    run(&mut con, &["ZINTERSTORE", "both", "2", "x", "y"]);
+    wait_flushed(&mut con, segment);
+    assert!(info_u64(&mut con, "persistence", "checkpoints_written") >= 1, "no checkpoint was written");
+    kill(&mut first);
+
+    let second = node.start("second", &["--shards", "3"]);
+    let mut con = connect(&second);
+    let scored = |con: &mut redis::Connection, key: &str| -> Vec<(String, String)> {
+        redis::cmd("ZRANGE").arg(key).arg(0).arg(-1).arg("WITHSCORES").query(con).expect("ZRANGE")
+    };
+    let pairs = |items: &[(&str, &str)]| -> Vec<(String, String)> { items.iter().map(|(m, s)| (m.to_string(), s.to_string())).collect() };
+    assert_eq!(scored(&mut con, "z"), pairs(&[("m5", "5"), ("counted", "9")]));
+    assert_eq!(int(&mut con, &["EXISTS", "popped", "src"]), 0);
+    let ttl = int(&mut con, &["TTL", "ttl"]);
+    assert!((900..=1000).contains(&ttl), "TTL of a sorted set after recovery: {ttl}");
+    assert_eq!(scored(&mut con, "dst"), pairs(&[("a", "1"), ("b", "2")]));
+    assert_eq!(scored(&mut con, "both"), pairs(&[("b", "5")]));
+    assert_eq!(int(&mut con, &["ZRANK", "z", "counted"]), 1, "the score order is rebuilt on recovery");
+    let score: String = redis::cmd("ZINCRBY").arg("z").arg("1").arg("counted").query(&mut con).unwrap();
+    assert_eq!(score, "10", "the member's counter keeps counting after recovery");
+}
+
 fn get_field(con: &mut redis::Connection, key: &str, field: &str) -> Option<String> {
     redis::cmd("HGET").arg(key).arg(field).query(con).expect("HGET")
 }

@@ -7,17 +7,9 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use common::cluster::Cluster;
+use common::cluster::{Cluster, run};
 
 const CONVERGE: Duration = Duration::from_secs(30);
-
-fn run(con: &mut redis::Connection, args: &[&str]) -> redis::Value {
-    let mut cmd = redis::cmd(args[0]);
-    for arg in &args[1..] {
-        cmd.arg(*arg);
-    }
-    cmd.query(con).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
 
 fn smembers(cluster: &Cluster, node: usize, key: &str) -> BTreeSet<String> {
     redis::cmd("SMEMBERS").arg(key).query(&mut cluster.con(node)).expect("SMEMBERS")
@@ -34,31 +26,10 @@ fn assert_set_everywhere(cluster: &Cluster, key: &str, expected: &[&str]) {
     }
 }
 
-/// Write `setup` on node 1, converge, cut every link, run `concurrent` (node index,
-/// command) while cut, heal and converge. Returns the concurrent commands' replies.
-fn concurrently(cluster: &Cluster, setup: &[&[&str]], concurrent: &[(usize, &[&str])]) -> Vec<redis::Value> {
-    let mut first = cluster.con(0);
-    for args in setup {
-        run(&mut first, args);
-    }
-    cluster.wait_converged(CONVERGE);
-    cluster.partition_all();
-    let mut replies = Vec::new();
-    for (node, args) in concurrent {
-        replies.push(run(&mut cluster.con(*node), args));
-        // Distinct milliseconds: the later write has the later stamp.
-        std::thread::sleep(Duration::from_millis(3));
-    }
-    cluster.heal_all();
-    cluster.wait_converged(CONVERGE);
-    replies
-}
-
 #[test]
 fn concurrent_sadds_keep_every_member() {
     let cluster = Cluster::start(3, &["--persistence", "off"]);
-    concurrently(
-        &cluster,
+    cluster.concurrently(
         &[&["SADD", "s", "base"]],
         &[(0, &["SADD", "s", "a", "shared"]), (1, &["SADD", "s", "b", "shared"]), (2, &["SADD", "s", "c"])],
     );
@@ -70,15 +41,14 @@ fn an_sadd_concurrent_with_an_srem_of_its_member_wins() {
     let cluster = Cluster::start(3, &["--persistence", "off"]);
     // Node 2's SADD of a present member still writes a new dot, which node 1's SREM
     // (later by the clock) had not seen: add wins.
-    concurrently(&cluster, &[&["SADD", "s", "m", "keep"]], &[(1, &["SADD", "s", "m"]), (0, &["SREM", "s", "m"])]);
+    cluster.concurrently(&[&["SADD", "s", "m", "keep"]], &[(1, &["SADD", "s", "m"]), (0, &["SREM", "s", "m"])]);
     assert_set_everywhere(&cluster, "s", &["m", "keep"]);
 }
 
 #[test]
 fn an_srem_removes_only_what_it_observed() {
     let cluster = Cluster::start(3, &["--persistence", "off"]);
-    concurrently(
-        &cluster,
+    cluster.concurrently(
         &[&["SADD", "s", "old", "other"]],
         &[(0, &["SREM", "s", "old", "other"]), (1, &["SADD", "s", "new"]), (2, &["SADD", "t", "x"])],
     );
@@ -90,7 +60,7 @@ fn an_srem_removes_only_what_it_observed() {
 #[test]
 fn a_del_removes_the_members_it_had_seen_and_keeps_a_concurrent_sadd() {
     let cluster = Cluster::start(3, &["--persistence", "off"]);
-    concurrently(&cluster, &[&["SADD", "s", "a", "b"]], &[(0, &["DEL", "s"]), (1, &["SADD", "s", "c"])]);
+    cluster.concurrently(&[&["SADD", "s", "a", "b"]], &[(0, &["DEL", "s"]), (1, &["SADD", "s", "c"])]);
     assert_set_everywhere(&cluster, "s", &["c"]);
     run(&mut cluster.con(2), &["DEL", "s"]);
     cluster.wait_converged(CONVERGE);
@@ -103,9 +73,9 @@ fn a_del_removes_the_members_it_had_seen_and_keeps_a_concurrent_sadd() {
 #[test]
 fn a_set_and_an_sadd_on_one_key_resolve_to_the_type_written_later() {
     let cluster = Cluster::start(2, &["--persistence", "off"]);
-    concurrently(&cluster, &[], &[(0, &["SET", "k1", "text"]), (1, &["SADD", "k1", "m"])]);
-    concurrently(&cluster, &[], &[(1, &["SADD", "k2", "m"]), (0, &["SET", "k2", "text"])]);
-    concurrently(&cluster, &[], &[(1, &["SADD", "k3", "m"]), (0, &["HSET", "k3", "f", "v"])]);
+    cluster.concurrently(&[], &[(0, &["SET", "k1", "text"]), (1, &["SADD", "k1", "m"])]);
+    cluster.concurrently(&[], &[(1, &["SADD", "k2", "m"]), (0, &["SET", "k2", "text"])]);
+    cluster.concurrently(&[], &[(1, &["SADD", "k3", "m"]), (0, &["HSET", "k3", "f", "v"])]);
     for node in 0..2 {
         assert_eq!(key_type(&cluster, node, "k1"), "set", "node {}", node + 1);
         assert_eq!(key_type(&cluster, node, "k2"), "string", "node {}", node + 1);
@@ -125,7 +95,7 @@ fn a_set_and_an_sadd_on_one_key_resolve_to_the_type_written_later() {
 #[test]
 fn a_flushall_keeps_a_concurrent_sadd() {
     let cluster = Cluster::start(2, &["--persistence", "off"]);
-    concurrently(&cluster, &[&["SADD", "s", "a"], &["SADD", "gone", "x"]], &[(0, &["FLUSHALL"]), (1, &["SADD", "s", "b"])]);
+    cluster.concurrently(&[&["SADD", "s", "a"], &["SADD", "gone", "x"]], &[(0, &["FLUSHALL"]), (1, &["SADD", "s", "b"])]);
     assert_set_everywhere(&cluster, "s", &["b"]);
     assert_set_everywhere(&cluster, "gone", &[]);
 }
@@ -134,13 +104,13 @@ fn a_flushall_keeps_a_concurrent_sadd() {
 fn spop_on_two_nodes_at_once_may_pop_the_same_member_twice() {
     let cluster = Cluster::start(2, &["--persistence", "off"]);
     // One member: both nodes must pop it (at least once, not exactly once).
-    let replies = concurrently(&cluster, &[&["SADD", "s", "only", "1"], &["SREM", "s", "1"]], &[(0, &["SPOP", "s"]), (1, &["SPOP", "s"])]);
+    let replies = cluster.concurrently(&[&["SADD", "s", "only", "1"], &["SREM", "s", "1"]], &[(0, &["SPOP", "s"]), (1, &["SPOP", "s"])]);
     for reply in replies {
         assert_eq!(reply, redis::Value::BulkString(b"only".to_vec()));
     }
     assert_set_everywhere(&cluster, "s", &[]);
     // A member added concurrently with a pop that did not see it survives.
-    concurrently(&cluster, &[&["SADD", "t", "x"]], &[(0, &["SPOP", "t"]), (1, &["SADD", "t", "y"])]);
+    cluster.concurrently(&[&["SADD", "t", "x"]], &[(0, &["SPOP", "t"]), (1, &["SADD", "t", "y"])]);
     assert_set_everywhere(&cluster, "t", &["y"]);
 }
 
@@ -148,8 +118,7 @@ fn spop_on_two_nodes_at_once_may_pop_the_same_member_twice() {
 fn sinterstore_across_shards_replaces_what_it_had_seen_and_keeps_a_concurrent_sadd() {
     let cluster = Cluster::start(2, &["--persistence", "off", "--shards", "4"]);
     // Several source keys: with four shards some are on other shards than `dst`.
-    concurrently(
-        &cluster,
+    cluster.concurrently(
         &[
             &["SADD", "src:a", "1", "2", "3", "x"],
             &["SADD", "src:b", "2", "3", "4", "x"],

@@ -311,6 +311,7 @@ impl Model {
             KeyCommand::Hash(_) => unreachable!("answered above"),
             // The workload generates no set commands yet (docs/testing.md, issue 14).
             KeyCommand::SetFamily(_) => Frame::static_error("ERR model does not cover set commands"),
+            KeyCommand::Zset(_) => Frame::static_error("ERR model does not cover sorted set commands"),
             KeyCommand::MemoryUsage(_) => Frame::static_error("ERR model does not cover MEMORY USAGE"),
         }
     }

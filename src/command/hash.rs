@@ -152,8 +152,15 @@ pub fn parse(id: CmdId, name: &'static str, a: &mut [Bytes]) -> Result<HashComma
 }
 
 fn parse_randfield(key: Bytes, a: &[Bytes]) -> Result<HashCommand, Frame> {
+    let (count, with_values) = parse_random_count(a, "withvalues")?;
+    Ok(HashCommand::RandField { key, count, with_values })
+}
+
+/// `key [count [WITH...]]` of HRANDFIELD and ZRANDMEMBER (`with` names the option):
+/// the count, if given, and whether the option was. Redis's checks in its order.
+pub fn parse_random_count(a: &[Bytes], with: &str) -> Result<(Option<i64>, bool), Frame> {
     if a.len() < 3 {
-        return Ok(HashCommand::RandField { key, count: None, with_values: false });
+        return Ok((None, false));
     }
     let count = int(&a[2])?;
     if count == i64::MIN {
@@ -161,7 +168,7 @@ fn parse_randfield(key: Bytes, a: &[Bytes]) -> Result<HashCommand, Frame> {
     }
     let with_values = match a.len() {
         3 => false,
-        4 if a[3].eq_ignore_ascii_case(b"withvalues") => true,
+        4 if a[3].eq_ignore_ascii_case(with.as_bytes()) => true,
         _ => return Err(errors::error(errors::SYNTAX)),
     };
     if with_values && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
@@ -170,7 +177,7 @@ fn parse_randfield(key: Bytes, a: &[Bytes]) -> Result<HashCommand, Frame> {
     if count < -errors::RANDOM_PICKS_MAX {
         return Err(errors::random_count_too_large());
     }
-    Ok(HashCommand::RandField { key, count: Some(count), with_values })
+    Ok((Some(count), with_values))
 }
 
 /// `cursor [MATCH pattern] [COUNT count]` from `a[2]` on (HSCAN, and SSCAN/ZSCAN to

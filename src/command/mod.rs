@@ -12,12 +12,14 @@ pub mod numbers;
 pub mod parse;
 pub mod set;
 pub mod table;
+pub mod zset;
 
 use bytes::Bytes;
 
 pub use hash::HashCommand;
 pub use parse::{parse_command, parse_command_at};
 pub use set::{SetAlgebra, SetCommand, SetOutput};
+pub use zset::{ZsetCommand, ZsetMulti};
 
 /// When a SET-like write applies.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -147,6 +149,8 @@ pub enum KeyCommand {
     Hash(HashCommand),
     /// The SADD family (`Set` is the SET command).
     SetFamily(SetCommand),
+    /// The ZADD family on one key.
+    Zset(ZsetCommand),
 }
 
 impl KeyCommand {
@@ -171,6 +175,7 @@ impl KeyCommand {
             | KeyCommand::ExpireTime { key, .. } => key,
             KeyCommand::Hash(cmd) => cmd.key(),
             KeyCommand::SetFamily(cmd) => cmd.key(),
+            KeyCommand::Zset(cmd) => cmd.key(),
         }
     }
 
@@ -179,6 +184,7 @@ impl KeyCommand {
         match self {
             KeyCommand::Hash(cmd) => return cmd.is_write(),
             KeyCommand::SetFamily(cmd) => return cmd.is_write(),
+            KeyCommand::Zset(cmd) => return cmd.is_write(),
             _ => {}
         }
         !matches!(
@@ -227,6 +233,8 @@ pub enum MultiKeyCommand {
         keys: Vec<Bytes>,
         output: SetOutput,
     },
+    /// The multi-key sorted set commands.
+    Zset(ZsetMulti),
 }
 
 /// Commands over the whole keyspace (every shard).

@@ -164,6 +164,38 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
         | CmdId::SDiff
         | CmdId::SDiffStore
         | CmdId::SScan => super::set::parse(spec.id, spec.name, a),
+        CmdId::ZAdd
+        | CmdId::ZIncrBy
+        | CmdId::ZRem
+        | CmdId::ZScore
+        | CmdId::ZMScore
+        | CmdId::ZCard
+        | CmdId::ZCount
+        | CmdId::ZLexCount
+        | CmdId::ZRange
+        | CmdId::ZRangeStore
+        | CmdId::ZRangeByScore
+        | CmdId::ZRevRangeByScore
+        | CmdId::ZRangeByLex
+        | CmdId::ZRevRangeByLex
+        | CmdId::ZRevRange
+        | CmdId::ZRank
+        | CmdId::ZRevRank
+        | CmdId::ZPopMin
+        | CmdId::ZPopMax
+        | CmdId::ZMPop
+        | CmdId::ZRandMember
+        | CmdId::ZRemRangeByRank
+        | CmdId::ZRemRangeByScore
+        | CmdId::ZRemRangeByLex
+        | CmdId::ZScan
+        | CmdId::ZUnion
+        | CmdId::ZInter
+        | CmdId::ZDiff
+        | CmdId::ZUnionStore
+        | CmdId::ZInterStore
+        | CmdId::ZDiffStore
+        | CmdId::ZInterCard => super::zset::parse(spec.id, spec.name, a),
 
         CmdId::DbSize => Ok(Command::Keyspace(KeyspaceCommand::DbSize)),
         CmdId::FlushDb | CmdId::FlushAll => match a.len() {

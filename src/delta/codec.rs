@@ -10,6 +10,7 @@ use crate::crdt::ttl::TtlWrite;
 use crate::crdt::{Dot, Hlc, VersionVector};
 use crate::delta::Delta;
 use crate::engine::kv::KeyState;
+use crate::engine::kv::collection_writes::Part;
 use crate::engine::kv::elements::Elements;
 use crate::engine::kv::value::{KeyStateParts, StrVal};
 use crate::routing::ShardScope;
@@ -321,12 +322,16 @@ const DELTA_SHARD_FLUSH: u8 = 4;
 const DELTA_KEY_WITH_HASH: u8 = 5;
 /// A collection of element tombstones (`Delta::Forget { elements: true }`).
 const DELTA_FORGET_ELEMENTS: u8 = 7;
-/// A key state with a set part (and perhaps a hash part, after a type clash): the key
-/// state, a byte of flags (`PART_HASH`, `PART_SET`), then each part flagged, hash first,
-/// as kind 5 writes one. Kinds 1 and 5 stay as they were for keys without a set.
+/// A key state with collection parts other than a lone hash (a set, a sorted set, or
+/// several after a type clash): the key state, a byte of flags (bit `1 << part`:
+/// hash 1, set 2, sorted set 4), then each part flagged in that order, as kind 5 writes
+/// one. Kinds 1 and 5 stay as they were for strings and hashes.
 const DELTA_KEY_WITH_PARTS: u8 = 6;
-const PART_HASH: u8 = 1;
-const PART_SET: u8 = 2;
+const PART_FLAGS_ALL: u8 = (1 << Part::COUNT) - 1;
+
+fn part_flag(part: Part) -> u8 {
+    1 << part as u8
+}
 
 fn write_elements(w: &mut Writer, elements: &Elements) {
     write_vv(w, elements.removed());
@@ -337,7 +342,7 @@ fn write_elements(w: &mut Writer, elements: &Elements) {
     }
 }
 
-fn read_elements(r: &mut Reader) -> Result<Elements, DecodeError> {
+fn read_elements(r: &mut Reader, part: Part) -> Result<Elements, DecodeError> {
     let removed = read_vv(r)?;
     let n = r.element_count()?;
     let mut entries = Vec::with_capacity(n.min(1 << 16));
@@ -345,7 +350,7 @@ fn read_elements(r: &mut Reader) -> Result<Elements, DecodeError> {
         let name = Bytes::copy_from_slice(r.bytes()?);
         entries.push((name, read_key_state(r)?));
     }
-    Elements::from_entries(removed, entries).map_err(|e| DecodeError(e.into()))
+    Elements::from_entries(part, removed, entries).map_err(|e| DecodeError(e.into()))
 }
 
 pub fn write_vv(w: &mut Writer, vv: &VersionVector) {
@@ -364,27 +369,27 @@ pub fn read_vv(r: &mut Reader) -> Result<VersionVector, DecodeError> {
 /// A key delta from borrowed parts: what the shard's delta log writes on every change
 /// (no copy of the key or the state).
 pub fn write_key_delta(w: &mut Writer, key: &[u8], state: &KeyState) {
-    match (state.hash(), state.set_members()) {
-        (None, None) => {
+    let flags = state.collection_parts().fold(0u8, |flags, (part, _)| flags | part_flag(part));
+    match flags {
+        0 => {
             w.u8(DELTA_KEY);
             w.bytes(key);
             write_key_state(w, state);
         }
-        (Some(elements), None) => {
+        f if f == part_flag(Part::Hash) => {
             w.u8(DELTA_KEY_WITH_HASH);
             w.bytes(key);
             write_key_state(w, state);
-            write_elements(w, elements);
+            write_elements(w, state.hash().expect("flagged"));
         }
-        (hash, Some(set)) => {
+        flags => {
             w.u8(DELTA_KEY_WITH_PARTS);
             w.bytes(key);
             write_key_state(w, state);
-            w.u8(if hash.is_some() { PART_HASH | PART_SET } else { PART_SET });
-            if let Some(hash) = hash {
-                write_elements(w, hash);
+            w.u8(flags);
+            for (_, elements) in state.collection_parts() {
+                write_elements(w, elements);
             }
-            write_elements(w, set);
         }
     }
 }
@@ -443,19 +448,24 @@ pub fn read_delta(r: &mut Reader) -> Result<Delta, DecodeError> {
         DELTA_KEY_WITH_HASH => {
             let key = Bytes::copy_from_slice(r.bytes()?);
             let state = read_key_state(r)?;
-            let elements = read_elements(r)?;
-            Ok(Delta::Key { key, state: state.with_hash(Some(elements)) })
+            let elements = read_elements(r, Part::Hash)?;
+            Ok(Delta::Key { key, state: state.with_part(Part::Hash, Some(elements)) })
         }
         DELTA_KEY_WITH_PARTS => {
             let key = Bytes::copy_from_slice(r.bytes()?);
             let state = read_key_state(r)?;
-            let parts = r.u8()?;
-            if parts & !(PART_HASH | PART_SET) != 0 || parts & PART_SET == 0 {
-                return err(format!("unknown key parts {parts:#x}"));
+            let flags = r.u8()?;
+            if flags & !PART_FLAGS_ALL != 0 || flags == 0 {
+                return err(format!("unknown key parts {flags:#x}"));
             }
-            let hash = if parts & PART_HASH != 0 { Some(read_elements(r)?) } else { None };
-            let set = read_elements(r)?;
-            Ok(Delta::Key { key, state: state.with_hash(hash).with_set(Some(set)) })
+            let mut state = state;
+            for part in Part::ALL {
+                if flags & part_flag(part) != 0 {
+                    let elements = read_elements(r, part)?;
+                    state = state.with_part(part, Some(elements));
+                }
+            }
+            Ok(Delta::Key { key, state })
         }
         DELTA_FLUSH => Ok(Delta::Flush { seen: read_vv(r)?, scope: ShardScope::ALL }),
         DELTA_SHARD_FLUSH => {

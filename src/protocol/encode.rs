@@ -32,10 +32,30 @@ pub fn format_double(value: f64) -> String {
     if value.is_nan() {
         return "nan".into();
     }
-    if value == value.trunc() && value.abs() < 1e17 {
-        return format!("{}", value as i64);
+    format_g17(value)
+}
+
+/// C's `%.17g`, as Redis 7.0 writes a double reply: 17 significant digits, trailing
+/// zeros dropped, exponent form (`e+17`) when the exponent is below -4 or from 17 up.
+fn format_g17(value: f64) -> String {
+    const PRECISION: i32 = 17;
+    if value == 0.0 {
+        return if value.is_sign_negative() { "-0".into() } else { "0".into() };
     }
-    format!("{value}")
+    // Rounding to 17 significant digits decides the exponent, as C does.
+    let scientific = format!("{:.*e}", (PRECISION - 1) as usize, value);
+    let (mantissa, exponent) = scientific.split_once('e').expect("{:e} writes an exponent");
+    let exponent: i32 = exponent.parse().expect("an integer exponent");
+    let trim = |text: &str| -> String {
+        if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_owned() } else { text.to_owned() }
+    };
+    if !(-4..PRECISION).contains(&exponent) {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!("{}e{}{:02}", trim(mantissa), sign, exponent.abs())
+    } else {
+        let decimals = (PRECISION - 1 - exponent) as usize;
+        trim(&format!("{value:.decimals$}"))
+    }
 }
 
 pub fn encode(frame: &Frame, protocol: Protocol, out: &mut BytesMut) {
@@ -158,6 +178,28 @@ mod tests {
     fn line_breaks_in_error_text_become_spaces() {
         let frame = Frame::error("ERR Unsupported option \r\nx");
         assert_eq!(enc(frame, Protocol::Resp2), b"-ERR Unsupported option   x\r\n");
+    }
+
+    #[test]
+    fn doubles_print_as_c_does_with_17_digits() {
+        let cases = [
+            (1.1, "1.1000000000000001"),
+            (0.1, "0.10000000000000001"),
+            (3.0, "3"),
+            (1.5, "1.5"),
+            (1e300, "1.0000000000000001e+300"),
+            (123456789012345678.0, "1.2345678901234568e+17"),
+            (0.30000000000000004, "0.30000000000000004"),
+            (1e-5, "1.0000000000000001e-05"),
+            (0.0001, "0.0001"),
+            (-2.5, "-2.5"),
+            (1e16, "10000000000000000"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+        ];
+        for (value, text) in cases {
+            assert_eq!(format_double(value), text, "{value}");
+        }
     }
 
     #[test]

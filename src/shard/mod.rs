@@ -163,6 +163,8 @@ impl Shard {
             ShardOp::Rename { .. } | ShardOp::Copy { .. } => true,
             ShardOp::SetMove { .. } | ShardOp::StoreSet { .. } => true,
             ShardOp::SetAlgebra { output, .. } => matches!(output, SetOutput::Store(_)),
+            ShardOp::ZsetMulti(cmd) => cmd.is_write(),
+            ShardOp::StoreZset { .. } => true,
             ShardOp::Keyspace(KeyspaceCommand::Flush) => true,
             _ => false,
         }
@@ -249,6 +251,20 @@ impl Shard {
                 };
             }
             ShardOp::StoreSet { key, members } => return ShardReply::Count(kv.store_set(&mut ctx, key, members)),
+            ShardOp::ZsetMulti(cmd) => kv.zset_multi(&mut ctx, cmd),
+            ShardOp::ScoredLists(keys) => {
+                return match kv.scored_lists(&keys, now_ms) {
+                    Ok(lists) => ShardReply::ScoredLists(lists),
+                    Err(error) => ShardReply::Frame(error),
+                };
+            }
+            ShardOp::ZsetRange { key, query } => {
+                return match kv.zset_range_list(&key, &query, now_ms) {
+                    Ok(list) => ShardReply::ScoredLists(vec![Some(list)]),
+                    Err(error) => ShardReply::Frame(error),
+                };
+            }
+            ShardOp::StoreZset { key, members } => return ShardReply::Count(kv.store_zset(&mut ctx, key, members)),
             ShardOp::Keyspace(cmd) => match cmd {
                 KeyspaceCommand::DbSize => return ShardReply::Count(kv.keys.len() as i64),
                 KeyspaceCommand::Flush => {
@@ -470,6 +486,7 @@ fn apply_key(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: KeyCommand, picks: &mut
         KeyCommand::Type(key) => kv.type_of(&key, now_ms),
         KeyCommand::Hash(cmd) => kv.hash_command(ctx, cmd, picks),
         KeyCommand::SetFamily(cmd) => kv.set_command(ctx, cmd, picks),
+        KeyCommand::Zset(cmd) => kv.zset_command(ctx, cmd, picks),
         KeyCommand::MemoryUsage(key) => kv.memory_usage(&key, now_ms),
         KeyCommand::ObjectEncoding(key) => kv.object_encoding(&key, now_ms),
     }

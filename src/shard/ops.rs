@@ -4,12 +4,14 @@
 
 use bytes::Bytes;
 
-use crate::command::{KeyCommand, KeyspaceCommand, SetAlgebra, SetOutput};
+use crate::command::zset::ZRangeQuery;
+use crate::command::{KeyCommand, KeyspaceCommand, SetAlgebra, SetOutput, ZsetMulti};
 use crate::crdt::Hlc;
 use crate::delta::Delta;
 use crate::delta::outbox::OutboxBatch;
 use crate::engine::kv::keys::KeySnapshot;
 use crate::engine::kv::merkle::MerkleLeaves;
+use crate::engine::kv::zset_query::Scored;
 use crate::protocol::Frame;
 
 /// One operation on one shard. Single-key commands come whole; multi-key and keyspace
@@ -59,6 +61,23 @@ pub enum ShardOp {
     StoreSet {
         key: Bytes,
         members: Vec<Bytes>,
+    },
+    /// A multi-key sorted set command with every key on this shard (ZMPOP also runs
+    /// here one key at a time across shards: a missing key answers a null array).
+    ZsetMulti(ZsetMulti),
+    /// The members and scores of each of these sorted set (or set) keys
+    /// (`ScoredLists`), or WRONGTYPE.
+    ScoredLists(Vec<Bytes>),
+    /// The members a range query names on a sorted set key (`ScoredLists` of one).
+    ZsetRange {
+        key: Bytes,
+        query: ZRangeQuery,
+    },
+    /// Replace a key with a sorted set of these members (an empty list deletes it);
+    /// replies with the count.
+    StoreZset {
+        key: Bytes,
+        members: Vec<Scored>,
     },
     Keyspace(KeyspaceCommand),
     Stats,
@@ -116,6 +135,8 @@ pub enum ShardReply {
     Restored(bool),
     /// Each key's members, `None` for a missing key.
     MemberLists(Vec<Option<Vec<Bytes>>>),
+    /// Each key's members and scores, `None` for a missing key.
+    ScoredLists(Vec<Option<Vec<Scored>>>),
     Keys(Vec<Bytes>),
     ScanPage {
         keys: Vec<Bytes>,

@@ -92,7 +92,7 @@ impl ShardAccess {
     }
 
     /// Group keys by shard, remembering each key's position in the request.
-    fn group<T>(&self, items: Vec<T>, key: impl Fn(&T) -> &[u8]) -> BTreeMap<usize, (Vec<T>, Vec<usize>)> {
+    pub fn group<T>(&self, items: Vec<T>, key: impl Fn(&T) -> &[u8]) -> BTreeMap<usize, (Vec<T>, Vec<usize>)> {
         let mut groups: BTreeMap<usize, (Vec<T>, Vec<usize>)> = BTreeMap::new();
         for (i, item) in items.into_iter().enumerate() {
             let shard = self.shard_of(key(&item));
@@ -234,6 +234,7 @@ pub async fn multi(access: &ShardAccess, command: MultiKeyCommand) -> Frame {
         }
         MultiKeyCommand::SetMove { src, dst, member } => set_move(access, src, dst, member).await,
         MultiKeyCommand::SetAlgebra { op, keys, output } => set_algebra(access, op, keys, output).await,
+        MultiKeyCommand::Zset(cmd) => super::zset_fanout::zset_multi(access, cmd).await,
     }
 }
 

@@ -18,6 +18,7 @@ pub mod restore;
 pub mod router;
 pub mod shard_thread;
 pub mod tls;
+pub mod zset_fanout;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -187,6 +187,33 @@ impl Cluster {
         panic!("cluster did not converge in {timeout:?}:{report}");
     }
 
+    /// Run one command on node `i`; panics with the command on an error reply.
+    pub fn run(&self, i: usize, args: &[&str]) -> redis::Value {
+        run(&mut self.con(i), args)
+    }
+
+    /// Make writes concurrent by cutting links, not by timing luck: write `setup` on
+    /// node 1, converge, cut every link, run `concurrent` (node index, command) while
+    /// cut, heal and converge. Returns the concurrent commands' replies.
+    pub fn concurrently(&self, setup: &[&[&str]], concurrent: &[(usize, &[&str])]) -> Vec<redis::Value> {
+        const CONVERGE: Duration = Duration::from_secs(30);
+        let mut first = self.con(0);
+        for args in setup {
+            run(&mut first, args);
+        }
+        self.wait_converged(CONVERGE);
+        self.partition_all();
+        let mut replies = Vec::new();
+        for (node, args) in concurrent {
+            replies.push(self.run(*node, args));
+            // Distinct milliseconds: the later write has the later stamp.
+            std::thread::sleep(Duration::from_millis(3));
+        }
+        self.heal_all();
+        self.wait_converged(CONVERGE);
+        replies
+    }
+
     /// The partition scenario of the partition tests: node 1 is cut off from nodes 2 and
     /// 3 by `cut`; both sides take writes (distinct keys, one counter incremented on both
     /// sides, a delete); nothing crosses; `heal` ends it; the cluster must converge within
@@ -232,4 +259,13 @@ impl Cluster {
         }
         took
     }
+}
+
+/// Run one command; panics with the command on an error reply.
+pub fn run(con: &mut redis::Connection, args: &[&str]) -> redis::Value {
+    let mut cmd = redis::cmd(args[0]);
+    for arg in &args[1..] {
+        cmd.arg(*arg);
+    }
+    cmd.query(con).unwrap_or_else(|e| panic!("{args:?}: {e}"))
 }

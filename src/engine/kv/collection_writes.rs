@@ -7,14 +7,36 @@
 
 use bytes::Bytes;
 
+use super::value::KeyKind;
 use super::{KeyState, KvEngine, WriteCtx, key_hash};
 use crate::crdt::{Dot, Hlc};
 
 /// Which collection part of a key a write goes to.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Part {
-    Hash,
-    Set,
+    Hash = 0,
+    Set = 1,
+    Zset = 2,
+}
+
+impl Part {
+    pub const COUNT: usize = 3;
+    pub const ALL: [Part; Part::COUNT] = [Part::Hash, Part::Set, Part::Zset];
+
+    /// The type a key holding only this part reads as.
+    pub fn kind(self) -> KeyKind {
+        match self {
+            Part::Hash => KeyKind::Hash,
+            Part::Set => KeyKind::Set,
+            Part::Zset => KeyKind::Zset,
+        }
+    }
+
+    /// The byte that introduces this part in a key's Merkle digest (after the tags of
+    /// the string part's fields).
+    pub fn digest_tag(self) -> u8 {
+        2 + self as u8
+    }
 }
 
 impl KvEngine {

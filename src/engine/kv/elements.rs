@@ -29,7 +29,9 @@
 use bytes::Bytes;
 use indexmap::IndexMap;
 
+use super::collection_writes::Part;
 use super::merkle;
+use super::score_order::ScoreOrder;
 use super::value::KeyState;
 use crate::crdt::{Hlc, NodeId, VersionVector};
 
@@ -54,6 +56,14 @@ pub struct Elements {
     /// XOR of `merkle::digest(name, element)` over every entry, kept write by write so
     /// that the key's digest never rereads the collection.
     digest: u64,
+    /// A sorted set's live members by score (`None` for other parts), kept in step
+    /// with every change to a live member's state.
+    order: Option<Box<ScoreOrder>>,
+}
+
+/// A member's score for the order index, if it is live.
+fn live_score(state: &KeyState) -> Option<f64> {
+    state.exists().then(|| state.score())
 }
 
 impl Default for Elements {
@@ -64,6 +74,7 @@ impl Default for Elements {
             removed: VersionVector::new(),
             seen: VersionVector::new(),
             digest: 0,
+            order: None,
         }
     }
 }
@@ -97,6 +108,17 @@ fn canonical(state: &mut KeyState, removed: &VersionVector) -> bool {
 impl Elements {
     pub fn new() -> Elements {
         Elements::default()
+    }
+
+    /// An empty part of kind `part` (a sorted set's keeps its members' score order).
+    pub fn for_part(part: Part) -> Elements {
+        let order = (part == Part::Zset).then(Box::default);
+        Elements { order, ..Elements::default() }
+    }
+
+    /// A sorted set's live members in score order (`None` for other parts).
+    pub fn score_order(&self) -> Option<&ScoreOrder> {
+        self.order.as_deref()
     }
 
     /// Live elements.
@@ -178,9 +200,13 @@ impl Elements {
         let (stored_name, state) = self.entries.get_index_mut(index).expect("index just found");
         let was_live = state.exists();
         let old_digest = if state.is_blank() { 0 } else { element_digest(stored_name, state) };
+        let old_score = self.order.is_some().then(|| live_score(state)).flatten();
         write(state);
         debug_assert!(state.is_element(), "an element holds neither a TTL nor elements");
         canonical(state, &self.removed);
+        if let Some(order) = self.order.as_deref_mut() {
+            order.update(stored_name, old_score, live_score(state));
+        }
         let new_digest = element_digest(stored_name, state);
         self.digest ^= old_digest ^ new_digest;
         self.seen.merge(&state.causal_context());
@@ -219,10 +245,14 @@ impl Elements {
             Some((_, stored_name, state)) => {
                 let was_live = state.exists();
                 let old_digest = element_digest(stored_name, state);
+                let old_score = self.order.is_some().then(|| live_score(state)).flatten();
                 state.merge(&incoming);
                 self.seen.merge(&state.causal_context());
                 let keep = canonical(state, &self.removed);
                 let is_live = state.exists();
+                if let Some(order) = self.order.as_deref_mut() {
+                    order.update(stored_name, old_score, live_score(state));
+                }
                 let new_digest = if keep { element_digest(stored_name, state) } else { 0 };
                 self.digest ^= old_digest ^ new_digest;
                 self.account(was_live, is_live);
@@ -250,6 +280,9 @@ impl Elements {
                 }
                 self.digest ^= element_digest(name, &incoming);
                 self.account(false, incoming.exists());
+                if let Some(order) = self.order.as_deref_mut() {
+                    order.update(name, None, live_score(&incoming));
+                }
                 self.entries.insert(name.clone(), incoming);
             }
         }
@@ -265,12 +298,14 @@ impl Elements {
         let removed = &self.removed;
         let mut digest = self.digest;
         let mut live = self.live;
+        let mut order = self.order.as_deref_mut();
         self.entries.retain(|name, state| {
             if !state.has_dot_covered_by(removed) && !state.has_context_covered_by(removed) {
                 return true;
             }
             digest ^= element_digest(name, state);
             let was_live = state.exists();
+            let old_score = order.is_some().then(|| live_score(state)).flatten();
             if absorb_counters {
                 state.remove_observed(removed);
             } else {
@@ -282,6 +317,9 @@ impl Elements {
             }
             if was_live && !state.exists() {
                 live -= 1;
+            }
+            if let Some(order) = order.as_deref_mut() {
+                order.update(name, old_score, if keep { live_score(state) } else { None });
             }
             keep
         });
@@ -344,8 +382,8 @@ impl Elements {
     }
 
     /// Rebuild from decoded entries (codec): counts, contexts and digest recomputed.
-    pub fn from_entries(removed: VersionVector, entries: Vec<(Bytes, KeyState)>) -> Result<Elements, &'static str> {
-        let mut elements = Elements { removed, ..Elements::default() };
+    pub fn from_entries(part: Part, removed: VersionVector, entries: Vec<(Bytes, KeyState)>) -> Result<Elements, &'static str> {
+        let mut elements = Elements { removed, ..Elements::for_part(part) };
         for (name, state) in entries {
             if !state.is_element() {
                 return Err("an element with a TTL or elements of its own");
@@ -353,6 +391,9 @@ impl Elements {
             elements.seen.merge(&state.causal_context());
             elements.digest ^= element_digest(&name, &state);
             elements.account(false, state.exists());
+            if let Some(order) = elements.order.as_deref_mut() {
+                order.update(&name, None, live_score(&state));
+            }
             if elements.entries.insert(name, state).is_some() {
                 return Err("an element named twice");
             }
@@ -363,16 +404,20 @@ impl Elements {
     /// The collection with its elements left out: what a change to the key alone (a
     /// TTL) ships, so that it never carries the whole collection.
     pub fn without_entries(&self) -> Elements {
-        Elements { removed: self.removed.clone(), ..Elements::default() }
+        let order = self.order.as_ref().map(|_| Box::default());
+        Elements { removed: self.removed.clone(), order, ..Elements::default() }
     }
 
     /// Only the named elements (a delta of a write to them).
-    pub fn only(names_and_states: impl IntoIterator<Item = (Bytes, KeyState)>) -> Elements {
-        let mut elements = Elements::default();
+    pub fn only(part: Part, names_and_states: impl IntoIterator<Item = (Bytes, KeyState)>) -> Elements {
+        let mut elements = Elements::for_part(part);
         for (name, state) in names_and_states {
             elements.seen.merge(&state.causal_context());
             elements.digest ^= element_digest(&name, &state);
             elements.account(false, state.exists());
+            if let Some(order) = elements.order.as_deref_mut() {
+                order.update(&name, None, live_score(&state));
+            }
             elements.entries.insert(name, state);
         }
         elements

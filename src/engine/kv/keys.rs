@@ -3,11 +3,13 @@
 
 use bytes::Bytes;
 
+use super::collection_writes::Part;
 use super::glob::glob_match;
 use super::hashes::hash_encoding;
 use super::keyspace::SLOT_SPACE;
 use super::sets::set_encoding;
-use super::value::{KeyKind, MEMBER_MARK, SetTtl};
+use super::value::{KeyKind, MEMBER_MARK, SetTtl, score_value};
+use super::zsets::zset_encoding;
 use super::{KeyState, KvEngine, StrVal, WriteCtx, key_hash};
 use crate::command::errors::{self, invalid_expire};
 use crate::command::{ExpireCondition, TimeUnit};
@@ -28,6 +30,8 @@ pub enum SnapshotValue {
     Hash(Vec<(Bytes, StrVal)>),
     /// Members, in the set's order.
     Set(Vec<Bytes>),
+    /// Members and scores, in score order.
+    Zset(Vec<(Bytes, f64)>),
 }
 
 /// The type name TYPE and SCAN TYPE use.
@@ -35,6 +39,7 @@ pub fn type_name(state: &KeyState) -> &'static str {
     match state.kind() {
         Some(KeyKind::Hash) => "hash",
         Some(KeyKind::Set) => "set",
+        Some(KeyKind::Zset) => "zset",
         Some(KeyKind::String) | None => "string",
     }
 }
@@ -121,6 +126,7 @@ impl KvEngine {
             match state.kind() {
                 Some(KeyKind::Hash) => return Frame::bulk_str(state.hash().map_or("listpack", |h| hash_encoding(h, &limits))),
                 Some(KeyKind::Set) => return Frame::bulk_str(state.set_members().map_or("intset", |s| set_encoding(s, &limits))),
+                Some(KeyKind::Zset) => return Frame::bulk_str(state.zset_members().map_or("listpack", |z| zset_encoding(z, &limits))),
                 _ => {}
             }
         }
@@ -133,8 +139,9 @@ impl KvEngine {
     }
 
     /// MEMORY USAGE: an estimate of what the key takes, in bytes: its entry, its key and
-    /// value bytes, and per hash field the field's state and bytes. An estimate (it does
-    /// not ask the allocator), nil for a missing key.
+    /// value bytes, and per element (hash field, set or sorted set member) its state and
+    /// bytes (a sorted set's score order too). An estimate (it does not ask the
+    /// allocator), nil for a missing key.
     pub fn memory_usage(&mut self, key: &[u8], now_ms: u64) -> Frame {
         const ENTRY_BYTES: usize = 64;
         let Some(state) = self.live(key, key_hash(key), now_ms) else {
@@ -144,8 +151,10 @@ impl KvEngine {
         let value_bytes = |s: &KeyState| s.read().map_or(0, |v| v.len());
         let fields: usize = state.hash().map_or(0, |h| h.entries().map(|(f, s)| element + f.len() + value_bytes(s)).sum());
         let members: usize = state.set_members().map_or(0, |h| h.entries().map(|(m, _)| element + m.len()).sum());
+        let order_entry = std::mem::size_of::<(f64, Bytes)>();
+        let scored: usize = state.zset_members().map_or(0, |z| z.entries().map(|(m, _)| element + order_entry + m.len()).sum());
         let string = if state.kind() == Some(KeyKind::String) { value_bytes(state) } else { 0 };
-        Frame::Integer((ENTRY_BYTES + std::mem::size_of::<KeyState>() + key.len() + string + fields + members) as i64)
+        Frame::Integer((ENTRY_BYTES + std::mem::size_of::<KeyState>() + key.len() + string + fields + members + scored) as i64)
     }
 
     /// DEL/UNLINK for the keys of this shard: how many existed.
@@ -165,6 +174,7 @@ impl KvEngine {
             KeyKind::String => SnapshotValue::String(state.read()?),
             KeyKind::Hash => SnapshotValue::Hash(state.hash()?.iter().filter_map(|(f, s)| Some((f.clone(), s.read()?))).collect()),
             KeyKind::Set => SnapshotValue::Set(state.set_members()?.iter().map(|(m, _)| m.clone()).collect()),
+            KeyKind::Zset => SnapshotValue::Zset(state.zset_members()?.score_order()?.iter(false).map(|(s, m)| (m.clone(), s)).collect()),
         };
         Some(KeySnapshot { value, expire_at_ms: state.expire_at_ms() })
     }
@@ -185,29 +195,32 @@ impl KvEngine {
                 state.set(dot, value, ttl);
                 self.commit(ctx, key, hash, state);
             }
-            SnapshotValue::Hash(fields) => {
-                // The old key goes whole, then the fields are written anew: the key is
-                // replaced, as Redis replaces it, and ships whole.
+            collection => {
+                // The old key goes whole, then the elements are written anew: the key
+                // is replaced, as Redis replaces it, and ships whole.
                 if state.exists() || !state.is_blank() {
                     state.delete(dot);
                 }
-                let elements = state.hash_mut();
-                for (field, value) in fields {
-                    elements.write(&field, |s| s.set(dot, value, SetTtl::Keep));
-                }
-                if let SetTtl::At(at_ms) = ttl {
-                    state.expire_at(ctx.next_dot(), at_ms);
-                }
-                self.commit_new(ctx, key, hash, state);
-            }
-            SnapshotValue::Set(members) => {
-                // As for a hash: the old key goes whole, the members are added anew.
-                if state.exists() || !state.is_blank() {
-                    state.delete(dot);
-                }
-                let elements = state.set_mut();
-                for member in members {
-                    elements.write(&member, |s| s.set(dot, MEMBER_MARK, SetTtl::Keep));
+                match collection {
+                    SnapshotValue::Hash(fields) => {
+                        let elements = state.hash_mut();
+                        for (field, value) in fields {
+                            elements.write(&field, |s| s.set(dot, value, SetTtl::Keep));
+                        }
+                    }
+                    SnapshotValue::Set(members) => {
+                        let elements = state.set_mut();
+                        for member in members {
+                            elements.write(&member, |s| s.set(dot, MEMBER_MARK, SetTtl::Keep));
+                        }
+                    }
+                    SnapshotValue::Zset(members) => {
+                        let elements = state.part_mut(Part::Zset);
+                        for (member, score) in members {
+                            elements.write(&member, |s| s.set(dot, score_value(score), SetTtl::Keep));
+                        }
+                    }
+                    SnapshotValue::String(_) => unreachable!("strings are restored above"),
                 }
                 if let SetTtl::At(at_ms) = ttl {
                     state.expire_at(ctx.next_dot(), at_ms);

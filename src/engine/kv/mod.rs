@@ -12,11 +12,14 @@ pub mod hashes;
 pub mod keys;
 pub mod keyspace;
 pub mod merkle;
+pub mod score_order;
 pub mod sets;
 pub mod strings;
 pub mod value;
 #[cfg(test)]
 mod value_laws;
+pub mod zset_query;
+pub mod zsets;
 
 use bytes::Bytes;
 

@@ -21,9 +21,13 @@ use crate::crdt::register::MvRegister;
 use crate::crdt::ttl::{self, TtlRegister, TtlWrite};
 use crate::crdt::{Dot, Hlc, VersionVector};
 
+use super::collection_writes::Part;
 use super::elements::Elements;
 
 mod collections;
+mod score;
+
+pub use score::score_value;
 
 /// A stored string, kept as an integer when it is the canonical text of one (as Redis's
 /// `int` encoding), so counters don't parse on every INCR.
@@ -156,11 +160,16 @@ pub struct KeyState {
     value: MvRegister<StrVal>,
     counters: Option<Box<Counters>>,
     ttl: TtlRegister,
-    /// A hash's fields (`None` for a string key, and for every element state).
-    hash: Option<Box<Elements>>,
-    /// A set's members (`None` for other keys, and for every element state): each
-    /// member an element whose register holds [`MEMBER_MARK`].
-    set: Option<Box<Elements>>,
+    /// The collection parts (a hash's fields, a set's or sorted set's members): `None`
+    /// for a string key and for every element state, so those pay one pointer.
+    collections: Option<Box<Collections>>,
+}
+
+/// A key's collection parts, by [`Part`]. More than one is present only after
+/// concurrent writes of different types met (a type clash).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct Collections {
+    parts: [Option<Box<Elements>>; Part::COUNT],
 }
 
 /// What a set member's register holds: a member exists iff its element does, so the
@@ -173,6 +182,7 @@ pub enum KeyKind {
     String,
     Hash,
     Set,
+    Zset,
 }
 
 impl KeyState {
@@ -292,8 +302,7 @@ impl KeyState {
             value: MvRegister::from_entries(parts.values)?,
             counters,
             ttl: MvRegister::from_entries(parts.ttl)?,
-            hash: None,
-            set: None,
+            collections: None,
         };
         if !state.ctx.is_empty() {
             state.normalize_context();
@@ -514,11 +523,8 @@ impl KeyState {
     /// [`KeyState::merge`] on a node that has collected element tombstones `forgotten`
     /// covers: an element arriving with no entry here loses what that covers.
     pub fn merge_forgetting(&mut self, other: &KeyState, forgotten: &VersionVector) {
-        if let Some(theirs) = other.hash.as_deref() {
-            self.hash_mut().merge(theirs, forgotten);
-        }
-        if let Some(theirs) = other.set.as_deref() {
-            self.set_mut().merge(theirs, forgotten);
+        for (part, theirs) in other.collection_parts() {
+            self.part_mut(part).merge(theirs, forgotten);
         }
         if other.has_collection() {
             self.normalize_collections();
@@ -581,10 +587,9 @@ impl KeyState {
             }
         }
         // Elements enter through their XOR, kept write by write: O(1) per write. Tag 2
-        // is a hash part, 3 a set part.
-        for (tag, part) in [(2u8, self.hash.as_deref()), (3u8, self.set.as_deref())] {
-            let Some(part) = part else { continue };
-            feed(&[tag]);
+        // is a hash part, 3 a set part, 4 a sorted set part.
+        for (kind, part) in self.collection_parts() {
+            feed(&[kind.digest_tag()]);
             feed(&(part.removed().len() as u32).to_le_bytes());
             for d in part.removed().iter() {
                 dot(d, feed);

@@ -1,12 +1,15 @@
-//! Property tests: the merge laws of DESIGN §5 for string, hash and set keys
-//! (registers, counters, TTL, hash fields, set members, whole-key delete, type clashes), that applying the
+//! Property tests: the merge laws of DESIGN §5 for string, hash, set and sorted set
+//! keys (registers, counters, TTL, hash fields, set members, member scores and their
+//! increments, whole-key delete, type clashes), that a sorted set's score order always
+//! matches its members' scores, that applying the
 //! element-sized deltas in any order equals merging the full states, and the
 //! concurrent outcomes users are promised.
 
 use bytes::Bytes;
 use proptest::prelude::*;
 
-use super::value::{KeyKind, KeyState, MEMBER_MARK, SetTtl, StrVal};
+use super::collection_writes::Part;
+use super::value::{KeyKind, KeyState, MEMBER_MARK, SetTtl, StrVal, score_value};
 use crate::crdt::{Dot, Hlc, HlcClock, NodeId};
 
 /// One step of a random multi-replica history.
@@ -29,6 +32,12 @@ enum Step {
     SAdd(usize, u8),
     /// SREM of member .1 (when it exists).
     SRem(usize, u8),
+    /// ZADD of member .1 at score .2.
+    ZAdd(usize, u8, i8),
+    /// ZINCRBY of member .1 by .2 / 2.
+    ZIncr(usize, u8, i8),
+    /// ZREM of member .1 (when it exists).
+    ZRem(usize, u8),
     /// Merge replica .0's state into replica .1.
     Sync(usize, usize),
     /// Merge one of replica .0's deltas (picked by .2) into replica .1: deltas arrive
@@ -53,6 +62,9 @@ fn step() -> impl Strategy<Value = Step> {
         (r.clone(), 0u8..3).prop_map(|(r, f)| Step::HDel(r, f)),
         (r.clone(), 0u8..3).prop_map(|(r, m)| Step::SAdd(r, m)),
         (r.clone(), 0u8..3).prop_map(|(r, m)| Step::SRem(r, m)),
+        (r.clone(), 0u8..3, -3i8..3).prop_map(|(r, m, v)| Step::ZAdd(r, m, v)),
+        (r.clone(), 0u8..3, -3i8..4).prop_map(|(r, m, v)| Step::ZIncr(r, m, v)),
+        (r.clone(), 0u8..3).prop_map(|(r, m)| Step::ZRem(r, m)),
         (r.clone(), r.clone()).prop_map(|(a, b)| Step::Sync(a, b)),
         (r.clone(), r, 0usize..64).prop_map(|(a, b, i)| Step::Deliver(a, b, i)),
     ]
@@ -105,6 +117,30 @@ impl Replica {
     }
 }
 
+impl Replica {
+    /// A write to one sorted set member (when the key is a sorted set or absent), as
+    /// the engine ships it: the member's state alone.
+    fn zset_write(&mut self, dot: Dot, m: u8, write: impl FnOnce(&mut KeyState, Dot)) {
+        if !matches!(self.state.kind(), None | Some(KeyKind::Zset)) {
+            return;
+        }
+        let name = member(m);
+        let part = self.state.part_mut(Part::Zset).write(&name, |s| write(s, dot));
+        self.deltas.push(KeyState::part_delta(Part::Zset, [(name, part)]));
+    }
+}
+
+/// Whether a sorted set's score order lists exactly its live members with their
+/// scores, in (score, member) order (the index is derived; it must never drift).
+fn score_order_matches_members(state: &KeyState) -> bool {
+    let Some(zset) = state.zset_members() else { return true };
+    let Some(order) = zset.score_order() else { return false };
+    let mut expected: Vec<(Bytes, f64)> = zset.iter().map(|(m, s)| (m.clone(), s.score())).collect();
+    super::zset_query::sort_by_score(&mut expected);
+    let indexed: Vec<(Bytes, f64)> = order.iter(false).map(|(s, m)| (m.clone(), s)).collect();
+    indexed == expected
+}
+
 /// Run a history; returns the replicas' states.
 fn run(steps: &[Step]) -> Vec<KeyState> {
     let mut replicas: Vec<Replica> = (0..REPLICAS)
@@ -128,14 +164,14 @@ fn run_into(steps: &[Step], replicas: &mut [Replica]) {
                 replicas[r].key_write(d, |s, d| s.set(d, StrVal::Raw(Bytes::from(vec![b'a' + v])), SetTtl::Keep), true);
             }
             Step::Incr(r, v) => {
-                if matches!(replicas[r].state.kind(), Some(KeyKind::Hash | KeyKind::Set)) {
+                if matches!(replicas[r].state.kind(), Some(KeyKind::Hash | KeyKind::Set | KeyKind::Zset)) {
                     continue;
                 }
                 let d = dot(&mut replicas[r]);
                 replicas[r].key_write(d, |s, d| s.incr_by(d, Hlc::ZERO, v), false);
             }
             Step::IncrFloat(r, v) => {
-                if matches!(replicas[r].state.kind(), Some(KeyKind::Hash | KeyKind::Set)) {
+                if matches!(replicas[r].state.kind(), Some(KeyKind::Hash | KeyKind::Set | KeyKind::Zset)) {
                     continue;
                 }
                 let d = dot(&mut replicas[r]);
@@ -180,6 +216,23 @@ fn run_into(steps: &[Step], replicas: &mut [Replica]) {
                 }
                 let d = dot(&mut replicas[r]);
                 replicas[r].member_write(d, m, |s, d| s.delete(d));
+            }
+            Step::ZAdd(r, m, v) => {
+                let d = dot(&mut replicas[r]);
+                replicas[r].zset_write(d, m, |s, d| s.set(d, score_value(v as f64), SetTtl::Keep));
+            }
+            Step::ZIncr(r, m, v) => {
+                let d = dot(&mut replicas[r]);
+                replicas[r].zset_write(d, m, |s, d| s.incr_by_float(d, Hlc::ZERO, v as f64 * 0.5));
+            }
+            Step::ZRem(r, m) => {
+                if replicas[r].state.zset_members().and_then(|z| z.get(&member(m))).is_none()
+                    || replicas[r].state.kind() != Some(KeyKind::Zset)
+                {
+                    continue;
+                }
+                let d = dot(&mut replicas[r]);
+                replicas[r].zset_write(d, m, |s, d| s.delete(d));
             }
             Step::Deliver(from, to, i) => {
                 if replicas[from].deltas.is_empty() {
@@ -247,6 +300,8 @@ proptest! {
         prop_assert_eq!(all.expire_at_ms(), other_order.expire_at_ms());
         prop_assert_eq!(all.kind(), other_order.kind());
         prop_assert_eq!(super::merkle::digest(b"k", &all), super::merkle::digest(b"k", &other_order));
+        prop_assert!(s.iter().all(score_order_matches_members));
+        prop_assert!(score_order_matches_members(&all) && score_order_matches_members(&other_order));
         prop_assert_eq!(all, other_order);
     }
 
@@ -277,6 +332,7 @@ proptest! {
         prop_assert_eq!(&shuffled, &all_states);
         prop_assert_eq!(super::merkle::digest(b"k", &shuffled), super::merkle::digest(b"k", &all_states));
         prop_assert_eq!(forward.kind(), all_states.kind());
+        prop_assert!(score_order_matches_members(&forward) && score_order_matches_members(&shuffled));
     }
 
     #[test]
@@ -453,4 +509,26 @@ fn a_type_clash_between_a_set_a_hash_and_a_string_shows_the_latest_type() {
     overwritten.set(dot(9, 2), StrVal::Int(7), SetTtl::Clear);
     assert_eq!(overwritten.kind(), Some(KeyKind::String));
     assert!(!overwritten.has_type_clash());
+}
+
+#[test]
+fn a_zrem_keeps_the_increment_it_had_not_seen_and_zadd_absorbs_the_ones_it_had() {
+    let m = Bytes::from_static(b"m");
+    let mut base = KeyState::new();
+    base.part_mut(Part::Zset).write(&m, |e| e.set(dot(1, 1), score_value(10.0), SetTtl::Keep));
+    base.part_mut(Part::Zset).write(&m, |e| e.incr_by_float(dot(2, 2), Hlc::ZERO, 1.0));
+    let score = |s: &KeyState| s.zset_members().and_then(|z| z.get(&m)).map(|e| e.score());
+    assert_eq!(score(&base), Some(11.0));
+    let mut remover = base.clone();
+    remover.part_mut(Part::Zset).write(&m, |e| e.delete(dot(3, 1)));
+    let mut adder = base.clone();
+    adder.part_mut(Part::Zset).write(&m, |e| e.set(dot(3, 3), score_value(100.0), SetTtl::Keep));
+    let mut incrementer = base.clone();
+    incrementer.part_mut(Part::Zset).write(&m, |e| e.incr_by_float(dot(4, 2), Hlc::ZERO, 5.0));
+    // ZREM ∥ ZINCRBY: the +5 it had not seen survives, alone.
+    assert_eq!(score(&merged(&remover, &incrementer)), Some(5.0));
+    assert_eq!(score(&merged(&incrementer, &remover)), Some(5.0));
+    // ZADD ∥ ZINCRBY: the ZADD absorbed +1 and keeps +5.
+    assert_eq!(score(&merged(&adder, &incrementer)), Some(105.0));
+    assert!(score_order_matches_members(&merged(&merged(&adder, &incrementer), &remover)));
 }

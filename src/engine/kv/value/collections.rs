@@ -1,4 +1,4 @@
-//! A key state's collection parts (a hash's fields, a set's members) and the type rules
+//! A key state's collection parts (a hash's fields, a set's or sorted set's members) and the type rules
 //! over them: which type a key reads as when concurrent writes of two types met (DESIGN
 //! §5, type clash), the element-sized deltas a write ships, and the tombstones the
 //! parts keep. The string part and the merge are in `value.rs`.
@@ -14,54 +14,82 @@ impl KeyState {
     /// The key-level part of this state (value, counters, TTL, what whole-key removes
     /// saw) without the elements: the delta of a change to the key alone.
     pub fn without_elements(&self) -> KeyState {
-        KeyState {
+        let mut delta = KeyState {
             ctx: self.ctx.clone(),
             value: self.value.clone(),
             counters: self.counters.clone(),
             ttl: self.ttl.clone(),
-            hash: self.hash.as_deref().map(|h| Box::new(h.without_entries())),
-            set: self.set.as_deref().map(|h| Box::new(h.without_entries())),
+            collections: None,
+        };
+        for (part, elements) in self.collection_parts() {
+            delta.set_part(part, Some(elements.without_entries()));
+        }
+        delta
+    }
+
+    /// The collection parts held, with which part each is.
+    pub fn collection_parts(&self) -> impl Iterator<Item = (Part, &Elements)> + '_ {
+        let parts = self.collections.as_deref().map(|c| &c.parts);
+        Part::ALL.into_iter().filter_map(move |part| Some((part, parts?[part as usize].as_deref()?)))
+    }
+
+    /// The collection part `part`, if the key has ever held one.
+    pub fn part(&self, part: Part) -> Option<&Elements> {
+        self.collections.as_deref()?.parts[part as usize].as_deref()
+    }
+
+    /// The collection part `part` (created if absent).
+    pub fn part_mut(&mut self, part: Part) -> &mut Elements {
+        let collections = self.collections.get_or_insert_with(Default::default);
+        collections.parts[part as usize].get_or_insert_with(|| Box::new(Elements::for_part(part)))
+    }
+
+    fn set_part(&mut self, part: Part, elements: Option<Elements>) {
+        match elements {
+            Some(elements) => self.collections.get_or_insert_with(Default::default).parts[part as usize] = Some(Box::new(elements)),
+            None => {
+                if let Some(c) = self.collections.as_deref_mut() {
+                    c.parts[part as usize] = None;
+                }
+            }
         }
     }
 
-    /// A delta carrying only these hash fields' states.
-    /// The collection part `part` (created if absent).
-    pub fn part_mut(&mut self, part: Part) -> &mut Elements {
-        match part {
-            Part::Hash => self.hash_mut(),
-            Part::Set => self.set_mut(),
-        }
+    /// Rebuild with a decoded part (codec).
+    pub fn with_part(mut self, part: Part, elements: Option<Elements>) -> KeyState {
+        self.set_part(part, elements);
+        self.normalize_collections();
+        self
     }
 
     /// A delta carrying only these elements of part `part`.
     pub fn part_delta(part: Part, elements: impl IntoIterator<Item = (Bytes, KeyState)>) -> KeyState {
-        match part {
-            Part::Hash => KeyState::hash_delta(elements),
-            Part::Set => KeyState::set_delta(elements),
-        }
+        let mut delta = KeyState::default();
+        delta.set_part(part, Some(Elements::only(part, elements)));
+        delta
     }
 
     pub fn hash_delta(fields: impl IntoIterator<Item = (Bytes, KeyState)>) -> KeyState {
-        KeyState { hash: Some(Box::new(Elements::only(fields))), ..KeyState::default() }
+        KeyState::part_delta(Part::Hash, fields)
     }
 
     /// A delta carrying only these set members' states.
     pub fn set_delta(members: impl IntoIterator<Item = (Bytes, KeyState)>) -> KeyState {
-        KeyState { set: Some(Box::new(Elements::only(members))), ..KeyState::default() }
+        KeyState::part_delta(Part::Set, members)
     }
 
-    /// The collection parts held (hash, set), for what treats them alike.
+    /// The collection parts held, for what treats them alike.
     pub(super) fn collections(&self) -> impl Iterator<Item = &Elements> + '_ {
-        self.hash.as_deref().into_iter().chain(self.set.as_deref())
+        self.collection_parts().map(|(_, elements)| elements)
     }
 
     pub(super) fn collections_mut(&mut self) -> impl Iterator<Item = &mut Elements> + '_ {
-        self.hash.as_deref_mut().into_iter().chain(self.set.as_deref_mut())
+        self.collections.as_deref_mut().into_iter().flat_map(|c| c.parts.iter_mut().filter_map(|p| p.as_deref_mut()))
     }
 
     /// Whether the key has a collection part (its writes ship element-sized deltas).
     pub fn has_collection(&self) -> bool {
-        self.hash.is_some() || self.set.is_some()
+        self.collections.is_some()
     }
 
     /// Element tombstones held over every collection part.
@@ -69,13 +97,13 @@ impl KeyState {
         self.collections().map(|c| c.tombstones()).sum()
     }
 
-    /// Drop the element tombstones `stable` covers in every collection part (GC);
-    /// returns how many.
     /// Drop every element tombstone (a node without peers keeps none).
     pub fn drop_element_tombstones(&mut self) {
         self.collections_mut().for_each(|c| c.drop_tombstones());
     }
 
+    /// Drop the element tombstones `stable` covers in every collection part (GC);
+    /// returns how many.
     pub fn forget_stable_elements(&mut self, stable: &VersionVector) -> usize {
         self.collections_mut().map(|c| c.forget_stable(stable)).sum()
     }
@@ -93,7 +121,7 @@ impl KeyState {
 
     /// Whether this is a valid element state: no TTL, no elements of its own.
     pub fn is_element(&self) -> bool {
-        self.ttl.is_empty() && self.hash.is_none() && self.set.is_none()
+        self.ttl.is_empty() && self.collections.is_none()
     }
 
     /// Nothing at all: no value, no history.
@@ -103,45 +131,38 @@ impl KeyState {
 
     /// A hash's fields, if the key has ever held one.
     pub fn hash(&self) -> Option<&Elements> {
-        self.hash.as_deref()
+        self.part(Part::Hash)
     }
 
     pub fn hash_mut(&mut self) -> &mut Elements {
-        self.hash.get_or_insert_with(Default::default)
-    }
-
-    /// Rebuild with decoded hash fields (codec).
-    pub fn with_hash(mut self, hash: Option<Elements>) -> KeyState {
-        self.hash = hash.map(Box::new);
-        self.normalize_collections();
-        self
+        self.part_mut(Part::Hash)
     }
 
     /// A set's members, if the key has ever held one.
     pub fn set_members(&self) -> Option<&Elements> {
-        self.set.as_deref()
+        self.part(Part::Set)
     }
 
     pub fn set_mut(&mut self) -> &mut Elements {
-        self.set.get_or_insert_with(Default::default)
+        self.part_mut(Part::Set)
     }
 
-    /// Rebuild with decoded set members (codec).
-    pub fn with_set(mut self, set: Option<Elements>) -> KeyState {
-        self.set = set.map(Box::new);
-        self.normalize_collections();
-        self
+    /// A sorted set's members (with their score order), if the key has ever held one.
+    pub fn zset_members(&self) -> Option<&Elements> {
+        self.part(Part::Zset)
     }
 
     /// A collection part holding nothing and no history is no part at all (so equal
     /// states compare and digest equal).
     pub(super) fn normalize_collections(&mut self) {
-        let blank = |part: &Option<Box<Elements>>| part.as_deref().is_some_and(|h| h.entries_len() == 0 && h.removed().is_empty());
-        if blank(&self.hash) {
-            self.hash = None;
+        let Some(c) = self.collections.as_deref_mut() else { return };
+        for part in c.parts.iter_mut() {
+            if part.as_deref().is_some_and(|h| h.entries_len() == 0 && h.removed().is_empty()) {
+                *part = None;
+            }
         }
-        if blank(&self.set) {
-            self.set = None;
+        if c.parts.iter().all(Option::is_none) {
+            self.collections = None;
         }
     }
 
@@ -166,14 +187,14 @@ impl KeyState {
     /// `(hlc, node)` wins (DESIGN §5, type clash); the other parts stay until a write
     /// removes them.
     pub fn kind(&self) -> Option<KeyKind> {
-        let hash_live = self.hash.as_deref().is_some_and(|h| !h.is_empty());
-        let set_live = self.set.as_deref().is_some_and(|h| !h.is_empty());
-        match (self.string_exists(), hash_live, set_live) {
-            (false, false, false) => None,
-            (true, false, false) => Some(KeyKind::String),
-            (false, true, false) => Some(KeyKind::Hash),
-            (false, false, true) => Some(KeyKind::Set),
-            (string, hash, set) => {
+        let string = self.string_exists();
+        let mut live = self.collection_parts().filter(|(_, e)| !e.is_empty());
+        let first = live.next();
+        match (string, first) {
+            (false, None) => None,
+            (true, None) => Some(KeyKind::String),
+            (false, Some((part, _))) if live.next().is_none() => Some(part.kind()),
+            _ => {
                 // A clash (rare): compare the newest live dot of each type present.
                 let mut best: Option<(Option<Dot>, KeyKind)> = None;
                 let mut consider = |newest: Option<Dot>, kind: KeyKind| {
@@ -184,11 +205,8 @@ impl KeyState {
                 if string {
                     consider(self.newest_dot(), KeyKind::String);
                 }
-                if hash {
-                    consider(self.hash.as_deref().and_then(|h| h.newest_live_dot()), KeyKind::Hash);
-                }
-                if set {
-                    consider(self.set.as_deref().and_then(|h| h.newest_live_dot()), KeyKind::Set);
+                for (part, elements) in self.collection_parts().filter(|(_, e)| !e.is_empty()) {
+                    consider(elements.newest_live_dot(), part.kind());
                 }
                 best.map(|(_, kind)| kind)
             }
@@ -197,9 +215,7 @@ impl KeyState {
 
     /// Whether more than one type's part exists (a type clash).
     pub fn has_type_clash(&self) -> bool {
-        let parts = self.string_exists() as u8
-            + self.hash.as_deref().is_some_and(|h| !h.is_empty()) as u8
-            + self.set.as_deref().is_some_and(|h| !h.is_empty()) as u8;
+        let parts = self.string_exists() as usize + self.collection_parts().filter(|(_, e)| !e.is_empty()).count();
         parts > 1
     }
 }

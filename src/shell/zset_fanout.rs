@@ -1,0 +1,107 @@
+//! The multi-key sorted set commands (ZUNION, ZINTER, ZDIFF, their STORE forms,
+//! ZINTERCARD, ZRANGESTORE, ZMPOP) when their keys live on several shards. All keys on
+//! one shard: the command runs there, atomically. Across shards, reads gather each
+//! shard's member lists (each shard's part atomic, as MGET); a command that writes runs
+//! under the coordinator, so that what it writes comes from one consistent read of its
+//! sources, and ZMPOP pops from the first non-empty key as of one instant.
+
+use bytes::Bytes;
+
+use super::fanout::ShardAccess;
+use crate::command::ZsetMulti;
+use crate::command::zset::ZOutput;
+use crate::engine::kv::zset_query::{self, Scored};
+use crate::engine::kv::zsets::algebra_reply;
+use crate::protocol::Frame;
+use crate::shard::{ShardOp, ShardReply};
+
+type Lists = Vec<Option<Vec<Scored>>>;
+
+/// Put each shard's lists back in request order; the first error wins.
+fn gather(total: usize, replies: Vec<ShardReply>, positions: Vec<Vec<usize>>) -> Result<Lists, Frame> {
+    let mut lists: Lists = vec![None; total];
+    for (reply, positions) in replies.into_iter().zip(positions) {
+        match reply {
+            ShardReply::ScoredLists(found) => {
+                for (list, position) in found.into_iter().zip(positions) {
+                    lists[position] = list;
+                }
+            }
+            other => return Err(other.into_frame()),
+        }
+    }
+    Ok(lists)
+}
+
+pub async fn zset_multi(access: &ShardAccess, cmd: ZsetMulti) -> Frame {
+    let mut shards: Vec<usize> = cmd.keys().into_iter().map(|k| access.shard_of(k)).collect();
+    shards.sort_unstable();
+    shards.dedup();
+    if let [shard] = shards[..] {
+        return access.run_one(shard, ShardOp::ZsetMulti(cmd)).await.into_frame();
+    }
+    let coordinator = &access.state.coordinator;
+    match cmd {
+        ZsetMulti::Algebra { op, keys, weights, aggregate, output } => {
+            let total = keys.len();
+            let groups: Vec<_> = access.group(keys, |k: &Bytes| k).into_iter().collect();
+            let limit = if let ZOutput::Count { limit } = output { limit } else { 0 };
+            match output {
+                ZOutput::Store(dst) => {
+                    let to = access.shard_of(&dst);
+                    coordinator
+                        .run_atomic(shards, move |parked| {
+                            let mut replies = Vec::with_capacity(groups.len());
+                            let mut positions = Vec::with_capacity(groups.len());
+                            for (shard, (keys, pos)) in groups {
+                                replies.push(parked.apply(shard, ShardOp::ScoredLists(keys)));
+                                positions.push(pos);
+                            }
+                            match gather(total, replies, positions) {
+                                Ok(lists) => {
+                                    let members = zset_query::combine(op, lists, weights.as_deref(), aggregate, 0);
+                                    parked.apply(to, ShardOp::StoreZset { key: dst, members }).into_frame()
+                                }
+                                Err(error) => error,
+                            }
+                        })
+                        .await
+                }
+                output => {
+                    let (ops, positions): (Vec<_>, Vec<_>) =
+                        groups.into_iter().map(|(shard, (keys, pos))| ((shard, ShardOp::ScoredLists(keys)), pos)).unzip();
+                    match gather(total, access.run_groups(ops).await, positions) {
+                        Ok(lists) => algebra_reply(&output, zset_query::combine(op, lists, weights.as_deref(), aggregate, limit)),
+                        Err(error) => error,
+                    }
+                }
+            }
+        }
+        ZsetMulti::RangeStore { dst, src, query } => {
+            let (from, to) = (access.shard_of(&src), access.shard_of(&dst));
+            coordinator
+                .run_atomic(shards, move |parked| match parked.apply(from, ShardOp::ZsetRange { key: src, query }) {
+                    ShardReply::ScoredLists(mut lists) => {
+                        let members = lists.pop().flatten().unwrap_or_default();
+                        parked.apply(to, ShardOp::StoreZset { key: dst, members }).into_frame()
+                    }
+                    other => other.into_frame(),
+                })
+                .await
+        }
+        ZsetMulti::MPop { keys, max, count } => {
+            let targets: Vec<(usize, Bytes)> = keys.into_iter().map(|k| (access.shard_of(&k), k)).collect();
+            coordinator
+                .run_atomic(shards, move |parked| {
+                    for (shard, key) in targets {
+                        let reply = parked.apply(shard, ShardOp::ZsetMulti(ZsetMulti::MPop { keys: vec![key], max, count })).into_frame();
+                        if reply != Frame::NullArray {
+                            return reply;
+                        }
+                    }
+                    Frame::NullArray
+                })
+                .await
+        }
+    }
+}
