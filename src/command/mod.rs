@@ -5,11 +5,13 @@
 //! and float arguments) and answers with Redis's exact error text. It never touches
 //! the keyspace: executing is the shard's job, coordinating the connection's.
 
+pub mod dump;
 pub mod errors;
 pub mod hash;
 pub mod introspect;
 pub mod numbers;
 pub mod parse;
+pub mod restore;
 pub mod set;
 pub mod table;
 
@@ -17,6 +19,7 @@ use bytes::Bytes;
 
 pub use hash::HashCommand;
 pub use parse::{parse_command, parse_command_at};
+pub use restore::RestoreCommand;
 pub use set::{SetAlgebra, SetCommand, SetOutput};
 
 /// When a SET-like write applies.
@@ -147,6 +150,10 @@ pub enum KeyCommand {
     Hash(HashCommand),
     /// The SADD family (`Set` is the SET command).
     SetFamily(SetCommand),
+    /// DUMP: the key's value as a Redis 7.0 payload.
+    Dump(Bytes),
+    /// RESTORE: a key from a Redis 7.0 payload (boxed: the largest command by far).
+    Restore(Box<RestoreCommand>),
 }
 
 impl KeyCommand {
@@ -158,7 +165,9 @@ impl KeyCommand {
             | KeyCommand::Persist(key)
             | KeyCommand::Type(key)
             | KeyCommand::ObjectEncoding(key)
-            | KeyCommand::MemoryUsage(key) => key,
+            | KeyCommand::MemoryUsage(key)
+            | KeyCommand::Dump(key) => key,
+            KeyCommand::Restore(cmd) => &cmd.key,
             KeyCommand::Set { key, .. }
             | KeyCommand::GetEx { key, .. }
             | KeyCommand::Append { key, .. }
@@ -191,6 +200,7 @@ impl KeyCommand {
                 | KeyCommand::Type(_)
                 | KeyCommand::ObjectEncoding(_)
                 | KeyCommand::MemoryUsage(_)
+                | KeyCommand::Dump(_)
         )
     }
 }

@@ -147,6 +147,8 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
             Ok(Command::Multi(MultiKeyCommand::Rename { src: take(a, 1), dst: take(a, 2), nx: spec.id == CmdId::RenameNx }))
         }
         CmdId::Copy => parse_copy(a),
+        CmdId::Dump => key(KeyCommand::Dump(take(a, 1))),
+        CmdId::Restore => key(KeyCommand::Restore(Box::new(super::restore::parse(a)?))),
         CmdId::SAdd
         | CmdId::SRem
         | CmdId::SMembers

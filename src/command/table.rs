@@ -34,6 +34,8 @@ pub enum CmdId {
     Rename,
     RenameNx,
     Copy,
+    Dump,
+    Restore,
     RandomKey,
     Touch,
     Expire,

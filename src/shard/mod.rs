@@ -472,6 +472,8 @@ fn apply_key(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: KeyCommand, picks: &mut
         KeyCommand::SetFamily(cmd) => kv.set_command(ctx, cmd, picks),
         KeyCommand::MemoryUsage(key) => kv.memory_usage(&key, now_ms),
         KeyCommand::ObjectEncoding(key) => kv.object_encoding(&key, now_ms),
+        KeyCommand::Dump(key) => kv.dump(&key, now_ms),
+        KeyCommand::Restore(cmd) => kv.restore_payload(ctx, *cmd),
     }
 }
 

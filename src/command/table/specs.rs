@@ -95,6 +95,30 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Renames a key only when the target key name doesn't exist."
     ),
     spec!(Copy, "copy", -3, ["write", "denyoom"], 1, 2, 1, "generic", "6.2.0", "Copies the value of a key to a new key."),
+    spec!(
+        Dump,
+        "dump",
+        2,
+        ["readonly"],
+        1,
+        1,
+        1,
+        "generic",
+        "2.6.0",
+        "Return a serialized version of the value stored at the specified key."
+    ),
+    spec!(
+        Restore,
+        "restore",
+        -4,
+        ["write", "denyoom"],
+        1,
+        1,
+        1,
+        "generic",
+        "2.6.0",
+        "Create a key using the provided serialized value, previously obtained using DUMP."
+    ),
     spec!(RandomKey, "randomkey", 1, ["readonly"], 0, 0, 0, "generic", "1.0.0", "Returns a random key name from the database."),
     spec!(
         Touch,

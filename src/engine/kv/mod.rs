@@ -6,6 +6,7 @@
 //! It never reads a clock or does I/O: `now_ms` arrives in the context.
 
 pub mod collection_writes;
+pub mod dump;
 pub mod elements;
 pub mod glob;
 pub mod hashes;
