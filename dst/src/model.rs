@@ -312,6 +312,7 @@ impl Model {
             // The workload generates no set commands yet (docs/testing.md, issue 14).
             KeyCommand::SetFamily(_) => Frame::static_error("ERR model does not cover set commands"),
             KeyCommand::MemoryUsage(_) => Frame::static_error("ERR model does not cover MEMORY USAGE"),
+            KeyCommand::Bits(_) => Frame::static_error("ERR model does not cover the bit commands"),
             KeyCommand::Dump(_) | KeyCommand::Restore(_) => Frame::static_error("ERR model does not cover DUMP and RESTORE"),
         }
     }

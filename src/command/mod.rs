@@ -5,6 +5,7 @@
 //! and float arguments) and answers with Redis's exact error text. It never touches
 //! the keyspace: executing is the shard's job, coordinating the connection's.
 
+pub mod bits;
 pub mod dump;
 pub mod errors;
 pub mod hash;
@@ -154,6 +155,8 @@ pub enum KeyCommand {
     Dump(Bytes),
     /// RESTORE: a key from a Redis 7.0 payload (boxed: the largest command by far).
     Restore(Box<RestoreCommand>),
+    /// SETBIT, GETBIT, BITCOUNT, BITPOS, BITFIELD, BITFIELD_RO.
+    Bits(bits::BitCommand),
 }
 
 impl KeyCommand {
@@ -168,6 +171,7 @@ impl KeyCommand {
             | KeyCommand::MemoryUsage(key)
             | KeyCommand::Dump(key) => key,
             KeyCommand::Restore(cmd) => &cmd.key,
+            KeyCommand::Bits(cmd) => cmd.key(),
             KeyCommand::Set { key, .. }
             | KeyCommand::GetEx { key, .. }
             | KeyCommand::Append { key, .. }
@@ -188,6 +192,7 @@ impl KeyCommand {
         match self {
             KeyCommand::Hash(cmd) => return cmd.is_write(),
             KeyCommand::SetFamily(cmd) => return cmd.is_write(),
+            KeyCommand::Bits(cmd) => return cmd.is_write(),
             _ => {}
         }
         !matches!(
@@ -230,6 +235,13 @@ pub enum MultiKeyCommand {
         src: Bytes,
         dst: Bytes,
         member: Bytes,
+    },
+    /// BITOP: `dst` becomes the operation over `keys` (deleted when every source is
+    /// empty or missing).
+    BitOp {
+        op: bits::BitOp,
+        dst: Bytes,
+        keys: Vec<Bytes>,
     },
     /// SINTER, SUNION, SDIFF, their STORE forms and SINTERCARD.
     SetAlgebra {

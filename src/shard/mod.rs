@@ -162,6 +162,7 @@ impl Shard {
             ShardOp::MSet(_) | ShardOp::MSetNx(_) | ShardOp::Del(_) | ShardOp::Restore { .. } => true,
             ShardOp::Rename { .. } | ShardOp::Copy { .. } => true,
             ShardOp::SetMove { .. } | ShardOp::StoreSet { .. } => true,
+            ShardOp::BitOp { .. } | ShardOp::StoreBitOp { .. } => true,
             ShardOp::SetAlgebra { output, .. } => matches!(output, SetOutput::Store(_)),
             ShardOp::Keyspace(KeyspaceCommand::Flush) => true,
             _ => false,
@@ -248,6 +249,14 @@ impl Shard {
                     Err(error) => ShardReply::Frame(error),
                 };
             }
+            ShardOp::BitOp { op, dst, keys } => kv.bitop(&mut ctx, op, dst, &keys),
+            ShardOp::StringValues(keys) => {
+                return match kv.string_values(&keys, now_ms) {
+                    Ok(values) => ShardReply::Values(values),
+                    Err(error) => ShardReply::Frame(error),
+                };
+            }
+            ShardOp::StoreBitOp { key, value } => kv.store_bitop(&mut ctx, key, value),
             ShardOp::StoreSet { key, members } => return ShardReply::Count(kv.store_set(&mut ctx, key, members)),
             ShardOp::Keyspace(cmd) => match cmd {
                 KeyspaceCommand::DbSize => return ShardReply::Count(kv.keys.len() as i64),
@@ -474,6 +483,7 @@ fn apply_key(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: KeyCommand, picks: &mut
         KeyCommand::ObjectEncoding(key) => kv.object_encoding(&key, now_ms),
         KeyCommand::Dump(key) => kv.dump(&key, now_ms),
         KeyCommand::Restore(cmd) => kv.restore_payload(ctx, *cmd),
+        KeyCommand::Bits(cmd) => kv.bit_command(ctx, cmd),
     }
 }
 

@@ -4,6 +4,7 @@
 
 use bytes::Bytes;
 
+use crate::command::bits::BitOp;
 use crate::command::{KeyCommand, KeyspaceCommand, SetAlgebra, SetOutput};
 use crate::crdt::Hlc;
 use crate::delta::Delta;
@@ -59,6 +60,20 @@ pub enum ShardOp {
     StoreSet {
         key: Bytes,
         members: Vec<Bytes>,
+    },
+    /// BITOP with every key (and its destination) on this shard.
+    BitOp {
+        op: BitOp,
+        dst: Bytes,
+        keys: Vec<Bytes>,
+    },
+    /// The string values of these keys (`Values`), or WRONGTYPE.
+    StringValues(Vec<Bytes>),
+    /// BITOP's write of its result (an empty one deletes the key); replies with the
+    /// length.
+    StoreBitOp {
+        key: Bytes,
+        value: Vec<u8>,
     },
     Keyspace(KeyspaceCommand),
     Stats,
@@ -116,6 +131,8 @@ pub enum ShardReply {
     Restored(bool),
     /// Each key's members, `None` for a missing key.
     MemberLists(Vec<Option<Vec<Bytes>>>),
+    /// Each key's string value, `None` for a missing key.
+    Values(Vec<Option<Bytes>>),
     Keys(Vec<Bytes>),
     ScanPage {
         keys: Vec<Bytes>,

@@ -119,6 +119,57 @@ pub static COMMANDS: &[CommandSpec] = &[
         "2.6.0",
         "Create a key using the provided serialized value, previously obtained using DUMP."
     ),
+    spec!(
+        SetBit,
+        "setbit",
+        4,
+        ["write", "denyoom"],
+        1,
+        1,
+        1,
+        "bitmap",
+        "2.2.0",
+        "Sets or clears the bit at offset in the string value stored at key"
+    ),
+    spec!(
+        GetBit,
+        "getbit",
+        3,
+        ["readonly", "fast"],
+        1,
+        1,
+        1,
+        "bitmap",
+        "2.2.0",
+        "Returns the bit value at offset in the string value stored at key"
+    ),
+    spec!(BitCount, "bitcount", -2, ["readonly"], 1, 1, 1, "bitmap", "2.6.0", "Count set bits in a string"),
+    spec!(BitPos, "bitpos", -3, ["readonly"], 1, 1, 1, "bitmap", "2.8.7", "Find first bit set or clear in a string"),
+    spec!(
+        BitField,
+        "bitfield",
+        -2,
+        ["write", "denyoom"],
+        1,
+        1,
+        1,
+        "bitmap",
+        "3.2.0",
+        "Perform arbitrary bitfield integer operations on strings"
+    ),
+    spec!(
+        BitFieldRo,
+        "bitfield_ro",
+        -2,
+        ["readonly", "fast"],
+        1,
+        1,
+        1,
+        "bitmap",
+        "6.0.0",
+        "Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD"
+    ),
+    spec!(BitOp, "bitop", -4, ["write", "denyoom"], 2, -1, 1, "bitmap", "2.6.0", "Perform bitwise operations between strings"),
     spec!(RandomKey, "randomkey", 1, ["readonly"], 0, 0, 0, "generic", "1.0.0", "Returns a random key name from the database."),
     spec!(
         Touch,
