@@ -198,6 +198,9 @@ impl KvEngine {
                     let span = match range {
                         Err(e) => return e,
                         Ok(None) => (!value.is_empty()).then(|| (0, value.len() as u64 * 8 - 1)),
+                        // Redis answers 0 before clipping when both ends count from
+                        // the end and cross (BITPOS has no such rule).
+                        Ok(Some(BitRange { start, end: Some(end), .. })) if start < 0 && end < 0 && start > end => None,
                         Ok(Some(range)) => bit_span(range, value.len()),
                     };
                     Frame::Integer(span.map_or(0, |(first, last)| count_ones(&value, first, last)) as i64)
