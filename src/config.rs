@@ -289,7 +289,13 @@ pub struct RuntimeConfig {
     maxclients: AtomicUsize,
     /// OBJECT ENCODING's thresholds, in the order of [`ENCODING_SETTINGS`].
     encoding: [AtomicUsize; ENCODING_SETTINGS.len()],
+    /// `sanitize-dump-payload`, an index into [`SANITIZE_DUMP_PAYLOAD`]: accepted and
+    /// reported; RESTORE checks every payload fully whatever it says (as Redis's `yes`).
+    sanitize_dump_payload: AtomicUsize,
 }
+
+/// The values `sanitize-dump-payload` takes, in Redis's order (its default first).
+const SANITIZE_DUMP_PAYLOAD: [&str; 3] = ["no", "yes", "clients"];
 
 /// The collection encoding settings Redis has (with their pre-7.0 `ziplist` aliases):
 /// accepted, reported, and applied to what OBJECT ENCODING answers.
@@ -324,6 +330,7 @@ impl RuntimeConfig {
             client_query_buffer_limit: AtomicUsize::new(config.client_query_buffer_limit),
             maxclients: AtomicUsize::new(config.maxclients),
             encoding: encoding_values(&EncodingLimits::default()).map(AtomicUsize::new),
+            sanitize_dump_payload: AtomicUsize::new(0),
         }
     }
 
@@ -398,6 +405,10 @@ impl RuntimeConfig {
             ("client-query-buffer-limit", self.client_query_buffer_limit().to_string()),
             ("maxclients", self.maxclients().to_string()),
             ("databases", "1".to_string()),
+            (
+                "sanitize-dump-payload",
+                SANITIZE_DUMP_PAYLOAD.get(self.sanitize_dump_payload.load(Ordering::Relaxed)).copied().unwrap_or("no").to_string(),
+            ),
             // Asked by redis-benchmark and other tools; Meridian has no RDB/AOF files.
             ("save", String::new()),
             ("appendonly", "no".to_string()),
@@ -425,6 +436,15 @@ impl RuntimeConfig {
             }
             "client-query-buffer-limit" => self.client_query_buffer_limit.store(parse_size(value)?, Ordering::Relaxed),
             "maxclients" => self.maxclients.store(parse_size(value)?, Ordering::Relaxed),
+            "sanitize-dump-payload" => {
+                let Some(i) = SANITIZE_DUMP_PAYLOAD.iter().position(|v| v.eq_ignore_ascii_case(value)) else {
+                    return Err(format!(
+                        "ERR CONFIG SET failed (possibly related to argument '{name}') - argument(s) must be one of the following: {}",
+                        SANITIZE_DUMP_PAYLOAD.join(", ")
+                    ));
+                };
+                self.sanitize_dump_payload.store(i, Ordering::Relaxed)
+            }
             _ if encoding_setting(name).is_some() => {
                 let i = encoding_setting(name).expect("just matched");
                 self.encoding[i].store(parse_size(value)?, Ordering::Relaxed)

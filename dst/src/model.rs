@@ -313,6 +313,8 @@ impl Model {
             KeyCommand::SetFamily(_) => Frame::static_error("ERR model does not cover set commands"),
             KeyCommand::Zset(_) => Frame::static_error("ERR model does not cover sorted set commands"),
             KeyCommand::MemoryUsage(_) => Frame::static_error("ERR model does not cover MEMORY USAGE"),
+            KeyCommand::Bits(_) => Frame::static_error("ERR model does not cover the bit commands"),
+            KeyCommand::Dump(_) | KeyCommand::Restore(_) => Frame::static_error("ERR model does not cover DUMP and RESTORE"),
         }
     }
 }

@@ -5,11 +5,14 @@
 //! and float arguments) and answers with Redis's exact error text. It never touches
 //! the keyspace: executing is the shard's job, coordinating the connection's.
 
+pub mod bits;
+pub mod dump;
 pub mod errors;
 pub mod hash;
 pub mod introspect;
 pub mod numbers;
 pub mod parse;
+pub mod restore;
 pub mod set;
 pub mod table;
 pub mod zset;
@@ -18,6 +21,7 @@ use bytes::Bytes;
 
 pub use hash::HashCommand;
 pub use parse::{parse_command, parse_command_at};
+pub use restore::RestoreCommand;
 pub use set::{SetAlgebra, SetCommand, SetOutput};
 pub use zset::{ZsetCommand, ZsetMulti};
 
@@ -151,6 +155,12 @@ pub enum KeyCommand {
     SetFamily(SetCommand),
     /// The ZADD family on one key.
     Zset(ZsetCommand),
+    /// DUMP: the key's value as a Redis 7.0 payload.
+    Dump(Bytes),
+    /// RESTORE: a key from a Redis 7.0 payload (boxed: the largest command by far).
+    Restore(Box<RestoreCommand>),
+    /// SETBIT, GETBIT, BITCOUNT, BITPOS, BITFIELD, BITFIELD_RO.
+    Bits(bits::BitCommand),
 }
 
 impl KeyCommand {
@@ -162,7 +172,10 @@ impl KeyCommand {
             | KeyCommand::Persist(key)
             | KeyCommand::Type(key)
             | KeyCommand::ObjectEncoding(key)
-            | KeyCommand::MemoryUsage(key) => key,
+            | KeyCommand::MemoryUsage(key)
+            | KeyCommand::Dump(key) => key,
+            KeyCommand::Restore(cmd) => &cmd.key,
+            KeyCommand::Bits(cmd) => cmd.key(),
             KeyCommand::Set { key, .. }
             | KeyCommand::GetEx { key, .. }
             | KeyCommand::Append { key, .. }
@@ -185,6 +198,7 @@ impl KeyCommand {
             KeyCommand::Hash(cmd) => return cmd.is_write(),
             KeyCommand::SetFamily(cmd) => return cmd.is_write(),
             KeyCommand::Zset(cmd) => return cmd.is_write(),
+            KeyCommand::Bits(cmd) => return cmd.is_write(),
             _ => {}
         }
         !matches!(
@@ -197,6 +211,7 @@ impl KeyCommand {
                 | KeyCommand::Type(_)
                 | KeyCommand::ObjectEncoding(_)
                 | KeyCommand::MemoryUsage(_)
+                | KeyCommand::Dump(_)
         )
     }
 }
@@ -226,6 +241,13 @@ pub enum MultiKeyCommand {
         src: Bytes,
         dst: Bytes,
         member: Bytes,
+    },
+    /// BITOP: `dst` becomes the operation over `keys` (deleted when every source is
+    /// empty or missing).
+    BitOp {
+        op: bits::BitOp,
+        dst: Bytes,
+        keys: Vec<Bytes>,
     },
     /// SINTER, SUNION, SDIFF, their STORE forms and SINTERCARD.
     SetAlgebra {

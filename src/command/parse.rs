@@ -147,6 +147,19 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
             Ok(Command::Multi(MultiKeyCommand::Rename { src: take(a, 1), dst: take(a, 2), nx: spec.id == CmdId::RenameNx }))
         }
         CmdId::Copy => parse_copy(a),
+        CmdId::Dump => key(KeyCommand::Dump(take(a, 1))),
+        CmdId::SetBit => key(KeyCommand::Bits(super::bits::parse_setbit(a)?)),
+        CmdId::GetBit => key(KeyCommand::Bits(super::bits::parse_getbit(a)?)),
+        CmdId::BitCount => key(KeyCommand::Bits(super::bits::parse_bitcount(a)?)),
+        CmdId::BitPos => key(KeyCommand::Bits(super::bits::parse_bitpos(a)?)),
+        CmdId::BitField | CmdId::BitFieldRo => key(KeyCommand::Bits(super::bits::parse_bitfield(a, spec.id == CmdId::BitFieldRo)?)),
+        CmdId::BitOp => {
+            let op = super::bits::parse_bitop(&a[1], a.len() - 3)?;
+            let mut rest = args.split_off(2);
+            let keys = rest.split_off(1);
+            Ok(Command::Multi(MultiKeyCommand::BitOp { op, dst: rest.remove(0), keys }))
+        }
+        CmdId::Restore => key(KeyCommand::Restore(Box::new(super::restore::parse(a)?))),
         CmdId::SAdd
         | CmdId::SRem
         | CmdId::SMembers

@@ -162,6 +162,7 @@ impl Shard {
             ShardOp::MSet(_) | ShardOp::MSetNx(_) | ShardOp::Del(_) | ShardOp::Restore { .. } => true,
             ShardOp::Rename { .. } | ShardOp::Copy { .. } => true,
             ShardOp::SetMove { .. } | ShardOp::StoreSet { .. } => true,
+            ShardOp::BitOp { .. } | ShardOp::StoreBitOp { .. } => true,
             ShardOp::SetAlgebra { output, .. } => matches!(output, SetOutput::Store(_)),
             ShardOp::ZsetMulti(cmd) => cmd.is_write(),
             ShardOp::StoreZset { .. } => true,
@@ -250,6 +251,14 @@ impl Shard {
                     Err(error) => ShardReply::Frame(error),
                 };
             }
+            ShardOp::BitOp { op, dst, keys } => kv.bitop(&mut ctx, op, dst, &keys),
+            ShardOp::StringValues(keys) => {
+                return match kv.string_values(&keys, now_ms) {
+                    Ok(values) => ShardReply::Values(values),
+                    Err(error) => ShardReply::Frame(error),
+                };
+            }
+            ShardOp::StoreBitOp { key, value } => kv.store_bitop(&mut ctx, key, value),
             ShardOp::StoreSet { key, members } => return ShardReply::Count(kv.store_set(&mut ctx, key, members)),
             ShardOp::ZsetMulti(cmd) => kv.zset_multi(&mut ctx, cmd),
             ShardOp::ScoredLists(keys) => {
@@ -489,6 +498,9 @@ fn apply_key(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: KeyCommand, picks: &mut
         KeyCommand::Zset(cmd) => kv.zset_command(ctx, cmd, picks),
         KeyCommand::MemoryUsage(key) => kv.memory_usage(&key, now_ms),
         KeyCommand::ObjectEncoding(key) => kv.object_encoding(&key, now_ms),
+        KeyCommand::Dump(key) => kv.dump(&key, now_ms),
+        KeyCommand::Restore(cmd) => kv.restore_payload(ctx, *cmd),
+        KeyCommand::Bits(cmd) => kv.bit_command(ctx, cmd),
     }
 }
 

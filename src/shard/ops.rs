@@ -4,6 +4,7 @@
 
 use bytes::Bytes;
 
+use crate::command::bits::BitOp;
 use crate::command::zset::ZRangeQuery;
 use crate::command::{KeyCommand, KeyspaceCommand, SetAlgebra, SetOutput, ZsetMulti};
 use crate::crdt::Hlc;
@@ -79,6 +80,20 @@ pub enum ShardOp {
         key: Bytes,
         members: Vec<Scored>,
     },
+    /// BITOP with every key (and its destination) on this shard.
+    BitOp {
+        op: BitOp,
+        dst: Bytes,
+        keys: Vec<Bytes>,
+    },
+    /// The string values of these keys (`Values`), or WRONGTYPE.
+    StringValues(Vec<Bytes>),
+    /// BITOP's write of its result (an empty one deletes the key); replies with the
+    /// length.
+    StoreBitOp {
+        key: Bytes,
+        value: Vec<u8>,
+    },
     Keyspace(KeyspaceCommand),
     Stats,
     ResetStats,
@@ -137,6 +152,8 @@ pub enum ShardReply {
     MemberLists(Vec<Option<Vec<Bytes>>>),
     /// Each key's members and scores, `None` for a missing key.
     ScoredLists(Vec<Option<Vec<Scored>>>),
+    /// Each key's string value, `None` for a missing key.
+    Values(Vec<Option<Bytes>>),
     Keys(Vec<Bytes>),
     ScanPage {
         keys: Vec<Bytes>,

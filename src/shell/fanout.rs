@@ -16,6 +16,7 @@ use bytes::Bytes;
 
 use super::ServerState;
 use super::shard_thread::{SharedShard, apply_local};
+use crate::command::bits::BitOp;
 use crate::command::{KeyCommand, KeyspaceCommand, MultiKeyCommand, SetAlgebra, SetCommand, SetOutput};
 use crate::engine::kv::keyspace::SLOT_SPACE;
 use crate::protocol::Frame;
@@ -235,6 +236,7 @@ pub async fn multi(access: &ShardAccess, command: MultiKeyCommand) -> Frame {
         MultiKeyCommand::SetMove { src, dst, member } => set_move(access, src, dst, member).await,
         MultiKeyCommand::SetAlgebra { op, keys, output } => set_algebra(access, op, keys, output).await,
         MultiKeyCommand::Zset(cmd) => super::zset_fanout::zset_multi(access, cmd).await,
+        MultiKeyCommand::BitOp { op, dst, keys } => bitop(access, op, dst, keys).await,
     }
 }
 
@@ -344,6 +346,41 @@ async fn set_algebra(access: &ShardAccess, op: SetAlgebra, keys: Vec<Bytes>, out
             }
         }
     }
+}
+
+/// BITOP. All keys on one shard: run there, atomically. Across shards, under the
+/// coordinator (as SINTERSTORE): the sources are read and the destination written while
+/// the shards involved are parked, so the result comes from one consistent read.
+async fn bitop(access: &ShardAccess, op: BitOp, dst: Bytes, keys: Vec<Bytes>) -> Frame {
+    let mut shards: Vec<usize> = keys.iter().map(|k| access.shard_of(k)).collect();
+    shards.push(access.shard_of(&dst));
+    shards.sort_unstable();
+    shards.dedup();
+    if let [shard] = shards[..] {
+        return access.run_one(shard, ShardOp::BitOp { op, dst, keys }).await.into_frame();
+    }
+    let total = keys.len();
+    let groups: Vec<_> = access.group(keys, |k| k).into_iter().collect();
+    let to = access.shard_of(&dst);
+    access
+        .state
+        .coordinator
+        .run_atomic(shards, move |parked| {
+            let mut values = vec![Bytes::new(); total];
+            for (shard, (keys, positions)) in groups {
+                match parked.apply(shard, ShardOp::StringValues(keys)) {
+                    ShardReply::Values(found) => {
+                        for (value, position) in found.into_iter().zip(positions) {
+                            values[position] = value.unwrap_or_default();
+                        }
+                    }
+                    other => return other.into_frame(),
+                }
+            }
+            let value = crate::engine::kv::bits::bitop(op, &values);
+            parked.apply(to, ShardOp::StoreBitOp { key: dst, value }).into_frame()
+        })
+        .await
 }
 
 pub async fn keyspace(access: &ShardAccess, command: KeyspaceCommand, random_pick: u64) -> Frame {

@@ -5,7 +5,9 @@
 //! key state to the delta sink, which is what replication and persistence consume.
 //! It never reads a clock or does I/O: `now_ms` arrives in the context.
 
+pub mod bits;
 pub mod collection_writes;
+pub mod dump;
 pub mod elements;
 pub mod glob;
 pub mod hashes;

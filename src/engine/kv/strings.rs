@@ -22,7 +22,7 @@ pub fn resolve_ttl(change: TtlChange, now_ms: u64, command: &str) -> Result<SetT
 }
 
 /// WRONGTYPE unless the key is missing or holds a string.
-fn check_string(state: Option<&KeyState>) -> Result<(), Frame> {
+pub(super) fn check_string(state: Option<&KeyState>) -> Result<(), Frame> {
     match state.and_then(|s| s.kind()) {
         None | Some(KeyKind::String) => Ok(()),
         Some(_) => Err(errors::error(errors::WRONG_TYPE)),
@@ -58,7 +58,7 @@ impl KvEngine {
     }
 
     /// A string command's read: the value, or WRONGTYPE.
-    fn read_string(&mut self, key: &[u8], now_ms: u64) -> Result<Option<StrVal>, Frame> {
+    pub(super) fn read_string(&mut self, key: &[u8], now_ms: u64) -> Result<Option<StrVal>, Frame> {
         let state = self.live(key, key_hash(key), now_ms);
         check_string(state)?;
         Ok(state.and_then(|s| s.read()))
@@ -185,8 +185,8 @@ impl KvEngine {
         Frame::Integer(len)
     }
 
-    /// Write a new whole value keeping the TTL (APPEND, SETRANGE).
-    fn write_whole_value(&mut self, ctx: &mut WriteCtx, key: Bytes, hash: u64, old: Option<KeyState>, value: Bytes) {
+    /// Write a new whole value keeping the TTL (APPEND, SETRANGE, the bit commands).
+    pub(super) fn write_whole_value(&mut self, ctx: &mut WriteCtx, key: Bytes, hash: u64, old: Option<KeyState>, value: Bytes) {
         let dot = ctx.next_dot();
         let mut state = old.unwrap_or_default();
         state.set(dot, StrVal::from_bytes(value), SetTtl::Keep);

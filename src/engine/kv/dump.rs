@@ -1,0 +1,111 @@
+//! DUMP and RESTORE on one shard's keyspace: a key's readable value becomes a Redis 7.0
+//! payload (`command::dump` encodes it), and a decoded payload becomes a write.
+//!
+//! RESTORE is an ordinary write: it goes through the same path as COPY's second half
+//! ([`KvEngine::restore`]): the old key, if replaced, is deleted at a fresh dot and the
+//! new value written whole, so it persists and replicates like the SET, HSET or SADD
+//! that would build it (a last-writer-wins string; a hash, set or sorted set whose
+//! fields or members are add-wins elements). Nothing of Meridian's CRDT metadata travels in a
+//! payload, and a payload never carries any: across regions a RESTORE is a new local
+//! write. Never does I/O or reads a clock.
+
+use bytes::Bytes;
+
+use super::hashes::hash_encoding;
+use super::keys::{KeySnapshot, SnapshotValue};
+use super::sets::set_encoding;
+use super::value::KeyKind;
+use super::zsets::zset_encoding;
+use super::{KvEngine, StrVal, WriteCtx, key_hash};
+use crate::command::RestoreCommand;
+use crate::command::dump::{DumpedValue, Layout, encode_payload};
+use crate::protocol::Frame;
+
+const BUSYKEY: &str = "BUSYKEY Target key name already exists.";
+
+/// A decoded payload as a snapshot this engine can write, or the error for a type
+/// Meridian does not have yet.
+fn snapshot_value(value: DumpedValue) -> Result<SnapshotValue, Frame> {
+    Ok(match value {
+        DumpedValue::String(s) => SnapshotValue::String(StrVal::from_bytes(s)),
+        DumpedValue::Hash(pairs) => SnapshotValue::Hash(pairs.into_iter().map(|(f, v)| (f, StrVal::from_bytes(v))).collect()),
+        DumpedValue::Set(members) => SnapshotValue::Set(members),
+        DumpedValue::Zset(entries) => SnapshotValue::Zset(entries),
+        // Decoded, but there is nothing to keep them in until lists exist.
+        DumpedValue::List(_) => {
+            return Err(Frame::error(format!(
+                "ERR Bad data format: the payload holds a {}, and this Meridian has no {}s yet",
+                value.type_name(),
+                value.type_name()
+            )));
+        }
+    })
+}
+
+impl KvEngine {
+    /// DUMP: the key's value as a payload Redis 7.0 restores, or nil. A hash or set
+    /// small enough for Redis's compact encoding is written in it (what OBJECT ENCODING
+    /// reports here), so small values DUMP byte for byte as in Redis.
+    pub fn dump(&mut self, key: &[u8], now_ms: u64) -> Frame {
+        let limits = self.encoding;
+        let Some(state) = self.live(key, key_hash(key), now_ms) else {
+            return Frame::Null;
+        };
+        let compact = match state.kind() {
+            Some(KeyKind::Hash) => state.hash().is_some_and(|h| hash_encoding(h, &limits) == "listpack"),
+            Some(KeyKind::Set) => state.set_members().is_some_and(|s| set_encoding(s, &limits) == "intset"),
+            Some(KeyKind::Zset) => state.zset_members().is_some_and(|z| zset_encoding(z, &limits) == "listpack"),
+            _ => false,
+        };
+        let layout = if compact { Layout::Compact } else { Layout::Plain };
+        let Some(snapshot) = self.snapshot(key, now_ms) else {
+            return Frame::Null;
+        };
+        let value = match snapshot.value {
+            SnapshotValue::String(v) => DumpedValue::String(v.to_bytes()),
+            SnapshotValue::Hash(pairs) => DumpedValue::Hash(pairs.into_iter().map(|(f, v)| (f, v.to_bytes())).collect()),
+            SnapshotValue::Set(members) => DumpedValue::Set(members),
+            SnapshotValue::Zset(entries) => DumpedValue::Zset(entries),
+        };
+        Frame::Bulk(Bytes::from(encode_payload(&value, layout)))
+    }
+
+    /// RESTORE, with Redis 7.0's checks in its order: BUSYKEY, the TTL, the payload.
+    /// A TTL already past (or one that overflows, as in Redis) writes nothing and
+    /// deletes a key it would have replaced.
+    pub fn restore_payload(&mut self, ctx: &mut WriteCtx, cmd: RestoreCommand) -> Frame {
+        let RestoreCommand { key, ttl_ms, absttl, replace, value } = cmd;
+        let hash = key_hash(&key);
+        let exists = self.live(&key, hash, ctx.now_ms).is_some();
+        if exists && !replace {
+            return Frame::static_error(BUSYKEY);
+        }
+        let ttl_ms = match ttl_ms {
+            Ok(ttl_ms) => ttl_ms,
+            Err(e) => return e,
+        };
+        let value = match value.map_err(|e| e.frame()).and_then(snapshot_value) {
+            Ok(value) => value,
+            Err(e) => return e,
+        };
+        let expire_at_ms = match (ttl_ms, absttl) {
+            (0, _) => None,
+            (at_ms, true) => Some(Some(at_ms)),
+            // Redis adds in signed 64 bits; past that the key counts as expired.
+            (after_ms, false) => Some(after_ms.checked_add(ctx.now_ms).filter(|&at| at <= i64::MAX as u64)),
+        };
+        let expire_at_ms = match expire_at_ms {
+            None => None,
+            Some(Some(at_ms)) if at_ms > ctx.now_ms => Some(at_ms),
+            Some(_) => {
+                if exists {
+                    self.delete(ctx, &key, hash);
+                }
+                return Frame::ok();
+            }
+        };
+        let written = self.restore(ctx, key, KeySnapshot { value, expire_at_ms }, true);
+        debug_assert!(written, "a replacing restore always writes");
+        Frame::ok()
+    }
+}
