@@ -8,7 +8,8 @@
 //! trace hash proves it.
 //!
 //! - [`sim`]: the event loop, nodes, network and clients.
-//! - [`model`]: the reference semantics replies are checked against.
+//! - [`model`]: the reference semantics replies are checked against ([`model_sets`]:
+//!   its sets).
 //! - [`oracle`]: the converged result of replicated writes (replication runs).
 //! - [`workload`]: the random commands clients send.
 //! - [`faults`]: fault classes and their weights.
@@ -16,6 +17,7 @@
 
 pub mod faults;
 pub mod model;
+pub mod model_sets;
 pub mod oracle;
 pub mod sim;
 pub mod storage;

@@ -59,13 +59,75 @@ fn hash_command(rng: &mut ChaCha8Rng, k: String) -> Vec<String> {
     }
 }
 
+/// Keys single-node runs use mostly for sets (set commands also go to [`KEYS`], so
+/// that WRONGTYPE and overwrites by other types are exercised). The last two share the
+/// `{t}` tag with `{t}x` and `{t}y`, for SMOVE and the STORE forms.
+const SET_KEYS: [&str; 3] = ["s1", "{t}s", "{t}u"];
+/// Keys on the `{t}` shard, for the multi-key set commands.
+const TAGGED_KEYS: [&str; 4] = ["{t}s", "{t}u", "{t}x", "{t}y"];
+
+/// A set member: mostly small integers (a set of them replies sorted, as an intset),
+/// sometimes text (insertion order).
+fn member(rng: &mut ChaCha8Rng) -> String {
+    match rng.random_range(0..10) {
+        0..=6 => ["1", "2", "3", "10", "-4"][rng.random_range(0..5)].to_string(),
+        _ => format!("m{}", rng.random_range(0..3)),
+    }
+}
+
+fn members(rng: &mut ChaCha8Rng, words: &mut Vec<String>) {
+    words.push(member(rng));
+    while rng.random_bool(0.4) && words.len() < 8 {
+        words.push(member(rng));
+    }
+}
+
+fn tagged_key(rng: &mut ChaCha8Rng) -> String {
+    TAGGED_KEYS[rng.random_range(0..TAGGED_KEYS.len())].to_string()
+}
+
+/// One set command on `k`, or on `{t}` keys for the multi-key ones.
+fn set_command(rng: &mut ChaCha8Rng, k: String) -> Vec<String> {
+    let mut w: Vec<String> = match rng.random_range(0..20) {
+        0..=4 => vec!["SADD".into(), k],
+        5..=6 => vec!["SREM".into(), k],
+        7 => vec!["SISMEMBER".into(), k, member(rng)],
+        8 => vec!["SMISMEMBER".into(), k],
+        9..=10 => vec!["SMEMBERS".into(), k],
+        11 => vec!["SCARD".into(), k],
+        12 => vec!["SPOP".into(), k],
+        13 => vec!["SPOP".into(), k, rng.random_range(0..4).to_string()],
+        14 => vec!["SRANDMEMBER".into(), k, rng.random_range(-3..4).to_string()],
+        15 => vec!["SMOVE".into(), tagged_key(rng), tagged_key(rng), member(rng)],
+        16 => {
+            let name = ["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"][rng.random_range(0..3)];
+            vec![name.into(), tagged_key(rng), tagged_key(rng), tagged_key(rng)]
+        }
+        17 => {
+            let name = ["SINTER", "SUNION", "SDIFF"][rng.random_range(0..3)];
+            vec![name.into(), tagged_key(rng), tagged_key(rng)]
+        }
+        18 => vec!["DEL".into(), k],
+        _ => vec!["PEXPIRE".into(), k, rng.random_range(1..3_000).to_string()],
+    };
+    if matches!(w[0].as_str(), "SADD" | "SREM" | "SMISMEMBER") {
+        members(rng, &mut w);
+    }
+    w
+}
+
 /// One random command line. `base_ms` approximates node-local time, for absolute TTLs.
 /// About one in eight is a hash command, on the same keys as the strings (so that
-/// WRONGTYPE, overwrites and TTLs of hashes are exercised).
+/// WRONGTYPE, overwrites and TTLs of hashes are exercised), and about one in six a set
+/// command, mostly on keys of its own ([`SET_KEYS`]).
 pub fn command(rng: &mut ChaCha8Rng, base_ms: u64) -> Vec<Bytes> {
     let k = key(rng);
     if rng.random_range(0..8) == 0 {
         return hash_command(rng, k).into_iter().map(Bytes::from).collect();
+    }
+    if rng.random_range(0..6) == 0 {
+        let k = if rng.random_bool(0.7) { SET_KEYS[rng.random_range(0..SET_KEYS.len())].to_string() } else { k };
+        return set_command(rng, k).into_iter().map(Bytes::from).collect();
     }
     let words: Vec<String> = match rng.random_range(0..100) {
         0..=14 => {
