@@ -10,7 +10,8 @@
 //! - [`sim`]: the event loop, nodes, network and clients.
 //! - [`model`]: the reference semantics replies are checked against ([`model_sets`]:
 //!   its sets).
-//! - [`oracle`]: the converged result of replicated writes (replication runs).
+//! - [`oracle`]: the converged result of replicated writes (replication runs);
+//!   [`oracle_collections`]: of replicated hashes and sets.
 //! - [`workload`]: the random commands clients send.
 //! - [`faults`]: fault classes and their weights.
 //! - [`storage`]: the real streamer and recovery over a simulated object store.
@@ -19,6 +20,7 @@ pub mod faults;
 pub mod model;
 pub mod model_sets;
 pub mod oracle;
+pub mod oracle_collections;
 pub mod sim;
 pub mod storage;
 pub mod workload;

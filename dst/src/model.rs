@@ -221,7 +221,10 @@ impl Model {
                 let mut v = entry.as_ref().map(|e| e.value.clone()).unwrap_or_default();
                 v.extend_from_slice(value);
                 let len = v.len() as i64;
-                self.keys.insert(key.clone(), ModelEntry { value: v, expire_at_ms: entry.and_then(|e| e.expire_at_ms), ..ModelEntry::default() });
+                self.keys.insert(
+                    key.clone(),
+                    ModelEntry { value: v, expire_at_ms: entry.and_then(|e| e.expire_at_ms), ..ModelEntry::default() },
+                );
                 Frame::Integer(len)
             }
             KeyCommand::StrLen(k) => Frame::Integer(self.live(k, now_ms).map_or(0, |e| e.value.len() as i64)),
@@ -253,7 +256,10 @@ impl Model {
                 }
                 v[*offset..offset + value.len()].copy_from_slice(value);
                 let len = v.len() as i64;
-                self.keys.insert(key.clone(), ModelEntry { value: v, expire_at_ms: entry.and_then(|e| e.expire_at_ms), ..ModelEntry::default() });
+                self.keys.insert(
+                    key.clone(),
+                    ModelEntry { value: v, expire_at_ms: entry.and_then(|e| e.expire_at_ms), ..ModelEntry::default() },
+                );
                 Frame::Integer(len)
             }
             KeyCommand::IncrBy { key, by } => {
@@ -268,7 +274,11 @@ impl Model {
                 let Some(next) = current.checked_add(*by) else { return errors::error(errors::OVERFLOW) };
                 self.keys.insert(
                     key.clone(),
-                    ModelEntry { value: next.to_string().into_bytes(), expire_at_ms: entry.and_then(|e| e.expire_at_ms), ..ModelEntry::default() },
+                    ModelEntry {
+                        value: next.to_string().into_bytes(),
+                        expire_at_ms: entry.and_then(|e| e.expire_at_ms),
+                        ..ModelEntry::default()
+                    },
                 );
                 Frame::Integer(next)
             }
@@ -286,8 +296,10 @@ impl Model {
                     return errors::error(errors::NAN_OR_INFINITY);
                 }
                 let text = format_float(next).into_bytes();
-                self.keys
-                    .insert(key.clone(), ModelEntry { value: text.clone(), expire_at_ms: entry.and_then(|e| e.expire_at_ms), ..ModelEntry::default() });
+                self.keys.insert(
+                    key.clone(),
+                    ModelEntry { value: text.clone(), expire_at_ms: entry.and_then(|e| e.expire_at_ms), ..ModelEntry::default() },
+                );
                 Frame::Bulk(Bytes::from(text))
             }
             KeyCommand::Expire { key, ms, absolute, condition, command } => {

@@ -234,17 +234,14 @@ fn srandmember(members: &[Bytes], count: Option<i64>, actual: &Frame) -> Frame {
             _ => impossible("SRANDMEMBER: one member", members),
         },
         Some(_) if members.is_empty() => Frame::Array(Vec::new()),
-        Some(n) if n >= members.len() as i64 => {
-            Frame::Array(reply_order(members.to_vec()).into_iter().map(Frame::Bulk).collect())
-        }
+        Some(n) if n >= members.len() as i64 => Frame::Array(reply_order(members.to_vec()).into_iter().map(Frame::Bulk).collect()),
         Some(n) if n >= 0 => match distinct_members_of(actual, members, n as usize) {
             Some(_) => actual.clone(),
             None => impossible(&format!("SRANDMEMBER: {n} distinct members"), members),
         },
         Some(n) => match actual {
             Frame::Array(items)
-                if items.len() == n.unsigned_abs() as usize
-                    && items.iter().all(|i| matches!(i, Frame::Bulk(m) if members.contains(m))) =>
+                if items.len() == n.unsigned_abs() as usize && items.iter().all(|i| matches!(i, Frame::Bulk(m) if members.contains(m))) =>
             {
                 actual.clone()
             }

@@ -38,10 +38,13 @@ impl Sim {
                 (n.shards[shard].apply(ShardOp::SetMove { src, dst, member }, now).into_frame(), Some(expected))
             }
             Command::Multi(MultiKeyCommand::SetAlgebra { op, keys, output })
-                if one_shard(keys.iter().chain(match &output {
-                    SetOutput::Store(dst) => Some(dst),
-                    _ => None,
-                }), shards)
+                if one_shard(
+                    keys.iter().chain(match &output {
+                        SetOutput::Store(dst) => Some(dst),
+                        _ => None,
+                    }),
+                    shards,
+                )
                 .is_some() =>
             {
                 let expected = n.model.set_algebra(op, &keys, &output, now);
