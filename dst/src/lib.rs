@@ -8,15 +8,19 @@
 //! trace hash proves it.
 //!
 //! - [`sim`]: the event loop, nodes, network and clients.
-//! - [`model`]: the reference semantics replies are checked against.
-//! - [`oracle`]: the converged result of replicated writes (replication runs).
+//! - [`model`]: the reference semantics replies are checked against ([`model_sets`]:
+//!   its sets).
+//! - [`oracle`]: the converged result of replicated writes (replication runs);
+//!   [`oracle_collections`]: of replicated hashes and sets.
 //! - [`workload`]: the random commands clients send.
 //! - [`faults`]: fault classes and their weights.
 //! - [`storage`]: the real streamer and recovery over a simulated object store.
 
 pub mod faults;
 pub mod model;
+pub mod model_sets;
 pub mod oracle;
+pub mod oracle_collections;
 pub mod sim;
 pub mod storage;
 pub mod workload;

@@ -24,6 +24,27 @@ pub struct ModelEntry {
     /// A hash's fields in insertion order (a removed field leaves the order; one set
     /// again goes last), as a single node keeps them: `None` for a string.
     pub hash: Option<Vec<(Bytes, Vec<u8>)>>,
+    /// A set's members in insertion order (as `hash`): `None` for any other type.
+    /// Replies put them in Redis's order (`model_sets::reply_order`).
+    pub set: Option<Vec<Bytes>>,
+}
+
+/// The type of a live key, as TYPE names it.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Kind {
+    String,
+    Hash,
+    Set,
+}
+
+impl ModelEntry {
+    pub fn kind(&self) -> Kind {
+        match (&self.hash, &self.set) {
+            (Some(_), _) => Kind::Hash,
+            (_, Some(_)) => Kind::Set,
+            _ => Kind::String,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -37,7 +58,7 @@ fn bulk(v: &[u8]) -> Frame {
 
 impl Model {
     /// Remove the key if it is expired at `now_ms`; returns whether it is live.
-    fn touch(&mut self, key: &Bytes, now_ms: u64) -> bool {
+    pub(crate) fn touch(&mut self, key: &Bytes, now_ms: u64) -> bool {
         match self.keys.get(key) {
             None => false,
             Some(e) if e.expire_at_ms.is_some_and(|at| now_ms > at) => {
@@ -48,7 +69,7 @@ impl Model {
         }
     }
 
-    fn live(&mut self, key: &Bytes, now_ms: u64) -> Option<&mut ModelEntry> {
+    pub(crate) fn live(&mut self, key: &Bytes, now_ms: u64) -> Option<&mut ModelEntry> {
         if self.touch(key, now_ms) { self.keys.get_mut(key) } else { None }
     }
 
@@ -67,14 +88,14 @@ impl Model {
     }
 
     pub fn mget(&mut self, keys: &[Bytes], now_ms: u64) -> Frame {
-        let value = |e: &mut ModelEntry| if e.hash.is_some() { Frame::Null } else { bulk(&e.value) };
+        let value = |e: &mut ModelEntry| if e.kind() != Kind::String { Frame::Null } else { bulk(&e.value) };
         Frame::Array(keys.iter().map(|k| self.live(k, now_ms).map_or(Frame::Null, value)).collect())
     }
 
     pub fn mset(&mut self, pairs: &[(Bytes, Bytes)], now_ms: u64) -> Frame {
         for (k, v) in pairs {
             self.touch(k, now_ms);
-            self.keys.insert(k.clone(), ModelEntry { value: v.to_vec(), expire_at_ms: None, hash: None });
+            self.keys.insert(k.clone(), ModelEntry { value: v.to_vec(), expire_at_ms: None, ..ModelEntry::default() });
         }
         Frame::ok()
     }
@@ -100,9 +121,12 @@ impl Model {
         }
     }
 
-    pub fn apply(&mut self, cmd: &KeyCommand, now_ms: u64) -> Frame {
-        // Commands of one type on a key of the other answer WRONGTYPE and change nothing.
-        let is_hash = |model: &mut Model, key: &Bytes| model.live(key, now_ms).map(|e| e.hash.is_some());
+    /// The model's answer to `cmd`. `actual` is the node's reply: only the random
+    /// commands (SPOP, SRANDMEMBER) read it, to check it is a possible answer and to
+    /// apply what was actually popped.
+    pub fn apply(&mut self, cmd: &KeyCommand, now_ms: u64, actual: &Frame) -> Frame {
+        // Commands of one type on a key of another answer WRONGTYPE and change nothing.
+        let kind = |model: &mut Model, key: &Bytes| model.live(key, now_ms).map(|e| e.kind());
         let string_only = match cmd {
             KeyCommand::Get(k)
             | KeyCommand::GetDel(k)
@@ -117,15 +141,21 @@ impl Model {
             _ => None,
         };
         if let Some(key) = string_only
-            && is_hash(self, key) == Some(true)
+            && kind(self, key).is_some_and(|k| k != Kind::String)
         {
             return errors::error(errors::WRONG_TYPE);
         }
         if let KeyCommand::Hash(hash_cmd) = cmd {
-            if is_hash(self, hash_cmd.key()) == Some(false) {
+            if kind(self, hash_cmd.key()).is_some_and(|k| k != Kind::Hash) {
                 return errors::error(errors::WRONG_TYPE);
             }
             return self.apply_hash(hash_cmd, now_ms);
+        }
+        if let KeyCommand::SetFamily(set_cmd) = cmd {
+            if kind(self, set_cmd.key()).is_some_and(|k| k != Kind::Set) {
+                return errors::error(errors::WRONG_TYPE);
+            }
+            return self.apply_set(set_cmd, now_ms, actual);
         }
         match cmd {
             KeyCommand::Get(k) => self.live(k, now_ms).map_or(Frame::Null, |e| bulk(&e.value)),
@@ -151,7 +181,7 @@ impl Model {
                         None => old.and_then(|e| e.expire_at_ms),
                         Some(t) => t,
                     };
-                    self.keys.insert(key.clone(), ModelEntry { value: value.to_vec(), expire_at_ms, hash: None });
+                    self.keys.insert(key.clone(), ModelEntry { value: value.to_vec(), expire_at_ms, ..ModelEntry::default() });
                 }
                 answer
             }
@@ -191,7 +221,10 @@ impl Model {
                 let mut v = entry.as_ref().map(|e| e.value.clone()).unwrap_or_default();
                 v.extend_from_slice(value);
                 let len = v.len() as i64;
-                self.keys.insert(key.clone(), ModelEntry { value: v, expire_at_ms: entry.and_then(|e| e.expire_at_ms), hash: None });
+                self.keys.insert(
+                    key.clone(),
+                    ModelEntry { value: v, expire_at_ms: entry.and_then(|e| e.expire_at_ms), ..ModelEntry::default() },
+                );
                 Frame::Integer(len)
             }
             KeyCommand::StrLen(k) => Frame::Integer(self.live(k, now_ms).map_or(0, |e| e.value.len() as i64)),
@@ -223,7 +256,10 @@ impl Model {
                 }
                 v[*offset..offset + value.len()].copy_from_slice(value);
                 let len = v.len() as i64;
-                self.keys.insert(key.clone(), ModelEntry { value: v, expire_at_ms: entry.and_then(|e| e.expire_at_ms), hash: None });
+                self.keys.insert(
+                    key.clone(),
+                    ModelEntry { value: v, expire_at_ms: entry.and_then(|e| e.expire_at_ms), ..ModelEntry::default() },
+                );
                 Frame::Integer(len)
             }
             KeyCommand::IncrBy { key, by } => {
@@ -238,7 +274,11 @@ impl Model {
                 let Some(next) = current.checked_add(*by) else { return errors::error(errors::OVERFLOW) };
                 self.keys.insert(
                     key.clone(),
-                    ModelEntry { value: next.to_string().into_bytes(), expire_at_ms: entry.and_then(|e| e.expire_at_ms), hash: None },
+                    ModelEntry {
+                        value: next.to_string().into_bytes(),
+                        expire_at_ms: entry.and_then(|e| e.expire_at_ms),
+                        ..ModelEntry::default()
+                    },
                 );
                 Frame::Integer(next)
             }
@@ -256,8 +296,10 @@ impl Model {
                     return errors::error(errors::NAN_OR_INFINITY);
                 }
                 let text = format_float(next).into_bytes();
-                self.keys
-                    .insert(key.clone(), ModelEntry { value: text.clone(), expire_at_ms: entry.and_then(|e| e.expire_at_ms), hash: None });
+                self.keys.insert(
+                    key.clone(),
+                    ModelEntry { value: text.clone(), expire_at_ms: entry.and_then(|e| e.expire_at_ms), ..ModelEntry::default() },
+                );
                 Frame::Bulk(Bytes::from(text))
             }
             KeyCommand::Expire { key, ms, absolute, condition, command } => {
@@ -302,15 +344,15 @@ impl Model {
                 }
                 _ => Frame::Integer(0),
             },
-            KeyCommand::Type(k) => Frame::simple(match self.live(k, now_ms) {
+            KeyCommand::Type(k) => Frame::simple(match self.live(k, now_ms).map(|e| e.kind()) {
                 None => "none",
-                Some(e) if e.hash.is_some() => "hash",
-                Some(_) => "string",
+                Some(Kind::Hash) => "hash",
+                Some(Kind::Set) => "set",
+                Some(Kind::String) => "string",
             }),
             KeyCommand::ObjectEncoding(_) => Frame::static_error("ERR model does not cover OBJECT ENCODING"),
-            KeyCommand::Hash(_) => unreachable!("answered above"),
-            // The workload generates no set commands yet (docs/testing.md, issue 14).
-            KeyCommand::SetFamily(_) => Frame::static_error("ERR model does not cover set commands"),
+            KeyCommand::Hash(_) | KeyCommand::SetFamily(_) => unreachable!("answered above"),
+            // The workload generates no sorted set commands yet (docs/testing.md, issue 14).
             KeyCommand::Zset(_) => Frame::static_error("ERR model does not cover sorted set commands"),
             KeyCommand::MemoryUsage(_) => Frame::static_error("ERR model does not cover MEMORY USAGE"),
             KeyCommand::Bits(_) => Frame::static_error("ERR model does not cover the bit commands"),
@@ -413,7 +455,7 @@ impl Model {
         if fields.is_empty() {
             self.keys.remove(key);
         } else {
-            self.keys.insert(key.clone(), ModelEntry { value: Vec::new(), expire_at_ms, hash: Some(fields) });
+            self.keys.insert(key.clone(), ModelEntry { value: Vec::new(), expire_at_ms, hash: Some(fields), set: None });
         }
     }
 }

@@ -126,6 +126,8 @@ pub struct Oracle {
     /// (so they survive it). A later write of that node has not seen them unless it
     /// merged them back first.
     pub orphans: BTreeMap<u16, BTreeMap<Bytes, Vec<Dot>>>,
+    /// The hash and set keys (`workload::is_collection_key`): their own rules.
+    pub collections: crate::oracle_collections::CollectionOracle,
 }
 
 impl Oracle {

@@ -59,13 +59,75 @@ fn hash_command(rng: &mut ChaCha8Rng, k: String) -> Vec<String> {
     }
 }
 
+/// Keys single-node runs use mostly for sets (set commands also go to [`KEYS`], so
+/// that WRONGTYPE and overwrites by other types are exercised). The last two share the
+/// `{t}` tag with `{t}x` and `{t}y`, for SMOVE and the STORE forms.
+const SET_KEYS: [&str; 3] = ["s1", "{t}s", "{t}u"];
+/// Keys on the `{t}` shard, for the multi-key set commands.
+const TAGGED_KEYS: [&str; 4] = ["{t}s", "{t}u", "{t}x", "{t}y"];
+
+/// A set member: mostly small integers (a set of them replies sorted, as an intset),
+/// sometimes text (insertion order).
+fn member(rng: &mut ChaCha8Rng) -> String {
+    match rng.random_range(0..10) {
+        0..=6 => ["1", "2", "3", "10", "-4"][rng.random_range(0..5)].to_string(),
+        _ => format!("m{}", rng.random_range(0..3)),
+    }
+}
+
+fn members(rng: &mut ChaCha8Rng, words: &mut Vec<String>) {
+    words.push(member(rng));
+    while rng.random_bool(0.4) && words.len() < 8 {
+        words.push(member(rng));
+    }
+}
+
+fn tagged_key(rng: &mut ChaCha8Rng) -> String {
+    TAGGED_KEYS[rng.random_range(0..TAGGED_KEYS.len())].to_string()
+}
+
+/// One set command on `k`, or on `{t}` keys for the multi-key ones.
+fn set_command(rng: &mut ChaCha8Rng, k: String) -> Vec<String> {
+    let mut w: Vec<String> = match rng.random_range(0..20) {
+        0..=4 => vec!["SADD".into(), k],
+        5..=6 => vec!["SREM".into(), k],
+        7 => vec!["SISMEMBER".into(), k, member(rng)],
+        8 => vec!["SMISMEMBER".into(), k],
+        9..=10 => vec!["SMEMBERS".into(), k],
+        11 => vec!["SCARD".into(), k],
+        12 => vec!["SPOP".into(), k],
+        13 => vec!["SPOP".into(), k, rng.random_range(0..4).to_string()],
+        14 => vec!["SRANDMEMBER".into(), k, rng.random_range(-3..4).to_string()],
+        15 => vec!["SMOVE".into(), tagged_key(rng), tagged_key(rng), member(rng)],
+        16 => {
+            let name = ["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"][rng.random_range(0..3)];
+            vec![name.into(), tagged_key(rng), tagged_key(rng), tagged_key(rng)]
+        }
+        17 => {
+            let name = ["SINTER", "SUNION", "SDIFF"][rng.random_range(0..3)];
+            vec![name.into(), tagged_key(rng), tagged_key(rng)]
+        }
+        18 => vec!["DEL".into(), k],
+        _ => vec!["PEXPIRE".into(), k, rng.random_range(1..3_000).to_string()],
+    };
+    if matches!(w[0].as_str(), "SADD" | "SREM" | "SMISMEMBER") {
+        members(rng, &mut w);
+    }
+    w
+}
+
 /// One random command line. `base_ms` approximates node-local time, for absolute TTLs.
 /// About one in eight is a hash command, on the same keys as the strings (so that
-/// WRONGTYPE, overwrites and TTLs of hashes are exercised).
+/// WRONGTYPE, overwrites and TTLs of hashes are exercised), and about one in six a set
+/// command, mostly on keys of its own ([`SET_KEYS`]).
 pub fn command(rng: &mut ChaCha8Rng, base_ms: u64) -> Vec<Bytes> {
     let k = key(rng);
     if rng.random_range(0..8) == 0 {
         return hash_command(rng, k).into_iter().map(Bytes::from).collect();
+    }
+    if rng.random_range(0..6) == 0 {
+        let k = if rng.random_bool(0.7) { SET_KEYS[rng.random_range(0..SET_KEYS.len())].to_string() } else { k };
+        return set_command(rng, k).into_iter().map(Bytes::from).collect();
     }
     let words: Vec<String> = match rng.random_range(0..100) {
         0..=14 => {
@@ -138,16 +200,54 @@ pub fn command(rng: &mut ChaCha8Rng, base_ms: u64) -> Vec<Bytes> {
     words.into_iter().map(Bytes::from).collect()
 }
 
-/// Keys that replicated runs use for hashes only. The oracle does not model hashes yet:
-/// for these keys a run checks that every replica converges to identical states (and
-/// Merkle trees) and that element tombstones are collected, not what the fields hold.
+/// Keys that replicated runs use for hashes only; their converged fields are checked
+/// by `oracle_collections.rs`.
 pub const HASH_KEYS: [&str; 3] = ["h1", "h2", "{t}h"];
+/// Keys that replicated runs use for sets only (two share a tag, for SMOVE and the
+/// STORE forms); checked by `oracle_collections.rs`.
+pub const REPLICATED_SET_KEYS: [&str; 3] = ["s1", "{t}s1", "{t}s2"];
+
+/// Whether a replicated run keeps `key` for a collection (its own oracle).
+pub fn is_collection_key(key: &[u8]) -> bool {
+    HASH_KEYS.iter().chain(REPLICATED_SET_KEYS.iter()).any(|k| k.as_bytes() == key)
+}
+
+/// One set command for replicated runs, on a [`REPLICATED_SET_KEYS`] key: writes and
+/// reads, SMOVE and the STORE forms between the two tagged keys. No TTL fires.
+fn replicated_set_command(rng: &mut ChaCha8Rng) -> Vec<String> {
+    let k = REPLICATED_SET_KEYS[rng.random_range(0..REPLICATED_SET_KEYS.len())].to_string();
+    let (a, b) = if rng.random_bool(0.5) { ("{t}s1", "{t}s2") } else { ("{t}s2", "{t}s1") };
+    let mut w: Vec<String> = match rng.random_range(0..20) {
+        0..=6 => vec!["SADD".into(), k],
+        7..=9 => vec!["SREM".into(), k],
+        10 => vec!["SPOP".into(), k],
+        11 => vec!["SPOP".into(), k, rng.random_range(1..3).to_string()],
+        12..=13 => vec!["SMOVE".into(), a.into(), b.into(), member(rng)],
+        14 => {
+            let name = ["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"][rng.random_range(0..3)];
+            vec![name.into(), a.into(), a.into(), b.into()]
+        }
+        15 => vec!["DEL".into(), k],
+        16 => vec!["EXPIRE".into(), k, rng.random_range(500..1_000).to_string()],
+        17 => vec!["SMEMBERS".into(), k],
+        18 => vec!["SCARD".into(), k],
+        _ => vec!["SISMEMBER".into(), k, member(rng)],
+    };
+    if matches!(w[0].as_str(), "SADD" | "SREM") {
+        members(rng, &mut w);
+    }
+    w
+}
 
 /// One random command for replication runs: the writes whose converged result the
-/// oracle knows (SET, INCRBY, DEL, EXPIRE, PERSIST, MSET) and reads, and about one in
-/// eight a hash command (or a DEL or EXPIRE) on a hash key. TTLs are long, so none
+/// oracle knows (SET, INCRBY, DEL, EXPIRE, PERSIST, MSET) and reads, about one in ten
+/// a set command on a set key, and about one in eight of the rest a hash command (or a
+/// DEL or EXPIRE) on a hash key. TTLs are long, so none
 /// fires during a run: concurrent expiry is covered by the single-node runs.
 pub fn replicated_command(rng: &mut ChaCha8Rng) -> Vec<Bytes> {
+    if rng.random_range(0..10) == 0 {
+        return replicated_set_command(rng).into_iter().map(Bytes::from).collect();
+    }
     if rng.random_range(0..8) == 0 {
         let k = HASH_KEYS[rng.random_range(0..HASH_KEYS.len())].to_string();
         let words = match rng.random_range(0..10) {

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use meridian::command::{Command, KeyspaceCommand, MultiKeyCommand, parse_command};
+use meridian::command::{Command, KeyspaceCommand, MultiKeyCommand, SetOutput, parse_command};
 use meridian::protocol::Frame;
 use meridian::routing::shard_for_key;
 use meridian::shard::{ShardOp, ShardReply};
@@ -25,8 +25,31 @@ impl Sim {
         match command {
             Command::Key(cmd) => {
                 let shard = shard_for_key(cmd.key(), shards);
-                let expected = n.model.apply(&cmd, now);
-                (n.shards[shard].apply(ShardOp::Key(cmd), now).into_frame(), Some(expected))
+                let actual = n.shards[shard].apply(ShardOp::Key(cmd.clone()), now).into_frame();
+                // The model reads the node's reply only for random draws (SPOP, SRANDMEMBER).
+                let expected = n.model.apply(&cmd, now, &actual);
+                (actual, Some(expected))
+            }
+            // The workload sends multi-key set commands on one hash tag only: the
+            // shard runs them whole, as the shell does when every key is on one shard.
+            Command::Multi(MultiKeyCommand::SetMove { src, dst, member }) if shard_for_key(&src, shards) == shard_for_key(&dst, shards) => {
+                let expected = n.model.smove(&src, &dst, &member, now);
+                let shard = shard_for_key(&src, shards);
+                (n.shards[shard].apply(ShardOp::SetMove { src, dst, member }, now).into_frame(), Some(expected))
+            }
+            Command::Multi(MultiKeyCommand::SetAlgebra { op, keys, output })
+                if one_shard(
+                    keys.iter().chain(match &output {
+                        SetOutput::Store(dst) => Some(dst),
+                        _ => None,
+                    }),
+                    shards,
+                )
+                .is_some() =>
+            {
+                let expected = n.model.set_algebra(op, &keys, &output, now);
+                let shard = shard_for_key(&keys[0], shards);
+                (n.shards[shard].apply(ShardOp::SetAlgebra { op, keys, output }, now).into_frame(), Some(expected))
             }
             Command::Multi(MultiKeyCommand::MGet(keys)) => {
                 let expected = n.model.mget(&keys, now);
@@ -70,6 +93,12 @@ impl Sim {
             other => (Frame::error(format!("ERR dst does not drive {other:?}")), None),
         }
     }
+}
+
+/// The shard every key is on, if they are all on one.
+fn one_shard<'a>(mut keys: impl Iterator<Item = &'a Bytes>, shards: usize) -> Option<usize> {
+    let first = shard_for_key(keys.next()?, shards);
+    keys.all(|k| shard_for_key(k, shards) == first).then_some(first)
 }
 
 type Groups<T> = BTreeMap<usize, (Vec<T>, Vec<usize>)>;

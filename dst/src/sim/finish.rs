@@ -74,6 +74,7 @@ pub(super) fn live_entries(n: &Node, local: u64) -> BTreeMap<Bytes, ModelEntry> 
             if expire_at_ms.is_some_and(|at| local > at) {
                 continue;
             }
+            let mut set = None;
             let (value, hash) = match entry.state.kind() {
                 Some(meridian::engine::kv::KeyKind::Hash) => {
                     let fields = entry
@@ -82,9 +83,13 @@ pub(super) fn live_entries(n: &Node, local: u64) -> BTreeMap<Bytes, ModelEntry> 
                         .map(|h| h.iter().map(|(f, s)| (f.clone(), s.read().map(|v| v.to_bytes().to_vec()).unwrap_or_default())).collect());
                     (Vec::new(), fields)
                 }
+                Some(meridian::engine::kv::KeyKind::Set) => {
+                    set = entry.state.set_members().map(|s| s.iter().map(|(m, _)| m.clone()).collect());
+                    (Vec::new(), None)
+                }
                 _ => (entry.state.read().map(|v| v.to_bytes().to_vec()).unwrap_or_default(), None),
             };
-            actual.insert(entry.key.clone(), ModelEntry { value, expire_at_ms, hash });
+            actual.insert(entry.key.clone(), ModelEntry { value, expire_at_ms, hash, set });
         }
     }
     actual

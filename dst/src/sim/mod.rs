@@ -11,6 +11,7 @@ use meridian::shard::{Shard, ShardConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+mod collection_writes;
 mod execute;
 mod finish;
 mod inject;
@@ -517,10 +518,12 @@ impl Sim {
             // Other nodes' writes arrive at any moment: replies are not checked one by
             // one; the oracle checks the converged result.
             let before = self.contexts_before(node, &args);
+            let collections_before = self.collection_contexts_before(node, &args);
             let local = self.nodes[node].local_ms(self.now);
             let (actual, _) = self.execute(node, args.clone());
             self.log(format!("c{client} n{node} {line} -> {actual:?}"));
             self.record_writes(node, &args, before, local);
+            self.record_collection_writes(node, &args, collections_before, &actual);
             // As the server's shard threads wake its batcher (every shard's signal is
             // taken: one early window serves them all).
             let mut ready = false;

@@ -500,6 +500,10 @@ impl Sim {
             self.fail(report);
             return;
         }
+        self.check_collections(0);
+        if self.failure.is_some() {
+            return;
+        }
         let mut lines = Vec::new();
         for (i, n) in self.nodes.iter().enumerate() {
             if let Some(repl) = n.repl.as_ref() {
@@ -524,10 +528,14 @@ impl Sim {
             self.fail(format!("{left} tombstones left after quiescence: collection made no progress"));
             return;
         }
-        let element_left: usize =
-            self.nodes[0].shards.iter().flat_map(|s| s.kv.keys.iter()).map(|e| e.state.hash().map_or(0, |h| h.tombstones())).sum();
+        let element_left: usize = self.nodes[0]
+            .shards
+            .iter()
+            .flat_map(|s| s.kv.keys.iter())
+            .map(|e| e.state.hash().map_or(0, |h| h.tombstones()) + e.state.set_members().map_or(0, |m| m.tombstones()))
+            .sum();
         if element_left > 0 {
-            self.fail(format!("{element_left} hash field tombstones left after quiescence: collection made no progress"));
+            self.fail(format!("{element_left} hash field or set member tombstones left after quiescence: collection made no progress"));
             return;
         }
         let dropped: u64 = self.nodes.iter().flat_map(|n| &n.shards).map(|s| s.kv.tombstones_dropped).sum();

@@ -14,12 +14,12 @@ use meridian::routing::shard_for_key;
 use super::{Node, Sim};
 use crate::oracle::{Op, OpKind, Ttl};
 
-fn state_of(node: &Node, key: &[u8]) -> Option<KeyState> {
+pub(super) fn state_of(node: &Node, key: &[u8]) -> Option<KeyState> {
     let shard = &node.shards[shard_for_key(key, node.shards.len())];
     shard.kv.keys.get(key, key_hash(key)).map(|e| e.state.clone()).or_else(|| shard.kv.keys.tombstone(key).cloned())
 }
 
-fn context_of(node: &Node, key: &[u8]) -> VersionVector {
+pub(super) fn context_of(node: &Node, key: &[u8]) -> VersionVector {
     state_of(node, key).map(|s| s.causal_context()).unwrap_or_default()
 }
 
@@ -84,6 +84,11 @@ impl Sim {
         let orphaned: usize = orphans.values().map(Vec::len).sum();
         let line = (!orphans.is_empty()).then(|| format!("writes of node {} that survive only on other nodes: {orphans:?}", node.id));
         self.oracle.orphans.insert(node.id, orphans);
+        let node_id = node.id;
+        let doubtful = self.oracle.collections.mark_doubtful(node_id, |key, dot| holds(&node.shards, key, dot));
+        if doubtful > 0 {
+            self.log(format!("{doubtful} hash and set writes of node {node_id} doubtful after its restart"));
+        }
         if let Some(line) = line {
             self.log(line);
         }
@@ -128,8 +133,8 @@ impl Sim {
         let own = n.id;
         let name = args[0].to_ascii_uppercase();
         for Orphaned { key, ctx: ctx_before, unobserved, supersedes, existed } in before {
-            if crate::workload::HASH_KEYS.iter().any(|k| k.as_bytes() == key.as_ref()) {
-                // Hash keys are checked for convergence only (see `workload::HASH_KEYS`).
+            if crate::workload::is_collection_key(&key) {
+                // Hash and set keys have their own oracle (`sim::collection_writes`).
                 continue;
             }
             let ctx_after = context_of(n, &key);
@@ -178,7 +183,7 @@ impl Sim {
 
 /// Whether `shards` hold the write `dot` to `key`: its causal context covers it (for a
 /// key with neither entry nor tombstone, what its shard forgot covers it).
-fn holds(shards: &[meridian::shard::Shard], key: &Bytes, dot: Dot) -> bool {
+pub(super) fn holds(shards: &[meridian::shard::Shard], key: &Bytes, dot: Dot) -> bool {
     let shard = &shards[shard_for_key(key, shards.len())];
     match shard.kv.keys.get(key, key_hash(key)).map(|e| &e.state).or_else(|| shard.kv.keys.tombstone(key)) {
         Some(state) => state.causal_context().covers(dot),
