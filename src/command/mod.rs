@@ -317,6 +317,16 @@ pub enum FunctionCommand {
     List,
 }
 
+/// MULTI, EXEC, DISCARD, WATCH and UNWATCH: a connection's transaction state.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TransactionCommand {
+    Multi,
+    Exec,
+    Discard,
+    Watch(Vec<Bytes>),
+    Unwatch,
+}
+
 /// Every command a client can send, typed.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Command {
@@ -347,6 +357,7 @@ pub enum Command {
         timeout_ms: i64,
     },
     Keyspace(KeyspaceCommand),
+    Transaction(TransactionCommand),
     Multi(MultiKeyCommand),
     Key(KeyCommand),
 }

@@ -173,9 +173,29 @@ impl Shard {
 
     /// Apply one operation at wall-clock time `now_ms`.
     pub fn apply(&mut self, op: ShardOp, now_ms: u64) -> ShardReply {
+        if let ShardOp::Transaction { watched, ops } = op {
+            return self.apply_transaction(watched, ops, now_ms);
+        }
         let reply = self.apply_op(op, now_ms);
         self.record_expiries();
         reply
+    }
+
+    /// MULTI/EXEC on one shard: nothing runs between the watch check and the last op,
+    /// and every delta the ops make is in the outbox before the batcher can drain it.
+    fn apply_transaction(&mut self, watched: Vec<(Bytes, u64)>, ops: Vec<ShardOp>, now_ms: u64) -> ShardReply {
+        if watched.iter().any(|(key, token)| self.kv.watch_token(key, now_ms) != *token) {
+            self.record_expiries();
+            return ShardReply::Transaction(None);
+        }
+        let replies = ops
+            .into_iter()
+            .map(|op| {
+                debug_assert!(!matches!(op, ShardOp::Transaction { .. }), "transactions do not nest");
+                self.apply(op, now_ms)
+            })
+            .collect();
+        ShardReply::Transaction(Some(replies))
     }
 
     /// Hand the tombstones of keys that expired to the delta log.
@@ -328,6 +348,8 @@ impl Shard {
                 self.clock.witness(Hlc::from_parts(now_ms.saturating_sub(1), u16::MAX).max(floor));
                 return ShardReply::Outbox { batch, stable: self.clock.last() };
             }
+            ShardOp::WatchTokens(keys) => return ShardReply::Tokens(keys.iter().map(|k| kv.watch_token(k, now_ms)).collect()),
+            ShardOp::Transaction { .. } => unreachable!("a transaction is applied by Shard::apply"),
             ShardOp::MerkleLeaves => return ShardReply::Merkle(self.kv.keys.merkle().cloned().unwrap_or_default()),
             ShardOp::ExportLeaves(leaves) => {
                 let mut deltas = Vec::new();

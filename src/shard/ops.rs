@@ -117,6 +117,16 @@ pub enum ShardOp {
     },
     /// This shard's anti-entropy leaves.
     MerkleLeaves,
+    /// WATCH: a token per key that changes with every change to the key (a write here,
+    /// a write merged from a peer, an expiry); 0 for a missing key (`Tokens`).
+    WatchTokens(Vec<Bytes>),
+    /// MULTI/EXEC with every key on this shard: if every watched key still has its
+    /// token, run `ops` in one step (nothing interleaves, and their deltas leave in the
+    /// same replication batch); else run nothing (`Transaction(None)`).
+    Transaction {
+        watched: Vec<(Bytes, u64)>,
+        ops: Vec<ShardOp>,
+    },
     /// Every key state (live or tombstone) in these anti-entropy leaves.
     ExportLeaves(Vec<u16>),
 }
@@ -177,6 +187,10 @@ pub enum ShardReply {
     /// `MergeRemote` refused whole while persistence can't keep up: the deltas come
     /// back untouched, for the caller to offer again (no copy kept for a retry).
     MergeRefused(Vec<Delta>),
+    /// Each watched key's token (`WatchTokens`).
+    Tokens(Vec<u64>),
+    /// A transaction's replies, or `None` when a watched key had changed.
+    Transaction(Option<Vec<ShardReply>>),
 }
 
 impl ShardReply {

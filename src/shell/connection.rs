@@ -18,11 +18,13 @@ use tokio::net::TcpStream;
 
 use super::ServerState;
 use super::clients::ClientInfo;
-use super::fanout::{self, ShardAccess};
+use super::fanout;
 use super::info::{self, REDIS_COMPAT_VERSION};
-use super::shard_thread::SharedShard;
+use super::shards::SharedShard;
+use super::shards::{ShardAccess, Shards};
+use super::transaction::{self, Slot, TransactionState};
 use crate::command::errors;
-use crate::command::{ClientCommand, Command, CommandCommand, introspect, parse_command_at, table};
+use crate::command::{ClientCommand, Command, CommandCommand, TransactionCommand, introspect, parse_command_at, table};
 use crate::protocol::{Frame, ParseLimits, Protocol, ProtocolError, RequestParser, encode};
 use crate::shard::{ShardOp, ShardReply};
 
@@ -65,6 +67,8 @@ pub async fn serve(stream: std::net::TcpStream, peer: SocketAddr, home: usize, s
         now_ms: 0,
         sync_durability: state.config.durability == "sync" && state.config.persistence_enabled(),
         read_closed: false,
+        transaction: TransactionState::default(),
+        exec_wrote: false,
     };
     if let Err(e) = connection.run().await {
         tracing::debug!(client = info.id, "connection closed: {e}");
@@ -102,6 +106,10 @@ struct Connection {
     sync_durability: bool,
     /// The client half-closed: nothing more will be read.
     read_closed: bool,
+    /// MULTI's queue and WATCH's keys.
+    transaction: TransactionState,
+    /// An EXEC in this pipeline ran a write (`--durability sync` waits for it).
+    exec_wrote: bool,
 }
 
 impl Connection {
@@ -155,6 +163,7 @@ impl Connection {
             }
             let wrote = commands.iter().any(|args| table::lookup(&args[0]).is_some_and(|spec| spec.is_write()));
             self.run_pipeline(commands).await?;
+            let wrote = wrote || std::mem::take(&mut self.exec_wrote);
             if wrote && self.sync_durability {
                 // Group commit: these replies leave once the segment holding the writes
                 // is stored.
@@ -269,6 +278,14 @@ impl Connection {
     async fn dispatch(&mut self, index: Option<usize>, args: Vec<Bytes>) {
         let slot = self.replies.len();
         self.replies.push(None);
+        let args = match self.transaction.offer(index, args) {
+            Ok(args) => args,
+            Err(answer) => {
+                self.replies[slot] = Some(answer);
+                self.encode_ready();
+                return;
+            }
+        };
         let reply = match parse_command_at(index, args) {
             Err(error) => Some(error),
             Ok(command)
@@ -281,7 +298,7 @@ impl Connection {
                 let shard = self.access.shard_of(command.key());
                 if shard == self.access.home {
                     let op = ShardOp::Key(command);
-                    Some(super::shard_thread::apply_local_one(&self.access.shard, self.state(), op, self.now_ms).into_frame())
+                    Some(super::shards::apply_local_one(&self.access.shard, self.state(), op, self.now_ms).into_frame())
                 } else {
                     self.queue(shard, ShardOp::Key(command), slot);
                     None
@@ -359,6 +376,7 @@ impl Connection {
                 self.info.resp.store(2, Ordering::Relaxed);
                 self.info.set_name(Bytes::new());
                 self.authenticated = self.state().runtime.requirepass().is_none();
+                self.transaction.reset();
                 Frame::simple("RESET")
             }
             Command::Client(command) => self.client(command),
@@ -403,7 +421,51 @@ impl Connection {
                 fanout::keyspace(&self.access, command, pick).await
             }
             Command::Multi(command) => fanout::multi(&self.access, command).await,
+            Command::Transaction(command) => self.transaction(command).await,
             Command::Key(_) => Frame::static_error("ERR internal: key command reached the barrier path"),
+        }
+    }
+
+    async fn transaction(&mut self, command: TransactionCommand) -> Frame {
+        match command {
+            TransactionCommand::Multi => self.transaction.multi(),
+            TransactionCommand::Discard => self.transaction.discard(),
+            TransactionCommand::Unwatch => {
+                self.transaction.unwatch();
+                Frame::ok()
+            }
+            TransactionCommand::Watch(_) if self.transaction.in_multi() => Frame::static_error("ERR WATCH inside MULTI is not allowed"),
+            TransactionCommand::Watch(keys) => match transaction::watch_tokens(&self.access, keys).await {
+                Ok(tokens) => {
+                    for (key, token) in tokens {
+                        self.transaction.watch(key, token);
+                    }
+                    Frame::ok()
+                }
+                Err(error) => error,
+            },
+            TransactionCommand::Exec => {
+                let (queued, watched) = match self.transaction.take_for_exec() {
+                    Ok(taken) => taken,
+                    Err(error) => return error,
+                };
+                self.exec_wrote |= queued.iter().any(|(index, _)| index.is_some_and(|i| table::COMMANDS[i].is_write()));
+                let steps = transaction::parse_steps(queued);
+                let pick = self.next_random();
+                let state = self.access.state.clone();
+                let Some(slots) = transaction::run(&self.access, state, steps, watched, pick).await else {
+                    return Frame::NullArray;
+                };
+                let mut replies = Vec::with_capacity(slots.len());
+                for slot in slots {
+                    replies.push(match slot {
+                        Slot::Reply(frame) => frame,
+                        // Boxed: `execute` is what called us.
+                        Slot::Connection(command) => Box::pin(self.execute(command)).await,
+                    });
+                }
+                Frame::Array(replies)
+            }
         }
     }
 

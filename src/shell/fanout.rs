@@ -7,103 +7,14 @@
 //! MSET, MGET, DEL, EXISTS and TOUCH across shards are applied per shard: each shard's
 //! part is atomic, the whole is not (see docs/semantics.md).
 
-use std::cell::RefCell;
-use std::collections::BTreeMap;
-use std::rc::Rc;
-use std::sync::Arc;
-
 use bytes::Bytes;
 
-use super::ServerState;
-use super::shard_thread::{SharedShard, apply_local};
+use super::shards::Shards;
 use crate::command::bits::BitOp;
 use crate::command::{KeyCommand, KeyspaceCommand, MultiKeyCommand, SetAlgebra, SetCommand, SetOutput};
 use crate::engine::kv::keyspace::SLOT_SPACE;
 use crate::protocol::Frame;
-use crate::shard::{Shard, ShardOp, ShardReply};
-
-const SHUTTING_DOWN: &str = "ERR server is shutting down";
-
-/// A connection's way to the shards: its home shard directly, the others by message.
-#[derive(Clone)]
-pub struct ShardAccess {
-    pub home: usize,
-    pub shard: SharedShard,
-    pub state: Arc<ServerState>,
-}
-
-impl ShardAccess {
-    pub fn new(home: usize, shard: Rc<RefCell<Shard>>, state: Arc<ServerState>) -> ShardAccess {
-        ShardAccess { home, shard, state }
-    }
-
-    pub fn shard_count(&self) -> usize {
-        self.state.router.shard_count()
-    }
-
-    pub fn shard_of(&self, key: &[u8]) -> usize {
-        self.state.router.shard_of(key)
-    }
-
-    /// Run operations on one shard, in order.
-    pub async fn run(&self, shard: usize, ops: Vec<ShardOp>) -> Vec<ShardReply> {
-        if shard == self.home {
-            return apply_local(&self.shard, &self.state, ops);
-        }
-        let expected = ops.len();
-        let receiver = self.state.router.send(shard, ops).await;
-        match receiver.await {
-            Ok(replies) => replies,
-            Err(_) => (0..expected).map(|_| ShardReply::Frame(Frame::static_error(SHUTTING_DOWN))).collect(),
-        }
-    }
-
-    pub async fn run_one(&self, shard: usize, op: ShardOp) -> ShardReply {
-        self.run(shard, vec![op]).await.pop().unwrap_or(ShardReply::Frame(Frame::static_error(SHUTTING_DOWN)))
-    }
-
-    /// Run one operation per shard given by `groups`, remote ones concurrently; replies
-    /// come back in the order of `groups`.
-    pub async fn run_groups(&self, groups: Vec<(usize, ShardOp)>) -> Vec<ShardReply> {
-        let mut receivers = Vec::with_capacity(groups.len());
-        let mut local = Vec::new();
-        for (i, (shard, op)) in groups.into_iter().enumerate() {
-            if shard == self.home {
-                local.push((i, op));
-                receivers.push(None);
-            } else {
-                receivers.push(Some(self.state.router.send(shard, vec![op]).await));
-            }
-        }
-        let mut replies: Vec<Option<ShardReply>> = (0..receivers.len()).map(|_| None).collect();
-        for (i, op) in local {
-            replies[i] = apply_local(&self.shard, &self.state, vec![op]).pop();
-        }
-        for (i, receiver) in receivers.into_iter().enumerate() {
-            if let Some(receiver) = receiver {
-                replies[i] = receiver.await.ok().and_then(|mut r| r.pop());
-            }
-        }
-        replies.into_iter().map(|r| r.unwrap_or(ShardReply::Frame(Frame::static_error(SHUTTING_DOWN)))).collect()
-    }
-
-    /// The same operation on every shard, replies in shard order.
-    pub async fn run_everywhere(&self, op: impl Fn() -> ShardOp) -> Vec<ShardReply> {
-        self.run_groups((0..self.shard_count()).map(|s| (s, op())).collect()).await
-    }
-
-    /// Group keys by shard, remembering each key's position in the request.
-    pub fn group<T>(&self, items: Vec<T>, key: impl Fn(&T) -> &[u8]) -> BTreeMap<usize, (Vec<T>, Vec<usize>)> {
-        let mut groups: BTreeMap<usize, (Vec<T>, Vec<usize>)> = BTreeMap::new();
-        for (i, item) in items.into_iter().enumerate() {
-            let shard = self.shard_of(key(&item));
-            let entry = groups.entry(shard).or_default();
-            entry.0.push(item);
-            entry.1.push(i);
-        }
-        groups
-    }
-}
+use crate::shard::{ShardOp, ShardReply};
 
 fn count(reply: &ShardReply) -> Result<i64, Frame> {
     match reply {
@@ -124,7 +35,7 @@ fn sum_counts(replies: &[ShardReply]) -> Frame {
     Frame::Integer(total)
 }
 
-pub async fn multi(access: &ShardAccess, command: MultiKeyCommand) -> Frame {
+pub async fn multi(access: &impl Shards, command: MultiKeyCommand) -> Frame {
     match command {
         MultiKeyCommand::MGet(keys) => {
             let total = keys.len();
@@ -165,8 +76,6 @@ pub async fn multi(access: &ShardAccess, command: MultiKeyCommand) -> Frame {
             }
             let shards = groups.iter().map(|g| g.0).collect();
             access
-                .state
-                .coordinator
                 .run_atomic(shards, move |parked| {
                     for (shard, pairs) in &groups {
                         let keys = pairs.iter().map(|p| p.0.clone()).collect();
@@ -192,8 +101,6 @@ pub async fn multi(access: &ShardAccess, command: MultiKeyCommand) -> Frame {
                 return access.run_one(from, ShardOp::Rename { src, dst, nx }).await.into_frame();
             }
             access
-                .state
-                .coordinator
                 .run_atomic(vec![from, to], move |parked| {
                     let snapshot = match parked.apply(from, ShardOp::Snapshot(src.clone())) {
                         ShardReply::Snapshot(Some(snapshot)) => snapshot,
@@ -218,8 +125,6 @@ pub async fn multi(access: &ShardAccess, command: MultiKeyCommand) -> Frame {
                 return access.run_one(from, ShardOp::Copy { src, dst, replace }).await.into_frame();
             }
             access
-                .state
-                .coordinator
                 .run_atomic(vec![from, to], move |parked| {
                     let snapshot = match parked.apply(from, ShardOp::Snapshot(src)) {
                         ShardReply::Snapshot(Some(snapshot)) => snapshot,
@@ -243,14 +148,12 @@ pub async fn multi(access: &ShardAccess, command: MultiKeyCommand) -> Frame {
 /// SMOVE: on one shard when both keys are there; across shards under the coordinator,
 /// with Redis's checks in Redis's order (a missing source answers 0 before the
 /// destination's type is looked at).
-async fn set_move(access: &ShardAccess, src: Bytes, dst: Bytes, member: Bytes) -> Frame {
+async fn set_move(access: &impl Shards, src: Bytes, dst: Bytes, member: Bytes) -> Frame {
     let (from, to) = (access.shard_of(&src), access.shard_of(&dst));
     if from == to {
         return access.run_one(from, ShardOp::SetMove { src, dst, member }).await.into_frame();
     }
     access
-        .state
-        .coordinator
         .run_atomic(vec![from, to], move |parked| {
             // TYPE of both keys, then SREM: O(1) whatever the sets' sizes.
             let type_of = |parked: &mut crate::shell::coordinator::Parked, shard: usize, key: &Bytes| match parked
@@ -287,7 +190,7 @@ async fn set_move(access: &ShardAccess, src: Bytes, dst: Bytes, member: Bytes) -
 /// there, atomically. Across shards, reads gather each shard's member lists (each
 /// shard's part atomic, as MGET); a STORE runs under the coordinator, so that the
 /// destination is written from one consistent read of the sources.
-async fn set_algebra(access: &ShardAccess, op: SetAlgebra, keys: Vec<Bytes>, output: SetOutput) -> Frame {
+async fn set_algebra(access: &impl Shards, op: SetAlgebra, keys: Vec<Bytes>, output: SetOutput) -> Frame {
     let mut shards: Vec<usize> = keys.iter().map(|k| access.shard_of(k)).collect();
     if let SetOutput::Store(dst) = &output {
         shards.push(access.shard_of(dst));
@@ -297,7 +200,7 @@ async fn set_algebra(access: &ShardAccess, op: SetAlgebra, keys: Vec<Bytes>, out
     if let [shard] = shards[..] {
         return access.run_one(shard, ShardOp::SetAlgebra { op, keys, output }).await.into_frame();
     }
-    let limits = access.state.runtime.encoding_limits();
+    let limits = access.state().runtime.encoding_limits();
     let limit = if let SetOutput::Count { limit } = output { limit } else { 0 };
     let total = keys.len();
     let groups: Vec<_> = access.group(keys, |k| k).into_iter().collect();
@@ -319,8 +222,6 @@ async fn set_algebra(access: &ShardAccess, op: SetAlgebra, keys: Vec<Bytes>, out
         SetOutput::Store(dst) => {
             let to = access.shard_of(&dst);
             access
-                .state
-                .coordinator
                 .run_atomic(shards, move |parked| {
                     let mut replies = Vec::with_capacity(groups.len());
                     let mut positions = Vec::with_capacity(groups.len());
@@ -351,7 +252,7 @@ async fn set_algebra(access: &ShardAccess, op: SetAlgebra, keys: Vec<Bytes>, out
 /// BITOP. All keys on one shard: run there, atomically. Across shards, under the
 /// coordinator (as SINTERSTORE): the sources are read and the destination written while
 /// the shards involved are parked, so the result comes from one consistent read.
-async fn bitop(access: &ShardAccess, op: BitOp, dst: Bytes, keys: Vec<Bytes>) -> Frame {
+async fn bitop(access: &impl Shards, op: BitOp, dst: Bytes, keys: Vec<Bytes>) -> Frame {
     let mut shards: Vec<usize> = keys.iter().map(|k| access.shard_of(k)).collect();
     shards.push(access.shard_of(&dst));
     shards.sort_unstable();
@@ -363,8 +264,6 @@ async fn bitop(access: &ShardAccess, op: BitOp, dst: Bytes, keys: Vec<Bytes>) ->
     let groups: Vec<_> = access.group(keys, |k| k).into_iter().collect();
     let to = access.shard_of(&dst);
     access
-        .state
-        .coordinator
         .run_atomic(shards, move |parked| {
             let mut values = vec![Bytes::new(); total];
             for (shard, (keys, positions)) in groups {
@@ -383,7 +282,7 @@ async fn bitop(access: &ShardAccess, op: BitOp, dst: Bytes, keys: Vec<Bytes>) ->
         .await
 }
 
-pub async fn keyspace(access: &ShardAccess, command: KeyspaceCommand, random_pick: u64) -> Frame {
+pub async fn keyspace(access: &impl Shards, command: KeyspaceCommand, random_pick: u64) -> Frame {
     match command {
         KeyspaceCommand::DbSize => sum_counts(&access.run_everywhere(|| ShardOp::Keyspace(KeyspaceCommand::DbSize)).await),
         KeyspaceCommand::Flush => {

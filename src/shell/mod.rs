@@ -17,7 +17,9 @@ pub mod replication;
 pub mod restore;
 pub mod router;
 pub mod shard_thread;
+pub mod shards;
 pub mod tls;
+pub mod transaction;
 pub mod zset_fanout;
 
 use std::sync::Arc;

@@ -11,45 +11,12 @@ use tokio::sync::mpsc;
 use tokio::task::LocalSet;
 
 use super::router::{ParkedWork, ShardMsg};
+use super::shards::{SharedShard, apply_local};
 use super::{ServerState, connection, now_ms};
-use crate::shard::{Shard, ShardOp, ShardReply};
+use crate::shard::{Shard, ShardReply};
 
 /// How often active expiry runs when nothing is due (Redis's default `hz 10`).
 const EXPIRE_TICK_MS: u64 = 100;
-
-pub type SharedShard = Rc<RefCell<Shard>>;
-
-/// Apply one operation on the shard owned by this thread at `now_ms` (a connection
-/// reads the clock once per pipeline, not once per command).
-pub fn apply_local_one(shard: &SharedShard, state: &ServerState, op: ShardOp, now_ms: u64) -> ShardReply {
-    let mut shard = shard.borrow_mut();
-    shard.set_string_bytes_max(state.runtime.proto_max_bulk_len());
-    shard.set_encoding_limits(state.runtime.encoding_limits());
-    let reply = shard.apply(op, now_ms);
-    wake_batcher_if_ready(&mut shard, state);
-    reply
-}
-
-/// Apply a batch on the shard owned by this thread.
-pub fn apply_local(shard: &SharedShard, state: &ServerState, ops: Vec<ShardOp>) -> Vec<ShardReply> {
-    let now = now_ms();
-    let mut shard = shard.borrow_mut();
-    shard.set_string_bytes_max(state.runtime.proto_max_bulk_len());
-    shard.set_encoding_limits(state.runtime.encoding_limits());
-    let replies = ops.into_iter().map(|op| shard.apply(op, now)).collect();
-    wake_batcher_if_ready(&mut shard, state);
-    replies
-}
-
-/// A busy shard's outbox is drained as soon as it fills to its eager size rather than
-/// at the end of the batch interval (`delta::outbox`).
-fn wake_batcher_if_ready(shard: &mut Shard, state: &ServerState) {
-    if shard.take_outbox_ready()
-        && let Some(replication) = &state.replication
-    {
-        replication.outbox_ready.notify_one();
-    }
-}
 
 pub fn spawn(shard: Shard, mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerState>) -> Result<std::thread::JoinHandle<()>, String> {
     let name = format!("meridian-shard-{}", shard.id());

@@ -7,7 +7,7 @@
 
 use bytes::Bytes;
 
-use super::fanout::ShardAccess;
+use super::shards::Shards;
 use crate::command::ZsetMulti;
 use crate::command::zset::ZOutput;
 use crate::engine::kv::zset_query::{self, Scored};
@@ -33,14 +33,13 @@ fn gather(total: usize, replies: Vec<ShardReply>, positions: Vec<Vec<usize>>) ->
     Ok(lists)
 }
 
-pub async fn zset_multi(access: &ShardAccess, cmd: ZsetMulti) -> Frame {
+pub async fn zset_multi(access: &impl Shards, cmd: ZsetMulti) -> Frame {
     let mut shards: Vec<usize> = cmd.keys().into_iter().map(|k| access.shard_of(k)).collect();
     shards.sort_unstable();
     shards.dedup();
     if let [shard] = shards[..] {
         return access.run_one(shard, ShardOp::ZsetMulti(cmd)).await.into_frame();
     }
-    let coordinator = &access.state.coordinator;
     match cmd {
         ZsetMulti::Algebra { op, keys, weights, aggregate, output } => {
             let total = keys.len();
@@ -49,7 +48,7 @@ pub async fn zset_multi(access: &ShardAccess, cmd: ZsetMulti) -> Frame {
             match output {
                 ZOutput::Store(dst) => {
                     let to = access.shard_of(&dst);
-                    coordinator
+                    access
                         .run_atomic(shards, move |parked| {
                             let mut replies = Vec::with_capacity(groups.len());
                             let mut positions = Vec::with_capacity(groups.len());
@@ -79,7 +78,7 @@ pub async fn zset_multi(access: &ShardAccess, cmd: ZsetMulti) -> Frame {
         }
         ZsetMulti::RangeStore { dst, src, query } => {
             let (from, to) = (access.shard_of(&src), access.shard_of(&dst));
-            coordinator
+            access
                 .run_atomic(shards, move |parked| match parked.apply(from, ShardOp::ZsetRange { key: src, query }) {
                     ShardReply::ScoredLists(mut lists) => {
                         let members = lists.pop().flatten().unwrap_or_default();
@@ -91,7 +90,7 @@ pub async fn zset_multi(access: &ShardAccess, cmd: ZsetMulti) -> Frame {
         }
         ZsetMulti::MPop { keys, max, count } => {
             let targets: Vec<(usize, Bytes)> = keys.into_iter().map(|k| (access.shard_of(&k), k)).collect();
-            coordinator
+            access
                 .run_atomic(shards, move |parked| {
                     for (shard, key) in targets {
                         let reply = parked.apply(shard, ShardOp::ZsetMulti(ZsetMulti::MPop { keys: vec![key], max, count })).into_frame();

@@ -113,6 +113,14 @@ impl KvEngine {
         Frame::Integer(1)
     }
 
+    /// WATCH's token: the digest of the key's whole state (value, TTL, every element and
+    /// the causal metadata), so any write changes it, from this node or merged from a
+    /// peer, and so does an expiry; 0 for a missing (or expired) key.
+    pub fn watch_token(&mut self, key: &[u8], now_ms: u64) -> u64 {
+        let hash = key_hash(key);
+        self.live(key, hash, now_ms).map_or(0, |state| super::merkle::digest(key, state))
+    }
+
     pub fn type_of(&mut self, key: &[u8], now_ms: u64) -> Frame {
         match self.live(key, key_hash(key), now_ms) {
             Some(state) => Frame::simple(type_name(state)),

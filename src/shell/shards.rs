@@ -1,0 +1,197 @@
+//! How the shell reaches shards. A connection reaches its home shard directly and the
+//! others by message ([`ShardAccess`]); a transaction's commands reach shards the
+//! coordinator holds parked ([`ParkedShards`]). Multi-shard commands are written once,
+//! against [`Shards`], and run either way.
+//!
+//! Owns no state of its own and never decides what a command means (`fanout` does).
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use super::ServerState;
+use super::coordinator::Parked;
+use crate::protocol::Frame;
+use crate::shard::{Shard, ShardOp, ShardReply};
+
+const SHUTTING_DOWN: &str = "ERR server is shutting down";
+
+pub type SharedShard = Rc<RefCell<Shard>>;
+
+/// Apply one operation on the shard owned by this thread at `now_ms` (a connection
+/// reads the clock once per pipeline, not once per command).
+pub fn apply_local_one(shard: &SharedShard, state: &ServerState, op: ShardOp, now_ms: u64) -> ShardReply {
+    let mut shard = shard.borrow_mut();
+    shard.set_string_bytes_max(state.runtime.proto_max_bulk_len());
+    shard.set_encoding_limits(state.runtime.encoding_limits());
+    let reply = shard.apply(op, now_ms);
+    wake_batcher_if_ready(&mut shard, state);
+    reply
+}
+
+/// Apply a batch on the shard owned by this thread.
+pub fn apply_local(shard: &SharedShard, state: &ServerState, ops: Vec<ShardOp>) -> Vec<ShardReply> {
+    let now = super::now_ms();
+    let mut shard = shard.borrow_mut();
+    shard.set_string_bytes_max(state.runtime.proto_max_bulk_len());
+    shard.set_encoding_limits(state.runtime.encoding_limits());
+    let replies = ops.into_iter().map(|op| shard.apply(op, now)).collect();
+    wake_batcher_if_ready(&mut shard, state);
+    replies
+}
+
+/// A busy shard's outbox is drained as soon as it fills to its eager size rather than
+/// at the end of the batch interval (`delta::outbox`).
+fn wake_batcher_if_ready(shard: &mut Shard, state: &ServerState) {
+    if shard.take_outbox_ready()
+        && let Some(replication) = &state.replication
+    {
+        replication.outbox_ready.notify_one();
+    }
+}
+
+/// A way to run operations on shards, for commands that touch several.
+// Plain `async fn`s: their futures run on the thread that made them (a shard thread's
+// local set, or the coordinator), so they need no `Send` bound.
+#[allow(async_fn_in_trait)]
+pub trait Shards {
+    fn state(&self) -> &ServerState;
+
+    /// Run operations on one shard, in order.
+    async fn run(&self, shard: usize, ops: Vec<ShardOp>) -> Vec<ShardReply>;
+
+    /// Run one operation per shard given by `groups`; replies come back in the order of
+    /// `groups`.
+    async fn run_groups(&self, groups: Vec<(usize, ShardOp)>) -> Vec<ShardReply>;
+
+    /// Run `work` with every shard in `shards` parked: nothing else runs on them.
+    async fn run_atomic(&self, shards: Vec<usize>, work: impl FnOnce(&mut Parked) -> Frame + Send + 'static) -> Frame;
+
+    fn shard_count(&self) -> usize {
+        self.state().router.shard_count()
+    }
+
+    fn shard_of(&self, key: &[u8]) -> usize {
+        self.state().router.shard_of(key)
+    }
+
+    async fn run_one(&self, shard: usize, op: ShardOp) -> ShardReply {
+        self.run(shard, vec![op]).await.pop().unwrap_or(ShardReply::Frame(Frame::static_error(SHUTTING_DOWN)))
+    }
+
+    /// The same operation on every shard, replies in shard order.
+    async fn run_everywhere(&self, op: impl Fn() -> ShardOp) -> Vec<ShardReply> {
+        self.run_groups((0..self.shard_count()).map(|s| (s, op())).collect()).await
+    }
+
+    /// Group keys by shard, remembering each key's position in the request.
+    fn group<T>(&self, items: Vec<T>, key: impl Fn(&T) -> &[u8]) -> BTreeMap<usize, (Vec<T>, Vec<usize>)> {
+        let mut groups: BTreeMap<usize, (Vec<T>, Vec<usize>)> = BTreeMap::new();
+        for (i, item) in items.into_iter().enumerate() {
+            let shard = self.shard_of(key(&item));
+            let entry = groups.entry(shard).or_default();
+            entry.0.push(item);
+            entry.1.push(i);
+        }
+        groups
+    }
+}
+
+/// A connection's way to the shards: its home shard directly, the others by message.
+#[derive(Clone)]
+pub struct ShardAccess {
+    pub home: usize,
+    pub shard: SharedShard,
+    pub state: Arc<ServerState>,
+}
+
+impl ShardAccess {
+    pub fn new(home: usize, shard: SharedShard, state: Arc<ServerState>) -> ShardAccess {
+        ShardAccess { home, shard, state }
+    }
+}
+
+impl Shards for ShardAccess {
+    fn state(&self) -> &ServerState {
+        &self.state
+    }
+
+    async fn run(&self, shard: usize, ops: Vec<ShardOp>) -> Vec<ShardReply> {
+        if shard == self.home {
+            return apply_local(&self.shard, &self.state, ops);
+        }
+        let expected = ops.len();
+        let receiver = self.state.router.send(shard, ops).await;
+        match receiver.await {
+            Ok(replies) => replies,
+            Err(_) => (0..expected).map(|_| ShardReply::Frame(Frame::static_error(SHUTTING_DOWN))).collect(),
+        }
+    }
+
+    /// Remote shards run concurrently.
+    async fn run_groups(&self, groups: Vec<(usize, ShardOp)>) -> Vec<ShardReply> {
+        let mut receivers = Vec::with_capacity(groups.len());
+        let mut local = Vec::new();
+        for (i, (shard, op)) in groups.into_iter().enumerate() {
+            if shard == self.home {
+                local.push((i, op));
+                receivers.push(None);
+            } else {
+                receivers.push(Some(self.state.router.send(shard, vec![op]).await));
+            }
+        }
+        let mut replies: Vec<Option<ShardReply>> = (0..receivers.len()).map(|_| None).collect();
+        for (i, op) in local {
+            replies[i] = apply_local(&self.shard, &self.state, vec![op]).pop();
+        }
+        for (i, receiver) in receivers.into_iter().enumerate() {
+            if let Some(receiver) = receiver {
+                replies[i] = receiver.await.ok().and_then(|mut r| r.pop());
+            }
+        }
+        replies.into_iter().map(|r| r.unwrap_or(ShardReply::Frame(Frame::static_error(SHUTTING_DOWN)))).collect()
+    }
+
+    async fn run_atomic(&self, shards: Vec<usize>, work: impl FnOnce(&mut Parked) -> Frame + Send + 'static) -> Frame {
+        self.state.coordinator.run_atomic(shards, work).await
+    }
+}
+
+/// The shards a transaction holds parked, on the coordinator's thread. Every operation
+/// completes at once (the parked shard answers only us), so a command run against this
+/// finishes on its first poll.
+pub struct ParkedShards<'a> {
+    parked: RefCell<&'a mut Parked>,
+    state: &'a ServerState,
+}
+
+impl<'a> ParkedShards<'a> {
+    pub fn new(parked: &'a mut Parked, state: &'a ServerState) -> ParkedShards<'a> {
+        ParkedShards { parked: RefCell::new(parked), state }
+    }
+
+    /// Apply one operation on a parked shard.
+    pub fn apply(&self, shard: usize, op: ShardOp) -> ShardReply {
+        self.parked.borrow_mut().apply(shard, op)
+    }
+}
+
+impl Shards for ParkedShards<'_> {
+    fn state(&self) -> &ServerState {
+        self.state
+    }
+
+    async fn run(&self, shard: usize, ops: Vec<ShardOp>) -> Vec<ShardReply> {
+        ops.into_iter().map(|op| self.apply(shard, op)).collect()
+    }
+
+    async fn run_groups(&self, groups: Vec<(usize, ShardOp)>) -> Vec<ShardReply> {
+        groups.into_iter().map(|(shard, op)| self.apply(shard, op)).collect()
+    }
+
+    /// Already parked: the work runs right here (the shards it names are among ours).
+    async fn run_atomic(&self, _shards: Vec<usize>, work: impl FnOnce(&mut Parked) -> Frame + Send + 'static) -> Frame {
+        work(&mut self.parked.borrow_mut())
+    }
+}

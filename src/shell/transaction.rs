@@ -1,0 +1,278 @@
+//! MULTI/EXEC/DISCARD/WATCH/UNWATCH: a connection's queued commands and watched keys,
+//! and running a transaction so that no other command interleaves with it on this node.
+//!
+//! How EXEC is atomic here:
+//! - Every key of every queued command (and every watched key) on one shard, and only
+//!   single-key commands: the whole transaction goes to that shard as one operation
+//!   (`ShardOp::Transaction`), which checks the watched keys and runs the commands in
+//!   one step of the shard's state machine.
+//! - Otherwise the coordinator parks the shards involved (every shard when a multi-key
+//!   or whole-keyspace command is queued), in shard order, and runs the check and the
+//!   commands on them with nothing else interleaved (`coordinator`).
+//!
+//! Connection commands queued in a transaction (PING, ECHO, CLIENT, CONFIG...) touch no
+//! data; the connection answers them in their places after the data commands ran.
+//!
+//! Never touches a socket; the connection owns the state and calls in here.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::FutureExt;
+
+use super::ServerState;
+use super::fanout;
+use super::shards::{ParkedShards, Shards};
+use crate::command::{Command, errors, parse_command_at, table};
+use crate::protocol::Frame;
+use crate::shard::{ShardOp, ShardReply};
+
+/// Commands a transaction queues at most (Redis has no limit; a client that never
+/// sends EXEC must not grow the server without bound).
+pub const QUEUED_COMMANDS_MAX: usize = 1 << 20;
+/// Keys a connection watches at most.
+pub const WATCHED_KEYS_MAX: usize = 1 << 20;
+
+/// A queued command as sent: its table index and its arguments.
+pub type Queued = (Option<usize>, Vec<Bytes>);
+/// A watched key and its token at WATCH time.
+pub type Watched = (Bytes, u64);
+
+const EXECABORT: &str = "EXECABORT Transaction discarded because of previous errors.";
+
+/// One connection's transaction state.
+#[derive(Default)]
+pub struct TransactionState {
+    /// `Some` between MULTI and EXEC/DISCARD: the queued commands as sent (parsed at
+    /// EXEC, as Redis reports syntax errors per command in EXEC's reply).
+    queued: Option<Vec<Queued>>,
+    /// A command was refused while queueing: EXEC answers EXECABORT.
+    dirty: bool,
+    /// Watched keys and the token each had when watched.
+    watched: Vec<Watched>,
+}
+
+impl TransactionState {
+    pub fn in_multi(&self) -> bool {
+        self.queued.is_some()
+    }
+
+    /// Between MULTI and EXEC every command is queued except the ones that steer the
+    /// transaction or the connection (as Redis: EXEC, DISCARD, MULTI, WATCH, QUIT,
+    /// RESET). `Ok`: run the command now as usual; `Err`: its reply (QUEUED, or an error
+    /// for an unknown command or a wrong arity, which also makes EXEC abort).
+    pub fn offer(&mut self, index: Option<usize>, args: Vec<Bytes>) -> Result<Vec<Bytes>, Frame> {
+        let Some(queued) = self.queued.as_mut() else { return Ok(args) };
+        let Some(spec) = index.map(|i| &table::COMMANDS[i]) else {
+            self.dirty = true;
+            return Err(errors::unknown_command(&args));
+        };
+        if matches!(spec.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
+            return Ok(args);
+        }
+        if !spec.arity_ok(args.len()) {
+            self.dirty = true;
+            return Err(errors::wrong_arity(spec.name));
+        }
+        if queued.len() >= QUEUED_COMMANDS_MAX {
+            self.dirty = true;
+            return Err(Frame::static_error("ERR too many commands queued in this transaction"));
+        }
+        queued.push((index, args));
+        Err(Frame::simple("QUEUED"))
+    }
+
+    pub fn multi(&mut self) -> Frame {
+        if self.in_multi() {
+            return Frame::static_error("ERR MULTI calls can not be nested");
+        }
+        self.queued = Some(Vec::new());
+        self.dirty = false;
+        Frame::ok()
+    }
+
+    pub fn discard(&mut self) -> Frame {
+        if self.queued.take().is_none() {
+            return Frame::static_error("ERR DISCARD without MULTI");
+        }
+        self.dirty = false;
+        self.watched.clear();
+        Frame::ok()
+    }
+
+    /// Forget everything (RESET, UNWATCH's part is `unwatch`).
+    pub fn reset(&mut self) {
+        *self = TransactionState::default();
+    }
+
+    pub fn unwatch(&mut self) {
+        self.watched.clear();
+    }
+
+    pub fn watched_len(&self) -> usize {
+        self.watched.len()
+    }
+
+    /// Remember a key's token at WATCH time (watching it again keeps the first token,
+    /// as Redis keeps the first WATCH).
+    pub fn watch(&mut self, key: Bytes, token: u64) {
+        if self.watched.len() < WATCHED_KEYS_MAX && !self.watched.iter().any(|(k, _)| *k == key) {
+            self.watched.push((key, token));
+        }
+    }
+
+    /// EXEC: the queued commands and watched keys, or the error to answer. The state is
+    /// cleared either way (EXEC ends the transaction and unwatches every key).
+    pub fn take_for_exec(&mut self) -> Result<(Vec<Queued>, Vec<Watched>), Frame> {
+        let queued = self.queued.take();
+        let dirty = std::mem::take(&mut self.dirty);
+        let watched = std::mem::take(&mut self.watched);
+        match queued {
+            None => Err(Frame::static_error("ERR EXEC without MULTI")),
+            Some(_) if dirty => Err(Frame::static_error(EXECABORT)),
+            Some(queued) => Ok((queued, watched)),
+        }
+    }
+}
+
+/// WATCH: the current token of each key.
+pub async fn watch_tokens(access: &impl Shards, keys: Vec<Bytes>) -> Result<Vec<(Bytes, u64)>, Frame> {
+    let total = keys.len();
+    let groups: Vec<_> = access.group(keys, |k| k).into_iter().collect();
+    let ops = groups.iter().map(|(shard, (keys, _))| (*shard, ShardOp::WatchTokens(keys.clone()))).collect();
+    let replies = access.run_groups(ops).await;
+    let mut watched = vec![(Bytes::new(), 0); total];
+    for (reply, (_, (keys, positions))) in replies.into_iter().zip(groups) {
+        let ShardReply::Tokens(tokens) = reply else { return Err(reply.into_frame()) };
+        for ((key, token), position) in keys.into_iter().zip(tokens).zip(positions) {
+            watched[position] = (key, token);
+        }
+    }
+    Ok(watched)
+}
+
+/// One queued command, parsed at EXEC.
+pub enum Step {
+    /// Runs on the shards.
+    Data(Command),
+    /// Touches no data: the connection answers it in its place afterwards.
+    Connection(Command),
+    /// Refused by the parser: its reply in EXEC's array.
+    Failed(Frame),
+}
+
+pub fn parse_steps(queued: Vec<Queued>) -> Vec<Step> {
+    queued
+        .into_iter()
+        .map(|(index, args)| match parse_command_at(index, args) {
+            Err(error) => Step::Failed(error),
+            Ok(command @ (Command::Key(_) | Command::Multi(_) | Command::Keyspace(_))) => Step::Data(command),
+            Ok(command) => Step::Connection(command),
+        })
+        .collect()
+}
+
+/// A place in EXEC's reply: answered, or a connection command for the connection to
+/// answer there.
+pub enum Slot {
+    Reply(Frame),
+    Connection(Command),
+}
+
+/// Run a transaction's data steps with nothing interleaved on this node. `None`: a
+/// watched key had changed, and nothing ran.
+pub async fn run(
+    access: &impl Shards,
+    state: Arc<ServerState>,
+    steps: Vec<Step>,
+    watched: Vec<(Bytes, u64)>,
+    random_pick: u64,
+) -> Option<Vec<Slot>> {
+    let mut slots: Vec<Option<Slot>> = Vec::with_capacity(steps.len());
+    let mut data: Vec<(usize, Command)> = Vec::new();
+    for (i, step) in steps.into_iter().enumerate() {
+        match step {
+            Step::Data(command) => {
+                data.push((i, command));
+                slots.push(None);
+            }
+            Step::Connection(command) => slots.push(Some(Slot::Connection(command))),
+            Step::Failed(error) => slots.push(Some(Slot::Reply(error))),
+        }
+    }
+    // The shards involved; `None`: every shard (a multi-key or keyspace command).
+    let mut shards: Option<Vec<usize>> = Some(watched.iter().map(|(k, _)| access.shard_of(k)).collect());
+    for (_, command) in &data {
+        match (command, shards.as_mut()) {
+            (Command::Key(cmd), Some(shards)) => shards.push(access.shard_of(cmd.key())),
+            (Command::Key(_), None) => {}
+            _ => shards = None,
+        }
+    }
+    let shards = shards.map(|mut s| {
+        s.sort_unstable();
+        s.dedup();
+        s
+    });
+    let positions: Vec<usize> = data.iter().map(|(i, _)| *i).collect();
+    let replies: Vec<Frame> = match shards.as_deref() {
+        Some([]) => Vec::new(),
+        Some(&[shard]) => {
+            // One shard, single-key commands only: one step of that shard.
+            let ops =
+                data.into_iter().filter_map(|(_, c)| if let Command::Key(cmd) = c { Some(ShardOp::Key(cmd)) } else { None }).collect();
+            match access.run_one(shard, ShardOp::Transaction { watched, ops }).await {
+                ShardReply::Transaction(None) => return None,
+                ShardReply::Transaction(Some(done)) => done.into_iter().map(ShardReply::into_frame).collect(),
+                other => vec![other.into_frame(); positions.len()],
+            }
+        }
+        _ => {
+            let involved = shards.unwrap_or_else(|| (0..access.shard_count()).collect());
+            let commands: Vec<Command> = data.into_iter().map(|(_, c)| c).collect();
+            let frame = access
+                .run_atomic(involved, move |parked| {
+                    let shards = ParkedShards::new(parked, &state);
+                    run_parked(&shards, commands, watched, random_pick)
+                })
+                .await;
+            match frame {
+                Frame::NullArray => return None,
+                Frame::Array(done) => done,
+                // The coordinator could not run it (shutting down).
+                error => vec![error; positions.len()],
+            }
+        }
+    };
+    debug_assert_eq!(replies.len(), positions.len());
+    for (i, reply) in positions.into_iter().zip(replies) {
+        slots[i] = Some(Slot::Reply(reply));
+    }
+    Some(slots.into_iter().map(|s| s.unwrap_or_else(|| Slot::Reply(Frame::static_error("ERR internal: no reply")))).collect())
+}
+
+/// On the coordinator's thread, with the shards parked: check the watched keys, then
+/// run each data command. Answers `NullArray` when a watched key had changed, else the
+/// replies in order.
+fn run_parked(shards: &ParkedShards<'_>, data: Vec<Command>, watched: Vec<(Bytes, u64)>, random_pick: u64) -> Frame {
+    if !watched.is_empty() {
+        let keys = watched.iter().map(|(k, _)| k.clone()).collect();
+        match watch_tokens(shards, keys).now_or_never() {
+            Some(Ok(now)) if now == watched => {}
+            Some(Ok(_)) => return Frame::NullArray,
+            Some(Err(error)) => return error,
+            None => return Frame::static_error("ERR internal: a parked shard did not answer at once"),
+        }
+    }
+    let mut replies = Vec::with_capacity(data.len());
+    for command in data {
+        let reply = match command {
+            Command::Key(cmd) => Some(shards.apply(shards.shard_of(cmd.key()), ShardOp::Key(cmd)).into_frame()),
+            Command::Multi(cmd) => fanout::multi(shards, cmd).now_or_never(),
+            Command::Keyspace(cmd) => fanout::keyspace(shards, cmd, random_pick).now_or_never(),
+            _ => Some(Frame::static_error("ERR internal: not a data command")),
+        };
+        replies.push(reply.unwrap_or_else(|| Frame::static_error("ERR internal: a parked shard did not answer at once")));
+    }
+    Frame::Array(replies)
+}
