@@ -27,6 +27,7 @@ pub mod delta;
 pub mod engine;
 pub mod persistence;
 pub mod protocol;
+pub mod pubsub;
 pub mod replication;
 pub mod routing;
 pub mod shard;

@@ -285,7 +285,17 @@ pub enum ClientCommand {
         skip_me: bool,
     },
     SetInfo,
+    /// CLIENT REPLY ON|OFF|SKIP.
+    Reply(ReplyMode),
     Help,
+}
+
+/// CLIENT REPLY's modes: answer every command, none, or not the next one.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ReplyMode {
+    On,
+    Off,
+    Skip,
 }
 
 /// COMMAND subcommands.
@@ -327,6 +337,39 @@ pub enum TransactionCommand {
     Unwatch,
 }
 
+/// The kind of a Pub/Sub subscription: a channel, a pattern, or a shard channel.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum SubscriptionKind {
+    Channel,
+    Pattern,
+    Shard,
+}
+
+/// The Pub/Sub commands.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PubSubCommand {
+    Subscribe(SubscriptionKind, Vec<Bytes>),
+    /// No names: every subscription of that kind.
+    Unsubscribe(SubscriptionKind, Vec<Bytes>),
+    Publish {
+        shard: bool,
+        channel: Bytes,
+        message: Bytes,
+    },
+    /// PUBSUB CHANNELS / SHARDCHANNELS [pattern].
+    Channels {
+        shard: bool,
+        pattern: Option<Bytes>,
+    },
+    /// PUBSUB NUMSUB / SHARDNUMSUB [channel ...].
+    NumSub {
+        shard: bool,
+        channels: Vec<Bytes>,
+    },
+    NumPat,
+    Help,
+}
+
 /// Every command a client can send, typed.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Command {
@@ -358,6 +401,7 @@ pub enum Command {
     },
     Keyspace(KeyspaceCommand),
     Transaction(TransactionCommand),
+    PubSub(PubSubCommand),
     Multi(MultiKeyCommand),
     Key(KeyCommand),
 }

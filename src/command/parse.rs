@@ -240,6 +240,16 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
         CmdId::Discard => Ok(Command::Transaction(TransactionCommand::Discard)),
         CmdId::Watch => Ok(Command::Transaction(TransactionCommand::Watch(a[1..].to_vec()))),
         CmdId::Unwatch => Ok(Command::Transaction(TransactionCommand::Unwatch)),
+        CmdId::Subscribe => Ok(Command::PubSub(PubSubCommand::Subscribe(SubscriptionKind::Channel, a[1..].to_vec()))),
+        CmdId::PSubscribe => Ok(Command::PubSub(PubSubCommand::Subscribe(SubscriptionKind::Pattern, a[1..].to_vec()))),
+        CmdId::SSubscribe => Ok(Command::PubSub(PubSubCommand::Subscribe(SubscriptionKind::Shard, a[1..].to_vec()))),
+        CmdId::Unsubscribe => Ok(Command::PubSub(PubSubCommand::Unsubscribe(SubscriptionKind::Channel, a[1..].to_vec()))),
+        CmdId::PUnsubscribe => Ok(Command::PubSub(PubSubCommand::Unsubscribe(SubscriptionKind::Pattern, a[1..].to_vec()))),
+        CmdId::SUnsubscribe => Ok(Command::PubSub(PubSubCommand::Unsubscribe(SubscriptionKind::Shard, a[1..].to_vec()))),
+        CmdId::Publish | CmdId::SPublish => {
+            Ok(Command::PubSub(PubSubCommand::Publish { shard: spec.id == CmdId::SPublish, channel: take(a, 1), message: take(a, 2) }))
+        }
+        CmdId::PubSub => parse_pubsub(a),
         CmdId::Client => parse_client(a),
         CmdId::Command => parse_command_command(a),
         CmdId::Info => Ok(Command::Info(args.split_off(1))),
@@ -489,6 +499,15 @@ fn parse_client(a: &mut [Bytes]) -> Parsed {
         b"info" => arity(argc == 2, "client|info").map(|_| ClientCommand::Info)?,
         b"list" => ClientCommand::List,
         b"setinfo" => arity(argc == 4, "client|setinfo").map(|_| ClientCommand::SetInfo)?,
+        b"reply" => {
+            arity(argc == 3, "client|reply")?;
+            match a[2].to_ascii_lowercase().as_slice() {
+                b"on" => ClientCommand::Reply(ReplyMode::On),
+                b"off" => ClientCommand::Reply(ReplyMode::Off),
+                b"skip" => ClientCommand::Reply(ReplyMode::Skip),
+                _ => return Err(errors::error(errors::SYNTAX)),
+            }
+        }
         b"help" => ClientCommand::Help,
         b"kill" => {
             arity(argc >= 3, "client|kill")?;
@@ -578,6 +597,35 @@ fn parse_config(a: &mut [Bytes]) -> Parsed {
         _ => return Err(errors::unknown_subcommand(&a[1], "CONFIG")),
     };
     Ok(Command::Config(cmd))
+}
+
+/// PUBSUB's subcommands, with Redis's arity and unknown-subcommand errors.
+fn parse_pubsub(a: &mut [Bytes]) -> Parsed {
+    let sub = a[1].to_ascii_lowercase();
+    let arity_error = || {
+        Err(Frame::error(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
+            String::from_utf8_lossy(&a[1]).chars().take(128).collect::<String>()
+        )))
+    };
+    let command = match (sub.as_slice(), a.len()) {
+        (b"channels" | b"shardchannels", 2 | 3) => {
+            PubSubCommand::Channels { shard: sub.as_slice() == b"shardchannels", pattern: a.get(2).cloned() }
+        }
+        (b"channels" | b"shardchannels", _) => return arity_error(),
+        (b"numsub" | b"shardnumsub", _) => PubSubCommand::NumSub { shard: sub.as_slice() == b"shardnumsub", channels: a[2..].to_vec() },
+        (b"numpat", 2) => PubSubCommand::NumPat,
+        (b"numpat", _) => return Err(wrong_arity("pubsub|numpat")),
+        (b"help", 2) => PubSubCommand::Help,
+        (b"help", _) => return Err(wrong_arity("pubsub|help")),
+        _ => {
+            return Err(Frame::error(format!(
+                "ERR unknown subcommand '{}'. Try PUBSUB HELP.",
+                String::from_utf8_lossy(&a[1]).chars().take(128).collect::<String>()
+            )));
+        }
+    };
+    Ok(Command::PubSub(command))
 }
 
 #[cfg(test)]

@@ -90,6 +90,17 @@ pub fn encode(frame: &Frame, protocol: Protocol, out: &mut BytesMut) {
                 encode(item, protocol, out);
             }
         }
+        Frame::Push(items) => {
+            put_int_line(out, if resp3 { b'>' } else { b'*' }, items.len() as i64);
+            for item in items {
+                encode(item, protocol, out);
+            }
+        }
+        Frame::Replies(replies) => {
+            for reply in replies {
+                encode(reply, protocol, out);
+            }
+        }
         Frame::Set(items) => {
             put_int_line(out, if resp3 { b'~' } else { b'*' }, items.len() as i64);
             for item in items {

@@ -32,6 +32,12 @@ pub enum Frame {
     Boolean(bool),
     /// Verbatim text with a three-letter format, e.g. `txt` (a bulk string in RESP2).
     Verbatim(&'static str, Bytes),
+    /// Out-of-band data (Pub/Sub messages and subscription replies): `>` in RESP3, an
+    /// array in RESP2.
+    Push(Vec<Frame>),
+    /// Several replies to one command, sent back to back (SUBSCRIBE answers once per
+    /// channel).
+    Replies(Vec<Frame>),
 }
 
 impl Frame {

@@ -19,16 +19,22 @@ use tokio::net::TcpStream;
 use super::ServerState;
 use super::clients::ClientInfo;
 use super::fanout;
-use super::info::{self, REDIS_COMPAT_VERSION};
+use super::info;
+use super::pubsub::Inbox;
 use super::shards::SharedShard;
 use super::shards::{ShardAccess, Shards};
-use super::transaction::{self, Slot, TransactionState};
+use super::transaction::TransactionState;
 use crate::command::errors;
-use crate::command::{ClientCommand, Command, CommandCommand, TransactionCommand, introspect, parse_command_at, table};
+use crate::command::{Command, CommandCommand, ReplyMode, introspect, parse_command_at, table};
 use crate::protocol::{Frame, ParseLimits, Protocol, ProtocolError, RequestParser, encode};
 use crate::shard::{ShardOp, ShardReply};
 
 /// Commands parsed from the read buffer before they are run and answered.
+mod client;
+mod modes;
+
+use modes::{allowed_while_subscribed, is_push, next_message};
+
 const PIPELINE_COMMANDS_MAX: usize = 1024;
 /// Read buffer growth step.
 const READ_CHUNK_BYTES: usize = 16 * 1024;
@@ -69,10 +75,16 @@ pub async fn serve(stream: std::net::TcpStream, peer: SocketAddr, home: usize, s
         read_closed: false,
         transaction: TransactionState::default(),
         exec_wrote: false,
+        inbox: None,
+        subscriptions: 0,
+        reply_mode: ReplyMode::On,
+        skip: Skip::None,
+        silenced: std::collections::VecDeque::new(),
     };
     if let Err(e) = connection.run().await {
         tracing::debug!(client = info.id, "connection closed: {e}");
     }
+    state.pubsub.leave(info.id);
     state.clients.unregister(info.id);
     state.connected.fetch_sub(1, Ordering::Relaxed);
 }
@@ -110,7 +122,31 @@ struct Connection {
     transaction: TransactionState,
     /// An EXEC in this pipeline ran a write (`--durability sync` waits for it).
     exec_wrote: bool,
+    /// Pub/Sub messages for this client, once it subscribed to something.
+    inbox: Option<Inbox>,
+    /// Subscriptions held (RESP2 allows only the Pub/Sub commands while any are).
+    subscriptions: usize,
+    /// CLIENT REPLY: whether replies are sent (Pub/Sub pushes always are, as Redis).
+    reply_mode: ReplyMode,
+    /// CLIENT REPLY SKIP's progress.
+    skip: Skip,
+    /// Reply slots not to send (CLIENT REPLY OFF/SKIP), ascending.
+    silenced: std::collections::VecDeque<usize>,
 }
+
+/// CLIENT REPLY SKIP silences itself and the command after it.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Skip {
+    None,
+    /// The SKIP command itself is being answered.
+    Armed,
+    /// The next command's reply goes.
+    Next,
+}
+
+/// Messages written out per wake-up at most, so one busy channel cannot starve the
+/// client's own commands.
+const MESSAGES_PER_WAKE_MAX: usize = 1024;
 
 impl Connection {
     fn state(&self) -> &ServerState {
@@ -153,6 +189,10 @@ impl Connection {
                 let read = tokio::select! {
                     biased;
                     _ = self.info.kill.notified() => return Ok(()),
+                    message = next_message(&mut self.inbox) => {
+                        self.deliver(message).await?;
+                        continue;
+                    }
                     read = self.stream.read_buf(&mut self.read_buf) => read?,
                 };
                 if read == 0 {
@@ -201,7 +241,13 @@ impl Connection {
     /// Encode every reply that is ready, in order, up to the first one in flight.
     fn encode_ready(&mut self) {
         while let Some(Some(_)) = self.replies.get(self.encoded) {
-            if let Some(frame) = self.replies[self.encoded].take() {
+            let silenced = self.silenced.front() == Some(&self.encoded);
+            if silenced {
+                self.silenced.pop_front();
+            }
+            if let Some(frame) = self.replies[self.encoded].take()
+                && (!silenced || is_push(&frame))
+            {
                 encode(&frame, self.protocol, &mut self.write_buf);
             }
             self.replies[self.encoded] = Some(Frame::Null);
@@ -286,6 +332,8 @@ impl Connection {
                 return;
             }
         };
+        // A container command's subcommand, for the subscribed-state error's name.
+        let subcommand = (self.subscriptions > 0).then(|| args.get(1).cloned()).flatten();
         let reply = match parse_command_at(index, args) {
             Err(error) => Some(error),
             Ok(command)
@@ -293,6 +341,19 @@ impl Connection {
                     && !matches!(command, Command::Auth { .. } | Command::Hello { .. } | Command::Quit | Command::Reset) =>
             {
                 Some(errors::error(errors::NOAUTH))
+            }
+            Ok(command) if self.subscriptions > 0 && self.protocol == Protocol::Resp2 && !allowed_while_subscribed(&command) => {
+                let spec = index.map(|i| &table::COMMANDS[i]);
+                let name = match (spec, subcommand) {
+                    (Some(spec), Some(sub)) if spec.summary.starts_with("A container for") => {
+                        format!("{}|{}", spec.name, String::from_utf8_lossy(&sub).to_ascii_lowercase())
+                    }
+                    (Some(spec), _) => spec.name.to_owned(),
+                    (None, _) => String::new(),
+                };
+                Some(Frame::error(format!(
+                    "ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+                )))
             }
             Ok(Command::Key(command)) => {
                 let shard = self.access.shard_of(command.key());
@@ -317,6 +378,7 @@ impl Connection {
         if let Some(frame) = reply {
             self.replies[slot] = Some(frame);
         }
+        self.silence_if_asked(slot);
         self.encode_ready();
     }
 
@@ -361,6 +423,10 @@ impl Connection {
 
     async fn execute(&mut self, command: Command) -> Frame {
         match command {
+            // Subscribed (RESP2): PING answers in the shape of a message.
+            Command::Ping(message) if self.subscriptions > 0 && self.protocol == Protocol::Resp2 => {
+                Frame::Array(vec![Frame::bulk_str("pong"), Frame::Bulk(message.unwrap_or_default())])
+            }
             Command::Ping(None) => Frame::simple("PONG"),
             Command::Ping(Some(message)) | Command::Echo(message) => Frame::Bulk(message),
             Command::Hello { protover, auth, setname } => self.hello(protover, auth, setname),
@@ -377,6 +443,9 @@ impl Connection {
                 self.info.set_name(Bytes::new());
                 self.authenticated = self.state().runtime.requirepass().is_none();
                 self.transaction.reset();
+                self.state().pubsub.leave(self.info.id);
+                self.inbox = None;
+                self.subscriptions = 0;
                 Frame::simple("RESET")
             }
             Command::Client(command) => self.client(command),
@@ -422,50 +491,8 @@ impl Connection {
             }
             Command::Multi(command) => fanout::multi(&self.access, command).await,
             Command::Transaction(command) => self.transaction(command).await,
+            Command::PubSub(command) => self.pubsub(command),
             Command::Key(_) => Frame::static_error("ERR internal: key command reached the barrier path"),
-        }
-    }
-
-    async fn transaction(&mut self, command: TransactionCommand) -> Frame {
-        match command {
-            TransactionCommand::Multi => self.transaction.multi(),
-            TransactionCommand::Discard => self.transaction.discard(),
-            TransactionCommand::Unwatch => {
-                self.transaction.unwatch();
-                Frame::ok()
-            }
-            TransactionCommand::Watch(_) if self.transaction.in_multi() => Frame::static_error("ERR WATCH inside MULTI is not allowed"),
-            TransactionCommand::Watch(keys) => match transaction::watch_tokens(&self.access, keys).await {
-                Ok(tokens) => {
-                    for (key, token) in tokens {
-                        self.transaction.watch(key, token);
-                    }
-                    Frame::ok()
-                }
-                Err(error) => error,
-            },
-            TransactionCommand::Exec => {
-                let (queued, watched) = match self.transaction.take_for_exec() {
-                    Ok(taken) => taken,
-                    Err(error) => return error,
-                };
-                self.exec_wrote |= queued.iter().any(|(index, _)| index.is_some_and(|i| table::COMMANDS[i].is_write()));
-                let steps = transaction::parse_steps(queued);
-                let pick = self.next_random();
-                let state = self.access.state.clone();
-                let Some(slots) = transaction::run(&self.access, state, steps, watched, pick).await else {
-                    return Frame::NullArray;
-                };
-                let mut replies = Vec::with_capacity(slots.len());
-                for slot in slots {
-                    replies.push(match slot {
-                        Slot::Reply(frame) => frame,
-                        // Boxed: `execute` is what called us.
-                        Slot::Connection(command) => Box::pin(self.execute(command)).await,
-                    });
-                }
-                Frame::Array(replies)
-            }
         }
     }
 
@@ -507,138 +534,4 @@ impl Connection {
         };
         Frame::Array(vec![Frame::Integer(stored as i64), Frame::Integer(0)])
     }
-
-    fn password_ok(&self, user: Option<&[u8]>, password: &[u8]) -> bool {
-        let Some(expected) = self.state().runtime.requirepass() else { return false };
-        user.is_none_or(|u| u == b"default") && constant_time_eq(expected.as_bytes(), password)
-    }
-
-    fn auth(&mut self, user: Option<&[u8]>, password: &[u8]) -> Frame {
-        if self.state().runtime.requirepass().is_none() {
-            return match user {
-                None => Frame::static_error(
-                    "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
-                ),
-                Some(_) => errors::error(errors::WRONGPASS),
-            };
-        }
-        if self.password_ok(user, password) {
-            self.authenticated = true;
-            Frame::ok()
-        } else {
-            errors::error(errors::WRONGPASS)
-        }
-    }
-
-    fn hello(&mut self, protover: Option<i64>, auth: Option<(Bytes, Bytes)>, setname: Option<Bytes>) -> Frame {
-        let protocol = match protover {
-            None => self.protocol,
-            Some(2) => Protocol::Resp2,
-            Some(3) => Protocol::Resp3,
-            Some(_) => return Frame::static_error("NOPROTO unsupported protocol version"),
-        };
-        if let Some((user, password)) = auth {
-            if self.state().runtime.requirepass().is_none() || !self.password_ok(Some(&user), &password) {
-                return errors::error(errors::WRONGPASS);
-            }
-            self.authenticated = true;
-        }
-        if !self.authenticated {
-            return Frame::static_error(
-                "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
-            );
-        }
-        if let Some(name) = setname {
-            if let Err(e) = validate_client_name(&name) {
-                return e;
-            }
-            self.info.set_name(name);
-        }
-        self.protocol = protocol;
-        self.info.resp.store(if protocol == Protocol::Resp3 { 3 } else { 2 }, Ordering::Relaxed);
-        Frame::Map(vec![
-            (Frame::bulk_str("server"), Frame::bulk_str("redis")),
-            (Frame::bulk_str("version"), Frame::bulk_str(REDIS_COMPAT_VERSION)),
-            (Frame::bulk_str("proto"), Frame::Integer(if protocol == Protocol::Resp3 { 3 } else { 2 })),
-            (Frame::bulk_str("id"), Frame::Integer(self.info.id as i64)),
-            (Frame::bulk_str("mode"), Frame::bulk_str("standalone")),
-            (Frame::bulk_str("role"), Frame::bulk_str("master")),
-            (Frame::bulk_str("modules"), Frame::Array(vec![])),
-        ])
-    }
-
-    fn client(&mut self, command: ClientCommand) -> Frame {
-        match command {
-            ClientCommand::Id => Frame::Integer(self.info.id as i64),
-            ClientCommand::GetName => {
-                let name = self.info.name();
-                if name.is_empty() { Frame::Null } else { Frame::Bulk(name) }
-            }
-            ClientCommand::SetName(name) => match validate_client_name(&name) {
-                Ok(()) => {
-                    self.info.set_name(name);
-                    Frame::ok()
-                }
-                Err(e) => e,
-            },
-            ClientCommand::SetInfo => Frame::ok(),
-            ClientCommand::Info => Frame::Verbatim("txt", Bytes::from(format!("{}\n", self.info.describe()))),
-            ClientCommand::List => {
-                let text: String = self.state().clients.all().iter().map(|c| format!("{}\n", c.describe())).collect();
-                Frame::Verbatim("txt", Bytes::from(text))
-            }
-            ClientCommand::Kill { addr, id, legacy, skip_me } => {
-                let mut killed = 0;
-                for client in self.state().clients.all() {
-                    let addr_matches = addr.as_ref().is_none_or(|a| a.as_ref() == client.addr.to_string().as_bytes());
-                    let id_matches = id.is_none_or(|id| id == client.id);
-                    let is_me = client.id == self.info.id;
-                    if addr_matches && id_matches && !(skip_me && is_me) {
-                        if is_me {
-                            self.closing = true;
-                        } else {
-                            client.request_kill();
-                        }
-                        killed += 1;
-                    }
-                }
-                match (legacy, killed) {
-                    (true, 0) => Frame::static_error("ERR No such client"),
-                    (true, _) => Frame::ok(),
-                    (false, n) => Frame::Integer(n),
-                }
-            }
-            ClientCommand::Help => Frame::Array(
-                [
-                    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                    "ID",
-                    "GETNAME",
-                    "SETNAME <name>",
-                    "SETINFO <attr> <value>",
-                    "INFO",
-                    "LIST",
-                    "KILL <ip:port> | KILL [ID <id>] [ADDR <ip:port>] [SKIPME yes|no]",
-                    "HELP",
-                ]
-                .iter()
-                .map(|l| Frame::simple(l))
-                .collect(),
-            ),
-        }
-    }
-}
-
-fn validate_client_name(name: &[u8]) -> Result<(), Frame> {
-    if name.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
-        return Err(Frame::static_error("ERR Client names cannot contain spaces, newlines or special characters."));
-    }
-    Ok(())
-}
-
-/// Compare secrets without an early exit, so timing reveals nothing but the length.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

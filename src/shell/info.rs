@@ -172,9 +172,10 @@ pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -
     }
     if include("stats") {
         let s = &state.stats;
+        let pubsub = state.pubsub.counts();
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\ndeltas_produced:{}\r\ndelta_log_entries:{}\r\ndelta_log_bytes:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\ndeltas_produced:{}\r\ndelta_log_entries:{}\r\ndelta_log_bytes:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsub_shardchannels:{}\r\npubsub_clients_disconnected:{}\r\n\r\n",
             s.connections_received.load(Ordering::Relaxed),
             s.commands_processed.load(Ordering::Relaxed),
             s.connections_rejected.load(Ordering::Relaxed),
@@ -186,6 +187,10 @@ pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -
             total(|s| s.deltas_produced),
             total(|s| s.delta_log_len as u64),
             total(|s| s.delta_log_bytes as u64),
+            pubsub.0,
+            pubsub.1,
+            pubsub.2,
+            state.pubsub.disconnected.load(Ordering::Relaxed),
         );
     }
     if include("keyspace") {

@@ -13,6 +13,7 @@ pub mod info;
 pub mod metrics;
 pub mod peer_link;
 pub mod persistence;
+pub mod pubsub;
 pub mod replication;
 pub mod restore;
 pub mod router;
@@ -70,6 +71,7 @@ pub struct ServerState {
     pub router: Router,
     pub coordinator: Coordinator,
     pub clients: ClientRegistry,
+    pub pubsub: pubsub::Broker,
     pub stats: ServerStats,
     pub started: Instant,
     pub run_id: String,
@@ -178,6 +180,7 @@ pub fn run(config: Config) -> Result<(), String> {
         router: router.clone(),
         coordinator,
         clients: ClientRegistry::default(),
+        pubsub: pubsub::Broker::default(),
         stats: ServerStats::default(),
         started: Instant::now(),
         run_id: run_id(),

@@ -1,0 +1,162 @@
+//! A connection's modes: MULTI's queue and EXEC, Pub/Sub subscriptions and message
+//! delivery, and CLIENT REPLY's silencing. Part of [`super::Connection`].
+
+use super::{Connection, MESSAGES_PER_WAKE_MAX, Skip};
+use crate::command::{Command, PubSubCommand, ReplyMode, TransactionCommand, table};
+use crate::protocol::{Frame, encode};
+use crate::shell::pubsub::Inbox;
+use crate::shell::transaction::{self, Slot};
+
+impl Connection {
+    pub(super) fn pubsub(&mut self, command: PubSubCommand) -> Frame {
+        let broker = &self.access.state.pubsub;
+        let reply = match command {
+            PubSubCommand::Subscribe(kind, names) => {
+                let (reply, inbox) = broker.subscribe(&self.info, kind, names);
+                if inbox.is_some() {
+                    self.inbox = inbox;
+                }
+                reply
+            }
+            PubSubCommand::Unsubscribe(kind, names) => broker.unsubscribe(self.info.id, kind, names),
+            PubSubCommand::Publish { shard, channel, message } => Frame::Integer(broker.publish(shard, &channel, &message) as i64),
+            PubSubCommand::Channels { shard, pattern } => {
+                Frame::Array(broker.channels(shard, pattern.as_deref()).into_iter().map(Frame::Bulk).collect())
+            }
+            PubSubCommand::NumSub { shard, channels } => Frame::Array(
+                channels
+                    .into_iter()
+                    .flat_map(|channel| {
+                        let count = broker.subscribers(shard, &channel);
+                        [Frame::Bulk(channel), Frame::Integer(count as i64)]
+                    })
+                    .collect(),
+            ),
+            PubSubCommand::NumPat => Frame::Integer(broker.pattern_count() as i64),
+            PubSubCommand::Help => Frame::Array(
+                [
+                    "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                    "CHANNELS [<pattern>]",
+                    "    Return the currently active channels matching a <pattern> (default: '*').",
+                    "NUMPAT",
+                    "    Return number of subscriptions to patterns.",
+                    "NUMSUB [<channel> ...]",
+                    "    Return the number of subscribers for the specified channels, excluding",
+                    "    pattern subscriptions(default: no channels).",
+                    "SHARDCHANNELS [<pattern>]",
+                    "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+                    "SHARDNUMSUB [<shardchannel> ...]",
+                    "    Return the number of subscribers for the specified shard level channel(s)",
+                    "HELP",
+                    "    Prints this help.",
+                ]
+                .iter()
+                .map(|l| Frame::simple(l))
+                .collect(),
+            ),
+        };
+        self.subscriptions = broker.subscriptions(self.info.id);
+        reply
+    }
+
+    pub(super) async fn transaction(&mut self, command: TransactionCommand) -> Frame {
+        match command {
+            TransactionCommand::Multi => self.transaction.multi(),
+            TransactionCommand::Discard => self.transaction.discard(),
+            TransactionCommand::Unwatch => {
+                self.transaction.unwatch();
+                Frame::ok()
+            }
+            TransactionCommand::Watch(_) if self.transaction.in_multi() => Frame::static_error("ERR WATCH inside MULTI is not allowed"),
+            TransactionCommand::Watch(keys) => match transaction::watch_tokens(&self.access, keys).await {
+                Ok(tokens) => {
+                    for (key, token) in tokens {
+                        self.transaction.watch(key, token);
+                    }
+                    Frame::ok()
+                }
+                Err(error) => error,
+            },
+            TransactionCommand::Exec => {
+                let (queued, watched) = match self.transaction.take_for_exec() {
+                    Ok(taken) => taken,
+                    Err(error) => return error,
+                };
+                self.exec_wrote |= queued.iter().any(|(index, _)| index.is_some_and(|i| table::COMMANDS[i].is_write()));
+                let steps = transaction::parse_steps(queued);
+                let pick = self.next_random();
+                let state = self.access.state.clone();
+                let Some(slots) = transaction::run(&self.access, state, steps, watched, pick).await else {
+                    return Frame::NullArray;
+                };
+                let mut replies = Vec::with_capacity(slots.len());
+                for slot in slots {
+                    replies.push(match slot {
+                        Slot::Reply(frame) => frame,
+                        // Boxed: `execute` is what called us.
+                        Slot::Connection(command) => Box::pin(self.execute(command)).await,
+                    });
+                }
+                Frame::Array(replies)
+            }
+        }
+    }
+
+    /// CLIENT REPLY OFF or SKIP: drop this command's reply (a reply still in flight is
+    /// dropped when it lands: its slot is marked now). Pub/Sub confirmations stay.
+    pub(super) fn silence_if_asked(&mut self, slot: usize) {
+        let silent = match (self.reply_mode, self.skip) {
+            (ReplyMode::Off, _) => true,
+            (_, Skip::Armed) => {
+                self.skip = Skip::Next;
+                true
+            }
+            (_, Skip::Next) => {
+                self.skip = Skip::None;
+                true
+            }
+            _ => false,
+        };
+        if silent {
+            self.silenced.push_back(slot);
+        }
+    }
+
+    /// Write a Pub/Sub message, and the ones already waiting behind it.
+    pub(super) async fn deliver(&mut self, first: Frame) -> std::io::Result<()> {
+        encode(&first, self.protocol, &mut self.write_buf);
+        for _ in 1..MESSAGES_PER_WAKE_MAX {
+            let Some(frame) = self.inbox.as_mut().and_then(Inbox::try_next) else { break };
+            encode(&frame, self.protocol, &mut self.write_buf);
+        }
+        self.write_buffered().await
+    }
+}
+
+/// Pub/Sub confirmations, which CLIENT REPLY OFF does not silence (as Redis).
+pub(super) fn is_push(frame: &Frame) -> bool {
+    match frame {
+        Frame::Push(_) => true,
+        Frame::Replies(replies) => replies.iter().all(is_push),
+        _ => false,
+    }
+}
+
+/// What a RESP2 client may send while it holds subscriptions (as Redis).
+pub(super) fn allowed_while_subscribed(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::PubSub(PubSubCommand::Subscribe(..) | PubSubCommand::Unsubscribe(..)) | Command::Ping(_) | Command::Quit | Command::Reset
+    )
+}
+
+/// The next Pub/Sub message, or never when the client subscribes to nothing.
+pub(super) async fn next_message(inbox: &mut Option<Inbox>) -> Frame {
+    match inbox {
+        Some(inbox) => match inbox.next().await {
+            Some(frame) => frame,
+            None => std::future::pending().await,
+        },
+        None => std::future::pending().await,
+    }
+}
