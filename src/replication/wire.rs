@@ -15,7 +15,8 @@ use crate::delta::Delta;
 use crate::delta::codec::{DecodeError, Reader, Writer, read_delta, read_vv, write_delta, write_vv};
 
 /// 2: batches carry the sender's session, gap flag and stability report.
-pub const PROTOCOL_VERSION: u8 = 2;
+/// 3: Pub/Sub messages (`Publish`) cross links.
+pub const PROTOCOL_VERSION: u8 = 3;
 /// Bytes before the payload: length, version, kind, CRC.
 pub const HEADER_BYTES: usize = 10;
 /// The longest frame a peer may send before it has authenticated.
@@ -52,6 +53,9 @@ pub enum Message {
     /// Anti-entropy, third exchange: every key state in `leaves`. The initiator sends
     /// its own with `reply_wanted`; the answerer merges them and replies with its own.
     AeStates { round: u64, reply_wanted: bool, leaves: Vec<u16>, deltas: Vec<Delta> },
+    /// A PUBLISH (or SPUBLISH when `shard`) made on the sender at its wall-clock
+    /// `sent_ms`, for the receiver's local subscribers only (never forwarded).
+    Publish { sent_ms: u64, shard: bool, channel: Bytes, message: Bytes },
 }
 
 const HELLO: u8 = 1;
@@ -64,6 +68,7 @@ const ACK: u8 = 7;
 const AE_GROUPS: u8 = 8;
 const AE_LEAVES: u8 = 9;
 const AE_STATES: u8 = 10;
+const PUBLISH: u8 = 11;
 
 impl Message {
     fn kind(&self) -> u8 {
@@ -78,6 +83,7 @@ impl Message {
             Message::AeGroups { .. } => AE_GROUPS,
             Message::AeLeaves { .. } => AE_LEAVES,
             Message::AeStates { .. } => AE_STATES,
+            Message::Publish { .. } => PUBLISH,
         }
     }
 
@@ -94,6 +100,7 @@ impl Message {
             Message::AeGroups { .. } => "ae-groups",
             Message::AeLeaves { .. } => "ae-leaves",
             Message::AeStates { .. } => "ae-states",
+            Message::Publish { .. } => "publish",
         }
     }
 }
@@ -182,6 +189,12 @@ pub fn encode(message: &Message) -> Bytes {
             leaves.iter().for_each(|l| w.u16(*l));
             write_deltas(&mut w, deltas);
         }
+        Message::Publish { sent_ms, shard, channel, message } => {
+            w.u64(*sent_ms);
+            w.u8(*shard as u8);
+            w.bytes(channel);
+            w.bytes(message);
+        }
     }
     finish_frame(w.buf, message.kind())
 }
@@ -269,6 +282,12 @@ fn decode_payload(kind: u8, payload: &[u8]) -> Result<Message, DecodeError> {
             let leaves = (0..n).map(|_| read_leaf(&mut r)).collect::<Result<_, _>>()?;
             Message::AeStates { round, reply_wanted, leaves, deltas: read_deltas(&mut r)? }
         }
+        PUBLISH => Message::Publish {
+            sent_ms: r.u64()?,
+            shard: r.u8()? != 0,
+            channel: Bytes::copy_from_slice(r.bytes()?),
+            message: Bytes::copy_from_slice(r.bytes()?),
+        },
         other => return Err(DecodeError(format!("unknown message kind {other}"))),
     };
     if r.remaining() != 0 {
@@ -347,6 +366,12 @@ mod tests {
             Message::AeGroups { round: 1, groups: vec![1, 2, 3] },
             Message::AeLeaves { round: 1, leaves: vec![(0, 5), (4095, 6)] },
             Message::AeStates { round: 1, reply_wanted: true, leaves: vec![3, 4], deltas: vec![] },
+            Message::Publish {
+                sent_ms: 1_700_000_000_000,
+                shard: true,
+                channel: Bytes::from_static(b"news"),
+                message: Bytes::from_static(b"\0hi"),
+            },
         ]
     }
 

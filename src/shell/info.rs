@@ -175,7 +175,7 @@ pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -
         let pubsub = state.pubsub.counts();
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\ndeltas_produced:{}\r\ndelta_log_entries:{}\r\ndelta_log_bytes:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsub_shardchannels:{}\r\npubsub_clients_disconnected:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\ndeltas_produced:{}\r\ndelta_log_entries:{}\r\ndelta_log_bytes:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsub_shardchannels:{}\r\npubsub_clients_disconnected:{}\r\npubsub_messages_sent_to_peers:{}\r\npubsub_messages_dropped_unsent:{}\r\npubsub_messages_received_from_peers:{}\r\npubsub_messages_dropped_late:{}\r\n\r\n",
             s.connections_received.load(Ordering::Relaxed),
             s.commands_processed.load(Ordering::Relaxed),
             s.connections_rejected.load(Ordering::Relaxed),
@@ -191,6 +191,10 @@ pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -
             pubsub.1,
             pubsub.2,
             state.pubsub.disconnected.load(Ordering::Relaxed),
+            state.pubsub.sent_to_peers.load(Ordering::Relaxed),
+            state.pubsub.dropped_unsent.load(Ordering::Relaxed),
+            state.pubsub.received_from_peers.load(Ordering::Relaxed),
+            state.pubsub.dropped_late.load(Ordering::Relaxed),
         );
     }
     if include("keyspace") {

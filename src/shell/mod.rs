@@ -71,7 +71,7 @@ pub struct ServerState {
     pub router: Router,
     pub coordinator: Coordinator,
     pub clients: ClientRegistry,
-    pub pubsub: pubsub::Broker,
+    pub pubsub: Arc<pubsub::Broker>,
     pub stats: ServerStats,
     pub started: Instant,
     pub run_id: String,
@@ -117,8 +117,10 @@ pub fn run(config: Config) -> Result<(), String> {
             Some(listener)
         }
     };
+    let broker = Arc::new(pubsub::Broker::default());
     let (replication, repl_listener) =
-        if config.replication_enabled() { Some(replication::prepare(&config)?) } else { None }.map_or((None, None), |(r, l)| (Some(r), l));
+        if config.replication_enabled() { Some(replication::prepare(&config, broker.clone())?) } else { None }
+            .map_or((None, None), |(r, l)| (Some(r), l));
 
     // Build the shards, and rebuild their data from the object store, before serving.
     let record_deltas = config.persistence_enabled();
@@ -180,7 +182,7 @@ pub fn run(config: Config) -> Result<(), String> {
         router: router.clone(),
         coordinator,
         clients: ClientRegistry::default(),
-        pubsub: pubsub::Broker::default(),
+        pubsub: broker,
         stats: ServerStats::default(),
         started: Instant::now(),
         run_id: run_id(),

@@ -193,6 +193,9 @@ async fn serve_inbound(stream: TcpStream, replication: &Replication, router: &Ro
                 }
                 send(&mut write, &Message::Ack { seq }).await?;
             }
+            Message::Publish { sent_ms, shard, channel, message } => {
+                replication.pubsub.deliver_remote(sent_ms, now_ms(), shard, &channel, &message);
+            }
             Message::AeGroups { round, groups } => {
                 let mine = node_leaves(router).await.map_err(LinkError::Io)?;
                 send(&mut write, &answer_groups(round, &mine, &groups)).await?;
@@ -264,6 +267,9 @@ pub async fn dial_loop(peer: Arc<Peer>, replication: Arc<Replication>, router: R
         if let Ok(mut queue) = peer.queue.lock() {
             queue.on_disconnect();
         }
+        // At most once: messages that did not leave before the link went are dropped.
+        let dropped = peer.messages.lock().map(|mut q| q.clear()).unwrap_or(0);
+        replication.pubsub.dropped_unsent.fetch_add(dropped as u64, Ordering::Relaxed);
         let error = match result {
             Ok(()) => "closed".to_string(),
             Err(e) => e.to_string(),
@@ -386,6 +392,14 @@ where
     loop {
         loop {
             let next = peer.queue.lock().ok().and_then(|mut q| q.next_to_send());
+            match next {
+                Some(frame) => write.write_all(&frame).await.map_err(|e| LinkError::Io(e.to_string()))?,
+                None => break,
+            }
+        }
+        // Pub/Sub messages, in publish order (bounded: each was counted into the queue).
+        loop {
+            let next = peer.messages.lock().ok().and_then(|mut q| q.pop());
             match next {
                 Some(frame) => write.write_all(&frame).await.map_err(|e| LinkError::Io(e.to_string()))?,
                 None => break,

@@ -65,6 +65,58 @@ pub struct Broker {
     inner: Mutex<Inner>,
     /// Subscribers disconnected for not reading (INFO `pubsub_clients_disconnected`).
     pub disconnected: AtomicU64,
+    /// Messages handed to peer links, one per peer (INFO `pubsub_messages_sent_to_peers`).
+    pub sent_to_peers: AtomicU64,
+    /// Messages a peer never got: its link was down or its queue full, one per peer
+    /// (INFO `pubsub_messages_dropped_unsent`).
+    pub dropped_unsent: AtomicU64,
+    /// Messages from peers delivered here (INFO `pubsub_messages_received_from_peers`).
+    pub received_from_peers: AtomicU64,
+    /// Messages from peers that arrived later than `REMOTE_DELAY_MS_MAX` (a link cut
+    /// off, then healed) and were dropped (INFO `pubsub_messages_dropped_late`).
+    pub dropped_late: AtomicU64,
+}
+
+/// A message from another region older than this when it arrives is dropped, not
+/// delivered: Pub/Sub is at-most-once and live, and a link that was cut off must not
+/// replay what was published meanwhile once it heals.
+pub const REMOTE_DELAY_MS_MAX: u64 = 5_000;
+
+/// Pub/Sub messages waiting to cross one peer link (encoded frames), bounded in bytes.
+#[derive(Default)]
+pub struct PeerMessages {
+    frames: std::collections::VecDeque<Bytes>,
+    bytes: usize,
+}
+
+/// Bytes of messages one peer link may have waiting; past it, messages for that peer
+/// are dropped (and counted).
+pub const PEER_MESSAGES_BYTES_MAX: usize = 8 * 1024 * 1024;
+
+impl PeerMessages {
+    /// Queue a frame; false (dropped) when the queue is full.
+    pub fn push(&mut self, frame: Bytes) -> bool {
+        if self.bytes + frame.len() > PEER_MESSAGES_BYTES_MAX {
+            return false;
+        }
+        self.bytes += frame.len();
+        self.frames.push_back(frame);
+        true
+    }
+
+    pub fn pop(&mut self) -> Option<Bytes> {
+        let frame = self.frames.pop_front()?;
+        self.bytes -= frame.len();
+        Some(frame)
+    }
+
+    /// Drop everything (the link went down); returns how many were dropped.
+    pub fn clear(&mut self) -> usize {
+        let n = self.frames.len();
+        self.frames.clear();
+        self.bytes = 0;
+        n
+    }
 }
 
 fn kind_name(kind: SubscriptionKind, subscribe: bool) -> &'static str {
@@ -167,6 +219,17 @@ impl Broker {
             let _ = mailbox.sender.send((frame, bytes));
         }
         recipients.len()
+    }
+
+    /// A message published in another region, sent at `sent_ms` by the sender's clock:
+    /// delivered here unless it is older than `REMOTE_DELAY_MS_MAX`.
+    pub fn deliver_remote(&self, sent_ms: u64, now_ms: u64, shard: bool, channel: &Bytes, message: &Bytes) {
+        if now_ms.saturating_sub(sent_ms) > REMOTE_DELAY_MS_MAX {
+            self.dropped_late.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        self.received_from_peers.fetch_add(1, Ordering::Relaxed);
+        self.publish(shard, channel, message);
     }
 
     /// PUBSUB CHANNELS / SHARDCHANNELS.

@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use tokio::sync::{Notify, oneshot};
 
+use bytes::Bytes;
+
 use super::now_ms;
 use super::peer_link;
 use super::router::Router;
@@ -81,6 +83,8 @@ pub struct Peer {
     pub wake: Notify,
     pub status: Mutex<PeerStatus>,
     pub round_wait: Mutex<Option<RoundWait>>,
+    /// Pub/Sub messages for this peer, sent after its batches.
+    pub messages: Mutex<super::pubsub::PeerMessages>,
 }
 
 /// Counters of links this node accepted.
@@ -119,9 +123,30 @@ pub struct Replication {
     pub stamp_ceiling: AtomicU64,
     /// A shard's outbox filled to its eager size: the batch window ends now.
     pub outbox_ready: Notify,
+    /// Where Pub/Sub messages from peers are delivered.
+    pub pubsub: Arc<super::pubsub::Broker>,
 }
 
 impl Replication {
+    /// A PUBLISH made on this node goes to every peer whose link is up, after that
+    /// peer's pending frames; a peer whose link is down (or whose queue is full) misses
+    /// it, counted (Pub/Sub is at-most-once across regions).
+    pub fn forward_publish(&self, shard: bool, channel: Bytes, message: Bytes) {
+        let frame =
+            crate::replication::wire::encode(&crate::replication::wire::Message::Publish { sent_ms: now_ms(), shard, channel, message });
+        for peer in &self.peers {
+            let up = peer.status.lock().map(|s| s.link == "up").unwrap_or(false);
+            let queued =
+                up && frame.len() <= self.frame_bytes_max && peer.messages.lock().map(|mut q| q.push(frame.clone())).unwrap_or(false);
+            if queued {
+                self.pubsub.sent_to_peers.fetch_add(1, Ordering::Relaxed);
+                peer.wake.notify_one();
+            } else {
+                self.pubsub.dropped_unsent.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// Whether these states may be sent to a peer now (anti-entropy).
     pub fn may_send(&self, deltas: &[Delta]) -> bool {
         reservation::may_leave(deltas, self.node_id, Hlc(self.stamp_ceiling.load(Ordering::Acquire)))
@@ -135,7 +160,7 @@ pub struct Driver {
 
 /// Bind the replication listener (so a bad port fails start-up with a clear error)
 /// and describe the peers. The links start with [`start`].
-pub fn prepare(config: &Config) -> Result<(Arc<Replication>, Option<std::net::TcpListener>), String> {
+pub fn prepare(config: &Config, pubsub: Arc<super::pubsub::Broker>) -> Result<(Arc<Replication>, Option<std::net::TcpListener>), String> {
     let listener = match config.repl_port {
         None => None,
         Some(port) => {
@@ -168,6 +193,7 @@ pub fn prepare(config: &Config) -> Result<(Arc<Replication>, Option<std::net::Tc
                 wake: Notify::new(),
                 status: Mutex::new(PeerStatus { link: "connecting", ..Default::default() }),
                 round_wait: Mutex::new(None),
+                messages: Mutex::new(Default::default()),
             })
         })
         .collect();
@@ -188,6 +214,7 @@ pub fn prepare(config: &Config) -> Result<(Arc<Replication>, Option<std::net::Tc
         gc: GcStats::default(),
         stamp_ceiling: AtomicU64::new(0),
         outbox_ready: Notify::new(),
+        pubsub,
     };
     Ok((Arc::new(replication), listener))
 }

@@ -19,7 +19,14 @@ impl Connection {
                 reply
             }
             PubSubCommand::Unsubscribe(kind, names) => broker.unsubscribe(self.info.id, kind, names),
-            PubSubCommand::Publish { shard, channel, message } => Frame::Integer(broker.publish(shard, &channel, &message) as i64),
+            PubSubCommand::Publish { shard, channel, message } => {
+                let received = broker.publish(shard, &channel, &message);
+                if let Some(replication) = &self.access.state.replication {
+                    replication.forward_publish(shard, channel, message);
+                }
+                // Subscribers on this node (those of other regions are not counted).
+                Frame::Integer(received as i64)
+            }
             PubSubCommand::Channels { shard, pattern } => {
                 Frame::Array(broker.channels(shard, pattern.as_deref()).into_iter().map(Frame::Bulk).collect())
             }
