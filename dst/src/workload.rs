@@ -200,6 +200,50 @@ pub fn command(rng: &mut ChaCha8Rng, base_ms: u64) -> Vec<Bytes> {
     words.into_iter().map(Bytes::from).collect()
 }
 
+/// How a simulated transaction treats WATCH (see [`transaction`]).
+pub const WATCH_NONE: &str = "none";
+/// Watch the first command's key just before EXEC: EXEC must run.
+pub const WATCH_CURRENT: &str = "current";
+/// Watch it with a token it does not have (as if another client wrote it): EXEC must
+/// run nothing and answer a null array.
+pub const WATCH_STALE: &str = "stale";
+/// Separates the commands of a simulated transaction.
+pub const TRANSACTION_SEPARATOR: &str = ";";
+
+/// A transaction as the shell sends MULTI ... EXEC on one shard (one
+/// `ShardOp::Transaction`): 1 to 4 single-key commands from the usual mix, on `{t}`
+/// keys, written `EXEC <watch> cmd ; cmd ...` for the simulator (`Sim::execute`).
+pub fn transaction(rng: &mut ChaCha8Rng, base_ms: u64) -> Vec<Bytes> {
+    const ATTEMPTS_MAX: usize = 64;
+    let watch = match rng.random_range(0..10) {
+        0..=6 => WATCH_NONE,
+        7..=8 => WATCH_CURRENT,
+        _ => WATCH_STALE,
+    };
+    let mut args: Vec<Bytes> = vec![Bytes::from_static(b"EXEC"), Bytes::from_static(watch.as_bytes())];
+    let wanted = rng.random_range(1..=4);
+    let mut made = 0;
+    for _ in 0..ATTEMPTS_MAX {
+        if made == wanted {
+            break;
+        }
+        let mut cmd = command(rng, base_ms);
+        if cmd.len() < 2 {
+            continue;
+        }
+        cmd[1] = Bytes::from(tagged_key(rng));
+        if !matches!(meridian::command::parse_command(cmd.clone()), Ok(meridian::command::Command::Key(_))) {
+            continue;
+        }
+        if made > 0 {
+            args.push(Bytes::from_static(TRANSACTION_SEPARATOR.as_bytes()));
+        }
+        args.extend(cmd);
+        made += 1;
+    }
+    args
+}
+
 /// Keys that replicated runs use for hashes only; their converged fields are checked
 /// by `oracle_collections.rs`.
 pub const HASH_KEYS: [&str; 3] = ["h1", "h2", "{t}h"];

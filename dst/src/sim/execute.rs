@@ -10,11 +10,15 @@ use meridian::routing::shard_for_key;
 use meridian::shard::{ShardOp, ShardReply};
 
 use super::{Node, Sim};
+use crate::workload;
 
 impl Sim {
     /// Run one command on the real shards of `node`; also evaluate the model (None when
     /// the command never reaches the data, e.g. a parse error).
     pub(super) fn execute(&mut self, node: usize, args: Vec<Bytes>) -> (Frame, Option<Frame>) {
+        if args.first().is_some_and(|a| a.as_ref() == b"EXEC") {
+            return self.execute_transaction(node, args);
+        }
         let n = &mut self.nodes[node];
         let now = n.local_ms(self.now);
         let shards = n.shards.len();
@@ -91,6 +95,60 @@ impl Sim {
                 (Frame::Integer(total), Some(Frame::Integer(n.model.dbsize())))
             }
             other => (Frame::error(format!("ERR dst does not drive {other:?}")), None),
+        }
+    }
+}
+
+impl Sim {
+    /// A transaction from `workload::transaction`: one `ShardOp::Transaction` on the
+    /// real shard (as the shell sends MULTI ... EXEC when every key is on one shard);
+    /// the model applies its commands in order, or nothing when the WATCH was stale.
+    fn execute_transaction(&mut self, node: usize, args: Vec<Bytes>) -> (Frame, Option<Frame>) {
+        let n = &mut self.nodes[node];
+        let now = n.local_ms(self.now);
+        let shards = n.shards.len();
+        let watch = args[1].clone();
+        let mut commands = Vec::new();
+        for words in args[2..].split(|a| a.as_ref() == workload::TRANSACTION_SEPARATOR.as_bytes()) {
+            match parse_command(words.to_vec()) {
+                Ok(Command::Key(cmd)) => commands.push(cmd),
+                other => return (Frame::error(format!("ERR dst: not a single-key command in a transaction: {other:?}")), None),
+            }
+        }
+        let Some(first) = commands.first() else { return (Frame::error("ERR dst: an empty transaction"), None) };
+        let key = first.key().clone();
+        let shard = shard_for_key(&key, shards);
+        if commands.iter().any(|c| shard_for_key(c.key(), shards) != shard) {
+            return (Frame::error("ERR dst: a transaction across shards"), None);
+        }
+        let watched = if watch.as_ref() == workload::WATCH_NONE.as_bytes() {
+            Vec::new()
+        } else {
+            let token = match n.shards[shard].apply(ShardOp::WatchTokens(vec![key.clone()]), now) {
+                ShardReply::Tokens(tokens) => tokens.first().copied().unwrap_or(0),
+                other => return (other.into_frame(), None),
+            };
+            // WATCH looks the key up: an expired key goes, in the model too.
+            n.model.live(&key, now);
+            let stale = watch.as_ref() == workload::WATCH_STALE.as_bytes();
+            vec![(key, if stale { token.wrapping_add(1) } else { token })]
+        };
+        let stale = watch.as_ref() == workload::WATCH_STALE.as_bytes();
+        let ops = commands.iter().cloned().map(ShardOp::Key).collect();
+        match n.shards[shard].apply(ShardOp::Transaction { watched, ops }, now) {
+            ShardReply::Transaction(None) => {
+                let expected = if stale { Frame::NullArray } else { Frame::error("a transaction that must run was aborted") };
+                (Frame::NullArray, Some(expected))
+            }
+            ShardReply::Transaction(Some(replies)) => {
+                let actual: Vec<Frame> = replies.into_iter().map(ShardReply::into_frame).collect();
+                if stale {
+                    return (Frame::Array(actual), Some(Frame::NullArray));
+                }
+                let expected = commands.iter().zip(&actual).map(|(cmd, reply)| n.model.apply(cmd, now, reply)).collect();
+                (Frame::Array(actual), Some(Frame::Array(expected)))
+            }
+            other => (other.into_frame(), None),
         }
     }
 }

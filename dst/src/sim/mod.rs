@@ -493,7 +493,13 @@ impl Sim {
         let region = self.clients[client].region;
         let node = if self.rng.random_bool(0.8) { region } else { self.rng.random_range(0..self.nodes.len()) };
         let base_ms = self.nodes[node].local_ms(self.now);
-        let args = if self.cfg.replicate { workload::replicated_command(&mut self.rng) } else { workload::command(&mut self.rng, base_ms) };
+        let args = if self.cfg.replicate {
+            workload::replicated_command(&mut self.rng)
+        } else if self.rng.random_range(0..40) == 0 {
+            workload::transaction(&mut self.rng, base_ms)
+        } else {
+            workload::command(&mut self.rng, base_ms)
+        };
         self.clients[client].in_flight = true;
         let incarnation = self.nodes[node].incarnation;
         self.send(region, self.nodes[node].region, Event::Request { client, node, incarnation, args });
