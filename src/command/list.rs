@@ -158,12 +158,11 @@ fn end(arg: &[u8]) -> Result<End, Frame> {
 }
 
 /// Redis's `getPositiveLongFromObjectOrReply`: an integer at or above 0, else `msg`
-/// (a non-integer answers the integer error, unless `msg` is for any failure).
+/// (for a non-integer too).
 fn non_negative(arg: &[u8], msg: &'static str) -> Result<u64, Frame> {
     match parse_i64(arg) {
         Some(n) if n >= 0 => Ok(n as u64),
-        Some(_) => Err(Frame::static_error(msg)),
-        None => Err(errors::error(errors::NOT_INTEGER)),
+        _ => Err(Frame::static_error(msg)),
     }
 }
 
