@@ -210,7 +210,14 @@ impl KvEngine {
         };
         let len = list.len() as i64 + 1;
         let dot = ctx.next_dot();
-        let name = Bytes::from(position::between(low.as_deref(), high.as_deref(), dot, Placement::Middle));
+        // At an end, insert as a push does there (digits stay dense; a midpoint towards
+        // the end of the digit space would run out of room after ~64 inserts).
+        let placement = match (&low, &high) {
+            (_, None) => Placement::AfterLow,
+            (None, _) => Placement::BeforeHigh,
+            _ => Placement::Middle,
+        };
+        let name = Bytes::from(position::between(low.as_deref(), high.as_deref(), dot, placement));
         self.write_elements_at(ctx, dot, key, Part::List, &[name], false, |_, dot, _, s| s.set(dot, element_value(&element), SetTtl::Keep));
         Ok(Frame::Integer(len))
     }
