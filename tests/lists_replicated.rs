@@ -116,3 +116,28 @@ fn lmove_and_lmpop_across_shards_replicate_both_keys() {
     assert_list_everywhere(&cluster, "dst", &[]);
     assert_list_everywhere(&cluster, "other", &["c"]);
 }
+
+#[test]
+fn a_node_restarted_with_an_empty_disk_catches_its_lists_up_through_anti_entropy() {
+    let mut cluster = Cluster::start(3, &["--anti-entropy-interval-ms", "1000"]);
+    let mut a = cluster.con(0);
+    let elements: Vec<String> = (0..500).map(|i| format!("e{i}")).collect();
+    let mut push = vec!["RPUSH", "big"];
+    push.extend(elements.iter().map(String::as_str));
+    run(&mut a, &push);
+    run(&mut a, &["RPUSH", "popped", "x", "y"]);
+    cluster.wait_converged(CONVERGE);
+
+    cluster.kill_node(2, true);
+    run(&mut a, &["LPOP", "popped"]);
+    run(&mut a, &["LSET", "big", "0", "changed"]);
+    run(&mut cluster.con(1), &["LINSERT", "big", "AFTER", "e250", "inserted"]);
+    cluster.start_node(2);
+    cluster.wait_converged(CONVERGE);
+
+    let mut expected: Vec<&str> = elements.iter().map(String::as_str).collect();
+    expected[0] = "changed";
+    expected.insert(251, "inserted");
+    assert_list_everywhere(&cluster, "big", &expected);
+    assert_list_everywhere(&cluster, "popped", &["y"]);
+}
