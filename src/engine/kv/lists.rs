@@ -9,7 +9,7 @@
 //! - a push makes new elements at new positions between the end and its neighbour,
 //!   named after the push's dot, and ships only them (element-sized deltas, like HSET);
 //!   concurrent pushes at one end from several regions all survive, ordered by their
-//!   dots, the same way everywhere;
+//!   dots, the same way everywhere, each push's elements together;
 //! - LSET writes the element's register at a new dot (last writer wins);
 //! - LPOP, RPOP, LREM, LTRIM remove exactly the elements they saw (their contexts): an
 //!   element pushed concurrently survives, and two regions popping the same head
@@ -78,19 +78,27 @@ fn element_value(element: &Bytes) -> StrVal {
 }
 
 /// Names for `count` new elements pushed at `end` of a list whose end position is
-/// `edge` (the last one for the tail, the first for the head), in push order.
+/// `edge` (the last one for the tail, the first for the head), in push order. They form
+/// one block (an anchor and positions below it), so a concurrent push elsewhere never
+/// lands among them: for RPUSH the first element is the anchor, for LPUSH the last (the
+/// new head), each later one (earlier one) below it in list order.
 fn push_positions(edge: Option<&Bytes>, end: End, count: usize, dot: Dot) -> Vec<Bytes> {
-    let mut names: Vec<Bytes> = Vec::with_capacity(count);
-    let mut edge = edge.cloned();
-    for _ in 0..count {
-        let name = match end {
-            End::Right => position::between(edge.as_deref(), None, dot, Placement::AfterLow),
-            End::Left => position::between(None, edge.as_deref(), dot, Placement::BeforeHigh),
-        };
-        let name = Bytes::from(name);
-        edge = Some(name.clone());
-        names.push(name);
+    if count == 0 {
+        return Vec::new();
     }
+    let anchor = match end {
+        End::Right => position::between(edge.map(|e| e.as_ref()), None, dot, Placement::AfterLow),
+        End::Left => position::between(None, edge.map(|e| e.as_ref()), dot, Placement::BeforeHigh),
+    };
+    let below = |k: usize| Bytes::from(position::below(&anchor, k as u64, dot));
+    let names: Vec<Bytes> = match end {
+        End::Right => std::iter::once(Bytes::from(anchor.clone())).chain((1..count).map(below)).collect(),
+        End::Left => (1..count).rev().map(below).chain(std::iter::once(Bytes::from(anchor.clone()))).collect(),
+    };
+    debug_assert!(match end {
+        End::Right => names.windows(2).all(|w| w[0] < w[1]),
+        End::Left => names.windows(2).all(|w| w[0] > w[1]),
+    });
     names
 }
 

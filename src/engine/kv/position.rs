@@ -18,10 +18,12 @@
 //! element's position is simply gone; a concurrent insert next to it still sorts in the
 //! same place everywhere), so the list reuses the element machinery of hashes and sets
 //! unchanged (add-wins elements, element-sized deltas, tombstone GC) and its order index
-//! is a sorted set of names. The cost is that concurrent pushes at one end interleave
-//! element by element (ordered by their dots), never lose an element, and that positions
-//! can grow when many inserts hit one gap (pushes at either end stay one triple: RPUSH
-//! takes the digit after the last one, LPUSH the one before the first).
+//! is a sorted set of names. Concurrent pushes at one end are ordered by their dots; a
+//! push of several elements keeps them together ([`below`]: the first at an anchor, the
+//! rest one level under it), so two regions' multi-element pushes never interleave, at
+//! 18 more bytes for each element after a push's first. Positions can grow when many
+//! inserts hit one gap; single-element pushes at either end stay one triple (RPUSH takes
+//! the digit after the last one, LPUSH the one before the first).
 //!
 //! Pure data: no I/O, no clock.
 
@@ -74,6 +76,19 @@ fn levels(path: &[u8]) -> usize {
 /// Whether `name` is a well-formed position (codec and merge check names from peers).
 pub fn is_valid(name: &[u8]) -> bool {
     !name.is_empty() && name.len().is_multiple_of(TRIPLE_BYTES) && levels(name) <= LEVELS_MAX
+}
+
+/// The `k`-th position right after `anchor` and before anything that follows it: a
+/// level below `anchor`, so every such position sorts between `anchor` and the next
+/// position that is not an extension of it. A push of several elements places the first
+/// at an anchor and the rest below it, so that a concurrent push elsewhere never lands
+/// between them. `k` is at least 1 (no final digit is 0).
+pub fn below(anchor: &[u8], k: u64, dot: Dot) -> Vec<u8> {
+    debug_assert!(k >= 1 && is_valid(anchor));
+    let mut out = Vec::with_capacity(anchor.len() + TRIPLE_BYTES);
+    out.extend_from_slice(anchor);
+    push_triple(&mut out, Triple { digit: k, hlc: dot.hlc.0, node: dot.node });
+    out
 }
 
 /// A new position strictly between `low` and `high` (`None`: the list's start or end),
@@ -190,6 +205,26 @@ mod tests {
             }
             assert!(list.windows(2).all(|w| w[0] < w[1]), "round {round}: the list stays sorted");
         }
+    }
+
+    #[test]
+    fn positions_below_an_anchor_stay_together_between_its_neighbours() {
+        let head = between(None, None, dot(1, 1), Placement::AfterLow);
+        // Two concurrent multi-element pushes at the tail: each stays in one block.
+        let a = between(Some(&head), None, dot(5, 2), Placement::AfterLow);
+        let b = between(Some(&head), None, dot(5, 3), Placement::AfterLow);
+        let a_rest: Vec<Vec<u8>> = (1..4).map(|k| below(&a, k, dot(5, 2))).collect();
+        let b_rest: Vec<Vec<u8>> = (1..4).map(|k| below(&b, k, dot(5, 3))).collect();
+        let mut order = vec![head.clone(), a.clone()];
+        order.extend(a_rest.iter().cloned());
+        order.push(b.clone());
+        order.extend(b_rest.iter().cloned());
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "head, a's block, b's block");
+        // A push after the block's last element stays one level deep.
+        let next = check_between(a_rest.last().map(Vec::as_slice), Some(&b), dot(6, 2), Placement::AfterLow);
+        assert!(next.len() <= 2 * TRIPLE_BYTES);
+        let tail = check_between(b_rest.last().map(Vec::as_slice), None, dot(7, 2), Placement::AfterLow);
+        assert_eq!(tail.len(), TRIPLE_BYTES);
     }
 
     #[test]
