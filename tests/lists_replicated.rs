@@ -72,6 +72,14 @@ fn the_same_head_popped_in_two_regions_is_returned_by_both() {
     assert_eq!(replies[0], redis::Value::Array(vec![bulk("c"), bulk("b")]));
     assert_eq!(replies[1], redis::Value::Array(vec![bulk("c")]));
     assert_list_everywhere(&cluster, "r", &["a", "new"]);
+    // LMOVE likewise: the head leaves the source once and reaches the destination twice.
+    let replies = cluster.concurrently(
+        &[&["RPUSH", "{q}src", "j1", "j2"]],
+        &[(0, &["LMOVE", "{q}src", "{q}dst", "LEFT", "RIGHT"]), (1, &["LMOVE", "{q}src", "{q}dst", "LEFT", "RIGHT"])],
+    );
+    assert_eq!(replies, [bulk("j1"), bulk("j1")]);
+    assert_list_everywhere(&cluster, "{q}src", &["j2"]);
+    assert_list_everywhere(&cluster, "{q}dst", &["j1", "j1"]);
 }
 
 #[test]
