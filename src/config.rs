@@ -8,7 +8,7 @@
 use crate::engine::kv::EncodingLimits;
 use std::path::PathBuf;
 use std::sync::RwLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
 use clap::Parser;
 
@@ -292,6 +292,11 @@ pub struct RuntimeConfig {
     /// `sanitize-dump-payload`, an index into [`SANITIZE_DUMP_PAYLOAD`]: accepted and
     /// reported; RESTORE checks every payload fully whatever it says (as Redis's `yes`).
     sanitize_dump_payload: AtomicUsize,
+    /// `list-max-listpack-size` and `list-compress-depth`: accepted and reported (a
+    /// list's layout does not depend on them; Redis 7.0 reports every list as a
+    /// quicklist whatever they say).
+    list_max_listpack_size: AtomicI64,
+    list_compress_depth: AtomicI64,
 }
 
 /// The values `sanitize-dump-payload` takes, in Redis's order (its default first).
@@ -331,6 +336,8 @@ impl RuntimeConfig {
             maxclients: AtomicUsize::new(config.maxclients),
             encoding: encoding_values(&EncodingLimits::default()).map(AtomicUsize::new),
             sanitize_dump_payload: AtomicUsize::new(0),
+            list_max_listpack_size: AtomicI64::new(-2),
+            list_compress_depth: AtomicI64::new(0),
         }
     }
 
@@ -371,6 +378,10 @@ impl RuntimeConfig {
             }
             entries.push((canonical, value));
         }
+        let listpack_size = self.list_max_listpack_size.load(Ordering::Relaxed).to_string();
+        entries.push(("list-max-ziplist-size", listpack_size.clone()));
+        entries.push(("list-max-listpack-size", listpack_size));
+        entries.push(("list-compress-depth", self.list_compress_depth.load(Ordering::Relaxed).to_string()));
         entries
     }
 
@@ -444,6 +455,19 @@ impl RuntimeConfig {
                     ));
                 };
                 self.sanitize_dump_payload.store(i, Ordering::Relaxed)
+            }
+            // Meridian writes no RDB snapshots: accepted (test suites and tools set it) and
+            // ignored; CONFIG GET save stays empty.
+            "save" => {}
+            "list-max-listpack-size" | "list-max-ziplist-size" | "list-compress-depth" => {
+                let failed = |why: &str| format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}");
+                let n: i64 = value.parse().map_err(|_| failed("argument couldn't be parsed into an integer"))?;
+                let min = if name == "list-compress-depth" { 0 } else { i32::MIN as i64 };
+                if n < min || n > i32::MAX as i64 {
+                    return Err(failed(&format!("argument must be between {min} and {} inclusive", i32::MAX)));
+                }
+                let setting = if name == "list-compress-depth" { &self.list_compress_depth } else { &self.list_max_listpack_size };
+                setting.store(n, Ordering::Relaxed)
             }
             _ if encoding_setting(name).is_some() => {
                 let i = encoding_setting(name).expect("just matched");

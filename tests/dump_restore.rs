@@ -1,5 +1,5 @@
 //! DUMP and RESTORE between a real `redis-server` 7.0 and real `meridian` processes:
-//! what Redis DUMPs, Meridian RESTOREs (strings, hashes, sets and sorted sets in every encoding
+//! what Redis DUMPs, Meridian RESTOREs (strings, hashes, sets, sorted sets and lists in every encoding
 //! Redis picks, LZF-compressed ones included), and what Meridian DUMPs, Redis RESTOREs,
 //! with the same values on both sides. Then a RESTORE is shown to be an ordinary write:
 //! it replicates to the other region and survives a restart from the object store.
@@ -24,6 +24,8 @@ enum Read {
     Set(BTreeSet<Vec<u8>>),
     /// Members and scores in score order (scores as text, as both servers print them).
     Zset(Vec<(Vec<u8>, String)>),
+    /// Elements, head first.
+    List(Vec<Vec<u8>>),
 }
 
 fn read(con: &mut redis::Connection, key: &str) -> Read {
@@ -33,6 +35,7 @@ fn read(con: &mut redis::Connection, key: &str) -> Read {
         "hash" => Read::Hash(redis::cmd("HGETALL").arg(key).query(con).expect("HGETALL")),
         "set" => Read::Set(redis::cmd("SMEMBERS").arg(key).query(con).expect("SMEMBERS")),
         "zset" => Read::Zset(redis::cmd("ZRANGE").arg(key).arg(0).arg(-1).arg("WITHSCORES").query(con).expect("ZRANGE")),
+        "list" => Read::List(redis::cmd("LRANGE").arg(key).arg(0).arg(-1).query(con).expect("LRANGE")),
         other => panic!("{key} is a {other}"),
     }
 }
@@ -73,6 +76,13 @@ fn fill(con: &mut redis::Connection) -> Vec<&'static str> {
     for i in 0..300 {
         pipe.cmd("ZADD").arg("zset:skiplist").arg(i as f64 / 3.0).arg(format!("member{i}")).ignore();
     }
+    pipe.cmd("RPUSH").arg("list:tiny").arg(&["a", "1", "-2"]).ignore();
+    pipe.cmd("RPUSH").arg("list:lzf").arg(&["hello", "-5000", "9999999999", "x", "y", "z", "12345678901234567890"]).ignore();
+    pipe.cmd("RPUSH").arg("list:plain").arg(&[long.as_str(), "small"]).ignore();
+    for i in 0..3000 {
+        // Several quicklist nodes (8 KiB each by default).
+        pipe.cmd("RPUSH").arg("list:nodes").arg(format!("element-{i}")).ignore();
+    }
     let _: () = pipe.query(con).expect("fill redis");
     vec![
         "str:raw",
@@ -91,6 +101,10 @@ fn fill(con: &mut redis::Connection) -> Vec<&'static str> {
         "zset:tiny",
         "zset:listpack",
         "zset:skiplist",
+        "list:tiny",
+        "list:lzf",
+        "list:plain",
+        "list:nodes",
     ]
 }
 
@@ -123,8 +137,18 @@ fn small_values_dump_byte_for_byte_as_redis_dumps_them() {
     let mut redis_con = connect(&redis_server);
     let mut ours = connect(&meridian);
     fill(&mut redis_con);
-    for key in ["str:raw", "str:int8", "str:int32", "str:int64", "str:binary", "hash:listpack", "set:intset", "zset:tiny", "zset:skiplist"]
-    {
+    for key in [
+        "str:raw",
+        "str:int8",
+        "str:int32",
+        "str:int64",
+        "str:binary",
+        "hash:listpack",
+        "set:intset",
+        "zset:tiny",
+        "zset:skiplist",
+        "list:tiny",
+    ] {
         let payload = dump(&mut redis_con, key);
         restore(&mut ours, key, 0, &payload);
         assert_eq!(dump(&mut ours, key), payload, "{key}");

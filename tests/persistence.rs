@@ -347,6 +347,56 @@ fn flushed_sorted_set_writes_survive_sigkill_through_segments_and_checkpoints() 
     assert_eq!(score, "10", "the member's counter keeps counting after recovery");
 }
 
+#[test]
+fn flushed_list_writes_survive_sigkill_through_segments_and_checkpoints() {
+    let node = Node::new("lists");
+    let args = ["--shards", "2", "--checkpoint-every-segments", "2", "--flush-interval-ms", "20"];
+    let mut first = node.start("first", &args);
+    let mut con = connect(&first);
+    let mut segment = wait_claimed(&mut con).1;
+    // Rounds of element writes, each flushed, so that some land in a checkpoint and some
+    // in the segments after it.
+    for round in 0..6 {
+        run(&mut con, &["RPUSH", "l", &format!("r{round}"), &format!("s{round}")]);
+        run(&mut con, &["LPUSH", "l", &format!("h{round}")]);
+        run(&mut con, &["LPOP", "l"]);
+        if round > 0 {
+            run(&mut con, &["LREM", "l", "0", &format!("s{}", round - 1)]);
+        }
+        segment = wait_flushed(&mut con, segment);
+    }
+    run(&mut con, &["LSET", "l", "0", "first"]);
+    run(&mut con, &["LINSERT", "l", "AFTER", "first", "second"]);
+    run(&mut con, &["RPUSH", "popped", "only"]);
+    run(&mut con, &["RPOP", "popped"]);
+    run(&mut con, &["RPUSH", "ttl", "x"]);
+    run(&mut con, &["EXPIRE", "ttl", "1000"]);
+    run(&mut con, &["RPUSH", "src", "a", "b"]);
+    run(&mut con, &["RENAME", "src", "dst"]);
+    run(&mut con, &["RPUSH", "trim", "0", "1", "2", "3"]);
+    run(&mut con, &["LTRIM", "trim", "1", "2"]);
+    wait_flushed(&mut con, segment);
+    assert!(info_u64(&mut con, "persistence", "checkpoints_written") >= 1, "no checkpoint was written");
+    let before: Vec<String> = redis::cmd("LRANGE").arg("l").arg(0).arg(-1).query(&mut con).expect("LRANGE");
+    kill(&mut first);
+
+    let second = node.start("second", &["--shards", "3"]);
+    let mut con = connect(&second);
+    let list = |con: &mut redis::Connection, key: &str| -> Vec<String> {
+        redis::cmd("LRANGE").arg(key).arg(0).arg(-1).query(con).expect("LRANGE")
+    };
+    let expected = ["first", "second", "r1", "r2", "r3", "r4", "r5", "s5"];
+    assert_eq!(before, expected);
+    assert_eq!(list(&mut con, "l"), expected, "the list and its order survive");
+    assert_eq!(int(&mut con, &["EXISTS", "popped", "src"]), 0);
+    let ttl = int(&mut con, &["TTL", "ttl"]);
+    assert!((900..=1000).contains(&ttl), "TTL of a list after recovery: {ttl}");
+    assert_eq!(list(&mut con, "dst"), ["a", "b"]);
+    assert_eq!(list(&mut con, "trim"), ["1", "2"]);
+    assert_eq!(int(&mut con, &["RPUSH", "l", "tail"]), 9, "the list keeps growing after recovery");
+    assert_eq!(list(&mut con, "l").last().map(String::as_str), Some("tail"));
+}
+
 fn get_field(con: &mut redis::Connection, key: &str, field: &str) -> Option<String> {
     redis::cmd("HGET").arg(key).arg(field).query(con).expect("HGET")
 }

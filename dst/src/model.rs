@@ -354,6 +354,8 @@ impl Model {
             KeyCommand::Hash(_) | KeyCommand::SetFamily(_) => unreachable!("answered above"),
             // The workload generates no sorted set commands yet (docs/testing.md, issue 14).
             KeyCommand::Zset(_) => Frame::static_error("ERR model does not cover sorted set commands"),
+            // Nor list commands yet (issue 15).
+            KeyCommand::List(_) => Frame::static_error("ERR model does not cover list commands"),
             KeyCommand::MemoryUsage(_) => Frame::static_error("ERR model does not cover MEMORY USAGE"),
             KeyCommand::Bits(_) => Frame::static_error("ERR model does not cover the bit commands"),
             KeyCommand::Dump(_) | KeyCommand::Restore(_) => Frame::static_error("ERR model does not cover DUMP and RESTORE"),

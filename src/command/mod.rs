@@ -10,6 +10,7 @@ pub mod dump;
 pub mod errors;
 pub mod hash;
 pub mod introspect;
+pub mod list;
 pub mod numbers;
 pub mod parse;
 pub mod restore;
@@ -20,6 +21,7 @@ pub mod zset;
 use bytes::Bytes;
 
 pub use hash::HashCommand;
+pub use list::{ListCommand, ListMulti};
 pub use parse::{parse_command, parse_command_at};
 pub use restore::RestoreCommand;
 pub use set::{SetAlgebra, SetCommand, SetOutput};
@@ -155,6 +157,8 @@ pub enum KeyCommand {
     SetFamily(SetCommand),
     /// The ZADD family on one key.
     Zset(ZsetCommand),
+    /// The LPUSH family on one key.
+    List(ListCommand),
     /// DUMP: the key's value as a Redis 7.0 payload.
     Dump(Bytes),
     /// RESTORE: a key from a Redis 7.0 payload (boxed: the largest command by far).
@@ -189,6 +193,7 @@ impl KeyCommand {
             KeyCommand::Hash(cmd) => cmd.key(),
             KeyCommand::SetFamily(cmd) => cmd.key(),
             KeyCommand::Zset(cmd) => cmd.key(),
+            KeyCommand::List(cmd) => cmd.key(),
         }
     }
 
@@ -198,6 +203,7 @@ impl KeyCommand {
             KeyCommand::Hash(cmd) => return cmd.is_write(),
             KeyCommand::SetFamily(cmd) => return cmd.is_write(),
             KeyCommand::Zset(cmd) => return cmd.is_write(),
+            KeyCommand::List(cmd) => return cmd.is_write(),
             KeyCommand::Bits(cmd) => return cmd.is_write(),
             _ => {}
         }
@@ -257,6 +263,8 @@ pub enum MultiKeyCommand {
     },
     /// The multi-key sorted set commands.
     Zset(ZsetMulti),
+    /// LMOVE, RPOPLPUSH, LMPOP.
+    List(ListMulti),
 }
 
 /// Commands over the whole keyspace (every shard).

@@ -209,6 +209,23 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
         | CmdId::ZInterStore
         | CmdId::ZDiffStore
         | CmdId::ZInterCard => super::zset::parse(spec.id, spec.name, a),
+        CmdId::LPush
+        | CmdId::RPush
+        | CmdId::LPushX
+        | CmdId::RPushX
+        | CmdId::LPop
+        | CmdId::RPop
+        | CmdId::LLen
+        | CmdId::LIndex
+        | CmdId::LRange
+        | CmdId::LSet
+        | CmdId::LInsert
+        | CmdId::LRem
+        | CmdId::LTrim
+        | CmdId::LPos
+        | CmdId::LMove
+        | CmdId::RPopLPush
+        | CmdId::LMPop => super::list::parse(spec.id, spec.name, a),
 
         CmdId::DbSize => Ok(Command::Keyspace(KeyspaceCommand::DbSize)),
         CmdId::FlushDb | CmdId::FlushAll => match a.len() {

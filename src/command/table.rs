@@ -155,6 +155,23 @@ pub enum CmdId {
     ZInterStore,
     ZDiffStore,
     ZInterCard,
+    LPush,
+    RPush,
+    LPushX,
+    RPushX,
+    LPop,
+    RPop,
+    LLen,
+    LIndex,
+    LRange,
+    LSet,
+    LInsert,
+    LRem,
+    LTrim,
+    LPos,
+    LMove,
+    RPopLPush,
+    LMPop,
 }
 
 #[derive(Debug)]

@@ -166,6 +166,7 @@ impl Shard {
             ShardOp::SetAlgebra { output, .. } => matches!(output, SetOutput::Store(_)),
             ShardOp::ZsetMulti(cmd) => cmd.is_write(),
             ShardOp::StoreZset { .. } => true,
+            ShardOp::ListMulti(_) => true,
             ShardOp::Keyspace(KeyspaceCommand::Flush) => true,
             _ => false,
         }
@@ -294,6 +295,7 @@ impl Shard {
                 };
             }
             ShardOp::StoreZset { key, members } => return ShardReply::Count(kv.store_zset(&mut ctx, key, members)),
+            ShardOp::ListMulti(cmd) => kv.list_multi(&mut ctx, cmd),
             ShardOp::Keyspace(cmd) => match cmd {
                 KeyspaceCommand::DbSize => return ShardReply::Count(kv.keys.len() as i64),
                 KeyspaceCommand::Flush => {
@@ -518,6 +520,7 @@ fn apply_key(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: KeyCommand, picks: &mut
         KeyCommand::Hash(cmd) => kv.hash_command(ctx, cmd, picks),
         KeyCommand::SetFamily(cmd) => kv.set_command(ctx, cmd, picks),
         KeyCommand::Zset(cmd) => kv.zset_command(ctx, cmd, picks),
+        KeyCommand::List(cmd) => kv.list_command(ctx, cmd),
         KeyCommand::MemoryUsage(key) => kv.memory_usage(&key, now_ms),
         KeyCommand::ObjectEncoding(key) => kv.object_encoding(&key, now_ms),
         KeyCommand::Dump(key) => kv.dump(&key, now_ms),

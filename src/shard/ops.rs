@@ -80,6 +80,10 @@ pub enum ShardOp {
         key: Bytes,
         members: Vec<Scored>,
     },
+    /// LMOVE/RPOPLPUSH with both keys on this shard, or LMPOP with every key here (it
+    /// also runs here one key at a time across shards: a missing key answers a null
+    /// array).
+    ListMulti(crate::command::ListMulti),
     /// BITOP with every key (and its destination) on this shard.
     BitOp {
         op: BitOp,

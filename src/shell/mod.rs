@@ -10,6 +10,7 @@ pub mod connection;
 pub mod coordinator;
 pub mod fanout;
 pub mod info;
+pub mod list_fanout;
 pub mod metrics;
 pub mod peer_link;
 pub mod persistence;

@@ -247,7 +247,8 @@ fn check_collection(value: &DumpedValue) -> Result<(), PayloadError> {
 /// Encode a DUMP payload. `layout` says whether Redis would hold this hash or set in
 /// its compact encoding (the caller knows the thresholds), and a zset in a listpack
 /// (members in score order); strings and lists ignore it (lists are written as a
-/// quicklist 2 of plain nodes). A bigger zset is written as ZSET_2, as Redis does.
+/// quicklist 2 of listpack nodes, never LZF-compressed: byte for byte as Redis for a
+/// list whose listpack is at most 20 bytes). A bigger zset is written as ZSET_2, as Redis does.
 pub fn encode_payload(value: &DumpedValue, layout: Layout) -> Vec<u8> {
     let mut out = Vec::new();
     match value {
@@ -300,11 +301,15 @@ pub fn encode_payload(value: &DumpedValue, layout: Layout) -> Vec<u8> {
             }
         }
         DumpedValue::List(elements) => {
+            // Listpack nodes of at most 8 KiB, as Redis 7.0's default
+            // `list-max-listpack-size -2` cuts them (an estimate of its cut: any cut
+            // restores the same list, and a small list is one node, as in Redis).
             out.push(TYPE_LIST_QUICKLIST_2);
-            rdb::put_length(&mut out, elements.len());
-            for element in elements {
-                rdb::put_length(&mut out, QUICKLIST_NODE_PLAIN);
-                rdb::put_string(&mut out, element);
+            let nodes = list_nodes(elements);
+            rdb::put_length(&mut out, nodes.len());
+            for node in nodes {
+                rdb::put_length(&mut out, QUICKLIST_NODE_PACKED);
+                put_blob(&mut out, &compact::listpack(&node));
             }
         }
     }
@@ -313,6 +318,31 @@ pub fn encode_payload(value: &DumpedValue, layout: Layout) -> Vec<u8> {
     out.extend_from_slice(&crc.to_le_bytes());
     out
 }
+
+/// A list's elements cut into quicklist nodes of about [`LIST_NODE_BYTES_MAX`].
+fn list_nodes(elements: &[Bytes]) -> Vec<Vec<&[u8]>> {
+    /// Header, entry header and back-length bytes an entry may add at most.
+    const ENTRY_OVERHEAD_BYTES: usize = 11;
+    let mut nodes: Vec<Vec<&[u8]>> = Vec::new();
+    let mut node_bytes = 0;
+    for element in elements {
+        let bytes = element.len() + ENTRY_OVERHEAD_BYTES;
+        match nodes.last_mut() {
+            Some(node) if node_bytes + bytes <= LIST_NODE_BYTES_MAX => {
+                node.push(element);
+                node_bytes += bytes;
+            }
+            _ => {
+                nodes.push(vec![element.as_ref()]);
+                node_bytes = bytes;
+            }
+        }
+    }
+    nodes
+}
+
+/// A quicklist node's listpack size limit under Redis's default fill (-2).
+const LIST_NODE_BYTES_MAX: usize = 8192;
 
 /// A score as Redis's listpack holds it (`d2string`): an integer's digits when it is
 /// one below 2^52 in magnitude, else `%.17g` (`inf`, `-inf`).

@@ -17,11 +17,12 @@ pub enum Part {
     Hash = 0,
     Set = 1,
     Zset = 2,
+    List = 3,
 }
 
 impl Part {
-    pub const COUNT: usize = 3;
-    pub const ALL: [Part; Part::COUNT] = [Part::Hash, Part::Set, Part::Zset];
+    pub const COUNT: usize = 4;
+    pub const ALL: [Part; Part::COUNT] = [Part::Hash, Part::Set, Part::Zset, Part::List];
 
     /// The type a key holding only this part reads as.
     pub fn kind(self) -> KeyKind {
@@ -29,6 +30,7 @@ impl Part {
             Part::Hash => KeyKind::Hash,
             Part::Set => KeyKind::Set,
             Part::Zset => KeyKind::Zset,
+            Part::List => KeyKind::List,
         }
     }
 
@@ -52,9 +54,25 @@ impl KvEngine {
         increments: bool,
         write: impl Fn(usize, Dot, Hlc, &mut KeyState),
     ) {
+        let dot = ctx.next_dot();
+        self.write_elements_at(ctx, dot, key, part, names, increments, write);
+    }
+
+    /// [`KvEngine::write_elements`] at a dot the caller took (a list names its new
+    /// elements after the dot that writes them).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn write_elements_at(
+        &mut self,
+        ctx: &mut WriteCtx,
+        dot: Dot,
+        key: Bytes,
+        part: Part,
+        names: &[Bytes],
+        increments: bool,
+        write: impl Fn(usize, Dot, Hlc, &mut KeyState),
+    ) {
         debug_assert!(!names.is_empty());
         let hash = key_hash(&key);
-        let dot = ctx.next_dot();
         let incarnation = if increments { self.incarnation(dot) } else { Hlc::ZERO };
         let keep_tombstones = self.keep_tombstones;
         let updated = self.keys.update(&key, hash, |stored_key, state| {

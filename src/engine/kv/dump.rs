@@ -31,14 +31,7 @@ fn snapshot_value(value: DumpedValue) -> Result<SnapshotValue, Frame> {
         DumpedValue::Hash(pairs) => SnapshotValue::Hash(pairs.into_iter().map(|(f, v)| (f, StrVal::from_bytes(v))).collect()),
         DumpedValue::Set(members) => SnapshotValue::Set(members),
         DumpedValue::Zset(entries) => SnapshotValue::Zset(entries),
-        // Decoded, but there is nothing to keep them in until lists exist.
-        DumpedValue::List(_) => {
-            return Err(Frame::error(format!(
-                "ERR Bad data format: the payload holds a {}, and this Meridian has no {}s yet",
-                value.type_name(),
-                value.type_name()
-            )));
-        }
+        DumpedValue::List(elements) => SnapshotValue::List(elements),
     })
 }
 
@@ -66,6 +59,7 @@ impl KvEngine {
             SnapshotValue::Hash(pairs) => DumpedValue::Hash(pairs.into_iter().map(|(f, v)| (f, v.to_bytes())).collect()),
             SnapshotValue::Set(members) => DumpedValue::Set(members),
             SnapshotValue::Zset(entries) => DumpedValue::Zset(entries),
+            SnapshotValue::List(elements) => DumpedValue::List(elements),
         };
         Frame::Bulk(Bytes::from(encode_payload(&value, layout)))
     }

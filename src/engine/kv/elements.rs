@@ -27,6 +27,8 @@
 //! Pure data: no I/O, no clock.
 
 use bytes::Bytes;
+use std::collections::BTreeSet;
+
 use indexmap::IndexMap;
 
 use super::collection_writes::Part;
@@ -59,6 +61,27 @@ pub struct Elements {
     /// A sorted set's live members by score (`None` for other parts), kept in step
     /// with every change to a live member's state.
     order: Option<Box<ScoreOrder>>,
+    /// A list's live elements by position (their names sort as the list: see
+    /// `position.rs`; `None` for other parts), kept in step with liveness. Boxed so
+    /// that every other collection pays one pointer for it, not a set's three words.
+    #[allow(clippy::box_collection)]
+    positions: Option<Box<BTreeSet<Bytes>>>,
+}
+
+/// Note a change of an element's liveness in a list's position index.
+fn note_position(positions: Option<&mut BTreeSet<Bytes>>, name: &Bytes, was_live: bool, is_live: bool) {
+    let Some(positions) = positions else { return };
+    match (was_live, is_live) {
+        (false, true) => {
+            let inserted = positions.insert(name.clone());
+            debug_assert!(inserted, "a position is indexed once");
+        }
+        (true, false) => {
+            let removed = positions.remove(name);
+            debug_assert!(removed, "the index held the live position");
+        }
+        _ => {}
+    }
 }
 
 /// A member's score for the order index, if it is live.
@@ -75,6 +98,7 @@ impl Default for Elements {
             seen: VersionVector::new(),
             digest: 0,
             order: None,
+            positions: None,
         }
     }
 }
@@ -113,7 +137,13 @@ impl Elements {
     /// An empty part of kind `part` (a sorted set's keeps its members' score order).
     pub fn for_part(part: Part) -> Elements {
         let order = (part == Part::Zset).then(Box::default);
-        Elements { order, ..Elements::default() }
+        let positions = (part == Part::List).then(Box::default);
+        Elements { order, positions, ..Elements::default() }
+    }
+
+    /// A list's live elements in list order (`None` for other parts).
+    pub fn positions(&self) -> Option<&BTreeSet<Bytes>> {
+        self.positions.as_deref()
     }
 
     /// A sorted set's live members in score order (`None` for other parts).
@@ -207,6 +237,7 @@ impl Elements {
         if let Some(order) = self.order.as_deref_mut() {
             order.update(stored_name, old_score, live_score(state));
         }
+        note_position(self.positions.as_deref_mut(), stored_name, was_live, state.exists());
         let new_digest = element_digest(stored_name, state);
         self.digest ^= old_digest ^ new_digest;
         self.seen.merge(&state.causal_context());
@@ -253,6 +284,7 @@ impl Elements {
                 if let Some(order) = self.order.as_deref_mut() {
                     order.update(stored_name, old_score, live_score(state));
                 }
+                note_position(self.positions.as_deref_mut(), stored_name, was_live, is_live);
                 let new_digest = if keep { element_digest(stored_name, state) } else { 0 };
                 self.digest ^= old_digest ^ new_digest;
                 self.account(was_live, is_live);
@@ -283,6 +315,7 @@ impl Elements {
                 if let Some(order) = self.order.as_deref_mut() {
                     order.update(name, None, live_score(&incoming));
                 }
+                note_position(self.positions.as_deref_mut(), name, false, incoming.exists());
                 self.entries.insert(name.clone(), incoming);
             }
         }
@@ -299,6 +332,7 @@ impl Elements {
         let mut digest = self.digest;
         let mut live = self.live;
         let mut order = self.order.as_deref_mut();
+        let mut positions = self.positions.as_deref_mut();
         self.entries.retain(|name, state| {
             if !state.has_dot_covered_by(removed) && !state.has_context_covered_by(removed) {
                 return true;
@@ -318,6 +352,7 @@ impl Elements {
             if was_live && !state.exists() {
                 live -= 1;
             }
+            note_position(positions.as_deref_mut(), name, was_live, state.exists());
             if let Some(order) = order.as_deref_mut() {
                 order.update(name, old_score, if keep { live_score(state) } else { None });
             }
@@ -394,6 +429,14 @@ impl Elements {
             if let Some(order) = elements.order.as_deref_mut() {
                 order.update(&name, None, live_score(&state));
             }
+            if let Some(positions) = elements.positions.as_deref_mut() {
+                if !super::position::is_valid(&name) {
+                    return Err("a list element whose name is no position");
+                }
+                if state.exists() {
+                    positions.insert(name.clone());
+                }
+            }
             if elements.entries.insert(name, state).is_some() {
                 return Err("an element named twice");
             }
@@ -405,7 +448,8 @@ impl Elements {
     /// TTL) ships, so that it never carries the whole collection.
     pub fn without_entries(&self) -> Elements {
         let order = self.order.as_ref().map(|_| Box::default());
-        Elements { removed: self.removed.clone(), order, ..Elements::default() }
+        let positions = self.positions.as_ref().map(|_| Box::default());
+        Elements { removed: self.removed.clone(), order, positions, ..Elements::default() }
     }
 
     /// Only the named elements (a delta of a write to them).
@@ -418,6 +462,7 @@ impl Elements {
             if let Some(order) = elements.order.as_deref_mut() {
                 order.update(&name, None, live_score(&state));
             }
+            note_position(elements.positions.as_deref_mut(), &name, false, state.exists());
             elements.entries.insert(name, state);
         }
         elements

@@ -32,6 +32,8 @@ pub enum SnapshotValue {
     Set(Vec<Bytes>),
     /// Members and scores, in score order.
     Zset(Vec<(Bytes, f64)>),
+    /// Elements, head first.
+    List(Vec<Bytes>),
 }
 
 /// The type name TYPE and SCAN TYPE use.
@@ -40,6 +42,7 @@ pub fn type_name(state: &KeyState) -> &'static str {
         Some(KeyKind::Hash) => "hash",
         Some(KeyKind::Set) => "set",
         Some(KeyKind::Zset) => "zset",
+        Some(KeyKind::List) => "list",
         Some(KeyKind::String) | None => "string",
     }
 }
@@ -135,6 +138,8 @@ impl KvEngine {
                 Some(KeyKind::Hash) => return Frame::bulk_str(state.hash().map_or("listpack", |h| hash_encoding(h, &limits))),
                 Some(KeyKind::Set) => return Frame::bulk_str(state.set_members().map_or("intset", |s| set_encoding(s, &limits))),
                 Some(KeyKind::Zset) => return Frame::bulk_str(state.zset_members().map_or("listpack", |z| zset_encoding(z, &limits))),
+                // Redis 7.0 keeps every list in a quicklist (listpack lists came in 7.2).
+                Some(KeyKind::List) => return Frame::bulk_str("quicklist"),
                 _ => {}
             }
         }
@@ -161,6 +166,10 @@ impl KvEngine {
         let members: usize = state.set_members().map_or(0, |h| h.entries().map(|(m, _)| element + m.len()).sum());
         let order_entry = std::mem::size_of::<(f64, Bytes)>();
         let scored: usize = state.zset_members().map_or(0, |z| z.entries().map(|(m, _)| element + order_entry + m.len()).sum());
+        let listed: usize = state
+            .list_elements()
+            .map_or(0, |l| l.entries().map(|(p, s)| element + std::mem::size_of::<Bytes>() + p.len() + value_bytes(s)).sum());
+        let scored = scored + listed;
         let string = if state.kind() == Some(KeyKind::String) { value_bytes(state) } else { 0 };
         Frame::Integer((ENTRY_BYTES + std::mem::size_of::<KeyState>() + key.len() + string + fields + members + scored) as i64)
     }
@@ -183,6 +192,10 @@ impl KvEngine {
             KeyKind::Hash => SnapshotValue::Hash(state.hash()?.iter().filter_map(|(f, s)| Some((f.clone(), s.read()?))).collect()),
             KeyKind::Set => SnapshotValue::Set(state.set_members()?.iter().map(|(m, _)| m.clone()).collect()),
             KeyKind::Zset => SnapshotValue::Zset(state.zset_members()?.score_order()?.iter(false).map(|(s, m)| (m.clone(), s)).collect()),
+            KeyKind::List => {
+                let list = state.list_elements()?;
+                SnapshotValue::List(list.positions()?.iter().filter_map(|p| Some(list.get(p)?.read()?.to_bytes())).collect())
+            }
         };
         Some(KeySnapshot { value, expire_at_ms: state.expire_at_ms() })
     }
@@ -228,6 +241,7 @@ impl KvEngine {
                             elements.write(&member, |s| s.set(dot, score_value(score), SetTtl::Keep));
                         }
                     }
+                    SnapshotValue::List(elements) => KvEngine::list_state(dot, &mut state, elements),
                     SnapshotValue::String(_) => unreachable!("strings are restored above"),
                 }
                 if let SetTtl::At(at_ms) = ttl {

@@ -183,6 +183,7 @@ pub enum KeyKind {
     Hash,
     Set,
     Zset,
+    List,
 }
 
 impl KeyState {
@@ -587,7 +588,7 @@ impl KeyState {
             }
         }
         // Elements enter through their XOR, kept write by write: O(1) per write. Tag 2
-        // is a hash part, 3 a set part, 4 a sorted set part.
+        // is a hash part, 3 a set part, 4 a sorted set part, 5 a list part.
         for (kind, part) in self.collection_parts() {
             feed(&[kind.digest_tag()]);
             feed(&(part.removed().len() as u32).to_le_bytes());

@@ -1,7 +1,8 @@
-//! Property tests: the merge laws of DESIGN §5 for string, hash, set and sorted set
+//! Property tests: the merge laws of DESIGN §5 for string, hash, set, sorted set and list
 //! keys (registers, counters, TTL, hash fields, set members, member scores and their
-//! increments, whole-key delete, type clashes), that a sorted set's score order always
-//! matches its members' scores, that applying the
+//! increments, list pushes, pops, LSET and LINSERT, whole-key delete, type clashes), that
+//! a sorted set's score order always matches its members' scores and a list's position
+//! index its live elements, that applying the
 //! element-sized deltas in any order equals merging the full states, and the
 //! concurrent outcomes users are promised.
 
@@ -38,6 +39,14 @@ enum Step {
     ZIncr(usize, u8, i8),
     /// ZREM of member .1 (when it exists).
     ZRem(usize, u8),
+    /// LPUSH (.1) or RPUSH of value .2.
+    ListPush(usize, bool, u8),
+    /// LPOP (.1) or RPOP (when the list has elements).
+    ListPop(usize, bool),
+    /// LSET of the element at index .1 (modulo the length) to .2.
+    ListSet(usize, u8, u8),
+    /// LINSERT of .2 before the element at index .1 (modulo the length).
+    ListInsert(usize, u8, u8),
     /// Merge replica .0's state into replica .1.
     Sync(usize, usize),
     /// Merge one of replica .0's deltas (picked by .2) into replica .1: deltas arrive
@@ -65,6 +74,10 @@ fn step() -> impl Strategy<Value = Step> {
         (r.clone(), 0u8..3, -3i8..3).prop_map(|(r, m, v)| Step::ZAdd(r, m, v)),
         (r.clone(), 0u8..3, -3i8..4).prop_map(|(r, m, v)| Step::ZIncr(r, m, v)),
         (r.clone(), 0u8..3).prop_map(|(r, m)| Step::ZRem(r, m)),
+        (r.clone(), any::<bool>(), 0u8..4).prop_map(|(r, left, v)| Step::ListPush(r, left, v)),
+        (r.clone(), any::<bool>()).prop_map(|(r, left)| Step::ListPop(r, left)),
+        (r.clone(), 0u8..8, 0u8..4).prop_map(|(r, i, v)| Step::ListSet(r, i, v)),
+        (r.clone(), 0u8..8, 0u8..4).prop_map(|(r, i, v)| Step::ListInsert(r, i, v)),
         (r.clone(), r.clone()).prop_map(|(a, b)| Step::Sync(a, b)),
         (r.clone(), r, 0usize..64).prop_map(|(a, b, i)| Step::Deliver(a, b, i)),
     ]
@@ -130,6 +143,35 @@ impl Replica {
     }
 }
 
+impl Replica {
+    /// The live positions of the list, in order (empty when the key is no list).
+    fn list_positions(&self) -> Vec<Bytes> {
+        if self.state.kind() != Some(KeyKind::List) {
+            return Vec::new();
+        }
+        self.state.list_elements().and_then(|l| l.positions()).map_or(Vec::new(), |p| p.iter().cloned().collect())
+    }
+
+    /// A write to one list element (when the key is a list or absent), as the engine
+    /// ships it: the element's state alone.
+    fn list_write(&mut self, name: Bytes, write: impl FnOnce(&mut KeyState)) {
+        if !matches!(self.state.kind(), None | Some(KeyKind::List)) {
+            return;
+        }
+        let part = self.state.part_mut(Part::List).write(&name, write);
+        self.deltas.push(KeyState::part_delta(Part::List, [(name, part)]));
+    }
+}
+
+/// Whether a list's position index holds exactly its live elements, in byte order.
+fn positions_match_elements(state: &KeyState) -> bool {
+    let Some(list) = state.list_elements() else { return true };
+    let Some(positions) = list.positions() else { return false };
+    let mut live: Vec<&Bytes> = list.iter().map(|(p, _)| p).collect();
+    live.sort();
+    positions.len() == list.len() && positions.iter().eq(live)
+}
+
 /// Whether a sorted set's score order lists exactly its live members with their
 /// scores, in (score, member) order (the index is derived; it must never drift).
 fn score_order_matches_members(state: &KeyState) -> bool {
@@ -164,14 +206,14 @@ fn run_into(steps: &[Step], replicas: &mut [Replica]) {
                 replicas[r].key_write(d, |s, d| s.set(d, StrVal::Raw(Bytes::from(vec![b'a' + v])), SetTtl::Keep), true);
             }
             Step::Incr(r, v) => {
-                if matches!(replicas[r].state.kind(), Some(KeyKind::Hash | KeyKind::Set | KeyKind::Zset)) {
+                if matches!(replicas[r].state.kind(), Some(KeyKind::Hash | KeyKind::Set | KeyKind::Zset | KeyKind::List)) {
                     continue;
                 }
                 let d = dot(&mut replicas[r]);
                 replicas[r].key_write(d, |s, d| s.incr_by(d, Hlc::ZERO, v), false);
             }
             Step::IncrFloat(r, v) => {
-                if matches!(replicas[r].state.kind(), Some(KeyKind::Hash | KeyKind::Set | KeyKind::Zset)) {
+                if matches!(replicas[r].state.kind(), Some(KeyKind::Hash | KeyKind::Set | KeyKind::Zset | KeyKind::List)) {
                     continue;
                 }
                 let d = dot(&mut replicas[r]);
@@ -233,6 +275,42 @@ fn run_into(steps: &[Step], replicas: &mut [Replica]) {
                 }
                 let d = dot(&mut replicas[r]);
                 replicas[r].zset_write(d, m, |s, d| s.delete(d));
+            }
+            Step::ListPush(r, left, v) => {
+                let positions = replicas[r].list_positions();
+                let d = dot(&mut replicas[r]);
+                let name = if left {
+                    super::position::between(None, positions.first().map(|p| p.as_ref()), d, super::position::Placement::BeforeHigh)
+                } else {
+                    super::position::between(positions.last().map(|p| p.as_ref()), None, d, super::position::Placement::AfterLow)
+                };
+                replicas[r].list_write(Bytes::from(name), |s| s.set(d, StrVal::Int(v as i64), SetTtl::Keep));
+            }
+            Step::ListPop(r, left) => {
+                let positions = replicas[r].list_positions();
+                let Some(name) = (if left { positions.first() } else { positions.last() }).cloned() else { continue };
+                let d = dot(&mut replicas[r]);
+                replicas[r].list_write(name, |s| s.delete(d));
+            }
+            Step::ListSet(r, i, v) => {
+                let positions = replicas[r].list_positions();
+                if positions.is_empty() {
+                    continue;
+                }
+                let name = positions[i as usize % positions.len()].clone();
+                let d = dot(&mut replicas[r]);
+                replicas[r].list_write(name, |s| s.set(d, StrVal::Int(v as i64), SetTtl::Keep));
+            }
+            Step::ListInsert(r, i, v) => {
+                let positions = replicas[r].list_positions();
+                if positions.is_empty() {
+                    continue;
+                }
+                let i = i as usize % positions.len();
+                let low = i.checked_sub(1).map(|j| positions[j].as_ref());
+                let d = dot(&mut replicas[r]);
+                let name = super::position::between(low, Some(&positions[i]), d, super::position::Placement::Middle);
+                replicas[r].list_write(Bytes::from(name), |s| s.set(d, StrVal::Int(v as i64), SetTtl::Keep));
             }
             Step::Deliver(from, to, i) => {
                 if replicas[from].deltas.is_empty() {
@@ -302,6 +380,11 @@ proptest! {
         prop_assert_eq!(super::merkle::digest(b"k", &all), super::merkle::digest(b"k", &other_order));
         prop_assert!(s.iter().all(score_order_matches_members));
         prop_assert!(score_order_matches_members(&all) && score_order_matches_members(&other_order));
+        prop_assert!(s.iter().all(positions_match_elements));
+        prop_assert!(positions_match_elements(&all) && positions_match_elements(&other_order));
+        // The same list, element for element, in the same order.
+        let list = |s: &KeyState| s.list_elements().and_then(|l| Some(l.positions()?.iter().map(|p| (p.clone(), l.get(p).and_then(|e| e.read()))).collect::<Vec<_>>()));
+        prop_assert_eq!(list(&all), list(&other_order));
         prop_assert_eq!(all, other_order);
     }
 
@@ -333,6 +416,7 @@ proptest! {
         prop_assert_eq!(super::merkle::digest(b"k", &shuffled), super::merkle::digest(b"k", &all_states));
         prop_assert_eq!(forward.kind(), all_states.kind());
         prop_assert!(score_order_matches_members(&forward) && score_order_matches_members(&shuffled));
+        prop_assert!(positions_match_elements(&forward) && positions_match_elements(&shuffled));
     }
 
     #[test]

@@ -152,6 +152,11 @@ impl KeyState {
         self.part(Part::Zset)
     }
 
+    /// A list's elements (with their position order), if the key has ever held one.
+    pub fn list_elements(&self) -> Option<&Elements> {
+        self.part(Part::List)
+    }
+
     /// A collection part holding nothing and no history is no part at all (so equal
     /// states compare and digest equal).
     pub(super) fn normalize_collections(&mut self) {
