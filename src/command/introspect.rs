@@ -69,11 +69,13 @@ pub fn getkeys(args: &[Bytes]) -> Frame {
     let Some(spec) = args.first().and_then(|n| table::lookup(n)) else {
         return Frame::static_error("ERR Invalid command specified");
     };
-    if matches!(spec.name, "lmpop" | "zmpop") && spec.arity_ok(args.len()) {
-        // `numkeys key [key ...]` from argument 1 (movable keys).
-        return match crate::command::numbers::parse_i64(&args[1]) {
-            Some(n) if n > 0 && (n as u64) < (args.len() - 2) as u64 => {
-                Frame::Array(args[2..2 + n as usize].iter().cloned().map(Frame::Bulk).collect())
+    if matches!(spec.name, "lmpop" | "zmpop" | "blmpop" | "bzmpop") && spec.arity_ok(args.len()) {
+        // `numkeys key [key ...]` from argument 1 (movable keys; after the timeout for
+        // the blocking forms).
+        let at = if spec.name.starts_with('b') { 2 } else { 1 };
+        return match crate::command::numbers::parse_i64(&args[at]) {
+            Some(n) if n > 0 && (n as u64) < (args.len() - at - 1) as u64 => {
+                Frame::Array(args[at + 1..at + 1 + n as usize].iter().cloned().map(Frame::Bulk).collect())
             }
             _ => Frame::static_error("ERR Invalid arguments specified for command"),
         };

@@ -6,6 +6,7 @@
 //! the keyspace: executing is the shard's job, coordinating the connection's.
 
 pub mod bits;
+pub mod blocking;
 pub mod dump;
 pub mod errors;
 pub mod hash;
@@ -410,6 +411,8 @@ pub enum Command {
     Keyspace(KeyspaceCommand),
     Transaction(TransactionCommand),
     PubSub(PubSubCommand),
+    /// BLPOP and the other blocking pops.
+    Blocking(blocking::BlockingCommand),
     Multi(MultiKeyCommand),
     Key(KeyCommand),
 }

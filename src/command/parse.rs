@@ -267,6 +267,14 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
             Ok(Command::PubSub(PubSubCommand::Publish { shard: spec.id == CmdId::SPublish, channel: take(a, 1), message: take(a, 2) }))
         }
         CmdId::PubSub => parse_pubsub(a),
+        CmdId::BLPop
+        | CmdId::BRPop
+        | CmdId::BLMove
+        | CmdId::BRPopLPush
+        | CmdId::BLMPop
+        | CmdId::BZPopMin
+        | CmdId::BZPopMax
+        | CmdId::BZMPop => super::blocking::parse(spec.name, a),
         CmdId::Client => parse_client(a),
         CmdId::Command => parse_command_command(a),
         CmdId::Info => Ok(Command::Info(args.split_off(1))),

@@ -135,6 +135,39 @@ pub enum ShardOp {
     ExportLeaves(Vec<u16>),
 }
 
+impl ShardOp {
+    /// The keys this operation may add list or sorted set elements to: a client blocked
+    /// on one of them is woken to try again. Only what can add counts: a pop (the
+    /// woken client's own retry included) must never wake anyone, or blocked clients
+    /// would wake each other forever. Covers local writes and writes merged from peers.
+    pub fn written_keys(&self) -> Vec<Bytes> {
+        use crate::command::list::ListCommand;
+        use crate::command::zset::ZsetCommand;
+        use crate::command::{ListMulti, ZsetMulti};
+        match self {
+            ShardOp::Key(KeyCommand::List(ListCommand::Push { key, .. } | ListCommand::Insert { key, .. }))
+            | ShardOp::Key(KeyCommand::Zset(ZsetCommand::Add { key, .. } | ZsetCommand::IncrBy { key, .. })) => vec![key.clone()],
+            ShardOp::Key(KeyCommand::Restore(cmd)) => vec![cmd.key.clone()],
+            ShardOp::Restore { key, .. } | ShardOp::StoreZset { key, .. } => vec![key.clone()],
+            ShardOp::Rename { dst, .. } | ShardOp::Copy { dst, .. } => vec![dst.clone()],
+            ShardOp::ListMulti(ListMulti::Move { dst, .. }) => vec![dst.clone()],
+            ShardOp::ZsetMulti(cmd) => match cmd {
+                ZsetMulti::MPop { .. } => Vec::new(),
+                other => other.keys().into_iter().cloned().collect(),
+            },
+            ShardOp::MergeRemote(deltas) => deltas
+                .iter()
+                .filter_map(|d| match d {
+                    Delta::Key { key, state } if state.exists() => Some(key.clone()),
+                    _ => None,
+                })
+                .collect(),
+            ShardOp::Transaction { ops, .. } => ops.iter().flat_map(ShardOp::written_keys).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
 /// Figures a shard reports for INFO.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ShardStats {

@@ -492,6 +492,7 @@ impl Connection {
             Command::Multi(command) => fanout::multi(&self.access, command).await,
             Command::Transaction(command) => self.transaction(command).await,
             Command::PubSub(command) => self.pubsub(command),
+            Command::Blocking(command) => self.block(command).await,
             Command::Key(_) => Frame::static_error("ERR internal: key command reached the barrier path"),
         }
     }

@@ -130,9 +130,10 @@ pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -
     if include("clients") {
         let _ = write!(
             out,
-            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n\r\n",
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\n\r\n",
             state.clients.count(),
-            state.runtime.maxclients()
+            state.runtime.maxclients(),
+            state.waiters.blocked_clients()
         );
     }
     if include("memory") {

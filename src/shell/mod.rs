@@ -5,6 +5,7 @@
 //! Kept thin on purpose: deciding things is the shard's job (`shard/`); this layer
 //! moves bytes and messages, reads the wall clock, and hands both to the core.
 
+pub mod blocking;
 pub mod clients;
 pub mod connection;
 pub mod coordinator;
@@ -73,6 +74,8 @@ pub struct ServerState {
     pub coordinator: Coordinator,
     pub clients: ClientRegistry,
     pub pubsub: Arc<pubsub::Broker>,
+    /// Clients blocked in BLPOP and the like, by key.
+    pub waiters: blocking::Waiters,
     pub stats: ServerStats,
     pub started: Instant,
     pub run_id: String,
@@ -184,6 +187,7 @@ pub fn run(config: Config) -> Result<(), String> {
         coordinator,
         clients: ClientRegistry::default(),
         pubsub: broker,
+        waiters: blocking::Waiters::default(),
         stats: ServerStats::default(),
         started: Instant::now(),
         run_id: run_id(),

@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use super::ServerState;
 use super::coordinator::Parked;
 use crate::protocol::Frame;
@@ -22,22 +24,31 @@ pub type SharedShard = Rc<RefCell<Shard>>;
 /// Apply one operation on the shard owned by this thread at `now_ms` (a connection
 /// reads the clock once per pipeline, not once per command).
 pub fn apply_local_one(shard: &SharedShard, state: &ServerState, op: ShardOp, now_ms: u64) -> ShardReply {
+    let written = if state.waiters.is_active() { op.written_keys() } else { Vec::new() };
     let mut shard = shard.borrow_mut();
     shard.set_string_bytes_max(state.runtime.proto_max_bulk_len());
     shard.set_encoding_limits(state.runtime.encoding_limits());
     let reply = shard.apply(op, now_ms);
     wake_batcher_if_ready(&mut shard, state);
+    if !written.is_empty() {
+        state.waiters.wake(&written);
+    }
     reply
 }
 
 /// Apply a batch on the shard owned by this thread.
 pub fn apply_local(shard: &SharedShard, state: &ServerState, ops: Vec<ShardOp>) -> Vec<ShardReply> {
     let now = super::now_ms();
+    // Blocked clients are woken by writes to their keys, local or merged from a peer.
+    let written: Vec<Bytes> = if state.waiters.is_active() { ops.iter().flat_map(ShardOp::written_keys).collect() } else { Vec::new() };
     let mut shard = shard.borrow_mut();
     shard.set_string_bytes_max(state.runtime.proto_max_bulk_len());
     shard.set_encoding_limits(state.runtime.encoding_limits());
     let replies = ops.into_iter().map(|op| shard.apply(op, now)).collect();
     wake_batcher_if_ready(&mut shard, state);
+    if !written.is_empty() {
+        state.waiters.wake(&written);
+    }
     replies
 }
 

@@ -23,6 +23,7 @@ use futures_util::FutureExt;
 use super::ServerState;
 use super::fanout;
 use super::shards::{ParkedShards, Shards};
+use crate::command::blocking::empty_in_transaction;
 use crate::command::{Command, errors, parse_command_at, table};
 use crate::protocol::Frame;
 use crate::shard::{ShardOp, ShardReply};
@@ -166,7 +167,7 @@ pub fn parse_steps(queued: Vec<Queued>) -> Vec<Step> {
         .into_iter()
         .map(|(index, args)| match parse_command_at(index, args) {
             Err(error) => Step::Failed(error),
-            Ok(command @ (Command::Key(_) | Command::Multi(_) | Command::Keyspace(_))) => Step::Data(command),
+            Ok(command @ (Command::Key(_) | Command::Multi(_) | Command::Keyspace(_) | Command::Blocking(_))) => Step::Data(command),
             Ok(command) => Step::Connection(command),
         })
         .collect()
@@ -270,6 +271,11 @@ fn run_parked(shards: &ParkedShards<'_>, data: Vec<Command>, watched: Vec<(Bytes
             Command::Key(cmd) => Some(shards.apply(shards.shard_of(cmd.key()), ShardOp::Key(cmd)).into_frame()),
             Command::Multi(cmd) => fanout::multi(shards, cmd).now_or_never(),
             Command::Keyspace(cmd) => fanout::keyspace(shards, cmd, random_pick).now_or_never(),
+            // Inside a transaction a blocking pop does not block (as Redis): it answers
+            // what it finds, or its timeout reply.
+            Command::Blocking(cmd) => {
+                super::blocking::try_once(shards, &cmd).now_or_never().map(|found| found.unwrap_or_else(|| empty_in_transaction(cmd.name)))
+            }
             _ => Some(Frame::static_error("ERR internal: not a data command")),
         };
         replies.push(reply.unwrap_or_else(|| Frame::static_error("ERR internal: a parked shard did not answer at once")));

@@ -2,12 +2,68 @@
 //! delivery, and CLIENT REPLY's silencing. Part of [`super::Connection`].
 
 use super::{Connection, MESSAGES_PER_WAKE_MAX, Skip};
+use tokio::io::AsyncReadExt;
+
+use crate::command::blocking::{BlockingCommand, timed_out};
 use crate::command::{Command, PubSubCommand, ReplyMode, TransactionCommand, table};
 use crate::protocol::{Frame, encode};
+use crate::shell::blocking;
 use crate::shell::pubsub::Inbox;
 use crate::shell::transaction::{self, Slot};
 
 impl Connection {
+    /// BLPOP and the other blocking pops: try at once; if every key is empty, wait for a
+    /// write to one of them (here or merged from a peer), the timeout, CLIENT KILL or the
+    /// client closing, trying again at every wake-up. Pipelined commands that arrive
+    /// meanwhile are read (up to the query buffer limit) and run after the reply.
+    pub(super) async fn block(&mut self, command: BlockingCommand) -> Frame {
+        let state = self.access.state.clone();
+        let deadline = (command.timeout_ms > 0).then(|| tokio::time::Instant::now() + std::time::Duration::from_millis(command.timeout_ms));
+        // Registered before the first try: clients are served in the order they arrived,
+        // and a write between a try and the wait wakes us.
+        let registration = state.waiters.register(&command.keys);
+        let mut first = true;
+        loop {
+            let mut found = blocking::try_once(&self.access, &command).await;
+            // A source key of another type is answered WRONGTYPE at once, but not while
+            // blocked (as Redis: the client waits until it is a list again); a
+            // destination of the wrong type is answered either way.
+            if !first && found.as_ref().is_some_and(is_wrong_type) && blocking::a_source_has_another_type(&self.access, &command).await {
+                found = None;
+            }
+            first = false;
+            if let Some(reply) = found {
+                drop(registration);
+                // Serve the next client waiting on these keys, if more is there.
+                state.waiters.wake(&command.keys);
+                return reply;
+            }
+            let query_limit = state.runtime.client_query_buffer_limit();
+            let may_read = !self.read_closed && self.read_buf.len() < query_limit;
+            if may_read && self.read_buf.capacity() - self.read_buf.len() < 4096 {
+                self.read_buf.reserve(16 * 1024);
+            }
+            tokio::select! {
+                biased;
+                _ = self.info.kill.notified() => {
+                    self.closing = true;
+                    return timed_out(command.name);
+                }
+                _ = registration.notify.notified() => {}
+                _ = sleep_until(deadline) => return timed_out(command.name),
+                read = self.stream.read_buf(&mut self.read_buf), if may_read => match read {
+                    // The client went away: nothing is popped for it.
+                    Ok(0) | Err(_) => {
+                        self.read_closed = true;
+                        self.closing = true;
+                        return timed_out(command.name);
+                    }
+                    Ok(_) => {}
+                },
+            }
+        }
+    }
+
     pub(super) fn pubsub(&mut self, command: PubSubCommand) -> Frame {
         let broker = &self.access.state.pubsub;
         let reply = match command {
@@ -166,4 +222,16 @@ pub(super) async fn next_message(inbox: &mut Option<Inbox>) -> Frame {
         },
         None => std::future::pending().await,
     }
+}
+
+/// Sleep until `deadline`, or forever without one.
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn is_wrong_type(reply: &Frame) -> bool {
+    matches!(reply, Frame::Error(text) if text.starts_with(b"WRONGTYPE"))
 }
