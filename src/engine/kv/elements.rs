@@ -327,6 +327,49 @@ impl Elements {
         self.live = live;
     }
 
+    /// A whole-key remove run on this node (DEL, a SET or STORE over the key, RESTORE
+    /// REPLACE, FLUSHALL, expiry): every element held here goes, each by exactly its
+    /// own history, and the key-level `removed` context grows only by what `safe`
+    /// covers: the writes this node is sure to hold *all* of (its own, and what is
+    /// causally stable). Why not all it has seen: an element's context can name a
+    /// write this node never received (another node's SMOVE relays member `b`'s
+    /// history, whose dot also wrote member `a`; an increment relays the register it
+    /// sits on), and a key-level claim over it would remove `a` on every replica
+    /// although no remove here ever held it (simulator seed 50265). An element with
+    /// history above `safe` stays as an exact tombstone until it is stable (GC), so a
+    /// remove of a collection whose writes are all stable stays O(1) in what it ships.
+    /// `safe` `None`: claim everything seen (a node without peers, where every write
+    /// is its own or recovered whole).
+    pub fn remove_held(&mut self, safe: Option<&VersionVector>) {
+        let claim = safe.map_or_else(|| self.seen.clone(), |safe| self.seen.meet(safe));
+        self.removed.merge(&claim);
+        let removed = &self.removed;
+        let mut digest = self.digest;
+        let mut live = self.live;
+        let mut order = self.order.as_deref_mut();
+        self.entries.retain(|name, state| {
+            digest ^= element_digest(name, state);
+            let old_score = order.is_some().then(|| live_score(state)).flatten();
+            if state.exists() {
+                live -= 1;
+            }
+            let own = state.causal_context();
+            // Its values go and its increments are absorbed (floors kept until GC).
+            state.remove_observed(&own);
+            let keep = canonical(state, removed);
+            if keep {
+                digest ^= element_digest(name, state);
+            }
+            if let Some(order) = order.as_deref_mut() {
+                order.update(name, old_score, None);
+            }
+            keep
+        });
+        self.digest = digest;
+        self.live = live;
+        debug_assert_eq!(self.live, 0);
+    }
+
     /// Drop the element tombstones `stable` covers (tombstone GC); returns how many.
     pub fn forget_stable(&mut self, stable: &VersionVector) -> usize {
         if self.live == self.entries.len() {

@@ -124,6 +124,10 @@ pub struct KvEngine {
     /// `forgotten`, which whole key states arriving for absent keys are filtered by, so
     /// that collecting a hash field's tombstone never changes how string keys merge.
     forgotten_elements: VersionVector,
+    /// The newest causally stable vector seen (tombstone GC, or its replay): every
+    /// node holds every write it covers. What a whole-key remove may claim at key level
+    /// beyond this node's own writes (see `Elements::remove_held`).
+    stable: VersionVector,
     /// Tombstones dropped as causally stable since start.
     pub tombstones_dropped: u64,
     /// What OBJECT ENCODING reports, by size.
@@ -163,7 +167,8 @@ impl KvEngine {
             if !record && !self.keep_tombstones {
                 return;
             }
-            let tombstone = state.expired_tombstone();
+            let safe = self.whole_key_safe(None);
+            let tombstone = state.expired_tombstone(safe.as_ref());
             let key = Bytes::copy_from_slice(key);
             if self.keep_tombstones {
                 self.keys.put_tombstone(key.clone(), hash, tombstone.clone());
@@ -208,9 +213,13 @@ impl KvEngine {
         // the tombstone holds (a TTL write that arrived after the delete, say) is what
         // it replaces, not something concurrent with it.
         if let Some(mut tombstone) = self.keys.take_tombstone(&key, hash) {
-            let seen = tombstone.causal_context();
-            tombstone.remove_observed(&seen);
+            let safe = self.whole_key_safe(None);
+            tombstone.clear_held(safe.as_ref());
             state.merge(&tombstone);
+        }
+        if !self.keep_tombstones && state.element_tombstones() > 0 {
+            // A lone node has no one to tell: a removed element leaves nothing.
+            state.drop_element_tombstones();
         }
         let part_only = !whole && state.has_collection();
         if state.exists() {
@@ -243,16 +252,47 @@ impl KvEngine {
             return false;
         };
         let dot = ctx.next_dot();
+        self.remove_elements_for_write(&mut state, dot);
         state.delete(dot);
         // Whole: what is left of a collection's elements are the counter floors the
-        // DEL absorbed, which its peers need (a merged remove absorbs nothing itself).
+        // DEL absorbed and the exact tombstones of elements not yet stable, which its
+        // peers need (a merged remove absorbs nothing itself).
         self.commit_new(ctx, key.clone(), hash, state);
         true
+    }
+
+    /// What a whole-key remove here may claim at key level beyond each element's own
+    /// history: this node's writes up to `dot` and what is causally stable; `None` (all
+    /// it has seen) on a node without peers.
+    fn whole_key_safe(&self, dot: Option<Dot>) -> Option<VersionVector> {
+        if !self.keep_tombstones {
+            return None;
+        }
+        let mut safe = self.stable.clone();
+        if let Some(dot) = dot {
+            safe.add(dot);
+        }
+        Some(safe)
+    }
+
+    /// Before a write that replaces the whole key at `dot` (DEL, a STORE, RESTORE): its
+    /// collection parts go, claiming only what is safe (see `whole_key_safe`).
+    pub(super) fn remove_elements_for_write(&self, state: &mut KeyState, dot: Dot) {
+        if state.has_collection() {
+            let safe = self.whole_key_safe(Some(dot));
+            state.remove_elements(safe.as_ref());
+        }
     }
 
     /// Join a key state from elsewhere (recovery, a peer) into this shard.
     pub fn merge_key(&mut self, key: Bytes, mut incoming: KeyState) {
         let hash = key_hash(&key);
+        let dbg = std::env::var("DBG_KEY").ok().is_some_and(|k| k.as_bytes() == key.as_ref());
+        if dbg {
+            let f = |s: &KeyState| s.hash().map(|h| h.entries().map(|(n, e)| format!("{}:{}:{:?}", String::from_utf8_lossy(n), e.exists(), e.causal_context())).collect::<Vec<_>>());
+            let here = self.keys.get(&key, hash).map(|e| f(&e.state));
+            eprintln!("DBG merge here={:?} tomb={:?} incoming={:?} removed={:?}", here, self.keys.tombstone(&key).map(|s| f(s)), f(&incoming), incoming.hash().map(|h| h.removed().clone()));
+        }
         for (scope, seen) in &self.flushed {
             if scope.contains(&key) && incoming.has_dot_covered_by(seen) {
                 incoming.remove_observed(seen);
@@ -327,6 +367,7 @@ impl KvEngine {
     /// Returns how many key tombstones and element tombstones were dropped; `stable` is
     /// remembered (in `forgotten`, `forgotten_elements`) only where one was.
     pub fn forget_stable(&mut self, stable: &VersionVector) -> (usize, usize) {
+        self.stable.merge(stable);
         let keys = self.keys.drop_tombstones_where(|state| stable.dominates(&state.causal_context()));
         let elements = self.forget_element_tombstones(stable);
         if keys > 0 {
@@ -342,6 +383,8 @@ impl KvEngine {
     /// Replay a recorded tombstone GC (recovery, checkpoints): of key tombstones, or of
     /// element tombstones.
     pub fn merge_forget(&mut self, below: &VersionVector, elements: bool) {
+        // A recorded GC was of stable writes.
+        self.stable.merge(below);
         if elements {
             self.forgotten_elements.merge(below);
             self.forget_element_tombstones(below);

@@ -278,6 +278,7 @@ impl KvEngine {
         let dot = ctx.next_dot();
         let mut state = old.unwrap_or_default();
         if state.exists() || !state.is_blank() {
+            self.remove_elements_for_write(&mut state, dot);
             state.delete(dot);
         }
         let zset = state.part_mut(Part::Zset);
