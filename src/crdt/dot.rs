@@ -86,7 +86,8 @@ impl VersionVector {
     /// Greatest lower bound: per node, the smaller entry (a node missing from either
     /// is missing from the result).
     pub fn meet(&self, other: &VersionVector) -> VersionVector {
-        let entries = self.entries.iter().filter_map(|&(node, hlc)| Some((node, hlc.min(other.get(node)))).filter(|e| e.1 > Hlc::ZERO)).collect();
+        let entries =
+            self.entries.iter().filter_map(|&(node, hlc)| Some((node, hlc.min(other.get(node)))).filter(|e| e.1 > Hlc::ZERO)).collect();
         VersionVector { entries }
     }
 

@@ -33,7 +33,7 @@ use super::collection_writes::Part;
 use super::merkle;
 use super::score_order::ScoreOrder;
 use super::value::KeyState;
-use crate::crdt::{Hlc, NodeId, VersionVector};
+use crate::crdt::{Dot, Hlc, NodeId, VersionVector};
 
 /// Up to this many entries (Redis's default `hash-max-listpack-entries`) a removal
 /// keeps the order of the others (as a listpack does); past it, removal swaps the last entry in (O(1), as a hashtable's order is
@@ -185,7 +185,7 @@ impl Elements {
     }
 
     /// The newest dot among live elements (which type a clash shows; O(n), clashes only).
-    pub fn newest_live_dot(&self) -> Option<crate::crdt::Dot> {
+    pub fn newest_live_dot(&self) -> Option<Dot> {
         self.iter().filter_map(|(_, s)| s.newest_dot()).max()
     }
 
@@ -340,12 +340,29 @@ impl Elements {
     /// remove of a collection whose writes are all stable stays O(1) in what it ships.
     /// `safe` `None`: claim everything seen (a node without peers, where every write
     /// is its own or recovered whole).
-    pub fn remove_held(&mut self, safe: Option<&VersionVector>) {
+    ///
+    /// `by`: the remove's own dot (`None` for an expiry, which every node runs itself),
+    /// joined to the context of every tombstone left. Why: tombstone GC drops an
+    /// element tombstone once `stable` covers its context, and a context of the
+    /// removed writes alone is stable as soon as every node holds *those writes*,
+    /// whether or not any node but this one has received the *remove*; a node still
+    /// holding the element live would then keep it for good (simulator seed 1416).
+    /// With the remove's dot in it, the tombstone waits until every node has merged
+    /// the remove. (A later remove here claims this node's earlier dots at key level,
+    /// which strips them from the tombstones; it joins its own dot in their place.)
+    pub fn remove_held(&mut self, safe: Option<&VersionVector>, by: Option<Dot>) {
+        if by.is_some_and(|by| self.seen.covers(by)) {
+            // This remove already ran here: the engine runs it with what is stable,
+            // then `KeyState::delete` (or `set`) with its own dot alone. Running it
+            // again would claim its dot at key level and strip it from the tombstones.
+            return;
+        }
         let claim = safe.map_or_else(|| self.seen.clone(), |safe| self.seen.meet(safe));
         self.removed.merge(&claim);
         let removed = &self.removed;
         let mut digest = self.digest;
         let mut live = self.live;
+        let mut seen = VersionVector::new();
         let mut order = self.order.as_deref_mut();
         self.entries.retain(|name, state| {
             digest ^= element_digest(name, state);
@@ -358,6 +375,10 @@ impl Elements {
             state.remove_observed(&own);
             let keep = canonical(state, removed);
             if keep {
+                if let Some(by) = by.filter(|by| !removed.covers(*by)) {
+                    state.witness(by);
+                    seen.add(by);
+                }
                 digest ^= element_digest(name, state);
             }
             if let Some(order) = order.as_deref_mut() {
@@ -367,6 +388,7 @@ impl Elements {
         });
         self.digest = digest;
         self.live = live;
+        self.seen.merge(&seen);
         debug_assert_eq!(self.live, 0);
     }
 

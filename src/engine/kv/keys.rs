@@ -200,9 +200,14 @@ impl KvEngine {
             collection => {
                 // The old key goes whole, then the elements are written anew: the key
                 // is replaced, as Redis replaces it, and ships whole.
-                if state.exists() || !state.is_blank() {
+                let dot = if state.exists() || !state.is_blank() {
                     state.delete(dot);
-                }
+                    // The old elements' tombstones carry the remove's dot: the new
+                    // elements are a write after it.
+                    ctx.next_dot()
+                } else {
+                    dot
+                };
                 match collection {
                     SnapshotValue::Hash(fields) => {
                         let elements = state.hash_mut();
@@ -251,18 +256,14 @@ impl KvEngine {
             Some(safe) => seen.meet(safe),
             None => seen,
         };
-        let beyond: Vec<(Bytes, KeyState)> = self
-            .keys
-            .iter()
-            .filter(|e| !claim.dominates(&e.state.causal_context()))
-            .map(|e| (e.key.clone(), e.state.clone()))
-            .collect();
+        let beyond: Vec<(Bytes, KeyState)> =
+            self.keys.iter().filter(|e| !claim.dominates(&e.state.causal_context())).map(|e| (e.key.clone(), e.state.clone())).collect();
         ctx.deltas.flushed(&claim, self.scope);
         self.record_flush(&claim, self.scope);
         self.keys.clear();
         for (key, mut state) in beyond {
             let hash = key_hash(&key);
-            state.clear_held(safe.as_ref());
+            state.clear_held(safe.as_ref(), Some(dot));
             ctx.deltas.key_changed(&key, &state);
             if self.keep_tombstones {
                 self.keys.put_tombstone(key, hash, state);

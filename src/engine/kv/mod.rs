@@ -214,7 +214,7 @@ impl KvEngine {
         // it replaces, not something concurrent with it.
         if let Some(mut tombstone) = self.keys.take_tombstone(&key, hash) {
             let safe = self.whole_key_safe(None);
-            tombstone.clear_held(safe.as_ref());
+            tombstone.clear_held(safe.as_ref(), None);
             state.merge(&tombstone);
         }
         if !self.keep_tombstones && state.element_tombstones() > 0 {
@@ -280,7 +280,7 @@ impl KvEngine {
     pub(super) fn remove_elements_for_write(&self, state: &mut KeyState, dot: Dot) {
         if state.has_collection() {
             let safe = self.whole_key_safe(Some(dot));
-            state.remove_elements(safe.as_ref());
+            state.remove_elements(safe.as_ref(), Some(dot));
         }
     }
 
@@ -289,9 +289,21 @@ impl KvEngine {
         let hash = key_hash(&key);
         let dbg = std::env::var("DBG_KEY").ok().is_some_and(|k| k.as_bytes() == key.as_ref());
         if dbg {
-            let f = |s: &KeyState| s.hash().map(|h| h.entries().map(|(n, e)| format!("{}:{}:{:?}", String::from_utf8_lossy(n), e.exists(), e.causal_context())).collect::<Vec<_>>());
+            let f = |s: &KeyState| {
+                s.hash().map(|h| {
+                    h.entries()
+                        .map(|(n, e)| format!("{}:{}:{:?}", String::from_utf8_lossy(n), e.exists(), e.causal_context()))
+                        .collect::<Vec<_>>()
+                })
+            };
             let here = self.keys.get(&key, hash).map(|e| f(&e.state));
-            eprintln!("DBG merge here={:?} tomb={:?} incoming={:?} removed={:?}", here, self.keys.tombstone(&key).map(|s| f(s)), f(&incoming), incoming.hash().map(|h| h.removed().clone()));
+            eprintln!(
+                "DBG merge here={:?} tomb={:?} incoming={:?} removed={:?}",
+                here,
+                self.keys.tombstone(&key).map(|s| f(s)),
+                f(&incoming),
+                incoming.hash().map(|h| h.removed().clone())
+            );
         }
         for (scope, seen) in &self.flushed {
             if scope.contains(&key) && incoming.has_dot_covered_by(seen) {

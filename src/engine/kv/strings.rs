@@ -102,7 +102,7 @@ impl KvEngine {
                     if let Some(safe) = safe.as_mut() {
                         safe.add(dot);
                     }
-                    state.remove_elements(safe.as_ref());
+                    state.remove_elements(safe.as_ref(), Some(dot));
                 }
                 state.set(dot, value.take().unwrap_or(StrVal::Int(0)), ttl);
                 ctx.deltas.key_changed(stored_key, state);

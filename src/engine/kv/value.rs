@@ -268,15 +268,16 @@ impl KeyState {
         // element's counter increments are absorbed where the remove ran, as floors the
         // tombstone carries (a merged remove absorbs none).
         let mut tombstone = self.clone();
-        tombstone.clear_held(safe);
+        tombstone.clear_held(safe, None);
         debug_assert!(!tombstone.exists());
         tombstone
     }
 
-    /// Remove everything held here, as a local whole-key remove with no new write: the
-    /// string part by its context, the elements as [`KeyState::remove_elements`] does.
-    pub fn clear_held(&mut self, safe: Option<&VersionVector>) {
-        self.remove_elements(safe);
+    /// Remove everything held here, as a local whole-key remove with no new write of
+    /// the key's own: the string part by its context, the elements as
+    /// [`KeyState::remove_elements`] does (`by`: the remove's dot, if it has one).
+    pub fn clear_held(&mut self, safe: Option<&VersionVector>, by: Option<Dot>) {
+        self.remove_elements(safe, by);
         let seen = self.string_context();
         self.remove_covered(&seen, true);
     }
@@ -516,15 +517,15 @@ impl KeyState {
         }
         let mut own = VersionVector::new();
         own.add(dot);
-        self.remove_elements(Some(&own));
+        self.remove_elements(Some(&own), Some(dot));
     }
 
     /// A whole-key remove of the collection parts on this node: every element held goes,
     /// exactly; the key-level claim covers only what `safe` covers (`None`: all seen,
-    /// on a node without peers).
-    pub fn remove_elements(&mut self, safe: Option<&VersionVector>) {
+    /// on a node without peers); `by`, the remove's dot, joins every tombstone left.
+    pub fn remove_elements(&mut self, safe: Option<&VersionVector>, by: Option<Dot>) {
         for part in self.collections_mut() {
-            part.remove_held(safe);
+            part.remove_held(safe, by);
         }
         self.normalize_collections();
     }
