@@ -217,11 +217,22 @@ impl KvEngine {
             tombstone.clear_held(safe.as_ref(), None);
             state.merge(&tombstone);
         }
-        if !self.keep_tombstones && state.element_tombstones() > 0 {
-            // A lone node has no one to tell: a removed element leaves nothing.
-            state.drop_element_tombstones();
-        }
         let part_only = !whole && state.has_collection();
+        if !self.keep_tombstones && state.exists() && state.element_tombstones() > 0 {
+            // A lone node has no one to tell: a removed element leaves nothing here.
+            // Its log still gets them, before they go: the counter floors a whole-key
+            // remove absorbed are what removes those increments again on recovery (a
+            // merged remove absorbs none), and replay drops them as this does.
+            let key = Bytes::copy_from_slice(&key);
+            if part_only {
+                ctx.deltas.key_part_changed(&key, &state.without_elements());
+            } else {
+                ctx.deltas.key_changed(&key, &state);
+            }
+            state.drop_element_tombstones();
+            self.keys.put(&key, hash, state);
+            return;
+        }
         if state.exists() {
             let entry = self.keys.put(&key, hash, state);
             drop(key);
@@ -287,24 +298,6 @@ impl KvEngine {
     /// Join a key state from elsewhere (recovery, a peer) into this shard.
     pub fn merge_key(&mut self, key: Bytes, mut incoming: KeyState) {
         let hash = key_hash(&key);
-        let dbg = std::env::var("DBG_KEY").ok().is_some_and(|k| k.as_bytes() == key.as_ref());
-        if dbg {
-            let f = |s: &KeyState| {
-                s.hash().map(|h| {
-                    h.entries()
-                        .map(|(n, e)| format!("{}:{}:{:?}", String::from_utf8_lossy(n), e.exists(), e.causal_context()))
-                        .collect::<Vec<_>>()
-                })
-            };
-            let here = self.keys.get(&key, hash).map(|e| f(&e.state));
-            eprintln!(
-                "DBG merge here={:?} tomb={:?} incoming={:?} removed={:?}",
-                here,
-                self.keys.tombstone(&key).map(|s| f(s)),
-                f(&incoming),
-                incoming.hash().map(|h| h.removed().clone())
-            );
-        }
         for (scope, seen) in &self.flushed {
             if scope.contains(&key) && incoming.has_dot_covered_by(seen) {
                 incoming.remove_observed(seen);
