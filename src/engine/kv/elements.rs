@@ -8,16 +8,20 @@
 //! element's newest write without another's older one, and a single causal context
 //! for the whole key would then claim writes it never saw. An element's state always
 //! travels whole, so its own context is exact; the key-level `removed` context is only
-//! ever written by a remove that saw the whole key, and it removes what happened
-//! before that remove (a write a node made before one the remover had seen counts as
-//! seen: the node's own writes are ordered). The merge is the causal join, element by
-//! element, so it is commutative, associative and idempotent whatever order deltas
-//! arrive in (tested in `value_laws`).
+//! ever written by a whole-key remove, and only with writes its node is sure to have
+//! held all of: its own and the causally stable ones (an element's context can name a
+//! write of another node that never arrived here; see [`Elements::remove_held`]).
+//! Each element it held goes by that element's own history. The merge is the causal
+//! join, element by element, so it is commutative, associative and idempotent whatever
+//! order deltas arrive in (tested in `value_laws`).
 //!
 //! A removed element leaves a tombstone (its name and the dots it removed) until the
 //! removal is causally stable (`KvEngine::forget_stable`): without causal delivery (our
 //! links drop a window on overflow and anti-entropy repairs out of order) a late copy
-//! of the removed write would otherwise come back. A whole-key remove leaves none.
+//! of the removed write would otherwise come back. A whole-key remove leaves one only
+//! for an element holding writes it cannot claim at key level (see
+//! [`Elements::remove_held`]), and joins its own dot to it, so that it waits for the
+//! remove to be stable.
 //!
 //! Element states are [`KeyState`]s without a TTL or elements of their own: a hash
 //! field is a register or a counter exactly as a string key is (HSET is SET, HINCRBY is
