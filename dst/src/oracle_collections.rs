@@ -48,7 +48,8 @@ pub struct CollOp {
     pub writes: Vec<(Bytes, Write)>,
     /// Elements removed (each by its context in `element_ctx`).
     pub removes: Vec<Bytes>,
-    /// A whole-key remove by `key_ctx` (DEL; the first half of a STORE).
+    /// A whole-key remove (DEL; the first half of a STORE): of every live element, by
+    /// its context in `element_ctx`.
     pub remove_all: bool,
     /// The key's causal context on the writer just before the write.
     pub key_ctx: VersionVector,
@@ -76,11 +77,13 @@ impl CollOp {
         if self.writes.iter().any(|(e, w)| e == element && matches!(w, Write::Value(_))) && self.element_covers(element, by.dot) {
             return true;
         }
+        // A whole-key remove removes what it held: each live element by its own context
+        // (not by the key's context, which may name writes relayed in another
+        // element's history that this node never received; see
+        // `Elements::remove_held`). Increments too: it absorbs those it held.
         if self.remove_all {
-            return match write {
-                Write::Incr => self.element_covers(element, by.dot),
-                _ => self.key_ctx.covers(by.dot),
-            };
+            let _ = write;
+            return self.element_covers(element, by.dot);
         }
         false
     }
@@ -263,16 +266,20 @@ mod tests {
     }
 
     #[test]
-    fn a_del_removes_values_by_key_context_and_increments_only_where_held() {
+    fn a_del_removes_what_it_held_and_nothing_its_key_context_only_names() {
         let mut put = op(dot(1, 1));
-        put.writes = vec![(b("f"), Write::Value(b("x")))];
+        put.writes = vec![(b("f"), Write::Value(b("x"))), (b("g"), Write::Value(b("y")))];
         let mut incr = op(dot(2, 2));
         incr.writes = vec![(b("n"), Write::Incr)];
         let mut del = op(dot(5, 3));
         del.remove_all = true;
+        // The DEL's node held `f` only; it learnt of dots (1, 1) and (2, 2) through
+        // other elements' histories, and never held `g` or `n`.
         del.key_ctx = seen(&[dot(1, 1), dot(2, 2)]);
+        del.element_ctx.insert(b("f"), seen(&[dot(1, 1)]));
         let result = bounds(&[put, incr, del], true);
         assert!(!result.must.contains_key(&b("f")));
+        assert!(result.must.contains_key(&b("g")), "the DEL never held g");
         assert!(result.must.contains_key(&b("n")), "the DEL never held the increment");
     }
 }

@@ -83,6 +83,14 @@ impl VersionVector {
         }
     }
 
+    /// Greatest lower bound: per node, the smaller entry (a node missing from either
+    /// is missing from the result).
+    pub fn meet(&self, other: &VersionVector) -> VersionVector {
+        let entries =
+            self.entries.iter().filter_map(|&(node, hlc)| Some((node, hlc.min(other.get(node)))).filter(|e| e.1 > Hlc::ZERO)).collect();
+        VersionVector { entries }
+    }
+
     /// Whether every entry of `other` is covered by `self`.
     pub fn dominates(&self, other: &VersionVector) -> bool {
         other.entries.iter().all(|&(node, hlc)| hlc <= self.get(node))

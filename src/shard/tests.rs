@@ -45,3 +45,22 @@ fn a_removed_set_member_leaves_a_tombstone_until_the_removal_is_stable() {
     let members = shard.apply(set(crate::command::SetCommand::Members(b("s"))), 13);
     assert_eq!(members, ShardReply::Frame(Frame::Set(vec![Frame::Bulk(b("b"))])));
 }
+
+#[test]
+fn a_lone_nodes_log_replays_a_del_that_absorbed_a_fields_increments() {
+    // A node without peers keeps no element tombstone, but its log must carry the
+    // counter floors a DEL absorbed: replay merges the DEL, and a merged remove
+    // absorbs no increment itself (simulator: single-node seed 27).
+    let mut config = ShardConfig::new(0, 1);
+    config.record_deltas = true;
+    let mut shard = Shard::new(config);
+    let b = |s: &'static str| Bytes::from_static(s.as_bytes());
+    let hash = |cmd: crate::command::HashCommand| ShardOp::Key(KeyCommand::Hash(cmd));
+    let incr = hash(crate::command::HashCommand::IncrByFloat { key: b("h"), field: b("f"), by: -1.0 });
+    assert_eq!(shard.apply(incr, 10), ShardReply::Frame(Frame::Bulk(b("-1"))));
+    assert_eq!(shard.apply(ShardOp::Del(vec![b("h")]), 11), ShardReply::Count(1));
+    let log = shard.drain_deltas().decode().expect("the shard's own log decodes");
+    let mut recovered = [Shard::new(ShardConfig::new(0, 1))];
+    merge_recovered(&mut recovered, log);
+    assert_eq!(recovered[0].kv.keys.len(), 0, "the DEL's replay removes the increment too");
+}

@@ -134,13 +134,10 @@ impl Sim {
     /// After quiescence (replicas already identical): every collection key on `node`
     /// within the oracle's bounds, and no sure write lost.
     pub(super) fn check_collections(&mut self, node: usize) {
-        // Open issues (docs/testing.md, "Sets in the simulator") make this check fail
-        // about one replicated seed in 250 even without crashes; until they are
-        // understood it runs only when asked: DST_CHECK_COLLECTIONS=1.
-        if std::env::var_os("DST_CHECK_COLLECTIONS").is_none() {
-            return;
-        }
-        if self.oracle.collections.restarted {
+        // Runs with a restart are checked for convergence only until the open issues of
+        // docs/testing.md ("Sets in the simulator") are settled; DST_CHECK_AFTER_RESTART=1
+        // checks them too.
+        if self.oracle.collections.restarted && std::env::var_os("DST_CHECK_AFTER_RESTART").is_none() {
             let keys = self.oracle.collections.ops.len();
             self.log(format!("{keys} hash and set keys checked for convergence only: a node restarted (open issues, docs/testing.md)"));
             return;

@@ -8,16 +8,20 @@
 //! element's newest write without another's older one, and a single causal context
 //! for the whole key would then claim writes it never saw. An element's state always
 //! travels whole, so its own context is exact; the key-level `removed` context is only
-//! ever written by a remove that saw the whole key, and it removes what happened
-//! before that remove (a write a node made before one the remover had seen counts as
-//! seen: the node's own writes are ordered). The merge is the causal join, element by
-//! element, so it is commutative, associative and idempotent whatever order deltas
-//! arrive in (tested in `value_laws`).
+//! ever written by a whole-key remove, and only with writes its node is sure to have
+//! held all of: its own and the causally stable ones (an element's context can name a
+//! write of another node that never arrived here; see [`Elements::remove_held`]).
+//! Each element it held goes by that element's own history. The merge is the causal
+//! join, element by element, so it is commutative, associative and idempotent whatever
+//! order deltas arrive in (tested in `value_laws`).
 //!
 //! A removed element leaves a tombstone (its name and the dots it removed) until the
 //! removal is causally stable (`KvEngine::forget_stable`): without causal delivery (our
 //! links drop a window on overflow and anti-entropy repairs out of order) a late copy
-//! of the removed write would otherwise come back. A whole-key remove leaves none.
+//! of the removed write would otherwise come back. A whole-key remove leaves one only
+//! for an element holding writes it cannot claim at key level (see
+//! [`Elements::remove_held`]), and joins its own dot to it, so that it waits for the
+//! remove to be stable.
 //!
 //! Element states are [`KeyState`]s without a TTL or elements of their own: a hash
 //! field is a register or a counter exactly as a string key is (HSET is SET, HINCRBY is
@@ -35,7 +39,7 @@ use super::collection_writes::Part;
 use super::merkle;
 use super::score_order::ScoreOrder;
 use super::value::KeyState;
-use crate::crdt::{Hlc, NodeId, VersionVector};
+use crate::crdt::{Dot, Hlc, NodeId, VersionVector};
 
 /// Up to this many entries (Redis's default `hash-max-listpack-entries`) a removal
 /// keeps the order of the others (as a listpack does); past it, removal swaps the last entry in (O(1), as a hashtable's order is
@@ -215,7 +219,7 @@ impl Elements {
     }
 
     /// The newest dot among live elements (which type a clash shows; O(n), clashes only).
-    pub fn newest_live_dot(&self) -> Option<crate::crdt::Dot> {
+    pub fn newest_live_dot(&self) -> Option<Dot> {
         self.iter().filter_map(|(_, s)| s.newest_dot()).max()
     }
 
@@ -360,6 +364,71 @@ impl Elements {
         });
         self.digest = digest;
         self.live = live;
+    }
+
+    /// A whole-key remove run on this node (DEL, a SET or STORE over the key, RESTORE
+    /// REPLACE, FLUSHALL, expiry): every element held here goes, each by exactly its
+    /// own history, and the key-level `removed` context grows only by what `safe`
+    /// covers: the writes this node is sure to hold *all* of (its own, and what is
+    /// causally stable). Why not all it has seen: an element's context can name a
+    /// write this node never received (another node's SMOVE relays member `b`'s
+    /// history, whose dot also wrote member `a`; an increment relays the register it
+    /// sits on), and a key-level claim over it would remove `a` on every replica
+    /// although no remove here ever held it (simulator seed 50265). An element with
+    /// history above `safe` stays as an exact tombstone until it is stable (GC), so a
+    /// remove of a collection whose writes are all stable stays O(1) in what it ships.
+    /// `safe` `None`: claim everything seen (a node without peers, where every write
+    /// is its own or recovered whole).
+    ///
+    /// `by`: the remove's own dot (`None` for an expiry, which every node runs itself),
+    /// joined to the context of every tombstone left. Why: tombstone GC drops an
+    /// element tombstone once `stable` covers its context, and a context of the
+    /// removed writes alone is stable as soon as every node holds *those writes*,
+    /// whether or not any node but this one has received the *remove*; a node still
+    /// holding the element live would then keep it for good (simulator seed 1416).
+    /// With the remove's dot in it, the tombstone waits until every node has merged
+    /// the remove. (A later remove here claims this node's earlier dots at key level,
+    /// which strips them from the tombstones; it joins its own dot in their place.)
+    pub fn remove_held(&mut self, safe: Option<&VersionVector>, by: Option<Dot>) {
+        if by.is_some_and(|by| self.seen.covers(by)) {
+            // This remove already ran here: the engine runs it with what is stable,
+            // then `KeyState::delete` (or `set`) with its own dot alone. Running it
+            // again would claim its dot at key level and strip it from the tombstones.
+            return;
+        }
+        let claim = safe.map_or_else(|| self.seen.clone(), |safe| self.seen.meet(safe));
+        self.removed.merge(&claim);
+        let removed = &self.removed;
+        let mut digest = self.digest;
+        let mut live = self.live;
+        let mut seen = VersionVector::new();
+        let mut order = self.order.as_deref_mut();
+        self.entries.retain(|name, state| {
+            digest ^= element_digest(name, state);
+            let old_score = order.is_some().then(|| live_score(state)).flatten();
+            if state.exists() {
+                live -= 1;
+            }
+            let own = state.causal_context();
+            // Its values go and its increments are absorbed (floors kept until GC).
+            state.remove_observed(&own);
+            let keep = canonical(state, removed);
+            if keep {
+                if let Some(by) = by.filter(|by| !removed.covers(*by)) {
+                    state.witness(by);
+                    seen.add(by);
+                }
+                digest ^= element_digest(name, state);
+            }
+            if let Some(order) = order.as_deref_mut() {
+                order.update(name, old_score, None);
+            }
+            keep
+        });
+        self.digest = digest;
+        self.live = live;
+        self.seen.merge(&seen);
+        debug_assert_eq!(self.live, 0);
     }
 
     /// Drop the element tombstones `stable` covers (tombstone GC); returns how many.

@@ -211,6 +211,8 @@ impl KvEngine {
         let ttl = snapshot.expire_at_ms.map_or(SetTtl::Clear, SetTtl::At);
         let dot = ctx.next_dot();
         let mut state = old.unwrap_or_default();
+        // The old key goes whole (its elements claimed only as far as is safe).
+        self.remove_elements_for_write(&mut state, dot);
         match snapshot.value {
             SnapshotValue::String(value) => {
                 state.set(dot, value, ttl);
@@ -219,9 +221,14 @@ impl KvEngine {
             collection => {
                 // The old key goes whole, then the elements are written anew: the key
                 // is replaced, as Redis replaces it, and ships whole.
-                if state.exists() || !state.is_blank() {
+                let dot = if state.exists() || !state.is_blank() {
                     state.delete(dot);
-                }
+                    // The old elements' tombstones carry the remove's dot: the new
+                    // elements are a write after it.
+                    ctx.next_dot()
+                } else {
+                    dot
+                };
                 match collection {
                     SnapshotValue::Hash(fields) => {
                         let elements = state.hash_mut();
@@ -253,8 +260,12 @@ impl KvEngine {
         true
     }
 
-    /// Remove every key (FLUSHALL/FLUSHDB). The delta carries everything this shard had
-    /// seen, so replaying it removes exactly that.
+    /// Remove every key (FLUSHALL/FLUSHDB). The flush record claims, for every key at
+    /// once, what this shard had seen as far as that is safe to claim (its own writes
+    /// and what is causally stable; see `Elements::remove_held` for why not more): so
+    /// replaying it removes no write it never held. A key holding writes beyond that
+    /// claim is removed on its own, exactly (a tombstone of what it held), as expiry
+    /// removes a key.
     pub fn flush(&mut self, ctx: &mut WriteCtx) {
         let dot = ctx.next_dot();
         let mut seen = crate::crdt::VersionVector::new();
@@ -262,9 +273,24 @@ impl KvEngine {
         for entry in self.keys.iter() {
             seen.merge(&entry.state.causal_context());
         }
-        ctx.deltas.flushed(&seen, self.scope);
-        self.record_flush(&seen, self.scope);
+        let safe = self.whole_key_safe(Some(dot));
+        let claim = match &safe {
+            Some(safe) => seen.meet(safe),
+            None => seen,
+        };
+        let beyond: Vec<(Bytes, KeyState)> =
+            self.keys.iter().filter(|e| !claim.dominates(&e.state.causal_context())).map(|e| (e.key.clone(), e.state.clone())).collect();
+        ctx.deltas.flushed(&claim, self.scope);
+        self.record_flush(&claim, self.scope);
         self.keys.clear();
+        for (key, mut state) in beyond {
+            let hash = key_hash(&key);
+            state.clear_held(safe.as_ref(), Some(dot));
+            ctx.deltas.key_changed(&key, &state);
+            if self.keep_tombstones {
+                self.keys.put_tombstone(key, hash, state);
+            }
+        }
     }
 
     /// KEYS: every live key matching `pattern`.

@@ -126,6 +126,10 @@ pub struct KvEngine {
     /// `forgotten`, which whole key states arriving for absent keys are filtered by, so
     /// that collecting a hash field's tombstone never changes how string keys merge.
     forgotten_elements: VersionVector,
+    /// The newest causally stable vector seen (tombstone GC, or its replay): every
+    /// node holds every write it covers. What a whole-key remove may claim at key level
+    /// beyond this node's own writes (see `Elements::remove_held`).
+    stable: VersionVector,
     /// Tombstones dropped as causally stable since start.
     pub tombstones_dropped: u64,
     /// What OBJECT ENCODING reports, by size.
@@ -165,7 +169,8 @@ impl KvEngine {
             if !record && !self.keep_tombstones {
                 return;
             }
-            let tombstone = state.expired_tombstone();
+            let safe = self.whole_key_safe(None);
+            let tombstone = state.expired_tombstone(safe.as_ref());
             let key = Bytes::copy_from_slice(key);
             if self.keep_tombstones {
                 self.keys.put_tombstone(key.clone(), hash, tombstone.clone());
@@ -210,11 +215,26 @@ impl KvEngine {
         // the tombstone holds (a TTL write that arrived after the delete, say) is what
         // it replaces, not something concurrent with it.
         if let Some(mut tombstone) = self.keys.take_tombstone(&key, hash) {
-            let seen = tombstone.causal_context();
-            tombstone.remove_observed(&seen);
+            let safe = self.whole_key_safe(None);
+            tombstone.clear_held(safe.as_ref(), None);
             state.merge(&tombstone);
         }
         let part_only = !whole && state.has_collection();
+        if !self.keep_tombstones && state.exists() && state.element_tombstones() > 0 {
+            // A lone node has no one to tell: a removed element leaves nothing here.
+            // Its log still gets them, before they go: the counter floors a whole-key
+            // remove absorbed are what removes those increments again on recovery (a
+            // merged remove absorbs none), and replay drops them as this does.
+            let key = Bytes::copy_from_slice(&key);
+            if part_only {
+                ctx.deltas.key_part_changed(&key, &state.without_elements());
+            } else {
+                ctx.deltas.key_changed(&key, &state);
+            }
+            state.drop_element_tombstones();
+            self.keys.put(&key, hash, state);
+            return;
+        }
         if state.exists() {
             let entry = self.keys.put(&key, hash, state);
             drop(key);
@@ -245,11 +265,36 @@ impl KvEngine {
             return false;
         };
         let dot = ctx.next_dot();
+        self.remove_elements_for_write(&mut state, dot);
         state.delete(dot);
         // Whole: what is left of a collection's elements are the counter floors the
-        // DEL absorbed, which its peers need (a merged remove absorbs nothing itself).
+        // DEL absorbed and the exact tombstones of elements not yet stable, which its
+        // peers need (a merged remove absorbs nothing itself).
         self.commit_new(ctx, key.clone(), hash, state);
         true
+    }
+
+    /// What a whole-key remove here may claim at key level beyond each element's own
+    /// history: this node's writes up to `dot` and what is causally stable; `None` (all
+    /// it has seen) on a node without peers.
+    fn whole_key_safe(&self, dot: Option<Dot>) -> Option<VersionVector> {
+        if !self.keep_tombstones {
+            return None;
+        }
+        let mut safe = self.stable.clone();
+        if let Some(dot) = dot {
+            safe.add(dot);
+        }
+        Some(safe)
+    }
+
+    /// Before a write that replaces the whole key at `dot` (DEL, a STORE, RESTORE): its
+    /// collection parts go, claiming only what is safe (see `whole_key_safe`).
+    pub(super) fn remove_elements_for_write(&self, state: &mut KeyState, dot: Dot) {
+        if state.has_collection() {
+            let safe = self.whole_key_safe(Some(dot));
+            state.remove_elements(safe.as_ref(), Some(dot));
+        }
     }
 
     /// Join a key state from elsewhere (recovery, a peer) into this shard.
@@ -329,6 +374,7 @@ impl KvEngine {
     /// Returns how many key tombstones and element tombstones were dropped; `stable` is
     /// remembered (in `forgotten`, `forgotten_elements`) only where one was.
     pub fn forget_stable(&mut self, stable: &VersionVector) -> (usize, usize) {
+        self.stable.merge(stable);
         let keys = self.keys.drop_tombstones_where(|state| stable.dominates(&state.causal_context()));
         let elements = self.forget_element_tombstones(stable);
         if keys > 0 {
@@ -344,6 +390,8 @@ impl KvEngine {
     /// Replay a recorded tombstone GC (recovery, checkpoints): of key tombstones, or of
     /// element tombstones.
     pub fn merge_forget(&mut self, below: &VersionVector, elements: bool) {
+        // A recorded GC was of stable writes.
+        self.stable.merge(below);
         if elements {
             self.forgotten_elements.merge(below);
             self.forget_element_tombstones(below);

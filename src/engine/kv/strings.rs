@@ -90,11 +90,20 @@ impl KvEngine {
         }
         // The common case, an existing key, is changed in place: one lookup, no copy.
         let mut value = Some(StrVal::from_bytes(value));
+        // A SET over a collection removes its elements, claiming only what is safe.
+        let stable = self.whole_key_safe(None);
         let updated = self.keys.update(&key, hash, |stored_key, state| {
             let old_value = if reply == SetReply::OldValue { state.read() } else { None };
             let allowed = condition != SetCondition::IfAbsent;
             if allowed {
                 let dot = ctx.next_dot();
+                if state.has_collection() {
+                    let mut safe = stable;
+                    if let Some(safe) = safe.as_mut() {
+                        safe.add(dot);
+                    }
+                    state.remove_elements(safe.as_ref(), Some(dot));
+                }
                 state.set(dot, value.take().unwrap_or(StrVal::Int(0)), ttl);
                 ctx.deltas.key_changed(stored_key, state);
             }
@@ -189,6 +198,7 @@ impl KvEngine {
     pub(super) fn write_whole_value(&mut self, ctx: &mut WriteCtx, key: Bytes, hash: u64, old: Option<KeyState>, value: Bytes) {
         let dot = ctx.next_dot();
         let mut state = old.unwrap_or_default();
+        self.remove_elements_for_write(&mut state, dot);
         state.set(dot, StrVal::from_bytes(value), SetTtl::Keep);
         self.commit(ctx, key, hash, state);
     }

@@ -264,13 +264,23 @@ impl KeyState {
 
     /// What is left of this state once it expires: removal metadata that, merged
     /// anywhere, removes exactly what expired and nothing written after.
-    pub fn expired_tombstone(&self) -> KeyState {
-        // Elements included: an element's counter increments are absorbed where the
-        // remove ran, as floors the tombstone carries (a merged remove absorbs none).
+    pub fn expired_tombstone(&self, safe: Option<&VersionVector>) -> KeyState {
+        // Elements included: each goes by its own history (see `remove_elements`); an
+        // element's counter increments are absorbed where the remove ran, as floors the
+        // tombstone carries (a merged remove absorbs none).
         let mut tombstone = self.clone();
-        tombstone.remove_observed(&self.causal_context());
+        tombstone.clear_held(safe, None);
         debug_assert!(!tombstone.exists());
         tombstone
+    }
+
+    /// Remove everything held here, as a local whole-key remove with no new write of
+    /// the key's own: the string part by its context, the elements as
+    /// [`KeyState::remove_elements`] does (`by`: the remove's dot, if it has one).
+    pub fn clear_held(&mut self, safe: Option<&VersionVector>, by: Option<Dot>) {
+        self.remove_elements(safe, by);
+        let seen = self.string_context();
+        self.remove_covered(&seen, true);
     }
 
     pub fn parts(&self) -> KeyStatePartsRef<'_> {
@@ -459,7 +469,7 @@ impl KeyState {
 
     /// SET and every command that writes a whole new value (APPEND, SETRANGE, GETSET...).
     pub fn set(&mut self, dot: Dot, value: StrVal, ttl: SetTtl) {
-        self.remove_observed_elements();
+        self.remove_observed_elements(dot);
         self.mutate(dot, |s| {
             s.value.write(dot, value);
             if !crate::bugs::active(crate::bugs::Bug::SetKeepsIncrements) {
@@ -489,7 +499,7 @@ impl KeyState {
     /// DEL: remove everything observed. The result is a tombstone unless it merged
     /// unobserved increments (it never has, locally).
     pub fn delete(&mut self, dot: Dot) {
-        self.remove_observed_elements();
+        self.remove_observed_elements(dot);
         self.mutate(dot, |s| {
             s.value.clear();
             s.absorb_counters();
@@ -498,12 +508,27 @@ impl KeyState {
         debug_assert!(!self.exists());
     }
 
-    /// A local write of the whole key (SET, DEL) replaces every element it has seen.
-    fn remove_observed_elements(&mut self) {
-        for part in self.collections_mut() {
-            let seen = part.context();
-            part.remove_observed(&seen, true);
+    /// A local write of the whole key (SET, DEL) at `dot` replaces every element held,
+    /// claiming at key level only this node's own writes (see
+    /// [`Elements::remove_held`]). The engine first calls [`KeyState::remove_elements`]
+    /// with what is causally stable too, which makes the claim (and what ships) smaller.
+    fn remove_observed_elements(&mut self, dot: Dot) {
+        if self.collections.is_none() {
+            return;
         }
+        let mut own = VersionVector::new();
+        own.add(dot);
+        self.remove_elements(Some(&own), Some(dot));
+    }
+
+    /// A whole-key remove of the collection parts on this node: every element held goes,
+    /// exactly; the key-level claim covers only what `safe` covers (`None`: all seen,
+    /// on a node without peers); `by`, the remove's dot, joins every tombstone left.
+    pub fn remove_elements(&mut self, safe: Option<&VersionVector>, by: Option<Dot>) {
+        for part in self.collections_mut() {
+            part.remove_held(safe, by);
+        }
+        self.normalize_collections();
     }
 
     /// EXPIRE family with a future instant.

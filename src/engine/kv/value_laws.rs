@@ -6,12 +6,14 @@
 //! element-sized deltas in any order equals merging the full states, and the
 //! concurrent outcomes users are promised.
 
+use std::collections::BTreeSet;
+
 use bytes::Bytes;
 use proptest::prelude::*;
 
 use super::collection_writes::Part;
 use super::value::{KeyKind, KeyState, MEMBER_MARK, SetTtl, StrVal, score_value};
-use crate::crdt::{Dot, Hlc, HlcClock, NodeId};
+use crate::crdt::{Dot, Hlc, HlcClock, NodeId, VersionVector};
 
 /// One step of a random multi-replica history.
 #[derive(Clone, Debug)]
@@ -52,6 +54,12 @@ enum Step {
     /// Merge one of replica .0's deltas (picked by .2) into replica .1: deltas arrive
     /// late, out of order and twice.
     Deliver(usize, usize, usize),
+    /// Merge replica .0's oldest delta that replica .1 does not hold yet into it: an
+    /// ordered link, so that what every replica holds grows as a prefix (stability).
+    Ship(usize, usize),
+    /// Tombstone GC on replica .0 at the causally stable vector (what every replica
+    /// has merged without a gap), as `KvEngine::forget_stable` runs it on a live key.
+    Forget(usize),
 }
 
 const REPLICAS: usize = 3;
@@ -83,12 +91,86 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
+/// [`step`], with tombstone GC at the stable vector now and then, and more of what
+/// makes element tombstones: element writes and removes, whole-key removes, single
+/// deltas delivered (a whole-state sync makes everything before it stable at once).
+fn step_with_gc() -> impl Strategy<Value = Step> {
+    let r = 0..REPLICAS;
+    prop_oneof![
+        4 => step(),
+        2 => (r.clone(), 0u8..3, -5i64..5).prop_map(|(r, f, v)| Step::HSet(r, f, v)),
+        1 => (r.clone(), 0u8..3).prop_map(|(r, f)| Step::HDel(r, f)),
+        1 => (r.clone(), 0u8..3).prop_map(|(r, m)| Step::SAdd(r, m)),
+        2 => r.clone().prop_map(Step::Del),
+        2 => (r.clone(), r.clone(), 0usize..64).prop_map(|(a, b, i)| Step::Deliver(a, b, i)),
+        8 => (r.clone(), r.clone()).prop_map(|(a, b)| Step::Ship(a, b)),
+        2 => r.prop_map(Step::Forget),
+    ]
+}
+
 struct Replica {
     node: NodeId,
     clock: HlcClock,
     state: KeyState,
     /// Every delta this replica's own writes produced, as the engine ships them.
     deltas: Vec<KeyState>,
+    /// The stamp of each of `deltas`.
+    stamps: Vec<Hlc>,
+    /// Per origin replica, which of its deltas this state holds (its own included).
+    merged: Vec<BTreeSet<usize>>,
+    /// What collected element tombstones covered here (`forgotten_elements`).
+    forgotten: VersionVector,
+}
+
+fn replicas() -> Vec<Replica> {
+    (0..REPLICAS)
+        .map(|i| Replica {
+            node: i as NodeId + 1,
+            clock: HlcClock::new(),
+            state: KeyState::new(),
+            deltas: Vec::new(),
+            stamps: Vec::new(),
+            merged: vec![BTreeSet::new(); REPLICAS],
+            forgotten: VersionVector::new(),
+        })
+        .collect()
+}
+
+/// The causally stable vector: per origin, the newest stamp below which every replica
+/// holds every one of its deltas (`replication::stability`).
+fn stable(replicas: &[Replica]) -> VersionVector {
+    let mut stable = VersionVector::new();
+    for (o, origin) in replicas.iter().enumerate() {
+        let prefix = |r: &Replica| (0..).take_while(|i| r.merged[o].contains(i)).count();
+        let held = replicas.iter().map(prefix).min().unwrap_or(0);
+        if held > 0 {
+            stable.add(Dot::new(origin.stamps[held - 1], origin.node));
+        }
+    }
+    stable
+}
+
+/// Merge replica `from`'s delta `i` into `to`.
+fn deliver(replicas: &mut [Replica], from: usize, to: usize, i: usize, now_ms: u64) {
+    let delta = replicas[from].deltas[i].clone();
+    let hlc = delta.max_hlc();
+    let to = &mut replicas[to];
+    to.clock.observe(hlc, now_ms, 2_000);
+    to.state.merge_forgetting(&delta, &to.forgotten);
+    to.merged[from].insert(i);
+}
+
+/// Merge replica `from`'s whole state into `to` (anti-entropy).
+fn sync(replicas: &mut [Replica], from: usize, to: usize, now_ms: u64) {
+    let incoming = replicas[from].state.clone();
+    let hlc = replicas[from].clock.last();
+    let merged = replicas[from].merged.clone();
+    let to = &mut replicas[to];
+    to.clock.observe(hlc, now_ms, 2_000);
+    to.state.merge_forgetting(&incoming, &to.forgotten);
+    for (mine, theirs) in to.merged.iter_mut().zip(merged) {
+        mine.extend(theirs);
+    }
 }
 
 fn field(f: u8) -> Bytes {
@@ -105,7 +187,14 @@ impl Replica {
     fn key_write(&mut self, dot: Dot, write: impl FnOnce(&mut KeyState, Dot), touches_elements: bool) {
         write(&mut self.state, dot);
         let delta = if touches_elements || !self.state.has_collection() { self.state.clone() } else { self.state.without_elements() };
+        self.push(dot, delta);
+    }
+
+    fn push(&mut self, dot: Dot, delta: KeyState) {
+        let own = (self.node - 1) as usize;
+        self.merged[own].insert(self.deltas.len());
         self.deltas.push(delta);
+        self.stamps.push(dot.hlc);
     }
 
     /// A write to one hash field (when the key is not a string).
@@ -115,7 +204,7 @@ impl Replica {
         }
         let name = field(f);
         let part = self.state.hash_mut().write(&name, |s| write(s, dot));
-        self.deltas.push(KeyState::hash_delta([(name, part)]));
+        self.push(dot, KeyState::hash_delta([(name, part)]));
     }
 
     /// A write to one set member (when the key is a set or absent), as the engine
@@ -126,7 +215,7 @@ impl Replica {
         }
         let name = member(m);
         let part = self.state.set_mut().write(&name, |s| write(s, dot));
-        self.deltas.push(KeyState::set_delta([(name, part)]));
+        self.push(dot, KeyState::set_delta([(name, part)]));
     }
 }
 
@@ -139,7 +228,7 @@ impl Replica {
         }
         let name = member(m);
         let part = self.state.part_mut(Part::Zset).write(&name, |s| write(s, dot));
-        self.deltas.push(KeyState::part_delta(Part::Zset, [(name, part)]));
+        self.push(dot, KeyState::part_delta(Part::Zset, [(name, part)]));
     }
 }
 
@@ -185,9 +274,7 @@ fn score_order_matches_members(state: &KeyState) -> bool {
 
 /// Run a history; returns the replicas' states.
 fn run(steps: &[Step]) -> Vec<KeyState> {
-    let mut replicas: Vec<Replica> = (0..REPLICAS)
-        .map(|i| Replica { node: i as NodeId + 1, clock: HlcClock::new(), state: KeyState::new(), deltas: Vec::new() })
-        .collect();
+    let mut replicas = replicas();
     run_into(steps, &mut replicas);
     replicas.into_iter().map(|r| r.state).collect()
 }
@@ -199,11 +286,27 @@ fn run_into(steps: &[Step], replicas: &mut [Replica]) {
         match *step {
             Step::Set(r, v) => {
                 let d = dot(&mut replicas[r]);
-                replicas[r].key_write(d, |s, d| s.set(d, StrVal::Int(v), SetTtl::Clear), true);
+                let safe = whole_key_safe(replicas, d);
+                replicas[r].key_write(
+                    d,
+                    |s, d| {
+                        s.remove_elements(Some(&safe), Some(d));
+                        s.set(d, StrVal::Int(v), SetTtl::Clear)
+                    },
+                    true,
+                );
             }
             Step::SetText(r, v) => {
                 let d = dot(&mut replicas[r]);
-                replicas[r].key_write(d, |s, d| s.set(d, StrVal::Raw(Bytes::from(vec![b'a' + v])), SetTtl::Keep), true);
+                let safe = whole_key_safe(replicas, d);
+                replicas[r].key_write(
+                    d,
+                    |s, d| {
+                        s.remove_elements(Some(&safe), Some(d));
+                        s.set(d, StrVal::Raw(Bytes::from(vec![b'a' + v])), SetTtl::Keep)
+                    },
+                    true,
+                );
             }
             Step::Incr(r, v) => {
                 if matches!(replicas[r].state.kind(), Some(KeyKind::Hash | KeyKind::Set | KeyKind::Zset | KeyKind::List)) {
@@ -221,7 +324,15 @@ fn run_into(steps: &[Step], replicas: &mut [Replica]) {
             }
             Step::Del(r) => {
                 let d = dot(&mut replicas[r]);
-                replicas[r].key_write(d, |s, d| s.delete(d), true);
+                let safe = whole_key_safe(replicas, d);
+                replicas[r].key_write(
+                    d,
+                    |s, d| {
+                        s.remove_elements(Some(&safe), Some(d));
+                        s.delete(d)
+                    },
+                    true,
+                );
             }
             Step::Expire(r, at) => {
                 let d = dot(&mut replicas[r]);
@@ -313,29 +424,43 @@ fn run_into(steps: &[Step], replicas: &mut [Replica]) {
                 replicas[r].list_write(Bytes::from(name), |s| s.set(d, StrVal::Int(v as i64), SetTtl::Keep));
             }
             Step::Deliver(from, to, i) => {
-                if replicas[from].deltas.is_empty() {
-                    continue;
+                if !replicas[from].deltas.is_empty() {
+                    let i = i % replicas[from].deltas.len();
+                    deliver(replicas, from, to, i, now_ms);
                 }
-                let delta = replicas[from].deltas[i % replicas[from].deltas.len()].clone();
-                let hlc = delta.max_hlc();
-                replicas[to].clock.observe(hlc, now_ms, 2_000);
-                replicas[to].state.merge(&delta);
             }
-            Step::Sync(from, to) => {
-                let incoming = replicas[from].state.clone();
-                let hlc = replicas[from].clock.last();
-                replicas[to].clock.observe(hlc, now_ms, 2_000);
-                replicas[to].state.merge(&incoming);
+            Step::Ship(from, to) => {
+                if let Some(i) = (0..replicas[from].deltas.len()).find(|i| !replicas[to].merged[from].contains(i)) {
+                    deliver(replicas, from, to, i, now_ms);
+                }
             }
+            Step::Sync(from, to) => sync(replicas, from, to, now_ms),
+            Step::Forget(r) => forget(replicas, r),
         }
+    }
+}
+
+/// What a whole-key remove at `dot` may claim at key level: the writer's own writes
+/// and what is stable (`KvEngine::whole_key_safe`).
+fn whole_key_safe(replicas: &[Replica], dot: Dot) -> VersionVector {
+    let mut safe = stable(replicas);
+    safe.add(dot);
+    safe
+}
+
+/// Tombstone GC on replica `r`, as the engine runs it: element tombstones of a live
+/// key (a key tombstone goes whole, later).
+fn forget(replicas: &mut [Replica], r: usize) {
+    let stable = stable(replicas);
+    let replica = &mut replicas[r];
+    if replica.state.exists() && replica.state.forget_stable_elements(&stable) > 0 {
+        replica.forgotten.merge(&stable);
     }
 }
 
 /// Run a history; returns every replica's own deltas.
 fn run_deltas(steps: &[Step]) -> Vec<Vec<KeyState>> {
-    let mut replicas: Vec<Replica> = (0..REPLICAS)
-        .map(|i| Replica { node: i as NodeId + 1, clock: HlcClock::new(), state: KeyState::new(), deltas: Vec::new() })
-        .collect();
+    let mut replicas = replicas();
     run_into(steps, &mut replicas);
     replicas.into_iter().map(|r| r.deltas).collect()
 }
@@ -420,6 +545,43 @@ proptest! {
     }
 
     #[test]
+    fn collecting_element_tombstones_at_the_stable_vector_never_changes_the_outcome(steps in prop::collection::vec(step_with_gc(), 0..60)) {
+        // Tombstone GC drops what every replica holds; replicas that then exchange
+        // their states converge, to what they converge to without any GC.
+        let mut with_gc = replicas();
+        run_into(&steps, &mut with_gc);
+        let without: Vec<Step> = steps.iter().filter(|s| !matches!(s, Step::Forget(_))).cloned().collect();
+        let mut without_gc = replicas();
+        run_into(&without, &mut without_gc);
+        for replicas in [&mut with_gc, &mut without_gc] {
+            for round in 0..3 {
+                for from in 0..REPLICAS {
+                    for to in 0..REPLICAS {
+                        sync(replicas, from, to, 1_000_000);
+                    }
+                }
+                if round == 1 {
+                    (0..REPLICAS).for_each(|r| forget(replicas, r));
+                }
+            }
+            // Everything is stable now: what GC leaves of each replica.
+            let stable = stable(replicas);
+            for replica in replicas.iter_mut() {
+                if replica.state.exists() {
+                    replica.state.forget_stable_elements(&stable);
+                } else if stable.dominates(&replica.state.causal_context()) {
+                    // A key tombstone goes whole (`KvEngine::forget_stable`).
+                    replica.state = KeyState::new();
+                }
+            }
+        }
+        for r in 1..REPLICAS {
+            prop_assert_eq!(&with_gc[r].state, &with_gc[0].state, "replica {} differs after GC", r);
+        }
+        prop_assert_eq!(live_view(&with_gc[0].state), live_view(&without_gc[0].state));
+    }
+
+    #[test]
     fn a_delete_never_resurrects_what_it_observed(steps in prop::collection::vec(step(), 0..30)) {
         let s = run(&steps);
         let before = s[0].clone();
@@ -431,6 +593,24 @@ proptest! {
         prop_assert!(!merged(&deleted, &before).exists());
         prop_assert!(!merged(&before, &deleted).exists());
     }
+}
+
+/// What a client reads of a key: its type, string value, and every live element with
+/// its value.
+fn live_view(state: &KeyState) -> String {
+    let elements = |e: Option<&super::elements::Elements>| -> Vec<(Bytes, Option<String>)> {
+        let mut v: Vec<_> = e.into_iter().flat_map(|e| e.iter().map(|(n, s)| (n.clone(), s.read().map(|v| format!("{v:?}"))))).collect();
+        v.sort();
+        v
+    };
+    format!(
+        "{:?} {:?} {:?} {:?} {:?}",
+        state.kind(),
+        state.read(),
+        elements(state.hash()),
+        elements(state.set_members()),
+        elements(state.zset_members())
+    )
 }
 
 fn dot(ms: u64, node: NodeId) -> Dot {
@@ -615,4 +795,40 @@ fn a_zrem_keeps_the_increment_it_had_not_seen_and_zadd_absorbs_the_ones_it_had()
     // ZADD ∥ ZINCRBY: the ZADD absorbed +1 and keeps +5.
     assert_eq!(score(&merged(&adder, &incrementer)), Some(105.0));
     assert!(score_order_matches_members(&merged(&merged(&adder, &incrementer), &remover)));
+}
+
+#[test]
+fn a_whole_key_removes_element_tombstone_waits_for_the_remove_to_be_stable() {
+    // Node 1 writes field f and every node holds it. Node 2 deletes the key before
+    // f's write is stable, so its key-level claim covers its own writes only and f
+    // stays an exact tombstone; node 2 then writes g (the key lives again, holding
+    // f's tombstone). Node 3 has not received the DEL yet.
+    let (f, g) = (field(0), field(1));
+    let mut n1 = KeyState::new();
+    let hset = n1.hash_mut().write(&f, |s| s.set(dot(10, 1), StrVal::Int(1), SetTtl::Keep));
+    let hset = KeyState::hash_delta([(f.clone(), hset)]);
+    let (mut n2, mut n3) = (KeyState::new(), KeyState::new());
+    n2.merge(&hset);
+    n3.merge(&hset);
+    let del = dot(20, 2);
+    let mut own = VersionVector::new();
+    own.add(del);
+    n2.remove_elements(Some(&own), Some(del));
+    n2.delete(del);
+    n2.hash_mut().write(&g, |s| s.set(dot(30, 2), StrVal::Int(2), SetTtl::Keep));
+    // Every node holds node 1's write: stable covers it, but not node 2's DEL.
+    let mut stable = VersionVector::new();
+    stable.add(dot(10, 1));
+    let mut forgotten = VersionVector::new();
+    if n2.forget_stable_elements(&stable) > 0 {
+        forgotten.merge(&stable);
+    }
+    assert_eq!(n2.element_tombstones(), 1, "f's tombstone names the DEL, which is not stable");
+    // Anti-entropy both ways: f stays removed on both (before the fix node 2 had
+    // dropped the tombstone, then dropped node 3's f as forgotten; node 3 kept it).
+    let n3_before = n3.clone();
+    n3.merge(&n2);
+    n2.merge_forgetting(&n3_before, &forgotten);
+    assert!(n3.hash().is_some_and(|h| h.get(&f).is_none() && h.get(&g).is_some()));
+    assert_eq!(n2, n3);
 }

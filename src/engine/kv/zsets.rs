@@ -275,10 +275,14 @@ impl KvEngine {
             return 0;
         }
         let old = self.take_for_write(&key, hash, ctx.now_ms);
-        let dot = ctx.next_dot();
+        let mut dot = ctx.next_dot();
         let mut state = old.unwrap_or_default();
         if state.exists() || !state.is_blank() {
+            self.remove_elements_for_write(&mut state, dot);
             state.delete(dot);
+            // The old members' tombstones carry the remove's dot: the new members are
+            // a write after it.
+            dot = ctx.next_dot();
         }
         let zset = state.part_mut(Part::Zset);
         for (member, score) in &members {

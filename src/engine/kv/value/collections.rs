@@ -114,6 +114,14 @@ impl KeyState {
         self.ctx.remove_covered_by(covered);
     }
 
+    /// Join `dot` to the explicit context with no write of its own (a whole-key
+    /// remove's dot on the tombstone of an element it removed; see
+    /// [`Elements::remove_held`]).
+    pub fn witness(&mut self, dot: Dot) {
+        self.ctx.add(dot);
+        self.normalize_context();
+    }
+
     /// Whether `covered` covers some explicit context entry.
     pub fn has_context_covered_by(&self, covered: &VersionVector) -> bool {
         self.ctx.iter().any(|d| covered.covers(d))
