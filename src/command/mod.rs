@@ -16,6 +16,7 @@ pub mod numbers;
 pub mod parse;
 pub mod restore;
 pub mod set;
+pub mod sort;
 pub mod table;
 pub mod zset;
 
@@ -227,6 +228,8 @@ impl KeyCommand {
 #[derive(Clone, Debug, PartialEq)]
 pub enum MultiKeyCommand {
     MGet(Vec<Bytes>),
+    /// SORT and SORT_RO (patterns may name keys on any shard).
+    Sort(sort::SortCommand),
     /// Applied per shard; see docs/semantics.md for its atomicity.
     MSet(Vec<(Bytes, Bytes)>),
     MSetNx(Vec<(Bytes, Bytes)>),

@@ -267,6 +267,7 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
             Ok(Command::PubSub(PubSubCommand::Publish { shard: spec.id == CmdId::SPublish, channel: take(a, 1), message: take(a, 2) }))
         }
         CmdId::PubSub => parse_pubsub(a),
+        CmdId::Sort | CmdId::SortRo => Ok(Command::Multi(MultiKeyCommand::Sort(super::sort::parse(a, spec.id == CmdId::SortRo)?))),
         CmdId::BLPop
         | CmdId::BRPop
         | CmdId::BLMove

@@ -37,6 +37,8 @@ pub enum CmdId {
     BZPopMin,
     BZPopMax,
     BZMPop,
+    Sort,
+    SortRo,
     Client,
     Command,
     Info,

@@ -145,20 +145,16 @@ pub async fn try_once(access: &impl Shards, command: &BlockingCommand) -> Option
     }
 }
 
-/// Whether one of the keys a blocked client pops from now holds another type than the
-/// command pops (a blocked client is not answered WRONGTYPE for its source, as Redis:
-/// it waits until the key is a list again; a destination of the wrong type is
-/// answered).
-pub async fn a_source_has_another_type(access: &impl Shards, command: &BlockingCommand) -> bool {
-    let expected: &[u8] = if command.name.starts_with("bz") { b"zset" } else { b"list" };
-    for key in &command.keys {
-        let reply = access.run_one(access.shard_of(key), ShardOp::Key(crate::command::KeyCommand::Type(key.clone()))).await.into_frame();
-        if let Frame::Simple(name) = reply
-            && name.as_ref() != b"none"
-            && name.as_ref() != expected
-        {
-            return true;
-        }
+/// Whether a WRONGTYPE met by a blocked client's retry is its destination's (BLMOVE,
+/// BRPOPLPUSH: answered, as Redis does) rather than its source's (not answered while
+/// blocked: the client waits until the key is a list again). A source can change type
+/// between the retry and this look, so only a source that is a list now proves the
+/// error came from the destination.
+pub async fn wrong_type_is_the_destinations(access: &impl Shards, command: &BlockingCommand) -> bool {
+    if !matches!(command.name, "blmove" | "brpoplpush") {
+        return false;
     }
-    false
+    let Some(source) = command.keys.first() else { return false };
+    let reply = access.run_one(access.shard_of(source), ShardOp::Key(crate::command::KeyCommand::Type(source.clone()))).await.into_frame();
+    matches!(reply, Frame::Simple(name) if name.as_ref() == b"list")
 }

@@ -21,6 +21,7 @@ pub mod restore;
 pub mod router;
 pub mod shard_thread;
 pub mod shards;
+pub mod sort;
 pub mod tls;
 pub mod transaction;
 pub mod zset_fanout;

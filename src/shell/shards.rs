@@ -69,6 +69,9 @@ fn wake_batcher_if_ready(shard: &mut Shard, state: &ServerState) {
 pub trait Shards {
     fn state(&self) -> &ServerState;
 
+    /// The server state, owned (for work handed to the coordinator).
+    fn shared_state(&self) -> Arc<ServerState>;
+
     /// Run operations on one shard, in order.
     async fn run(&self, shard: usize, ops: Vec<ShardOp>) -> Vec<ShardReply>;
 
@@ -128,6 +131,10 @@ impl Shards for ShardAccess {
         &self.state
     }
 
+    fn shared_state(&self) -> Arc<ServerState> {
+        self.state.clone()
+    }
+
     async fn run(&self, shard: usize, ops: Vec<ShardOp>) -> Vec<ShardReply> {
         if shard == self.home {
             return apply_local(&self.shard, &self.state, ops);
@@ -174,11 +181,11 @@ impl Shards for ShardAccess {
 /// finishes on its first poll.
 pub struct ParkedShards<'a> {
     parked: RefCell<&'a mut Parked>,
-    state: &'a ServerState,
+    state: Arc<ServerState>,
 }
 
 impl<'a> ParkedShards<'a> {
-    pub fn new(parked: &'a mut Parked, state: &'a ServerState) -> ParkedShards<'a> {
+    pub fn new(parked: &'a mut Parked, state: Arc<ServerState>) -> ParkedShards<'a> {
         ParkedShards { parked: RefCell::new(parked), state }
     }
 
@@ -190,7 +197,11 @@ impl<'a> ParkedShards<'a> {
 
 impl Shards for ParkedShards<'_> {
     fn state(&self) -> &ServerState {
-        self.state
+        &self.state
+    }
+
+    fn shared_state(&self) -> Arc<ServerState> {
+        self.state.clone()
     }
 
     async fn run(&self, shard: usize, ops: Vec<ShardOp>) -> Vec<ShardReply> {

@@ -233,7 +233,7 @@ pub async fn run(
             let commands: Vec<Command> = data.into_iter().map(|(_, c)| c).collect();
             let frame = access
                 .run_atomic(involved, move |parked| {
-                    let shards = ParkedShards::new(parked, &state);
+                    let shards = ParkedShards::new(parked, state);
                     run_parked(&shards, commands, watched, random_pick)
                 })
                 .await;

@@ -1136,6 +1136,30 @@ pub static COMMANDS: &[CommandSpec] = &[
     ),
     spec!(LMPop, "lmpop", -4, ["write", "movablekeys"], 0, 0, 0, "list", "7.0.0", "Pop elements from a list"),
     spec!(
+        Sort,
+        "sort",
+        -2,
+        ["write", "denyoom", "movablekeys"],
+        1,
+        1,
+        1,
+        "generic",
+        "1.0.0",
+        "Sort the elements in a list, set or sorted set"
+    ),
+    spec!(
+        SortRo,
+        "sort_ro",
+        -2,
+        ["readonly", "movablekeys"],
+        1,
+        1,
+        1,
+        "generic",
+        "7.0.0",
+        "Sort the elements in a list, set or sorted set. Read-only variant of SORT."
+    ),
+    spec!(
         BLPop,
         "blpop",
         -3,

@@ -28,7 +28,10 @@ impl Connection {
             // A source key of another type is answered WRONGTYPE at once, but not while
             // blocked (as Redis: the client waits until it is a list again); a
             // destination of the wrong type is answered either way.
-            if !first && found.as_ref().is_some_and(is_wrong_type) && blocking::a_source_has_another_type(&self.access, &command).await {
+            if !first
+                && found.as_ref().is_some_and(is_wrong_type)
+                && !blocking::wrong_type_is_the_destinations(&self.access, &command).await
+            {
                 found = None;
             }
             first = false;
