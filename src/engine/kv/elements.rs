@@ -403,12 +403,16 @@ impl Elements {
         let mut live = self.live;
         let mut seen = VersionVector::new();
         let mut order = self.order.as_deref_mut();
+        let mut positions = self.positions.as_deref_mut();
         self.entries.retain(|name, state| {
             digest ^= element_digest(name, state);
             let old_score = order.is_some().then(|| live_score(state)).flatten();
-            if state.exists() {
+            let was_live = state.exists();
+            if was_live {
                 live -= 1;
             }
+            // A list's live positions lose every element this remove held.
+            note_position(positions.as_deref_mut(), name, was_live, false);
             let own = state.causal_context();
             // Its values go and its increments are absorbed (floors kept until GC).
             state.remove_observed(&own);

@@ -243,12 +243,12 @@ impl Replica {
 
     /// A write to one list element (when the key is a list or absent), as the engine
     /// ships it: the element's state alone.
-    fn list_write(&mut self, name: Bytes, write: impl FnOnce(&mut KeyState)) {
+    fn list_write(&mut self, dot: Dot, name: Bytes, write: impl FnOnce(&mut KeyState)) {
         if !matches!(self.state.kind(), None | Some(KeyKind::List)) {
             return;
         }
         let part = self.state.part_mut(Part::List).write(&name, write);
-        self.deltas.push(KeyState::part_delta(Part::List, [(name, part)]));
+        self.push(dot, KeyState::part_delta(Part::List, [(name, part)]));
     }
 }
 
@@ -395,13 +395,13 @@ fn run_into(steps: &[Step], replicas: &mut [Replica]) {
                 } else {
                     super::position::between(positions.last().map(|p| p.as_ref()), None, d, super::position::Placement::AfterLow)
                 };
-                replicas[r].list_write(Bytes::from(name), |s| s.set(d, StrVal::Int(v as i64), SetTtl::Keep));
+                replicas[r].list_write(d, Bytes::from(name), |s| s.set(d, StrVal::Int(v as i64), SetTtl::Keep));
             }
             Step::ListPop(r, left) => {
                 let positions = replicas[r].list_positions();
                 let Some(name) = (if left { positions.first() } else { positions.last() }).cloned() else { continue };
                 let d = dot(&mut replicas[r]);
-                replicas[r].list_write(name, |s| s.delete(d));
+                replicas[r].list_write(d, name, |s| s.delete(d));
             }
             Step::ListSet(r, i, v) => {
                 let positions = replicas[r].list_positions();
@@ -410,7 +410,7 @@ fn run_into(steps: &[Step], replicas: &mut [Replica]) {
                 }
                 let name = positions[i as usize % positions.len()].clone();
                 let d = dot(&mut replicas[r]);
-                replicas[r].list_write(name, |s| s.set(d, StrVal::Int(v as i64), SetTtl::Keep));
+                replicas[r].list_write(d, name, |s| s.set(d, StrVal::Int(v as i64), SetTtl::Keep));
             }
             Step::ListInsert(r, i, v) => {
                 let positions = replicas[r].list_positions();
@@ -421,7 +421,7 @@ fn run_into(steps: &[Step], replicas: &mut [Replica]) {
                 let low = i.checked_sub(1).map(|j| positions[j].as_ref());
                 let d = dot(&mut replicas[r]);
                 let name = super::position::between(low, Some(&positions[i]), d, super::position::Placement::Middle);
-                replicas[r].list_write(Bytes::from(name), |s| s.set(d, StrVal::Int(v as i64), SetTtl::Keep));
+                replicas[r].list_write(d, Bytes::from(name), |s| s.set(d, StrVal::Int(v as i64), SetTtl::Keep));
             }
             Step::Deliver(from, to, i) => {
                 if !replicas[from].deltas.is_empty() {
