@@ -299,6 +299,11 @@ pub enum ClientCommand {
     SetInfo,
     /// CLIENT REPLY ON|OFF|SKIP.
     Reply(ReplyMode),
+    /// CLIENT UNBLOCK id [TIMEOUT|ERROR].
+    Unblock {
+        id: u64,
+        error: bool,
+    },
     Help,
 }
 

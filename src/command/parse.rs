@@ -525,6 +525,22 @@ fn parse_client(a: &mut [Bytes]) -> Parsed {
         b"info" => arity(argc == 2, "client|info").map(|_| ClientCommand::Info)?,
         b"list" => ClientCommand::List,
         b"setinfo" => arity(argc == 4, "client|setinfo").map(|_| ClientCommand::SetInfo)?,
+        b"unblock" => {
+            if argc != 3 && argc != 4 {
+                return Err(Frame::error(format!(
+                    "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+                    String::from_utf8_lossy(&a[1])
+                )));
+            }
+            let id = parse_i64(&a[2]).ok_or_else(|| errors::error(errors::NOT_INTEGER))?;
+            let error = match a.get(3).map(|r| r.to_ascii_lowercase()) {
+                None => false,
+                Some(reason) if reason.as_slice() == b"timeout" => false,
+                Some(reason) if reason.as_slice() == b"error" => true,
+                Some(_) => return Err(Frame::static_error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")),
+            };
+            ClientCommand::Unblock { id: id as u64, error }
+        }
         b"reply" => {
             arity(argc == 3, "client|reply")?;
             match a[2].to_ascii_lowercase().as_slice() {

@@ -27,6 +27,11 @@ pub struct ClientInfo {
     pub resp: AtomicU8,
     pub killed: AtomicBool,
     pub kill: Notify,
+    /// In a blocking pop now (CLIENT UNBLOCK applies only then).
+    pub blocked: AtomicBool,
+    /// CLIENT UNBLOCK: wake the blocking pop, with an error when `unblock_error`.
+    pub unblock: Notify,
+    pub unblock_error: AtomicBool,
 }
 
 impl ClientInfo {
@@ -43,6 +48,16 @@ impl ClientInfo {
     pub fn touch(&self, command_index: usize) {
         self.last_active_ms.store(self.created.elapsed().as_millis() as u64, Ordering::Relaxed);
         self.last_command.store(command_index, Ordering::Relaxed);
+    }
+
+    /// CLIENT UNBLOCK: whether the client was blocked (and is now woken).
+    pub fn request_unblock(&self, error: bool) -> bool {
+        if !self.blocked.load(Ordering::Relaxed) {
+            return false;
+        }
+        self.unblock_error.store(error, Ordering::Relaxed);
+        self.unblock.notify_one();
+        true
     }
 
     pub fn request_kill(&self) {
@@ -91,6 +106,9 @@ impl ClientRegistry {
             resp: AtomicU8::new(2),
             killed: AtomicBool::new(false),
             kill: Notify::new(),
+            blocked: AtomicBool::new(false),
+            unblock: Notify::new(),
+            unblock_error: AtomicBool::new(false),
         });
         if let Ok(mut clients) = self.clients.lock() {
             clients.insert(id, info.clone());

@@ -85,6 +85,10 @@ impl Connection {
                 Err(e) => e,
             },
             ClientCommand::SetInfo => Frame::ok(),
+            ClientCommand::Unblock { id, error } => {
+                let client = self.state().clients.all().into_iter().find(|c| c.id == id);
+                Frame::Integer(client.is_some_and(|c| c.request_unblock(error)) as i64)
+            }
             ClientCommand::Reply(mode) => {
                 match mode {
                     ReplyMode::On => {
@@ -131,6 +135,7 @@ impl Connection {
                     "SETNAME <name>",
                     "SETINFO <attr> <value>",
                     "REPLY (ON|OFF|SKIP)",
+                    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
                     "INFO",
                     "LIST",
                     "KILL <ip:port> | KILL [ID <id>] [ADDR <ip:port>] [SKIPME yes|no]",

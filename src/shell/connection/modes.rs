@@ -22,6 +22,7 @@ impl Connection {
         // Registered before the first try: clients are served in the order they arrived,
         // and a write between a try and the wait wakes us.
         let registration = state.waiters.register(&command.keys);
+        let _blocked = BlockedFlag::set(&self.info);
         let mut first = true;
         loop {
             let mut found = blocking::try_once(&self.access, &command).await;
@@ -53,6 +54,13 @@ impl Connection {
                     return timed_out(command.name);
                 }
                 _ = registration.notify.notified() => {}
+                _ = self.info.unblock.notified() => {
+                    return if self.info.unblock_error.swap(false, std::sync::atomic::Ordering::Relaxed) {
+                        Frame::static_error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+                    } else {
+                        timed_out(command.name)
+                    };
+                }
                 _ = sleep_until(deadline) => return timed_out(command.name),
                 read = self.stream.read_buf(&mut self.read_buf), if may_read => match read {
                     // The client went away: nothing is popped for it.
@@ -237,4 +245,20 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
 
 fn is_wrong_type(reply: &Frame) -> bool {
     matches!(reply, Frame::Error(text) if text.starts_with(b"WRONGTYPE"))
+}
+
+/// Marks a client blocked (for CLIENT UNBLOCK) while it lives.
+struct BlockedFlag<'a>(&'a crate::shell::clients::ClientInfo);
+
+impl<'a> BlockedFlag<'a> {
+    fn set(info: &'a crate::shell::clients::ClientInfo) -> BlockedFlag<'a> {
+        info.blocked.store(true, std::sync::atomic::Ordering::Relaxed);
+        BlockedFlag(info)
+    }
+}
+
+impl Drop for BlockedFlag<'_> {
+    fn drop(&mut self) {
+        self.0.blocked.store(false, std::sync::atomic::Ordering::Relaxed);
+    }
 }
