@@ -165,6 +165,11 @@ impl Registry {
         self.by_name[slot(kind)].get(channel).map_or(0, BTreeSet::len)
     }
 
+    /// Channels (or shard channels) with a subscriber.
+    pub fn channel_count(&self, shard: bool) -> usize {
+        self.by_name[slot(if shard { SubscriptionKind::Shard } else { SubscriptionKind::Channel })].len()
+    }
+
     /// PUBSUB NUMPAT: distinct patterns subscribed to.
     pub fn pattern_count(&self) -> usize {
         self.by_name[slot(SubscriptionKind::Pattern)].len()

@@ -250,6 +250,6 @@ impl Broker {
     /// INFO: channels and shard channels with a subscriber, and distinct patterns.
     pub fn counts(&self) -> (usize, usize, usize) {
         let inner = self.lock();
-        (inner.registry.channels(false, None).len(), inner.registry.pattern_count(), inner.registry.channels(true, None).len())
+        (inner.registry.channel_count(false), inner.registry.pattern_count(), inner.registry.channel_count(true))
     }
 }

@@ -1,7 +1,7 @@
 //! A connection's modes: MULTI's queue and EXEC, Pub/Sub subscriptions and message
 //! delivery, and CLIENT REPLY's silencing. Part of [`super::Connection`].
 
-use super::{Connection, MESSAGES_PER_WAKE_MAX, Skip};
+use super::{Connection, MESSAGES_PER_WAKE_MAX, READ_CHUNK_BYTES, Skip};
 use tokio::io::AsyncReadExt;
 
 use crate::command::blocking::{BlockingCommand, timed_out};
@@ -44,8 +44,8 @@ impl Connection {
             }
             let query_limit = state.runtime.client_query_buffer_limit();
             let may_read = !self.read_closed && self.read_buf.len() < query_limit;
-            if may_read && self.read_buf.capacity() - self.read_buf.len() < 4096 {
-                self.read_buf.reserve(16 * 1024);
+            if may_read && self.read_buf.capacity() - self.read_buf.len() < READ_CHUNK_BYTES / 4 {
+                self.read_buf.reserve(READ_CHUNK_BYTES);
             }
             tokio::select! {
                 biased;

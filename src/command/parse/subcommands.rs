@@ -1,0 +1,187 @@
+//! The connection and server commands whose first argument is a subcommand (HELLO,
+//! CLIENT, COMMAND, FUNCTION, CONFIG, PUBSUB), with Redis's arity and
+//! unknown-subcommand errors. Part of the parser (`super`).
+
+use super::*;
+
+pub(super) fn parse_hello(a: &mut [Bytes]) -> Parsed {
+    let mut protover = None;
+    let mut auth = None;
+    let mut setname = None;
+    if a.len() >= 2 {
+        match parse_i64(&a[1]) {
+            Some(v) => protover = Some(v),
+            None => return Err(Frame::static_error("ERR Protocol version is not an integer or out of range")),
+        }
+        let mut i = 2;
+        while i < a.len() {
+            let remaining = a.len() - i - 1;
+            if eq(&a[i], "auth") && remaining >= 2 {
+                auth = Some((a[i + 1].clone(), a[i + 2].clone()));
+                i += 3;
+            } else if eq(&a[i], "setname") && remaining >= 1 {
+                setname = Some(a[i + 1].clone());
+                i += 2;
+            } else {
+                return Err(Frame::error(format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(&a[i]))));
+            }
+        }
+    }
+    Ok(Command::Hello { protover, auth, setname })
+}
+
+pub(super) fn parse_client(a: &mut [Bytes]) -> Parsed {
+    let sub = a[1].to_ascii_lowercase();
+    let argc = a.len();
+    let arity = |ok: bool, name: &str| if ok { Ok(()) } else { Err(wrong_arity(name)) };
+    let cmd = match &sub[..] {
+        b"id" => arity(argc == 2, "client|id").map(|_| ClientCommand::Id)?,
+        b"getname" => arity(argc == 2, "client|getname").map(|_| ClientCommand::GetName)?,
+        b"setname" => arity(argc == 3, "client|setname").map(|_| ClientCommand::SetName(take(a, 2)))?,
+        b"info" => arity(argc == 2, "client|info").map(|_| ClientCommand::Info)?,
+        b"list" => ClientCommand::List,
+        b"setinfo" => arity(argc == 4, "client|setinfo").map(|_| ClientCommand::SetInfo)?,
+        b"unblock" => {
+            if argc != 3 && argc != 4 {
+                return Err(Frame::error(format!(
+                    "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+                    String::from_utf8_lossy(&a[1])
+                )));
+            }
+            let id = parse_i64(&a[2]).ok_or_else(|| errors::error(errors::NOT_INTEGER))?;
+            let error = match a.get(3).map(|r| r.to_ascii_lowercase()) {
+                None => false,
+                Some(reason) if reason.as_slice() == b"timeout" => false,
+                Some(reason) if reason.as_slice() == b"error" => true,
+                Some(_) => return Err(Frame::static_error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")),
+            };
+            ClientCommand::Unblock { id: id as u64, error }
+        }
+        b"reply" => {
+            arity(argc == 3, "client|reply")?;
+            match a[2].to_ascii_lowercase().as_slice() {
+                b"on" => ClientCommand::Reply(ReplyMode::On),
+                b"off" => ClientCommand::Reply(ReplyMode::Off),
+                b"skip" => ClientCommand::Reply(ReplyMode::Skip),
+                _ => return Err(errors::error(errors::SYNTAX)),
+            }
+        }
+        b"help" => ClientCommand::Help,
+        b"kill" => {
+            arity(argc >= 3, "client|kill")?;
+            if argc == 3 {
+                ClientCommand::Kill { addr: Some(take(a, 2)), id: None, legacy: true, skip_me: false }
+            } else {
+                if !argc.is_multiple_of(2) {
+                    return Err(errors::error(errors::SYNTAX));
+                }
+                let mut addr = None;
+                let mut id = None;
+                let mut skip_me = true;
+                for pair in a[2..].chunks(2) {
+                    if eq(&pair[0], "id") {
+                        let n = parse_i64(&pair[1])
+                            .filter(|&n| n > 0)
+                            .ok_or_else(|| Frame::static_error("ERR client-id should be greater than 0"))?;
+                        id = Some(n as u64);
+                    } else if eq(&pair[0], "addr") {
+                        addr = Some(pair[1].clone());
+                    } else if eq(&pair[0], "skipme") {
+                        if eq(&pair[1], "yes") {
+                            skip_me = true;
+                        } else if eq(&pair[1], "no") {
+                            skip_me = false;
+                        } else {
+                            return Err(errors::error(errors::SYNTAX));
+                        }
+                    } else {
+                        return Err(errors::error(errors::SYNTAX));
+                    }
+                }
+                ClientCommand::Kill { addr, id, legacy: false, skip_me }
+            }
+        }
+        _ => return Err(errors::unknown_subcommand(&a[1], "CLIENT")),
+    };
+    Ok(Command::Client(cmd))
+}
+
+pub(super) fn parse_command_command(a: &mut [Bytes]) -> Parsed {
+    if a.len() == 1 {
+        return Ok(Command::Command(CommandCommand::All));
+    }
+    let sub = a[1].to_ascii_lowercase();
+    let rest = a[2..].to_vec();
+    let cmd = match &sub[..] {
+        b"count" if a.len() == 2 => CommandCommand::Count,
+        b"count" => return Err(wrong_arity("command|count")),
+        b"info" => CommandCommand::Info(rest),
+        b"docs" => CommandCommand::Docs(rest),
+        b"list" => CommandCommand::List,
+        b"help" => CommandCommand::Help,
+        b"getkeys" if a.len() >= 4 => CommandCommand::GetKeys(rest),
+        b"getkeys" => return Err(wrong_arity("command|getkeys")),
+        _ => return Err(errors::unknown_subcommand(&a[1], "COMMAND")),
+    };
+    Ok(Command::Command(cmd))
+}
+
+pub(super) fn parse_function(a: &mut [Bytes]) -> Parsed {
+    let sub = a[1].to_ascii_lowercase();
+    let cmd = match &sub[..] {
+        b"flush" if a.len() <= 3 => {
+            if a.len() == 3 && !eq(&a[2], "sync") && !eq(&a[2], "async") {
+                return Err(Frame::static_error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option"));
+            }
+            FunctionCommand::Flush
+        }
+        b"flush" => return Err(wrong_arity("function|flush")),
+        b"list" => FunctionCommand::List,
+        _ => return Err(errors::unknown_subcommand(&a[1], "FUNCTION")),
+    };
+    Ok(Command::Function(cmd))
+}
+
+pub(super) fn parse_config(a: &mut [Bytes]) -> Parsed {
+    let sub = a[1].to_ascii_lowercase();
+    let cmd = match &sub[..] {
+        b"get" if a.len() >= 3 => ConfigCommand::Get(a[2..].to_vec()),
+        b"get" => return Err(wrong_arity("config|get")),
+        b"set" if a.len() >= 4 && a.len().is_multiple_of(2) => ConfigCommand::Set(pairs(a[2..].to_vec())),
+        b"set" => return Err(wrong_arity("config|set")),
+        b"resetstat" if a.len() == 2 => ConfigCommand::ResetStat,
+        b"resetstat" => return Err(wrong_arity("config|resetstat")),
+        b"help" => ConfigCommand::Help,
+        _ => return Err(errors::unknown_subcommand(&a[1], "CONFIG")),
+    };
+    Ok(Command::Config(cmd))
+}
+
+/// PUBSUB's subcommands, with Redis's arity and unknown-subcommand errors.
+pub(super) fn parse_pubsub(a: &mut [Bytes]) -> Parsed {
+    let sub = a[1].to_ascii_lowercase();
+    let arity_error = || {
+        Err(Frame::error(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
+            String::from_utf8_lossy(&a[1]).chars().take(128).collect::<String>()
+        )))
+    };
+    let command = match (sub.as_slice(), a.len()) {
+        (b"channels" | b"shardchannels", 2 | 3) => {
+            PubSubCommand::Channels { shard: sub.as_slice() == b"shardchannels", pattern: a.get(2).cloned() }
+        }
+        (b"channels" | b"shardchannels", _) => return arity_error(),
+        (b"numsub" | b"shardnumsub", _) => PubSubCommand::NumSub { shard: sub.as_slice() == b"shardnumsub", channels: a[2..].to_vec() },
+        (b"numpat", 2) => PubSubCommand::NumPat,
+        (b"numpat", _) => return Err(wrong_arity("pubsub|numpat")),
+        (b"help", 2) => PubSubCommand::Help,
+        (b"help", _) => return Err(wrong_arity("pubsub|help")),
+        _ => {
+            return Err(Frame::error(format!(
+                "ERR unknown subcommand '{}'. Try PUBSUB HELP.",
+                String::from_utf8_lossy(&a[1]).chars().take(128).collect::<String>()
+            )));
+        }
+    };
+    Ok(Command::PubSub(command))
+}
