@@ -350,7 +350,7 @@ impl Model {
                 Some(Kind::Set) => "set",
                 Some(Kind::String) => "string",
             }),
-            KeyCommand::ObjectEncoding(_) => Frame::static_error("ERR model does not cover OBJECT ENCODING"),
+            KeyCommand::Object { .. } => Frame::static_error("ERR model does not cover OBJECT"),
             KeyCommand::Hash(_) | KeyCommand::SetFamily(_) => unreachable!("answered above"),
             // The workload generates no sorted set commands yet (docs/testing.md, issue 14).
             KeyCommand::Zset(_) => Frame::static_error("ERR model does not cover sorted set commands"),

@@ -11,6 +11,7 @@ pub mod dump;
 pub mod errors;
 pub mod hash;
 pub mod introspect;
+pub mod lcs;
 pub mod list;
 pub mod numbers;
 pub mod parse;
@@ -93,6 +94,15 @@ pub enum TimeUnit {
     Millis,
 }
 
+/// What OBJECT reports about a key.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ObjectField {
+    /// The encoding Redis would use for this value at this size.
+    Encoding,
+    /// References to the value: 1, or `i32::MAX` for the small integers Redis shares.
+    Refcount,
+}
+
 /// A command on exactly one key, executed entirely inside the shard that owns it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum KeyCommand {
@@ -151,7 +161,11 @@ pub enum KeyCommand {
     },
     Persist(Bytes),
     Type(Bytes),
-    ObjectEncoding(Bytes),
+    /// OBJECT ENCODING / OBJECT REFCOUNT.
+    Object {
+        key: Bytes,
+        field: ObjectField,
+    },
     /// MEMORY USAGE: an estimate of the bytes the key takes.
     MemoryUsage(Bytes),
     Hash(HashCommand),
@@ -177,7 +191,6 @@ impl KeyCommand {
             | KeyCommand::StrLen(key)
             | KeyCommand::Persist(key)
             | KeyCommand::Type(key)
-            | KeyCommand::ObjectEncoding(key)
             | KeyCommand::MemoryUsage(key)
             | KeyCommand::Dump(key) => key,
             KeyCommand::Restore(cmd) => &cmd.key,
@@ -191,7 +204,8 @@ impl KeyCommand {
             | KeyCommand::IncrByFloat { key, .. }
             | KeyCommand::Expire { key, .. }
             | KeyCommand::Ttl { key, .. }
-            | KeyCommand::ExpireTime { key, .. } => key,
+            | KeyCommand::ExpireTime { key, .. }
+            | KeyCommand::Object { key, .. } => key,
             KeyCommand::Hash(cmd) => cmd.key(),
             KeyCommand::SetFamily(cmd) => cmd.key(),
             KeyCommand::Zset(cmd) => cmd.key(),
@@ -217,7 +231,7 @@ impl KeyCommand {
                 | KeyCommand::Ttl { .. }
                 | KeyCommand::ExpireTime { .. }
                 | KeyCommand::Type(_)
-                | KeyCommand::ObjectEncoding(_)
+                | KeyCommand::Object { .. }
                 | KeyCommand::MemoryUsage(_)
                 | KeyCommand::Dump(_)
         )
@@ -259,6 +273,8 @@ pub enum MultiKeyCommand {
         dst: Bytes,
         keys: Vec<Bytes>,
     },
+    /// LCS: the longest common subsequence of two strings.
+    Lcs(lcs::LcsCommand),
     /// SINTER, SUNION, SDIFF, their STORE forms and SINTERCARD.
     SetAlgebra {
         op: SetAlgebra,
@@ -410,6 +426,8 @@ pub enum Command {
     Config(ConfigCommand),
     Function(FunctionCommand),
     Time,
+    /// A subcommand's HELP text, answered as Redis does: one status line each.
+    Help(&'static [&'static str]),
     /// WAITAOF numlocal numreplicas timeout_ms.
     WaitAof {
         local: i64,

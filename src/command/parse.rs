@@ -163,6 +163,7 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
             let keys = rest.split_off(1);
             Ok(Command::Multi(MultiKeyCommand::BitOp { op, dst: rest.remove(0), keys }))
         }
+        CmdId::Lcs => Ok(Command::Multi(MultiKeyCommand::Lcs(super::lcs::parse(a)))),
         CmdId::Restore => key(KeyCommand::Restore(Box::new(super::restore::parse(a)?))),
         CmdId::SAdd
         | CmdId::SRem
@@ -434,17 +435,33 @@ fn parse_memory(a: &mut [Bytes]) -> Parsed {
 
 fn parse_object(a: &mut [Bytes]) -> Parsed {
     let sub = &a[1];
-    if eq(sub, "encoding") {
-        if a.len() != 3 {
-            return Err(wrong_arity("object|encoding"));
-        }
-        return Ok(Command::Key(KeyCommand::ObjectEncoding(take(a, 2))));
+    let (field, name) = if eq(sub, "encoding") {
+        (ObjectField::Encoding, "object|encoding")
+    } else if eq(sub, "refcount") {
+        (ObjectField::Refcount, "object|refcount")
+    } else if eq(sub, "help") && a.len() == 2 {
+        return Ok(Command::Help(OBJECT_HELP));
+    } else {
+        // IDLETIME and FREQ need per-access bookkeeping Meridian does not keep.
+        return Err(errors::unknown_subcommand(sub, "OBJECT"));
+    };
+    if a.len() != 3 {
+        return Err(wrong_arity(name));
     }
-    if eq(sub, "help") {
-        return Err(Frame::static_error("ERR OBJECT HELP is not supported; OBJECT ENCODING <key> is"));
-    }
-    Err(errors::unknown_subcommand(sub, "OBJECT"))
+    Ok(Command::Key(KeyCommand::Object { key: take(a, 2), field }))
 }
+
+const OBJECT_HELP: &[&str] = &[
+    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "ENCODING <key>",
+    "    Return the kind of internal representation used in order to store the value",
+    "    associated with a <key>.",
+    "REFCOUNT <key>",
+    "    Return the number of references of the value associated with the specified",
+    "    <key>.",
+    "HELP",
+    "    Prints this help.",
+];
 
 fn parse_copy(a: &mut [Bytes]) -> Parsed {
     let mut replace = false;

@@ -67,6 +67,7 @@ pub enum CmdId {
     BitField,
     BitFieldRo,
     BitOp,
+    Lcs,
     RandomKey,
     Touch,
     Expire,

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::command::{KeyCommand, KeyspaceCommand, SetCondition, SetOutput, SetReply, TtlChange};
+use crate::command::{KeyCommand, KeyspaceCommand, ObjectField, SetCondition, SetOutput, SetReply, TtlChange};
 use crate::crdt::{Hlc, VersionVector};
 use crate::crdt::{HlcClock, NodeId};
 use crate::delta::outbox::{Outbox, OutboxBatch};
@@ -522,7 +522,8 @@ fn apply_key(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: KeyCommand, picks: &mut
         KeyCommand::Zset(cmd) => kv.zset_command(ctx, cmd, picks),
         KeyCommand::List(cmd) => kv.list_command(ctx, cmd),
         KeyCommand::MemoryUsage(key) => kv.memory_usage(&key, now_ms),
-        KeyCommand::ObjectEncoding(key) => kv.object_encoding(&key, now_ms),
+        KeyCommand::Object { key, field: ObjectField::Encoding } => kv.object_encoding(&key, now_ms),
+        KeyCommand::Object { key, field: ObjectField::Refcount } => kv.object_refcount(&key, now_ms),
         KeyCommand::Dump(key) => kv.dump(&key, now_ms),
         KeyCommand::Restore(cmd) => kv.restore_payload(ctx, *cmd),
         KeyCommand::Bits(cmd) => kv.bit_command(ctx, cmd),

@@ -477,6 +477,7 @@ impl Connection {
             // No scripting: no function to list or to flush.
             Command::Function(crate::command::FunctionCommand::Flush) => Frame::ok(),
             Command::Function(crate::command::FunctionCommand::List) => Frame::Array(Vec::new()),
+            Command::Help(lines) => Frame::Array(lines.iter().map(|line| Frame::simple(line)).collect()),
             Command::Time => {
                 let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
                 Frame::Array(vec![

@@ -11,6 +11,7 @@ use bytes::Bytes;
 
 use super::shards::Shards;
 use crate::command::bits::BitOp;
+use crate::command::lcs::{self, LcsCommand};
 use crate::command::{KeyCommand, KeyspaceCommand, MultiKeyCommand, SetAlgebra, SetCommand, SetOutput};
 use crate::engine::kv::keyspace::SLOT_SPACE;
 use crate::protocol::Frame;
@@ -144,6 +145,7 @@ pub async fn multi(access: &impl Shards, command: MultiKeyCommand) -> Frame {
         MultiKeyCommand::Zset(cmd) => super::zset_fanout::zset_multi(access, cmd).await,
         MultiKeyCommand::List(cmd) => super::list_fanout::list_multi(access, cmd).await,
         MultiKeyCommand::BitOp { op, dst, keys } => bitop(access, op, dst, keys).await,
+        MultiKeyCommand::Lcs(cmd) => lcs(access, cmd).await,
     }
 }
 
@@ -180,6 +182,11 @@ async fn set_move(access: &impl Shards, src: Bytes, dst: Bytes, member: Bytes) -
             let reply = parked.apply(from, ShardOp::Key(KeyCommand::SetFamily(rem))).into_frame();
             if reply != Frame::Integer(1) {
                 return if reply.is_error() { reply } else { Frame::Integer(0) };
+            }
+            // A destination that holds the member already is left untouched, as Redis does.
+            let held = SetCommand::IsMember { key: dst.clone(), member: member.clone() };
+            if parked.apply(to, ShardOp::Key(KeyCommand::SetFamily(held))).into_frame() == Frame::Integer(1) {
+                return Frame::Integer(1);
             }
             let add = SetCommand::Add { key: dst, members: vec![member] };
             let reply = parked.apply(to, ShardOp::Key(KeyCommand::SetFamily(add))).into_frame();
@@ -282,6 +289,28 @@ async fn bitop(access: &impl Shards, op: BitOp, dst: Bytes, keys: Vec<Bytes>) ->
             parked.apply(to, ShardOp::StoreBitOp { key: dst, value }).into_frame()
         })
         .await
+}
+
+/// LCS: read both strings (each shard's read is atomic, as MGET's), then compute.
+async fn lcs(access: &impl Shards, cmd: LcsCommand) -> Frame {
+    let groups = access.group(vec![cmd.a, cmd.b], |k| k);
+    let (ops, positions): (Vec<_>, Vec<_>) = groups.into_iter().map(|(s, (keys, pos))| ((s, ShardOp::StringValues(keys)), pos)).unzip();
+    let mut values = [Bytes::new(), Bytes::new()];
+    for (reply, positions) in access.run_groups(ops).await.into_iter().zip(positions) {
+        match reply {
+            ShardReply::Values(found) => {
+                for (value, position) in found.into_iter().zip(positions) {
+                    values[position] = value.unwrap_or_default();
+                }
+            }
+            ShardReply::Frame(Frame::Error(e)) if e.starts_with(b"WRONGTYPE") => return Frame::static_error(lcs::NOT_STRINGS),
+            other => return other.into_frame(),
+        }
+    }
+    match cmd.reply {
+        Ok(reply) => lcs::lcs(&values[0], &values[1], reply, access.shared_state().runtime.proto_max_bulk_len() as u64),
+        Err(error) => error,
+    }
 }
 
 pub async fn keyspace(access: &impl Shards, command: KeyspaceCommand, random_pick: u64) -> Frame {

@@ -326,6 +326,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         "6.0.0",
         "Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD"
     ),
+    spec!(Lcs, "lcs", -3, ["readonly"], 1, 2, 1, "string", "7.0.0", "Find longest common substring"),
     spec!(BitOp, "bitop", -4, ["write", "denyoom"], 2, -1, 1, "bitmap", "2.6.0", "Perform bitwise operations between strings"),
     spec!(RandomKey, "randomkey", 1, ["readonly"], 0, 0, 0, "generic", "1.0.0", "Returns a random key name from the database."),
     spec!(

@@ -151,6 +151,21 @@ impl KvEngine {
         }
     }
 
+    /// OBJECT REFCOUNT: what Redis would report. Meridian shares no values between keys,
+    /// so every value has one reference, except that Redis shares the integers below
+    /// 10,000 and reports `i32::MAX` for them; tools and tests read that number, so it is
+    /// reported the same way. Nil for a missing key.
+    pub fn object_refcount(&mut self, key: &[u8], now_ms: u64) -> Frame {
+        const SHARED_INTEGERS: i64 = 10_000;
+        if self.live(key, key_hash(key), now_ms).is_none() {
+            return Frame::Null;
+        }
+        match self.read_value(key, now_ms) {
+            Some(StrVal::Int(n)) if (0..SHARED_INTEGERS).contains(&n) => Frame::Integer(i64::from(i32::MAX)),
+            _ => Frame::Integer(1),
+        }
+    }
+
     /// MEMORY USAGE: an estimate of what the key takes, in bytes: its entry, its key and
     /// value bytes, and per element (hash field, set or sorted set member) its state and
     /// bytes (a sorted set's score order too). An estimate (it does not ask the

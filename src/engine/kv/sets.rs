@@ -331,6 +331,10 @@ impl KvEngine {
     }
 
     /// SMOVE with both keys on this shard.
+    ///
+    /// When `dst` already holds the member, only `src` changes, as in Redis: `dst` gets
+    /// no new dot (so a WATCH on it holds, and a concurrent SREM of that member in
+    /// another region is not overruled by this move).
     pub fn smove(&mut self, ctx: &mut WriteCtx, src: Bytes, dst: Bytes, member: Bytes) -> Frame {
         let now_ms = ctx.now_ms;
         let is_member = match self.set_members(&src, now_ms) {
@@ -338,14 +342,17 @@ impl KvEngine {
             Ok(None) => return Frame::Integer(0),
             Ok(Some(s)) => s.get(&member).is_some(),
         };
-        if let Err(error) = self.set_members(&dst, now_ms) {
-            return error;
-        }
+        let in_dst = match self.set_members(&dst, now_ms) {
+            Err(error) => return error,
+            Ok(members) => members.is_some_and(|s| s.get(&member).is_some()),
+        };
         if src == dst || !is_member {
             return Frame::Integer(is_member as i64);
         }
         self.write_members(ctx, src, std::slice::from_ref(&member), MemberWrite::Remove);
-        self.write_members(ctx, dst, std::slice::from_ref(&member), MemberWrite::Add);
+        if !in_dst {
+            self.write_members(ctx, dst, std::slice::from_ref(&member), MemberWrite::Add);
+        }
         Frame::Integer(1)
     }
 }
