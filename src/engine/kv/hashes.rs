@@ -7,7 +7,7 @@
 
 use bytes::Bytes;
 
-use super::collection_writes::Part;
+use super::collection_writes::{DistinctNames, Part};
 use super::elements::{Elements, ORDERED_ENTRIES_MAX};
 use super::glob::glob_match;
 use super::value::{KeyKind, SetTtl, format_float};
@@ -114,17 +114,18 @@ impl KvEngine {
         let existing = self.hash_fields(&key, ctx.now_ms)?;
         // A field named twice takes its last value and counts once.
         let mut writes: Vec<(Bytes, FieldWrite)> = Vec::with_capacity(pairs.len());
+        let mut distinct = DistinctNames::new();
         let mut added = 0;
-        for (field, value) in pairs.into_iter().rev() {
-            if writes.iter().any(|(f, _)| *f == field) {
+        for (field, value) in pairs.iter().rev() {
+            if !distinct.first(field) {
                 continue;
             }
-            if existing.and_then(|h| h.get(&field)).is_none() {
+            if existing.and_then(|h| h.get(field)).is_none() {
                 added += 1;
             } else if reply == HSetReply::IfAbsent {
                 return Ok(Frame::Integer(0));
             }
-            writes.push((field, FieldWrite::Set(StrVal::from_bytes(value))));
+            writes.push((field.clone(), FieldWrite::Set(StrVal::from_bytes(value.clone()))));
         }
         writes.reverse();
         self.write_fields(ctx, key, writes);
@@ -140,9 +141,10 @@ impl KvEngine {
             return Ok(Frame::Integer(0));
         };
         let mut writes: Vec<(Bytes, FieldWrite)> = Vec::new();
-        for field in fields {
-            if existing.get(&field).is_some() && !writes.iter().any(|(f, _)| *f == field) {
-                writes.push((field, FieldWrite::Delete));
+        let mut distinct = DistinctNames::new();
+        for field in &fields {
+            if existing.get(field).is_some() && distinct.first(field) {
+                writes.push((field.clone(), FieldWrite::Delete));
             }
         }
         let removed = writes.len() as i64;

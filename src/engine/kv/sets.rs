@@ -17,7 +17,7 @@
 
 use bytes::Bytes;
 
-use super::collection_writes::Part;
+use super::collection_writes::{DistinctNames, Part};
 use super::elements::{Elements, ORDERED_ENTRIES_MAX};
 use super::glob::glob_match;
 use super::value::{KeyKind, MEMBER_MARK, SetTtl, parse_canonical_i64};
@@ -194,15 +194,16 @@ impl KvEngine {
     fn sadd(&mut self, ctx: &mut WriteCtx, key: Bytes, members: Vec<Bytes>) -> Result<Frame, Frame> {
         let existing = self.set_members(&key, ctx.now_ms)?;
         let mut unique: Vec<Bytes> = Vec::with_capacity(members.len());
+        let mut distinct = DistinctNames::new();
         let mut added = 0;
-        for member in members {
-            if unique.contains(&member) {
+        for member in &members {
+            if !distinct.first(member) {
                 continue;
             }
-            if existing.and_then(|s| s.get(&member)).is_none() {
+            if existing.and_then(|s| s.get(member)).is_none() {
                 added += 1;
             }
-            unique.push(member);
+            unique.push(member.clone());
         }
         // Every member named gets a new dot, present or not: add wins over a concurrent
         // SREM of the older one.
@@ -215,9 +216,10 @@ impl KvEngine {
             return Ok(Frame::Integer(0));
         };
         let mut present: Vec<Bytes> = Vec::new();
-        for member in members {
-            if existing.get(&member).is_some() && !present.contains(&member) {
-                present.push(member);
+        let mut distinct = DistinctNames::new();
+        for member in &members {
+            if existing.get(member).is_some() && distinct.first(member) {
+                present.push(member.clone());
             }
         }
         if !present.is_empty() {

@@ -14,7 +14,7 @@
 
 use bytes::Bytes;
 
-use super::collection_writes::Part;
+use super::collection_writes::{DistinctNames, NameIndex, Part};
 use super::elements::{Elements, ORDERED_ENTRIES_MAX};
 use super::glob::glob_match;
 use super::score_order::ScoreOrder;
@@ -157,11 +157,13 @@ impl KvEngine {
         let mut writes: Vec<(Bytes, MemberWrite, Option<f64>)> = Vec::with_capacity(pairs.len());
         let (mut added, mut changed) = (0, 0);
         let mut incr_result = None;
-        for (score, member) in pairs {
-            let pending = writes.iter().position(|(m, _, _)| *m == member);
+        let mut written = NameIndex::new();
+        for (score, member) in &pairs {
+            let (score, member) = (*score, member);
+            let pending = written.get(member);
             let current = match pending {
                 Some(i) => writes[i].2,
-                None => existing.and_then(|z| z.get(&member)).map(|s| s.score()),
+                None => existing.and_then(|z| z.get(member)).map(|s| s.score()),
             };
             let write = match current {
                 Some(_) if flags.nx => None,
@@ -198,9 +200,12 @@ impl KvEngine {
                         (_, MemberWrite::Incr(_)) => MemberWrite::Score(new),
                         (_, write) => write,
                     };
-                    writes[i] = (member, merged, Some(new));
+                    writes[i] = (member.clone(), merged, Some(new));
                 }
-                None => writes.push((member, write, Some(new))),
+                None => {
+                    written.insert(member, writes.len());
+                    writes.push((member.clone(), write, Some(new)));
+                }
             }
         }
         if !writes.is_empty() {
@@ -218,9 +223,10 @@ impl KvEngine {
             return Ok(Frame::Integer(0));
         };
         let mut present: Vec<Bytes> = Vec::new();
-        for member in members {
-            if existing.get(&member).is_some() && !present.contains(&member) {
-                present.push(member);
+        let mut distinct = DistinctNames::new();
+        for member in &members {
+            if existing.get(member).is_some() && distinct.first(member) {
+                present.push(member.clone());
             }
         }
         let removed = present.len() as i64;
