@@ -1,0 +1,256 @@
+//! Maelstrom's rules, applied to a history: each check returns the violations it
+//! found (empty: the history passes).
+//!
+//! - g-set and broadcast: every acknowledged add (message) is in every node's final
+//!   read; nothing is ever read that no client sent; the final reads agree.
+//! - g-counter and pn-counter: every node's final read equals the acknowledged deltas
+//!   plus some subset of the indeterminate ones (Maelstrom's bounds check), and the
+//!   final reads agree.
+//! - lin-kv: a checker that is sound but not complete: every violation it reports is a
+//!   real one (no linearization exists), but it can miss some. It relies on every
+//!   written value being unique (the generator makes them so) and looks for reads (and
+//!   compare-and-sets, which read their `from`) that saw a value already overwritten
+//!   before they began, values no write had begun, the key's absence after a write had
+//!   finished, reads going back in time, and two compare-and-sets from one value.
+//!
+//! Judges only: never runs anything.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::Value;
+
+use super::history::{Op, Outcome, Request};
+use crate::message::code;
+
+/// Violations listed in full at most; the count covers all.
+pub const VIOLATIONS_LISTED_MAX: usize = 5;
+
+fn ints(value: &Value) -> BTreeSet<i64> {
+    value.as_array().map(|items| items.iter().filter_map(Value::as_i64).collect()).unwrap_or_default()
+}
+
+/// g-set and broadcast: `finals[n]` is node n's final read.
+pub fn sets(history: &[Op], finals: &[Value]) -> Vec<String> {
+    let mut violations = Vec::new();
+    let element = |op: &Op| match op.request {
+        Request::Add(e) | Request::Broadcast(e) => Some(e),
+        _ => None,
+    };
+    // A definite failure did not happen; everything else may have.
+    let attempted: BTreeSet<i64> = history.iter().filter(|op| !matches!(op.outcome, Outcome::Failed(_))).filter_map(element).collect();
+    let acked: BTreeSet<i64> = history.iter().filter(|op| op.is_ok()).filter_map(element).collect();
+    for op in history.iter().filter(|op| op.request == Request::Read) {
+        let (Outcome::Ok(value), Some(done)) = (&op.outcome, op.completed_us) else { continue };
+        let begun: BTreeSet<i64> = history.iter().filter(|w| w.invoked_us < done).filter_map(element).collect();
+        let phantom: Vec<i64> = ints(value).difference(&begun).copied().collect();
+        if !phantom.is_empty() {
+            violations.push(format!("a read on n{} returned {phantom:?}, which no client had sent yet", op.node));
+        }
+    }
+    let reads: Vec<BTreeSet<i64>> = finals.iter().map(ints).collect();
+    for (node, read) in reads.iter().enumerate() {
+        let lost: Vec<i64> = acked.difference(read).copied().collect();
+        if !lost.is_empty() {
+            violations.push(format!(
+                "n{node}'s final read lacks {} acknowledged elements, first {:?}",
+                lost.len(),
+                &lost[..lost.len().min(5)]
+            ));
+        }
+        let phantom: Vec<i64> = read.difference(&attempted).copied().collect();
+        if !phantom.is_empty() {
+            violations.push(format!("n{node}'s final read has elements no client sent: {phantom:?}"));
+        }
+    }
+    if reads.windows(2).any(|w| w[0] != w[1]) {
+        let sizes: Vec<usize> = reads.iter().map(BTreeSet::len).collect();
+        violations.push(format!("the final reads differ between nodes (sizes {sizes:?}): the replicas did not converge"));
+    }
+    violations
+}
+
+/// g-counter and pn-counter: `finals[n]` is node n's final read.
+pub fn counter(history: &[Op], finals: &[Value]) -> Vec<String> {
+    let (mut acked, mut low, mut high) = (0i64, 0i64, 0i64);
+    for op in history {
+        let Request::Add(delta) = op.request else { continue };
+        match op.outcome {
+            Outcome::Ok(_) => acked += delta,
+            Outcome::Failed(_) => {}
+            Outcome::Pending | Outcome::Indeterminate if delta < 0 => low += delta,
+            Outcome::Pending | Outcome::Indeterminate => high += delta,
+        }
+    }
+    let (lower, upper) = (acked + low, acked + high);
+    let mut violations = Vec::new();
+    for (node, read) in finals.iter().enumerate() {
+        match read.as_i64() {
+            Some(v) if (lower..=upper).contains(&v) => {}
+            Some(v) => violations.push(format!("n{node}'s final read {v} is outside [{lower}, {upper}] (acknowledged sum {acked})")),
+            None => violations.push(format!("n{node}'s final read {read} is not an integer")),
+        }
+    }
+    if finals.windows(2).any(|w| w[0] != w[1]) {
+        violations.push(format!("the final reads differ between nodes: {finals:?}"));
+    }
+    violations
+}
+
+/// What an operation saw of its key: `Some(None)` the key absent, `Some(Some(v))` v.
+fn observed(op: &Op) -> Option<Option<i64>> {
+    match (&op.request, &op.outcome) {
+        (Request::KvRead { .. }, Outcome::Ok(value)) => value.as_i64().map(Some),
+        (Request::KvRead { .. } | Request::KvCas { .. }, Outcome::Failed(code::KEY_DOES_NOT_EXIST)) => Some(None),
+        (Request::KvCas { from, .. }, Outcome::Ok(_)) => Some(Some(*from)),
+        _ => None,
+    }
+}
+
+/// lin-kv (see the module's notes: sound, not complete).
+pub fn lin_kv(history: &[Op]) -> Vec<String> {
+    let mut violations = Vec::new();
+    let mut keys: Vec<i64> = history.iter().filter_map(Op::kv_key).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    for key in keys {
+        let ops: Vec<&Op> = history.iter().filter(|op| op.kv_key() == Some(key)).collect();
+        // Each value's writer (values are unique); a definite failure wrote nothing.
+        let writers: HashMap<i64, &Op> =
+            ops.iter().filter(|op| !matches!(op.outcome, Outcome::Failed(_))).filter_map(|op| op.kv_written().map(|v| (v, *op))).collect();
+        let acked_writes: Vec<&Op> = ops.iter().copied().filter(|op| op.is_ok() && op.kv_written().is_some()).collect();
+        let observations: Vec<(&Op, Option<i64>, u64)> = ops.iter().filter_map(|op| Some((*op, observed(op)?, op.completed_us?))).collect();
+        for &(op, seen, done) in &observations {
+            let what = describe(op, key);
+            match seen {
+                None => {
+                    if let Some(w) = acked_writes.iter().find(|w| w.completed_us.is_some_and(|c| c < op.invoked_us)) {
+                        violations.push(format!("{what} found the key absent, after {} had completed", describe(w, key)));
+                    }
+                }
+                Some(v) => {
+                    let Some(writer) = writers.get(&v) else {
+                        violations.push(format!("{what} saw {v}, which no client wrote"));
+                        continue;
+                    };
+                    if writer.invoked_us > done {
+                        violations.push(format!("{what} saw {v} before {} began", describe(writer, key)));
+                        continue;
+                    }
+                    // Overwritten before this began: a later write finished before it started.
+                    let Some(written) = writer.completed_us.filter(|_| writer.is_ok()) else { continue };
+                    if let Some(w) =
+                        acked_writes.iter().find(|w| w.invoked_us > written && w.completed_us.is_some_and(|c| c < op.invoked_us))
+                    {
+                        violations.push(format!("stale: {what} saw {v}, but {} had completed before it began", describe(w, key)));
+                    }
+                }
+            }
+        }
+        // Back in time: o2 saw v2 and finished before o1 began, o1 saw v1 older than v2.
+        for &(o1, seen1, _) in &observations {
+            for &(o2, seen2, done2) in &observations {
+                if done2 >= o1.invoked_us {
+                    continue;
+                }
+                let Some(v2) = seen2 else { continue };
+                let older = match seen1 {
+                    None => true,
+                    Some(v1) => match (writers.get(&v1), writers.get(&v2)) {
+                        (Some(w1), Some(w2)) => w1.is_ok() && w1.completed_us.is_some_and(|c| c < w2.invoked_us),
+                        _ => false,
+                    },
+                };
+                if older {
+                    let then = seen1.map_or("the key absent".into(), |v| v.to_string());
+                    violations.push(format!(
+                        "back in time: {} saw {then} after {} had seen the newer {v2}",
+                        describe(o1, key),
+                        describe(o2, key)
+                    ));
+                }
+            }
+        }
+        // Values are unique, so a value is the key's value for one stretch only: two
+        // successful compare-and-sets from it cannot both have found it.
+        let mut cas_from: HashMap<i64, &Op> = HashMap::new();
+        for op in ops.iter().filter(|op| op.is_ok()) {
+            if let Request::KvCas { from, .. } = op.request
+                && let Some(first) = cas_from.insert(from, op)
+            {
+                violations.push(format!("{} and {} both swapped from {from}", describe(first, key), describe(op, key)));
+            }
+        }
+    }
+    violations
+}
+
+fn describe(op: &Op, key: i64) -> String {
+    let what = match op.request {
+        Request::KvRead { .. } => "read".to_string(),
+        Request::KvWrite { value, .. } => format!("write {value}"),
+        Request::KvCas { from, to, .. } => format!("cas {from}->{to}"),
+        _ => "op".to_string(),
+    };
+    let ms = |us: u64| us as f64 / 1_000.0;
+    let done = op.completed_us.map_or("?".into(), |c| format!("{:.1}", ms(c)));
+    format!("{what} of key {key} on n{} [{:.1}-{done} ms]", op.node, ms(op.invoked_us))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn op(node: usize, request: Request, span: (u64, u64), outcome: Outcome) -> Op {
+        Op { client: node, node, request, invoked_us: span.0, completed_us: Some(span.1), outcome }
+    }
+
+    #[test]
+    fn a_stale_read_after_an_acknowledged_overwrite_is_a_violation() {
+        let history = vec![
+            op(0, Request::KvWrite { key: 1, value: 10 }, (0, 5), Outcome::Ok(json!(null))),
+            op(0, Request::KvWrite { key: 1, value: 11 }, (10, 15), Outcome::Ok(json!(null))),
+            op(1, Request::KvRead { key: 1 }, (20, 25), Outcome::Ok(json!(10))),
+        ];
+        let violations = lin_kv(&history);
+        assert!(violations.iter().any(|v| v.starts_with("stale")), "{violations:?}");
+    }
+
+    #[test]
+    fn concurrent_reads_may_see_either_value() {
+        let history = vec![
+            op(0, Request::KvWrite { key: 1, value: 10 }, (0, 5), Outcome::Ok(json!(null))),
+            op(0, Request::KvWrite { key: 1, value: 11 }, (10, 30), Outcome::Ok(json!(null))),
+            op(1, Request::KvRead { key: 1 }, (12, 14), Outcome::Ok(json!(11))),
+            op(1, Request::KvRead { key: 1 }, (20, 25), Outcome::Ok(json!(11))),
+            op(2, Request::KvRead { key: 1 }, (11, 40), Outcome::Ok(json!(10))),
+            op(2, Request::KvCas { key: 1, from: 11, to: 12 }, (41, 42), Outcome::Ok(json!(null))),
+        ];
+        assert_eq!(lin_kv(&history), Vec::<String>::new());
+    }
+
+    #[test]
+    fn two_swaps_from_one_value_and_a_missing_key_after_a_write_are_violations() {
+        let history = vec![
+            op(0, Request::KvWrite { key: 2, value: 1 }, (0, 5), Outcome::Ok(json!(null))),
+            op(1, Request::KvRead { key: 2 }, (6, 7), Outcome::Failed(code::KEY_DOES_NOT_EXIST)),
+            op(0, Request::KvCas { key: 2, from: 1, to: 2 }, (8, 9), Outcome::Ok(json!(null))),
+            op(1, Request::KvCas { key: 2, from: 1, to: 3 }, (8, 9), Outcome::Ok(json!(null))),
+        ];
+        assert_eq!(lin_kv(&history).len(), 2, "{:?}", lin_kv(&history));
+    }
+
+    #[test]
+    fn a_set_read_missing_an_acknowledged_add_fails_and_indeterminate_counter_deltas_may_count() {
+        let adds = vec![
+            op(0, Request::Add(1), (0, 1), Outcome::Ok(json!(null))),
+            Op { completed_us: None, ..op(0, Request::Add(2), (2, 0), Outcome::Indeterminate) },
+        ];
+        assert!(sets(&adds, &[json!([1]), json!([1, 2])]).iter().any(|v| v.contains("differ")));
+        assert!(sets(&adds, &[json!([2]), json!([2])]).iter().any(|v| v.contains("lacks")));
+        assert!(sets(&adds, &[json!([1, 2]), json!([1, 2])]).is_empty());
+        assert!(counter(&adds, &[json!(3), json!(3)]).is_empty(), "1 acknowledged + 2 indeterminate");
+        assert!(counter(&adds, &[json!(1), json!(1)]).is_empty());
+        assert_eq!(counter(&adds, &[json!(4), json!(4)]).len(), 2);
+    }
+}
