@@ -301,3 +301,7 @@ fn merge(shards: &mut [Shard], deltas: Vec<Delta>, now_ms: u64) {
         assert!(matches!(reply, ShardReply::Count(_)), "a shard without persistence takes every merge: {reply:?}");
     }
 }
+
+#[cfg(test)]
+#[path = "node_tests.rs"]
+mod tests;
