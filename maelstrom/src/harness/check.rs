@@ -39,10 +39,18 @@ pub fn sets(history: &[Op], finals: &[Value]) -> Vec<String> {
     // A definite failure did not happen; everything else may have.
     let attempted: BTreeSet<i64> = history.iter().filter(|op| !matches!(op.outcome, Outcome::Failed(_))).filter_map(element).collect();
     let acked: BTreeSet<i64> = history.iter().filter(|op| op.is_ok()).filter_map(element).collect();
+    // When each element's add was first sent: a read may hold only elements sent before it finished.
+    let mut sent_us: HashMap<i64, u64> = HashMap::new();
+    for op in history {
+        if let Some(e) = element(op) {
+            let at = sent_us.entry(e).or_insert(op.invoked_us);
+            *at = (*at).min(op.invoked_us);
+        }
+    }
     for op in history.iter().filter(|op| op.request == Request::Read) {
         let (Outcome::Ok(value), Some(done)) = (&op.outcome, op.completed_us) else { continue };
-        let begun: BTreeSet<i64> = history.iter().filter(|w| w.invoked_us < done).filter_map(element).collect();
-        let phantom: Vec<i64> = ints(value).difference(&begun).copied().collect();
+        let items = value.as_array().map(Vec::as_slice).unwrap_or_default();
+        let phantom: Vec<i64> = items.iter().filter_map(Value::as_i64).filter(|e| sent_us.get(e).is_none_or(|&at| at >= done)).collect();
         if !phantom.is_empty() {
             violations.push(format!("a read on n{} returned {phantom:?}, which no client had sent yet", op.node));
         }
@@ -106,7 +114,37 @@ fn observed(op: &Op) -> Option<Option<i64>> {
     }
 }
 
-/// lin-kv (see the module's notes: sound, not complete).
+/// Among operations that finished before a moment, the one with the greatest mark:
+/// sorted by finish, with running maxima (so each question costs a binary search).
+struct PrefixMax<'a> {
+    done_us: Vec<u64>,
+    best: Vec<(u64, &'a Op)>,
+}
+
+impl<'a> PrefixMax<'a> {
+    /// `entries`: (finished at, mark, operation).
+    fn new(mut entries: Vec<(u64, u64, &'a Op)>) -> PrefixMax<'a> {
+        entries.sort_by_key(|e| e.0);
+        let mut best: Vec<(u64, &Op)> = Vec::with_capacity(entries.len());
+        for &(_, mark, op) in &entries {
+            let running = match best.last() {
+                Some(&(m, o)) if m >= mark => (m, o),
+                _ => (mark, op),
+            };
+            best.push(running);
+        }
+        PrefixMax { done_us: entries.iter().map(|e| e.0).collect(), best }
+    }
+
+    /// The greatest mark among operations finished strictly before `before_us`.
+    fn before(&self, before_us: u64) -> Option<(u64, &'a Op)> {
+        let finished = self.done_us.partition_point(|&d| d < before_us);
+        finished.checked_sub(1).map(|i| self.best[i])
+    }
+}
+
+/// lin-kv (see the module's notes: sound, not complete). Each key's checks cost
+/// O(n log n), so long histories check quickly.
 pub fn lin_kv(history: &[Op]) -> Vec<String> {
     let mut violations = Vec::new();
     let mut keys: Vec<i64> = history.iter().filter_map(Op::kv_key).collect();
@@ -117,57 +155,47 @@ pub fn lin_kv(history: &[Op]) -> Vec<String> {
         // Each value's writer (values are unique); a definite failure wrote nothing.
         let writers: HashMap<i64, &Op> =
             ops.iter().filter(|op| !matches!(op.outcome, Outcome::Failed(_))).filter_map(|op| op.kv_written().map(|v| (v, *op))).collect();
-        let acked_writes: Vec<&Op> = ops.iter().copied().filter(|op| op.is_ok() && op.kv_written().is_some()).collect();
+        // Acknowledged writes by finish, marked with when they began.
+        let acked_writes = PrefixMax::new(
+            ops.iter()
+                .filter(|op| op.is_ok() && op.kv_written().is_some())
+                .filter_map(|op| Some((op.completed_us?, op.invoked_us, *op)))
+                .collect(),
+        );
         let observations: Vec<(&Op, Option<i64>, u64)> = ops.iter().filter_map(|op| Some((*op, observed(op)?, op.completed_us?))).collect();
+        // Observations of a value by finish, marked with when the value's write began.
+        let seen_values =
+            PrefixMax::new(observations.iter().filter_map(|&(op, seen, done)| Some((done, writers.get(&seen?)?.invoked_us, op))).collect());
         for &(op, seen, done) in &observations {
             let what = describe(op, key);
-            match seen {
-                None => {
-                    if let Some(w) = acked_writes.iter().find(|w| w.completed_us.is_some_and(|c| c < op.invoked_us)) {
-                        violations.push(format!("{what} found the key absent, after {} had completed", describe(w, key)));
-                    }
+            let Some(v) = seen else {
+                if let Some((_, w)) = acked_writes.before(op.invoked_us) {
+                    violations.push(format!("{what} found the key absent, after {} had completed", describe(w, key)));
+                } else if let Some((_, earlier)) = seen_values.before(op.invoked_us) {
+                    violations.push(format!("back in time: {what} found the key absent after {} had seen a value", describe(earlier, key)));
                 }
-                Some(v) => {
-                    let Some(writer) = writers.get(&v) else {
-                        violations.push(format!("{what} saw {v}, which no client wrote"));
-                        continue;
-                    };
-                    if writer.invoked_us > done {
-                        violations.push(format!("{what} saw {v} before {} began", describe(writer, key)));
-                        continue;
-                    }
-                    // Overwritten before this began: a later write finished before it started.
-                    let Some(written) = writer.completed_us.filter(|_| writer.is_ok()) else { continue };
-                    if let Some(w) =
-                        acked_writes.iter().find(|w| w.invoked_us > written && w.completed_us.is_some_and(|c| c < op.invoked_us))
-                    {
-                        violations.push(format!("stale: {what} saw {v}, but {} had completed before it began", describe(w, key)));
-                    }
-                }
+                continue;
+            };
+            let Some(writer) = writers.get(&v) else {
+                violations.push(format!("{what} saw {v}, which no client wrote"));
+                continue;
+            };
+            if writer.invoked_us > done {
+                violations.push(format!("{what} saw {v} before {} began", describe(writer, key)));
+                continue;
             }
-        }
-        // Back in time: o2 saw v2 and finished before o1 began, o1 saw v1 older than v2.
-        for &(o1, seen1, _) in &observations {
-            for &(o2, seen2, done2) in &observations {
-                if done2 >= o1.invoked_us {
-                    continue;
-                }
-                let Some(v2) = seen2 else { continue };
-                let older = match seen1 {
-                    None => true,
-                    Some(v1) => match (writers.get(&v1), writers.get(&v2)) {
-                        (Some(w1), Some(w2)) => w1.is_ok() && w1.completed_us.is_some_and(|c| c < w2.invoked_us),
-                        _ => false,
-                    },
-                };
-                if older {
-                    let then = seen1.map_or("the key absent".into(), |v| v.to_string());
-                    violations.push(format!(
-                        "back in time: {} saw {then} after {} had seen the newer {v2}",
-                        describe(o1, key),
-                        describe(o2, key)
-                    ));
-                }
+            // Only an acknowledged write has a known end to be overwritten after.
+            let Some(written) = writer.completed_us.filter(|_| writer.is_ok()) else { continue };
+            // Overwritten before this began: a later write finished before it started.
+            if let Some((began, w)) = acked_writes.before(op.invoked_us)
+                && began > written
+            {
+                violations.push(format!("stale: {what} saw {v}, but {} had completed before it began", describe(w, key)));
+            } else if let Some((began, earlier)) = seen_values.before(op.invoked_us)
+                && began > written
+            {
+                // An earlier operation saw a value written after this one's was.
+                violations.push(format!("back in time: {what} saw {v} after {} had seen a newer value", describe(earlier, key)));
             }
         }
         // Values are unique, so a value is the key's value for one stretch only: two
@@ -214,6 +242,19 @@ mod tests {
         ];
         let violations = lin_kv(&history);
         assert!(violations.iter().any(|v| v.starts_with("stale")), "{violations:?}");
+    }
+
+    #[test]
+    fn a_read_that_goes_back_behind_an_earlier_read_is_a_violation() {
+        let history = vec![
+            op(0, Request::KvWrite { key: 1, value: 10 }, (0, 5), Outcome::Ok(json!(null))),
+            op(0, Request::KvWrite { key: 1, value: 11 }, (10, 100), Outcome::Ok(json!(null))),
+            op(1, Request::KvRead { key: 1 }, (20, 25), Outcome::Ok(json!(11))),
+            op(2, Request::KvRead { key: 1 }, (30, 35), Outcome::Ok(json!(10))),
+        ];
+        let violations = lin_kv(&history);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0].starts_with("back in time"), "{violations:?}");
     }
 
     #[test]
