@@ -14,8 +14,9 @@
 //! "reconnects": a new epoch, everything unacknowledged sent again, an anti-entropy
 //! round due. That is exactly what the server does after a dropped connection, so the
 //! acknowledgements keep their meaning (every batch up to `seq` merged) and the real
-//! queue's resend logic runs unchanged. A frame of an older epoch is dropped, as bytes
-//! of a closed connection are.
+//! queue's resend logic runs unchanged. A batch or an anti-entropy answer of an older
+//! epoch is dropped, as bytes of a closed connection are; an acknowledgement of an
+//! older epoch still counts (it is cumulative and true whenever it was sent).
 
 use std::collections::BTreeMap;
 
