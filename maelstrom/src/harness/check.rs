@@ -4,8 +4,8 @@
 //! - g-set and broadcast: every acknowledged add (message) is in every node's final
 //!   read; nothing is ever read that no client sent; the final reads agree.
 //! - g-counter and pn-counter: every node's final read equals the acknowledged deltas
-//!   plus some subset of the indeterminate ones (Maelstrom's bounds check), and the
-//!   final reads agree.
+//!   plus the sum of some subset of the indeterminate ones (exactly; Maelstrom checks
+//!   the bounds), and the final reads agree.
 //! - lin-kv: a checker that is sound but not complete: every violation it reports is a
 //!   real one (no linearization exists), but it can miss some. It relies on every
 //!   written value being unique (the generator makes them so) and looks for reads (and
@@ -77,24 +77,51 @@ pub fn sets(history: &[Op], finals: &[Value]) -> Vec<String> {
     violations
 }
 
-/// g-counter and pn-counter: `finals[n]` is node n's final read.
+/// Distinct subset sums tracked at most; past it the counter check falls back to
+/// Maelstrom's bounds (every subset sum lies between them).
+const SUBSET_SUMS_MAX: usize = 100_000;
+
+/// Every sum of a subset of `deltas`, or `None` past [`SUBSET_SUMS_MAX`].
+fn subset_sums(deltas: &[i64]) -> Option<BTreeSet<i64>> {
+    let mut sums = BTreeSet::from([0i64]);
+    for &delta in deltas.iter().filter(|&&d| d != 0) {
+        let shifted: Vec<i64> = sums.iter().map(|s| s + delta).collect();
+        sums.extend(shifted);
+        if sums.len() > SUBSET_SUMS_MAX {
+            return None;
+        }
+    }
+    Some(sums)
+}
+
+/// g-counter and pn-counter: `finals[n]` is node n's final read. It must be the
+/// acknowledged deltas plus the sum of some subset of the indeterminate ones (exactly,
+/// where the subset sums are few enough to list; else within Maelstrom's bounds).
 pub fn counter(history: &[Op], finals: &[Value]) -> Vec<String> {
-    let (mut acked, mut low, mut high) = (0i64, 0i64, 0i64);
+    let mut acked = 0i64;
+    let mut open = Vec::new();
     for op in history {
         let Request::Add(delta) = op.request else { continue };
         match op.outcome {
             Outcome::Ok(_) => acked += delta,
             Outcome::Failed(_) => {}
-            Outcome::Pending | Outcome::Indeterminate if delta < 0 => low += delta,
-            Outcome::Pending | Outcome::Indeterminate => high += delta,
+            Outcome::Pending | Outcome::Indeterminate => open.push(delta),
         }
     }
-    let (lower, upper) = (acked + low, acked + high);
+    let lower = acked + open.iter().filter(|d| **d < 0).sum::<i64>();
+    let upper = acked + open.iter().filter(|d| **d > 0).sum::<i64>();
+    let sums = subset_sums(&open);
     let mut violations = Vec::new();
     for (node, read) in finals.iter().enumerate() {
         match read.as_i64() {
-            Some(v) if (lower..=upper).contains(&v) => {}
-            Some(v) => violations.push(format!("n{node}'s final read {v} is outside [{lower}, {upper}] (acknowledged sum {acked})")),
+            Some(v) if !(lower..=upper).contains(&v) => {
+                violations.push(format!("n{node}'s final read {v} is outside [{lower}, {upper}] (acknowledged sum {acked})"))
+            }
+            Some(v) if sums.as_ref().is_some_and(|sums| !sums.contains(&(v - acked))) => violations.push(format!(
+                "n{node}'s final read {v} is the acknowledged sum {acked} plus no subset of the {} indeterminate deltas",
+                open.len()
+            )),
+            Some(_) => {}
             None => violations.push(format!("n{node}'s final read {read} is not an integer")),
         }
     }
@@ -293,5 +320,9 @@ mod tests {
         assert!(counter(&adds, &[json!(3), json!(3)]).is_empty(), "1 acknowledged + 2 indeterminate");
         assert!(counter(&adds, &[json!(1), json!(1)]).is_empty());
         assert_eq!(counter(&adds, &[json!(4), json!(4)]).len(), 2);
+        let open = |delta| Op { completed_us: None, ..op(0, Request::Add(delta), (2, 0), Outcome::Indeterminate) };
+        let gaps = vec![op(0, Request::Add(1), (0, 1), Outcome::Ok(json!(null))), open(5), open(5)];
+        assert!(counter(&gaps, &[json!(11), json!(11)]).is_empty(), "1 + 5 + 5");
+        assert_eq!(counter(&gaps, &[json!(4), json!(4)]).len(), 2, "within the bounds [1, 11] but no subset sums to 3");
     }
 }
