@@ -11,7 +11,7 @@ use maelstrom::workload::Workload;
 
 const USAGE: &str = "usage: maelstrom-harness g-set|g-counter|pn-counter|broadcast|lin-kv
   [--nodes N] [--seconds S] [--seed X] [--rate OPS_PER_S] [--clients-per-node N]
-  [--latency-ms MAX] [--loss P] [--duplication P] [--no-partitions]
+  [--latency-ms MAX] [--loss P] [--duplication P] [--client-loss P] [--no-partitions]
   [--converge-seconds S] [--shards N] [--node-bin PATH] [--verbose]
   [--plant drop-replication]   (planted fault: every node-to-node message is lost)";
 
@@ -46,6 +46,7 @@ fn parse_args() -> Config {
             "--latency-ms" => config.faults.latency_ms_max = number(&flag, args.next()),
             "--loss" => config.faults.loss = number(&flag, args.next()),
             "--duplication" => config.faults.duplication = number(&flag, args.next()),
+            "--client-loss" => config.client_loss = number(&flag, args.next()),
             "--converge-seconds" => config.converge_seconds = number(&flag, args.next()),
             "--request-timeout-ms" => config.request_timeout = Duration::from_millis(number(&flag, args.next())),
             "--shards" => config.shards_per_node = number(&flag, args.next()),
@@ -66,8 +67,8 @@ fn parse_args() -> Config {
     if !(1..=maelstrom::node::NODES_MAX).contains(&config.nodes) {
         fail(&format!("--nodes takes 1..={}", maelstrom::node::NODES_MAX));
     }
-    if !(0.0..1.0).contains(&config.faults.loss) || !(0.0..1.0).contains(&config.faults.duplication) {
-        fail("--loss and --duplication take probabilities below 1");
+    if ![config.faults.loss, config.faults.duplication, config.client_loss].iter().all(|p| (0.0..1.0).contains(p)) {
+        fail("--loss, --duplication and --client-loss take probabilities below 1");
     }
     if !(config.seconds > 0.0 && config.rate > 0.0 && config.clients_per_node >= 1 && (1..=64).contains(&config.shards_per_node)) {
         fail("--seconds, --rate, --clients-per-node and --shards must be positive (shards at most 64)");

@@ -55,6 +55,9 @@ pub struct Config {
     pub clients_per_node: usize,
     pub faults: Faults,
     pub partitions: bool,
+    /// Probability that a client's request, or the node's answer to it, is lost: the
+    /// request times out and is indeterminate (it happened or not).
+    pub client_loss: f64,
     pub converge_seconds: f64,
     pub request_timeout: Duration,
     /// Print the nemesis's moves as they happen, and each node's link figures at exit.
@@ -75,6 +78,7 @@ impl Config {
             clients_per_node: 2,
             faults: Faults { latency_ms_max: 20, loss: 0.05, duplication: 0.05, drop_all: false },
             partitions: true,
+            client_loss: 0.02,
             converge_seconds: 15.0,
             request_timeout: Duration::from_secs(1),
             verbose: false,
@@ -124,6 +128,9 @@ struct Run<'a> {
     next_msg_id: u64,
     waiting: HashMap<u64, Waiter>,
     setup_replies: usize,
+    /// Client requests and answers lost on purpose (`Config::client_loss`).
+    lost_requests: u64,
+    lost_replies: u64,
     finals: Vec<Option<Value>>,
 }
 
@@ -151,6 +158,8 @@ pub fn run(config: &Config) -> Result<Report, String> {
         next_msg_id: 1,
         waiting: HashMap::new(),
         setup_replies: 0,
+        lost_requests: 0,
+        lost_replies: 0,
         finals: vec![None; config.nodes],
     };
     let result = run.all_phases();
@@ -188,6 +197,14 @@ impl Run<'_> {
         self.waiting.insert(msg_id, waiter);
         self.nodes.send(node, &envelope.to_line())?;
         Ok(msg_id)
+    }
+
+    /// A request lost on its way: it waits for an answer that never comes.
+    fn skip_request(&mut self, waiter: Waiter) -> u64 {
+        let msg_id = self.next_msg_id;
+        self.next_msg_id += 1;
+        self.waiting.insert(msg_id, waiter);
+        msg_id
     }
 
     fn setup(&mut self) -> Result<(), String> {
@@ -271,7 +288,14 @@ impl Run<'_> {
             let message = history::request_body(self.config.workload, &request);
             let op = self.history.len();
             self.history.push(Op { client: index, node, request, invoked_us: self.us(now), completed_us: None, outcome: Outcome::Pending });
-            let msg_id = self.request(&name, node, message, Waiter::Op { client: index, op })?;
+            // Half the client losses take the request, half the answer (`route`).
+            let lost = self.rng.random_bool(self.config.client_loss / 2.0);
+            let msg_id = if lost {
+                self.lost_requests += 1;
+                self.skip_request(Waiter::Op { client: index, op })
+            } else {
+                self.request(&name, node, message, Waiter::Op { client: index, op })?
+            };
             let pause = Duration::from_micros(self.rng.random_range(0..=2 * spacing_us));
             let client = &mut self.clients[index];
             client.busy = Some((msg_id, now + self.config.request_timeout));
@@ -356,9 +380,14 @@ impl Run<'_> {
             self.net.send(from, to, line, Instant::now(), &mut self.rng);
             return Ok(());
         }
-        let Some(waiter) = envelope.in_reply_to().and_then(|id| self.waiting.remove(&id)) else {
+        let Some(&waiter) = envelope.in_reply_to().and_then(|id| self.waiting.get(&id)) else {
             return Ok(()); // a reply after its request timed out
         };
+        if matches!(waiter, Waiter::Op { .. }) && self.rng.random_bool(self.config.client_loss / 2.0) {
+            self.lost_replies += 1;
+            return Ok(()); // the client times out: indeterminate
+        }
+        envelope.in_reply_to().map(|id| self.waiting.remove(&id));
         let now = self.us(Instant::now());
         match waiter {
             Waiter::Setup if envelope.kind().ends_with("_ok") => self.setup_replies += 1,
@@ -388,7 +417,7 @@ impl Run<'_> {
         let s = &self.net.stats;
         let verdict = if violations.is_empty() { "PASS" } else { "FAIL" };
         let mut summary = format!(
-            "{verdict} {} nodes={} seconds={} seed={}: {} ops ({writes} writes; {ok} ok, {failed} failed, {indeterminate} indeterminate); {detail}; net {} sent, {} lost, {} duplicated, {} cut in {} partitions",
+            "{verdict} {} nodes={} seconds={} seed={}: {} ops ({writes} writes; {ok} ok, {failed} failed, {indeterminate} indeterminate); {detail}; net {} sent, {} lost, {} duplicated, {} cut in {} partitions; clients lost {} requests and {} answers",
             c.workload.name(),
             c.nodes,
             c.seconds,
@@ -398,7 +427,9 @@ impl Run<'_> {
             s.lost,
             s.duplicated,
             s.cut,
-            s.partitions
+            s.partitions,
+            self.lost_requests,
+            self.lost_replies
         );
         if !violations.is_empty() {
             let kind = if c.workload == Workload::LinKv { "linearizability violations" } else { "violations" };
