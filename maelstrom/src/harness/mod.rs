@@ -266,10 +266,18 @@ impl Run<'_> {
             if issuing && self.history.len() < HISTORY_OPS_MAX {
                 self.issue(now)?;
             }
+            // Wake for the next thing due; after the end only timeouts are (no spinning
+            // on a nemesis or an idle client whose time passed).
             let mut wake = now + Duration::from_millis(50);
-            wake = wake.min(next_nemesis.max(now));
+            if nemesis && issuing {
+                wake = wake.min(next_nemesis.max(now));
+            }
             for client in &self.clients {
-                wake = wake.min(client.busy.map_or(client.next_at, |(_, deadline)| deadline).max(now));
+                match client.busy {
+                    Some((_, deadline)) => wake = wake.min(deadline.max(now)),
+                    None if issuing => wake = wake.min(client.next_at.max(now)),
+                    None => {}
+                }
             }
             self.step(wake)?;
         }
