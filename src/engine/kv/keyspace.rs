@@ -57,7 +57,6 @@ type TombstoneMap = hashbrown::HashMap<Bytes, KeyState, foldhash::fast::FixedSta
 
 pub struct Entry {
     pub key: Bytes,
-    pub hash: u64,
     pub state: KeyState,
     /// `merkle::digest(key, state)` while the Merkle leaves are kept, else 0. Kept so
     /// that a write takes the old state out of its leaf without reading it again: the
@@ -66,8 +65,20 @@ pub struct Entry {
     digest: u64,
 }
 
+impl Entry {
+    /// The key's hash, computed again rather than stored: it is needed only when a
+    /// table grows or splits and by anti-entropy's leaf scans, and 8 bytes a key take a
+    /// string entry past jemalloc's 128-byte size class.
+    pub fn hash(&self) -> u64 {
+        key_hash(&self.key)
+    }
+}
+
 pub struct Keyspace {
-    tables: Vec<HashTable<Entry>>,
+    /// Entries are boxed: a table keeps some buckets empty (hashbrown grows at 7/8
+    /// full, and a split table starts half empty), and an empty bucket of pointers costs
+    /// 8 bytes where one of inline entries cost the entry's whole size.
+    tables: Vec<HashTable<Box<Entry>>>,
     slot_bits: u32,
     len: usize,
     expiring: usize,
@@ -105,7 +116,7 @@ impl Keyspace {
         let mut leaves = MerkleLeaves::new();
         for entry in self.tables.iter_mut().flat_map(|t| t.iter_mut()) {
             entry.digest = merkle::digest(&entry.key, &entry.state);
-            leaves.toggle(leaf_of(entry.hash), entry.digest);
+            leaves.toggle(leaf_of(entry.hash()), entry.digest);
         }
         for (key, state) in &self.tombstones {
             leaves.toggle(leaf_of(key_hash(key)), merkle::digest(key, state));
@@ -199,7 +210,7 @@ impl Keyspace {
             (table, table)
         };
         for table in &self.tables[first..=last] {
-            for entry in table.iter().filter(|e| leaf_of(e.hash) == leaf) {
+            for entry in table.iter().filter(|e| leaf_of(e.hash()) == leaf) {
                 visit(&entry.key, &entry.state);
             }
         }
@@ -242,7 +253,7 @@ impl Keyspace {
     }
 
     pub fn get(&self, key: &[u8], hash: u64) -> Option<&Entry> {
-        self.tables[self.table_index(hash)].find(hash, |e| e.key == key)
+        self.tables[self.table_index(hash)].find(hash, |e| e.key == key).map(|e| &**e)
     }
 
     /// Insert or replace the state of `key`; keeps the TTL count and expiry index right.
@@ -274,7 +285,7 @@ impl Keyspace {
                 let owned = Bytes::copy_from_slice(key);
                 Self::note_element_tombstones(&mut self.element_tombstone_keys, &owned, &state);
                 let for_index = new_expiry.is_some().then(|| owned.clone());
-                self.tables[index].insert_unique(hash, Entry { key: owned, hash, state, digest }, |e| e.hash);
+                self.tables[index].insert_unique(hash, Box::new(Entry { key: owned, state, digest }), |e| e.hash());
                 self.len += 1;
                 (for_index, None)
             }
@@ -296,7 +307,7 @@ impl Keyspace {
         let digest = self.digest_to_store(&key, &state);
         self.merkle_replace(hash, 0, digest);
         Self::note_element_tombstones(&mut self.element_tombstone_keys, &key, &state);
-        self.tables[index].insert_unique(hash, Entry { key: key.clone(), hash, state, digest }, |e| e.hash);
+        self.tables[index].insert_unique(hash, Box::new(Entry { key: key.clone(), state, digest }), |e| e.hash());
         self.len += 1;
         self.track_expiry(key, None, expiry);
         self.maybe_grow();
@@ -356,6 +367,7 @@ impl Keyspace {
         let index = self.table_index(hash);
         let entry = self.tables[index].find_entry(hash, |e| e.key == key).ok()?;
         let (removed, _) = entry.remove();
+        let removed = *removed;
         debug_assert_eq!(removed.digest, self.digest_to_store(key, &removed.state), "stale digest");
         self.merkle_replace(hash, removed.digest, 0);
         self.len -= 1;
@@ -383,11 +395,12 @@ impl Keyspace {
         // Split every table in two by the next hash bit; slot ranges refine in place,
         // so SCAN cursors issued before stay valid.
         let bits = self.slot_bits + 1;
-        let mut tables: Vec<HashTable<Entry>> = (0..1usize << bits).map(|_| HashTable::new()).collect();
+        let mut tables: Vec<HashTable<Box<Entry>>> = (0..1usize << bits).map(|_| HashTable::new()).collect();
         for table in self.tables.drain(..) {
             for entry in table {
-                let index = (slot_position(entry.hash) >> (32 - bits)) as usize;
-                tables[index].insert_unique(entry.hash, entry, |e| e.hash);
+                let hash = entry.hash();
+                let index = (slot_position(hash) >> (32 - bits)) as usize;
+                tables[index].insert_unique(hash, entry, |e| e.hash());
             }
         }
         self.tables = tables;
@@ -427,7 +440,7 @@ impl Keyspace {
         let mut offered = 0;
         while index < self.tables.len() {
             for entry in self.tables[index].iter() {
-                visit(entry);
+                visit(&**entry);
                 offered += 1;
             }
             index += 1;
@@ -439,7 +452,7 @@ impl Keyspace {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &Entry> {
-        self.tables.iter().flat_map(|t| t.iter())
+        self.tables.iter().flat_map(|t| t.iter().map(|e| &**e))
     }
 
     /// The `n`-th entry of a random non-empty table, chosen from `pick` (a random u64).
@@ -449,7 +462,7 @@ impl Keyspace {
         }
         let start = (pick as usize) % self.tables.len();
         let table = (0..self.tables.len()).map(|i| &self.tables[(start + i) % self.tables.len()]).find(|t| !t.is_empty())?;
-        table.iter().nth(((pick >> 32) as usize) % table.len())
+        table.iter().nth(((pick >> 32) as usize) % table.len()).map(|e| &**e)
     }
 
     /// Heap entries in the expiry index (for the bound assertions in tests).

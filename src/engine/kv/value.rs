@@ -156,13 +156,91 @@ pub struct KeyStatePartsRef<'a> {
 pub struct KeyState {
     /// The causal context beyond what the dots stored below already imply. Empty for a
     /// key written by one node and never deleted, which keeps plain strings compact.
-    ctx: VersionVector,
+    ctx: Sparse<VersionVector>,
     value: MvRegister<StrVal>,
     counters: Option<Box<Counters>>,
-    ttl: TtlRegister,
+    ttl: Sparse<TtlRegister>,
     /// The collection parts (a hash's fields, a set's or sorted set's members): `None`
     /// for a string key and for every element state, so those pay one pointer.
     collections: Option<Box<Collections>>,
+}
+
+/// A field most key and element states leave empty (the explicit causal context; the
+/// TTL register, which only keys with a TTL use and element states never do): kept off
+/// the state, 8 bytes inline, until it holds something. Reads see an empty value when
+/// none is held; writes go through [`Sparse::set`] and [`Sparse::update`], which drop
+/// the box again when the value becomes empty, so equal states compare equal.
+#[derive(Clone, Debug, Default)]
+struct Sparse<T: SparseValue>(Option<Box<T>>);
+
+trait SparseValue: Default + PartialEq + Sized + 'static {
+    fn empty() -> &'static Self;
+    fn is_empty_value(&self) -> bool;
+}
+
+static NO_CONTEXT: std::sync::LazyLock<VersionVector> = std::sync::LazyLock::new(VersionVector::new);
+static NO_TTL: std::sync::LazyLock<TtlRegister> = std::sync::LazyLock::new(TtlRegister::new);
+
+impl SparseValue for VersionVector {
+    fn empty() -> &'static Self {
+        &NO_CONTEXT
+    }
+    fn is_empty_value(&self) -> bool {
+        self.is_empty()
+    }
+}
+
+impl SparseValue for TtlRegister {
+    fn empty() -> &'static Self {
+        &NO_TTL
+    }
+    fn is_empty_value(&self) -> bool {
+        self.is_empty()
+    }
+}
+
+impl<T: SparseValue> std::ops::Deref for Sparse<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        match self.0.as_deref() {
+            Some(value) => value,
+            None => T::empty(),
+        }
+    }
+}
+
+impl<T: SparseValue> PartialEq for Sparse<T> {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl<T: SparseValue> From<T> for Sparse<T> {
+    fn from(value: T) -> Self {
+        Sparse((!value.is_empty_value()).then(|| Box::new(value)))
+    }
+}
+
+impl<T: SparseValue> Sparse<T> {
+    fn set(&mut self, value: T) {
+        *self = Sparse::from(value);
+    }
+
+    fn update(&mut self, f: impl FnOnce(&mut T)) {
+        match self.0.as_deref_mut() {
+            Some(value) => {
+                f(value);
+                if value.is_empty_value() {
+                    self.0 = None;
+                }
+            }
+            None => {
+                let mut value = T::default();
+                f(&mut value);
+                self.set(value);
+            }
+        }
+    }
 }
 
 /// A key's collection parts, by [`Part`]. More than one is present only after
@@ -196,7 +274,7 @@ impl KeyState {
         let mut state = KeyState::new();
         state.value.write(dot, value);
         if let Some(at_ms) = expire_at_ms {
-            state.ttl.write(dot, TtlWrite::At(at_ms));
+            state.ttl.update(|t| t.write(dot, TtlWrite::At(at_ms)));
         }
         state
     }
@@ -225,14 +303,13 @@ impl KeyState {
         let mut ctx = self.string_context();
         let empty: MvRegister<StrVal> = MvRegister::new();
         self.value.merge(&ctx, &empty, seen);
-        let empty_ttl: TtlRegister = MvRegister::new();
-        self.ttl.merge(&ctx, &empty_ttl, seen);
+        self.ttl.update(|t| t.merge(&ctx, &TtlRegister::new(), seen));
         if absorb_counters && let Some(c) = self.counters.as_deref_mut() {
             c.ints.absorb_covered(seen);
             c.floats.absorb_covered(seen);
         }
         ctx.merge(seen);
-        self.ctx = ctx;
+        self.ctx.set(ctx);
         self.normalize_context();
     }
 
@@ -309,10 +386,10 @@ impl KeyState {
             None
         };
         let mut state = KeyState {
-            ctx: VersionVector::from_dots(parts.ctx)?,
+            ctx: Sparse::from(VersionVector::from_dots(parts.ctx)?),
             value: MvRegister::from_entries(parts.values)?,
             counters,
-            ttl: MvRegister::from_entries(parts.ttl)?,
+            ttl: Sparse::from(MvRegister::from_entries(parts.ttl)?),
             collections: None,
         };
         if !state.ctx.is_empty() {
@@ -446,7 +523,7 @@ impl KeyState {
 
     fn normalize_context(&mut self) {
         let implied = self.implied_context();
-        self.ctx.remove_covered_by(&implied);
+        self.ctx.update(|c| c.remove_covered_by(&implied));
     }
 
     /// Run a local mutation at `dot`: whatever it removes stays in the causal context,
@@ -456,7 +533,7 @@ impl KeyState {
         debug_assert!(!ctx.covers(dot), "a local write must carry a new dot");
         f(self);
         ctx.add(dot);
-        self.ctx = ctx;
+        self.ctx.set(ctx);
         self.normalize_context();
     }
 
@@ -476,9 +553,9 @@ impl KeyState {
                 s.absorb_counters();
             }
             match ttl {
-                SetTtl::Clear => s.ttl.clear(),
+                SetTtl::Clear => s.ttl.set(TtlRegister::new()),
                 SetTtl::Keep => {}
-                SetTtl::At(at_ms) => s.ttl.write(dot, TtlWrite::At(at_ms)),
+                SetTtl::At(at_ms) => s.ttl.update(|t| t.write(dot, TtlWrite::At(at_ms))),
             }
         });
     }
@@ -503,7 +580,7 @@ impl KeyState {
         self.mutate(dot, |s| {
             s.value.clear();
             s.absorb_counters();
-            s.ttl.clear();
+            s.ttl.set(TtlRegister::new());
         });
         debug_assert!(!self.exists());
     }
@@ -533,12 +610,12 @@ impl KeyState {
 
     /// EXPIRE family with a future instant.
     pub fn expire_at(&mut self, dot: Dot, at_ms: u64) {
-        self.mutate(dot, |s| s.ttl.write(dot, TtlWrite::At(at_ms)));
+        self.mutate(dot, |s| s.ttl.update(|t| t.write(dot, TtlWrite::At(at_ms))));
     }
 
     /// PERSIST.
     pub fn persist(&mut self, dot: Dot) {
-        self.mutate(dot, |s| s.ttl.write(dot, TtlWrite::Persist));
+        self.mutate(dot, |s| s.ttl.update(|t| t.write(dot, TtlWrite::Persist)));
     }
 
     /// Join with another replica's state (or a delta) of the same key.
@@ -558,7 +635,7 @@ impl KeyState {
         let self_ctx = self.string_context();
         let other_ctx = other.string_context();
         self.value.merge(&self_ctx, &other.value, &other_ctx);
-        self.ttl.merge(&self_ctx, &other.ttl, &other_ctx);
+        self.ttl.update(|t| t.merge(&self_ctx, &other.ttl, &other_ctx));
         match (self.counters.as_deref_mut(), other.counters.as_deref()) {
             (Some(mine), Some(theirs)) => {
                 mine.ints.merge(&theirs.ints);
@@ -569,7 +646,7 @@ impl KeyState {
         }
         let mut ctx = self_ctx;
         ctx.merge(&other_ctx);
-        self.ctx = ctx;
+        self.ctx.set(ctx);
         self.normalize_context();
     }
 

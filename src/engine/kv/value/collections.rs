@@ -111,14 +111,14 @@ impl KeyState {
     /// Drop the explicit context entries `covered` covers (an element under its
     /// collection's `removed` context, which says it already).
     pub fn strip_context_covered_by(&mut self, covered: &VersionVector) {
-        self.ctx.remove_covered_by(covered);
+        self.ctx.update(|c| c.remove_covered_by(covered));
     }
 
     /// Join `dot` to the explicit context with no write of its own (a whole-key
     /// remove's dot on the tombstone of an element it removed; see
     /// [`Elements::remove_held`]).
     pub fn witness(&mut self, dot: Dot) {
-        self.ctx.add(dot);
+        self.ctx.update(|c| c.add(dot));
         self.normalize_context();
     }
 
