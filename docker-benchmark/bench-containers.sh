@@ -161,6 +161,10 @@ main() {
     log "redis at ${redis_ip}, meridian at ${meridian_ip}; each --cpus ${CPUS} --memory ${MEMORY} --cpuset-cpus ${SERVER_CORE}; client on core ${CLIENT_CORE}"
     taskset -pc "${CLIENT_CORE}" $$ >/dev/null 2>&1 || true
 
+    # Anything else running on the machine skews the figures; the load average says how
+    # much there was (printed with the table and kept in the CSV).
+    local load_before load_after
+    load_before="$(cut -d' ' -f1 /proc/loadavg)"
     local round pipeline
     for (( round = 1; round <= BENCH_ROUNDS; round++ )); do
         for pipeline in "${PIPELINES[@]}"; do
@@ -169,15 +173,16 @@ main() {
         done
     done
 
+    load_after="$(cut -d' ' -f1 /proc/loadavg)"
     mkdir -p "$(dirname "${RESULTS_CSV}")"
     {
-        printf '# bench-containers.sh %s: --cpus %s --memory %s --cpuset-cpus %s, client core %s, -c %s -r %s, median of %s rounds\n' \
+        printf '# bench-containers.sh %s: --cpus %s --memory %s --cpuset-cpus %s, client core %s, -c %s -r %s, median of %s rounds, load average %s -> %s (%s cores)\n' \
             "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "${CPUS}" "${MEMORY}" "${SERVER_CORE}" "${CLIENT_CORE}" \
-            "${BENCH_CLIENTS}" "${BENCH_KEYSPACE}" "${BENCH_ROUNDS}"
+            "${BENCH_CLIENTS}" "${BENCH_KEYSPACE}" "${BENCH_ROUNDS}" "${load_before}" "${load_after}" "$(nproc --all)"
         printf 'test,pipeline,redis_rps,meridian_rps,ratio\n'
     } >"${RESULTS_CSV}"
-    printf '\n--cpus %s --memory %s --cpuset-cpus %s each; median of %s rounds; ratios only compare within this run.\n\n' \
-        "${CPUS}" "${MEMORY}" "${SERVER_CORE}" "${BENCH_ROUNDS}"
+    printf '\n--cpus %s --memory %s --cpuset-cpus %s each; median of %s rounds; load average %s -> %s on %s cores; ratios only compare within this run.\n\n' \
+        "${CPUS}" "${MEMORY}" "${SERVER_CORE}" "${BENCH_ROUNDS}" "${load_before}" "${load_after}" "$(nproc --all)"
     printf '%-5s %-8s %14s %14s %16s\n' test pipeline "redis rps" "meridian rps" "meridian/redis"
     printf '%-5s %-8s %14s %14s %16s\n' ----- -------- -------------- -------------- ----------------
     local test redis_rps meridian_rps ratio

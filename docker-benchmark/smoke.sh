@@ -9,7 +9,10 @@
 #   3. region3 started again rebuilt itself from the bucket (INFO: recovered segments
 #      and deltas, no data loss), caught up from its peers (the writes it missed), and
 #      all three regions end with the same keyspace digest;
-#   4. `down -v` leaves no container, volume or network of the project.
+#   4. a second process started with region3's node id is fenced (exit status 3) when
+#      its first segment meets one region3 stored: the S3 stand-in honours conditional
+#      writes;
+#   5. `down -v` leaves no container, volume or network of the project.
 #
 # Every wait is bounded; the project is taken down on any exit (trap). The last line
 # printed is a one-line summary: `smoke: PASS ...` or `smoke: FAIL ...`.
@@ -30,6 +33,7 @@ set -euo pipefail
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 readonly SCRIPT_DIR
 readonly PROJECT="meridian-smoke-$$"
+readonly INTRUDER="${PROJECT}-intruder"
 readonly BUILD_TIMEOUT_S=1200
 readonly UP_TIMEOUT_S=240
 readonly DOWN_TIMEOUT_S=120
@@ -64,6 +68,7 @@ finish() {
         RESULT="FAIL at ${STEP}: exit status ${status}"
     fi
     if (( ${#COMPOSE[@]} > 0 )); then
+        timeout "${COMMAND_TIMEOUT_S}" docker rm -f "${INTRUDER}" >/dev/null 2>&1 || true
         if (( status != 0 )); then
             log "state at the failure:"
             timeout "${COMMAND_TIMEOUT_S}" "${COMPOSE[@]}" ps >&2 || true
@@ -249,6 +254,34 @@ check_rebuild() {
     wait_for "${CATCH_UP_TIMEOUT_S}" "keyspace digests differ between regions" digests_equal
 }
 
+intruder_answers() {
+    [[ "$(timeout "${REDIS_CLI_TIMEOUT_S}" docker exec "${INTRUDER}" redis-cli PING 2>/dev/null)" == PONG ]]
+}
+
+# A second process claiming region3's node id must not overwrite region3's objects: the
+# store honours conditional writes (moto does; Garage does not), so whichever of the two
+# stores a segment second is fenced (docs/persistence.md). Here region3 stores first.
+check_fencing() {
+    step "a second process with region3's node id is fenced"
+    compose run -d --no-deps --name "${INTRUDER}" region3 \
+        --node-id 3 --region intruder --bind 0.0.0.0 --port 6379 --peers "" \
+        --object-store "s3://${S3_BUCKET:-meridian}/region3" --data-dir /data >/dev/null \
+        || fail "compose run of the second region3 process"
+    wait_for "${READY_TIMEOUT_S}" "the second region3 process did not answer PING" intruder_answers
+    local reply
+    reply="$(printf 'SET smoke:fence region3\nWAITAOF 1 0 %d\n' "${WAITAOF_TIMEOUT_MS}" | rcli "${REGION3_PORT}" | tail -n 2 | tr '\n' ' ')"
+    [[ "${reply}" == "1 0 " ]] || fail "region3's WAITAOF answered '${reply}' with a second process started"
+    timeout "${REDIS_CLI_TIMEOUT_S}" docker exec "${INTRUDER}" redis-cli SET smoke:fence intruder >/dev/null \
+        || fail "SET in the second region3 process"
+    local status
+    status="$(timeout "${READY_TIMEOUT_S}" docker wait "${INTRUDER}")" \
+        || fail "the second region3 process kept running after its segment met region3's"
+    [[ "${status}" == 3 ]] || fail "the second region3 process exited with ${status}, not 3 (fenced)"
+    docker logs "${INTRUDER}" 2>&1 | grep -q FENCED || fail "the second region3 process did not log FENCED"
+    timeout "${COMMAND_TIMEOUT_S}" docker rm -f "${INTRUDER}" >/dev/null 2>&1 || true
+    answers_ping "${REGION3_PORT}" || fail "region3 stopped answering"
+}
+
 take_down() {
     step "down -v"
     timeout "${DOWN_TIMEOUT_S}" "${COMPOSE[@]}" down -v --remove-orphans >/dev/null 2>&1 || fail "compose down -v"
@@ -267,8 +300,9 @@ main() {
     check_replication
     lose_region3
     check_rebuild
+    check_fencing
     take_down
-    RESULT="3 regions replicated; region3 rebuilt from the bucket and caught up after losing its container and volume"
+    RESULT="3 regions replicated; region3 rebuilt from the bucket and caught up after losing its container and volume; a second region3 was fenced"
 }
 
 main "$@"

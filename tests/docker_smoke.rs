@@ -1,7 +1,7 @@
 //! The three-region compose stack end to end (`docker-benchmark/smoke.sh`): images
 //! built offline from this build's binary, a write in one region read in the others, a
 //! region whose container and volume are deleted rebuilt from the bucket and caught up
-//! from its peers, then `down -v`.
+//! from its peers, a second process with its node id fenced, then `down -v`.
 //!
 //! Runs when Docker works here (`docker info`) and Compose is installed; otherwise it
 //! prints a loud SKIPPED line with the reason and passes. It needs `redis-cli` and a

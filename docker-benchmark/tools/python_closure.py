@@ -14,7 +14,10 @@ import os
 import sys
 import sysconfig
 
-from pip._vendor.packaging.requirements import Requirement
+try:
+    from packaging.requirements import Requirement
+except ImportError:  # pip carries its own copy
+    from pip._vendor.packaging.requirements import Requirement
 
 # Parts of the standard library no server here imports.
 STDLIB_SKIPPED = {"test", "idlelib", "tkinter", "turtledemo", "ensurepip", "site-packages", "lib2to3"}
