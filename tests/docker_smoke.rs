@@ -64,12 +64,7 @@ fn compose_stack_replicates_and_rebuilds_a_lost_region_from_the_bucket() {
     }
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/docker-benchmark/smoke.sh");
     let output = Command::new("timeout")
-        .args([
-            &format!("--kill-after={SMOKE_KILL_AFTER_S}"),
-            &SMOKE_TIMEOUT_S.to_string(),
-            "bash",
-            script,
-        ])
+        .args([&format!("--kill-after={SMOKE_KILL_AFTER_S}"), &SMOKE_TIMEOUT_S.to_string(), "bash", script])
         .env("MERIDIAN_BIN", env!("CARGO_BIN_EXE_meridian"))
         .stdin(Stdio::null())
         .output()
