@@ -86,7 +86,9 @@ container_running() {
 # Starts container NAME from IMAGE with the shared limits; the rest are server arguments.
 start_server() {
     local name="$1" image="$2"; shift 2
-    timeout "${COMMAND_TIMEOUT_S}" docker run -d --name "${name}" \
+    # --pull never: the images are local (build-offline.sh); a missing one is an error here,
+    # never a download.
+    timeout "${COMMAND_TIMEOUT_S}" docker run -d --pull never --name "${name}" \
         --cpus "${CPUS}" --memory "${MEMORY}" --memory-swap "${MEMORY}" --cpuset-cpus "${SERVER_CORE}" \
         "${image}" "$@" >/dev/null || die "docker run ${name}"
     local ip deadline=$(( SECONDS + START_TIMEOUT_S ))

@@ -20,6 +20,8 @@
 #                  (a few minutes the first time) and target/release/meridian is used
 #   PYTHON         a Python with moto[server] installed (default: python3)
 #   REDIS_SERVER_BIN, REDIS_CLI_BIN   default: redis-server / redis-cli on PATH
+#   MERIDIAN_IMAGE, PYTOOLS_IMAGE, REDIS_IMAGE   the tags to give the images (defaults
+#                  above; docker-compose.yml reads the first two too)
 #
 # Exit status non-zero when a program or library is missing or docker fails.
 
@@ -32,6 +34,9 @@ readonly PYTHON="${PYTHON:-python3}"
 readonly REDIS_SERVER_BIN="${REDIS_SERVER_BIN:-redis-server}"
 readonly REDIS_CLI_BIN="${REDIS_CLI_BIN:-redis-cli}"
 readonly IMPORT_TIMEOUT_S=300
+readonly MERIDIAN_IMAGE="${MERIDIAN_IMAGE:-meridian:latest}"
+readonly PYTOOLS_IMAGE="${PYTOOLS_IMAGE:-meridian-pytools:latest}"
+readonly REDIS_IMAGE="${REDIS_IMAGE:-meridian-redis:latest}"
 # What the S3 stand-in imports: moto's S3 backend and its HTTP server (moto[server]
 # minus the other services).
 readonly PYTHON_REQUIREMENTS=('moto[s3]' flask flask-cors)
@@ -98,9 +103,15 @@ import_image() {
     local root="$1" name="$2"; shift 2
     local changes=() change
     for change in "$@"; do changes+=(--change "${change}"); done
+    local previous
+    previous="$(docker image inspect -f '{{.Id}}' "${name}" 2>/dev/null || true)"
     log "importing ${name} ($(du -sh "${root}" | cut -f1))"
     tar -C "${root}" -c . | timeout "${IMPORT_TIMEOUT_S}" docker import "${changes[@]}" - "${name}" >/dev/null \
         || die "docker import ${name}"
+    # The image this tag named before is left untagged; drop it unless a container uses it.
+    if [[ -n "${previous}" && "${previous}" != "$(docker image inspect -f '{{.Id}}' "${name}")" ]]; then
+        docker rmi "${previous}" >/dev/null 2>&1 || true
+    fi
 }
 
 build_meridian() {
@@ -121,7 +132,7 @@ build_meridian() {
         [[ -n "${lib}" && ! -e "${root}${lib}" ]] && copy_into "${root}" "${lib}"
     done < <(libs_of "${bin}")
     if [[ "${cli}" != /usr/local/bin/redis-cli ]]; then ln -s "${cli}" "${root}/usr/local/bin/redis-cli"; fi
-    import_image "${root}" meridian:latest \
+    import_image "${root}" "${MERIDIAN_IMAGE}" \
         'ENV PATH=/usr/local/bin:/usr/bin:/bin' \
         'WORKDIR /data' \
         'EXPOSE 6379 7379' \
@@ -147,7 +158,7 @@ build_pytools() {
     mkdir -p "${root}/usr/local/bin" "${root}/opt/meridian-tools"
     ln -s "${python_exe}" "${root}/usr/local/bin/python3"
     cp "${SCRIPT_DIR}"/tools/*.py "${root}/opt/meridian-tools/"
-    import_image "${root}" meridian-pytools:latest \
+    import_image "${root}" "${PYTOOLS_IMAGE}" \
         'ENV PATH=/usr/local/bin:/usr/bin:/bin' \
         'ENV PYTHONDONTWRITEBYTECODE=1' \
         'ENV PYTHONUNBUFFERED=1' \
@@ -164,7 +175,7 @@ build_redis() {
     add_programs "${root}" "${server}" "${cli}"
     mkdir -p "${root}/usr/local/bin"
     if [[ "${server}" != /usr/local/bin/redis-server ]]; then ln -s "${server}" "${root}/usr/local/bin/redis-server"; fi
-    import_image "${root}" meridian-redis:latest \
+    import_image "${root}" "${REDIS_IMAGE}" \
         'ENV PATH=/usr/local/bin:/usr/bin:/bin' \
         'WORKDIR /data' \
         'EXPOSE 6379' \

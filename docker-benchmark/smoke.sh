@@ -34,6 +34,10 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 readonly SCRIPT_DIR
 readonly PROJECT="meridian-smoke-$$"
 readonly INTRUDER="${PROJECT}-intruder"
+# Images of this run's own, removed at the end: a smoke run neither replaces the
+# meridian:latest a user built nor races another run (another worktree's tests).
+export MERIDIAN_IMAGE="meridian:smoke-$$"
+export PYTOOLS_IMAGE="meridian-pytools:smoke-$$"
 readonly BUILD_TIMEOUT_S=1200
 readonly UP_TIMEOUT_S=240
 readonly DOWN_TIMEOUT_S=120
@@ -79,6 +83,9 @@ finish() {
         else
             timeout "${DOWN_TIMEOUT_S}" "${COMPOSE[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
         fi
+    fi
+    if ! { (( status != 0 )) && [[ "${SMOKE_KEEP:-0}" == 1 ]]; }; then
+        timeout "${COMMAND_TIMEOUT_S}" docker rmi "${MERIDIAN_IMAGE}" "${PYTOOLS_IMAGE}" >/dev/null 2>&1 || true
     fi
     if (( status == 0 )); then
         printf 'smoke: PASS %s (%d s)\n' "${RESULT}" "$(( SECONDS - STARTED_S ))"
