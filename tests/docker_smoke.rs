@@ -18,8 +18,13 @@ const SMOKE_KILL_AFTER_S: u32 = 60;
 /// How much of smoke.sh's output a failure shows.
 const OUTPUT_TAIL_LINES: usize = 120;
 
+/// A probe (`docker info` against an unreachable daemon, say) may take no longer than this.
+const PROBE_TIMEOUT_S: u32 = 60;
+
 fn succeeds(program: &str, args: &[&str]) -> bool {
-    Command::new(program)
+    Command::new("timeout")
+        .arg(PROBE_TIMEOUT_S.to_string())
+        .arg(program)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
