@@ -10,6 +10,7 @@ Needs matplotlib (pip install matplotlib).
 import csv
 import os
 import sys
+import textwrap
 
 import matplotlib
 
@@ -56,10 +57,10 @@ def plot(title, rows, png):
     axes.set_title("Same --cpus, --memory and core, same run; label: Meridian / Redis", fontsize=10)
     figure.suptitle("redis-benchmark -c 50 -r 1000000 against each container", fontsize=11)
     if title:
-        figure.text(0.5, 0.01, title, ha="center", fontsize=7, color="#555555")
+        figure.text(0.5, 0.01, "\n".join(textwrap.wrap(title, 110)), ha="center", fontsize=7, color="#555555")
     axes.legend()
     axes.grid(axis="y", alpha=0.3)
-    figure.tight_layout(rect=(0, 0.03, 1, 1))
+    figure.tight_layout(rect=(0, 0.06, 1, 1))
     figure.savefig(png)
 
 
