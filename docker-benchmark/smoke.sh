@@ -58,7 +58,7 @@ COMPOSE=()
 
 log() { printf '[smoke] %s\n' "$*" >&2; }
 fail() { RESULT="FAIL at ${STEP}: $*"; exit 1; }
-step() { STEP="$1"; log "== ${STEP}"; }
+step() { STEP="$1"; log "== ${STEP} (at $(( SECONDS - STARTED_S )) s)"; }
 
 compose() {
     timeout "${COMMAND_TIMEOUT_S}" "${COMPOSE[@]}" "$@"
