@@ -11,6 +11,16 @@
 //!   node *held* in the field, not the ones its key context merely claims.
 //! - An element exists while one of its writes survives (add wins over a concurrent
 //!   remove); a field's value is its surviving HSET with the largest `(hlc, node)`.
+//! - Sorted sets (DESIGN §5, rows Sorted set): a ZADD is a value write of the member
+//!   (it removes the writes it held, increments included), a ZINCRBY an increment; a
+//!   member's score is its surviving ZADD with the largest `(hlc, node)` (none: 0) plus
+//!   every surviving increment, so two regions' ZINCRBYs both count and an increment
+//!   a ZADD, ZREM or DEL had not seen survives it.
+//! - Lists: elements are named by their positions (read from the engine: they are the
+//!   elements' identities); a push, LINSERT or LSET is a value write of an element, a
+//!   pop, LREM or LTRIM removes what its node held, so an element popped concurrently
+//!   in two regions is gone once (each pop saw it) and one LSET concurrently with a pop
+//!   survives it. Order is `oracle_lists.rs`'s.
 //!
 //! What a node had observed is read from the engine before the write (the key's
 //! context, each named element's context); what survives is decided here alone.
@@ -39,6 +49,10 @@ pub enum Write {
     Value(Bytes),
     /// HINCRBY, HINCRBYFLOAT.
     Incr,
+    /// ZADD of a score: a register write (last writer wins).
+    Score(f64),
+    /// ZINCRBY (or ZADD ... INCR): an increment of the member's score (increments add).
+    AddScore(f64),
 }
 
 #[derive(Clone, Debug)]
@@ -74,7 +88,9 @@ impl CollOp {
         if self.removes.contains(element) && self.element_covers(element, by.dot) {
             return true;
         }
-        if self.writes.iter().any(|(e, w)| e == element && matches!(w, Write::Value(_))) && self.element_covers(element, by.dot) {
+        if self.writes.iter().any(|(e, w)| e == element && matches!(w, Write::Value(_) | Write::Score(_)))
+            && self.element_covers(element, by.dot)
+        {
             return true;
         }
         // A whole-key remove removes what it held: each live element by its own context
@@ -206,15 +222,47 @@ fn bounds(ops: &[CollOp], exact: bool) -> Bounds {
             })
             .max_by_key(|(dot, _)| *dot);
         let is_member = ws.iter().all(|(_, w, _)| **w == Write::Member);
+        let is_scored = ws.iter().all(|(_, w, _)| matches!(w, Write::Score(_) | Write::AddScore(_)));
         // A value is known when no increment survives on top of it and nothing made
-        // the key doubtful.
+        // the key doubtful; a score always (the surviving ZADD's, or 0, plus every
+        // surviving increment).
         let value = match (is_member, incremented, winner) {
+            _ if is_scored => exact.then(|| Bytes::from(score_text(&ws))),
             (false, false, Some((_, v))) if exact => Some(v),
             _ => None,
         };
         out.must.insert(element.clone(), value);
     }
     out
+}
+
+/// A sorted set member's converged score (DESIGN §5, rows Sorted set): the surviving
+/// ZADD with the largest `(hlc, node)` (none: 0) plus every surviving increment, as
+/// text ([`score_text_of`]).
+fn score_text(ws: &[(&CollOp, &Write, bool)]) -> String {
+    let base = ws
+        .iter()
+        .filter(|(_, _, survives)| *survives)
+        .filter_map(|(op, w, _)| match w {
+            Write::Score(s) => Some((op.dot, *s)),
+            _ => None,
+        })
+        .max_by_key(|(dot, _)| *dot)
+        .map_or(0.0, |(_, s)| s);
+    let increments: f64 = ws
+        .iter()
+        .filter(|(_, _, survives)| *survives)
+        .filter_map(|(_, w, _)| match w {
+            Write::AddScore(by) => Some(*by),
+            _ => None,
+        })
+        .sum();
+    score_text_of(base + increments)
+}
+
+/// A score as the oracle and the simulator compare it (`-0` is `0`).
+pub fn score_text_of(score: f64) -> String {
+    format!("{}", if score == 0.0 { 0.0 } else { score })
 }
 
 #[cfg(test)]
