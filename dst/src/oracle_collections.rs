@@ -314,6 +314,33 @@ mod tests {
     }
 
     #[test]
+    fn concurrent_zincrbys_add_and_a_zadd_absorbs_only_the_increments_it_held() {
+        let mut add = op(dot(1, 1));
+        add.writes = vec![(b("m"), Write::Score(10.0))];
+        let mut incr_a = op(dot(2, 2));
+        incr_a.writes = vec![(b("m"), Write::AddScore(1.5))];
+        incr_a.element_ctx.insert(b("m"), seen(&[dot(1, 1)]));
+        let mut incr_b = op(dot(2, 3));
+        incr_b.writes = vec![(b("m"), Write::AddScore(-4.0))];
+        incr_b.element_ctx.insert(b("m"), seen(&[dot(1, 1)]));
+        let both = bounds(&[add.clone(), incr_a.clone(), incr_b.clone()], true);
+        assert_eq!(both.must.get(&b("m")), Some(&Some(b("7.5"))), "10 + 1.5 - 4");
+        // A ZADD that had seen node 2's increment absorbs it, not node 3's.
+        let mut again = op(dot(3, 1));
+        again.writes = vec![(b("m"), Write::Score(2.0))];
+        again.element_ctx.insert(b("m"), seen(&[dot(1, 1), dot(2, 2)]));
+        let result = bounds(&[add, incr_a, incr_b.clone(), again], true);
+        assert_eq!(result.must.get(&b("m")), Some(&Some(b("-2"))), "2 - 4");
+        // A ZREM that saw nothing of node 3's increment leaves it: the member stays.
+        let mut rem = op(dot(4, 1));
+        rem.removes = vec![b("m")];
+        rem.element_ctx.insert(b("m"), seen(&[dot(1, 1), dot(2, 2), dot(3, 1)]));
+        let mut ops = vec![incr_b, rem];
+        ops.insert(0, op(dot(1, 1)));
+        assert_eq!(bounds(&ops, true).must.get(&b("m")), Some(&Some(b("-4"))));
+    }
+
+    #[test]
     fn a_del_removes_what_it_held_and_nothing_its_key_context_only_names() {
         let mut put = op(dot(1, 1));
         put.writes = vec![(b("f"), Write::Value(b("x"))), (b("g"), Write::Value(b("y")))];
