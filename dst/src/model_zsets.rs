@@ -220,11 +220,7 @@ mod tests {
         assert_eq!(run(&mut m, "ZADD z LT INCR 1 a"), Frame::Null);
         assert_eq!(run(&mut m, "ZINCRBY z -0.5 b"), Frame::Double(1.5));
         assert_eq!(run(&mut m, "ZRANGE z 0 -1"), Frame::Array(["b", "c", "a"].map(|s| Frame::Bulk(Bytes::from(s))).to_vec()));
-        assert_eq!(
-            run(&mut m, "ZPOPMAX z"),
-            Frame::Array(vec![Frame::Bulk(Bytes::from("a")), Frame::Double(7.0)]),
-            "the highest first"
-        );
+        assert_eq!(run(&mut m, "ZPOPMAX z"), Frame::Array(vec![Frame::Bulk(Bytes::from("a")), Frame::Double(7.0)]), "the highest first");
         assert_eq!(run(&mut m, "ZRANGEBYSCORE z (1.5 +inf"), Frame::Array(vec![Frame::Bulk(Bytes::from("c"))]));
         assert!(matches!(m.keys.get(&Bytes::from("z")), Some(e) if e.kind() == crate::model::Kind::Zset));
     }

@@ -266,7 +266,9 @@ fn list_command(rng: &mut ChaCha8Rng, k: String) -> Vec<String> {
 /// command, each mostly on keys of its own ([`ZSET_KEYS`], [`LIST_KEYS`], [`SET_KEYS`]).
 pub fn command(rng: &mut ChaCha8Rng, base_ms: u64) -> Vec<Bytes> {
     let k = key(rng);
-    let own_key = |rng: &mut ChaCha8Rng, keys: &[&str], k: String| if rng.random_bool(0.7) { keys[rng.random_range(0..keys.len())].to_string() } else { k };
+    let own_key = |rng: &mut ChaCha8Rng, keys: &[&str], k: String| {
+        if rng.random_bool(0.7) { keys[rng.random_range(0..keys.len())].to_string() } else { k }
+    };
     if rng.random_range(0..8) == 0 {
         return hash_command(rng, k).into_iter().map(Bytes::from).collect();
     }

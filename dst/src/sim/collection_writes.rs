@@ -183,14 +183,21 @@ impl Sim {
             return;
         }
         let mut checked = 0;
+        // The first key that differs is reported in full, the others by name.
+        let mut first: Option<String> = None;
+        let mut others = Vec::new();
         for (key, bounds) in self.oracle.collections.bounds() {
             let actual = live_elements(state_of(&self.nodes[node], &key).as_ref());
-            if let Err(reason) = bounds.check(&actual) {
-                let report = self.collection_report(&key, &actual, &reason);
-                self.fail(report);
-                return;
+            match bounds.check(&actual) {
+                Ok(()) => checked += 1,
+                Err(reason) if first.is_none() => first = Some(self.collection_report(&key, &actual, &reason)),
+                Err(_) => others.push(String::from_utf8_lossy(&key).into_owned()),
             }
-            checked += 1;
+        }
+        if let Some(report) = first {
+            let others = if others.is_empty() { String::new() } else { format!("\n  other keys that differ: {others:?}") };
+            self.fail(format!("{report}{others}"));
+            return;
         }
         let tainted = self.oracle.collections.tainted.len();
         self.log(format!("checked {checked} collection keys against the oracle ({tainted} for safety only, after crashes)"));

@@ -88,7 +88,11 @@ pub(super) fn live_entries(n: &Node, local: u64) -> BTreeMap<Bytes, ModelEntry> 
                     (Vec::new(), None)
                 }
                 Some(meridian::engine::kv::KeyKind::Zset) => {
-                    zset = entry.state.zset_members().and_then(|z| z.score_order()).map(|o| o.iter(false).map(|(s, m)| (m.clone(), s)).collect());
+                    zset = entry
+                        .state
+                        .zset_members()
+                        .and_then(|z| z.score_order())
+                        .map(|o| o.iter(false).map(|(s, m)| (m.clone(), s)).collect());
                     (Vec::new(), None)
                 }
                 Some(meridian::engine::kv::KeyKind::List) => {
@@ -105,5 +109,7 @@ pub(super) fn live_entries(n: &Node, local: u64) -> BTreeMap<Bytes, ModelEntry> 
 
 /// A list's element values in list order (its position index's order).
 pub(super) fn list_values(list: &meridian::engine::kv::elements::Elements) -> Vec<Bytes> {
-    meridian::engine::kv::lists::walk(list, false).map(|name| list.get(name).and_then(|s| s.read()).map(|v| v.to_bytes()).unwrap_or_default()).collect()
+    meridian::engine::kv::lists::walk(list, false)
+        .map(|name| list.get(name).and_then(|s| s.read()).map(|v| v.to_bytes()).unwrap_or_default())
+        .collect()
 }
