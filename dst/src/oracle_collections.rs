@@ -105,6 +105,15 @@ impl CollOp {
     }
 }
 
+/// An element's name for a report: as text, or (a list position) as hex.
+pub fn show_element(name: &[u8]) -> String {
+    if name.iter().all(|c| c.is_ascii_graphic() || *c == b' ') {
+        String::from_utf8_lossy(name).into_owned()
+    } else {
+        name.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
 /// What a collection key must hold once every write has reached every node.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Bounds {
@@ -120,7 +129,7 @@ impl Bounds {
     /// Check a converged key's elements (name and, for a hash, value) against these
     /// bounds; an error names what is wrong.
     pub fn check(&self, actual: &BTreeMap<Bytes, Option<Bytes>>) -> Result<(), String> {
-        let show = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
+        let show = |b: &Bytes| show_element(b);
         for (element, value) in &self.must {
             match actual.get(element) {
                 None => return Err(format!("{} must survive and is missing", show(element))),

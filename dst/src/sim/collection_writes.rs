@@ -207,7 +207,7 @@ impl Sim {
     /// their order keeps every rule of `oracle_lists.rs` (checked after crashes too).
     pub(super) fn check_lists(&mut self) {
         let show = |l: &[(Bytes, Bytes)]| l.iter().map(|(_, v)| String::from_utf8_lossy(v).into_owned()).collect::<Vec<_>>();
-        let mut checked = 0;
+        let (mut checked, mut same_gap) = (0, 0);
         for key in crate::workload::REPLICATED_LIST_KEYS.map(|k| Bytes::from_static(k.as_bytes())) {
             let lists: Vec<Vec<(Bytes, Bytes)>> = self.nodes.iter().map(|n| list_order(state_of(n, &key).as_ref())).collect();
             if let Some(other) = lists.iter().position(|l| *l != lists[0]) {
@@ -215,10 +215,13 @@ impl Sim {
                 self.fail(reason);
                 return;
             }
-            if let Err(reason) = self.oracle.lists.check(&key, &lists[0]) {
-                let inserts = self.oracle.lists.inserts.get(&key).map_or(0, Vec::len);
-                self.fail(format!("list {key:?} out of order: {reason}\n  list: {:?}\n  {inserts} inserts", show(&lists[0])));
-                return;
+            match self.oracle.lists.check(&key, &lists[0]) {
+                Ok(pairs) => same_gap += pairs,
+                Err(reason) => {
+                    let inserts = self.oracle.lists.inserts.get(&key).map_or(0, Vec::len);
+                    self.fail(format!("list {key:?} out of order: {reason}\n  list: {:?}\n  {inserts} inserts", show(&lists[0])));
+                    return;
+                }
             }
             checked += self.oracle.lists.inserts.get(&key).map_or(0, Vec::len);
         }
@@ -234,11 +237,11 @@ impl Sim {
             }
             twice += removers.values().filter(|&&n| n > 1).count();
         }
-        self.log(format!("checked the order of the lists against {checked} inserts; {twice} list elements removed in more than one write"));
+        self.log(format!("checked the order of the lists against {checked} inserts ({same_gap} pairs into one gap); {twice} list elements removed in more than one write"));
     }
 
     fn collection_report(&self, key: &Bytes, actual: &BTreeMap<Bytes, Option<Bytes>>, reason: &str) -> String {
-        let show = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
+        let show = |b: &Bytes| crate::oracle_collections::show_element(b);
         let ops = self.oracle.collections.ops.get(key).map(Vec::as_slice).unwrap_or_default();
         let mut out = format!(
             "converged {} differs from the oracle: {reason}\n  replicas: {:?}\n  {} writes ({} shown){}:",
