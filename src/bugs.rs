@@ -42,10 +42,23 @@ pub enum Bug {
     /// HDEL (or SREM) removes the element here but its delta revives it: the element
     /// delta ships the element's state from before the removal.
     HdelShipsOldField,
+    /// An element merge lets a remove win over a concurrent add (SADD ∥ SREM, ZADD ∥
+    /// ZREM, HSET ∥ HDEL): a replica that merges an element's tombstone into a live
+    /// element (or a live element into its tombstone) the other had not seen drops the
+    /// element's values.
+    RemoveWinsMerge,
+    /// ZINCRBY (or ZADD ... INCR) of an existing member is replicated as a value: the
+    /// member's register is written with the resulting score instead of its counter
+    /// incremented, so concurrent increments in two regions overwrite each other.
+    ZincrbyShipsScore,
+    /// A list orders concurrent inserts into one place by their arrival instead of by
+    /// their ids: positions compare by their digits alone, and equal digits (two
+    /// regions' pushes at one end) go in the order the elements arrived at the replica.
+    ListOrderByArrival,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 15] = [
+    pub const ALL: [Bug; 18] = [
         Bug::TtlNeverFires,
         Bug::SetKeepsIncrements,
         Bug::PersistIgnored,
@@ -61,6 +74,9 @@ impl Bug {
         Bug::ReservationIgnored,
         Bug::HashFieldsNotPersisted,
         Bug::HdelShipsOldField,
+        Bug::RemoveWinsMerge,
+        Bug::ZincrbyShipsScore,
+        Bug::ListOrderByArrival,
     ];
 
     /// Whether the bug lives in replication (the simulator must run replicated nodes
@@ -68,7 +84,14 @@ impl Bug {
     pub fn needs_replication(self) -> bool {
         matches!(
             self,
-            Bug::ReplicationEchoes | Bug::LwwTieBreakInverted | Bug::TombstonesDropped | Bug::TombstoneGcUnstable | Bug::ReservationIgnored
+            Bug::ReplicationEchoes
+                | Bug::LwwTieBreakInverted
+                | Bug::TombstonesDropped
+                | Bug::TombstoneGcUnstable
+                | Bug::ReservationIgnored
+                | Bug::RemoveWinsMerge
+                | Bug::ZincrbyShipsScore
+                | Bug::ListOrderByArrival
         )
     }
 
@@ -89,6 +112,9 @@ impl Bug {
             Bug::ReservationIgnored => "reservation-ignored",
             Bug::HashFieldsNotPersisted => "hash-fields-not-persisted",
             Bug::HdelShipsOldField => "hdel-ships-old-field",
+            Bug::RemoveWinsMerge => "remove-wins-merge",
+            Bug::ZincrbyShipsScore => "zincrby-ships-score",
+            Bug::ListOrderByArrival => "list-order-by-arrival",
         }
     }
 

@@ -8,19 +8,23 @@
 //! trace hash proves it.
 //!
 //! - [`sim`]: the event loop, nodes, network and clients.
-//! - [`model`]: the reference semantics replies are checked against ([`model_sets`]:
-//!   its sets).
+//! - [`model`]: the reference semantics replies are checked against ([`model_sets`],
+//!   [`model_zsets`], [`model_lists`]: its sets, sorted sets and lists).
 //! - [`oracle`]: the converged result of replicated writes (replication runs);
-//!   [`oracle_collections`]: of replicated hashes and sets.
+//!   [`oracle_collections`]: of replicated hashes, sets, sorted sets and lists
+//!   (membership and values), [`oracle_lists`]: of replicated lists' order.
 //! - [`workload`]: the random commands clients send.
 //! - [`faults`]: fault classes and their weights.
 //! - [`storage`]: the real streamer and recovery over a simulated object store.
 
 pub mod faults;
 pub mod model;
+pub mod model_lists;
 pub mod model_sets;
+pub mod model_zsets;
 pub mod oracle;
 pub mod oracle_collections;
+pub mod oracle_lists;
 pub mod sim;
 pub mod storage;
 pub mod workload;

@@ -27,6 +27,11 @@ pub struct ModelEntry {
     /// A set's members in insertion order (as `hash`): `None` for any other type.
     /// Replies put them in Redis's order (`model_sets::reply_order`).
     pub set: Option<Vec<Bytes>>,
+    /// A sorted set's members with their scores, in score order (ties by member):
+    /// `None` for any other type (`model_zsets`).
+    pub zset: Option<Vec<(Bytes, f64)>>,
+    /// A list's elements in order: `None` for any other type (`model_lists`).
+    pub list: Option<Vec<Bytes>>,
 }
 
 /// The type of a live key, as TYPE names it.
@@ -35,14 +40,22 @@ pub enum Kind {
     String,
     Hash,
     Set,
+    Zset,
+    List,
 }
 
 impl ModelEntry {
     pub fn kind(&self) -> Kind {
-        match (&self.hash, &self.set) {
-            (Some(_), _) => Kind::Hash,
-            (_, Some(_)) => Kind::Set,
-            _ => Kind::String,
+        if self.hash.is_some() {
+            Kind::Hash
+        } else if self.set.is_some() {
+            Kind::Set
+        } else if self.zset.is_some() {
+            Kind::Zset
+        } else if self.list.is_some() {
+            Kind::List
+        } else {
+            Kind::String
         }
     }
 }
@@ -156,6 +169,18 @@ impl Model {
                 return errors::error(errors::WRONG_TYPE);
             }
             return self.apply_set(set_cmd, now_ms, actual);
+        }
+        if let KeyCommand::Zset(zset_cmd) = cmd {
+            if kind(self, zset_cmd.key()).is_some_and(|k| k != Kind::Zset) {
+                return errors::error(errors::WRONG_TYPE);
+            }
+            return self.apply_zset(zset_cmd, now_ms);
+        }
+        if let KeyCommand::List(list_cmd) = cmd {
+            if kind(self, list_cmd.key()).is_some_and(|k| k != Kind::List) {
+                return errors::error(errors::WRONG_TYPE);
+            }
+            return self.apply_list(list_cmd, now_ms);
         }
         match cmd {
             KeyCommand::Get(k) => self.live(k, now_ms).map_or(Frame::Null, |e| bulk(&e.value)),
@@ -348,14 +373,14 @@ impl Model {
                 None => "none",
                 Some(Kind::Hash) => "hash",
                 Some(Kind::Set) => "set",
+                Some(Kind::Zset) => "zset",
+                Some(Kind::List) => "list",
                 Some(Kind::String) => "string",
             }),
             KeyCommand::Object { .. } => Frame::static_error("ERR model does not cover OBJECT"),
-            KeyCommand::Hash(_) | KeyCommand::SetFamily(_) => unreachable!("answered above"),
-            // The workload generates no sorted set commands yet (docs/testing.md, issue 14).
-            KeyCommand::Zset(_) => Frame::static_error("ERR model does not cover sorted set commands"),
-            // Nor list commands yet (issue 15).
-            KeyCommand::List(_) => Frame::static_error("ERR model does not cover list commands"),
+            KeyCommand::Hash(_) | KeyCommand::SetFamily(_) | KeyCommand::Zset(_) | KeyCommand::List(_) => {
+                unreachable!("answered above")
+            }
             KeyCommand::MemoryUsage(_) => Frame::static_error("ERR model does not cover MEMORY USAGE"),
             KeyCommand::Bits(_) => Frame::static_error("ERR model does not cover the bit commands"),
             KeyCommand::Dump(_) | KeyCommand::Restore(_) => Frame::static_error("ERR model does not cover DUMP and RESTORE"),
@@ -457,7 +482,7 @@ impl Model {
         if fields.is_empty() {
             self.keys.remove(key);
         } else {
-            self.keys.insert(key.clone(), ModelEntry { value: Vec::new(), expire_at_ms, hash: Some(fields), set: None });
+            self.keys.insert(key.clone(), ModelEntry { expire_at_ms, hash: Some(fields), ..ModelEntry::default() });
         }
     }
 }

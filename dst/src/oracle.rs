@@ -128,6 +128,8 @@ pub struct Oracle {
     pub orphans: BTreeMap<u16, BTreeMap<Bytes, Vec<Dot>>>,
     /// The hash and set keys (`workload::is_collection_key`): their own rules.
     pub collections: crate::oracle_collections::CollectionOracle,
+    /// The list keys' inserts, for their order (`oracle_lists.rs`).
+    pub lists: crate::oracle_lists::ListOracle,
 }
 
 impl Oracle {

@@ -11,6 +11,16 @@
 //!   node *held* in the field, not the ones its key context merely claims.
 //! - An element exists while one of its writes survives (add wins over a concurrent
 //!   remove); a field's value is its surviving HSET with the largest `(hlc, node)`.
+//! - Sorted sets (DESIGN §5, rows Sorted set): a ZADD is a value write of the member
+//!   (it removes the writes it held, increments included), a ZINCRBY an increment; a
+//!   member's score is its surviving ZADD with the largest `(hlc, node)` (none: 0) plus
+//!   every surviving increment, so two regions' ZINCRBYs both count and an increment
+//!   a ZADD, ZREM or DEL had not seen survives it.
+//! - Lists: elements are named by their positions (read from the engine: they are the
+//!   elements' identities); a push, LINSERT or LSET is a value write of an element, a
+//!   pop, LREM or LTRIM removes what its node held, so an element popped concurrently
+//!   in two regions is gone once (each pop saw it) and one LSET concurrently with a pop
+//!   survives it. Order is `oracle_lists.rs`'s.
 //!
 //! What a node had observed is read from the engine before the write (the key's
 //! context, each named element's context); what survives is decided here alone.
@@ -39,6 +49,10 @@ pub enum Write {
     Value(Bytes),
     /// HINCRBY, HINCRBYFLOAT.
     Incr,
+    /// ZADD of a score: a register write (last writer wins).
+    Score(f64),
+    /// ZINCRBY (or ZADD ... INCR): an increment of the member's score (increments add).
+    AddScore(f64),
 }
 
 #[derive(Clone, Debug)]
@@ -74,7 +88,9 @@ impl CollOp {
         if self.removes.contains(element) && self.element_covers(element, by.dot) {
             return true;
         }
-        if self.writes.iter().any(|(e, w)| e == element && matches!(w, Write::Value(_))) && self.element_covers(element, by.dot) {
+        if self.writes.iter().any(|(e, w)| e == element && matches!(w, Write::Value(_) | Write::Score(_)))
+            && self.element_covers(element, by.dot)
+        {
             return true;
         }
         // A whole-key remove removes what it held: each live element by its own context
@@ -86,6 +102,15 @@ impl CollOp {
             return self.element_covers(element, by.dot);
         }
         false
+    }
+}
+
+/// An element's name for a report: as text, or (a list position) as hex.
+pub fn show_element(name: &[u8]) -> String {
+    if name.iter().all(|c| c.is_ascii_graphic() || *c == b' ') {
+        String::from_utf8_lossy(name).into_owned()
+    } else {
+        name.iter().map(|b| format!("{b:02x}")).collect()
     }
 }
 
@@ -104,7 +129,7 @@ impl Bounds {
     /// Check a converged key's elements (name and, for a hash, value) against these
     /// bounds; an error names what is wrong.
     pub fn check(&self, actual: &BTreeMap<Bytes, Option<Bytes>>) -> Result<(), String> {
-        let show = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
+        let show = |b: &Bytes| show_element(b);
         for (element, value) in &self.must {
             match actual.get(element) {
                 None => return Err(format!("{} must survive and is missing", show(element))),
@@ -206,15 +231,47 @@ fn bounds(ops: &[CollOp], exact: bool) -> Bounds {
             })
             .max_by_key(|(dot, _)| *dot);
         let is_member = ws.iter().all(|(_, w, _)| **w == Write::Member);
+        let is_scored = ws.iter().all(|(_, w, _)| matches!(w, Write::Score(_) | Write::AddScore(_)));
         // A value is known when no increment survives on top of it and nothing made
-        // the key doubtful.
+        // the key doubtful; a score always (the surviving ZADD's, or 0, plus every
+        // surviving increment).
         let value = match (is_member, incremented, winner) {
+            _ if is_scored => exact.then(|| Bytes::from(score_text(&ws))),
             (false, false, Some((_, v))) if exact => Some(v),
             _ => None,
         };
         out.must.insert(element.clone(), value);
     }
     out
+}
+
+/// A sorted set member's converged score (DESIGN §5, rows Sorted set): the surviving
+/// ZADD with the largest `(hlc, node)` (none: 0) plus every surviving increment, as
+/// text ([`score_text_of`]).
+fn score_text(ws: &[(&CollOp, &Write, bool)]) -> String {
+    let base = ws
+        .iter()
+        .filter(|(_, _, survives)| *survives)
+        .filter_map(|(op, w, _)| match w {
+            Write::Score(s) => Some((op.dot, *s)),
+            _ => None,
+        })
+        .max_by_key(|(dot, _)| *dot)
+        .map_or(0.0, |(_, s)| s);
+    let increments: f64 = ws
+        .iter()
+        .filter(|(_, _, survives)| *survives)
+        .filter_map(|(_, w, _)| match w {
+            Write::AddScore(by) => Some(*by),
+            _ => None,
+        })
+        .sum();
+    score_text_of(base + increments)
+}
+
+/// A score as the oracle and the simulator compare it (`-0` is `0`).
+pub fn score_text_of(score: f64) -> String {
+    format!("{}", if score == 0.0 { 0.0 } else { score })
 }
 
 #[cfg(test)]
@@ -263,6 +320,33 @@ mod tests {
         let result = bounds(&[add, rem], true);
         assert!(result.must.is_empty() && result.may.contains(&b("m")));
         assert!(result.check(&BTreeMap::from([(b("m"), None)])).is_err(), "removed in every write");
+    }
+
+    #[test]
+    fn concurrent_zincrbys_add_and_a_zadd_absorbs_only_the_increments_it_held() {
+        let mut add = op(dot(1, 1));
+        add.writes = vec![(b("m"), Write::Score(10.0))];
+        let mut incr_a = op(dot(2, 2));
+        incr_a.writes = vec![(b("m"), Write::AddScore(1.5))];
+        incr_a.element_ctx.insert(b("m"), seen(&[dot(1, 1)]));
+        let mut incr_b = op(dot(2, 3));
+        incr_b.writes = vec![(b("m"), Write::AddScore(-4.0))];
+        incr_b.element_ctx.insert(b("m"), seen(&[dot(1, 1)]));
+        let both = bounds(&[add.clone(), incr_a.clone(), incr_b.clone()], true);
+        assert_eq!(both.must.get(&b("m")), Some(&Some(b("7.5"))), "10 + 1.5 - 4");
+        // A ZADD that had seen node 2's increment absorbs it, not node 3's.
+        let mut again = op(dot(3, 1));
+        again.writes = vec![(b("m"), Write::Score(2.0))];
+        again.element_ctx.insert(b("m"), seen(&[dot(1, 1), dot(2, 2)]));
+        let result = bounds(&[add, incr_a, incr_b.clone(), again], true);
+        assert_eq!(result.must.get(&b("m")), Some(&Some(b("-2"))), "2 - 4");
+        // A ZREM that saw nothing of node 3's increment leaves it: the member stays.
+        let mut rem = op(dot(4, 1));
+        rem.removes = vec![b("m")];
+        rem.element_ctx.insert(b("m"), seen(&[dot(1, 1), dot(2, 2), dot(3, 1)]));
+        let mut ops = vec![incr_b, rem];
+        ops.insert(0, op(dot(1, 1)));
+        assert_eq!(bounds(&ops, true).must.get(&b("m")), Some(&Some(b("-4"))));
     }
 
     #[test]

@@ -116,17 +116,175 @@ fn set_command(rng: &mut ChaCha8Rng, k: String) -> Vec<String> {
     w
 }
 
+/// Keys single-node runs use mostly for sorted sets (their commands also go to
+/// [`KEYS`], for WRONGTYPE and overwrites by other types).
+const ZSET_KEYS: [&str; 2] = ["z1", "{t}z"];
+/// Keys single-node runs use mostly for lists (as [`ZSET_KEYS`]).
+const LIST_KEYS: [&str; 2] = ["l1", "{t}l"];
+
+/// A sorted set member: a few names, so that members collide.
+fn zmember(rng: &mut ChaCha8Rng) -> String {
+    ["a", "b", "c", "d", "e"][rng.random_range(0..5)].to_string()
+}
+
+/// A score or an increment: small integers and halves, so that every sum is exact
+/// (the replicated oracle adds increments in another order than the engine).
+fn zscore(rng: &mut ChaCha8Rng) -> String {
+    match rng.random_range(0..4) {
+        0 => format!("{}.5", rng.random_range(-3..3)),
+        _ => rng.random_range(-5..6).to_string(),
+    }
+}
+
+/// One end of a score range (ZRANGEBYSCORE, ZCOUNT).
+fn zbound(rng: &mut ChaCha8Rng) -> String {
+    match rng.random_range(0..6) {
+        0 => "-inf".into(),
+        1 => "+inf".into(),
+        2 => format!("({}", rng.random_range(-5..6)),
+        _ => zscore(rng),
+    }
+}
+
+/// `ZADD`'s words up to the pairs: the key and at most one or two flags.
+fn zadd_head(rng: &mut ChaCha8Rng, k: String, flags: &[&str]) -> (Vec<String>, bool) {
+    let mut w = vec!["ZADD".into(), k];
+    let mut incr = false;
+    if rng.random_bool(0.4) {
+        let flag = flags[rng.random_range(0..flags.len())];
+        incr = flag == "INCR";
+        w.push(flag.into());
+        if !incr && rng.random_bool(0.3) {
+            w.push("CH".into());
+        }
+    }
+    (w, incr)
+}
+
+/// One sorted set command on `k`.
+fn zset_command(rng: &mut ChaCha8Rng, k: String) -> Vec<String> {
+    match rng.random_range(0..21) {
+        0..=4 => {
+            let (mut w, incr) = zadd_head(rng, k, &["NX", "XX", "GT", "LT", "CH", "INCR"]);
+            w.extend([zscore(rng), zmember(rng)]);
+            if !incr && rng.random_bool(0.4) {
+                w.extend([zscore(rng), zmember(rng)]);
+            }
+            w
+        }
+        5..=6 => vec!["ZINCRBY".into(), k, zscore(rng), zmember(rng)],
+        7..=8 => {
+            let mut w = vec!["ZREM".into(), k, zmember(rng)];
+            if rng.random_bool(0.3) {
+                w.push(zmember(rng));
+            }
+            w
+        }
+        9 => vec!["ZSCORE".into(), k, zmember(rng)],
+        10 => vec!["ZMSCORE".into(), k, zmember(rng), zmember(rng)],
+        11 => vec!["ZCARD".into(), k],
+        12..=13 => {
+            let name = if rng.random_bool(0.7) { "ZRANGE" } else { "ZREVRANGE" };
+            let mut w = vec![name.into(), k, rng.random_range(-4..4).to_string(), rng.random_range(-4..4).to_string()];
+            if rng.random_bool(0.5) {
+                w.push("WITHSCORES".into());
+            }
+            w
+        }
+        14..=15 => {
+            let name = if rng.random_bool(0.7) { "ZRANGEBYSCORE" } else { "ZREVRANGEBYSCORE" };
+            let mut w = vec![name.into(), k, zbound(rng), zbound(rng)];
+            if rng.random_bool(0.4) {
+                w.push("WITHSCORES".into());
+            }
+            if rng.random_bool(0.3) {
+                w.extend(["LIMIT".into(), rng.random_range(-1..3).to_string(), rng.random_range(-1..3).to_string()]);
+            }
+            w
+        }
+        16 => {
+            let name = if rng.random_bool(0.5) { "ZPOPMIN" } else { "ZPOPMAX" };
+            let mut w = vec![name.into(), k];
+            if rng.random_bool(0.4) {
+                w.push(rng.random_range(0..4).to_string());
+            }
+            w
+        }
+        17 => vec![if rng.random_bool(0.5) { "ZRANK" } else { "ZREVRANK" }.into(), k, zmember(rng)],
+        18 => vec!["ZCOUNT".into(), k, zbound(rng), zbound(rng)],
+        19 => vec!["DEL".into(), k],
+        _ => vec!["PEXPIRE".into(), k, rng.random_range(1..3_000).to_string()],
+    }
+}
+
+/// A list element: a few values, so that LREM and LINSERT find them.
+fn element(rng: &mut ChaCha8Rng) -> String {
+    ["a", "b", "c", "x", "1"][rng.random_range(0..5)].to_string()
+}
+
+/// A push of one to three elements at either end.
+fn push(rng: &mut ChaCha8Rng, k: String) -> Vec<String> {
+    let mut w = vec![if rng.random_bool(0.5) { "LPUSH" } else { "RPUSH" }.into(), k, element(rng)];
+    while rng.random_bool(0.35) && w.len() < 5 {
+        w.push(element(rng));
+    }
+    w
+}
+
+/// A pop at either end, with a count or without.
+fn pop(rng: &mut ChaCha8Rng, k: String) -> Vec<String> {
+    let mut w = vec![if rng.random_bool(0.5) { "LPOP" } else { "RPOP" }.into(), k];
+    if rng.random_bool(0.3) {
+        w.push(rng.random_range(0..4).to_string());
+    }
+    w
+}
+
+/// One list command on `k`.
+fn list_command(rng: &mut ChaCha8Rng, k: String) -> Vec<String> {
+    match rng.random_range(0..18) {
+        0..=3 => push(rng, k),
+        4 => vec![if rng.random_bool(0.5) { "LPUSHX" } else { "RPUSHX" }.into(), k, element(rng)],
+        5..=6 => pop(rng, k),
+        7 => vec!["LLEN".into(), k],
+        8 => vec!["LINDEX".into(), k, rng.random_range(-3..4).to_string()],
+        9..=10 => vec!["LRANGE".into(), k, rng.random_range(-4..4).to_string(), rng.random_range(-4..4).to_string()],
+        11 => vec!["LSET".into(), k, rng.random_range(-3..4).to_string(), element(rng)],
+        12 => vec!["LINSERT".into(), k, if rng.random_bool(0.5) { "BEFORE" } else { "AFTER" }.into(), element(rng), element(rng)],
+        13 => vec!["LREM".into(), k, rng.random_range(-2..3).to_string(), element(rng)],
+        14 => vec!["LTRIM".into(), k, rng.random_range(-3..3).to_string(), rng.random_range(-3..6).to_string()],
+        15 => vec!["DEL".into(), k],
+        16 => vec!["PEXPIRE".into(), k, rng.random_range(1..3_000).to_string()],
+        _ => push(rng, k),
+    }
+}
+
 /// One random command line. `base_ms` approximates node-local time, for absolute TTLs.
 /// About one in eight is a hash command, on the same keys as the strings (so that
-/// WRONGTYPE, overwrites and TTLs of hashes are exercised), and about one in six a set
-/// command, mostly on keys of its own ([`SET_KEYS`]).
+/// WRONGTYPE, overwrites and TTLs of hashes are exercised); of the rest about one in
+/// ten a sorted set command and one in ten a list command, and one in six a set
+/// command, each mostly on keys of its own ([`ZSET_KEYS`], [`LIST_KEYS`], [`SET_KEYS`]).
 pub fn command(rng: &mut ChaCha8Rng, base_ms: u64) -> Vec<Bytes> {
     let k = key(rng);
+    let own_key = |rng: &mut ChaCha8Rng, keys: &[&str], k: String| {
+        if rng.random_bool(0.7) { keys[rng.random_range(0..keys.len())].to_string() } else { k }
+    };
     if rng.random_range(0..8) == 0 {
         return hash_command(rng, k).into_iter().map(Bytes::from).collect();
     }
+    match rng.random_range(0..10) {
+        0 => {
+            let k = own_key(rng, &ZSET_KEYS, k);
+            return zset_command(rng, k).into_iter().map(Bytes::from).collect();
+        }
+        1 => {
+            let k = own_key(rng, &LIST_KEYS, k);
+            return list_command(rng, k).into_iter().map(Bytes::from).collect();
+        }
+        _ => {}
+    }
     if rng.random_range(0..6) == 0 {
-        let k = if rng.random_bool(0.7) { SET_KEYS[rng.random_range(0..SET_KEYS.len())].to_string() } else { k };
+        let k = own_key(rng, &SET_KEYS, k);
         return set_command(rng, k).into_iter().map(Bytes::from).collect();
     }
     let words: Vec<String> = match rng.random_range(0..100) {
@@ -251,9 +409,72 @@ pub const HASH_KEYS: [&str; 3] = ["h1", "h2", "{t}h"];
 /// STORE forms); checked by `oracle_collections.rs`.
 pub const REPLICATED_SET_KEYS: [&str; 3] = ["s1", "{t}s1", "{t}s2"];
 
+/// Keys that replicated runs use for sorted sets only; checked by
+/// `oracle_collections.rs`.
+pub const REPLICATED_ZSET_KEYS: [&str; 2] = ["z1", "{t}z1"];
+/// Keys that replicated runs use for lists only; checked by `oracle_collections.rs`
+/// (membership, values) and `oracle_lists.rs` (order).
+pub const REPLICATED_LIST_KEYS: [&str; 2] = ["l1", "{t}l1"];
+
 /// Whether a replicated run keeps `key` for a collection (its own oracle).
 pub fn is_collection_key(key: &[u8]) -> bool {
-    HASH_KEYS.iter().chain(REPLICATED_SET_KEYS.iter()).any(|k| k.as_bytes() == key)
+    HASH_KEYS.iter().chain(&REPLICATED_SET_KEYS).chain(&REPLICATED_ZSET_KEYS).chain(&REPLICATED_LIST_KEYS).any(|k| k.as_bytes() == key)
+}
+
+/// Whether a replicated run keeps `key` for a list.
+pub fn is_list_key(key: &[u8]) -> bool {
+    REPLICATED_LIST_KEYS.iter().any(|k| k.as_bytes() == key)
+}
+
+/// One sorted set command for replicated runs, on a [`REPLICATED_ZSET_KEYS`] key:
+/// ZADD (with its flags), ZINCRBY, ZREM, the pops, DEL, a long EXPIRE, and reads.
+fn replicated_zset_command(rng: &mut ChaCha8Rng) -> Vec<String> {
+    let k = REPLICATED_ZSET_KEYS[rng.random_range(0..REPLICATED_ZSET_KEYS.len())].to_string();
+    match rng.random_range(0..20) {
+        0..=5 => {
+            let (mut w, incr) = zadd_head(rng, k, &["NX", "XX", "GT", "LT", "CH", "INCR"]);
+            w.extend([zscore(rng), zmember(rng)]);
+            if !incr && rng.random_bool(0.4) {
+                w.extend([zscore(rng), zmember(rng)]);
+            }
+            w
+        }
+        6..=9 => vec!["ZINCRBY".into(), k, zscore(rng), zmember(rng)],
+        10..=11 => vec!["ZREM".into(), k, zmember(rng)],
+        12 => {
+            let name = if rng.random_bool(0.5) { "ZPOPMIN" } else { "ZPOPMAX" };
+            let mut w = vec![name.into(), k];
+            if rng.random_bool(0.3) {
+                w.push(rng.random_range(1..3).to_string());
+            }
+            w
+        }
+        13 => vec!["DEL".into(), k],
+        14 => vec!["EXPIRE".into(), k, rng.random_range(500..1_000).to_string()],
+        15 => vec!["ZSCORE".into(), k, zmember(rng)],
+        16 => vec!["ZCARD".into(), k],
+        17 => vec!["ZRANGEBYSCORE".into(), k, zbound(rng), zbound(rng), "WITHSCORES".into()],
+        _ => vec!["ZRANGE".into(), k, "0".into(), "-1".into(), "WITHSCORES".into()],
+    }
+}
+
+/// One list command for replicated runs, on a [`REPLICATED_LIST_KEYS`] key: pushes at
+/// both ends, pops, LSET, LINSERT, LREM, short LTRIMs, DEL, a long EXPIRE, and reads.
+fn replicated_list_command(rng: &mut ChaCha8Rng) -> Vec<String> {
+    let k = REPLICATED_LIST_KEYS[rng.random_range(0..REPLICATED_LIST_KEYS.len())].to_string();
+    match rng.random_range(0..22) {
+        0..=6 => push(rng, k),
+        7..=9 => pop(rng, k),
+        10..=11 => vec!["LSET".into(), k, rng.random_range(-3..4).to_string(), element(rng)],
+        12..=13 => vec!["LINSERT".into(), k, if rng.random_bool(0.5) { "BEFORE" } else { "AFTER" }.into(), element(rng), element(rng)],
+        14 => vec!["LREM".into(), k, rng.random_range(-2..3).to_string(), element(rng)],
+        15 => vec!["LTRIM".into(), k, rng.random_range(0..2).to_string(), rng.random_range(-2..12).to_string()],
+        16 => vec!["DEL".into(), k],
+        17 => vec!["EXPIRE".into(), k, rng.random_range(500..1_000).to_string()],
+        18 => vec!["LLEN".into(), k],
+        19 => vec!["LINDEX".into(), k, rng.random_range(-3..4).to_string()],
+        _ => vec!["LRANGE".into(), k, "0".into(), "-1".into()],
+    }
 }
 
 /// One set command for replicated runs, on a [`REPLICATED_SET_KEYS`] key: writes and
@@ -283,12 +504,18 @@ fn replicated_set_command(rng: &mut ChaCha8Rng) -> Vec<String> {
     w
 }
 
-/// One random command for replication runs: the writes whose converged result the
-/// oracle knows (SET, INCRBY, DEL, EXPIRE, PERSIST, MSET) and reads, about one in ten
-/// a set command on a set key, and about one in eight of the rest a hash command (or a
+/// One random command for replication runs: about one in ten a sorted set command and
+/// one in ten a list command on their keys; of the rest, the writes whose converged
+/// result the oracle knows (SET, INCRBY, DEL, EXPIRE, PERSIST, MSET) and reads, about
+/// one in ten a set command on a set key, and about one in eight of the rest a hash command (or a
 /// DEL or EXPIRE) on a hash key. TTLs are long, so none
 /// fires during a run: concurrent expiry is covered by the single-node runs.
 pub fn replicated_command(rng: &mut ChaCha8Rng) -> Vec<Bytes> {
+    match rng.random_range(0..10) {
+        0 => return replicated_zset_command(rng).into_iter().map(Bytes::from).collect(),
+        1 => return replicated_list_command(rng).into_iter().map(Bytes::from).collect(),
+        _ => {}
+    }
     if rng.random_range(0..10) == 0 {
         return replicated_set_command(rng).into_iter().map(Bytes::from).collect();
     }

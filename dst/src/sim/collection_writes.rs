@@ -14,7 +14,9 @@ use meridian::protocol::Frame;
 
 use super::Sim;
 use super::writes::{context_of, state_of};
-use crate::oracle_collections::{CollOp, Write};
+use meridian::engine::kv::elements::Elements;
+
+use crate::oracle_collections::{CollOp, Write, score_text_of};
 use crate::workload::is_collection_key;
 
 /// Ops of a failing key shown in its report: the last ones.
@@ -25,27 +27,48 @@ pub(super) struct CollectionBefore {
     key: Bytes,
     key_ctx: VersionVector,
     element_ctx: BTreeMap<Bytes, VersionVector>,
+    /// A list's live elements in list order (empty for other types).
+    order: Vec<Bytes>,
 }
 
 /// The elements of a key state's collection part (live ones), by name.
-fn elements_of(state: &KeyState) -> Option<&meridian::engine::kv::elements::Elements> {
-    state.hash().or_else(|| state.set_members())
+fn elements_of(state: &KeyState) -> Option<&Elements> {
+    state.hash().or_else(|| state.set_members()).or_else(|| state.zset_members()).or_else(|| state.list_elements())
 }
 
-/// The live elements of `key` on `node`: name and (for a hash) value.
+/// An element's value as the collection oracle compares it: a hash field's or a list
+/// element's value, a sorted set member's score as text, nothing for a set member.
+fn element_value(state: &KeyState, element: &KeyState) -> Option<Bytes> {
+    if state.zset_members().is_some() {
+        Some(Bytes::from(score_text_of(element.score())))
+    } else if state.hash().is_some() || state.list_elements().is_some() {
+        element.read().map(|v| v.to_bytes())
+    } else {
+        None
+    }
+}
+
+/// The live elements of `key` on `node`: name and (but for a set) value.
 fn live_elements(state: Option<&KeyState>) -> BTreeMap<Bytes, Option<Bytes>> {
     let Some(state) = state.filter(|s| s.exists()) else { return BTreeMap::new() };
-    let is_hash = state.hash().is_some();
-    elements_of(state)
-        .map(|e| e.iter().map(|(name, s)| (name.clone(), if is_hash { s.read().map(|v| v.to_bytes()) } else { None })).collect())
-        .unwrap_or_default()
+    elements_of(state).map(|e| e.iter().map(|(name, s)| (name.clone(), element_value(state, s))).collect()).unwrap_or_default()
+}
+
+/// A list's live elements in list order, with their values (empty for no list).
+fn list_order(state: Option<&KeyState>) -> Vec<(Bytes, Bytes)> {
+    let Some(list) = state.filter(|s| s.exists()).and_then(|s| s.list_elements()) else { return Vec::new() };
+    // The engine's own walk: the order its reads and pops see.
+    meridian::engine::kv::lists::walk(list, false)
+        .map(|name| (name.clone(), list.get(name).and_then(|s| s.read()).map(|v| v.to_bytes()).unwrap_or_default()))
+        .collect()
 }
 
 /// The collection keys a replication-workload command may write.
 fn written_collection_keys(args: &[Bytes]) -> Vec<Bytes> {
     let name = args[0].to_ascii_uppercase();
     let keys: Vec<Bytes> = match name.as_slice() {
-        b"SADD" | b"SREM" | b"SPOP" | b"HSET" | b"HSETNX" | b"HDEL" | b"HINCRBY" | b"HINCRBYFLOAT" | b"DEL" => {
+        b"SADD" | b"SREM" | b"SPOP" | b"HSET" | b"HSETNX" | b"HDEL" | b"HINCRBY" | b"HINCRBYFLOAT" | b"DEL" | b"ZADD" | b"ZINCRBY"
+        | b"ZREM" | b"ZPOPMIN" | b"ZPOPMAX" | b"LPUSH" | b"RPUSH" | b"LPOP" | b"RPOP" | b"LSET" | b"LINSERT" | b"LREM" | b"LTRIM" => {
             args.get(1).cloned().into_iter().collect()
         }
         b"SMOVE" => args[1..3].to_vec(),
@@ -70,7 +93,8 @@ impl Sim {
                     .and_then(elements_of)
                     .map(|e| e.iter().map(|(name, s)| (name.clone(), s.causal_context())).collect())
                     .unwrap_or_default();
-                CollectionBefore { key_ctx: context_of(n, &key), key, element_ctx }
+                let order = list_order(state.as_ref()).into_iter().map(|(name, _)| name).collect();
+                CollectionBefore { key_ctx: context_of(n, &key), key, element_ctx, order }
             })
             .collect()
     }
@@ -81,7 +105,8 @@ impl Sim {
         let own = n.id;
         let name = args[0].to_ascii_uppercase();
         let mut ops = Vec::new();
-        for CollectionBefore { key, key_ctx, element_ctx } in before {
+        let mut inserts = Vec::new();
+        for CollectionBefore { key, key_ctx, element_ctx, order } in before {
             let after = context_of(n, &key);
             if after.get(own) <= key_ctx.get(own) {
                 continue;
@@ -115,6 +140,15 @@ impl Sim {
                 }
                 b"HINCRBY" | b"HINCRBYFLOAT" => op.writes = vec![(args[2].clone(), Write::Incr)],
                 b"DEL" => op.remove_all = true,
+                b"ZADD" | b"ZINCRBY" | b"ZREM" | b"ZPOPMIN" | b"ZPOPMAX" | b"LPUSH" | b"RPUSH" | b"LPOP" | b"RPOP" | b"LSET"
+                | b"LINSERT" | b"LREM" | b"LTRIM" => {
+                    let after = state_of(n, &key);
+                    (op.writes, op.removes) = element_changes(&name, args, &op, after.as_ref());
+                    if matches!(name.as_slice(), b"LPUSH" | b"RPUSH" | b"LINSERT") {
+                        let after: Vec<Bytes> = list_order(after.as_ref()).into_iter().map(|(n, _)| n).collect();
+                        inserts.push((key.clone(), op.dot, order, after));
+                    }
+                }
                 other => {
                     let reason = format!("n{node}: {} wrote {key:?}, which the oracle does not model", String::from_utf8_lossy(other));
                     self.fail(reason);
@@ -129,6 +163,12 @@ impl Sim {
                 return;
             }
         }
+        for (key, dot, before, after) in inserts {
+            if let Err(reason) = self.oracle.lists.record(key, dot, &before, &after, self.now) {
+                self.fail(reason);
+                return;
+            }
+        }
     }
 
     /// After quiescence (replicas already identical): every collection key on `node`
@@ -139,25 +179,69 @@ impl Sim {
         // checks them too.
         if self.oracle.collections.restarted && std::env::var_os("DST_CHECK_AFTER_RESTART").is_none() {
             let keys = self.oracle.collections.ops.len();
-            self.log(format!("{keys} hash and set keys checked for convergence only: a node restarted (open issues, docs/testing.md)"));
+            self.log(format!("{keys} collection keys checked for convergence only: a node restarted (open issues, docs/testing.md)"));
             return;
         }
         let mut checked = 0;
+        // The first key that differs is reported in full, the others by name.
+        let mut first: Option<String> = None;
+        let mut others = Vec::new();
         for (key, bounds) in self.oracle.collections.bounds() {
             let actual = live_elements(state_of(&self.nodes[node], &key).as_ref());
-            if let Err(reason) = bounds.check(&actual) {
-                let report = self.collection_report(&key, &actual, &reason);
-                self.fail(report);
-                return;
+            match bounds.check(&actual) {
+                Ok(()) => checked += 1,
+                Err(reason) if first.is_none() => first = Some(self.collection_report(&key, &actual, &reason)),
+                Err(_) => others.push(String::from_utf8_lossy(&key).into_owned()),
             }
-            checked += 1;
+        }
+        if let Some(report) = first {
+            let others = if others.is_empty() { String::new() } else { format!("\n  other keys that differ: {others:?}") };
+            self.fail(format!("{report}{others}"));
+            return;
         }
         let tainted = self.oracle.collections.tainted.len();
-        self.log(format!("checked {checked} hash and set keys against the oracle ({tainted} for safety only, after crashes)"));
+        self.log(format!("checked {checked} collection keys against the oracle ({tainted} for safety only, after crashes)"));
+    }
+
+    /// After quiescence: every node's lists read the same, element by element, and
+    /// their order keeps every rule of `oracle_lists.rs` (checked after crashes too).
+    pub(super) fn check_lists(&mut self) {
+        let show = |l: &[(Bytes, Bytes)]| l.iter().map(|(_, v)| String::from_utf8_lossy(v).into_owned()).collect::<Vec<_>>();
+        let (mut checked, mut same_gap) = (0, 0);
+        for key in crate::workload::REPLICATED_LIST_KEYS.map(|k| Bytes::from_static(k.as_bytes())) {
+            let lists: Vec<Vec<(Bytes, Bytes)>> = self.nodes.iter().map(|n| list_order(state_of(n, &key).as_ref())).collect();
+            if let Some(other) = lists.iter().position(|l| *l != lists[0]) {
+                let reason = format!("list {key:?} reads {:?} on n0 and {:?} on n{other}", show(&lists[0]), show(&lists[other]));
+                self.fail(reason);
+                return;
+            }
+            match self.oracle.lists.check(&key, &lists[0]) {
+                Ok(pairs) => same_gap += pairs,
+                Err(reason) => {
+                    let inserts = self.oracle.lists.inserts.get(&key).map_or(0, Vec::len);
+                    self.fail(format!("list {key:?} out of order: {reason}\n  list: {:?}\n  {inserts} inserts", show(&lists[0])));
+                    return;
+                }
+            }
+            checked += self.oracle.lists.inserts.get(&key).map_or(0, Vec::len);
+        }
+        // Pops are at least once across regions: count the elements more than one
+        // write removed (each had seen it), e.g. the same head popped in two regions.
+        let mut twice = 0;
+        for key in crate::workload::REPLICATED_LIST_KEYS.map(|k| Bytes::from_static(k.as_bytes())) {
+            let mut removers: BTreeMap<&Bytes, usize> = BTreeMap::new();
+            for op in self.oracle.collections.ops.get(&key).into_iter().flatten() {
+                for name in op.removes.iter().filter(|n| op.element_ctx.contains_key(*n)) {
+                    *removers.entry(name).or_default() += 1;
+                }
+            }
+            twice += removers.values().filter(|&&n| n > 1).count();
+        }
+        self.log(format!("checked the order of the lists against {checked} inserts ({same_gap} pairs into one gap); {twice} list elements removed in more than one write"));
     }
 
     fn collection_report(&self, key: &Bytes, actual: &BTreeMap<Bytes, Option<Bytes>>, reason: &str) -> String {
-        let show = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
+        let show = |b: &Bytes| crate::oracle_collections::show_element(b);
         let ops = self.oracle.collections.ops.get(key).map(Vec::as_slice).unwrap_or_default();
         let mut out = format!(
             "converged {} differs from the oracle: {reason}\n  replicas: {:?}\n  {} writes ({} shown){}:",
@@ -182,6 +266,36 @@ impl Sim {
         }
         out
     }
+}
+
+/// What a sorted set or list write did to each element, read from the writer's state
+/// after it: the elements it wrote (their contexts now cover its dot, and they are
+/// live) and the live ones it removed. A ZINCRBY (ZADD ... INCR) is an increment by the
+/// amount it names, whatever the engine made of it; a ZADD writes the member's score,
+/// an insert or LSET the element's value.
+fn element_changes(name: &[u8], args: &[Bytes], op: &CollOp, after: Option<&KeyState>) -> (Vec<(Bytes, Write)>, Vec<Bytes>) {
+    let elements = after.and_then(elements_of);
+    let element = |n: &Bytes| elements.and_then(|e| e.get(n));
+    let mut writes = Vec::new();
+    for (n, state) in elements.into_iter().flat_map(|e| e.iter()) {
+        if !state.causal_context().covers(op.dot) {
+            continue;
+        }
+        let increment = name == b"ZINCRBY" || (name == b"ZADD" && args.iter().any(|a| a.eq_ignore_ascii_case(b"INCR")));
+        let write = if increment {
+            // ZINCRBY key by member; ZADD key ... INCR by member: the amount comes
+            // second to last.
+            let by = if name == b"ZINCRBY" { &args[2] } else { &args[args.len() - 2] };
+            Write::AddScore(std::str::from_utf8(by).ok().and_then(|t| t.parse().ok()).unwrap_or(f64::NAN))
+        } else if name == b"ZADD" {
+            Write::Score(state.score())
+        } else {
+            Write::Value(state.read().map(|v| v.to_bytes()).unwrap_or_default())
+        };
+        writes.push((n.clone(), write));
+    }
+    let removes = op.element_ctx.keys().filter(|n| element(n).is_none()).cloned().collect();
+    (writes, removes)
 }
 
 /// The members an SPOP reply names.

@@ -74,7 +74,7 @@ pub(super) fn live_entries(n: &Node, local: u64) -> BTreeMap<Bytes, ModelEntry> 
             if expire_at_ms.is_some_and(|at| local > at) {
                 continue;
             }
-            let mut set = None;
+            let (mut set, mut zset, mut list) = (None, None, None);
             let (value, hash) = match entry.state.kind() {
                 Some(meridian::engine::kv::KeyKind::Hash) => {
                     let fields = entry
@@ -87,10 +87,29 @@ pub(super) fn live_entries(n: &Node, local: u64) -> BTreeMap<Bytes, ModelEntry> 
                     set = entry.state.set_members().map(|s| s.iter().map(|(m, _)| m.clone()).collect());
                     (Vec::new(), None)
                 }
+                Some(meridian::engine::kv::KeyKind::Zset) => {
+                    zset = entry
+                        .state
+                        .zset_members()
+                        .and_then(|z| z.score_order())
+                        .map(|o| o.iter(false).map(|(s, m)| (m.clone(), s)).collect());
+                    (Vec::new(), None)
+                }
+                Some(meridian::engine::kv::KeyKind::List) => {
+                    list = entry.state.list_elements().map(list_values);
+                    (Vec::new(), None)
+                }
                 _ => (entry.state.read().map(|v| v.to_bytes().to_vec()).unwrap_or_default(), None),
             };
-            actual.insert(entry.key.clone(), ModelEntry { value, expire_at_ms, hash, set });
+            actual.insert(entry.key.clone(), ModelEntry { value, expire_at_ms, hash, set, zset, list });
         }
     }
     actual
+}
+
+/// A list's element values in list order (its position index's order).
+pub(super) fn list_values(list: &meridian::engine::kv::elements::Elements) -> Vec<Bytes> {
+    meridian::engine::kv::lists::walk(list, false)
+        .map(|name| list.get(name).and_then(|s| s.read()).map(|v| v.to_bytes()).unwrap_or_default())
+        .collect()
 }

@@ -445,6 +445,11 @@ impl Sim {
     /// After quiescence: every replica identical (live keys and tombstones), equal
     /// Merkle trees, and every live key equal to the oracle's converged value.
     pub(super) fn check_replicas(&mut self) {
+        // Lists first: a list that differs between replicas is reported as a list.
+        self.check_lists();
+        if self.failure.is_some() {
+            return;
+        }
         let states: Vec<BTreeMap<Bytes, KeyState>> = self.nodes.iter().map(full_state).collect();
         for node in 1..self.nodes.len() {
             if states[node] != states[0] {

@@ -281,7 +281,15 @@ impl Elements {
                 let was_live = state.exists();
                 let old_digest = element_digest(stored_name, state);
                 let old_score = self.order.is_some().then(|| live_score(state)).flatten();
+                let remove_wins = crate::bugs::active(crate::bugs::Bug::RemoveWinsMerge) && was_live != incoming.exists() && {
+                    let (live, dead) = if was_live { (&*state, &incoming) } else { (&incoming, &*state) };
+                    !live.causal_context().dominates(&dead.causal_context())
+                };
                 state.merge(&incoming);
+                if remove_wins {
+                    let all = state.causal_context();
+                    state.remove_observed(&all);
+                }
                 self.seen.merge(&state.causal_context());
                 let keep = canonical(state, &self.removed);
                 let is_live = state.exists();

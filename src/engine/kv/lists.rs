@@ -45,10 +45,28 @@ fn value_at(list: &Elements, name: &Bytes) -> Bytes {
     list.get(name).and_then(|s| s.read()).map(|v| v.to_bytes()).unwrap_or_default()
 }
 
-/// Live positions in list order (`rev`: from the tail).
-fn walk(list: &Elements, rev: bool) -> Box<dyn Iterator<Item = &Bytes> + '_> {
+/// Live positions in list order (`rev`: from the tail): the order every read, pop and
+/// removal walks (the simulator reads lists through it too).
+pub fn walk(list: &Elements, rev: bool) -> Box<dyn Iterator<Item = &Bytes> + '_> {
+    if crate::bugs::active(crate::bugs::Bug::ListOrderByArrival) {
+        return Box::new(arrival_order(list, rev).into_iter());
+    }
     let positions = positions_of(list).iter();
     if rev { Box::new(positions.rev()) } else { Box::new(positions) }
+}
+
+/// The planted bug `list-order-by-arrival`: positions compared by their digits alone,
+/// so that concurrent inserts into one gap (equal digits, different dots) tie, and the
+/// tie goes to the order in which the elements arrived here instead of their dots.
+fn arrival_order(list: &Elements, rev: bool) -> Vec<&Bytes> {
+    let mut names: Vec<(Vec<u64>, usize, &Bytes)> =
+        list.entries().enumerate().filter(|(_, (_, s))| s.exists()).map(|(i, (n, _))| (position::digits(n), i, n)).collect();
+    names.sort();
+    let mut names: Vec<&Bytes> = names.into_iter().map(|(_, _, n)| n).collect();
+    if rev {
+        names.reverse();
+    }
+    names
 }
 
 /// The position at a Redis index (negative from the tail), if in range.

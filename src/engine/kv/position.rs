@@ -73,6 +73,12 @@ fn levels(path: &[u8]) -> usize {
     path.len() / TRIPLE_BYTES
 }
 
+/// A position's digits, level by level, without the dots (the planted bug
+/// `list-order-by-arrival` orders by them alone).
+pub fn digits(path: &[u8]) -> Vec<u64> {
+    (0..levels(path)).filter_map(|level| triple_at(path, level)).map(|t| t.digit).collect()
+}
+
 /// Whether `name` is a well-formed position (codec and merge check names from peers).
 pub fn is_valid(name: &[u8]) -> bool {
     !name.is_empty() && name.len().is_multiple_of(TRIPLE_BYTES) && levels(name) <= LEVELS_MAX

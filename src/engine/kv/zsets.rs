@@ -187,7 +187,8 @@ impl KvEngine {
                         }
                         // ZINCRBY adds to the counter (increments add across regions);
                         // ZADD replaces the score.
-                        Some((if flags.incr { MemberWrite::Incr(score) } else { MemberWrite::Score(new) }, new))
+                        let as_value = crate::bugs::active(crate::bugs::Bug::ZincrbyShipsScore);
+                        Some((if flags.incr && !as_value { MemberWrite::Incr(score) } else { MemberWrite::Score(new) }, new))
                     }
                 }
             };
