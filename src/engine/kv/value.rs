@@ -125,7 +125,9 @@ pub enum SetTtl {
 #[derive(Clone, Debug, Default, PartialEq)]
 struct Counters {
     ints: Counter<i64>,
-    floats: Counter<f64>,
+    /// INCRBYFLOAT's counter, off the key until the first one (most counters are
+    /// integers: 8 bytes here instead of 96).
+    floats: Sparse<Counter<f64>>,
 }
 
 /// A key state taken apart, for the binary codec (persistence, replication).
@@ -180,6 +182,16 @@ trait SparseValue: Default + PartialEq + Sized + 'static {
 
 static NO_CONTEXT: std::sync::LazyLock<VersionVector> = std::sync::LazyLock::new(VersionVector::new);
 static NO_TTL: std::sync::LazyLock<TtlRegister> = std::sync::LazyLock::new(TtlRegister::new);
+static NO_FLOATS: std::sync::LazyLock<Counter<f64>> = std::sync::LazyLock::new(Counter::default);
+
+impl SparseValue for Counter<f64> {
+    fn empty() -> &'static Self {
+        &NO_FLOATS
+    }
+    fn is_empty_value(&self) -> bool {
+        self.is_empty()
+    }
+}
 
 impl SparseValue for VersionVector {
     fn empty() -> &'static Self {
@@ -306,7 +318,7 @@ impl KeyState {
         self.ttl.update(|t| t.merge(&ctx, &TtlRegister::new(), seen));
         if absorb_counters && let Some(c) = self.counters.as_deref_mut() {
             c.ints.absorb_covered(seen);
-            c.floats.absorb_covered(seen);
+            c.floats.update(|f| f.absorb_covered(seen));
         }
         ctx.merge(seen);
         self.ctx.set(ctx);
@@ -380,7 +392,7 @@ impl KeyState {
         let counters = if has_counters {
             Some(Box::new(Counters {
                 ints: Counter::from_parts(parts.int_slots, parts.int_floor)?,
-                floats: Counter::from_parts(parts.float_slots, parts.float_floor)?,
+                floats: Sparse::from(Counter::from_parts(parts.float_slots, parts.float_floor)?),
             }))
         } else {
             None
@@ -540,7 +552,7 @@ impl KeyState {
     fn absorb_counters(&mut self) {
         if let Some(c) = self.counters.as_deref_mut() {
             c.ints.absorb_all();
-            c.floats.absorb_all();
+            c.floats.update(|f| f.absorb_all());
         }
     }
 
@@ -570,7 +582,7 @@ impl KeyState {
     /// INCRBYFLOAT: the caller has checked the current value is a number and the result is
     /// finite.
     pub fn incr_by_float(&mut self, dot: Dot, incarnation: Hlc, by: f64) {
-        self.mutate(dot, |s| s.counters.get_or_insert_with(Default::default).floats.add(dot.node, incarnation, dot.hlc, by));
+        self.mutate(dot, |s| s.counters.get_or_insert_with(Default::default).floats.update(|f| f.add(dot.node, incarnation, dot.hlc, by)));
     }
 
     /// DEL: remove everything observed. The result is a tombstone unless it merged
@@ -639,7 +651,7 @@ impl KeyState {
         match (self.counters.as_deref_mut(), other.counters.as_deref()) {
             (Some(mine), Some(theirs)) => {
                 mine.ints.merge(&theirs.ints);
-                mine.floats.merge(&theirs.floats);
+                mine.floats.update(|f| f.merge(&theirs.floats));
             }
             (None, Some(theirs)) => self.counters = Some(Box::new(theirs.clone())),
             _ => {}
