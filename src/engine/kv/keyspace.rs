@@ -440,7 +440,7 @@ impl Keyspace {
         let mut offered = 0;
         while index < self.tables.len() {
             for entry in self.tables[index].iter() {
-                visit(&**entry);
+                visit(entry);
                 offered += 1;
             }
             index += 1;
