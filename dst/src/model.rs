@@ -493,3 +493,15 @@ fn set_field(fields: &mut Vec<(Bytes, Vec<u8>)>, field: &Bytes, value: Vec<u8>) 
         None => fields.push((field.clone(), value)),
     }
 }
+
+/// A model unit test's step: parse `line` (words split on spaces) as the server does
+/// and apply it at time 0.
+#[cfg(test)]
+pub(crate) fn run_line(model: &mut Model, line: &str) -> Frame {
+    use meridian::command::{Command, parse_command};
+    let args: Vec<Bytes> = line.split(' ').map(|w| Bytes::copy_from_slice(w.as_bytes())).collect();
+    match parse_command(args) {
+        Ok(Command::Key(cmd)) => model.apply(&cmd, 0, &Frame::Null),
+        other => panic!("{line}: {other:?}"),
+    }
+}

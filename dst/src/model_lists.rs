@@ -149,15 +149,7 @@ impl Model {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use meridian::command::{Command, parse_command};
-
-    fn run(model: &mut Model, line: &str) -> Frame {
-        let args: Vec<Bytes> = line.split(' ').map(|w| Bytes::copy_from_slice(w.as_bytes())).collect();
-        match parse_command(args) {
-            Ok(Command::Key(cmd)) => model.apply(&cmd, 0, &Frame::Null),
-            other => panic!("{line}: {other:?}"),
-        }
-    }
+    use crate::model::run_line as run;
 
     fn bulks(items: &[&str]) -> Frame {
         Frame::Array(items.iter().map(|s| Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()))).collect())

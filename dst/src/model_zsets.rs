@@ -199,15 +199,7 @@ impl Model {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use meridian::command::{Command, parse_command};
-
-    fn run(model: &mut Model, line: &str) -> Frame {
-        let args: Vec<Bytes> = line.split(' ').map(|w| Bytes::copy_from_slice(w.as_bytes())).collect();
-        match parse_command(args) {
-            Ok(Command::Key(cmd)) => model.apply(&cmd, 0, &Frame::Null),
-            other => panic!("{line}: {other:?}"),
-        }
-    }
+    use crate::model::run_line as run;
 
     #[test]
     fn zadd_flags_and_zincrby_follow_redis() {
