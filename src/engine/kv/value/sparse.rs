@@ -1,0 +1,94 @@
+//! [`Sparse`]: how a key state keeps a field that most states leave empty off the
+//! state itself. Owns only that storage rule; what the fields mean is `value.rs`'s.
+
+use crate::crdt::VersionVector;
+use crate::crdt::counter::Counter;
+use crate::crdt::ttl::TtlRegister;
+
+/// A field most key and element states leave empty (the explicit causal context; the
+/// TTL register, which only keys with a TTL use and element states never do): kept off
+/// the state, 8 bytes inline, until it holds something. Reads see an empty value when
+/// none is held; writes go through [`Sparse::set`] and [`Sparse::update`], which drop
+/// the box again when the value becomes empty, so equal states compare equal.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Sparse<T: SparseValue>(Option<Box<T>>);
+
+pub(super) trait SparseValue: Default + PartialEq + Sized + 'static {
+    fn empty() -> &'static Self;
+    fn is_empty_value(&self) -> bool;
+}
+
+static NO_CONTEXT: std::sync::LazyLock<VersionVector> = std::sync::LazyLock::new(VersionVector::new);
+static NO_TTL: std::sync::LazyLock<TtlRegister> = std::sync::LazyLock::new(TtlRegister::new);
+static NO_FLOATS: std::sync::LazyLock<Counter<f64>> = std::sync::LazyLock::new(Counter::default);
+
+impl SparseValue for Counter<f64> {
+    fn empty() -> &'static Self {
+        &NO_FLOATS
+    }
+    fn is_empty_value(&self) -> bool {
+        self.is_empty()
+    }
+}
+
+impl SparseValue for VersionVector {
+    fn empty() -> &'static Self {
+        &NO_CONTEXT
+    }
+    fn is_empty_value(&self) -> bool {
+        self.is_empty()
+    }
+}
+
+impl SparseValue for TtlRegister {
+    fn empty() -> &'static Self {
+        &NO_TTL
+    }
+    fn is_empty_value(&self) -> bool {
+        self.is_empty()
+    }
+}
+
+impl<T: SparseValue> std::ops::Deref for Sparse<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        match self.0.as_deref() {
+            Some(value) => value,
+            None => T::empty(),
+        }
+    }
+}
+
+impl<T: SparseValue> PartialEq for Sparse<T> {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl<T: SparseValue> From<T> for Sparse<T> {
+    fn from(value: T) -> Self {
+        Sparse((!value.is_empty_value()).then(|| Box::new(value)))
+    }
+}
+
+impl<T: SparseValue> Sparse<T> {
+    pub(super) fn set(&mut self, value: T) {
+        *self = Sparse::from(value);
+    }
+
+    pub(super) fn update(&mut self, f: impl FnOnce(&mut T)) {
+        match self.0.as_deref_mut() {
+            Some(value) => {
+                f(value);
+                if value.is_empty_value() {
+                    self.0 = None;
+                }
+            }
+            None => {
+                let mut value = T::default();
+                f(&mut value);
+                self.set(value);
+            }
+        }
+    }
+}
