@@ -103,9 +103,8 @@ class Netns:
             ruleset = "table inet jepsen {\n chain input { type filter hook input priority 0; policy accept; }\n}\n"
             subprocess.run(inside + ["nft", "-f", "-"], input=ruleset, text=True, check=True)
         # Docker sets the FORWARD policy to DROP, and bridged packets pass through it.
-        if run_cmd(["iptables", "-C"] + self.forward_rule, check=False).returncode != 0:
-            if shutil.which("iptables") and run_cmd(["iptables", "-I"] + self.forward_rule, check=False).returncode == 0:
-                self.forward_added = True
+        if shutil.which("iptables") and run_cmd(["iptables", "-C"] + self.forward_rule, check=False).returncode != 0:
+            self.forward_added = run_cmd(["iptables", "-I"] + self.forward_rule, check=False).returncode == 0
 
     def prefix(self, i):
         return ["ip", "netns", "exec", self.ns(i)]
