@@ -31,8 +31,9 @@ NODE_FAULTS = ("kill", "pause", "clock")
 
 
 class Nemesis(threading.Thread):
-    def __init__(self, cluster, history, seed, stop_at, log):
+    def __init__(self, cluster, history, seed, stop_at, log, kinds=KINDS):
         super().__init__(daemon=True, name="nemesis")
+        self.kinds = [k for k in KINDS if k in kinds]
         self.cluster = cluster
         self.history = history
         self.rng = random.Random(seed)
@@ -62,7 +63,7 @@ class Nemesis(threading.Thread):
         kinds = {k for _, k, _ in self.active}
         busy_nodes = {t for _, k, t in self.active if k in NODE_FAULTS}
         ok = []
-        for kind in KINDS:
+        for kind in self.kinds:
             if kind.startswith("partition") and any(k.startswith("partition") for k in kinds):
                 continue
             if kind in ("latency", "s3-outage") and kind in kinds:
@@ -80,6 +81,8 @@ class Nemesis(threading.Thread):
     def start_one(self):
         rng, c, n = self.rng, self.cluster, self.cluster.n
         kinds, busy = self.allowed()
+        if not kinds:
+            return
         kind = rng.choice(kinds)
         duration = rng.uniform(*DURATION_S)
         nodes = list(range(1, n + 1))
