@@ -6,6 +6,7 @@ its own duration, and everything healed at the end.
   partition-oneway   packets from one node to another dropped, the reverse kept
   latency            every peer link delayed (a different delay per direction)
   kill               SIGKILL a node; restart it from S3 when the fault heals
+  restart            SIGKILL a node and restart it at once (the peers barely notice)
   pause              SIGSTOP a node; SIGCONT when the fault heals
   s3-outage          SIGSTOP moto's S3 server (nothing stored, nothing lost); SIGCONT
   clock              restart a node with its clock shifted by up to ±10 s
@@ -26,8 +27,9 @@ GAP_S = (1.0, 4.0)  # between two fault starts: some quiet time too
 DURATION_S = (2.0, 8.0)
 DELAY_MS = (20, 400)
 CLOCK_OFFSET_MS = (500, 10_000)
-KINDS = ["partition-isolate", "partition-halves", "partition-oneway", "latency", "kill", "pause", "s3-outage", "clock"]
-NODE_FAULTS = ("kill", "pause", "clock")
+KINDS = ["partition-isolate", "partition-halves", "partition-oneway", "latency", "kill", "restart", "pause", "s3-outage",
+         "clock"]
+NODE_FAULTS = ("kill", "restart", "pause", "clock")
 
 
 class Nemesis(threading.Thread):
@@ -69,9 +71,9 @@ class Nemesis(threading.Thread):
             if kind in ("latency", "s3-outage") and kind in kinds:
                 continue
             # A restart reads S3: no kill or clock fault during an outage, nor the reverse.
-            if kind in ("kill", "clock") and "s3-outage" in kinds:
+            if kind in ("kill", "restart", "clock") and "s3-outage" in kinds:
                 continue
-            if kind == "s3-outage" and ({"kill", "clock"} & kinds):
+            if kind == "s3-outage" and ({"kill", "restart", "clock"} & kinds):
                 continue
             if kind in NODE_FAULTS and len(busy_nodes) >= self.cluster.n - 1:
                 continue
@@ -110,6 +112,10 @@ class Nemesis(threading.Thread):
             target = rng.choice([i for i in nodes if i not in busy])
             if kind == "kill":
                 c.kill(target)
+            elif kind == "restart":
+                c.kill(target)
+                c.start_node(target)
+                duration = 0.0
             elif kind == "pause":
                 c.pause(target)
             elif kind == "clock":
