@@ -1,7 +1,9 @@
 //! Planted bugs for the simulator's self-test (DESIGN §8: "the checker must be able to
 //! fail"). With the `planted-bugs` feature off (the default, and every release build of
 //! the server) [`active`] is a constant `false` and the hooks compile away. The `dst`
-//! crate turns the feature on and plants one bug per run, per thread.
+//! crate turns the feature on and plants one bug per run, per thread; the Jepsen-style
+//! test (tests/jepsen/) builds the server binary with the feature and plants one bug in
+//! it through `MERIDIAN_PLANTED_BUG` ([`plant_from_env`]).
 
 /// A known, realistic bug that the simulator must catch.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -150,4 +152,27 @@ pub fn active(bug: Bug) -> bool {
 #[cfg(feature = "planted-bugs")]
 pub fn plant(bugs: &[Bug]) {
     PLANTED.with(|p| p.set(bugs.iter().fold(0, |acc, b| acc | b.bit())));
+}
+
+/// The environment variable naming the bug a server built with `planted-bugs` plants.
+pub const PLANTED_BUG_ENV: &str = "MERIDIAN_PLANTED_BUG";
+
+/// Plant on this thread the bug `MERIDIAN_PLANTED_BUG` names, if any. A name that is no
+/// bug, or any name in a binary built without the feature, is an error: a test that
+/// asks for a bug must never run without it and pass by accident.
+pub fn plant_from_env() -> Result<Option<Bug>, String> {
+    let Some(name) = std::env::var_os(PLANTED_BUG_ENV) else {
+        return Ok(None);
+    };
+    let name = name.to_string_lossy();
+    let bug = Bug::from_name(&name).ok_or_else(|| format!("{PLANTED_BUG_ENV}={name}: no such planted bug"))?;
+    #[cfg(feature = "planted-bugs")]
+    {
+        plant(&[bug]);
+        Ok(Some(bug))
+    }
+    #[cfg(not(feature = "planted-bugs"))]
+    {
+        Err(format!("{PLANTED_BUG_ENV}={}: this binary was built without the planted-bugs feature", bug.name()))
+    }
 }

@@ -39,8 +39,25 @@ use coordinator::Coordinator;
 use router::{MAILBOX_MESSAGES_MAX, Router, ShardMsg};
 
 /// Wall-clock milliseconds since the Unix epoch: the only clock the core ever sees.
+/// Shifted by `MERIDIAN_CLOCK_OFFSET_MS` when set (see [`clock_offset_ms`]).
 pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    let wall_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    wall_ms.saturating_add_signed(clock_offset_ms())
+}
+
+/// Most a test may shift the clock: a day either way.
+const CLOCK_OFFSET_MS_MAX: i64 = 24 * 60 * 60 * 1000;
+
+/// For tests only (the Jepsen-style test's clock nemesis, tests/jepsen/): milliseconds
+/// added to the wall clock, read once from `MERIDIAN_CLOCK_OFFSET_MS` (negative moves
+/// it back). Not a setting: a real node has no reason to lie about the time. Read in
+/// the shell, the only place that reads the wall clock, so the core stays pure.
+pub fn clock_offset_ms() -> i64 {
+    static OFFSET_MS: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *OFFSET_MS.get_or_init(|| {
+        let parsed = std::env::var("MERIDIAN_CLOCK_OFFSET_MS").ok().and_then(|v| v.trim().parse::<i64>().ok());
+        parsed.unwrap_or(0).clamp(-CLOCK_OFFSET_MS_MAX, CLOCK_OFFSET_MS_MAX)
+    })
 }
 
 /// Counters kept by the shell (the shards keep their own).
@@ -97,6 +114,15 @@ fn run_id() -> String {
 
 /// Start the server and serve until SIGINT or SIGTERM.
 pub fn run(config: Config) -> Result<(), String> {
+    // Recovery runs on this thread, the data path on the shard threads: both carry the
+    // planted bug, if any.
+    let planted = crate::bugs::plant_from_env()?;
+    if let Some(bug) = planted {
+        tracing::warn!("PLANTED BUG {} is active (MERIDIAN_PLANTED_BUG): a test build, never for real data", bug.name());
+    }
+    if clock_offset_ms() != 0 {
+        tracing::warn!("clock shifted by {} ms (MERIDIAN_CLOCK_OFFSET_MS, for tests)", clock_offset_ms());
+    }
     let shard_count = config.shard_count();
     let listener = std::net::TcpListener::bind((config.bind.as_str(), config.port))
         .map_err(|e| format!("cannot listen on {}:{}: {e}", config.bind, config.port))?;

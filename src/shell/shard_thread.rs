@@ -24,6 +24,8 @@ pub fn spawn(shard: Shard, mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerS
 }
 
 fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerState>) {
+    // Planted bugs are per thread; `shell::run` has already refused a bad name.
+    let _ = crate::bugs::plant_from_env();
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
