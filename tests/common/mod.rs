@@ -43,10 +43,12 @@ pub fn free_port() -> u16 {
     listener.local_addr().expect("local addr").port()
 }
 
+/// Wait until the server serves: it accepts connections while it loads its data (and
+/// answers `-LOADING` then), so a connect alone does not say it serves; PING does.
 fn wait_until_listening(child: &mut Child, port: u16) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        if answers_ping(port) {
             return;
         }
         if let Ok(Some(status)) = child.try_wait() {
@@ -341,7 +343,8 @@ pub fn start_meridian_at(data_dir: &std::path::Path, extra_args: &[&str], envs: 
 }
 
 /// Whether the server on `port` answers PING. The listening socket is bound before
-/// recovery runs, so a TCP connect alone does not prove the server is serving (or will).
+/// recovery runs, and PING answers `-LOADING` until the data is loaded (as Redis 7), so
+/// a TCP connect alone does not prove the server is serving (or will).
 pub fn answers_ping(port: u16) -> bool {
     use std::io::{Read, Write};
     let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else { return false };
