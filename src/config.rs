@@ -609,7 +609,7 @@ impl OutputBufferLimits {
     /// SET: the classes not named keep their `current` limits). Errors in Redis's words.
     pub fn parse(text: &str, current: &OutputBufferLimits) -> Result<OutputBufferLimits, String> {
         let words: Vec<&str> = text.split_whitespace().collect();
-        if words.len() % 4 != 0 {
+        if !words.len().is_multiple_of(4) {
             return Err("Wrong number of arguments in buffer limit configuration.".to_string());
         }
         let mut limits = *current;
