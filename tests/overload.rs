@@ -145,6 +145,12 @@ fn clients_get_loading_while_the_node_loads_its_data_and_then_the_data() {
     waiting.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
     waiting.write_all(b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*2\r\n$3\r\nGET\r\n$4\r\nkey7\r\n").unwrap();
 
+    // A client that pipelines GETs and never reads its -LOADING replies (megabytes of
+    // them) does not keep the node from serving: what it has not taken goes along.
+    let mut flooder = small_buffer_connect_to(port);
+    flooder.set_write_timeout(Some(Duration::from_secs(1))).unwrap();
+    let _ = flooder.write_all(&b"*2\r\n$3\r\nGET\r\n$4\r\nkey1\r\n".repeat(200_000));
+
     // Once loaded, the same connections are served.
     assert!(
         eventually(Duration::from_secs(20), || send(&mut early, b"*2\r\n$3\r\nGET\r\n$7\r\nkey1999\r\n") == "$9\r\nvalue1999\r\n"),
@@ -160,6 +166,19 @@ fn clients_get_loading_while_the_node_loads_its_data_and_then_the_data() {
     assert_eq!(String::from_utf8_lossy(&replies), "+OK\r\n$6\r\nvalue7\r\n");
     let info = send(&mut early, b"*2\r\n$4\r\nINFO\r\n$11\r\npersistence\r\n");
     assert!(info.contains("loading:0"), "{info}");
+
+    // The flooder reads at last: its -LOADING replies, then (for the GETs the node read
+    // after loading) the value.
+    let mut seen = Vec::new();
+    let mut buf = vec![0u8; 1 << 20];
+    while !seen.windows(8).any(|w| w == b"\r\nvalue1") {
+        let n = flooder.read(&mut buf).expect("the flooder's replies");
+        assert!(n > 0, "closed");
+        seen.extend_from_slice(&buf[..n]);
+        if seen.len() > 1 << 20 {
+            seen.drain(..seen.len() - 64);
+        }
+    }
 }
 
 #[test]
@@ -201,9 +220,13 @@ fn a_normal_client_over_its_output_buffer_limit_is_closed() {
 /// A connection with a small receive buffer, set before connecting, so that the kernel
 /// does not absorb megabytes of replies (Linux autotunes loopback buffers).
 fn small_buffer_connect(server: &common::ServerGuard) -> std::net::TcpStream {
+    small_buffer_connect_to(server.port)
+}
+
+fn small_buffer_connect_to(port: u16) -> std::net::TcpStream {
     let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
     socket.set_recv_buffer_size(64 * 1024).unwrap();
-    let addr: std::net::SocketAddr = server.addr().parse().unwrap();
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
     socket.connect(&addr.into()).unwrap();
     let stream: std::net::TcpStream = socket.into();
     stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();

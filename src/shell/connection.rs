@@ -64,14 +64,14 @@ pub async fn serve(
         return;
     }
     let info = state.clients.register(peer, local, fd);
-    let (read_buf, parser, held) = match handover {
-        Some(h) => (h.read_buf, h.parser, h.held),
-        None => (BytesMut::with_capacity(READ_CHUNK_BYTES), RequestParser::new(), None),
+    let (read_buf, parser, held, write_buf) = match handover {
+        Some(h) => (h.read_buf, h.parser, h.held, h.unsent),
+        None => (BytesMut::with_capacity(READ_CHUNK_BYTES), RequestParser::new(), None, BytesMut::with_capacity(READ_CHUNK_BYTES)),
     };
     let mut connection = Connection {
         stream,
         read_buf,
-        write_buf: BytesMut::with_capacity(READ_CHUNK_BYTES),
+        write_buf,
         parser,
         held,
         protocol: Protocol::Resp2,
@@ -169,6 +169,8 @@ impl Connection {
     }
 
     async fn run(&mut self) -> std::io::Result<()> {
+        // Replies written while the node loaded that the client had not taken yet.
+        self.write_buffered().await?;
         loop {
             let mut protocol_error = None;
             let mut commands: Vec<Vec<Bytes>> = self.held.take().into_iter().collect();

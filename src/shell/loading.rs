@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 
@@ -32,6 +32,8 @@ pub struct Handover {
     pub parser: RequestParser,
     /// A `loading` command the gate could not run: the connection runs it first.
     pub held: Option<Vec<Bytes>>,
+    /// Replies the client had not read yet: they are sent first.
+    pub unsent: BytesMut,
 }
 
 /// The gate: stop it once the shards serve, and the listener comes back.
@@ -175,16 +177,17 @@ async fn serve_while_loading(
         connected.fetch_sub(1, Ordering::Relaxed);
         return;
     }
-    let mut handover = Handover { read_buf: BytesMut::with_capacity(4096), parser: RequestParser::new(), held: None };
-    let mut out = BytesMut::new();
+    let mut handover =
+        Handover { read_buf: BytesMut::with_capacity(4096), parser: RequestParser::new(), held: None, unsent: BytesMut::new() };
+    let out = &mut handover.unsent;
     let mut open = true;
     'serving: while open {
         while handover.held.is_none() {
             match handover.parser.next_command(&mut handover.read_buf, &config.limits) {
                 Ok(Some(args)) => match answer(&config, &args) {
-                    Answer::Reply(frame) => encode(&frame, Protocol::Resp2, &mut out),
+                    Answer::Reply(frame) => encode(&frame, Protocol::Resp2, out),
                     Answer::ReplyAndClose(frame) => {
-                        encode(&frame, Protocol::Resp2, &mut out);
+                        encode(&frame, Protocol::Resp2, out);
                         open = false;
                         break;
                     }
@@ -192,17 +195,23 @@ async fn serve_while_loading(
                 },
                 Ok(None) => break,
                 Err(ProtocolError(message)) => {
-                    encode(&Frame::error(format!("ERR Protocol error: {message}")), Protocol::Resp2, &mut out);
+                    encode(&Frame::error(format!("ERR Protocol error: {message}")), Protocol::Resp2, out);
                     open = false;
                     break;
                 }
             }
         }
-        if !out.is_empty() {
-            if stream.write_all(&out).await.is_err() {
-                open = false;
+        // A client that does not read its replies must not keep the node from serving:
+        // once loading ends, what it has not taken goes with the connection.
+        while !out.is_empty() && open {
+            tokio::select! {
+                biased;
+                written = stream.write(out) => match written {
+                    Ok(0) | Err(_) => open = false,
+                    Ok(n) => out.advance(n),
+                },
+                _ = stopped.wait_for(|stop| *stop) => break,
             }
-            out.clear();
         }
         if !open || *stopped.borrow() {
             break;
