@@ -110,9 +110,11 @@ pub struct Config {
     pub maxmemory_policy: String,
 
     /// Output buffer limits per client class, as Redis's `client-output-buffer-limit`:
-    /// `class hard soft soft-seconds` groups (classes normal, replica, pubsub).
-    #[arg(long, default_value = OUTPUT_BUFFER_LIMIT_DEFAULT)]
-    pub client_output_buffer_limit: String,
+    /// `class hard soft soft-seconds` groups (classes normal, replica, pubsub); may be
+    /// given once per class, as in redis.conf. Default: `normal 0 0 0 slave 256mb 64mb 60
+    /// pubsub 32mb 8mb 60`.
+    #[arg(long, action = clap::ArgAction::Append)]
+    pub client_output_buffer_limit: Vec<String>,
 
     /// Testing only: hold recovery this long before loading the data, so that a test
     /// can watch clients get `-LOADING`.
@@ -236,8 +238,7 @@ impl Config {
         if self.checkpoint_every_segments == 0 {
             return Err("--checkpoint-every-segments must be at least 1".into());
         }
-        OutputBufferLimits::parse(&self.client_output_buffer_limit, &OutputBufferLimits::default())
-            .map_err(|e| format!("--client-output-buffer-limit: {e}"))?;
+        self.output_buffer_limits().map_err(|e| format!("--client-output-buffer-limit: {e}"))?;
         if self.proto_max_bulk_len < 1024 {
             return Err("--proto-max-bulk-len must be at least 1024".into());
         }
@@ -269,6 +270,11 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// Redis's defaults, with every `--client-output-buffer-limit` applied in turn.
+    pub fn output_buffer_limits(&self) -> Result<OutputBufferLimits, String> {
+        OutputBufferLimits::parse(&self.client_output_buffer_limit.join(" "), &OutputBufferLimits::default())
     }
 
     /// Whether this node replicates: it listens for peers or dials some.
@@ -358,9 +364,7 @@ impl RuntimeConfig {
             client_query_buffer_limit: AtomicUsize::new(config.client_query_buffer_limit),
             maxclients: AtomicUsize::new(config.maxclients),
             maxmemory: AtomicUsize::new(config.maxmemory),
-            output_buffer_limits: RwLock::new(
-                OutputBufferLimits::parse(&config.client_output_buffer_limit, &OutputBufferLimits::default()).unwrap_or_default(),
-            ),
+            output_buffer_limits: RwLock::new(config.output_buffer_limits().unwrap_or_default()),
             encoding: encoding_values(&EncodingLimits::default()).map(AtomicUsize::new),
             sanitize_dump_payload: AtomicUsize::new(0),
             list_max_listpack_size: AtomicI64::new(-2),
@@ -672,12 +676,19 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("meridian-config-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("meridian.conf");
-        std::fs::write(&path, "# test\nport 7000\nregion eu\nrequirepass \"secret\"\n").unwrap();
+        std::fs::write(
+            &path,
+            "# test\nport 7000\nregion eu\nrequirepass \"secret\"\nclient-output-buffer-limit normal 1mb 0 0\nclient-output-buffer-limit pubsub 64mb 16mb 30\n",
+        )
+        .unwrap();
         let args = ["meridian", "--config", path.to_str().unwrap(), "--port", "7001"].map(String::from).to_vec();
         let config = Config::load_from(args).unwrap();
         assert_eq!(config.port, 7001);
         assert_eq!(config.region, "eu");
         assert_eq!(config.requirepass.as_deref(), Some("secret"));
+        let limits = config.output_buffer_limits().unwrap();
+        assert_eq!(limits.normal.hard_bytes, 1 << 20, "every line of a redis.conf counts");
+        assert_eq!(limits.pubsub, OutputBufferLimit { hard_bytes: 64 << 20, soft_bytes: 16 << 20, soft_seconds: 30 });
         std::fs::remove_dir_all(dir).unwrap();
     }
 
