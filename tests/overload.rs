@@ -255,6 +255,7 @@ fn a_subscriber_over_the_pubsub_class_limit_is_closed() {
         pipe.query::<()>(&mut con).unwrap();
         published += 16 * payload.len();
     }
+    assert_eq!(info_u64(&mut con, "stats", "client_output_buffer_limit_disconnections"), 1, "an output buffer limit, too");
 }
 
 #[test]

@@ -363,7 +363,13 @@ impl Connection {
             pending_bytes,
             "client closed for overcoming of output buffer limits (client-output-buffer-limit)"
         );
-        self.state().stats.output_buffer_disconnections.fetch_add(1, Ordering::Relaxed);
+        // A subscriber's limit is the pubsub class's, whether its mailbox or its reply
+        // buffer passed it first: counted where a full mailbox is.
+        if self.subscriptions > 0 {
+            self.state().pubsub.disconnected.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.state().stats.output_buffer_disconnections.fetch_add(1, Ordering::Relaxed);
+        }
         std::io::Error::other("output buffer limit overcome")
     }
 

@@ -192,7 +192,7 @@ pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -
             s.connections_received.load(Ordering::Relaxed),
             s.commands_processed.load(Ordering::Relaxed),
             s.connections_rejected.load(Ordering::Relaxed),
-            s.output_buffer_disconnections.load(Ordering::Relaxed),
+            s.output_buffer_disconnections.load(Ordering::Relaxed) + state.pubsub.disconnected.load(Ordering::Relaxed),
             s.net_input_bytes.load(Ordering::Relaxed),
             s.net_output_bytes.load(Ordering::Relaxed),
             total(|s| s.expired_keys),
@@ -253,6 +253,14 @@ pub fn config(state: &ServerState, command: ConfigCommand) -> Frame {
                 let value = String::from_utf8_lossy(value);
                 if let Err(e) = state.runtime.set(&name, &value) {
                     return Frame::error(e);
+                }
+                if name == "maxmemory" && state.memory.over(state.runtime.maxmemory()) {
+                    // As Redis: say so; with noeviction, client writes now get -OOM.
+                    tracing::warn!(
+                        "the new maxmemory value set via CONFIG SET ({}) is smaller than the current memory usage ({}): client writes are refused until it drops",
+                        state.runtime.maxmemory(),
+                        state.memory.used_bytes()
+                    );
                 }
                 if name == "client-output-buffer-limit" {
                     state.pubsub.set_mailbox_bytes_max(state.runtime.output_buffer_limits().pubsub.hard_bytes);

@@ -88,7 +88,7 @@ pub async fn render(state: &ServerState) -> String {
         "client_output_buffer_limit_disconnections_total",
         "counter",
         "Clients closed for overcoming their output buffer limit.",
-        state.stats.output_buffer_disconnections.load(Ordering::Relaxed),
+        state.stats.output_buffer_disconnections.load(Ordering::Relaxed) + state.pubsub.disconnected.load(Ordering::Relaxed),
     );
     if let Ok(p) = state.persistence.lock()
         && p.enabled
