@@ -34,7 +34,7 @@ one() {
     local port; port=$(free_port)
     taskset -c "$SERVER_CORE" "$MERIDIAN_BIN" --port "$port" --shards 1 --data-dir "$TMP/$label-$RANDOM" "$@" 2>>"$TMP/server.log" &
     PID=$!
-    for _ in $(seq 1 200); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep 0.05; done
+    for _ in $(seq 1 200); do [ "$(redis-cli -p "$port" PING 2>/dev/null)" = PONG ] && break; sleep 0.05; done
     local before rps after
     before=$(awk '{print $14 + $15}' "/proc/$PID/stat")
     rps=$(taskset -c "$CLIENT_CORE" redis-benchmark -h 127.0.0.1 -p "$port" -t set -n "$REQUESTS" -r 100000000 -c 50 -P 16 -q --csv \

@@ -35,7 +35,7 @@ cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_ping() { for _ in $(seq 1 400); do redis-cli -p "$1" PING >/dev/null 2>&1 && return 0; sleep 0.05; done; echo "no PING on $1" >&2; exit 1; }
+wait_ping() { for _ in $(seq 1 400); do [ "$(redis-cli -p "$1" PING 2>/dev/null)" = PONG ] && return 0; sleep 0.05; done; echo "no PING on $1" >&2; exit 1; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 rps() { # rps PORT -> SET requests/s, pipeline PIPELINE
     taskset -c "$CLIENT_CORE" redis-benchmark -h 127.0.0.1 -p "$1" -t set -n "$REQUESTS" -r "$KEYRANGE" -c "$CLIENTS" -P "$PIPELINE" -q --csv \

@@ -100,6 +100,27 @@ pub struct Config {
     #[arg(long, default_value_t = 10_000)]
     pub maxclients: usize,
 
+    /// Past this many bytes of used memory, client writes get Redis's `-OOM` error
+    /// while reads go on (`maxmemory`); 0: no limit. Merges from peers are never refused.
+    #[arg(long, default_value = "0", value_parser = parse_size_arg)]
+    pub maxmemory: usize,
+
+    /// What happens past --maxmemory (`maxmemory-policy`): only `noeviction`.
+    #[arg(long, default_value = "noeviction", value_parser = parse_maxmemory_policy)]
+    pub maxmemory_policy: String,
+
+    /// Output buffer limits per client class, as Redis's `client-output-buffer-limit`:
+    /// `class hard soft soft-seconds` groups (classes normal, replica, pubsub); may be
+    /// given once per class, as in redis.conf. Default: `normal 0 0 0 slave 256mb 64mb 60
+    /// pubsub 32mb 8mb 60`.
+    #[arg(long, action = clap::ArgAction::Append)]
+    pub client_output_buffer_limit: Vec<String>,
+
+    /// Testing only: hold recovery this long before loading the data, so that a test
+    /// can watch clients get `-LOADING`.
+    #[arg(long, default_value_t = 0, hide = true)]
+    pub debug_loading_delay_ms: u64,
+
     /// Port for replication links from peers (enables replication). Peers list this
     /// node as `host:PORT` in their --peers.
     #[arg(long)]
@@ -217,6 +238,7 @@ impl Config {
         if self.checkpoint_every_segments == 0 {
             return Err("--checkpoint-every-segments must be at least 1".into());
         }
+        self.output_buffer_limits().map_err(|e| format!("--client-output-buffer-limit: {e}"))?;
         if self.proto_max_bulk_len < 1024 {
             return Err("--proto-max-bulk-len must be at least 1024".into());
         }
@@ -248,6 +270,11 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// Redis's defaults, with every `--client-output-buffer-limit` applied in turn.
+    pub fn output_buffer_limits(&self) -> Result<OutputBufferLimits, String> {
+        OutputBufferLimits::parse(&self.client_output_buffer_limit.join(" "), &OutputBufferLimits::default())
     }
 
     /// Whether this node replicates: it listens for peers or dials some.
@@ -287,6 +314,8 @@ pub struct RuntimeConfig {
     proto_max_bulk_len: AtomicUsize,
     client_query_buffer_limit: AtomicUsize,
     maxclients: AtomicUsize,
+    maxmemory: AtomicUsize,
+    output_buffer_limits: RwLock<OutputBufferLimits>,
     /// OBJECT ENCODING's thresholds, in the order of [`ENCODING_SETTINGS`].
     encoding: [AtomicUsize; ENCODING_SETTINGS.len()],
     /// `sanitize-dump-payload`, an index into [`SANITIZE_DUMP_PAYLOAD`]: accepted and
@@ -334,6 +363,8 @@ impl RuntimeConfig {
             proto_max_bulk_len: AtomicUsize::new(config.proto_max_bulk_len),
             client_query_buffer_limit: AtomicUsize::new(config.client_query_buffer_limit),
             maxclients: AtomicUsize::new(config.maxclients),
+            maxmemory: AtomicUsize::new(config.maxmemory),
+            output_buffer_limits: RwLock::new(config.output_buffer_limits().unwrap_or_default()),
             encoding: encoding_values(&EncodingLimits::default()).map(AtomicUsize::new),
             sanitize_dump_payload: AtomicUsize::new(0),
             list_max_listpack_size: AtomicI64::new(-2),
@@ -362,6 +393,14 @@ impl RuntimeConfig {
 
     pub fn maxclients(&self) -> usize {
         self.maxclients.load(Ordering::Relaxed)
+    }
+
+    pub fn maxmemory(&self) -> usize {
+        self.maxmemory.load(Ordering::Relaxed)
+    }
+
+    pub fn output_buffer_limits(&self) -> OutputBufferLimits {
+        self.output_buffer_limits.read().map(|l| *l).unwrap_or_default()
     }
 
     pub fn requirepass(&self) -> Option<String> {
@@ -415,6 +454,9 @@ impl RuntimeConfig {
             ("proto-max-bulk-len", self.proto_max_bulk_len().to_string()),
             ("client-query-buffer-limit", self.client_query_buffer_limit().to_string()),
             ("maxclients", self.maxclients().to_string()),
+            ("maxmemory", self.maxmemory().to_string()),
+            ("maxmemory-policy", MAXMEMORY_POLICY.to_string()),
+            ("client-output-buffer-limit", self.output_buffer_limits().to_string()),
             ("databases", "1".to_string()),
             (
                 "sanitize-dump-payload",
@@ -447,6 +489,16 @@ impl RuntimeConfig {
             }
             "client-query-buffer-limit" => self.client_query_buffer_limit.store(parse_size(value)?, Ordering::Relaxed),
             "maxclients" => self.maxclients.store(parse_size(value)?, Ordering::Relaxed),
+            "maxmemory" => self.maxmemory.store(parse_size(value)?, Ordering::Relaxed),
+            "maxmemory-policy" => {
+                parse_maxmemory_policy(value)
+                    .map_err(|why| format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"))?;
+            }
+            "client-output-buffer-limit" => {
+                let failed = |why: String| format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}");
+                let mut guard = self.output_buffer_limits.write().map_err(|_| failed("poisoned".into()))?;
+                *guard = OutputBufferLimits::parse(value, &guard).map_err(failed)?;
+            }
             "sanitize-dump-payload" => {
                 let Some(i) = SANITIZE_DUMP_PAYLOAD.iter().position(|v| v.eq_ignore_ascii_case(value)) else {
                     return Err(format!(
@@ -506,6 +558,99 @@ impl RuntimeConfig {
     }
 }
 
+/// The only `maxmemory-policy`: refuse client writes past `maxmemory`.
+pub const MAXMEMORY_POLICY: &str = "noeviction";
+/// Redis's other policies: known, and refused with a reason rather than as unknown words.
+const EVICTION_POLICIES: [&str; 7] =
+    ["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random"];
+
+fn parse_maxmemory_policy(text: &str) -> Result<String, String> {
+    let lower = text.to_ascii_lowercase();
+    if lower == MAXMEMORY_POLICY {
+        Ok(lower)
+    } else if EVICTION_POLICIES.contains(&lower.as_str()) {
+        // Evicting on one node would be a delete the other regions replicate: a key
+        // would vanish everywhere because one node was short of memory.
+        Err(format!("{lower} is not supported: Meridian never evicts (only noeviction)"))
+    } else {
+        Err("argument(s) must be one of the following: noeviction".to_string())
+    }
+}
+
+/// Redis's default `client-output-buffer-limit`.
+pub const OUTPUT_BUFFER_LIMIT_DEFAULT: &str = "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60";
+
+/// One client class's output buffer limit: disconnected past `hard_bytes` at once, or
+/// past `soft_bytes` for `soft_seconds` in a row; 0 turns a limit off.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct OutputBufferLimit {
+    pub hard_bytes: usize,
+    pub soft_bytes: usize,
+    pub soft_seconds: u64,
+}
+
+/// `client-output-buffer-limit`, per class. `replica` is accepted and reported (Redis's
+/// replicas do not exist here: peer links have their own bounds, `repl-backlog-bytes`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct OutputBufferLimits {
+    pub normal: OutputBufferLimit,
+    pub replica: OutputBufferLimit,
+    pub pubsub: OutputBufferLimit,
+}
+
+impl Default for OutputBufferLimits {
+    fn default() -> Self {
+        OutputBufferLimits {
+            normal: OutputBufferLimit::default(),
+            replica: OutputBufferLimit { hard_bytes: 256 << 20, soft_bytes: 64 << 20, soft_seconds: 60 },
+            pubsub: OutputBufferLimit { hard_bytes: 32 << 20, soft_bytes: 8 << 20, soft_seconds: 60 },
+        }
+    }
+}
+
+impl OutputBufferLimits {
+    /// Parse `class hard soft seconds ...` (any subset of the classes, as Redis's CONFIG
+    /// SET: the classes not named keep their `current` limits). Errors in Redis's words.
+    pub fn parse(text: &str, current: &OutputBufferLimits) -> Result<OutputBufferLimits, String> {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        if !words.len().is_multiple_of(4) {
+            return Err("Wrong number of arguments in buffer limit configuration.".to_string());
+        }
+        let mut limits = *current;
+        for group in words.chunks(4) {
+            let class = match group[0].to_ascii_lowercase().as_str() {
+                "normal" => &mut limits.normal,
+                "slave" | "replica" => &mut limits.replica,
+                "pubsub" => &mut limits.pubsub,
+                _ => return Err("Invalid client class specified in buffer limit configuration.".to_string()),
+            };
+            let size = |w: &str| {
+                parse_memory_size(w).ok_or_else(|| "Error in hard, soft or soft_seconds setting in buffer limit configuration.".to_string())
+            };
+            let seconds = group[3]
+                .parse::<u64>()
+                .map_err(|_| "Error in hard, soft or soft_seconds setting in buffer limit configuration.".to_string())?;
+            *class = OutputBufferLimit { hard_bytes: size(group[1])?, soft_bytes: size(group[2])?, soft_seconds: seconds };
+        }
+        Ok(limits)
+    }
+}
+
+impl std::fmt::Display for OutputBufferLimits {
+    /// As Redis's CONFIG GET prints it (`slave`, as Redis 7 still does).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut first = true;
+        for (name, l) in [("normal", self.normal), ("slave", self.replica), ("pubsub", self.pubsub)] {
+            if !first {
+                f.write_str(" ")?;
+            }
+            first = false;
+            write!(f, "{name} {} {} {}", l.hard_bytes, l.soft_bytes, l.soft_seconds)?;
+        }
+        Ok(())
+    }
+}
+
 fn parse_size_arg(text: &str) -> Result<usize, String> {
     parse_memory_size(text).ok_or_else(|| format!("expected a size in bytes such as 1048576, 64kb, 512mb or 1gb, got {text:?}"))
 }
@@ -531,13 +676,39 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("meridian-config-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("meridian.conf");
-        std::fs::write(&path, "# test\nport 7000\nregion eu\nrequirepass \"secret\"\n").unwrap();
+        std::fs::write(
+            &path,
+            "# test\nport 7000\nregion eu\nrequirepass \"secret\"\nclient-output-buffer-limit normal 1mb 0 0\nclient-output-buffer-limit pubsub 64mb 16mb 30\n",
+        )
+        .unwrap();
         let args = ["meridian", "--config", path.to_str().unwrap(), "--port", "7001"].map(String::from).to_vec();
         let config = Config::load_from(args).unwrap();
         assert_eq!(config.port, 7001);
         assert_eq!(config.region, "eu");
         assert_eq!(config.requirepass.as_deref(), Some("secret"));
+        let limits = config.output_buffer_limits().unwrap();
+        assert_eq!(limits.normal.hard_bytes, 1 << 20, "every line of a redis.conf counts");
+        assert_eq!(limits.pubsub, OutputBufferLimit { hard_bytes: 64 << 20, soft_bytes: 16 << 20, soft_seconds: 30 });
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn output_buffer_limits_parse_per_class_and_print_as_redis() {
+        let defaults = OutputBufferLimits::default();
+        assert_eq!(defaults.to_string(), OUTPUT_BUFFER_LIMIT_DEFAULT);
+        let set = OutputBufferLimits::parse("normal 1mb 512kb 10", &defaults).unwrap();
+        assert_eq!(set.normal, OutputBufferLimit { hard_bytes: 1 << 20, soft_bytes: 512 << 10, soft_seconds: 10 });
+        assert_eq!(set.pubsub, defaults.pubsub, "classes not named keep their limits");
+        assert!(OutputBufferLimits::parse("normal 1 2", &defaults).unwrap_err().contains("Wrong number of arguments"));
+        assert!(OutputBufferLimits::parse("master 1 2 3", &defaults).unwrap_err().contains("Invalid client class"));
+        assert!(OutputBufferLimits::parse("pubsub x 2 3", &defaults).is_err());
+    }
+
+    #[test]
+    fn only_noeviction_is_a_maxmemory_policy() {
+        assert_eq!(parse_maxmemory_policy("NoEviction").unwrap(), "noeviction");
+        assert!(parse_maxmemory_policy("allkeys-lru").unwrap_err().contains("never evicts"));
+        assert!(parse_maxmemory_policy("bogus").unwrap_err().contains("must be one of the following"));
     }
 
     #[test]

@@ -2,9 +2,10 @@
 //!
 //! ```text
 //! dst --seed 42 --trace          replay one run, printing its event trace
-//! dst --seeds 0..1000            sweep; a failing seed prints how to replay it
+//! dst --seeds 0..1000            sweep the whole system: nodes replicate, persist,
+//!                                crash and recover; replicas must converge to the oracle
 //! dst --inject-bug NAME          plant a known bug (see --list-bugs): the sweep must fail
-//! dst --replicate --seeds 0..100 nodes replicate; replicas must converge to the oracle
+//! dst --no-replicate --seeds 0..100  nodes alone, each checked reply by reply
 //! dst --seeds 0..100000 --jobs 8 a sweep on 8 threads (default: every core)
 //! ```
 //!
@@ -59,8 +60,14 @@ struct Args {
     /// Chance in percent that an object-store operation fails transiently.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(0..=100))]
     store_error_percent: u32,
-    /// Nodes replicate to each other; the converged state is checked against the oracle.
+    /// Nodes do not replicate: each serves its own clients alone, checked reply by reply
+    /// against the sequential model (without it, the default, nodes replicate and the
+    /// converged state is checked against the oracle).
     #[arg(long)]
+    no_replicate: bool,
+    /// The default; still accepted so that replay lines printed before it was are
+    /// replayed as they were.
+    #[arg(long, hide = true, conflicts_with = "no_replicate")]
     replicate: bool,
     /// Stop a sweep at the first failing seed.
     #[arg(long)]
@@ -115,7 +122,8 @@ fn main() -> ExitCode {
         faults,
         bug,
         store_error_percent: args.store_error_percent,
-        replicate: args.replicate,
+        // `--replicate` says what the default is already.
+        replicate: args.replicate || !args.no_replicate,
         ..SimConfig::default()
     };
     if let Some(seed) = args.seed {

@@ -5,19 +5,28 @@ use dst::{Bug, FaultWeights, SimConfig, run};
 
 #[test]
 fn the_same_seed_replays_the_same_trace() {
-    let a = run(SimConfig { seed: 11, ..SimConfig::default() });
-    let b = run(SimConfig { seed: 11, ..SimConfig::default() });
-    assert!(a.ok(), "{}", a.failure.unwrap_or_default());
-    assert_eq!((a.trace_hash, a.events, a.sim_ms), (b.trace_hash, b.events, b.sim_ms));
-    let c = run(SimConfig { seed: 12, ..SimConfig::default() });
-    assert_ne!(a.trace_hash, c.trace_hash, "different seeds must explore different runs");
+    for replicate in [true, false] {
+        let a = run(SimConfig { seed: 11, replicate, ..SimConfig::default() });
+        let b = run(SimConfig { seed: 11, replicate, ..SimConfig::default() });
+        assert!(a.ok(), "{}", a.failure.unwrap_or_default());
+        assert_eq!((a.trace_hash, a.events, a.sim_ms), (b.trace_hash, b.events, b.sim_ms));
+        let c = run(SimConfig { seed: 12, replicate, ..SimConfig::default() });
+        assert_ne!(a.trace_hash, c.trace_hash, "different seeds must explore different runs");
+    }
+}
+
+#[test]
+fn the_default_run_is_the_whole_system() {
+    assert!(SimConfig::default().replicate, "`dst --seeds A..B` replicates unless --no-replicate");
 }
 
 #[test]
 fn a_run_without_faults_passes_and_does_work() {
-    let outcome = run(SimConfig { seed: 1, faults: FaultWeights::none(), ..SimConfig::default() });
-    assert!(outcome.ok(), "{}", outcome.failure.unwrap_or_default());
-    assert!(outcome.events > 1_500, "every client op is at least one event");
+    for replicate in [true, false] {
+        let outcome = run(SimConfig { seed: 1, replicate, faults: FaultWeights::none(), ..SimConfig::default() });
+        assert!(outcome.ok(), "{}", outcome.failure.unwrap_or_default());
+        assert!(outcome.events > 1_500, "every client op is at least one event");
+    }
 }
 
 /// Seeds a planted bug must be caught within.
@@ -116,8 +125,8 @@ fn seed_20031914_a_restarted_node_gets_the_report_its_idle_peer_sent_while_it_wa
     assert!(outcome.ok(), "{}", outcome.failure.unwrap_or_default());
 }
 
-/// The CI sweep: a fixed range of seeds (so a failure is reproducible by its number),
-/// split over two threads for the 2-core CI machine.
+/// The single-node CI sweep (`--no-replicate`): a fixed range of seeds (so a failure is
+/// reproducible by its number), split over two threads for the 2-core CI machine.
 #[test]
 fn ci_sweep_of_10000_seeds_passes() {
     sweep("DST_CI_SEEDS", 10_000, false);
@@ -175,9 +184,10 @@ fn a_replay_command_names_every_setting_of_the_run() {
     };
     assert_eq!(
         config.replay_command(),
-        "dst --seed 7 --replicate --nodes 5 --ops 300 --faults crash=4,partition=0 --store-error-percent 30 --inject-bug lww-tie-break-inverted"
+        "dst --seed 7 --nodes 5 --ops 300 --faults crash=4,partition=0 --store-error-percent 30 --inject-bug lww-tie-break-inverted"
     );
     assert_eq!(SimConfig { seed: 3, ..SimConfig::default() }.replay_command(), "dst --seed 3");
+    assert_eq!(SimConfig { seed: 3, replicate: false, ..SimConfig::default() }.replay_command(), "dst --seed 3 --no-replicate");
 }
 
 /// A sweep's replay line, run as printed, replays the failing run exactly (same trace
@@ -186,7 +196,7 @@ fn a_replay_command_names_every_setting_of_the_run() {
 fn a_failing_seeds_printed_replay_reproduces_it() {
     let dst = env!("CARGO_BIN_EXE_dst");
     let sweep = std::process::Command::new(dst)
-        .args(["--replicate", "--seeds", "0..2", "--jobs", "1", "--faults", "crash=3", "--store-error-percent", "20"])
+        .args(["--seeds", "0..2", "--jobs", "1", "--faults", "crash=3", "--store-error-percent", "20"])
         .args(["--ops", "600", "--inject-bug", "lww-tie-break-inverted"])
         .output()
         .expect("run the dst binary");

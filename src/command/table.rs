@@ -208,6 +208,16 @@ impl CommandSpec {
     pub fn is_write(&self) -> bool {
         self.flags.contains(&"write")
     }
+
+    /// May grow the data: refused past `maxmemory` (Redis's `denyoom`).
+    pub fn is_denyoom(&self) -> bool {
+        self.flags.contains(&"denyoom")
+    }
+
+    /// Answered while the node loads its data (Redis's `loading`); the rest get `-LOADING`.
+    pub fn allowed_while_loading(&self) -> bool {
+        self.flags.contains(&"loading")
+    }
 }
 
 mod specs;

@@ -20,6 +20,7 @@ use super::ServerState;
 use super::clients::ClientInfo;
 use super::fanout;
 use super::info;
+use super::memory;
 use super::pubsub::Inbox;
 use super::shards::SharedShard;
 use super::shards::{ShardAccess, Shards};
@@ -41,7 +42,14 @@ const READ_CHUNK_BYTES: usize = 16 * 1024;
 /// Replies buffered before they are written out mid-pipeline.
 const WRITE_BUFFER_BYTES_MAX: usize = 1024 * 1024;
 
-pub async fn serve(stream: std::net::TcpStream, peer: SocketAddr, home: usize, shard: SharedShard, state: Arc<ServerState>) {
+pub async fn serve(
+    stream: std::net::TcpStream,
+    peer: SocketAddr,
+    handover: Option<Box<super::loading::Handover>>,
+    home: usize,
+    shard: SharedShard,
+    state: Arc<ServerState>,
+) {
     let fd = stream.as_raw_fd() as i64;
     let local = stream.local_addr().unwrap_or(peer);
     if stream.set_nonblocking(true).is_err() {
@@ -56,11 +64,16 @@ pub async fn serve(stream: std::net::TcpStream, peer: SocketAddr, home: usize, s
         return;
     }
     let info = state.clients.register(peer, local, fd);
+    let (read_buf, parser, held, write_buf) = match handover {
+        Some(h) => (h.read_buf, h.parser, h.held, h.unsent),
+        None => (BytesMut::with_capacity(READ_CHUNK_BYTES), RequestParser::new(), None, BytesMut::with_capacity(READ_CHUNK_BYTES)),
+    };
     let mut connection = Connection {
         stream,
-        read_buf: BytesMut::with_capacity(READ_CHUNK_BYTES),
-        write_buf: BytesMut::with_capacity(READ_CHUNK_BYTES),
-        parser: RequestParser::new(),
+        read_buf,
+        write_buf,
+        parser,
+        held,
         protocol: Protocol::Resp2,
         authenticated: state.runtime.requirepass().is_none(),
         info: info.clone(),
@@ -101,6 +114,8 @@ struct Connection {
     read_buf: BytesMut,
     write_buf: BytesMut,
     parser: RequestParser,
+    /// A command read while the node was loading, to run before any other.
+    held: Option<Vec<Bytes>>,
     protocol: Protocol,
     authenticated: bool,
     info: Arc<ClientInfo>,
@@ -154,9 +169,11 @@ impl Connection {
     }
 
     async fn run(&mut self) -> std::io::Result<()> {
+        // Replies written while the node loaded that the client had not taken yet.
+        self.write_buffered().await?;
         loop {
             let mut protocol_error = None;
-            let mut commands = Vec::new();
+            let mut commands: Vec<Vec<Bytes>> = self.held.take().into_iter().collect();
             if self.info.killed.load(Ordering::Relaxed) {
                 return Ok(());
             }
@@ -288,6 +305,17 @@ impl Connection {
     async fn write_buffered(&mut self) -> std::io::Result<()> {
         let mut written = 0;
         let query_limit = self.state().runtime.client_query_buffer_limit();
+        let limits = self.state().runtime.output_buffer_limits();
+        let limit = if self.subscriptions > 0 { limits.pubsub } else { limits.normal };
+        if limit.hard_bytes != 0 && self.write_buf.len() > limit.hard_bytes {
+            return Err(self.output_buffer_overcome(self.write_buf.len()));
+        }
+        // Past the soft limit the client has `soft_seconds` to read below it.
+        let soft_deadline = |pending: usize| {
+            (limit.soft_bytes != 0 && pending > limit.soft_bytes)
+                .then(|| tokio::time::Instant::now() + std::time::Duration::from_secs(limit.soft_seconds))
+        };
+        let mut over_soft_until = soft_deadline(self.write_buf.len());
         while written < self.write_buf.len() {
             let (mut reader, mut writer) = self.stream.split();
             let may_read = !self.read_closed && self.read_buf.len() < query_limit;
@@ -300,12 +328,18 @@ impl Connection {
                     self.info.killed.store(true, Ordering::Relaxed);
                     return Err(std::io::Error::new(std::io::ErrorKind::ConnectionAborted, "killed by CLIENT KILL"));
                 }
+                _ = tokio::time::sleep_until(over_soft_until.unwrap_or_else(tokio::time::Instant::now)), if over_soft_until.is_some() => {
+                    return Err(self.output_buffer_overcome(self.write_buf.len() - written));
+                }
                 n = writer.write(&self.write_buf[written..]) => {
                     let n = n?;
                     if n == 0 {
                         return Err(std::io::ErrorKind::WriteZero.into());
                     }
                     written += n;
+                    if over_soft_until.is_some() && self.write_buf.len() - written <= limit.soft_bytes {
+                        over_soft_until = None;
+                    }
                 }
                 n = reader.read_buf(&mut self.read_buf), if may_read => {
                     if n? == 0 {
@@ -321,10 +355,37 @@ impl Connection {
         Ok(())
     }
 
+    /// The client's replies overcame its class's output buffer limit: it is closed, as
+    /// Redis closes it, logged and counted.
+    fn output_buffer_overcome(&self, pending_bytes: usize) -> std::io::Error {
+        tracing::warn!(
+            client = self.info.id,
+            pending_bytes,
+            "client closed for overcoming of output buffer limits (client-output-buffer-limit)"
+        );
+        // A subscriber's limit is the pubsub class's, whether its mailbox or its reply
+        // buffer passed it first: counted where a full mailbox is.
+        if self.subscriptions > 0 {
+            self.state().pubsub.disconnected.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.state().stats.output_buffer_disconnections.fetch_add(1, Ordering::Relaxed);
+        }
+        std::io::Error::other("output buffer limit overcome")
+    }
+
     async fn dispatch(&mut self, index: Option<usize>, args: Vec<Bytes>) {
         let slot = self.replies.len();
         self.replies.push(None);
-        let args = match self.transaction.offer(index, args) {
+        let spec = index.map(|i| &table::COMMANDS[i]);
+        let out_of_memory = self.state().memory.over(self.state().runtime.maxmemory());
+        if out_of_memory && spec.is_some_and(|s| s.name == "exec") && self.transaction.queued_denyoom() {
+            // As Redis: an EXEC holding a write is refused whole past maxmemory.
+            self.transaction.discard();
+            self.replies[slot] = Some(Frame::error(format!("EXECABORT Transaction discarded because of: {}", memory::OOM)));
+            self.encode_ready();
+            return;
+        }
+        let args = match self.transaction.offer(index, args, out_of_memory) {
             Ok(args) => args,
             Err(answer) => {
                 self.replies[slot] = Some(answer);
@@ -343,7 +404,6 @@ impl Connection {
                 Some(errors::error(errors::NOAUTH))
             }
             Ok(command) if self.subscriptions > 0 && self.protocol == Protocol::Resp2 && !allowed_while_subscribed(&command) => {
-                let spec = index.map(|i| &table::COMMANDS[i]);
                 let name = match (spec, subcommand) {
                     (Some(spec), Some(sub)) if spec.summary.starts_with("A container for") => {
                         format!("{}|{}", spec.name, String::from_utf8_lossy(&sub).to_ascii_lowercase())
@@ -355,6 +415,10 @@ impl Connection {
                     "ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
                 )))
             }
+            // Past maxmemory, commands that may grow the data are refused (Redis's
+            // `denyoom` flag); reads and deletes go on. Writes merged from peers never
+            // pass here.
+            Ok(_) if out_of_memory && spec.is_some_and(|s| s.is_denyoom()) => Some(Frame::error(memory::OOM.to_string())),
             Ok(Command::Key(command)) => {
                 let shard = self.access.shard_of(command.key());
                 if shard == self.access.home {

@@ -16,13 +16,13 @@ use crate::shard::ShardStats;
 /// libraries enable the features Meridian supports.
 pub const REDIS_COMPAT_VERSION: &str = "7.0.15";
 
-fn resident_memory_bytes() -> u64 {
-    // /proc/self/statm: size resident shared ... in pages.
-    let page = 4096;
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
-        .map_or(0, |pages| pages * page)
+/// Redis's `*_human` figures: `1.50M`, `812.00K`, `0B`.
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [(&str, u64); 4] = [("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)];
+    match UNITS.iter().find(|(_, size)| bytes >= *size) {
+        Some((unit, size)) => format!("{:.2}{unit}", bytes as f64 / *size as f64),
+        None => format!("{bytes}B"),
+    }
 }
 
 /// INFO `replication`: Redis's field names where they mean the same (every node is a
@@ -81,8 +81,10 @@ fn render_replication(out: &mut String, state: &ServerState, shards: &[ShardStat
     };
     let _ = write!(
         out,
-        "inbound_links_accepted:{}\r\nauth_failures:{}\r\nbad_frames:{}\r\nbatches_made:{}\r\nbatches_received:{}\r\ndeltas_received:{}\r\nae_keys_received_inbound:{}\r\nremote_deltas_merged:{}\r\nclock_skew_events:{}\r\nskewed_batches:{}\r\noutbox_overflows:{}\r\ntombstones:{}\r\ntombstones_collected:{}\r\ntombstone_gc_runs:{}\r\ntombstone_gc_stable_lag_ms:{gc_lag}\r\ntombstone_gc_waiting_origins:{}\r\nkeyspace_digest:{digest:016x}\r\n\r\n",
+        "inbound_links_accepted:{}\r\ninbound_links_open:{}\r\ninbound_links_refused:{}\r\nauth_failures:{}\r\nbad_frames:{}\r\nbatches_made:{}\r\nbatches_received:{}\r\ndeltas_received:{}\r\nae_keys_received_inbound:{}\r\nremote_deltas_merged:{}\r\nclock_skew_events:{}\r\nskewed_batches:{}\r\noutbox_overflows:{}\r\ntombstones:{}\r\ntombstones_collected:{}\r\ntombstone_gc_runs:{}\r\ntombstone_gc_stable_lag_ms:{gc_lag}\r\ntombstone_gc_waiting_origins:{}\r\nkeyspace_digest:{digest:016x}\r\n\r\n",
         i.connections.load(Ordering::Relaxed),
+        i.open.load(Ordering::Relaxed),
+        i.refused.load(Ordering::Relaxed),
         i.auth_failures.load(Ordering::Relaxed),
         i.bad_frames.load(Ordering::Relaxed),
         r.batches_made.load(Ordering::Relaxed),
@@ -137,8 +139,18 @@ pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -
         );
     }
     if include("memory") {
-        let rss = resident_memory_bytes();
-        let _ = write!(out, "# Memory\r\nused_memory:{rss}\r\nused_memory_rss:{rss}\r\nmem_allocator:jemalloc\r\n\r\n");
+        let used = super::memory::allocated_bytes();
+        let rss = super::memory::resident_bytes();
+        let maxmemory = state.runtime.maxmemory();
+        let _ = write!(
+            out,
+            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nused_memory_sampled:{}\r\nmem_allocator:jemalloc\r\n\r\n",
+            human_bytes(used),
+            human_bytes(rss),
+            human_bytes(maxmemory as u64),
+            crate::config::MAXMEMORY_POLICY,
+            state.memory.used_bytes(),
+        );
     }
     if include("persistence")
         && let Ok(p) = state.persistence.lock()
@@ -146,7 +158,7 @@ pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -
         let s = &p.stats;
         let _ = write!(
             out,
-            "# Persistence\r\npersistence_enabled:{}\r\nobject_store:{}\r\nmanifest_epoch:{}\r\nlast_segment:{}\r\nlast_checkpoint:{}\r\nsegments_written:{}\r\nsegment_bytes_written:{}\r\ncheckpoints_written:{}\r\npending_deltas:{}\r\npending_bytes:{}\r\nstore_puts:{}\r\nstore_deletes:{}\r\nstore_errors:{}\r\nlast_store_error:{}\r\nrecovered_checkpoint_parts:{}\r\nrecovered_segments:{}\r\nrecovered_deltas:{}\r\nrecovery_data_loss:{}\r\nfenced:{}\r\n\r\n",
+            "# Persistence\r\nloading:0\r\nasync_loading:0\r\npersistence_enabled:{}\r\nobject_store:{}\r\nmanifest_epoch:{}\r\nlast_segment:{}\r\nlast_checkpoint:{}\r\nsegments_written:{}\r\nsegment_bytes_written:{}\r\ncheckpoints_written:{}\r\npending_deltas:{}\r\npending_bytes:{}\r\nstore_puts:{}\r\nstore_deletes:{}\r\nstore_errors:{}\r\nlast_store_error:{}\r\nrecovered_checkpoint_parts:{}\r\nrecovered_segments:{}\r\nrecovered_deltas:{}\r\nrecovery_data_loss:{}\r\nfenced:{}\r\n\r\n",
             p.enabled as u8,
             p.location,
             s.manifest_epoch,
@@ -176,10 +188,11 @@ pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -
         let pubsub = state.pubsub.counts();
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\ndeltas_produced:{}\r\ndelta_log_entries:{}\r\ndelta_log_bytes:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsub_shardchannels:{}\r\npubsub_clients_disconnected:{}\r\npubsub_messages_sent_to_peers:{}\r\npubsub_messages_dropped_unsent:{}\r\npubsub_messages_received_from_peers:{}\r\npubsub_messages_dropped_late:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\ndeltas_produced:{}\r\ndelta_log_entries:{}\r\ndelta_log_bytes:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsub_shardchannels:{}\r\npubsub_clients_disconnected:{}\r\npubsub_messages_sent_to_peers:{}\r\npubsub_messages_dropped_unsent:{}\r\npubsub_messages_received_from_peers:{}\r\npubsub_messages_dropped_late:{}\r\n\r\n",
             s.connections_received.load(Ordering::Relaxed),
             s.commands_processed.load(Ordering::Relaxed),
             s.connections_rejected.load(Ordering::Relaxed),
+            s.output_buffer_disconnections.load(Ordering::Relaxed) + state.pubsub.disconnected.load(Ordering::Relaxed),
             s.net_input_bytes.load(Ordering::Relaxed),
             s.net_output_bytes.load(Ordering::Relaxed),
             total(|s| s.expired_keys),
@@ -240,6 +253,17 @@ pub fn config(state: &ServerState, command: ConfigCommand) -> Frame {
                 let value = String::from_utf8_lossy(value);
                 if let Err(e) = state.runtime.set(&name, &value) {
                     return Frame::error(e);
+                }
+                if name == "maxmemory" && state.memory.over(state.runtime.maxmemory()) {
+                    // As Redis: say so; with noeviction, client writes now get -OOM.
+                    tracing::warn!(
+                        "the new maxmemory value set via CONFIG SET ({}) is smaller than the current memory usage ({}): client writes are refused until it drops",
+                        state.runtime.maxmemory(),
+                        state.memory.used_bytes()
+                    );
+                }
+                if name == "client-output-buffer-limit" {
+                    state.pubsub.set_mailbox_bytes_max(state.runtime.output_buffer_limits().pubsub.hard_bytes);
                 }
             }
             Frame::ok()

@@ -81,6 +81,15 @@ pub async fn render(state: &ServerState) -> String {
     metric(&mut out, "connected_clients", "gauge", "Client connections.", state.clients.count());
     metric(&mut out, "commands_processed_total", "counter", "Commands run.", state.stats.commands_processed.load(Ordering::Relaxed));
     metric(&mut out, "uptime_seconds", "gauge", "Seconds since start.", state.started.elapsed().as_secs());
+    metric(&mut out, "used_memory_bytes", "gauge", "Bytes the allocator holds (sampled every 100 ms).", state.memory.used_bytes());
+    metric(&mut out, "maxmemory_bytes", "gauge", "Client writes get -OOM past this (0: no limit).", state.runtime.maxmemory());
+    metric(
+        &mut out,
+        "client_output_buffer_limit_disconnections_total",
+        "counter",
+        "Clients closed for overcoming their output buffer limit.",
+        state.stats.output_buffer_disconnections.load(Ordering::Relaxed) + state.pubsub.disconnected.load(Ordering::Relaxed),
+    );
     if let Ok(p) = state.persistence.lock()
         && p.enabled
     {
@@ -131,6 +140,13 @@ pub async fn render(state: &ServerState) -> String {
         i.auth_failures.load(Ordering::Relaxed),
     );
     metric(&mut out, "repl_bad_frames_total", "counter", "Peer links closed for a bad frame.", i.bad_frames.load(Ordering::Relaxed));
+    metric(
+        &mut out,
+        "repl_inbound_links_refused_total",
+        "counter",
+        "Connections to the replication port closed because too many were open.",
+        i.refused.load(Ordering::Relaxed),
+    );
     metric(&mut out, "repl_batches_received_total", "counter", "Batches merged from peers.", i.batches.load(Ordering::Relaxed));
     metric(&mut out, "repl_deltas_received_total", "counter", "Deltas received in batches.", i.deltas.load(Ordering::Relaxed));
     metric(

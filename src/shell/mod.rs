@@ -12,6 +12,8 @@ pub mod coordinator;
 pub mod fanout;
 pub mod info;
 pub mod list_fanout;
+pub mod loading;
+pub mod memory;
 pub mod metrics;
 pub mod peer_link;
 pub mod persistence;
@@ -68,6 +70,9 @@ pub struct ServerStats {
     pub commands_processed: AtomicU64,
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,
+    /// Clients closed for overcoming their class's output buffer limit (INFO
+    /// `client_output_buffer_limit_disconnections`).
+    pub output_buffer_disconnections: AtomicU64,
 }
 
 impl ServerStats {
@@ -78,6 +83,7 @@ impl ServerStats {
             &self.commands_processed,
             &self.net_input_bytes,
             &self.net_output_bytes,
+            &self.output_buffer_disconnections,
         ] {
             counter.store(0, Ordering::Relaxed);
         }
@@ -103,6 +109,8 @@ pub struct ServerState {
     pub durability: Arc<persistence::Durability>,
     /// Present when this node replicates.
     pub replication: Option<Arc<replication::Replication>>,
+    /// Used memory, sampled for `maxmemory` and INFO.
+    pub memory: Arc<memory::MemoryGauge>,
 }
 
 fn run_id() -> String {
@@ -153,6 +161,9 @@ pub fn run(config: Config) -> Result<(), String> {
         if config.replication_enabled() { Some(replication::prepare(&config, broker.clone())?) } else { None }
             .map_or((None, None), |(r, l)| (Some(r), l));
 
+    // Clients may connect from now on; they get -LOADING until the data is loaded.
+    let gate = loading::open(listener, &config, router.clone())?;
+
     // Build the shards, and rebuild their data from the object store, before serving.
     let record_deltas = config.persistence_enabled();
     let mut shards: Vec<Shard> = (0..shard_count)
@@ -183,6 +194,9 @@ pub fn run(config: Config) -> Result<(), String> {
             tracing::warn!("RUNNING WITHOUT FENCING (--allow-unfenced): {e}");
         }
         tracing::info!(%location, node_id = config.node_id, "recovering from the object store");
+        if config.debug_loading_delay_ms > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(config.debug_loading_delay_ms));
+        }
         let recovered = persistence::recover(&io_runtime, store.as_ref(), config.node_id, config.accept_data_loss, &mut shards)?;
         // As Redis when it loads: keys already expired are gone before anyone looks.
         let now = now_ms();
@@ -223,13 +237,18 @@ pub fn run(config: Config) -> Result<(), String> {
         persistence: persistence_info.clone(),
         durability,
         replication: replication.clone(),
+        memory: Arc::new(memory::MemoryGauge::default()),
         config,
     });
+    state.memory.sample();
+    state.pubsub.set_mailbox_bytes_max(state.runtime.output_buffer_limits().pubsub.hard_bytes);
 
     let mut shard_threads = Vec::with_capacity(shard_count);
     for (shard, receiver) in shards.into_iter().zip(receivers) {
         shard_threads.push(shard_thread::spawn(shard, receiver, state.clone())?);
     }
+    // The shards serve: the connections accepted while loading move to them.
+    let listener = gate.finish()?;
     let durable_positions = store.as_ref().map(|_| state.durability.clone());
     let driver = match store {
         Some((store, recovered)) => {
@@ -262,6 +281,7 @@ pub fn run(config: Config) -> Result<(), String> {
     );
 
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime.spawn(memory::sample_loop(state.memory.clone()));
     if let Some(metrics) = metrics_listener {
         let metrics = runtime.block_on(async { tokio::net::TcpListener::from_std(metrics) }).map_err(|e| e.to_string())?;
         runtime.spawn(metrics::serve(metrics, state.clone()));
@@ -308,7 +328,7 @@ async fn accept_until_signal(listener: std::net::TcpListener, state: Arc<ServerS
                     let Ok(stream) = stream.into_std() else { continue };
                     let shard = next_shard % shard_count;
                     next_shard = next_shard.wrapping_add(1);
-                    if state.router.mailbox(shard).send(ShardMsg::Connection { stream, peer }).await.is_err() {
+                    if state.router.mailbox(shard).send(ShardMsg::Connection { stream, peer, handover: None }).await.is_err() {
                         return Ok(());
                     }
                 }

@@ -107,11 +107,23 @@ fn set_status(peer: &Peer, f: impl FnOnce(&mut super::replication::PeerStatus)) 
 // Listener side
 // ---------------------------------------------------------------------------------
 
+/// Inbound links open at once at most, handshakes included: a flood of connections to
+/// the replication port costs at most this many read buffers and tasks (each
+/// unauthenticated one for at most `HANDSHAKE_TIMEOUT`). A cluster needs one per peer.
+pub const INBOUND_LINKS_MAX: usize = 256;
+
 pub async fn accept_loop(listener: tokio::net::TcpListener, replication: Arc<Replication>, router: Router) {
     loop {
         match listener.accept().await {
             Ok((stream, addr)) => {
                 replication.inbound.connections.fetch_add(1, Ordering::Relaxed);
+                if replication.inbound.open.fetch_add(1, Ordering::Relaxed) >= INBOUND_LINKS_MAX {
+                    replication.inbound.open.fetch_sub(1, Ordering::Relaxed);
+                    replication.inbound.refused.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(%addr, "peer link from {addr} refused: {INBOUND_LINKS_MAX} inbound links are open");
+                    drop(stream);
+                    continue;
+                }
                 let _ = stream.set_nodelay(true);
                 let replication = replication.clone();
                 let router = router.clone();
@@ -120,6 +132,7 @@ pub async fn accept_loop(listener: tokio::net::TcpListener, replication: Arc<Rep
                         Ok(()) | Err(LinkError::Closed) => tracing::debug!(%addr, "peer link closed"),
                         Err(e) => tracing::warn!(%addr, "peer link from {addr} closed: {e}"),
                     }
+                    replication.inbound.open.fetch_sub(1, Ordering::Relaxed);
                 });
             }
             Err(e) => {

@@ -4,7 +4,7 @@
 //! A PUBLISH looks its recipients up and puts the message in each one's mailbox, from
 //! whatever thread the publisher runs on; the subscriber's connection task takes it out
 //! and writes it. A subscriber that does not read is cut off once its mailbox holds
-//! `MAILBOX_BYTES_MAX` (Redis's default `client-output-buffer-limit pubsub` hard limit):
+//! the pubsub class's hard `client-output-buffer-limit` (Redis's default, 32 MiB):
 //! memory never grows without bound, and that client is disconnected, as Redis does.
 //! Never touches a socket.
 
@@ -23,6 +23,9 @@ use crate::pubsub::{ClientId, Registry};
 /// Bytes of undelivered messages a subscriber may have waiting before it is
 /// disconnected (Redis: `client-output-buffer-limit pubsub 32mb 8mb 60`, hard limit).
 pub const MAILBOX_BYTES_MAX: usize = 32 * 1024 * 1024;
+/// The bound when `client-output-buffer-limit pubsub` sets no hard limit (0): Redis
+/// would let the mailbox grow without end; here it still stops somewhere.
+pub const MAILBOX_BYTES_CEILING: usize = 1 << 30;
 /// What a message costs in a mailbox beyond its bytes (frame and queue overhead).
 const MESSAGE_OVERHEAD_BYTES: usize = 64;
 
@@ -60,9 +63,10 @@ struct Inner {
     mailboxes: HashMap<ClientId, Mailbox>,
 }
 
-#[derive(Default)]
 pub struct Broker {
     inner: Mutex<Inner>,
+    /// The pubsub class's hard output buffer limit (`client-output-buffer-limit`).
+    mailbox_bytes_max: AtomicUsize,
     /// Subscribers disconnected for not reading (INFO `pubsub_clients_disconnected`).
     pub disconnected: AtomicU64,
     /// Messages handed to peer links, one per peer (INFO `pubsub_messages_sent_to_peers`).
@@ -75,6 +79,20 @@ pub struct Broker {
     /// Messages from peers that arrived later than `REMOTE_DELAY_MS_MAX` (a link cut
     /// off, then healed) and were dropped (INFO `pubsub_messages_dropped_late`).
     pub dropped_late: AtomicU64,
+}
+
+impl Default for Broker {
+    fn default() -> Self {
+        Broker {
+            inner: Mutex::default(),
+            mailbox_bytes_max: AtomicUsize::new(MAILBOX_BYTES_MAX),
+            disconnected: AtomicU64::default(),
+            sent_to_peers: AtomicU64::default(),
+            dropped_unsent: AtomicU64::default(),
+            received_from_peers: AtomicU64::default(),
+            dropped_late: AtomicU64::default(),
+        }
+    }
 }
 
 /// A message from another region older than this when it arrives is dropped, not
@@ -190,16 +208,23 @@ impl Broker {
         inner.mailboxes.remove(&client);
     }
 
+    /// The pubsub class's hard limit changed (0: no limit but [`MAILBOX_BYTES_CEILING`]).
+    pub fn set_mailbox_bytes_max(&self, hard_bytes: usize) {
+        let bytes_max = if hard_bytes == 0 { MAILBOX_BYTES_CEILING } else { hard_bytes.min(MAILBOX_BYTES_CEILING) };
+        self.mailbox_bytes_max.store(bytes_max, Ordering::Relaxed);
+    }
+
     /// PUBLISH / SPUBLISH on this node: how many subscriptions received it.
     pub fn publish(&self, shard: bool, channel: &Bytes, message: &Bytes) -> usize {
+        let mailbox_bytes_max = self.mailbox_bytes_max.load(Ordering::Relaxed);
         let inner = self.lock();
         let recipients = inner.registry.recipients(shard, channel);
         for (client, pattern) in &recipients {
             let Some(mailbox) = inner.mailboxes.get(client) else { continue };
             let bytes = channel.len() + message.len() + pattern.as_ref().map_or(0, Bytes::len) + MESSAGE_OVERHEAD_BYTES;
-            if mailbox.queued_bytes.load(Ordering::Relaxed) + bytes > MAILBOX_BYTES_MAX {
+            if mailbox.queued_bytes.load(Ordering::Relaxed) + bytes > mailbox_bytes_max {
                 if !mailbox.client.killed.swap(true, Ordering::Relaxed) {
-                    tracing::warn!(client = client, "pubsub subscriber disconnected: {MAILBOX_BYTES_MAX} bytes of messages unread");
+                    tracing::warn!(client = client, "pubsub subscriber disconnected: {mailbox_bytes_max} bytes of messages unread");
                     self.disconnected.fetch_add(1, Ordering::Relaxed);
                     mailbox.client.request_kill();
                 }

@@ -97,6 +97,10 @@ pub struct InboundStats {
     pub deltas: AtomicU64,
     pub ae_keys_received: AtomicU64,
     pub skewed_batches: AtomicU64,
+    /// Inbound links open now (authenticated or still in their handshake).
+    pub open: std::sync::atomic::AtomicUsize,
+    /// Connections closed at once because `peer_link::INBOUND_LINKS_MAX` were open.
+    pub refused: AtomicU64,
 }
 
 /// What the replication driver shares with INFO and its link tasks.

@@ -21,6 +21,8 @@ pub enum ShardMsg {
     Connection {
         stream: std::net::TcpStream,
         peer: SocketAddr,
+        /// Accepted while the node loaded: what it already read (see `loading`).
+        handover: Option<Box<super::loading::Handover>>,
     },
     /// Stop everything else and take operations only from `work` until released
     /// (multi-shard atomic commands; see `coordinator`).

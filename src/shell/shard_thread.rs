@@ -43,8 +43,8 @@ fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerSta
                 ShardMsg::Batch { ops, reply } => {
                     let _ = reply.send(apply_local(&shard, &state, ops));
                 }
-                ShardMsg::Connection { stream, peer } => {
-                    tokio::task::spawn_local(connection::serve(stream, peer, home, shard.clone(), state.clone()));
+                ShardMsg::Connection { stream, peer, handover } => {
+                    tokio::task::spawn_local(connection::serve(stream, peer, handover, home, shard.clone(), state.clone()));
                 }
                 ShardMsg::Park { parked, work } => serve_parked(&shard, &state, parked, work),
                 ShardMsg::DrainDeltas { reply } => {

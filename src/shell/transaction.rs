@@ -62,12 +62,19 @@ impl TransactionState {
     /// transaction or the connection (as Redis: EXEC, DISCARD, MULTI, WATCH, QUIT,
     /// RESET). `Ok`: run the command now as usual; `Err`: its reply (QUEUED, or an error
     /// for an unknown command or a wrong arity, which also makes EXEC abort).
-    pub fn offer(&mut self, index: Option<usize>, args: Vec<Bytes>) -> Result<Vec<Bytes>, Frame> {
+    ///
+    /// Past maxmemory (`out_of_memory`) nothing more is queued, as Redis: a queue is
+    /// memory too.
+    pub fn offer(&mut self, index: Option<usize>, args: Vec<Bytes>, out_of_memory: bool) -> Result<Vec<Bytes>, Frame> {
         let Some(queued) = self.queued.as_mut() else { return Ok(args) };
         let Some(spec) = index.map(|i| &table::COMMANDS[i]) else {
             self.dirty = true;
             return Err(errors::unknown_command(&args));
         };
+        if out_of_memory && !matches!(spec.name, "exec" | "discard" | "quit" | "reset") {
+            self.dirty = true;
+            return Err(Frame::static_error(super::memory::OOM));
+        }
         if matches!(spec.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
             return Ok(args);
         }
@@ -81,6 +88,11 @@ impl TransactionState {
         }
         queued.push((index, args));
         Err(Frame::simple("QUEUED"))
+    }
+
+    /// Whether a queued command may grow the data (EXEC is refused past maxmemory then).
+    pub fn queued_denyoom(&self) -> bool {
+        self.queued.as_ref().is_some_and(|q| q.iter().any(|(index, _)| index.is_some_and(|i| table::COMMANDS[i].is_denyoom())))
     }
 
     pub fn multi(&mut self) -> Frame {

@@ -43,16 +43,22 @@ pub fn free_port() -> u16 {
     listener.local_addr().expect("local addr").port()
 }
 
+/// Wait until the server serves: it accepts connections while it loads its data (and
+/// answers `-LOADING` then), so a connect alone does not say it serves; PING does.
 fn wait_until_listening(child: &mut Child, port: u16) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        if answers_ping(port) {
             return;
         }
         if let Ok(Some(status)) = child.try_wait() {
             panic!("server on port {port} exited before listening: {status}");
         }
-        assert!(Instant::now() < deadline, "server on port {port} did not start listening");
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("server on port {port} did not start serving");
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -341,16 +347,21 @@ pub fn start_meridian_at(data_dir: &std::path::Path, extra_args: &[&str], envs: 
 }
 
 /// Whether the server on `port` answers PING. The listening socket is bound before
-/// recovery runs, so a TCP connect alone does not prove the server is serving (or will).
+/// recovery runs, and PING answers `-LOADING` until the data is loaded (as Redis 7), so
+/// a TCP connect alone does not prove the server is serving (or will).
 pub fn answers_ping(port: u16) -> bool {
-    use std::io::{Read, Write};
+    use std::io::{BufRead, Write};
     let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else { return false };
     let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
     if stream.write_all(b"*1\r\n$4\r\nPING\r\n").is_err() {
         return false;
     }
-    let mut reply = [0u8; 7];
-    stream.read_exact(&mut reply).is_ok() && &reply == b"+PONG\r\n"
+    let mut line = String::new();
+    if std::io::BufReader::new(stream).read_line(&mut line).is_err() {
+        return false;
+    }
+    // With requirepass a serving node answers NOAUTH; while it loads, LOADING.
+    line == "+PONG\r\n" || line.starts_with("-NOAUTH")
 }
 
 /// Wait until the server answers PING; an error if it exits first or takes too long.

@@ -24,7 +24,20 @@ struct Shared {
     delay_ms: AtomicU64,
     stop: AtomicBool,
     streams: Mutex<Vec<TcpStream>>,
+    /// Forward the dialer's bytes whole frame by whole frame (Meridian's replication
+    /// framing), keeping a copy of every batch, so that a test can replay them.
+    framed: bool,
+    /// Batch frames the dialer sent, as sent (at most `RECORDED_FRAMES_MAX`).
+    recorded: Mutex<Vec<Vec<u8>>>,
+    /// The dialer-to-listener queue of the newest connection (framed proxies only).
+    dialer_queue: Mutex<Option<Pending>>,
 }
+
+/// Batch frames a framed proxy keeps for replay.
+const RECORDED_FRAMES_MAX: usize = 10_000;
+/// The kind byte of a replication batch frame (`replication::wire`): after the 4-byte
+/// length and the version byte.
+const BATCH_KIND: u8 = 6;
 
 pub struct Proxy {
     pub port: u16,
@@ -52,6 +65,42 @@ impl Proxy {
 
     /// Listen on `listen_ip` (a loopback address), and connect out from `source_ip`.
     pub fn start_on(listen_ip: std::net::IpAddr, source_ip: Option<std::net::IpAddr>) -> Proxy {
+        Proxy::start_with(listen_ip, source_ip, false)
+    }
+
+    /// A proxy that understands replication frames (plain links, not TLS): it records
+    /// the batches the dialing node sends, and [`Proxy::replay_recorded`] sends them again.
+    pub fn start_framed(target: &str) -> Proxy {
+        let proxy = Proxy::start_with("127.0.0.1".parse().unwrap(), None, true);
+        proxy.set_target(target);
+        proxy
+    }
+
+    /// The `i`th batch frame recorded, as sent.
+    pub fn recorded_frame(&self, i: usize) -> Vec<u8> {
+        self.shared.recorded.lock().unwrap()[i].clone()
+    }
+
+    /// How many batch frames it has recorded.
+    pub fn recorded_batches(&self) -> usize {
+        self.shared.recorded.lock().unwrap().len()
+    }
+
+    /// Send every recorded batch again, `times` times over, into the live link, between
+    /// two frames of the dialer's own: what a peer replaying old messages looks like.
+    pub fn replay_recorded(&self, times: usize) -> usize {
+        let frames = self.shared.recorded.lock().unwrap().clone();
+        let queue = self.shared.dialer_queue.lock().unwrap().clone().expect("a link is open");
+        let mut queue = queue.lock().unwrap();
+        for _ in 0..times {
+            for frame in &frames {
+                queue.push_back((Instant::now(), frame.clone()));
+            }
+        }
+        frames.len() * times
+    }
+
+    fn start_with(listen_ip: std::net::IpAddr, source_ip: Option<std::net::IpAddr>, framed: bool) -> Proxy {
         let listener = TcpListener::bind((listen_ip, 0)).expect("bind proxy");
         let port = listener.local_addr().unwrap().port();
         let shared = Arc::new(Shared {
@@ -61,6 +110,9 @@ impl Proxy {
             delay_ms: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             streams: Mutex::new(Vec::new()),
+            framed,
+            recorded: Mutex::new(Vec::new()),
+            dialer_queue: Mutex::new(None),
         });
         let accept_shared = shared.clone();
         thread::spawn(move || {
@@ -77,8 +129,8 @@ impl Proxy {
                     streams.push(client.try_clone().unwrap());
                     streams.push(server.try_clone().unwrap());
                 }
-                pump(client.try_clone().unwrap(), server.try_clone().unwrap(), accept_shared.clone());
-                pump(server, client, accept_shared.clone());
+                pump(client.try_clone().unwrap(), server.try_clone().unwrap(), accept_shared.clone(), accept_shared.framed);
+                pump(server, client, accept_shared.clone(), false);
             }
         });
         Proxy { port, listen_ip, shared }
@@ -127,12 +179,17 @@ fn connect_from(source_ip: Option<std::net::IpAddr>, target: &str) -> std::io::R
 
 /// Copy `from` to `to`: a reader thread timestamps chunks, a writer thread forwards
 /// each once its delay has passed and the link is not cut.
-fn pump(mut from: TcpStream, mut to: TcpStream, shared: Arc<Shared>) {
+/// With `framed`, chunks are whole replication frames and batches are recorded.
+fn pump(mut from: TcpStream, mut to: TcpStream, shared: Arc<Shared>, framed: bool) {
     let queue: Pending = Arc::new(Mutex::new(VecDeque::new()));
+    if framed {
+        *shared.dialer_queue.lock().unwrap() = Some(queue.clone());
+    }
     let done = Arc::new(AtomicBool::new(false));
     let (reader_queue, reader_done, reader_shared) = (queue.clone(), done.clone(), shared.clone());
     thread::spawn(move || {
         let mut buf = vec![0u8; 64 * 1024];
+        let mut partial: Vec<u8> = Vec::new();
         loop {
             // A black-holed link stops reading too, so the sender's TCP window fills
             // as it would behind a DROP rule.
@@ -141,9 +198,27 @@ fn pump(mut from: TcpStream, mut to: TcpStream, shared: Arc<Shared>) {
             }
             match from.read(&mut buf) {
                 Ok(0) | Err(_) => break,
-                Ok(n) => {
+                Ok(n) if !framed => {
                     let due = Instant::now() + Duration::from_millis(reader_shared.delay_ms.load(Ordering::SeqCst));
                     reader_queue.lock().unwrap().push_back((due, buf[..n].to_vec()));
+                }
+                Ok(n) => {
+                    partial.extend_from_slice(&buf[..n]);
+                    let due = Instant::now() + Duration::from_millis(reader_shared.delay_ms.load(Ordering::SeqCst));
+                    while partial.len() >= 6 {
+                        let length = u32::from_le_bytes([partial[0], partial[1], partial[2], partial[3]]) as usize;
+                        if partial.len() < length + 4 {
+                            break;
+                        }
+                        let frame: Vec<u8> = partial.drain(..length + 4).collect();
+                        if frame[5] == BATCH_KIND {
+                            let mut recorded = reader_shared.recorded.lock().unwrap();
+                            if recorded.len() < RECORDED_FRAMES_MAX {
+                                recorded.push(frame.clone());
+                            }
+                        }
+                        reader_queue.lock().unwrap().push_back((due, frame));
+                    }
                 }
             }
         }

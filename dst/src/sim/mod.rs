@@ -62,8 +62,9 @@ pub struct SimConfig {
     pub store_error_percent: u32,
     /// Keep every trace line (for `--trace`), not only the tail.
     pub trace: bool,
-    /// Nodes replicate to each other (checked against the oracle) instead of each
-    /// serving its own clients alone (checked reply by reply against the model).
+    /// Nodes replicate to each other (checked against the oracle; the default, the
+    /// whole system) instead of each serving its own clients alone (checked reply by
+    /// reply against the model; `--no-replicate`).
     pub replicate: bool,
 }
 
@@ -80,7 +81,7 @@ impl Default for SimConfig {
             bug: None,
             store_error_percent: 5,
             trace: false,
-            replicate: false,
+            replicate: true,
         }
     }
 }
@@ -91,8 +92,8 @@ impl SimConfig {
     pub fn replay_command(&self) -> String {
         let default = SimConfig::default();
         let mut command = format!("dst --seed {}", self.seed);
-        if self.replicate {
-            command.push_str(" --replicate");
+        if !self.replicate {
+            command.push_str(" --no-replicate");
         }
         for (flag, value, default) in [
             ("--nodes", self.nodes, default.nodes),
