@@ -181,6 +181,8 @@ async fn serve_while_loading(
         Handover { read_buf: BytesMut::with_capacity(4096), parser: RequestParser::new(), held: None, unsent: BytesMut::new() };
     let out = &mut handover.unsent;
     let mut open = true;
+    // A reply that ends the connection (QUIT, a protocol error) is still written first.
+    let mut closing = false;
     'serving: while open {
         while handover.held.is_none() {
             match handover.parser.next_command(&mut handover.read_buf, &config.limits) {
@@ -188,7 +190,7 @@ async fn serve_while_loading(
                     Answer::Reply(frame) => encode(&frame, Protocol::Resp2, out),
                     Answer::ReplyAndClose(frame) => {
                         encode(&frame, Protocol::Resp2, out);
-                        open = false;
+                        closing = true;
                         break;
                     }
                     Answer::Hold => handover.held = Some(args),
@@ -196,7 +198,7 @@ async fn serve_while_loading(
                 Ok(None) => break,
                 Err(ProtocolError(message)) => {
                     encode(&Frame::error(format!("ERR Protocol error: {message}")), Protocol::Resp2, out);
-                    open = false;
+                    closing = true;
                     break;
                 }
             }
@@ -212,6 +214,9 @@ async fn serve_while_loading(
                 },
                 _ = stopped.wait_for(|stop| *stop) => break,
             }
+        }
+        if closing {
+            open = false;
         }
         if !open || *stopped.borrow() {
             break;
