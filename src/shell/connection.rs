@@ -317,11 +317,8 @@ impl Connection {
         };
         let mut over_soft_until = soft_deadline(self.write_buf.len());
         while written < self.write_buf.len() {
+            let may_read = make_read_room(&mut self.read_buf, self.read_closed, query_limit);
             let (mut reader, mut writer) = self.stream.split();
-            let may_read = !self.read_closed && self.read_buf.len() < query_limit;
-            if may_read && self.read_buf.capacity() - self.read_buf.len() < READ_CHUNK_BYTES / 4 {
-                self.read_buf.reserve(READ_CHUNK_BYTES);
-            }
             tokio::select! {
                 biased;
                 _ = self.info.kill.notified() => {
@@ -600,4 +597,16 @@ impl Connection {
         };
         Frame::Array(vec![Frame::Integer(stored as i64), Frame::Integer(0)])
     }
+}
+
+/// Whether more of a client's bytes may be read now (it has not closed its side and its
+/// query buffer is under `query_limit`); if so, `read_buf` has room for a chunk. A free
+/// function over the two fields, so callers holding other borrows of the connection
+/// can use it.
+fn make_read_room(read_buf: &mut bytes::BytesMut, read_closed: bool, query_limit: usize) -> bool {
+    let may_read = !read_closed && read_buf.len() < query_limit;
+    if may_read && read_buf.capacity() - read_buf.len() < READ_CHUNK_BYTES / 4 {
+        read_buf.reserve(READ_CHUNK_BYTES);
+    }
+    may_read
 }

@@ -1,7 +1,7 @@
 //! A connection's modes: MULTI's queue and EXEC, Pub/Sub subscriptions and message
 //! delivery, and CLIENT REPLY's silencing. Part of [`super::Connection`].
 
-use super::{Connection, MESSAGES_PER_WAKE_MAX, READ_CHUNK_BYTES, Skip};
+use super::{Connection, MESSAGES_PER_WAKE_MAX, Skip};
 use tokio::io::AsyncReadExt;
 
 use crate::command::blocking::{BlockingCommand, timed_out};
@@ -43,10 +43,7 @@ impl Connection {
                 return reply;
             }
             let query_limit = state.runtime.client_query_buffer_limit();
-            let may_read = !self.read_closed && self.read_buf.len() < query_limit;
-            if may_read && self.read_buf.capacity() - self.read_buf.len() < READ_CHUNK_BYTES / 4 {
-                self.read_buf.reserve(READ_CHUNK_BYTES);
-            }
+            let may_read = super::make_read_room(&mut self.read_buf, self.read_closed, query_limit);
             tokio::select! {
                 biased;
                 _ = self.info.kill.notified() => {
