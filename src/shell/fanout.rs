@@ -307,10 +307,22 @@ async fn lcs(access: &impl Shards, cmd: LcsCommand) -> Frame {
             other => return other.into_frame(),
         }
     }
-    match cmd.reply {
-        Ok(reply) => lcs::lcs(&values[0], &values[1], reply, access.shared_state().runtime.proto_max_bulk_len() as u64),
-        Err(error) => error,
+    let reply = match cmd.reply {
+        Ok(reply) => reply,
+        Err(error) => return error,
+    };
+    let table_bytes_max = access.shared_state().runtime.proto_max_bulk_len() as u64;
+    let [a, b] = values;
+    // The table may take up to proto-max-bulk-len and seconds to fill: past a million
+    // cells it is filled on a blocking thread, not on the runtime's worker that serves
+    // other connections.
+    const INLINE_CELLS_MAX: usize = 1 << 20;
+    if a.len().saturating_mul(b.len()) <= INLINE_CELLS_MAX {
+        return lcs::lcs(&a, &b, reply, table_bytes_max);
     }
+    tokio::task::spawn_blocking(move || lcs::lcs(&a, &b, reply, table_bytes_max))
+        .await
+        .unwrap_or_else(|_| Frame::static_error("ERR LCS failed"))
 }
 
 pub async fn keyspace(access: &impl Shards, command: KeyspaceCommand, random_pick: u64) -> Frame {
