@@ -81,10 +81,10 @@ impl DeltaLog {
     }
 
     /// Record that tombstones under `below` were dropped (see [`Delta::Forget`]).
-    pub fn forgot(&mut self, below: &VersionVector, elements: bool) {
+    pub fn forgot(&mut self, below: &VersionVector, elements: bool, scope: ShardScope) {
         self.produced += 1;
         if self.recording {
-            self.recorded.push(&Delta::Forget { below: below.clone(), elements });
+            self.recorded.push(&Delta::Forget { below: below.clone(), elements, scope });
         }
     }
 }

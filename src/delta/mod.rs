@@ -54,6 +54,11 @@ pub enum Delta {
         below: VersionVector,
         /// Element tombstones (of collections) were collected, not key tombstones.
         elements: bool,
+        /// The shard that collected them. Replay applies the record to that shard's
+        /// keys only: a stored stream interleaves the shards' logs, so another shard's
+        /// keys may not have been replayed up to the moment it was recorded (records
+        /// written before scopes existed read as `ShardScope::ALL`).
+        scope: ShardScope,
     },
 }
 

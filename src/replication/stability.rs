@@ -10,6 +10,15 @@
 //!   with that origin, started after the gap, completes.
 //! - **reports** (`R[peer]`): the `merged` vector each peer last sent in a batch.
 //!
+//! A node's report also claims its own writes, and only those it holds for good: up
+//! to the stamp below which every own write is stored (own writes may leave before
+//! they are stored, and a crash loses them here while peers keep them), and nothing
+//! at all until, since this process started, an anti-entropy round with every peer
+//! has completed and its merges are stored. A restarted node may lack own writes that
+//! reached a peer; a claim covering them would let every node collect their
+//! tombstones, and the restarted node would keep (and resend, forever) what they
+//! removed. The rounds bring those writes back first.
+//!
 //! The stable vector is, per origin, the least of this node's `merged` and every peer's
 //! report. A tombstone below it is known to every node; and since a peer's report
 //! follows, on the same ordered link, every write that peer made before it, every write
@@ -27,6 +36,9 @@ use crate::crdt::{Dot, Hlc, NodeId, VersionVector};
 
 /// Advances waiting for durability; past this, the oldest are folded together.
 const PENDING_ADVANCES_MAX: usize = 256;
+/// Own-write marks waiting for durability; past this, the oldest is dropped (a later
+/// mark claims more, so that only delays the claim).
+const OWN_MARKS_MAX: usize = 256;
 
 /// What a received batch says about its origin.
 #[derive(Clone, Debug)]
@@ -67,6 +79,13 @@ pub struct Stability {
     merged: VersionVector,
     reports: BTreeMap<NodeId, VersionVector>,
     next_round_token: u64,
+    /// (stamp, delta-stream positions holding every own write at or below it).
+    own_marks: VecDeque<(Hlc, Vec<u64>)>,
+    /// Every own write stamped at or below this is stored.
+    own_stored: Hlc,
+    /// Peers whose anti-entropy round since this process started has completed, with
+    /// the positions its merges reached (`None` once those are stored).
+    caught_up: BTreeMap<NodeId, Option<Vec<u64>>>,
 }
 
 impl Stability {
@@ -79,7 +98,23 @@ impl Stability {
             merged: VersionVector::new(),
             reports: BTreeMap::new(),
             next_round_token: 1,
+            own_marks: VecDeque::new(),
+            own_stored: Hlc::ZERO,
+            caught_up: BTreeMap::new(),
         }
+    }
+
+    /// The outboxes were drained with `stable` below every later own stamp, each
+    /// shard's delta stream then holding every own write up to it at `positions`.
+    pub fn own_drained(&mut self, stable: Hlc, positions: Vec<u64>) {
+        if self.own_marks.back().is_some_and(|(last, _)| *last >= stable) {
+            return; // claims nothing more than the last mark
+        }
+        if self.own_marks.len() >= OWN_MARKS_MAX {
+            self.own_marks.pop_front();
+        }
+        self.own_marks.push_back((stable, positions));
+        debug_assert!(self.own_marks.len() <= OWN_MARKS_MAX);
     }
 
     /// The configured peer at `index` turned out to be node `node`.
@@ -131,6 +166,7 @@ impl Stability {
     /// one, reaching `positions`: everything the peer wrote before the round started is
     /// here, so a gap before that start is closed.
     pub fn round_completed(&mut self, peer: NodeId, token: u64, positions: Vec<u64>) {
+        self.caught_up.entry(peer).or_insert_with(|| Some(positions.clone()));
         let Some(origin) = self.origins.get_mut(&peer) else { return };
         if !origin.frozen || origin.clearing_round != Some(token) {
             return;
@@ -165,6 +201,19 @@ impl Stability {
     /// The shards' delta streams are stored up to `stored`: advances that were waiting
     /// for it take effect.
     pub fn on_stored(&mut self, stored: &[u64]) {
+        let is_stored = |positions: &[u64]| positions.iter().zip(stored).all(|(wanted, have)| wanted <= have);
+        while let Some((stamp, positions)) = self.own_marks.front() {
+            if !is_stored(positions) {
+                break;
+            }
+            self.own_stored = self.own_stored.max(*stamp);
+            self.own_marks.pop_front();
+        }
+        for positions in self.caught_up.values_mut() {
+            if positions.as_deref().is_some_and(is_stored) {
+                *positions = None;
+            }
+        }
         while let Some(front) = self.pending.front() {
             let durable = front.positions.iter().zip(stored).all(|(wanted, have)| wanted <= have);
             if !durable {
@@ -179,11 +228,23 @@ impl Stability {
     }
 
     /// What this node reports to its peers: its `merged` vector, and its own writes up
-    /// to `own_stable`.
+    /// to `own_stable` as far as they are stored, once it has caught up with every
+    /// peer (see the module docs).
     pub fn report(&self, own_stable: Hlc) -> VersionVector {
         let mut report = self.merged.clone();
-        report.add(Dot::new(own_stable, self.own));
+        if self.caught_up_with_every_peer() {
+            let own = own_stable.min(self.own_stored);
+            if own > Hlc::ZERO {
+                report.add(Dot::new(own, self.own));
+            }
+        }
         report
+    }
+
+    /// Whether an anti-entropy round with every configured peer completed since this
+    /// process started, its merges stored.
+    fn caught_up_with_every_peer(&self) -> bool {
+        self.members.iter().all(|m| m.is_some_and(|node| matches!(self.caught_up.get(&node), Some(None))))
     }
 
     /// The stable vector, or None while some configured peer is unknown or a node
@@ -271,9 +332,58 @@ mod tests {
         s.on_batch(batch(2, 7, 2, 50, &[(1, 40), (2, 50), (3, 30)]), vec![10]);
         s.on_batch(batch(3, 8, 2, 60, &[(1, 45), (2, 20), (3, 60)]), vec![12]);
         assert_eq!(s.stable_vector(), Some(VersionVector::new()), "not stored yet: nothing counts");
+        s.own_drained(hlc(70), vec![12]);
         s.on_stored(&[12]);
         assert_eq!(s.stable_vector(), Some(vv(&[(1, 40), (2, 20), (3, 30)])));
         assert_eq!(s.report(hlc(70)), vv(&[(1, 70), (2, 50), (3, 60)]));
+    }
+
+    #[test]
+    fn own_writes_are_claimed_only_once_stored() {
+        let mut s = three();
+        open(&mut s, 2, 7);
+        open(&mut s, 3, 8);
+        s.own_drained(hlc(50), vec![5]);
+        assert_eq!(s.report(hlc(60)).get(1), Hlc::ZERO, "own writes up to 50 are not stored yet");
+        s.on_stored(&[4]);
+        assert_eq!(s.report(hlc(60)).get(1), Hlc::ZERO);
+        s.on_stored(&[5]);
+        assert_eq!(s.report(hlc(60)).get(1), hlc(50), "stored up to 50: no further");
+        assert_eq!(s.report(hlc(40)).get(1), hlc(40), "and never past what was sent");
+        s.own_drained(hlc(45), vec![9]);
+        s.own_drained(hlc(80), vec![9]);
+        s.on_stored(&[9]);
+        assert_eq!(s.report(hlc(90)).get(1), hlc(80));
+    }
+
+    #[test]
+    fn a_process_claims_no_own_write_before_a_round_with_every_peer_is_stored() {
+        // A restarted node may lack own writes that reached a peer before they were
+        // stored; until it has merged back what each peer holds, it claims none.
+        let mut s = three();
+        s.own_drained(hlc(50), vec![1]);
+        s.on_stored(&[1]);
+        assert_eq!(s.report(hlc(60)).get(1), Hlc::ZERO, "no round yet");
+        open(&mut s, 2, 7);
+        assert_eq!(s.report(hlc(60)).get(1), Hlc::ZERO, "peer 3 not caught up with");
+        s.on_batch(batch(3, 8, 1, 1, &[]), vec![0]);
+        let token = s.round_started(3);
+        s.round_completed(3, token, vec![6]);
+        s.on_stored(&[5]);
+        assert_eq!(s.report(hlc(60)).get(1), Hlc::ZERO, "the round's merges are not stored yet");
+        s.on_stored(&[6]);
+        assert_eq!(s.report(hlc(60)).get(1), hlc(50));
+    }
+
+    #[test]
+    fn own_marks_stay_bounded_while_storage_is_stuck() {
+        let mut s = three();
+        for ms in 1..5_000u64 {
+            s.own_drained(hlc(ms), vec![ms]);
+            assert!(s.own_marks.len() <= OWN_MARKS_MAX);
+        }
+        s.on_stored(&[u64::MAX]);
+        assert_eq!(s.own_stored, hlc(4_999), "the newest mark is never dropped");
     }
 
     #[test]

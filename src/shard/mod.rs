@@ -82,6 +82,9 @@ pub struct Shard {
     outbox: Option<Outbox>,
     ops_applied: u64,
     remote_deltas_merged: u64,
+    /// A checkpoint is reading this shard (its first chunk was taken, its last not
+    /// yet): tombstone collection waits (see `ShardOp::ExportChunk`).
+    checkpoint_scan_open: bool,
 }
 
 /// Where a local write's delta goes: the persistence log, and the outbox when there
@@ -134,6 +137,7 @@ impl Shard {
             outbox: config.replicate.then(|| Outbox::new(config.node_id, config.outbox_bytes_max, config.outbox_eager_bytes)),
             ops_applied: 0,
             remote_deltas_merged: 0,
+            checkpoint_scan_open: false,
             config,
         }
     }
@@ -311,6 +315,12 @@ impl Shard {
             },
             ShardOp::Stats => return ShardReply::Stats(self.stats()),
             ShardOp::ExportChunk { cursor, count } => {
+                // No tombstone is collected while a checkpoint reads this shard: a key
+                // whose tombstone went after the checkpoint began but before the scan
+                // reached it would be in neither the checkpoint nor (as a collection
+                // the checkpoint's record covers) replayed in order with the segments
+                // after it, and a stale copy of it there would come back to life.
+                self.checkpoint_scan_open = true;
                 let mut deltas = Vec::new();
                 let next = kv.keys.scan(cursor.min(crate::engine::kv::keyspace::SLOT_SPACE - 1), count, |e| {
                     deltas.push(Delta::Key { key: e.key.clone(), state: e.state.clone() })
@@ -318,13 +328,20 @@ impl Shard {
                 // The last chunk also carries the tombstones: a checkpoint replaces the
                 // segments before it, and a delete must outlive them.
                 if next == crate::engine::kv::keyspace::SLOT_SPACE {
+                    self.checkpoint_scan_open = false;
                     deltas.extend(kv.keys.tombstones().map(|(key, state)| Delta::Key { key: key.clone(), state: state.clone() }));
-                    // So must what collected tombstones covered.
-                    if !kv.forgotten().is_empty() {
-                        deltas.push(Delta::Forget { below: kv.forgotten().clone(), elements: false });
+                    // So must what collected tombstones covered: after this shard's
+                    // keys, for this shard's keys only (`Delta::Forget`). A checkpoint
+                    // is taken after replay, so replayed records count for every key.
+                    kv.settle_replayed_forgets();
+                    let scope = kv.scope;
+                    let forgotten = kv.forgotten().clone();
+                    if !forgotten.is_empty() {
+                        deltas.push(Delta::Forget { below: forgotten, elements: false, scope });
                     }
-                    if !kv.forgotten_elements().is_empty() {
-                        deltas.push(Delta::Forget { below: kv.forgotten_elements().clone(), elements: true });
+                    let forgotten_elements = kv.forgotten_elements().clone();
+                    if !forgotten_elements.is_empty() {
+                        deltas.push(Delta::Forget { below: forgotten_elements, elements: true, scope });
                     }
                 }
                 return ShardReply::Chunk { deltas, next };
@@ -332,13 +349,17 @@ impl Shard {
             ShardOp::DeltaMark => return ShardReply::Count(self.deltas.recorded_total() as i64),
             ShardOp::MergeRemote(deltas) => return self.merge_remote(deltas, now_ms),
             ShardOp::ForgetStable(stable) => {
+                if self.checkpoint_scan_open {
+                    return ShardReply::Count(0); // the next collection round runs it
+                }
                 let (keys, elements) = self.kv.forget_stable(&stable);
                 if self.deltas.is_recording() {
+                    let scope = self.kv.scope;
                     if keys > 0 {
-                        self.deltas.forgot(&stable, false);
+                        self.deltas.forgot(&stable, false, scope);
                     }
                     if elements > 0 {
-                        self.deltas.forgot(&stable, true);
+                        self.deltas.forgot(&stable, true, scope);
                     }
                 }
                 return ShardReply::Count((keys + elements) as i64);
@@ -348,7 +369,7 @@ impl Shard {
                 // An idle shard's clock moves up to now (and to the other shards'), so
                 // `stable` keeps up with time; every later local write is stamped above it.
                 self.clock.witness(Hlc::from_parts(now_ms.saturating_sub(1), u16::MAX).max(floor));
-                return ShardReply::Outbox { batch, stable: self.clock.last() };
+                return ShardReply::Outbox { batch, stable: self.clock.last(), recorded: self.deltas.recorded_total() };
             }
             ShardOp::WatchTokens(keys) => return ShardReply::Tokens(keys.iter().map(|k| kv.watch_token(k, now_ms)).collect()),
             ShardOp::Transaction { .. } => unreachable!("a transaction is applied by Shard::apply"),
@@ -423,7 +444,7 @@ impl Shard {
         match delta {
             Delta::Key { key, state } => self.kv.merge_key(key, state),
             Delta::Flush { seen, scope } => self.kv.merge_flush(&seen, scope),
-            Delta::Forget { below, elements } => self.kv.merge_forget(&below, elements),
+            Delta::Forget { below, elements, scope } => self.kv.merge_forget(&below, elements, scope),
         }
     }
 

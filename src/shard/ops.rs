@@ -214,10 +214,12 @@ pub enum ShardReply {
         deltas: Vec<Delta>,
         next: u64,
     },
-    /// The outbox's batch and an HLC below which this shard will never stamp again.
+    /// The outbox's batch, an HLC below which this shard will never stamp again, and
+    /// the position in its delta stream that holds every write stamped below it.
     Outbox {
         batch: OutboxBatch,
         stable: Hlc,
+        recorded: u64,
     },
     Merkle(MerkleLeaves),
     Deltas(Vec<Delta>),

@@ -64,3 +64,99 @@ fn a_lone_nodes_log_replays_a_del_that_absorbed_a_fields_increments() {
     merge_recovered(&mut recovered, log);
     assert_eq!(recovered[0].kv.keys.len(), 0, "the DEL's replay removes the increment too");
 }
+
+/// Two replicating, recording shards of one node (node id 1).
+fn two_shards() -> [Shard; 2] {
+    [0, 1].map(|id| {
+        let mut config = ShardConfig::new(id, 1);
+        config.shard_count = 2;
+        config.replicate = true;
+        config.record_deltas = true;
+        Shard::new(config)
+    })
+}
+
+fn key_of_shard(shard: usize, shards: usize) -> Bytes {
+    (0..).map(|i| Bytes::from(format!("k{i}"))).find(|k| routing::shard_for_key(k, shards) == shard).expect("some key")
+}
+
+fn incr(key: &Bytes, by: i64) -> ShardOp {
+    ShardOp::Key(KeyCommand::IncrBy { key: key.clone(), by })
+}
+
+fn get(shard: &mut Shard, key: &Bytes) -> ShardReply {
+    shard.apply(ShardOp::Key(KeyCommand::Get(key.clone())), 100)
+}
+
+/// Shard 1 holds a counter written at 10; shard 0 deleted a key at 12 and collected
+/// its tombstone under a stable vector that covers the counter's write too.
+fn shard_zero_collects_over_shard_ones_counter() -> ([Shard; 2], Bytes) {
+    let mut shards = two_shards();
+    let (k0, k1) = (key_of_shard(0, 2), key_of_shard(1, 2));
+    assert_eq!(shards[1].apply(incr(&k1, 5), 10), ShardReply::Frame(Frame::Integer(5)));
+    shards[0].apply(incr(&k0, 1), 11);
+    assert_eq!(shards[0].apply(ShardOp::Del(vec![k0]), 12), ShardReply::Count(1));
+    let mut stable = crate::crdt::VersionVector::new();
+    stable.add(Dot::new(Hlc::from_parts(20, u16::MAX), 1));
+    assert_eq!(shards[0].apply(ShardOp::ForgetStable(stable.clone()), 20), ShardReply::Count(1));
+    assert_eq!(shards[1].apply(ShardOp::ForgetStable(stable), 20), ShardReply::Count(0));
+    (shards, k1)
+}
+
+#[test]
+fn replay_applies_a_shards_tombstone_collection_to_that_shards_keys_only() {
+    // A stored stream interleaves the shards' logs: shard 0's collection record can come
+    // before shard 1's earlier writes (a checkpoint holds shard 0's chunks first, and
+    // a segment each shard's drain in turn). Applied to shard 1's keys, the record made
+    // them look collected and removed the writes it covered; the restarted node then
+    // spread that removal to every replica (Jepsen-style test, `--faults restart`).
+    let (mut shards, k1) = shard_zero_collects_over_shard_ones_counter();
+    // The logs, shard 0's first.
+    let mut log = shards[0].drain_deltas().decode().expect("decodes");
+    log.extend(shards[1].drain_deltas().decode().expect("decodes"));
+    assert!(log.iter().any(|d| matches!(d, Delta::Forget { scope, .. } if scope.index == 0 && scope.count == 2)));
+    let mut recovered = two_shards();
+    merge_recovered(&mut recovered, log);
+    assert_eq!(get(&mut recovered[1], &k1), ShardReply::Frame(Frame::Bulk(Bytes::from_static(b"5"))), "segments");
+    // A checkpoint: shard 0's chunks (with its record last), then shard 1's.
+    let mut chunks = Vec::new();
+    for shard in &mut shards {
+        match shard.apply(ShardOp::ExportChunk { cursor: 0, count: usize::MAX }, 30) {
+            ShardReply::Chunk { deltas, next } => {
+                assert_eq!(next, crate::engine::kv::keyspace::SLOT_SPACE);
+                chunks.extend(deltas);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let mut recovered = two_shards();
+    merge_recovered(&mut recovered, chunks);
+    assert_eq!(get(&mut recovered[1], &k1), ShardReply::Frame(Frame::Bulk(Bytes::from_static(b"5"))), "checkpoint");
+    // Once replay is over, the record covers every key: a stale copy of a collected
+    // key arriving at shard 1 stays removed.
+    recovered[1].kv.settle_replayed_forgets();
+    let stale = KeyState::with_value(Dot::new(Hlc::from_parts(5, 0), 1), StrVal::Int(9), None);
+    let gone = (0..).map(|i| Bytes::from(format!("gone{i}"))).find(|k| routing::shard_for_key(k, 2) == 1).expect("some key");
+    recovered[1].apply(ShardOp::MergeRemote(vec![Delta::Key { key: gone.clone(), state: stale }]), 40);
+    assert_eq!(get(&mut recovered[1], &gone), ShardReply::Frame(Frame::Null));
+}
+
+#[test]
+fn no_tombstone_is_collected_while_a_checkpoint_reads_the_shard() {
+    let mut config = ShardConfig::new(0, 1);
+    config.replicate = true;
+    let mut shard = Shard::new(config);
+    for i in 0..20_000 {
+        shard.apply(incr(&Bytes::from(format!("k{i}")), 1), 10);
+    }
+    shard.apply(ShardOp::Del(vec![Bytes::from_static(b"k0")]), 11);
+    let mut stable = crate::crdt::VersionVector::new();
+    stable.add(Dot::new(Hlc::from_parts(20, u16::MAX), 1));
+    let ShardReply::Chunk { next, .. } = shard.apply(ShardOp::ExportChunk { cursor: 0, count: 1 }, 12) else { panic!() };
+    assert!(next < crate::engine::kv::keyspace::SLOT_SPACE, "the scan takes more than one chunk");
+    assert_eq!(shard.apply(ShardOp::ForgetStable(stable.clone()), 13), ShardReply::Count(0), "waits for the scan");
+    assert_eq!(shard.kv.keys.tombstones().count(), 1);
+    let ShardReply::Chunk { next, .. } = shard.apply(ShardOp::ExportChunk { cursor: next, count: usize::MAX }, 14) else { panic!() };
+    assert_eq!(next, crate::engine::kv::keyspace::SLOT_SPACE);
+    assert_eq!(shard.apply(ShardOp::ForgetStable(stable), 15), ShardReply::Count(1), "runs once the scan is over");
+}

@@ -292,13 +292,17 @@ async fn batch_loop(
         let mut stable = Hlc(u64::MAX);
         let mut overflowed = false;
         let floor = clock_floor;
+        // Where each shard's delta stream holds every own write stamped at or below
+        // `stable`: once stored, this node may claim those writes (`Stability::report`).
+        let mut positions = Vec::with_capacity(router.shard_count());
         for shard in 0..router.shard_count() {
             let Ok(mut replies) = router.send(shard, vec![ShardOp::DrainOutbox { floor }]).await.await else { return };
-            if let Some(ShardReply::Outbox { batch, stable: shard_stable }) = replies.pop() {
+            if let Some(ShardReply::Outbox { batch, stable: shard_stable, recorded }) = replies.pop() {
                 deltas.append(batch.deltas);
                 overflowed |= batch.overflowed;
                 stable = stable.min(shard_stable);
                 clock_floor = clock_floor.max(shard_stable);
+                positions.push(recorded);
             }
         }
         if overflowed {
@@ -330,6 +334,9 @@ async fn batch_loop(
         let now = now_ms();
         let report = match replication.stability.lock() {
             Ok(mut stability) => {
+                if positions.len() == router.shard_count() {
+                    stability.own_drained(stable, positions);
+                }
                 stability.on_stored(&stored_positions(durability.as_deref(), router.shard_count()));
                 stability.report(stable)
             }

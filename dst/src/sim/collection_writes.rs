@@ -174,14 +174,6 @@ impl Sim {
     /// After quiescence (replicas already identical): every collection key on `node`
     /// within the oracle's bounds, and no sure write lost.
     pub(super) fn check_collections(&mut self, node: usize) {
-        // Runs with a restart are checked for convergence only until the open issues of
-        // docs/testing.md ("Sets in the simulator") are settled; DST_CHECK_AFTER_RESTART=1
-        // checks them too.
-        if self.oracle.collections.restarted && std::env::var_os("DST_CHECK_AFTER_RESTART").is_none() {
-            let keys = self.oracle.collections.ops.len();
-            self.log(format!("{keys} collection keys checked for convergence only: a node restarted (open issues, docs/testing.md)"));
-            return;
-        }
         let mut checked = 0;
         // The first key that differs is reported in full, the others by name.
         let mut first: Option<String> = None;

@@ -209,12 +209,14 @@ impl Sim {
         let mut overflowed = false;
         let floor = n.repl.as_ref().map_or(meridian::crdt::Hlc::ZERO, |r| r.clock_floor);
         let mut clock_floor = floor;
+        let mut positions = Vec::with_capacity(n.shards.len());
         for shard in &mut n.shards {
-            if let ShardReply::Outbox { batch, stable: s } = shard.apply(ShardOp::DrainOutbox { floor }, local) {
+            if let ShardReply::Outbox { batch, stable: s, recorded } = shard.apply(ShardOp::DrainOutbox { floor }, local) {
                 clock_floor = clock_floor.max(s);
                 deltas.append(batch.deltas);
                 overflowed |= batch.overflowed;
                 stable = stable.min(s);
+                positions.push(recorded);
             }
         }
         // Only local writes are sent: every state carries a write of this node.
@@ -234,6 +236,8 @@ impl Sim {
             return;
         }
         let peers = self.nodes.len();
+        let stability = &mut self.nodes[node].repl.as_mut().expect("replication runs").stability;
+        stability.own_drained(stable, positions);
         self.collect_tombstones(node, now, local);
         let ceiling = self.ceiling(node);
         let repl = self.nodes[node].repl.as_mut().expect("replication runs");

@@ -186,11 +186,11 @@ impl Keyspace {
     }
 
     /// Drop the tombstones `drop` picks; returns how many went.
-    pub fn drop_tombstones_where(&mut self, mut drop: impl FnMut(&KeyState) -> bool) -> usize {
+    pub fn drop_tombstones_where(&mut self, mut drop: impl FnMut(&[u8], &KeyState) -> bool) -> usize {
         let before = self.tombstones.len();
         let merkle = &mut self.merkle;
         self.tombstones.retain(|key, state| {
-            let go = drop(state);
+            let go = drop(key, state);
             if go && let Some(leaves) = merkle.as_mut() {
                 leaves.toggle(leaf_of(key_hash(key)), merkle::digest(key, state));
             }

@@ -126,6 +126,14 @@ pub struct KvEngine {
     /// `forgotten`, which whole key states arriving for absent keys are filtered by, so
     /// that collecting a hash field's tombstone never changes how string keys merge.
     forgotten_elements: VersionVector,
+    /// Replayed tombstone collections of *other* shards (another shard of this layout,
+    /// or any shard of an older one), per scope: (key tombstones, element tombstones).
+    /// A stored stream interleaves the shards' logs, so a record of shard A can come
+    /// before deltas that shard B had merged earlier; applied to B's keys at once, it
+    /// would take those keys for collected and remove their writes (a restarted node
+    /// then spread the removal to every replica). Each record therefore filters only
+    /// the keys of its own scope until replay is over (`settle_replayed_forgets`).
+    replayed_forgets: Vec<(ShardScope, VersionVector, VersionVector)>,
     /// The newest causally stable vector seen (tombstone GC, or its replay): every
     /// node holds every write it covers. What a whole-key remove may claim at key level
     /// beyond this node's own writes (see `Elements::remove_held`).
@@ -305,9 +313,10 @@ impl KvEngine {
                 incoming.remove_observed(seen);
             }
         }
-        // In place when the key is here, moved in when it is not: no copies.
-        let forgotten = &self.forgotten_elements;
+        let forgotten_elements = forgotten_for(&self.forgotten_elements, &self.replayed_forgets, &key, true);
+        let forgotten = forgotten_elements.as_ref();
         let keep_tombstones = self.keep_tombstones;
+        // In place when the key is here, moved in when it is not: no copies.
         match self.keys.update(&key, hash, |_, state| {
             state.merge_forgetting(&incoming, forgotten);
             if !keep_tombstones && state.element_tombstones() > 0 {
@@ -327,12 +336,14 @@ impl KvEngine {
             }
             None => {
                 let mut state = incoming;
+                let forgotten = forgotten_for(&self.forgotten, &self.replayed_forgets, &key, false);
+                let forgotten = forgotten.as_ref();
                 match self.keys.take_tombstone(&key, hash) {
                     Some(tombstone) => state.merge(&tombstone),
                     // No trace of the key: whatever of it this node had seen before its
                     // tombstone was collected was removed here, so it stays removed.
-                    None if !self.forgotten.is_empty() && state.has_dot_covered_by(&self.forgotten) => {
-                        state.remove_observed(&self.forgotten);
+                    None if !forgotten.is_empty() && state.has_dot_covered_by(forgotten) => {
+                        state.remove_observed(forgotten);
                     }
                     None => {}
                 }
@@ -342,7 +353,7 @@ impl KvEngine {
                         state.drop_element_tombstones();
                     }
                     self.keys.insert_new_owned(key, hash, state);
-                } else if self.keep_tombstones && !self.forgotten.dominates(&state.causal_context()) {
+                } else if self.keep_tombstones && !forgotten.dominates(&state.causal_context()) {
                     self.keys.put_tombstone(key, hash, state);
                 }
             }
@@ -374,9 +385,11 @@ impl KvEngine {
     /// Returns how many key tombstones and element tombstones were dropped; `stable` is
     /// remembered (in `forgotten`, `forgotten_elements`) only where one was.
     pub fn forget_stable(&mut self, stable: &VersionVector) -> (usize, usize) {
+        // Collection runs once the node serves: replay is over.
+        self.settle_replayed_forgets();
         self.stable.merge(stable);
-        let keys = self.keys.drop_tombstones_where(|state| stable.dominates(&state.causal_context()));
-        let elements = self.forget_element_tombstones(stable);
+        let keys = self.keys.drop_tombstones_where(|_, state| stable.dominates(&state.causal_context()));
+        let elements = self.forget_element_tombstones(stable, None);
         if keys > 0 {
             self.forgotten.merge(stable);
         }
@@ -389,24 +402,54 @@ impl KvEngine {
 
     /// Replay a recorded tombstone GC (recovery, checkpoints): of key tombstones, or of
     /// element tombstones.
-    pub fn merge_forget(&mut self, below: &VersionVector, elements: bool) {
+    /// Replay a recorded tombstone GC (recovery, checkpoints) of shard `scope`: of key
+    /// tombstones, or of element tombstones. This shard's own record applies as the GC
+    /// did; another shard's only to the keys of its scope (see `replayed_forgets`).
+    pub fn merge_forget(&mut self, below: &VersionVector, elements: bool, scope: ShardScope) {
         // A recorded GC was of stable writes.
         self.stable.merge(below);
-        if elements {
-            self.forgotten_elements.merge(below);
-            self.forget_element_tombstones(below);
+        let only = if scope == self.scope {
+            let forgotten = if elements { &mut self.forgotten_elements } else { &mut self.forgotten };
+            forgotten.merge(below);
+            None
         } else {
-            self.forgotten.merge(below);
-            self.keys.drop_tombstones_where(|state| below.dominates(&state.causal_context()));
+            let at = match self.replayed_forgets.iter().position(|(s, ..)| *s == scope) {
+                Some(at) => at,
+                None => {
+                    self.replayed_forgets.push((scope, VersionVector::new(), VersionVector::new()));
+                    self.replayed_forgets.len() - 1
+                }
+            };
+            let (_, keys, element_vv) = &mut self.replayed_forgets[at];
+            if elements { element_vv.merge(below) } else { keys.merge(below) }
+            Some(scope)
+        };
+        if elements {
+            self.forget_element_tombstones(below, only);
+        } else {
+            self.keys.drop_tombstones_where(|key, state| {
+                only.is_none_or(|scope| scope.contains(key)) && below.dominates(&state.causal_context())
+            });
         }
     }
 
-    /// Drop the element tombstones of live collections that `stable` covers.
-    fn forget_element_tombstones(&mut self, stable: &VersionVector) -> usize {
+    /// Replay is over (every shard's stream is in): every replayed record now covers
+    /// every key, as the node-wide stable vectors they were.
+    pub fn settle_replayed_forgets(&mut self) {
+        for (_, keys, elements) in std::mem::take(&mut self.replayed_forgets) {
+            self.forgotten.merge(&keys);
+            self.forgotten_elements.merge(&elements);
+        }
+    }
+
+    /// Drop the element tombstones of live collections that `stable` covers (of the
+    /// keys in `only`, when given).
+    fn forget_element_tombstones(&mut self, stable: &VersionVector, only: Option<ShardScope>) -> usize {
         let mut dropped = 0;
         for key in self.keys.take_element_tombstone_keys() {
-            self.keys.update(&key, key_hash(&key), |_, state| {
-                if state.element_tombstones() > 0 {
+            // `update` notes the key again while it keeps element tombstones.
+            self.keys.update(&key, key_hash(&key), |key, state| {
+                if state.element_tombstones() > 0 && only.is_none_or(|scope| scope.contains(key)) {
                     dropped += state.forget_stable_elements(stable);
                 }
             });
@@ -414,7 +457,8 @@ impl KvEngine {
         dropped
     }
 
-    /// What dropped tombstones covered (a checkpoint carries it; see `forget_stable`).
+    /// What this shard's dropped tombstones covered (a checkpoint carries it, after
+    /// `settle_replayed_forgets`; see `forget_stable`).
     pub fn forgotten(&self) -> &VersionVector {
         &self.forgotten
     }
@@ -453,4 +497,22 @@ impl KvEngine {
         }
         removed
     }
+}
+
+/// What a state arriving for `key` is filtered by: what this shard's own collections
+/// covered (`own`: `forgotten`, or `forgotten_elements` when `elements`), joined with
+/// the replayed records of other shards that owned the key (`replayed_forgets`).
+fn forgotten_for<'a>(
+    own: &'a VersionVector,
+    replayed: &[(ShardScope, VersionVector, VersionVector)],
+    key: &[u8],
+    elements: bool,
+) -> std::borrow::Cow<'a, VersionVector> {
+    let mut covering = replayed.iter().filter(|(scope, ..)| scope.contains(key)).peekable();
+    if covering.peek().is_none() {
+        return std::borrow::Cow::Borrowed(own);
+    }
+    let mut joined = own.clone();
+    covering.for_each(|(_, keys, element_vv)| joined.merge(if elements { element_vv } else { keys }));
+    std::borrow::Cow::Owned(joined)
 }
