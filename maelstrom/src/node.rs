@@ -140,7 +140,7 @@ impl Node {
         let mut overflowed = false;
         let floor = cluster.clock_floor;
         for shard in &mut cluster.shards {
-            if let ShardReply::Outbox { batch, stable: s } = shard.apply(ShardOp::DrainOutbox { floor }, now_ms) {
+            if let ShardReply::Outbox { batch, stable: s, .. } = shard.apply(ShardOp::DrainOutbox { floor }, now_ms) {
                 cluster.clock_floor = cluster.clock_floor.max(s);
                 deltas.append(batch.deltas);
                 overflowed |= batch.overflowed;
