@@ -23,7 +23,14 @@ import urllib.request
 from . import resp
 
 SECRET = "jepsen-cluster-secret"
+# One bucket per node: moto lists a prefix by walking the whole bucket, and a walk that
+# meets a key another node deletes at that moment fails (HTTP 500, KeyError in moto);
+# a node recovering while the others collect old segments could fail every retry.
 BUCKET = "jepsen"
+
+
+def bucket(i):
+    return f"{BUCKET}-n{i}"
 CLIENT_PORT = 6379  # netns mode: every node in its own namespace
 REPL_PORT = 7379
 PROXY_PORT_BASE = 17000  # netns mode: node i's proxy to node j listens on BASE + j
@@ -213,16 +220,17 @@ class Cluster:
         out = open(os.path.join(self.dir, "moto.log"), "w")
         self.moto = subprocess.Popen(command + ["-H", self.net.host_addr, "-p", str(self.moto_port)], stdout=out, stderr=out,
                                      stdin=subprocess.DEVNULL)
-        url = f"http://{self.net.host_addr}:{self.moto_port}/{BUCKET}"
         deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            try:
-                urllib.request.urlopen(urllib.request.Request(url, method="PUT"), timeout=2).read()
-                return
-            except OSError:
-                if self.moto.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("moto did not start (see moto.log)")
-                time.sleep(0.2)
+        for i in range(1, self.n + 1):
+            url = f"http://{self.net.host_addr}:{self.moto_port}/{bucket(i)}"
+            while True:
+                try:
+                    urllib.request.urlopen(urllib.request.Request(url, method="PUT"), timeout=2).read()
+                    break
+                except OSError:
+                    if self.moto.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError("moto did not start (see moto.log)")
+                    time.sleep(0.2)
 
     def s3_stop(self):
         self.moto.send_signal(signal.SIGSTOP)
@@ -286,7 +294,7 @@ class Cluster:
         host, port, repl_port = self.net.node_listen(i)
         _, peers = self.net.proxy_links(i)
         args = [self.binary, "--bind", host, "--port", str(port), "--node-id", str(i), "--region", f"r{i}",
-                "--shards", "2", "--object-store", f"s3://{BUCKET}/n{i}", "--durability", "sync",
+                "--shards", "2", "--object-store", f"s3://{bucket(i)}/n{i}", "--durability", "sync",
                 "--flush-interval-ms", "100", "--repl-port", str(repl_port), "--peers", ",".join(peers),
                 "--anti-entropy-interval-ms", "2000", "--log", "info"]
         out = open(os.path.join(self.dir, f"node-{i}.log"), "a")
