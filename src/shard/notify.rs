@@ -1,0 +1,69 @@
+//! The shard's side of keyspace notifications: the flags the driver hands in, the events
+//! its commands raised (the shell takes and publishes them), `keymiss` for reads, and
+//! RENAME's and COPY's events, which no single key write knows.
+//!
+//! Decides which events a command raises; never publishes them (the shell does).
+
+use bytes::Bytes;
+
+use super::{Shard, ShardOp, ShardReply};
+use crate::engine::kv::key_hash;
+use crate::notify::{self, Class, Flags, KeyEvent, Notifier};
+
+impl Shard {
+    /// `notify-keyspace-events` may change at run time (CONFIG SET).
+    pub fn set_notify_flags(&mut self, flags: Flags) {
+        self.kv.notify.set_flags(flags);
+    }
+
+    /// Whether commands raised events since the last [`Shard::take_notifications`].
+    pub fn has_notifications(&self) -> bool {
+        self.kv.notify.has_pending()
+    }
+
+    /// The events raised since the last call, in the order raised, for the shell to
+    /// publish.
+    pub fn take_notifications(&mut self) -> Vec<KeyEvent> {
+        self.kv.notify.take()
+    }
+
+    /// Events dropped because too many waited (`notify::PENDING_EVENTS_MAX`).
+    pub fn notifications_dropped(&self) -> u64 {
+        self.kv.notify.dropped
+    }
+
+    /// `ShardOp::Quiet`: the step runs with only expiries raising.
+    pub(super) fn apply_quietly(&mut self, op: ShardOp, now_ms: u64) -> ShardReply {
+        let was_quiet = self.kv.notify.set_quiet(true);
+        let reply = self.apply_op(op, now_ms);
+        self.kv.notify.set_quiet(was_quiet);
+        reply
+    }
+
+    /// `keymiss` (class `m`) for each key a read command finds missing, raised before
+    /// the command runs, as Redis raises it when its lookup misses (after `expired` if
+    /// the lookup expired the key). Covers the single-key reads, MGET, EXISTS and TOUCH.
+    pub(super) fn raise_key_misses(&mut self, op: &ShardOp, now_ms: u64) {
+        let keys: &[Bytes] = match op {
+            ShardOp::Key(cmd) if !cmd.is_write() => std::slice::from_ref(cmd.key()),
+            ShardOp::MGet(keys) | ShardOp::CountExisting(keys) => keys,
+            _ => return,
+        };
+        for key in keys {
+            if self.kv.live(key, key_hash(key), now_ms).is_none() {
+                self.kv.notify.raise(Class::KeyMiss, "keymiss", key);
+            }
+        }
+    }
+}
+
+/// RENAME's events ([`notify::renamed`]) when any of their classes is on; nothing (and
+/// no copy of either key) otherwise.
+pub(super) fn renamed_if_wanted(notifier: &Notifier, src: &Bytes, dst: &Bytes) -> Vec<KeyEvent> {
+    if notifier.wants(&[Class::Generic, Class::New]) { notify::renamed(src, dst) } else { Vec::new() }
+}
+
+/// COPY's events ([`notify::copied`]) when any of their classes is on.
+pub(super) fn copied_if_wanted(notifier: &Notifier, dst: &Bytes) -> Vec<KeyEvent> {
+    if notifier.wants(&[Class::Generic, Class::New]) { notify::copied(dst) } else { Vec::new() }
+}
