@@ -296,6 +296,31 @@ pub fn copied(dst: &Bytes) -> Vec<KeyEvent> {
     vec![KeyEvent::new(Class::New, "new", dst.clone()), KeyEvent::new(Class::Generic, "copy_to", dst.clone())]
 }
 
+/// The events of a command that replaced `dst` whole with its result (SORT STORE): `new`
+/// if `dst` did not exist, then `event`; an empty result deletes `dst` instead, and
+/// raises `del` if it existed.
+pub fn stored(class: Class, event: &'static str, dst: &Bytes, existed: bool, stored_any: bool) -> Vec<KeyEvent> {
+    match (stored_any, existed) {
+        (true, false) => vec![KeyEvent::new(Class::New, "new", dst.clone()), KeyEvent::new(class, event, dst.clone())],
+        (true, true) => vec![KeyEvent::new(class, event, dst.clone())],
+        (false, true) => vec![KeyEvent::new(Class::Generic, "del", dst.clone())],
+        (false, false) => Vec::new(),
+    }
+}
+
+/// The events of an MSETNX that wrote every key of `keys` (none existed): each key
+/// added then set, in argument order (a key named twice is added once).
+pub fn set_all_new<'a>(keys: impl Iterator<Item = &'a Bytes>) -> Vec<KeyEvent> {
+    let mut events: Vec<KeyEvent> = Vec::new();
+    for key in keys {
+        if !events.iter().any(|e| e.key == *key) {
+            events.push(KeyEvent::new(Class::New, "new", key.clone()));
+        }
+        events.push(KeyEvent::new(Class::String, "set", key.clone()));
+    }
+    events
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

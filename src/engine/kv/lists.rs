@@ -369,12 +369,12 @@ impl KvEngine {
 }
 
 /// The event a push at `end` raises (LPUSH, RPUSH, their X forms, LMOVE's push).
-fn push_event(end: End) -> &'static str {
+pub fn push_event(end: End) -> &'static str {
     if end == End::Left { "lpush" } else { "rpush" }
 }
 
 /// The event a pop from `end` raises (LPOP, RPOP, LMPOP, the blocking pops, LMOVE's pop).
-fn pop_event(end: End) -> &'static str {
+pub fn pop_event(end: End) -> &'static str {
     if end == End::Left { "lpop" } else { "rpop" }
 }
 
