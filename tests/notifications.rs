@@ -293,3 +293,64 @@ fn nothing_is_published_while_the_flags_are_empty_or_name_no_channel() {
     assert_eq!(next_message(&mut pubsub, Duration::from_millis(300)), None, "no K or E: nothing published");
     assert!(started.elapsed() >= Duration::from_millis(250));
 }
+
+/// The next keyspace-channel notification `(key, event)` on `pubsub`, skipping keyevent
+/// ones, or `None` after `wait`.
+fn next_keyspace(pubsub: &mut redis::PubSub, wait: Duration) -> Option<(String, String)> {
+    let deadline = Instant::now() + wait;
+    while Instant::now() < deadline {
+        let (channel, message) = next_message(pubsub, deadline - Instant::now())?;
+        if let Some(key) = channel.strip_prefix("__keyspace@0__:") {
+            return Some((key.to_string(), message));
+        }
+    }
+    None
+}
+
+fn pair(key: &str, event: &str) -> Option<(String, String)> {
+    Some((key.to_string(), event.to_string()))
+}
+
+#[test]
+fn a_write_merged_from_another_region_raises_merged_there_and_the_command_event_only_where_it_ran() {
+    let cluster = common::cluster::Cluster::start(2, &["--persistence", "off", "--notify-keyspace-events", "KEAn"]);
+    cluster.run(0, &["SET", "warmup", "1"]);
+    cluster.wait_converged(Duration::from_secs(30));
+    let mut here_con = cluster.con(0);
+    let mut there_con = cluster.con(1);
+    let mut here = here_con.as_pubsub();
+    let mut there = there_con.as_pubsub();
+    here.psubscribe("__key*__:*").unwrap();
+    there.psubscribe("__key*__:*").unwrap();
+    let wait = Duration::from_secs(10);
+
+    cluster.run(0, &["SET", "k", "v"]);
+    assert_eq!(next_keyspace(&mut here, wait), pair("k", "new"));
+    assert_eq!(next_keyspace(&mut here, wait), pair("k", "set"));
+    assert_eq!(next_keyspace(&mut there, wait), pair("k", "new"), "the key appears in the other region");
+    assert_eq!(next_keyspace(&mut there, wait), pair("k", "merged"));
+
+    cluster.run(0, &["SADD", "s", "a", "b"]);
+    assert_eq!(next_keyspace(&mut there, wait), pair("s", "new"));
+    assert_eq!(next_keyspace(&mut there, wait), pair("s", "merged"));
+    cluster.run(0, &["SREM", "s", "a"]);
+    assert_eq!(next_keyspace(&mut there, wait), pair("s", "merged"), "a change to a collection");
+    cluster.run(0, &["DEL", "k"]);
+    assert_eq!(next_keyspace(&mut there, wait), pair("k", "merged"), "a delete");
+    // A write in the other region: the same the other way round.
+    cluster.run(1, &["INCR", "n"]);
+    assert_eq!(next_keyspace(&mut there, wait), pair("n", "new"));
+    assert_eq!(next_keyspace(&mut there, wait), pair("n", "incrby"));
+    assert_eq!(next_keyspace(&mut there, Duration::from_millis(500)), None, "its own write is not merged back");
+    // Node 0 saw its own events (new, set, new, sadd, srem, del) and then node 1's INCR.
+    let mut seen_here = Vec::new();
+    while let Some(event) = next_keyspace(&mut here, Duration::from_secs(2)) {
+        let done = event == ("n".to_string(), "merged".to_string());
+        seen_here.push(event);
+        if done {
+            break;
+        }
+    }
+    let events: Vec<&str> = seen_here.iter().map(|(_, e)| e.as_str()).collect();
+    assert_eq!(events, ["new", "sadd", "srem", "del", "new", "merged"], "{seen_here:?}");
+}

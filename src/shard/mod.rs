@@ -403,10 +403,14 @@ impl Shard {
             return ShardReply::MergeRefused(deltas);
         }
         let count = deltas.len();
+        let mut watch = self.merge_watch();
         for delta in deltas {
             if matches!(delta, Delta::Forget { .. }) {
                 // What this node may forget is its own decision, never a peer's.
                 continue;
+            }
+            if let (Some(watch), Delta::Key { key, .. }) = (watch.as_mut(), &delta) {
+                self.watch_merge(watch, key);
             }
             self.clock.observe(delta.max_hlc(), now_ms, self.config.max_clock_skew_ms);
             if self.deltas.is_recording() {
@@ -424,6 +428,9 @@ impl Shard {
             self.merge_into_kv(delta);
         }
         self.remote_deltas_merged += count as u64;
+        if let Some(watch) = watch {
+            self.raise_merged(watch);
+        }
         ShardReply::Count(self.deltas.recorded_total() as i64)
     }
 

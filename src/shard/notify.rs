@@ -57,6 +57,56 @@ impl Shard {
     }
 }
 
+/// What a key was before a peer's deltas were merged into it: whether it existed, and
+/// its digest (any change to the key changes it).
+type Before = (bool, u64);
+
+/// The keys a batch of merged deltas changed, as they were before the batch; bounded by
+/// the batch (one entry per key it names).
+#[derive(Default)]
+pub(super) struct MergeWatch {
+    keys: indexmap::IndexMap<Bytes, Before>,
+}
+
+impl Shard {
+    /// Whether merges raise events now (`merged`, class g; `new`, class n).
+    pub(super) fn merge_watch(&self) -> Option<MergeWatch> {
+        self.kv.notify.wants(&[Class::Generic, Class::New]).then(MergeWatch::default)
+    }
+
+    fn key_now(&self, key: &[u8]) -> Before {
+        match self.kv.keys.get(key, key_hash(key)) {
+            None => (false, 0),
+            Some(entry) if entry.kept_digest() != 0 => (true, entry.kept_digest()),
+            Some(entry) => (true, crate::engine::kv::merkle::digest(key, &entry.state)),
+        }
+    }
+
+    /// Note `key` before a delta for it is merged (the first note of a batch counts).
+    pub(super) fn watch_merge(&self, watch: &mut MergeWatch, key: &Bytes) {
+        if !watch.keys.contains_key(key) {
+            let before = self.key_now(key);
+            watch.keys.insert(key.clone(), before);
+        }
+    }
+
+    /// After a batch of a peer's deltas: every key it changed raises `merged` (after
+    /// `new` if the merge added it). The peer's node raised the command's own events
+    /// where the client ran it; here subscribers learn that the key changed.
+    pub(super) fn raise_merged(&mut self, watch: MergeWatch) {
+        for (key, before) in watch.keys {
+            let after = self.key_now(&key);
+            if after == before {
+                continue;
+            }
+            if after.0 && !before.0 {
+                self.kv.notify.raise_for(Class::New, "new", Some(&key));
+            }
+            self.kv.notify.raise_for(Class::Generic, "merged", Some(&key));
+        }
+    }
+}
+
 /// RENAME's events ([`notify::renamed`]) when any of their classes is on; nothing (and
 /// no copy of either key) otherwise.
 pub(super) fn renamed_if_wanted(notifier: &Notifier, src: &Bytes, dst: &Bytes) -> Vec<KeyEvent> {
