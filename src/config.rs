@@ -376,9 +376,7 @@ impl RuntimeConfig {
             sanitize_dump_payload: AtomicUsize::new(0),
             list_max_listpack_size: AtomicI64::new(-2),
             list_compress_depth: AtomicI64::new(0),
-            notify_keyspace_events: AtomicU16::new(
-                crate::notify::Flags::parse(&config.notify_keyspace_events).unwrap_or_default().bits(),
-            ),
+            notify_keyspace_events: AtomicU16::new(crate::notify::Flags::parse(&config.notify_keyspace_events).unwrap_or_default().bits()),
         }
     }
 

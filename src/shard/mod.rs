@@ -216,14 +216,10 @@ impl Shard {
         if self.kv.notify.wants(&[crate::notify::Class::KeyMiss]) {
             self.raise_key_misses(&op, now_ms);
         }
-        let op = match op {
-            ShardOp::Quiet(op) => return self.apply_quietly(*op, now_ms),
-            ShardOp::Notify(events) => {
-                self.kv.notify.raise_all(events);
-                return ShardReply::Count(0);
-            }
-            op => op,
-        };
+        // Tested before matching, so that the common op is not moved for them.
+        if matches!(op, ShardOp::Quiet(_) | ShardOp::Notify(_)) {
+            return self.apply_notification_op(op, now_ms);
+        }
         self.ops_applied += 1;
         if Self::is_write(&op) && !self.deltas.has_room() {
             return ShardReply::Frame(Frame::static_error(DELTA_LOG_FULL));

@@ -32,12 +32,22 @@ impl Shard {
         self.kv.notify.dropped
     }
 
-    /// `ShardOp::Quiet`: the step runs with only expiries raising.
-    pub(super) fn apply_quietly(&mut self, op: ShardOp, now_ms: u64) -> ShardReply {
-        let was_quiet = self.kv.notify.set_quiet(true);
-        let reply = self.apply_op(op, now_ms);
-        self.kv.notify.set_quiet(was_quiet);
-        reply
+    /// `ShardOp::Quiet` (the step runs with only expiries raising) and `ShardOp::Notify`
+    /// (the events a command across shards decided).
+    pub(super) fn apply_notification_op(&mut self, op: ShardOp, now_ms: u64) -> ShardReply {
+        match op {
+            ShardOp::Quiet(op) => {
+                let was_quiet = self.kv.notify.set_quiet(true);
+                let reply = self.apply_op(*op, now_ms);
+                self.kv.notify.set_quiet(was_quiet);
+                reply
+            }
+            ShardOp::Notify(events) => {
+                self.kv.notify.raise_all(events);
+                ShardReply::Count(0)
+            }
+            other => self.apply_op(other, now_ms),
+        }
     }
 
     /// `keymiss` (class `m`) for each key a read command finds missing, raised before
@@ -116,4 +126,84 @@ pub(super) fn renamed_if_wanted(notifier: &Notifier, src: &Bytes, dst: &Bytes) -
 /// COPY's events ([`notify::copied`]) when any of their classes is on.
 pub(super) fn copied_if_wanted(notifier: &Notifier, dst: &Bytes) -> Vec<KeyEvent> {
     if notifier.wants(&[Class::Generic, Class::New]) { notify::copied(dst) } else { Vec::new() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::{KeyCommand, SetCommand};
+    use crate::crdt::{Dot, Hlc};
+    use crate::delta::Delta;
+    use crate::engine::kv::{KeyState, StrVal};
+    use crate::shard::ShardConfig;
+
+    fn b(s: &'static str) -> Bytes {
+        Bytes::from_static(s.as_bytes())
+    }
+
+    fn events(shard: &mut Shard) -> Vec<(&'static str, Bytes)> {
+        shard.take_notifications().into_iter().map(|e| (e.event, e.key)).collect()
+    }
+
+    fn sets(cmd: SetCommand) -> ShardOp {
+        ShardOp::Key(KeyCommand::SetFamily(cmd))
+    }
+
+    #[test]
+    fn a_command_raises_new_then_its_event_then_del_when_it_empties_the_key() {
+        let mut shard = Shard::new(ShardConfig::new(0, 1));
+        shard.set_notify_flags(Flags::parse("KAn").unwrap());
+        shard.apply(sets(SetCommand::Add { key: b("s"), members: vec![b("a")] }), 10);
+        shard.apply(sets(SetCommand::Add { key: b("s"), members: vec![b("a")] }), 11);
+        shard.apply(sets(SetCommand::Rem { key: b("s"), members: vec![b("a")] }), 12);
+        assert_eq!(
+            events(&mut shard),
+            [("new", b("s")), ("sadd", b("s")), ("srem", b("s")), ("del", b("s"))],
+            "no sadd for a member already there"
+        );
+    }
+
+    #[test]
+    fn off_nothing_is_raised_and_a_quiet_step_raises_only_expiries() {
+        let mut shard = Shard::new(ShardConfig::new(0, 1));
+        shard.apply(sets(SetCommand::Add { key: b("s"), members: vec![b("a")] }), 10);
+        assert!(!shard.has_notifications(), "off by default");
+        shard.set_notify_flags(Flags::parse("KEA").unwrap());
+        shard.apply(ShardOp::Quiet(Box::new(sets(SetCommand::Rem { key: b("s"), members: vec![b("a")] }))), 11);
+        assert!(!shard.has_notifications());
+        shard.apply(ShardOp::Notify(vec![KeyEvent::new(Class::Set, "srem", b("s"))]), 12);
+        assert_eq!(events(&mut shard), [("srem", b("s"))]);
+    }
+
+    #[test]
+    fn a_read_of_a_missing_key_raises_keymiss_after_the_expiry_it_caused() {
+        let mut shard = Shard::new(ShardConfig::new(0, 1));
+        let set = KeyCommand::Set {
+            key: b("k"),
+            value: b("v"),
+            condition: crate::command::SetCondition::Always,
+            ttl: crate::command::TtlChange::AtMs(20),
+            reply: crate::command::SetReply::Ok,
+            command: "set",
+        };
+        shard.apply(ShardOp::Key(set), 10);
+        shard.set_notify_flags(Flags::parse("KExm").unwrap());
+        shard.apply(ShardOp::Key(KeyCommand::Get(b("k"))), 30);
+        shard.apply(ShardOp::Key(KeyCommand::Get(b("k"))), 31);
+        assert_eq!(events(&mut shard), [("expired", b("k")), ("keymiss", b("k")), ("keymiss", b("k"))]);
+    }
+
+    #[test]
+    fn a_merge_that_changes_a_key_raises_merged_and_one_that_changes_nothing_raises_nothing() {
+        let mut config = ShardConfig::new(0, 1);
+        config.replicate = true;
+        let mut shard = Shard::new(config);
+        shard.set_notify_flags(Flags::parse("KEAn").unwrap());
+        let remote =
+            |ms: u64| Delta::Key { key: b("k"), state: KeyState::with_value(Dot::new(Hlc::from_parts(ms, 0), 2), StrVal::Int(1), None) };
+        shard.apply(ShardOp::MergeRemote(vec![remote(5), remote(6)]), 10);
+        assert_eq!(events(&mut shard), [("new", b("k")), ("merged", b("k"))], "once per key per batch");
+        shard.apply(ShardOp::MergeRemote(vec![remote(6)]), 11);
+        assert!(!shard.has_notifications(), "a state already here changes nothing");
+    }
 }

@@ -58,7 +58,12 @@ pub async fn list_multi(access: &impl Shards, cmd: ListMulti) -> Frame {
 /// answers nil, a source or destination of another type WRONGTYPE, before anything moves.
 /// The pop and the push run quietly; their events are raised after, in Redis's order
 /// (the push on `dst`, then the pop on `src` and its `del` if it emptied).
-fn lmove(parked: &mut Parked, (from, src, src_end): (usize, Bytes, End), (to, dst, dst_end): (usize, Bytes, End), notifying: bool) -> Frame {
+fn lmove(
+    parked: &mut Parked,
+    (from, src, src_end): (usize, Bytes, End),
+    (to, dst, dst_end): (usize, Bytes, End),
+    notifying: bool,
+) -> Frame {
     let wrong_type = || errors::error(errors::WRONG_TYPE);
     match type_of(parked, from, &src) {
         Ok(name) if name.as_ref() == b"none" => return Frame::Null,

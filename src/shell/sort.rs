@@ -13,8 +13,8 @@ use bytes::Bytes;
 use futures_util::FutureExt;
 
 use super::shards::{ParkedShards, Shards};
-use crate::command::sort::{SortCommand, pattern_target};
 use crate::command::list::{End, ListCommand};
+use crate::command::sort::{SortCommand, pattern_target};
 use crate::command::{Command, KeyCommand, errors, parse_command};
 use crate::protocol::Frame;
 use crate::shard::{ShardOp, ShardReply};

@@ -81,8 +81,8 @@ pub async fn zset_multi(access: &impl Shards, cmd: ZsetMulti) -> Frame {
         }
         ZsetMulti::RangeStore { dst, src, query } => {
             let (from, to) = (access.shard_of(&src), access.shard_of(&dst));
-            let event =
-                super::fanout::notifying(access).then(|| KeyEvent::new(Class::Zset, crate::engine::kv::zsets::store_event(None), dst.clone()));
+            let event = super::fanout::notifying(access)
+                .then(|| KeyEvent::new(Class::Zset, crate::engine::kv::zsets::store_event(None), dst.clone()));
             access
                 .run_atomic(shards, move |parked| match parked.apply(from, ShardOp::ZsetRange { key: src, query }) {
                     ShardReply::ScoredLists(mut lists) => {
