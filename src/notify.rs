@@ -195,8 +195,8 @@ pub struct Notifier {
     /// raise, as they would whoever looked.
     quiet: bool,
     pending: Vec<KeyEvent>,
-    /// Events dropped at [`PENDING_EVENTS_MAX`].
-    pub dropped: u64,
+    /// Events dropped at [`PENDING_EVENTS_MAX`] since the last [`Notifier::take_dropped`].
+    dropped: u64,
 }
 
 impl Notifier {
@@ -272,6 +272,11 @@ impl Notifier {
     /// Every event raised since the last call, in the order raised.
     pub fn take(&mut self) -> Vec<KeyEvent> {
         std::mem::take(&mut self.pending)
+    }
+
+    /// Events dropped since the last call (the shell says so in its log).
+    pub fn take_dropped(&mut self) -> u64 {
+        std::mem::take(&mut self.dropped)
     }
 }
 
@@ -396,6 +401,7 @@ mod tests {
             notifier.raise(Class::Generic, "del", b"k");
         }
         assert_eq!(notifier.take().len(), PENDING_EVENTS_MAX);
-        assert_eq!(notifier.dropped, 3);
+        assert_eq!(notifier.take_dropped(), 3);
+        assert_eq!(notifier.take_dropped(), 0);
     }
 }

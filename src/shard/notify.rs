@@ -27,9 +27,10 @@ impl Shard {
         self.kv.notify.take()
     }
 
-    /// Events dropped because too many waited (`notify::PENDING_EVENTS_MAX`).
-    pub fn notifications_dropped(&self) -> u64 {
-        self.kv.notify.dropped
+    /// Events dropped since the last call because too many waited
+    /// (`notify::PENDING_EVENTS_MAX`).
+    pub fn take_notifications_dropped(&mut self) -> u64 {
+        self.kv.notify.take_dropped()
     }
 
     /// `ShardOp::Quiet` (the step runs with only expiries raising) and `ShardOp::Notify`

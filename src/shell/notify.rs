@@ -25,4 +25,8 @@ pub fn publish_raised(shard: &mut Shard, state: &ServerState) {
             state.pubsub.publish(false, &channel, &message);
         }
     }
+    let dropped = shard.take_notifications_dropped();
+    if dropped > 0 {
+        tracing::warn!(dropped, "keyspace notifications dropped: one batch raised more than {}", crate::notify::PENDING_EVENTS_MAX);
+    }
 }
