@@ -8,7 +8,7 @@
 use crate::engine::kv::EncodingLimits;
 use std::path::PathBuf;
 use std::sync::RwLock;
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU16, AtomicUsize, Ordering};
 
 use clap::Parser;
 
@@ -115,6 +115,11 @@ pub struct Config {
     /// pubsub 32mb 8mb 60`.
     #[arg(long, action = clap::ArgAction::Append)]
     pub client_output_buffer_limit: Vec<String>,
+
+    /// Keyspace notifications (`notify-keyspace-events`): Redis's class letters
+    /// `KEg$lshzxetmdnA`; empty (the default) publishes none.
+    #[arg(long, default_value = "", value_parser = parse_notify_flags)]
+    pub notify_keyspace_events: String,
 
     /// Testing only: hold recovery this long before loading the data, so that a test
     /// can watch clients get `-LOADING`.
@@ -326,6 +331,8 @@ pub struct RuntimeConfig {
     /// quicklist whatever they say).
     list_max_listpack_size: AtomicI64,
     list_compress_depth: AtomicI64,
+    /// `notify-keyspace-events`, as `crate::notify::Flags` bits.
+    notify_keyspace_events: AtomicU16,
 }
 
 /// The values `sanitize-dump-payload` takes, in Redis's order (its default first).
@@ -369,7 +376,12 @@ impl RuntimeConfig {
             sanitize_dump_payload: AtomicUsize::new(0),
             list_max_listpack_size: AtomicI64::new(-2),
             list_compress_depth: AtomicI64::new(0),
+            notify_keyspace_events: AtomicU16::new(crate::notify::Flags::parse(&config.notify_keyspace_events).unwrap_or_default().bits()),
         }
+    }
+
+    pub fn notify_keyspace_events(&self) -> crate::notify::Flags {
+        crate::notify::Flags::from_bits(self.notify_keyspace_events.load(Ordering::Relaxed))
     }
 
     pub fn encoding_limits(&self) -> EncodingLimits {
@@ -421,6 +433,7 @@ impl RuntimeConfig {
         entries.push(("list-max-ziplist-size", listpack_size.clone()));
         entries.push(("list-max-listpack-size", listpack_size));
         entries.push(("list-compress-depth", self.list_compress_depth.load(Ordering::Relaxed).to_string()));
+        entries.push(("notify-keyspace-events", self.notify_keyspace_events().to_string()));
         entries
     }
 
@@ -507,6 +520,11 @@ impl RuntimeConfig {
                     ));
                 };
                 self.sanitize_dump_payload.store(i, Ordering::Relaxed)
+            }
+            "notify-keyspace-events" => {
+                let flags = crate::notify::Flags::parse(value)
+                    .map_err(|why| format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"))?;
+                self.notify_keyspace_events.store(flags.bits(), Ordering::Relaxed)
             }
             // Meridian writes no RDB snapshots: accepted (test suites and tools set it) and
             // ignored; CONFIG GET save stays empty.
@@ -649,6 +667,10 @@ impl std::fmt::Display for OutputBufferLimits {
         }
         Ok(())
     }
+}
+
+fn parse_notify_flags(text: &str) -> Result<String, String> {
+    crate::notify::Flags::parse(text).map(|_| text.to_string()).map_err(str::to_string)
 }
 
 fn parse_size_arg(text: &str) -> Result<usize, String> {

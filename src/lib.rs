@@ -11,6 +11,8 @@
 //! - [`delta`]: the deltas shards produce, their byte codec, and the per-shard buffers
 //!   that persistence and replication drain; beneath both and the shard.
 //! - [`shard`]: the deterministic shard state machine that owns a keyspace partition.
+//! - [`notify`]: keyspace notifications: their flags, the events commands raise, and
+//!   the channels they are published on ([`pubsub`] says who hears them).
 //! - [`replication`]: peer link messages, authentication, batching, Merkle leaves.
 //! - [`persistence`]: segment codec, streamer, manifest, checkpoints and recovery.
 //! - [`config`]: every setting, its flag, default and `CONFIG` name.
@@ -25,6 +27,7 @@ pub mod config;
 pub mod crdt;
 pub mod delta;
 pub mod engine;
+pub mod notify;
 pub mod persistence;
 pub mod protocol;
 pub mod pubsub;

@@ -19,6 +19,7 @@ use crate::engine::kv::{DeltaSink, KeyState, KvEngine, WriteCtx};
 use crate::protocol::Frame;
 use crate::routing;
 
+mod notify;
 mod ops;
 
 pub use ops::{ShardOp, ShardReply, ShardStats};
@@ -172,6 +173,7 @@ impl Shard {
             ShardOp::StoreZset { .. } => true,
             ShardOp::ListMulti(_) => true,
             ShardOp::Keyspace(KeyspaceCommand::Flush) => true,
+            ShardOp::Quiet(op) => Self::is_write(op),
             _ => false,
         }
     }
@@ -214,6 +216,14 @@ impl Shard {
     }
 
     fn apply_op(&mut self, op: ShardOp, now_ms: u64) -> ShardReply {
+        // The one test keyspace notifications cost a command when they are off.
+        if self.kv.notify.wants(&[crate::notify::Class::KeyMiss]) {
+            self.raise_key_misses(&op, now_ms);
+        }
+        // Tested before matching, so that the common op is not moved for them.
+        if matches!(op, ShardOp::Quiet(_) | ShardOp::Notify(_)) {
+            return self.apply_notification_op(op, now_ms);
+        }
         self.ops_applied += 1;
         if Self::is_write(&op) && !self.deltas.has_room() {
             return ShardReply::Frame(Frame::static_error(DELTA_LOG_FULL));
@@ -253,10 +263,14 @@ impl Shard {
                 if src == dst {
                     return ShardReply::Frame(if nx { Frame::Integer(0) } else { Frame::ok() });
                 }
+                let events = notify::renamed_if_wanted(&kv.notify, &src, &dst);
                 if !kv.restore(&mut ctx, dst, snapshot, !nx) {
                     return ShardReply::Frame(Frame::Integer(0));
                 }
+                let was_quiet = kv.notify.set_quiet(true);
                 kv.del(&mut ctx, std::slice::from_ref(&src));
+                kv.notify.set_quiet(was_quiet);
+                kv.notify.raise_all(events);
                 if nx { Frame::Integer(1) } else { Frame::ok() }
             }
             ShardOp::Copy { src, dst, replace } => {
@@ -265,7 +279,14 @@ impl Shard {
                 }
                 match kv.snapshot(&src, now_ms) {
                     None => Frame::Integer(0),
-                    Some(snapshot) => Frame::Integer(kv.restore(&mut ctx, dst, snapshot, replace) as i64),
+                    Some(snapshot) => {
+                        let events = notify::copied_if_wanted(&kv.notify, &dst);
+                        let copied = kv.restore(&mut ctx, dst, snapshot, replace);
+                        if copied {
+                            kv.notify.raise_all(events);
+                        }
+                        Frame::Integer(copied as i64)
+                    }
                 }
             }
             ShardOp::SetMove { src, dst, member } => kv.smove(&mut ctx, src, dst, member),
@@ -373,6 +394,7 @@ impl Shard {
             }
             ShardOp::WatchTokens(keys) => return ShardReply::Tokens(keys.iter().map(|k| kv.watch_token(k, now_ms)).collect()),
             ShardOp::Transaction { .. } => unreachable!("a transaction is applied by Shard::apply"),
+            ShardOp::Quiet(_) | ShardOp::Notify(_) => unreachable!("applied above"),
             ShardOp::MerkleLeaves => return ShardReply::Merkle(self.kv.keys.merkle().cloned().unwrap_or_default()),
             ShardOp::ExportLeaves(leaves) => {
                 let mut deltas = Vec::new();
@@ -398,10 +420,14 @@ impl Shard {
             return ShardReply::MergeRefused(deltas);
         }
         let count = deltas.len();
+        let mut watch = self.merge_watch();
         for delta in deltas {
             if matches!(delta, Delta::Forget { .. }) {
                 // What this node may forget is its own decision, never a peer's.
                 continue;
+            }
+            if let (Some(watch), Delta::Key { key, .. }) = (watch.as_mut(), &delta) {
+                self.watch_merge(watch, key);
             }
             self.clock.observe(delta.max_hlc(), now_ms, self.config.max_clock_skew_ms);
             if self.deltas.is_recording() {
@@ -419,6 +445,9 @@ impl Shard {
             self.merge_into_kv(delta);
         }
         self.remote_deltas_merged += count as u64;
+        if let Some(watch) = watch {
+            self.raise_merged(watch);
+        }
         ShardReply::Count(self.deltas.recorded_total() as i64)
     }
 

@@ -133,6 +133,13 @@ pub enum ShardOp {
     },
     /// Every key state (live or tombstone) in these anti-entropy leaves.
     ExportLeaves(Vec<u16>),
+    /// A coordinator's internal step of a command across shards (a TYPE probe, a
+    /// source's delete in a RENAME): run with every keyspace notification but expiry
+    /// held back, since the command's own events are raised by `Notify`.
+    Quiet(Box<ShardOp>),
+    /// Raise these keyspace notifications, as a command across shards decided them
+    /// (`crate::notify`); each is published if its class is on. Replies `Count(0)`.
+    Notify(Vec<crate::notify::KeyEvent>),
 }
 
 impl ShardOp {
@@ -163,6 +170,7 @@ impl ShardOp {
                 })
                 .collect(),
             ShardOp::Transaction { ops, .. } => ops.iter().flat_map(ShardOp::written_keys).collect(),
+            ShardOp::Quiet(op) => op.written_keys(),
             _ => Vec::new(),
         }
     }

@@ -155,6 +155,8 @@ pub async fn wrong_type_is_the_destinations(access: &impl Shards, command: &Bloc
         return false;
     }
     let Some(source) = command.keys.first() else { return false };
-    let reply = access.run_one(access.shard_of(source), ShardOp::Key(crate::command::KeyCommand::Type(source.clone()))).await.into_frame();
+    // A probe: it raises no keyspace notification (`keymiss`) of its own.
+    let probe = fanout::quiet(ShardOp::Key(crate::command::KeyCommand::Type(source.clone())));
+    let reply = access.run_one(access.shard_of(source), probe).await.into_frame();
     matches!(reply, Frame::Simple(name) if name.as_ref() == b"list")
 }

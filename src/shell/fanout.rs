@@ -14,8 +14,21 @@ use crate::command::bits::BitOp;
 use crate::command::lcs::{self, LcsCommand};
 use crate::command::{KeyCommand, KeyspaceCommand, MultiKeyCommand, SetAlgebra, SetCommand, SetOutput};
 use crate::engine::kv::keyspace::SLOT_SPACE;
+use crate::notify::{self, Class, KeyEvent};
 use crate::protocol::Frame;
 use crate::shard::{ShardOp, ShardReply};
+
+/// A coordinator's internal step (a probe, RENAME's delete of its source): it raises
+/// no keyspace notification of its own; the command's are raised by `ShardOp::Notify`.
+pub fn quiet(op: ShardOp) -> ShardOp {
+    ShardOp::Quiet(Box::new(op))
+}
+
+/// Whether keyspace notifications are on: a command across shards asks before paying
+/// for the steps that only decide its events.
+pub fn notifying(access: &impl Shards) -> bool {
+    access.state().runtime.notify_keyspace_events() != notify::Flags::NONE
+}
 
 fn count(reply: &ShardReply) -> Result<i64, Frame> {
     match reply {
@@ -70,6 +83,9 @@ pub async fn multi(access: &impl Shards, command: MultiKeyCommand) -> Frame {
             sum_counts(&access.run_groups(groups.into_iter().map(|(s, (keys, _))| (s, ShardOp::CountExisting(keys))).collect()).await)
         }
         MultiKeyCommand::MSetNx(pairs) => {
+            // Across shards the writes run quietly and the events follow in argument
+            // order, as Redis raises them.
+            let events = notifying(access).then(|| notify::set_all_new(pairs.iter().map(|p| &p.0)));
             let groups: Vec<(usize, Vec<(Bytes, Bytes)>)> = access.group(pairs, |p| &p.0).into_iter().map(|(s, (p, _))| (s, p)).collect();
             if let [(shard, _)] = groups[..] {
                 let pairs = groups.into_iter().next().map(|g| g.1).unwrap_or_default();
@@ -80,17 +96,21 @@ pub async fn multi(access: &impl Shards, command: MultiKeyCommand) -> Frame {
                 .run_atomic(shards, move |parked| {
                     for (shard, pairs) in &groups {
                         let keys = pairs.iter().map(|p| p.0.clone()).collect();
-                        match count(&parked.apply(*shard, ShardOp::CountExisting(keys))) {
+                        match count(&parked.apply(*shard, quiet(ShardOp::CountExisting(keys)))) {
                             Ok(0) => {}
                             Ok(_) => return Frame::Integer(0),
                             Err(e) => return e,
                         }
                     }
+                    let last = groups.last().map_or(0, |g| g.0);
                     for (shard, pairs) in groups {
-                        let reply = parked.apply(shard, ShardOp::MSet(pairs)).into_frame();
+                        let reply = parked.apply(shard, quiet(ShardOp::MSet(pairs))).into_frame();
                         if reply.is_error() {
                             return reply;
                         }
+                    }
+                    if let Some(events) = events {
+                        parked.apply(last, ShardOp::Notify(events));
                     }
                     Frame::Integer(1)
                 })
@@ -101,6 +121,7 @@ pub async fn multi(access: &impl Shards, command: MultiKeyCommand) -> Frame {
             if from == to {
                 return access.run_one(from, ShardOp::Rename { src, dst, nx }).await.into_frame();
             }
+            let notifying = notifying(access);
             access
                 .run_atomic(vec![from, to], move |parked| {
                     let snapshot = match parked.apply(from, ShardOp::Snapshot(src.clone())) {
@@ -108,13 +129,17 @@ pub async fn multi(access: &impl Shards, command: MultiKeyCommand) -> Frame {
                         ShardReply::Snapshot(None) => return crate::engine::kv::KvEngine::no_such_key(),
                         other => return other.into_frame(),
                     };
+                    let events = if notifying { notify::renamed(&src, &dst) } else { Vec::new() };
                     match parked.apply(to, ShardOp::Restore { key: dst, snapshot, replace: !nx }) {
                         ShardReply::Restored(true) => {}
                         ShardReply::Restored(false) => return Frame::Integer(0),
                         other => return other.into_frame(),
                     }
-                    if let Err(e) = count(&parked.apply(from, ShardOp::Del(vec![src]))) {
+                    if let Err(e) = count(&parked.apply(from, quiet(ShardOp::Del(vec![src])))) {
                         return e;
+                    }
+                    if !events.is_empty() {
+                        parked.apply(from, ShardOp::Notify(events));
                     }
                     if nx { Frame::Integer(1) } else { Frame::ok() }
                 })
@@ -125,6 +150,7 @@ pub async fn multi(access: &impl Shards, command: MultiKeyCommand) -> Frame {
             if from == to {
                 return access.run_one(from, ShardOp::Copy { src, dst, replace }).await.into_frame();
             }
+            let notifying = notifying(access);
             access
                 .run_atomic(vec![from, to], move |parked| {
                     let snapshot = match parked.apply(from, ShardOp::Snapshot(src)) {
@@ -132,8 +158,14 @@ pub async fn multi(access: &impl Shards, command: MultiKeyCommand) -> Frame {
                         ShardReply::Snapshot(None) => return Frame::Integer(0),
                         other => return other.into_frame(),
                     };
+                    let events = if notifying { notify::copied(&dst) } else { Vec::new() };
                     match parked.apply(to, ShardOp::Restore { key: dst, snapshot, replace }) {
-                        ShardReply::Restored(done) => Frame::Integer(done as i64),
+                        ShardReply::Restored(done) => {
+                            if done && !events.is_empty() {
+                                parked.apply(to, ShardOp::Notify(events));
+                            }
+                            Frame::Integer(done as i64)
+                        }
                         other => other.into_frame(),
                     }
                 })
@@ -161,7 +193,7 @@ async fn set_move(access: &impl Shards, src: Bytes, dst: Bytes, member: Bytes) -
         .run_atomic(vec![from, to], move |parked| {
             // TYPE of both keys, then SREM: O(1) whatever the sets' sizes.
             let type_of = |parked: &mut crate::shell::coordinator::Parked, shard: usize, key: &Bytes| match parked
-                .apply(shard, ShardOp::Key(KeyCommand::Type(key.clone())))
+                .apply(shard, quiet(ShardOp::Key(KeyCommand::Type(key.clone()))))
             {
                 ShardReply::Frame(Frame::Simple(name)) => Ok(name),
                 other => Err(other.into_frame()),
@@ -185,7 +217,7 @@ async fn set_move(access: &impl Shards, src: Bytes, dst: Bytes, member: Bytes) -
             }
             // A destination that holds the member already is left untouched, as Redis does.
             let held = SetCommand::IsMember { key: dst.clone(), member: member.clone() };
-            if parked.apply(to, ShardOp::Key(KeyCommand::SetFamily(held))).into_frame() == Frame::Integer(1) {
+            if parked.apply(to, quiet(ShardOp::Key(KeyCommand::SetFamily(held)))).into_frame() == Frame::Integer(1) {
                 return Frame::Integer(1);
             }
             let add = SetCommand::Add { key: dst, members: vec![member] };
@@ -230,6 +262,7 @@ async fn set_algebra(access: &impl Shards, op: SetAlgebra, keys: Vec<Bytes>, out
     match output {
         SetOutput::Store(dst) => {
             let to = access.shard_of(&dst);
+            let notifying = notifying(access);
             access
                 .run_atomic(shards, move |parked| {
                     let mut replies = Vec::with_capacity(groups.len());
@@ -243,7 +276,8 @@ async fn set_algebra(access: &impl Shards, op: SetAlgebra, keys: Vec<Bytes>, out
                         Err(error) => return error,
                     };
                     let members = crate::engine::kv::sets::combine(op, lists, 0);
-                    parked.apply(to, ShardOp::StoreSet { key: dst, members }).into_frame()
+                    let event = notifying.then(|| KeyEvent::new(Class::Set, crate::engine::kv::sets::store_event(op), dst.clone()));
+                    store_and_notify(parked, to, ShardOp::StoreSet { key: dst, members }, event)
                 })
                 .await
         }
@@ -256,6 +290,19 @@ async fn set_algebra(access: &impl Shards, op: SetAlgebra, keys: Vec<Bytes>, out
             }
         }
     }
+}
+
+/// A STORE across shards: `store` (StoreSet, StoreZset) raises `new` or `del` itself;
+/// the command's own `event` follows when it stored something, as Redis raises it.
+/// `event` is `None` while notifications are off (no extra step then).
+pub fn store_and_notify(parked: &mut crate::shell::coordinator::Parked, to: usize, store: ShardOp, event: Option<KeyEvent>) -> Frame {
+    let reply = parked.apply(to, store).into_frame();
+    if let Some(event) = event
+        && matches!(reply, Frame::Integer(n) if n > 0)
+    {
+        parked.apply(to, ShardOp::Notify(vec![event]));
+    }
+    reply
 }
 
 /// BITOP. All keys on one shard: run there, atomically. Across shards, under the

@@ -7,15 +7,18 @@
 use bytes::Bytes;
 
 use super::coordinator::Parked;
+use super::fanout::{notifying, quiet};
 use super::shards::Shards;
 use crate::command::list::{End, ListCommand, ListMulti};
 use crate::command::{KeyCommand, errors};
+use crate::engine::kv::lists::{pop_event, push_event};
+use crate::notify::{Class, KeyEvent};
 use crate::protocol::Frame;
 use crate::shard::{ShardOp, ShardReply};
 
 /// TYPE of a key on a parked shard.
 fn type_of(parked: &mut Parked, shard: usize, key: &Bytes) -> Result<Bytes, Frame> {
-    match parked.apply(shard, ShardOp::Key(KeyCommand::Type(key.clone()))) {
+    match parked.apply(shard, quiet(ShardOp::Key(KeyCommand::Type(key.clone())))) {
         ShardReply::Frame(Frame::Simple(name)) => Ok(name),
         other => Err(other.into_frame()),
     }
@@ -31,7 +34,8 @@ pub async fn list_multi(access: &impl Shards, cmd: ListMulti) -> Frame {
     match cmd {
         ListMulti::Move { src, dst, from, to } => {
             let (src_shard, dst_shard) = (access.shard_of(&src), access.shard_of(&dst));
-            access.run_atomic(shards, move |parked| lmove(parked, (src_shard, src, from), (dst_shard, dst, to))).await
+            let notifying = notifying(access);
+            access.run_atomic(shards, move |parked| lmove(parked, (src_shard, src, from), (dst_shard, dst, to), notifying)).await
         }
         ListMulti::MPop { keys, end, count } => {
             let targets: Vec<(usize, Bytes)> = keys.into_iter().map(|k| (access.shard_of(&k), k)).collect();
@@ -52,7 +56,14 @@ pub async fn list_multi(access: &impl Shards, cmd: ListMulti) -> Frame {
 
 /// LMOVE across two parked shards, with Redis's checks in its order: a missing source
 /// answers nil, a source or destination of another type WRONGTYPE, before anything moves.
-fn lmove(parked: &mut Parked, (from, src, src_end): (usize, Bytes, End), (to, dst, dst_end): (usize, Bytes, End)) -> Frame {
+/// The pop and the push run quietly; their events are raised after, in Redis's order
+/// (the push on `dst`, then the pop on `src` and its `del` if it emptied).
+fn lmove(
+    parked: &mut Parked,
+    (from, src, src_end): (usize, Bytes, End),
+    (to, dst, dst_end): (usize, Bytes, End),
+    notifying: bool,
+) -> Frame {
     let wrong_type = || errors::error(errors::WRONG_TYPE);
     match type_of(parked, from, &src) {
         Ok(name) if name.as_ref() == b"none" => return Frame::Null,
@@ -60,20 +71,34 @@ fn lmove(parked: &mut Parked, (from, src, src_end): (usize, Bytes, End), (to, ds
         Ok(_) => return wrong_type(),
         Err(error) => return error,
     }
-    match type_of(parked, to, &dst) {
-        Ok(name) if name.as_ref() == b"none" || name.as_ref() == b"list" => {}
+    let dst_is_new = match type_of(parked, to, &dst) {
+        Ok(name) if name.as_ref() == b"none" => true,
+        Ok(name) if name.as_ref() == b"list" => false,
         Ok(_) => return wrong_type(),
         Err(error) => return error,
-    }
-    let pop = ListCommand::Pop { key: src, end: src_end, count: None };
-    let element = match parked.apply(from, ShardOp::Key(KeyCommand::List(pop))).into_frame() {
+    };
+    let pop = ListCommand::Pop { key: src.clone(), end: src_end, count: None };
+    let element = match parked.apply(from, quiet(ShardOp::Key(KeyCommand::List(pop)))).into_frame() {
         Frame::Bulk(element) => element,
         other => return other,
     };
-    let push = ListCommand::Push { key: dst, end: dst_end, elements: vec![element.clone()], only_if_exists: false };
-    let reply = parked.apply(to, ShardOp::Key(KeyCommand::List(push))).into_frame();
+    let push = ListCommand::Push { key: dst.clone(), end: dst_end, elements: vec![element.clone()], only_if_exists: false };
+    let reply = parked.apply(to, quiet(ShardOp::Key(KeyCommand::List(push)))).into_frame();
     if reply.is_error() {
         return reply;
+    }
+    if notifying {
+        let mut pushed = Vec::with_capacity(2);
+        if dst_is_new {
+            pushed.push(KeyEvent::new(Class::New, "new", dst.clone()));
+        }
+        pushed.push(KeyEvent::new(Class::List, push_event(dst_end), dst));
+        parked.apply(to, ShardOp::Notify(pushed));
+        let mut popped = vec![KeyEvent::new(Class::List, pop_event(src_end), src.clone())];
+        if matches!(type_of(parked, from, &src), Ok(name) if name.as_ref() == b"none") {
+            popped.push(KeyEvent::new(Class::Generic, "del", src));
+        }
+        parked.apply(from, ShardOp::Notify(popped));
     }
     Frame::Bulk(element)
 }

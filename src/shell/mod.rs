@@ -15,6 +15,7 @@ pub mod list_fanout;
 pub mod loading;
 pub mod memory;
 pub mod metrics;
+pub mod notify;
 pub mod peer_link;
 pub mod persistence;
 pub mod pubsub;

@@ -37,7 +37,7 @@ fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerSta
     let shard: SharedShard = Rc::new(RefCell::new(shard));
     let local = LocalSet::new();
     local.block_on(&runtime, async {
-        tokio::task::spawn_local(expire_loop(shard.clone()));
+        tokio::task::spawn_local(expire_loop(shard.clone(), state.clone()));
         while let Some(msg) = mailbox.recv().await {
             match msg {
                 ShardMsg::Batch { ops, reply } => {
@@ -77,12 +77,15 @@ fn serve_parked(
     }
 }
 
-async fn expire_loop(shard: SharedShard) {
+async fn expire_loop(shard: SharedShard, state: Arc<ServerState>) {
     loop {
         let more_due = {
             let mut shard = shard.borrow_mut();
             let now = now_ms();
+            // Active expiry raises `expired` as a lazy one does.
+            super::notify::sync_flags(&mut shard, &state);
             shard.tick(now);
+            super::notify::publish_raised(&mut shard, &state);
             shard.has_due_expiry(now)
         };
         // When a tick hit its bound, let other tasks run and come straight back.

@@ -28,7 +28,9 @@ pub fn apply_local_one(shard: &SharedShard, state: &ServerState, op: ShardOp, no
     let mut shard = shard.borrow_mut();
     shard.set_string_bytes_max(state.runtime.proto_max_bulk_len());
     shard.set_encoding_limits(state.runtime.encoding_limits());
+    super::notify::sync_flags(&mut shard, state);
     let reply = shard.apply(op, now_ms);
+    super::notify::publish_raised(&mut shard, state);
     wake_batcher_if_ready(&mut shard, state);
     if !written.is_empty() {
         state.waiters.wake(&written);
@@ -44,7 +46,9 @@ pub fn apply_local(shard: &SharedShard, state: &ServerState, ops: Vec<ShardOp>) 
     let mut shard = shard.borrow_mut();
     shard.set_string_bytes_max(state.runtime.proto_max_bulk_len());
     shard.set_encoding_limits(state.runtime.encoding_limits());
+    super::notify::sync_flags(&mut shard, state);
     let replies = ops.into_iter().map(|op| shard.apply(op, now)).collect();
+    super::notify::publish_raised(&mut shard, state);
     wake_batcher_if_ready(&mut shard, state);
     if !written.is_empty() {
         state.waiters.wake(&written);

@@ -13,8 +13,9 @@ use bytes::Bytes;
 use futures_util::FutureExt;
 
 use super::shards::{ParkedShards, Shards};
+use crate::command::list::{End, ListCommand};
 use crate::command::sort::{SortCommand, pattern_target};
-use crate::command::{Command, errors, parse_command};
+use crate::command::{Command, KeyCommand, errors, parse_command};
 use crate::protocol::Frame;
 use crate::shard::{ShardOp, ShardReply};
 
@@ -189,16 +190,26 @@ async fn sort_on(access: &impl Shards, command: SortCommand) -> Frame {
     let Some(dst) = command.store else {
         return Frame::Array(outputs.into_iter().map(|v| v.map_or(Frame::Null, Frame::Bulk)).collect());
     };
+    // The delete and the push run quietly: SORT STORE raises `sortstore` (or `del` for
+    // an empty result), as Redis does, not the steps' own events.
     let shard = access.shard_of(&dst);
-    if let ShardReply::Frame(error @ Frame::Error(_)) = access.run_one(shard, ShardOp::Del(vec![dst.clone()])).await {
-        return error;
-    }
+    let existed = match access.run_one(shard, super::fanout::quiet(ShardOp::Del(vec![dst.clone()]))).await {
+        ShardReply::Frame(error @ Frame::Error(_)) => return error,
+        ShardReply::Count(n) => n > 0,
+        _ => false,
+    };
     if !outputs.is_empty() {
-        let mut push = vec![word("RPUSH"), dst];
-        push.extend(outputs.iter().map(|v| v.clone().unwrap_or_default()));
-        let reply = run(access, push).await;
+        let elements = outputs.iter().map(|v| v.clone().unwrap_or_default()).collect();
+        let push = ListCommand::Push { key: dst.clone(), end: End::Right, elements, only_if_exists: false };
+        let reply = access.run_one(shard, super::fanout::quiet(ShardOp::Key(KeyCommand::List(push)))).await.into_frame();
         if reply.is_error() {
             return reply;
+        }
+    }
+    if super::fanout::notifying(access) {
+        let events = crate::notify::stored(crate::notify::Class::List, "sortstore", &dst, existed, !outputs.is_empty());
+        if !events.is_empty() {
+            access.run_one(shard, ShardOp::Notify(events)).await;
         }
     }
     Frame::Integer(outputs.len() as i64)

@@ -12,6 +12,7 @@ use crate::command::ZsetMulti;
 use crate::command::zset::ZOutput;
 use crate::engine::kv::zset_query::{self, Scored};
 use crate::engine::kv::zsets::algebra_reply;
+use crate::notify::{Class, KeyEvent};
 use crate::protocol::Frame;
 use crate::shard::{ShardOp, ShardReply};
 
@@ -48,6 +49,8 @@ pub async fn zset_multi(access: &impl Shards, cmd: ZsetMulti) -> Frame {
             match output {
                 ZOutput::Store(dst) => {
                     let to = access.shard_of(&dst);
+                    let event = super::fanout::notifying(access)
+                        .then(|| KeyEvent::new(Class::Zset, crate::engine::kv::zsets::store_event(Some(op)), dst.clone()));
                     access
                         .run_atomic(shards, move |parked| {
                             let mut replies = Vec::with_capacity(groups.len());
@@ -59,7 +62,7 @@ pub async fn zset_multi(access: &impl Shards, cmd: ZsetMulti) -> Frame {
                             match gather(total, replies, positions) {
                                 Ok(lists) => {
                                     let members = zset_query::combine(op, lists, weights.as_deref(), aggregate, 0);
-                                    parked.apply(to, ShardOp::StoreZset { key: dst, members }).into_frame()
+                                    super::fanout::store_and_notify(parked, to, ShardOp::StoreZset { key: dst, members }, event)
                                 }
                                 Err(error) => error,
                             }
@@ -78,11 +81,13 @@ pub async fn zset_multi(access: &impl Shards, cmd: ZsetMulti) -> Frame {
         }
         ZsetMulti::RangeStore { dst, src, query } => {
             let (from, to) = (access.shard_of(&src), access.shard_of(&dst));
+            let event = super::fanout::notifying(access)
+                .then(|| KeyEvent::new(Class::Zset, crate::engine::kv::zsets::store_event(None), dst.clone()));
             access
                 .run_atomic(shards, move |parked| match parked.apply(from, ShardOp::ZsetRange { key: src, query }) {
                     ShardReply::ScoredLists(mut lists) => {
                         let members = lists.pop().flatten().unwrap_or_default();
-                        parked.apply(to, ShardOp::StoreZset { key: dst, members }).into_frame()
+                        super::fanout::store_and_notify(parked, to, ShardOp::StoreZset { key: dst, members }, event)
                     }
                     other => other.into_frame(),
                 })

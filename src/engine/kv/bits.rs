@@ -14,6 +14,7 @@ use super::strings::check_string;
 use super::{KvEngine, WriteCtx, key_hash};
 use crate::command::bits::{BIT_OFFSET_INVALID, BitCommand, BitOp, BitRange, FieldOp, FieldOpKind, FieldType, Overflow};
 use crate::command::errors;
+use crate::notify::Class;
 use crate::protocol::Frame;
 
 /// Redis's normalisation of a `start end` range over `total` units: negative from the
@@ -246,7 +247,9 @@ impl KvEngine {
             value.extend_from_slice(&current);
             value.resize(current.len().max(byte + 1), 0);
             set_bits(&mut value, offset, 1, on as u64);
+            let event_key = self.notify.key_for(&[Class::String], &key);
             self.write_whole_value(ctx, key, hash, old, value.freeze());
+            self.notify.raise_for(Class::String, "setbit", event_key.as_ref());
         }
         Frame::Integer(was_on as i64)
     }
@@ -279,6 +282,8 @@ impl KvEngine {
         value.extend_from_slice(&current);
         value.resize(len, 0);
         let mut replies = Vec::with_capacity(ops.len());
+        // Writes that ran (an overflow FAIL does not): Redis notifies `setbit` once if any.
+        let mut changes = 0;
         for op in &ops {
             let raw = get_bits(&value, op.offset, op.field.bits);
             let reply = match op.kind {
@@ -286,6 +291,7 @@ impl KvEngine {
                 _ => match field_write(raw, op) {
                     Some((new_raw, reply)) => {
                         set_bits(&mut value, op.offset, op.field.bits, new_raw);
+                        changes += 1;
                         Frame::Integer(reply)
                     }
                     None => Frame::Null,
@@ -293,9 +299,11 @@ impl KvEngine {
             };
             replies.push(reply);
         }
+        let event_key = if changes > 0 { self.notify.key_for(&[Class::String], &key) } else { None };
         if old.is_none() || len > current.len() || value[..] != current[..] {
             self.write_whole_value(ctx, key, hash, old, value.freeze());
         }
+        self.notify.raise_for(Class::String, "setbit", event_key.as_ref());
         Frame::Array(replies)
     }
 }

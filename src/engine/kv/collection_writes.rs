@@ -10,6 +10,7 @@ use bytes::Bytes;
 use super::value::KeyKind;
 use super::{KeyState, KvEngine, WriteCtx, key_hash};
 use crate::crdt::{Dot, Hlc};
+use crate::notify::Class;
 
 /// Which collection part of a key a write goes to.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -42,6 +43,22 @@ impl Part {
 }
 
 impl KvEngine {
+    /// A copy of `key` for a collection command's events when its class, or `del` (the
+    /// key's last element may go), raises: `None` costs nothing.
+    pub(super) fn event_key(&self, class: Class, key: &Bytes) -> Option<Bytes> {
+        self.notify.key_for(&[class, Class::Generic], key)
+    }
+
+    /// Raise a collection command's `event` for `key` (from [`KvEngine::event_key`]),
+    /// then `del` if the command removed its last element, in Redis's order.
+    pub(super) fn raise_collection_event(&mut self, class: Class, event: &'static str, key: Option<Bytes>) {
+        let Some(key) = key else { return };
+        self.notify.raise_for(class, event, Some(&key));
+        if self.keys.get(&key, key_hash(&key)).is_none() {
+            self.notify.raise_for(Class::Generic, "del", Some(&key));
+        }
+    }
+
     /// Apply `write(i, dot, incarnation, element)` to the element named `names[i]`, for
     /// every `i`, at one dot. `increments`: some write adds to a counter (it needs the
     /// process's counter incarnation). The caller has checked the key's type.

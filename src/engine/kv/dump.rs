@@ -19,6 +19,7 @@ use super::zsets::zset_encoding;
 use super::{KvEngine, StrVal, WriteCtx, key_hash};
 use crate::command::RestoreCommand;
 use crate::command::dump::{DumpedValue, Layout, encode_payload};
+use crate::notify::{Class, KeyEvent};
 use crate::protocol::Frame;
 
 const BUSYKEY: &str = "BUSYKEY Target key name already exists.";
@@ -94,12 +95,18 @@ impl KvEngine {
             Some(_) => {
                 if exists {
                     self.delete(ctx, &key, hash);
+                    self.notify.raise(Class::Generic, "del", &key);
                 }
                 return Frame::ok();
             }
         };
+        let event_key = self.notify.key_for(&[Class::New, Class::Generic], &key);
         let written = self.restore(ctx, key, KeySnapshot { value, expire_at_ms }, true);
         debug_assert!(written, "a replacing restore always writes");
+        // As Redis: the key is added anew (even over one it replaced), then `restore`.
+        if let Some(key) = event_key {
+            self.notify.raise_all(vec![KeyEvent::new(Class::New, "new", key.clone()), KeyEvent::new(Class::Generic, "restore", key)]);
+        }
         Frame::ok()
     }
 }

@@ -15,6 +15,7 @@ use super::{KeyState, KvEngine, StrVal, WriteCtx, key_hash};
 use crate::command::errors;
 use crate::command::hash::{ElementScan, HSetReply, HashCommand};
 use crate::crdt::{Dot, Hlc};
+use crate::notify::Class;
 use crate::protocol::Frame;
 
 /// Tries at drawing a live entry by index before HRANDFIELD lists the live fields.
@@ -128,7 +129,9 @@ impl KvEngine {
             writes.push((field.clone(), FieldWrite::Set(StrVal::from_bytes(value.clone()))));
         }
         writes.reverse();
+        let event_key = self.event_key(Class::Hash, &key);
         self.write_fields(ctx, key, writes);
+        self.raise_collection_event(Class::Hash, "hset", event_key);
         Ok(match reply {
             HSetReply::Added => Frame::Integer(added),
             HSetReply::Ok => Frame::ok(),
@@ -149,7 +152,9 @@ impl KvEngine {
         }
         let removed = writes.len() as i64;
         if removed > 0 {
+            let event_key = self.event_key(Class::Hash, &key);
             self.write_fields(ctx, key, writes);
+            self.raise_collection_event(Class::Hash, "hdel", event_key);
         }
         Ok(Frame::Integer(removed))
     }
@@ -161,7 +166,9 @@ impl KvEngine {
             Some(value) => value.as_i64().ok_or_else(|| Frame::static_error("ERR hash value is not an integer"))?,
         };
         let next = current.checked_add(by).ok_or_else(|| errors::error(errors::OVERFLOW))?;
+        let event_key = self.event_key(Class::Hash, &key);
         self.write_fields(ctx, key, vec![(field, FieldWrite::IncrBy(by))]);
+        self.raise_collection_event(Class::Hash, "hincrby", event_key);
         Ok(Frame::Integer(next))
     }
 
@@ -175,6 +182,8 @@ impl KvEngine {
             return Err(errors::error(errors::NAN_OR_INFINITY));
         }
         self.write_fields(ctx, key.clone(), vec![(field.clone(), FieldWrite::IncrByFloat(by))]);
+        let event_key = self.event_key(Class::Hash, &key);
+        self.raise_collection_event(Class::Hash, "hincrbyfloat", event_key);
         let written = self.hash_fields(&key, ctx.now_ms)?.and_then(|h| h.get(&field)).and_then(|s| s.read());
         Ok(Frame::Bulk(written.map(|v| v.to_bytes()).unwrap_or_else(|| Bytes::from(format_float(current + by)))))
     }

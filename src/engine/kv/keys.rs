@@ -13,6 +13,7 @@ use super::zsets::zset_encoding;
 use super::{KeyState, KvEngine, StrVal, WriteCtx, key_hash};
 use crate::command::errors::{self, invalid_expire};
 use crate::command::{ExpireCondition, TimeUnit};
+use crate::notify::Class;
 use crate::protocol::Frame;
 
 /// A key's readable value and TTL, moved between shards by RENAME and COPY.
@@ -66,12 +67,15 @@ impl KvEngine {
         if refused {
             return Frame::Integer(0);
         }
+        // A time already past deletes the key, and Redis says `del`, not `expire`.
         if when <= ctx.now_ms as i64 {
             self.delete(ctx, key, hash);
+            self.notify.raise(Class::Generic, "del", key);
         } else {
             let dot = ctx.next_dot();
             state.expire_at(dot, when as u64);
             self.commit(ctx, key.clone(), hash, state);
+            self.notify.raise(Class::Generic, "expire", key);
         }
         Frame::Integer(1)
     }
@@ -113,6 +117,7 @@ impl KvEngine {
         let dot = ctx.next_dot();
         state.persist(dot);
         self.commit(ctx, key.clone(), hash, state);
+        self.notify.raise(Class::Generic, "persist", key);
         Frame::Integer(1)
     }
 
@@ -191,7 +196,14 @@ impl KvEngine {
 
     /// DEL/UNLINK for the keys of this shard: how many existed.
     pub fn del(&mut self, ctx: &mut WriteCtx, keys: &[Bytes]) -> i64 {
-        keys.iter().filter(|key| self.delete(ctx, key, key_hash(key))).count() as i64
+        let mut deleted = 0;
+        for key in keys {
+            if self.delete(ctx, key, key_hash(key)) {
+                self.notify.raise(Class::Generic, "del", key);
+                deleted += 1;
+            }
+        }
+        deleted
     }
 
     /// EXISTS/TOUCH for the keys of this shard (a key named twice counts twice).
@@ -216,13 +228,21 @@ impl KvEngine {
     }
 
     /// Write a snapshot under `key` (the second half of RENAME/COPY). With `replace`
-    /// false, an existing key is left alone and `false` returned.
+    /// false, an existing key is left alone and `false` returned. Raises no event: the
+    /// command's events are RENAME's or COPY's (`crate::notify::renamed`, `copied`).
     pub fn restore(&mut self, ctx: &mut WriteCtx, key: Bytes, snapshot: KeySnapshot, replace: bool) -> bool {
         let hash = key_hash(&key);
         let old = self.take_for_write(&key, hash, ctx.now_ms);
         if old.is_some() && !replace {
             return false;
         }
+        let was_quiet = self.notify.set_quiet(true);
+        self.restore_quietly(ctx, key, hash, old, snapshot);
+        self.notify.set_quiet(was_quiet);
+        true
+    }
+
+    fn restore_quietly(&mut self, ctx: &mut WriteCtx, key: Bytes, hash: u64, old: Option<KeyState>, snapshot: KeySnapshot) {
         let ttl = snapshot.expire_at_ms.map_or(SetTtl::Clear, SetTtl::At);
         let dot = ctx.next_dot();
         let mut state = old.unwrap_or_default();
@@ -272,7 +292,6 @@ impl KvEngine {
                 self.commit_new(ctx, key, hash, state);
             }
         }
-        true
     }
 
     /// Remove every key (FLUSHALL/FLUSHDB). The flush record claims, for every key at

@@ -72,6 +72,11 @@ impl Entry {
     pub fn hash(&self) -> u64 {
         key_hash(&self.key)
     }
+
+    /// `merkle::digest(key, state)`, kept while the Merkle leaves are (else 0).
+    pub fn kept_digest(&self) -> u64 {
+        self.digest
+    }
 }
 
 pub struct Keyspace {

@@ -30,6 +30,7 @@ use super::{KvEngine, StrVal, WriteCtx, key_hash};
 use crate::command::errors;
 use crate::command::list::{End, ListCommand, ListMulti, PosOptions};
 use crate::crdt::Dot;
+use crate::notify::Class;
 use crate::protocol::Frame;
 
 fn wrong_type() -> Frame {
@@ -181,9 +182,11 @@ impl KvEngine {
             None => (None, 0),
         };
         let names = push_positions(edge.as_ref(), end, elements.len(), dot);
+        let event_key = self.notify.key_for(&[Class::List], &key);
         self.write_elements_at(ctx, dot, key, Part::List, &names, false, |i, dot, _, s| {
             s.set(dot, element_value(&elements[i]), SetTtl::Keep)
         });
+        self.notify.raise_for(Class::List, push_event(end), event_key.as_ref());
         (len + elements.len()) as i64
     }
 
@@ -198,14 +201,17 @@ impl KvEngine {
         let take = count.min(list.len() as u64) as usize;
         let (names, values): (Vec<Bytes>, Vec<Bytes>) =
             walk(list, end == End::Right).take(take).map(|p| (p.clone(), value_at(list, p))).unzip();
-        self.remove_list_elements(ctx, key, &names);
+        self.remove_list_elements(ctx, key, &names, pop_event(end));
         Ok(Some(values))
     }
 
-    /// Remove these live elements (what the write saw) at one dot.
-    fn remove_list_elements(&mut self, ctx: &mut WriteCtx, key: Bytes, names: &[Bytes]) {
+    /// Remove these live elements (what the write saw) at one dot, and raise the
+    /// command's `event` (then `del` if the list is gone) when one went.
+    fn remove_list_elements(&mut self, ctx: &mut WriteCtx, key: Bytes, names: &[Bytes], event: &'static str) {
         if !names.is_empty() {
+            let event_key = self.event_key(Class::List, &key);
             self.write_elements(ctx, key, Part::List, names, false, |_, dot, _, s| s.delete(dot));
+            self.raise_collection_event(Class::List, event, event_key);
         }
     }
 
@@ -216,7 +222,9 @@ impl KvEngine {
         let Some(name) = position_at(list, index).cloned() else {
             return Err(Frame::static_error("ERR index out of range"));
         };
+        let event_key = self.notify.key_for(&[Class::List], &key);
         self.write_elements(ctx, key, Part::List, &[name], false, |_, dot, _, s| s.set(dot, element_value(&element), SetTtl::Keep));
+        self.notify.raise_for(Class::List, "lset", event_key.as_ref());
         Ok(Frame::ok())
     }
 
@@ -251,7 +259,9 @@ impl KvEngine {
             _ => Placement::Middle,
         };
         let name = Bytes::from(position::between(low.as_deref(), high.as_deref(), dot, placement));
+        let event_key = self.notify.key_for(&[Class::List], &key);
         self.write_elements_at(ctx, dot, key, Part::List, &[name], false, |_, dot, _, s| s.set(dot, element_value(&element), SetTtl::Keep));
+        self.notify.raise_for(Class::List, "linsert", event_key.as_ref());
         Ok(Frame::Integer(len))
     }
 
@@ -262,7 +272,7 @@ impl KvEngine {
         let limit = if count == 0 { usize::MAX } else { count.unsigned_abs().min(usize::MAX as u64) as usize };
         let doomed: Vec<Bytes> = walk(list, count < 0).filter(|p| value_at(list, p) == element).take(limit).cloned().collect();
         let removed = doomed.len() as i64;
-        self.remove_list_elements(ctx, key, &doomed);
+        self.remove_list_elements(ctx, key, &doomed, "lrem");
         Ok(Frame::Integer(removed))
     }
 
@@ -275,7 +285,11 @@ impl KvEngine {
             None => walk(list, false).cloned().collect(),
             Some((start, stop)) => walk(list, false).take(start).chain(walk(list, true).take(list.len() - 1 - stop)).cloned().collect(),
         };
-        self.remove_list_elements(ctx, key, &doomed);
+        // Redis notifies `ltrim` even when nothing was trimmed.
+        if doomed.is_empty() {
+            self.notify.raise(Class::List, "ltrim", &key);
+        }
+        self.remove_list_elements(ctx, key, &doomed, "ltrim");
         Ok(Frame::ok())
     }
 
@@ -312,10 +326,18 @@ impl KvEngine {
             Ok(None) => return Frame::Null,
             Ok(Some(_)) => {}
         }
-        if let Err(error) = self.list_elements(&dst, ctx.now_ms) {
-            return error;
-        }
-        match self.list_pop(ctx, src, from, 1) {
+        let dst_existed = match self.list_elements(&dst, ctx.now_ms) {
+            Err(error) => return error,
+            Ok(list) => list.is_some(),
+        };
+        // Redis raises the push on `dst` before the pop on `src` (and `del` if it went),
+        // and a rotation of a one-element list neither deletes nor adds the key: the
+        // steps run quietly and their events are raised here, in that order.
+        let src_key = self.event_key(Class::List, &src);
+        let dst_key = self.notify.key_for(&[Class::List, Class::New], &dst);
+        let dst_is_new = !dst_existed && src != dst;
+        let was_quiet = self.notify.set_quiet(true);
+        let moved = match self.list_pop(ctx, src.clone(), from, 1) {
             Ok(Some(mut popped)) if !popped.is_empty() => {
                 let element = popped.remove(0);
                 self.push_elements(ctx, dst, to, vec![element.clone()]);
@@ -323,7 +345,16 @@ impl KvEngine {
             }
             Ok(_) => Frame::Null,
             Err(error) => error,
+        };
+        self.notify.set_quiet(was_quiet);
+        if let Frame::Bulk(_) = moved {
+            if dst_is_new {
+                self.notify.raise_for(Class::New, "new", dst_key.as_ref());
+            }
+            self.notify.raise_for(Class::List, push_event(to), dst_key.as_ref());
+            self.raise_collection_event(Class::List, pop_event(from), src_key);
         }
+        moved
     }
 
     /// Replace `key` with a list of `elements` (RENAME, COPY, RESTORE): the old key
@@ -335,6 +366,16 @@ impl KvEngine {
             list.write(name, |s| s.set(dot, StrVal::from_bytes(element), SetTtl::Keep));
         }
     }
+}
+
+/// The event a push at `end` raises (LPUSH, RPUSH, their X forms, LMOVE's push).
+pub fn push_event(end: End) -> &'static str {
+    if end == End::Left { "lpush" } else { "rpush" }
+}
+
+/// The event a pop from `end` raises (LPOP, RPOP, LMPOP, the blocking pops, LMOVE's pop).
+pub fn pop_event(end: End) -> &'static str {
+    if end == End::Left { "lpop" } else { "rpop" }
 }
 
 /// The positions LRANGE names, in order.

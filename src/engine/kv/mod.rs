@@ -28,6 +28,7 @@ pub mod zsets;
 use bytes::Bytes;
 
 use crate::crdt::{Dot, HlcClock, NodeId, VersionVector};
+use crate::notify::{Class, Notifier};
 use crate::routing::ShardScope;
 pub use keyspace::{Keyspace, key_hash};
 pub use value::{KeyKind, KeyState, StrVal};
@@ -142,6 +143,8 @@ pub struct KvEngine {
     pub tombstones_dropped: u64,
     /// What OBJECT ENCODING reports, by size.
     pub encoding: EncodingLimits,
+    /// Keyspace notifications raised by the commands run here (`crate::notify`).
+    pub notify: Notifier,
 }
 
 impl KvEngine {
@@ -173,6 +176,7 @@ impl KvEngine {
     fn remove_expired(&mut self, key: &[u8], hash: u64) {
         if let Some(state) = self.keys.remove(key, hash) {
             self.stats.expired_keys += 1;
+            self.notify.raise(Class::Expired, "expired", key);
             let record = self.record_expiries && !crate::bugs::active(crate::bugs::Bug::ExpiryNotPersisted);
             if !record && !self.keep_tombstones {
                 return;
@@ -219,6 +223,11 @@ impl KvEngine {
     /// ships a collection's key-level part only: its elements did not change, and a big
     /// collection must not travel for an EXPIRE.
     fn commit_shipping(&mut self, ctx: &mut WriteCtx, key: Bytes, hash: u64, mut state: KeyState, whole: bool) {
+        // A key that appears raises `new` before the command's own event (Redis adds
+        // the key, then notifies the command).
+        if self.notify.wants(&[Class::New]) && state.exists() && self.keys.get(&key, hash).is_none() {
+            self.notify.raise(Class::New, "new", &key);
+        }
         // A key written again after a delete: the write has seen the delete, and all
         // the tombstone holds (a TTL write that arrived after the delete, say) is what
         // it replaces, not something concurrent with it.

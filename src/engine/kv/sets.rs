@@ -26,6 +26,7 @@ use crate::command::errors;
 use crate::command::hash::ElementScan;
 use crate::command::{SetAlgebra, SetCommand, SetOutput};
 use crate::crdt::Dot;
+use crate::notify::Class;
 use crate::protocol::Frame;
 
 /// Tries at drawing a live entry by index before a random pick lists the live members.
@@ -206,8 +207,10 @@ impl KvEngine {
             unique.push(member.clone());
         }
         // Every member named gets a new dot, present or not: add wins over a concurrent
-        // SREM of the older one.
+        // SREM of the older one. Redis notifies only when a member was added.
+        let event_key = if added > 0 { self.event_key(Class::Set, &key) } else { None };
         self.write_members(ctx, key, &unique, MemberWrite::Add);
+        self.raise_collection_event(Class::Set, "sadd", event_key);
         Ok(Frame::Integer(added))
     }
 
@@ -223,7 +226,9 @@ impl KvEngine {
             }
         }
         if !present.is_empty() {
+            let event_key = self.event_key(Class::Set, &key);
             self.write_members(ctx, key, &present, MemberWrite::Remove);
+            self.raise_collection_event(Class::Set, "srem", event_key);
         }
         Ok(Frame::Integer(present.len() as i64))
     }
@@ -248,7 +253,9 @@ impl KvEngine {
             }
         };
         if !popped.is_empty() {
+            let event_key = self.event_key(Class::Set, &key);
             self.write_members(ctx, key, &popped, MemberWrite::Remove);
+            self.raise_collection_event(Class::Set, "spop", event_key);
         }
         Ok(match count {
             None => popped.into_iter().next().map_or(Frame::Null, Frame::Bulk),
@@ -258,10 +265,14 @@ impl KvEngine {
 
     /// Replace `key` with a set of `members` (the STORE forms, across shards too): the
     /// old key, of any type, goes whole; an empty result deletes it. Returns the count.
+    /// Raises `new` or `del`; the command's own event is its caller's (see
+    /// [`store_event`]), raised only when the count is not 0.
     pub fn store_set(&mut self, ctx: &mut WriteCtx, key: Bytes, members: Vec<Bytes>) -> i64 {
         let hash = key_hash(&key);
         if members.is_empty() {
-            self.delete(ctx, &key, hash);
+            if self.delete(ctx, &key, hash) {
+                self.notify.raise(Class::Generic, "del", &key);
+            }
             return 0;
         }
         let old = self.take_for_write(&key, hash, ctx.now_ms);
@@ -298,7 +309,14 @@ impl KvEngine {
             }
         };
         match output {
-            SetOutput::Store(dst) => Frame::Integer(self.store_set(ctx, dst, result)),
+            SetOutput::Store(dst) => {
+                let event_key = self.notify.key_for(&[Class::Set], &dst);
+                let count = self.store_set(ctx, dst, result);
+                if count > 0 {
+                    self.notify.raise_for(Class::Set, store_event(op), event_key.as_ref());
+                }
+                Frame::Integer(count)
+            }
             output => algebra_reply(&output, result, &self.encoding),
         }
     }
@@ -351,11 +369,25 @@ impl KvEngine {
         if src == dst || !is_member {
             return Frame::Integer(is_member as i64);
         }
+        // Redis's order: `srem` (and `del`) on the source, then the destination.
+        let src_event_key = self.event_key(Class::Set, &src);
         self.write_members(ctx, src, std::slice::from_ref(&member), MemberWrite::Remove);
+        self.raise_collection_event(Class::Set, "srem", src_event_key);
         if !in_dst {
+            let dst_event_key = self.event_key(Class::Set, &dst);
             self.write_members(ctx, dst, std::slice::from_ref(&member), MemberWrite::Add);
+            self.raise_collection_event(Class::Set, "sadd", dst_event_key);
         }
         Frame::Integer(1)
+    }
+}
+
+/// The event SINTERSTORE, SUNIONSTORE and SDIFFSTORE raise on their destination.
+pub fn store_event(op: SetAlgebra) -> &'static str {
+    match op {
+        SetAlgebra::Inter => "sinterstore",
+        SetAlgebra::Union => "sunionstore",
+        SetAlgebra::Diff => "sdiffstore",
     }
 }
 

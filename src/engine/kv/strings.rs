@@ -6,6 +6,7 @@ use super::value::{KeyKind, SetTtl, format_float};
 use super::{KeyState, KvEngine, StrVal, WriteCtx, key_hash};
 use crate::command::errors::{self, invalid_expire};
 use crate::command::{GetExTtl, SetCondition, SetReply, TtlChange};
+use crate::notify::Class;
 use crate::protocol::Frame;
 
 /// The absolute expiry of a TTL change, or Redis's error when it overflows.
@@ -83,6 +84,7 @@ impl KvEngine {
         };
         let hash = key_hash(&key);
         self.expire_if_due(&key, hash, ctx.now_ms);
+        let event_key = self.notify.key_for(&[Class::String, Class::Generic], &key);
         if reply == SetReply::OldValue
             && let Err(e) = check_string(self.keys.get(&key, hash).map(|e| &e.state))
         {
@@ -121,6 +123,12 @@ impl KvEngine {
                 (allowed, None)
             }
         };
+        if allowed {
+            self.notify.raise_for(Class::String, "set", event_key.as_ref());
+            if let SetTtl::At(_) = ttl {
+                self.notify.raise_for(Class::Generic, "expire", event_key.as_ref());
+            }
+        }
         match reply {
             SetReply::OldValue => value_frame(old_value),
             SetReply::Written => Frame::Integer(allowed as i64),
@@ -137,6 +145,7 @@ impl KvEngine {
         };
         if value.is_some() {
             self.delete(ctx, key, hash);
+            self.notify.raise(Class::Generic, "del", key);
         }
         value_frame(value)
     }
@@ -158,17 +167,20 @@ impl KvEngine {
                     let dot = ctx.next_dot();
                     state.persist(dot);
                     self.commit(ctx, key.clone(), hash, state);
+                    self.notify.raise(Class::Generic, "persist", key);
                 }
             }
             GetExTtl::Set(change) => match resolve_ttl(change, ctx.now_ms, "getex") {
                 Err(e) => return e,
                 Ok(SetTtl::At(at_ms)) if at_ms <= ctx.now_ms => {
                     self.delete(ctx, key, hash);
+                    self.notify.raise(Class::Generic, "del", key);
                 }
                 Ok(SetTtl::At(at_ms)) => {
                     let dot = ctx.next_dot();
                     state.expire_at(dot, at_ms);
                     self.commit(ctx, key.clone(), hash, state);
+                    self.notify.raise(Class::Generic, "expire", key);
                 }
                 Ok(SetTtl::Clear | SetTtl::Keep) => debug_assert!(false, "GETEX options always carry a time"),
             },
@@ -190,7 +202,9 @@ impl KvEngine {
         joined.extend_from_slice(&current);
         joined.extend_from_slice(suffix);
         let len = joined.len() as i64;
+        let event_key = self.notify.key_for(&[Class::String], &key);
         self.write_whole_value(ctx, key, hash, old, joined.freeze());
+        self.notify.raise_for(Class::String, "append", event_key.as_ref());
         Frame::Integer(len)
     }
 
@@ -250,7 +264,9 @@ impl KvEngine {
         value.extend_from_slice(&current);
         value.resize(new_len, 0);
         value[offset..offset + patch.len()].copy_from_slice(patch);
+        let event_key = self.notify.key_for(&[Class::String], &key);
         self.write_whole_value(ctx, key, hash, old, value.freeze());
+        self.notify.raise_for(Class::String, "setrange", event_key.as_ref());
         Frame::Integer(new_len as i64)
     }
 
@@ -275,7 +291,9 @@ impl KvEngine {
         let incarnation = self.incarnation(dot);
         state.incr_by(dot, incarnation, by);
         debug_assert_eq!(state.read().and_then(|v| v.as_i64()), Some(next));
+        let event_key = self.notify.key_for(&[Class::String], &key);
         self.commit(ctx, key, hash, state);
+        self.notify.raise_for(Class::String, "incrby", event_key.as_ref());
         Frame::Integer(next)
     }
 
@@ -300,7 +318,9 @@ impl KvEngine {
         let incarnation = self.incarnation(dot);
         state.incr_by_float(dot, incarnation, by);
         let rendered = state.read().map(|v| v.to_bytes()).unwrap_or_else(|| Bytes::from(format_float(current + by)));
+        let event_key = self.notify.key_for(&[Class::String], &key);
         self.commit(ctx, key, hash, state);
+        self.notify.raise_for(Class::String, "incrbyfloat", event_key.as_ref());
         Frame::Bulk(rendered)
     }
 }

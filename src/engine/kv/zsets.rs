@@ -23,8 +23,9 @@ use super::zset_query::{self, Scored};
 use super::{EncodingLimits, KeyState, KvEngine, WriteCtx, key_hash};
 use crate::command::errors;
 use crate::command::hash::ElementScan;
-use crate::command::zset::{ZAddFlags, ZOutput, ZRange, ZsetCommand, ZsetMulti};
+use crate::command::zset::{ZAddFlags, ZAlgebra, ZOutput, ZRange, ZsetCommand, ZsetMulti};
 use crate::crdt::{Dot, Hlc};
+use crate::notify::Class;
 use crate::protocol::Frame;
 use crate::protocol::encode::format_double;
 
@@ -210,7 +211,10 @@ impl KvEngine {
             }
         }
         if !writes.is_empty() {
+            // Redis notifies when a member was added or its score changed.
+            let event_key = if added + changed > 0 { self.event_key(Class::Zset, &key) } else { None };
             self.write_zset_members(ctx, key, writes.into_iter().map(|(m, w, _)| (m, w)).collect());
+            self.raise_collection_event(Class::Zset, if flags.incr { "zincr" } else { "zadd" }, event_key);
         }
         Ok(if flags.incr {
             incr_result.map_or(Frame::Null, Frame::Double)
@@ -231,13 +235,16 @@ impl KvEngine {
             }
         }
         let removed = present.len() as i64;
-        self.remove_members(ctx, key, present);
+        self.remove_members(ctx, key, present, "zrem");
         Ok(Frame::Integer(removed))
     }
 
-    fn remove_members(&mut self, ctx: &mut WriteCtx, key: Bytes, members: Vec<Bytes>) {
+    /// Remove members (if any) and raise the command's `event`, then `del` if none is left.
+    fn remove_members(&mut self, ctx: &mut WriteCtx, key: Bytes, members: Vec<Bytes>, event: &'static str) {
         if !members.is_empty() {
+            let event_key = self.event_key(Class::Zset, &key);
             self.write_zset_members(ctx, key, members.into_iter().map(|m| (m, MemberWrite::Remove)).collect());
+            self.raise_collection_event(Class::Zset, event, event_key);
         }
     }
 
@@ -258,7 +265,7 @@ impl KvEngine {
         };
         let popped: Vec<Scored> =
             order_of(existing).iter(max).take(count.min(usize::MAX as u64) as usize).map(|(s, m)| (m.clone(), s)).collect();
-        self.remove_members(ctx, key, popped.iter().map(|(m, _)| m.clone()).collect());
+        self.remove_members(ctx, key, popped.iter().map(|(m, _)| m.clone()).collect(), if max { "zpopmax" } else { "zpopmin" });
         Ok(Some(popped))
     }
 
@@ -268,17 +275,25 @@ impl KvEngine {
         };
         let doomed: Vec<Bytes> = zset_query::select(order_of(existing), &range, false, None).into_iter().map(|(m, _)| m).collect();
         let removed = doomed.len() as i64;
-        self.remove_members(ctx, key, doomed);
+        let event = match range {
+            ZRange::Rank(..) => "zremrangebyrank",
+            ZRange::Score(..) => "zremrangebyscore",
+            ZRange::Lex(..) => "zremrangebylex",
+        };
+        self.remove_members(ctx, key, doomed, event);
         Ok(Frame::Integer(removed))
     }
 
     /// Replace `key` with a sorted set of `members` (the STORE forms, across shards
     /// too): the old key, of any type, goes whole; an empty result deletes it. Returns
-    /// the count.
+    /// the count. Raises `new` or `del`; the command's own event is its caller's (see
+    /// [`store_event`]), raised only when the count is not 0.
     pub fn store_zset(&mut self, ctx: &mut WriteCtx, key: Bytes, members: Vec<Scored>) -> i64 {
         let hash = key_hash(&key);
         if members.is_empty() {
-            self.delete(ctx, &key, hash);
+            if self.delete(ctx, &key, hash) {
+                self.notify.raise(Class::Generic, "del", &key);
+            }
             return 0;
         }
         let old = self.take_for_write(&key, hash, ctx.now_ms);
@@ -300,6 +315,16 @@ impl KvEngine {
         count
     }
 
+    /// [`KvEngine::store_zset`] and the command's `event` when it stored something.
+    fn store_zset_raising(&mut self, ctx: &mut WriteCtx, dst: Bytes, members: Vec<Scored>, event: &'static str) -> i64 {
+        let event_key = self.notify.key_for(&[Class::Zset], &dst);
+        let count = self.store_zset(ctx, dst, members);
+        if count > 0 {
+            self.notify.raise_for(Class::Zset, event, event_key.as_ref());
+        }
+        count
+    }
+
     /// A multi-key sorted set command whose keys are all on this shard.
     pub fn zset_multi(&mut self, ctx: &mut WriteCtx, cmd: ZsetMulti) -> Frame {
         let now_ms = ctx.now_ms;
@@ -312,12 +337,12 @@ impl KvEngine {
                 let limit = if let ZOutput::Count { limit } = output { limit } else { 0 };
                 let result = zset_query::combine(op, lists, weights.as_deref(), aggregate, limit);
                 match output {
-                    ZOutput::Store(dst) => Frame::Integer(self.store_zset(ctx, dst, result)),
+                    ZOutput::Store(dst) => Frame::Integer(self.store_zset_raising(ctx, dst, result, store_event(Some(op)))),
                     output => algebra_reply(&output, result),
                 }
             }
             ZsetMulti::RangeStore { dst, src, query } => match self.zset_range_list(&src, &query, now_ms) {
-                Ok(members) => Frame::Integer(self.store_zset(ctx, dst, members)),
+                Ok(members) => Frame::Integer(self.store_zset_raising(ctx, dst, members, store_event(None))),
                 Err(error) => error,
             },
             ZsetMulti::MPop { keys, max, count } => {
@@ -348,6 +373,17 @@ impl KvEngine {
 fn mpop_reply(key: Bytes, popped: Vec<Scored>) -> Frame {
     let pairs = popped.into_iter().map(|(m, s)| Frame::Array(vec![Frame::Bulk(m), Frame::Double(s)])).collect();
     Frame::Array(vec![Frame::Bulk(key), Frame::Array(pairs)])
+}
+
+/// The event a sorted set STORE raises on its destination: ZUNIONSTORE, ZINTERSTORE,
+/// ZDIFFSTORE by their algebra, ZRANGESTORE (`None`).
+pub fn store_event(op: Option<ZAlgebra>) -> &'static str {
+    match op {
+        Some(ZAlgebra::Union) => "zunionstore",
+        Some(ZAlgebra::Inter) => "zinterstore",
+        Some(ZAlgebra::Diff) => "zdiffstore",
+        None => "zrangestore",
+    }
 }
 
 /// The reply of a multi-key sorted set command that does not store.
