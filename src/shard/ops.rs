@@ -133,6 +133,8 @@ pub enum ShardOp {
     },
     /// Every key state (live or tombstone) in these anti-entropy leaves.
     ExportLeaves(Vec<u16>),
+    /// FT.*: this shard's part of a search index (`engine::vector`).
+    Vector(crate::engine::vector::VectorOp),
 }
 
 impl ShardOp {
@@ -228,6 +230,8 @@ pub enum ShardReply {
     Tokens(Vec<u64>),
     /// A transaction's replies, or `None` when a watched key had changed.
     Transaction(Option<Vec<ShardReply>>),
+    /// FT.*: this shard's answer (`engine::vector`).
+    Vector(crate::engine::vector::VectorReply),
 }
 
 impl ShardReply {
