@@ -20,11 +20,13 @@ use crate::engine::vector::{DEF_FIELD, DEF_KEY_PREFIX, Hit, SearchQuery, SortVal
 use crate::protocol::Frame;
 use crate::shard::{ShardOp, ShardReply};
 
-pub async fn execute(access: &impl Shards, command: VectorCommand) -> Frame {
+/// Run an FT.* command. `resp3`: FT.SEARCH answers in RediSearch's RESP3 shape (a
+/// map with `results`), not its RESP2 array.
+pub async fn execute(access: &impl Shards, command: VectorCommand, resp3: bool) -> Frame {
     match command {
         VectorCommand::Create { name, raw } => create(access, name, raw).await,
         VectorCommand::Search { name, query } => match definition(access, &name).await {
-            Ok(Some(raw)) => search(access, name, raw, query).await,
+            Ok(Some(raw)) => search(access, name, raw, query, resp3).await,
             Ok(None) => error(format!("{}: no such index", String::from_utf8_lossy(&name))),
             Err(e) => e,
         },
@@ -174,24 +176,24 @@ async fn info(access: &impl Shards, name: Bytes, raw: Bytes) -> Frame {
                     s("distance_metric"),
                     s(p.metric.name()),
                 ]),
-                FieldKind::Tag { separator, case_sensitive } => {
-                    a.extend([s("TAG"), s("SEPARATOR"), Frame::Bulk(Bytes::copy_from_slice(&[*separator]))]);
-                    if *case_sensitive {
-                        a.push(s("CASESENSITIVE"));
-                    }
-                }
+                FieldKind::Tag { separator, .. } => a.extend([s("TAG"), s("SEPARATOR"), Frame::Bulk(Bytes::copy_from_slice(&[*separator]))]),
                 FieldKind::Numeric => a.push(s("NUMERIC")),
             }
             if let FieldKind::Vector(p) = &f.kind
                 && p.algorithm == Algorithm::Hnsw
             {
                 a.extend([s("M"), Frame::Integer(p.m as i64), s("ef_construction"), Frame::Integer(p.ef_construction as i64)]);
-                a.extend([s("ef_runtime"), Frame::Integer(p.ef_runtime as i64)]);
             }
+            let mut flags = Vec::new();
             if f.sortable {
-                a.push(s("SORTABLE"));
+                flags.push(s("SORTABLE"));
             }
-            Frame::Array(a)
+            if let FieldKind::Tag { case_sensitive: true, .. } = f.kind {
+                flags.push(s("CASESENSITIVE"));
+            }
+            a.extend([s("flags"), Frame::Array(flags)]);
+            // Pairs: a map in RESP3, the flat list RediSearch sends in RESP2.
+            Frame::Map(a.chunks_exact(2).map(|p| (p[0].clone(), p[1].clone())).collect())
         })
         .collect();
     let pair = |k: &str, v: Frame| (s(k), v);
@@ -200,28 +202,25 @@ async fn info(access: &impl Shards, name: Bytes, raw: Bytes) -> Frame {
         pair("index_options", Frame::Array(Vec::new())),
         pair(
             "index_definition",
-            Frame::Array(vec![
-                s("key_type"),
-                s("HASH"),
-                s("prefixes"),
-                Frame::Array(if def.prefixes.is_empty() { vec![s("")] } else { def.prefixes.iter().cloned().map(Frame::Bulk).collect() }),
-                s("default_score"),
-                s("1"),
+            Frame::Map(vec![
+                (s("key_type"), s("HASH")),
+                (s("prefixes"), Frame::Array(if def.prefixes.is_empty() { vec![s("")] } else { def.prefixes.iter().cloned().map(Frame::Bulk).collect() })),
+                (s("default_score"), s("1")),
             ]),
         ),
         pair("attributes", Frame::Array(attributes)),
-        pair("num_docs", s(&docs.to_string())),
-        pair("max_doc_id", s(&docs.to_string())),
-        pair("num_terms", s("0")),
-        pair("num_records", s(&docs.to_string())),
-        pair("vector_index_sz_mb", s(&format!("{:.6}", bytes as f64 / (1 << 20) as f64))),
+        pair("num_docs", Frame::Integer(docs as i64)),
+        pair("max_doc_id", Frame::Integer(docs as i64)),
+        pair("num_terms", Frame::Integer(0)),
+        pair("num_records", Frame::Integer(docs as i64)),
+        pair("vector_index_sz_mb", Frame::Double(bytes as f64 / (1 << 20) as f64)),
         pair("indexing", Frame::Integer(0)),
-        pair("percent_indexed", s("1")),
+        pair("percent_indexed", Frame::Double(1.0)),
         pair("hash_indexing_failures", Frame::Integer(failures as i64)),
     ])
 }
 
-async fn search(access: &impl Shards, name: Bytes, raw: Bytes, query: Arc<SearchQuery>) -> Frame {
+async fn search(access: &impl Shards, name: Bytes, raw: Bytes, query: Arc<SearchQuery>, resp3: bool) -> Frame {
     let replies = access.run_everywhere(|| ShardOp::Vector(VectorOp::Search { name: name.clone(), raw: raw.clone(), query: query.clone() })).await;
     let replies = match vector_replies(replies) {
         Ok(r) => r,
@@ -252,6 +251,26 @@ async fn search(access: &impl Shards, name: Bytes, raw: Bytes, query: Arc<Search
         });
     }
     let page = hits.into_iter().skip(query.offset).take(query.num);
+    if resp3 {
+        let results = page
+            .map(|hit| {
+                let mut entry = vec![(Frame::bulk_str("id"), Frame::Bulk(hit.key.clone()))];
+                if !query.nocontent {
+                    let pairs = content(&query, hit).chunks_exact(2).map(|p| (p[0].clone(), p[1].clone())).collect();
+                    entry.push((Frame::bulk_str("extra_attributes"), Frame::Map(pairs)));
+                }
+                entry.push((Frame::bulk_str("values"), Frame::Array(Vec::new())));
+                Frame::Map(entry)
+            })
+            .collect();
+        return Frame::Map(vec![
+            (Frame::bulk_str("attributes"), Frame::Array(Vec::new())),
+            (Frame::bulk_str("total_results"), Frame::Integer(total as i64)),
+            (Frame::bulk_str("format"), Frame::bulk_str("STRING")),
+            (Frame::bulk_str("results"), Frame::Array(results)),
+            (Frame::bulk_str("warning"), Frame::Array(Vec::new())),
+        ]);
+    }
     let mut out = vec![Frame::Integer(total as i64)];
     for hit in page {
         out.push(Frame::Bulk(hit.key.clone()));

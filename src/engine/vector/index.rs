@@ -65,6 +65,8 @@ pub enum SortValue {
 /// A filter with its fields resolved to positions in the doc.
 enum Compiled {
     All,
+    /// A filter on a field the schema does not have: matches nothing (as RediSearch).
+    Nothing,
     Tag(usize, Vec<Bytes>),
     Range(usize, f64, bool, f64, bool),
     Not(Box<Compiled>),
@@ -242,7 +244,7 @@ impl Index {
         Ok(match filter {
             Filter::All => Compiled::All,
             Filter::Tag { field, values } => {
-                let Some((i, def)) = self.def.field(field) else { return Err(format!("Unknown field `{}`", String::from_utf8_lossy(field))) };
+                let Some((i, def)) = self.def.field(field) else { return Ok(Compiled::Nothing) };
                 let FieldKind::Tag { case_sensitive, .. } = def.kind else {
                     return Err(format!("Field `{}` is not a TAG field", String::from_utf8_lossy(field)));
                 };
@@ -250,7 +252,7 @@ impl Index {
                 Compiled::Tag(self.positions[i], values)
             }
             Filter::Range { field, lo, lo_exclusive, hi, hi_exclusive } => {
-                let Some((i, def)) = self.def.field(field) else { return Err(format!("Unknown field `{}`", String::from_utf8_lossy(field))) };
+                let Some((i, def)) = self.def.field(field) else { return Ok(Compiled::Nothing) };
                 if def.kind != FieldKind::Numeric {
                     return Err(format!("Field `{}` is not a NUMERIC field", String::from_utf8_lossy(field)));
                 }
@@ -364,6 +366,7 @@ impl Index {
 fn matches(filter: &Compiled, doc: &Doc) -> bool {
     match filter {
         Compiled::All => true,
+        Compiled::Nothing => false,
         Compiled::Tag(i, values) => doc.tags.get(*i).is_some_and(|tags| tags.iter().any(|t| values.contains(t))),
         Compiled::Range(i, lo, lo_ex, hi, hi_ex) => doc.numbers.get(*i).copied().flatten().is_some_and(|n| {
             let above = if *lo_ex { n > *lo } else { n >= *lo };

@@ -126,6 +126,11 @@ pub fn parse(args: &[Bytes]) -> Result<IndexDef, String> {
             }
             prefixes.extend(args[i + 2..i + 2 + count].iter().cloned());
             i += 2 + count;
+        } else if eq(arg, "SCORE") && args.get(i + 1).is_some_and(|v| std::str::from_utf8(v).ok().and_then(|t| t.parse::<f64>().ok()) == Some(1.0)) {
+            // The default document score only weighs full-text ranking, which Meridian
+            // does not do; redis-py sends the default (1.0) with every definition. Any
+            // other value would change answers elsewhere, so it is refused below.
+            i += 2;
         } else {
             return Err(err(format!("{} is not supported by Meridian's FT.CREATE", String::from_utf8_lossy(arg).to_uppercase())));
         }

@@ -158,17 +158,19 @@ fn documents_merged_from_a_peer_are_indexed_and_a_merged_delete_removes_them() {
 }
 
 #[test]
-fn a_flush_empties_the_index_and_a_query_on_an_unknown_field_is_an_error() {
+fn a_flush_empties_the_index_and_a_filter_on_an_unknown_field_matches_nothing() {
     let raw = definition("FLAT");
     let mut shard = replicating_shard(1);
     sync(&mut shard, &raw);
     hset(&mut shard, "doc:1", doc(&[0.5; DIM], "x", 1), 10);
     shard.apply(ShardOp::Keyspace(crate::command::KeyspaceCommand::Flush), 11);
     assert!(search(&mut shard, &raw, "*=>[KNN 3 @v $q]", &[0.5; DIM], 12).is_empty());
-    let args = vec![b("@nope:{x}"), b("DIALECT"), b("2")];
+    hset(&mut shard, "doc:2", doc(&[0.5; DIM], "x", 1), 13);
+    assert!(search(&mut shard, &raw, "@nope:{x}=>[KNN 3 @v $q]", &[0.5; DIM], 14).is_empty());
+    let args = vec![b("@t:[1 2]"), b("DIALECT"), b("2")];
     let query = Arc::new(parse_search(&args).expect("parses"));
-    let reply = shard.apply(ShardOp::Vector(VectorOp::Search { name: b("idx"), raw, query }), 13);
-    assert!(matches!(reply, ShardReply::Vector(VectorReply::Error(e)) if e.contains("nope")));
+    let reply = shard.apply(ShardOp::Vector(VectorOp::Search { name: b("idx"), raw, query }), 15);
+    assert!(matches!(reply, ShardReply::Vector(VectorReply::Error(e)) if e.contains("not a NUMERIC")));
 }
 
 #[test]
