@@ -55,7 +55,7 @@ def create(r, ef_construction, m, element):
 
 
 def insert(port, base, tags, element, batch=200):
-    r = redis.Redis(port=port)
+    r = redis.Redis(port=port, protocol=2)
     dtype = np.float16 if element == "FLOAT16" else np.float32
     start = time.perf_counter()
     pipe = r.pipeline(transaction=False)
@@ -87,7 +87,7 @@ def knn_args(q, ef, filtered, element):
 
 def run_queries(job):
     port, queries, ef, filtered, element = job
-    r = redis.Redis(port=port)
+    r = redis.Redis(port=port, protocol=2)
     out = []
     for q in queries:
         reply = r.execute_command(*knn_args(q, ef, filtered, element))
@@ -111,7 +111,7 @@ def measure(port, queries, truth, ef, clients, filtered, element):
 
 
 def bench(name, port, base, queries, truth, ftruth, tags, args):
-    r = redis.Redis(port=port)
+    r = redis.Redis(port=port, protocol=2)
     r.flushall()
     create(r, args.ef_construction, args.m, args.element)
     rate = insert(port, base, tags, args.element)

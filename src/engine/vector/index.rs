@@ -85,6 +85,11 @@ pub struct Index {
     stores: Vec<(VectorStore, Vec<u32>)>,
     /// Position of each field in its kind's per-doc list.
     positions: Vec<usize>,
+    /// Per tag field: the docs carrying each tag (filters read these, not the docs:
+    /// walking every doc's heap-allocated tags was a cache miss per doc per query).
+    postings: Vec<HashMap<Bytes, hashbrown::HashSet<u32>, foldhash::fast::FixedState>>,
+    /// Per numeric field: the value of every doc id (NaN: none), a column to scan.
+    columns: Vec<Vec<f64>>,
     pub indexing_failures: u64,
     live_docs: usize,
 }
@@ -107,6 +112,8 @@ impl Index {
             *counter += 1;
         }
         Index {
+            postings: (0..tags).map(|_| HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0))).collect(),
+            columns: vec![Vec::new(); numbers],
             def,
             raw,
             docs: Vec::new(),
@@ -172,8 +179,21 @@ impl Index {
             }
         };
         let Some(doc) = self.docs[id as usize].as_mut() else { return };
+        unpost(&mut self.postings, &mut self.columns, id, doc);
         doc.tags = parsed.tags;
         doc.numbers = parsed.numbers;
+        for (field, tags) in doc.tags.iter().enumerate() {
+            for tag in tags {
+                self.postings[field].entry(tag.clone()).or_default().insert(id);
+            }
+        }
+        for (field, value) in doc.numbers.iter().enumerate() {
+            let column = &mut self.columns[field];
+            if column.len() <= id as usize {
+                column.resize(id as usize + 1, f64::NAN);
+            }
+            column[id as usize] = value.unwrap_or(f64::NAN);
+        }
         for (field, vector) in parsed.vectors.into_iter().enumerate() {
             let (store, owners) = &mut self.stores[field];
             let old = doc.slots[field];
@@ -195,6 +215,7 @@ impl Index {
     fn remove(&mut self, key: &Bytes) {
         let Some(id) = self.by_key.remove(key) else { return };
         let Some(doc) = self.docs[id as usize].take() else { return };
+        unpost(&mut self.postings, &mut self.columns, id, &doc);
         for (field, slot) in doc.slots.iter().enumerate() {
             if let Some((slot, _)) = slot {
                 self.stores[field].0.delete(*slot);
@@ -295,8 +316,9 @@ impl Index {
                 (hits.len(), hits)
             }
             None => {
+                let passing = self.eval(&filter);
                 let mut keys: Vec<Bytes> =
-                    self.docs.iter().flatten().filter(|d| matches(&filter, d) && live(&d.key)).map(|d| d.key.clone()).collect();
+                    ids(&passing).filter_map(|id| self.docs[id as usize].as_ref()).filter(|d| live(&d.key)).map(|d| d.key.clone()).collect();
                 let total = keys.len();
                 if query.sort_by.is_none() {
                     // Only this shard's first `page_end` keys can be on the node's page.
@@ -335,24 +357,26 @@ impl Index {
     /// The `k` nearest documents passing `filter` by vector field `field`, with their
     /// distances, nearest first (ties by key, so every node orders them alike).
     fn knn(&mut self, field: usize, filter: &Compiled, query: &[f32], k: usize, ef: usize, live: &dyn Fn(&Bytes) -> bool) -> Vec<(Bytes, f32)> {
+        let passing = match filter {
+            Compiled::All => None,
+            _ => Some(self.eval(filter)),
+        };
         let docs = &self.docs;
         let (store, owners) = &mut self.stores[field];
         let doc_of = |slot: u32| docs[owners[slot as usize] as usize].as_ref();
+        let passes = |slot: u32| passing.as_ref().is_none_or(|bits| has(bits, owners[slot as usize]));
         let near: Vec<Near> = if !store.is_graph() || store.live() == 0 {
-            let accepted = (0..store.slots() as u32).filter(|&s| !store.is_deleted(s) && doc_of(s).is_some_and(|d| matches(filter, d) && live(&d.key)));
-            store.search_exact(query, k, accepted.collect::<Vec<_>>().into_iter())
+            let accepted: Vec<u32> = (0..store.slots() as u32).filter(|&s| !store.is_deleted(s) && passes(s) && doc_of(s).is_some_and(|d| live(&d.key))).collect();
+            store.search_exact(query, k, accepted.into_iter())
         } else {
-            let passing: Option<Vec<u32>> = match filter {
-                Compiled::All => None,
-                _ => Some(docs.iter().flatten().filter(|d| matches(filter, d)).filter_map(|d| d.slots[field].map(|(s, _)| s)).collect()),
-            };
-            match passing {
+            let slots: Option<Vec<u32>> = passing.as_ref().map(|bits| ids(bits).filter_map(|id| docs[id as usize].as_ref().and_then(|d| d.slots[field].map(|(s, _)| s))).collect());
+            match slots {
                 Some(slots) if slots.len() <= EXACT_SCAN_DOCS_MAX || (slots.len() as f64) <= EXACT_SCAN_SHARE * store.live() as f64 => {
                     let slots: Vec<u32> = slots.into_iter().filter(|&s| doc_of(s).is_some_and(|d| live(&d.key))).collect();
                     store.search_exact(query, k, slots.into_iter())
                 }
                 _ => {
-                    let accept = |slot: u32| doc_of(slot).is_some_and(|d| matches(filter, d) && live(&d.key));
+                    let accept = |slot: u32| passes(slot) && doc_of(slot).is_some_and(|d| live(&d.key));
                     store.search_graph(query, k, ef, &accept)
                 }
             }
@@ -361,21 +385,88 @@ impl Index {
         out.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
         out
     }
+
+    /// The docs passing a filter, as a bitmap over doc ids.
+    fn eval(&self, filter: &Compiled) -> Vec<u64> {
+        let words = self.docs.len().div_ceil(64);
+        match filter {
+            Compiled::All => {
+                let mut bits = vec![0u64; words];
+                for (id, doc) in self.docs.iter().enumerate() {
+                    if doc.is_some() {
+                        bits[id / 64] |= 1 << (id % 64);
+                    }
+                }
+                bits
+            }
+            Compiled::Nothing => vec![0u64; words],
+            Compiled::Tag(field, values) => {
+                let mut bits = vec![0u64; words];
+                for value in values {
+                    for &id in self.postings[*field].get(value).into_iter().flatten() {
+                        bits[id as usize / 64] |= 1 << (id % 64);
+                    }
+                }
+                bits
+            }
+            Compiled::Range(field, lo, lo_ex, hi, hi_ex) => {
+                let mut bits = vec![0u64; words];
+                for (id, &n) in self.columns[*field].iter().enumerate() {
+                    // NaN (no value) fails every comparison.
+                    let above = if *lo_ex { n > *lo } else { n >= *lo };
+                    let below = if *hi_ex { n < *hi } else { n <= *hi };
+                    if above && below {
+                        bits[id / 64] |= 1 << (id % 64);
+                    }
+                }
+                bits
+            }
+            Compiled::Not(inner) => {
+                let all = self.eval(&Compiled::All);
+                let inner = self.eval(inner);
+                all.iter().zip(inner).map(|(a, i)| a & !i).collect()
+            }
+            Compiled::And(parts) => parts.iter().map(|p| self.eval(p)).reduce(|a, b| a.iter().zip(b).map(|(x, y)| x & y).collect()).unwrap_or_else(|| self.eval(&Compiled::All)),
+            Compiled::Or(parts) => parts.iter().map(|p| self.eval(p)).reduce(|a, b| a.iter().zip(b).map(|(x, y)| x | y).collect()).unwrap_or_else(|| vec![0u64; words]),
+        }
+    }
 }
 
-fn matches(filter: &Compiled, doc: &Doc) -> bool {
-    match filter {
-        Compiled::All => true,
-        Compiled::Nothing => false,
-        Compiled::Tag(i, values) => doc.tags.get(*i).is_some_and(|tags| tags.iter().any(|t| values.contains(t))),
-        Compiled::Range(i, lo, lo_ex, hi, hi_ex) => doc.numbers.get(*i).copied().flatten().is_some_and(|n| {
-            let above = if *lo_ex { n > *lo } else { n >= *lo };
-            let below = if *hi_ex { n < *hi } else { n <= *hi };
-            above && below
-        }),
-        Compiled::Not(inner) => !matches(inner, doc),
-        Compiled::And(parts) => parts.iter().all(|p| matches(p, doc)),
-        Compiled::Or(parts) => parts.iter().any(|p| matches(p, doc)),
+fn has(bits: &[u64], id: u32) -> bool {
+    bits.get(id as usize / 64).is_some_and(|w| w & (1 << (id % 64)) != 0)
+}
+
+/// The doc ids set in a bitmap, ascending.
+fn ids(bits: &[u64]) -> impl Iterator<Item = u32> + '_ {
+    bits.iter().enumerate().flat_map(|(w, &word)| {
+        let mut word = word;
+        std::iter::from_fn(move || {
+            if word == 0 {
+                return None;
+            }
+            let bit = word.trailing_zeros();
+            word &= word - 1;
+            Some((w * 64) as u32 + bit)
+        })
+    })
+}
+
+/// Take a doc's tags and numbers out of the postings and columns.
+fn unpost(postings: &mut [HashMap<Bytes, hashbrown::HashSet<u32>, foldhash::fast::FixedState>], columns: &mut [Vec<f64>], id: u32, doc: &Doc) {
+    for (field, tags) in doc.tags.iter().enumerate() {
+        for tag in tags {
+            if let Some(set) = postings[field].get_mut(tag) {
+                set.remove(&id);
+                if set.is_empty() {
+                    postings[field].remove(tag);
+                }
+            }
+        }
+    }
+    for column in columns.iter_mut() {
+        if let Some(value) = column.get_mut(id as usize) {
+            *value = f64::NAN;
+        }
     }
 }
 
