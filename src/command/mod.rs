@@ -19,6 +19,7 @@ pub mod restore;
 pub mod set;
 pub mod sort;
 pub mod table;
+pub mod vector;
 pub mod zset;
 
 use bytes::Bytes;
@@ -441,4 +442,6 @@ pub enum Command {
     Blocking(blocking::BlockingCommand),
     Multi(MultiKeyCommand),
     Key(KeyCommand),
+    /// FT.*: search indexes over hashes (`engine::vector`).
+    Vector(vector::VectorCommand),
 }

@@ -183,6 +183,11 @@ pub enum CmdId {
     LMove,
     RPopLPush,
     LMPop,
+    FtCreate,
+    FtSearch,
+    FtInfo,
+    FtList,
+    FtDropIndex,
 }
 
 #[derive(Debug)]

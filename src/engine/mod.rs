@@ -1,4 +1,6 @@
-//! Data engines that live inside a shard. Only the key-value engine exists today; the
-//! vector (`FT.*`) and graph (`GRAPH.*`) engines will sit beside it.
+//! Data engines that live inside a shard: the key-value engine, and the vector engine
+//! (`FT.*`) whose indexes are derived from the key-value engine's hashes. The graph
+//! (`GRAPH.*`) engine will sit beside them.
 
 pub mod kv;
+pub mod vector;

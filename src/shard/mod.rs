@@ -77,6 +77,8 @@ pub struct Shard {
     config: ShardConfig,
     clock: HlcClock,
     pub kv: KvEngine,
+    /// FT.* indexes over this shard's hashes; they follow every change to `kv`.
+    pub vector: crate::engine::vector::VectorEngine,
     rng: ChaCha8Rng,
     pub deltas: DeltaLog,
     /// Local writes waiting for the next replication batch (`None`: no peers).
@@ -133,6 +135,7 @@ impl Shard {
         Shard {
             clock: HlcClock::new(),
             kv,
+            vector: Default::default(),
             rng: ChaCha8Rng::seed_from_u64(config.rng_seed),
             deltas: DeltaLog::new(config.record_deltas, config.delta_log_entries_max, config.delta_log_bytes_max),
             outbox: config.replicate.then(|| Outbox::new(config.node_id, config.outbox_bytes_max, config.outbox_eager_bytes)),
@@ -185,7 +188,16 @@ impl Shard {
         }
         let reply = self.apply_op(op, now_ms);
         self.record_expiries();
+        self.follow_indexes();
         reply
+    }
+
+    /// Hand the keys the last step changed to the FT.* indexes (every kind of change
+    /// goes through the keyspace: local writes, merges, expiries, flushes).
+    fn follow_indexes(&mut self) {
+        if self.vector.is_tracking() {
+            self.vector.follow(&mut self.kv);
+        }
     }
 
     /// MULTI/EXEC on one shard: nothing runs between the watch check and the last op,
@@ -407,6 +419,11 @@ impl Shard {
                 self.reset_stats();
                 Frame::ok()
             }
+            ShardOp::Vector(op) => {
+                // What changed before this op is indexed first, so a search sees it.
+                self.follow_indexes();
+                return ShardReply::Vector(self.vector.apply(op, &mut self.kv, now_ms));
+            }
         };
         ShardReply::Frame(frame)
     }
@@ -466,6 +483,7 @@ impl Shard {
     pub fn merge_delta(&mut self, delta: Delta) {
         self.clock.witness(delta.max_hlc());
         self.merge_into_kv(delta);
+        self.follow_indexes();
     }
 
     /// The merge itself; the caller has moved the clock past the delta's stamps.
@@ -493,6 +511,7 @@ impl Shard {
     pub fn tick(&mut self, now_ms: u64) -> usize {
         let expired = self.kv.expire_due(now_ms, EXPIRE_KEYS_PER_TICK_MAX);
         self.record_expiries();
+        self.follow_indexes();
         expired
     }
 

@@ -140,6 +140,8 @@ pub enum ShardOp {
     /// Raise these keyspace notifications, as a command across shards decided them
     /// (`crate::notify`); each is published if its class is on. Replies `Count(0)`.
     Notify(Vec<crate::notify::KeyEvent>),
+    /// FT.*: this shard's part of a search index (`engine::vector`).
+    Vector(crate::engine::vector::VectorOp),
 }
 
 impl ShardOp {
@@ -238,6 +240,8 @@ pub enum ShardReply {
     Tokens(Vec<u64>),
     /// A transaction's replies, or `None` when a watched key had changed.
     Transaction(Option<Vec<ShardReply>>),
+    /// FT.*: this shard's answer (`engine::vector`).
+    Vector(crate::engine::vector::VectorReply),
 }
 
 impl ShardReply {

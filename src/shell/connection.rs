@@ -552,6 +552,7 @@ impl Connection {
                 fanout::keyspace(&self.access, command, pick).await
             }
             Command::Multi(command) => fanout::multi(&self.access, command).await,
+            Command::Vector(command) => super::vector::execute(&self.access, command, self.protocol == Protocol::Resp3).await,
             Command::Transaction(command) => self.transaction(command).await,
             Command::PubSub(command) => self.pubsub(command),
             Command::Blocking(command) => self.block(command).await,

@@ -27,6 +27,7 @@ pub mod shards;
 pub mod sort;
 pub mod tls;
 pub mod transaction;
+pub mod vector;
 pub mod zset_fanout;
 
 use std::sync::Arc;

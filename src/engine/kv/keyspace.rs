@@ -13,6 +13,10 @@
 //! and the Merkle leaves of anti-entropy, updated on every change of a live key or a
 //! tombstone.
 //!
+//! Secondary indexes (the vector engine) add a third: when asked, the keyspace notes
+//! every key whose live state changed (put, update, remove, clear) for the shard to
+//! hand to them after the operation; off, it costs one branch per change.
+//!
 //! Expiry: a min-heap of `(expire_at_ms, key)` with lazy invalidation; entries whose key
 //! has changed TTL or gone are skipped when popped, and the heap is rebuilt when stale
 //! entries outnumber live ones, so it stays bounded by twice the keys with a TTL.
@@ -94,6 +98,11 @@ pub struct Keyspace {
     /// besides key tombstones), noted on every store of a state: a superset, since a key
     /// that lost them since is skipped by the visit.
     element_tombstone_keys: hashbrown::HashSet<Bytes, foldhash::fast::FixedState>,
+    /// Keys whose live state changed since `take_changes` (`None`: nobody follows them).
+    /// Drained after every shard operation, so it holds one operation's keys at most.
+    changes: Option<Vec<Bytes>>,
+    /// Every live key went at once (`clear`) since `take_changes`.
+    cleared: bool,
 }
 
 impl Default for Keyspace {
@@ -113,6 +122,31 @@ impl Keyspace {
             tombstones: TombstoneMap::with_hasher(foldhash::fast::FixedState::with_seed(KEY_HASH_SEED)),
             merkle: None,
             element_tombstone_keys: hashbrown::HashSet::with_hasher(foldhash::fast::FixedState::with_seed(KEY_HASH_SEED)),
+            changes: None,
+            cleared: false,
+        }
+    }
+
+    /// Note changed keys from now on (or stop). The vector engine turns this on when it
+    /// builds its first index on the shard.
+    pub fn track_changes(&mut self, on: bool) {
+        match (on, self.changes.is_some()) {
+            (true, false) => self.changes = Some(Vec::new()),
+            (false, true) => self.changes = None,
+            _ => {}
+        }
+    }
+
+    /// The keys whose state changed since the last call (each at least once), and
+    /// whether the whole keyspace was cleared meanwhile.
+    pub fn take_changes(&mut self) -> (Vec<Bytes>, bool) {
+        let cleared = std::mem::take(&mut self.cleared);
+        (self.changes.as_mut().map(std::mem::take).unwrap_or_default(), cleared)
+    }
+
+    fn note_change(changes: &mut Option<Vec<Bytes>>, key: &Bytes) {
+        if let Some(changes) = changes {
+            changes.push(key.clone());
         }
     }
 
@@ -279,6 +313,7 @@ impl Keyspace {
                 entry.digest = digest;
                 let old = entry.state.expire_at_ms();
                 Self::note_element_tombstones(&mut self.element_tombstone_keys, &entry.key, &state);
+                Self::note_change(&mut self.changes, &entry.key);
                 entry.state = state;
                 // The expiry index needs the key only when the TTL changed.
                 (if old != new_expiry { Some(entry.key.clone()) } else { None }, old)
@@ -289,6 +324,7 @@ impl Keyspace {
                 }
                 let owned = Bytes::copy_from_slice(key);
                 Self::note_element_tombstones(&mut self.element_tombstone_keys, &owned, &state);
+                Self::note_change(&mut self.changes, &owned);
                 let for_index = new_expiry.is_some().then(|| owned.clone());
                 self.tables[index].insert_unique(hash, Box::new(Entry { key: owned, state, digest }), |e| e.hash());
                 self.len += 1;
@@ -312,6 +348,7 @@ impl Keyspace {
         let digest = self.digest_to_store(&key, &state);
         self.merkle_replace(hash, 0, digest);
         Self::note_element_tombstones(&mut self.element_tombstone_keys, &key, &state);
+        Self::note_change(&mut self.changes, &key);
         self.tables[index].insert_unique(hash, Box::new(Entry { key: key.clone(), state, digest }), |e| e.hash());
         self.len += 1;
         self.track_expiry(key, None, expiry);
@@ -328,6 +365,7 @@ impl Keyspace {
         let old = entry.state.expire_at_ms();
         let result = f(&entry.key, &mut entry.state);
         Self::note_element_tombstones(&mut self.element_tombstone_keys, &entry.key, &entry.state);
+        Self::note_change(&mut self.changes, &entry.key);
         let new = entry.state.expire_at_ms();
         if let Some(leaves) = &mut self.merkle {
             let digest = merkle::digest(key, &entry.state);
@@ -373,6 +411,7 @@ impl Keyspace {
         let entry = self.tables[index].find_entry(hash, |e| e.key == key).ok()?;
         let (removed, _) = entry.remove();
         let removed = *removed;
+        Self::note_change(&mut self.changes, &removed.key);
         debug_assert_eq!(removed.digest, self.digest_to_store(key, &removed.state), "stale digest");
         self.merkle_replace(hash, removed.digest, 0);
         self.len -= 1;
@@ -386,8 +425,11 @@ impl Keyspace {
     pub fn clear(&mut self) {
         let tombstones = std::mem::take(&mut self.tombstones);
         let merkle = self.merkle.is_some();
+        let following = self.changes.is_some();
         *self = Keyspace::new();
         self.tombstones = tombstones;
+        self.track_changes(following);
+        self.cleared = following;
         if merkle {
             self.enable_merkle();
         }

@@ -1,0 +1,375 @@
+//! The vector store of one index on one shard: vectors by slot, and for HNSW the
+//! navigable small-world graph over them. FLAT is the same store without the graph.
+//!
+//! Owns slots, links and the search. Never decides which document a slot is (the
+//! index's doc table does) and draws no randomness: a node's level comes from the hash
+//! of its key, handed in, so the same inserts in the same order build the same graph.
+//!
+//! Delete is a mark: a deleted slot still routes searches (its links keep the graph
+//! navigable) but is never returned; an update is a delete plus an insert. The index
+//! rebuilds the store once deleted slots outnumber live ones (`needs_compaction`), so
+//! the dead weight stays bounded.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
+use super::distance::Metric;
+
+/// A (distance, slot) pair ordered by distance, then slot (total and deterministic).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Near(pub f32, pub u32);
+
+impl Eq for Near {}
+impl PartialOrd for Near {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Near {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0).then(self.1.cmp(&other.1))
+    }
+}
+
+/// Highest layer a node may get (a level from a 64-bit hash never gets near it).
+const LEVEL_MAX: usize = 16;
+/// Deleted slots tolerated before compaction, besides "more than live ones".
+const COMPACT_SLACK: usize = 1024;
+
+pub struct VectorStore {
+    dim: usize,
+    metric: Metric,
+    graph: bool,
+    m: usize,
+    m0: usize,
+    ef_construction: usize,
+    level_mult: f64,
+    vectors: Vec<f32>,
+    levels: Vec<u8>,
+    /// `links[slot][level]`: the slot's neighbours on that layer (empty for FLAT).
+    links: Vec<Vec<Vec<u32>>>,
+    deleted: Vec<bool>,
+    deleted_count: usize,
+    entry: Option<u32>,
+    top_level: usize,
+    /// Visit marks, reused from search to search.
+    visited: Visited,
+}
+
+/// Which slots the current search has seen: a mark equal to `epoch` means seen, so a
+/// new search starts by bumping the epoch instead of clearing the marks.
+#[derive(Default)]
+struct Visited {
+    marks: Vec<u32>,
+    epoch: u32,
+}
+
+impl Visited {
+    fn begin(&mut self, slots: usize) {
+        if self.marks.len() < slots {
+            self.marks.resize(slots, 0);
+        }
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.marks.iter_mut().for_each(|v| *v = 0);
+            self.epoch = 1;
+        }
+    }
+
+    /// Mark `slot` seen; false if it already was.
+    fn first_visit(&mut self, slot: u32) -> bool {
+        let mark = &mut self.marks[slot as usize];
+        if *mark == self.epoch {
+            return false;
+        }
+        *mark = self.epoch;
+        true
+    }
+}
+
+impl VectorStore {
+    pub fn new(dim: usize, metric: Metric, graph: bool, m: usize, ef_construction: usize, capacity: usize) -> VectorStore {
+        let capacity = capacity.min(1 << 20);
+        VectorStore {
+            dim,
+            metric,
+            graph,
+            m,
+            m0: 2 * m,
+            ef_construction,
+            level_mult: 1.0 / (m.max(2) as f64).ln(),
+            vectors: Vec::with_capacity(capacity * dim),
+            levels: Vec::with_capacity(capacity),
+            links: Vec::with_capacity(if graph { capacity } else { 0 }),
+            deleted: Vec::with_capacity(capacity),
+            deleted_count: 0,
+            entry: None,
+            top_level: 0,
+            visited: Visited::default(),
+        }
+    }
+
+    pub fn slots(&self) -> usize {
+        self.levels.len()
+    }
+
+    pub fn live(&self) -> usize {
+        self.slots() - self.deleted_count
+    }
+
+    pub fn is_deleted(&self, slot: u32) -> bool {
+        self.deleted[slot as usize]
+    }
+
+    pub fn vector(&self, slot: u32) -> &[f32] {
+        let start = slot as usize * self.dim;
+        &self.vectors[start..start + self.dim]
+    }
+
+    /// Bytes the vectors and links take (FT.INFO's `vector_index_sz_mb`).
+    pub fn memory_bytes(&self) -> usize {
+        let links: usize = self.links.iter().flat_map(|l| l.iter()).map(|l| l.capacity() * 4 + 24).sum();
+        self.vectors.capacity() * 4 + self.levels.capacity() * 2 + links
+    }
+
+    pub fn needs_compaction(&self) -> bool {
+        self.deleted_count > COMPACT_SLACK && self.deleted_count > self.live()
+    }
+
+    pub fn delete(&mut self, slot: u32) {
+        debug_assert!(!self.deleted[slot as usize], "slot {slot} deleted twice");
+        self.deleted[slot as usize] = true;
+        self.deleted_count += 1;
+    }
+
+    fn level_for(&self, key_hash: u64) -> usize {
+        // A uniform draw in (0, 1] from the top 53 bits of the key's hash.
+        let u = ((key_hash >> 11) + 1) as f64 / (1u64 << 53) as f64;
+        ((-u.ln() * self.level_mult) as usize).min(LEVEL_MAX)
+    }
+
+    fn distance_to(&self, query: &[f32], slot: u32) -> f32 {
+        self.metric.distance(self.vector(slot), query)
+    }
+
+    /// Store a vector (already normalised for COSINE) and link it into the graph.
+    pub fn insert(&mut self, vector: &[f32], key_hash: u64) -> u32 {
+        assert_eq!(vector.len(), self.dim);
+        let slot = u32::try_from(self.slots()).expect("fewer than 2^32 slots per shard index");
+        let level = if self.graph { self.level_for(key_hash) } else { 0 };
+        self.vectors.extend_from_slice(vector);
+        self.levels.push(level as u8);
+        self.deleted.push(false);
+        if !self.graph {
+            return slot;
+        }
+        self.links.push(vec![Vec::new(); level + 1]);
+        let Some(entry) = self.entry else {
+            self.entry = Some(slot);
+            self.top_level = level;
+            return slot;
+        };
+        let mut nearest = Near(self.distance_to(vector, entry), entry);
+        for layer in (level + 1..=self.top_level).rev() {
+            nearest = self.greedy(vector, nearest, layer);
+        }
+        let mut entries = vec![nearest];
+        for layer in (0..=level.min(self.top_level)).rev() {
+            let mut visited = std::mem::take(&mut self.visited);
+            let found = self.search_layer(&mut visited, vector, &entries, self.ef_construction, layer, &|_| true);
+            self.visited = visited;
+            let width = if layer == 0 { self.m0 } else { self.m };
+            let chosen = self.select(&found, self.m);
+            self.links[slot as usize][layer] = chosen.iter().map(|n| n.1).collect();
+            for &Near(_, neighbour) in &chosen {
+                let list = &mut self.links[neighbour as usize][layer];
+                list.push(slot);
+                if list.len() > width {
+                    self.prune(neighbour, layer, width);
+                }
+            }
+            entries = found;
+        }
+        if level > self.top_level {
+            self.top_level = level;
+            self.entry = Some(slot);
+        }
+        slot
+    }
+
+    /// Keep the `width` most useful links of `node` on `layer` (the selection heuristic).
+    fn prune(&mut self, node: u32, layer: usize, width: usize) {
+        let base = self.vector(node).to_vec();
+        let mut near: Vec<Near> = self.links[node as usize][layer].iter().map(|&n| Near(self.distance_to(&base, n), n)).collect();
+        near.sort_unstable();
+        let kept = self.select(&near, width);
+        self.links[node as usize][layer] = kept.iter().map(|n| n.1).collect();
+    }
+
+    /// HNSW's neighbour selection heuristic: walk candidates nearest first, keep one only
+    /// if it is nearer to the base than to every neighbour kept so far (spreads links
+    /// over directions); fill up with the nearest skipped ones if fewer than `width`.
+    fn select(&self, sorted: &[Near], width: usize) -> Vec<Near> {
+        let mut kept: Vec<Near> = Vec::with_capacity(width);
+        let mut skipped = Vec::new();
+        for &candidate in sorted {
+            if kept.len() >= width {
+                break;
+            }
+            let v = self.vector(candidate.1);
+            if kept.iter().all(|k| self.metric.distance(v, self.vector(k.1)) > candidate.0) {
+                kept.push(candidate);
+            } else {
+                skipped.push(candidate);
+            }
+        }
+        for candidate in skipped {
+            if kept.len() >= width {
+                break;
+            }
+            kept.push(candidate);
+        }
+        kept
+    }
+
+    fn greedy(&self, query: &[f32], mut nearest: Near, layer: usize) -> Near {
+        loop {
+            let mut moved = false;
+            for &n in &self.links[nearest.1 as usize][layer] {
+                let d = self.distance_to(query, n);
+                if d < nearest.0 {
+                    nearest = Near(d, n);
+                    moved = true;
+                }
+            }
+            if !moved {
+                return nearest;
+            }
+        }
+    }
+
+    /// The `ef` nearest slots to `query` on `layer` that `accept` takes (all slots are
+    /// walked through, only accepted ones are kept), nearest first.
+    fn search_layer(&self, visited: &mut Visited, query: &[f32], entries: &[Near], ef: usize, layer: usize, accept: &dyn Fn(u32) -> bool) -> Vec<Near> {
+        visited.begin(self.slots());
+        let mut candidates: BinaryHeap<Reverse<Near>> = BinaryHeap::new();
+        let mut results: BinaryHeap<Near> = BinaryHeap::new();
+        for &e in entries {
+            if !visited.first_visit(e.1) {
+                continue;
+            }
+            candidates.push(Reverse(e));
+            if accept(e.1) {
+                results.push(e);
+            }
+        }
+        while let Some(Reverse(current)) = candidates.pop() {
+            if results.len() >= ef && results.peek().is_some_and(|worst| current.0 > worst.0) {
+                break;
+            }
+            for &n in &self.links[current.1 as usize][layer] {
+                if !visited.first_visit(n) {
+                    continue;
+                }
+                let d = self.distance_to(query, n);
+                let worst = results.peek().map_or(f32::INFINITY, |w| w.0);
+                if results.len() < ef || d < worst {
+                    candidates.push(Reverse(Near(d, n)));
+                    if accept(n) {
+                        results.push(Near(d, n));
+                        if results.len() > ef {
+                            results.pop();
+                        }
+                    }
+                }
+            }
+        }
+        results.into_sorted_vec()
+    }
+
+    /// The `k` nearest accepted slots through the graph, searching `ef` wide.
+    pub fn search_graph(&mut self, query: &[f32], k: usize, ef: usize, accept: &dyn Fn(u32) -> bool) -> Vec<Near> {
+        debug_assert!(self.graph);
+        let Some(entry) = self.entry else { return Vec::new() };
+        let mut nearest = Near(self.distance_to(query, entry), entry);
+        for layer in (1..=self.top_level).rev() {
+            nearest = self.greedy(query, nearest, layer);
+        }
+        let mut visited = std::mem::take(&mut self.visited);
+        let deleted = &self.deleted;
+        let mut found = self.search_layer(&mut visited, query, &[nearest], ef.max(k), 0, &|slot| !deleted[slot as usize] && accept(slot));
+        self.visited = visited;
+        found.truncate(k);
+        found
+    }
+
+    /// The exact `k` nearest among `slots` (live ones only).
+    pub fn search_exact(&self, query: &[f32], k: usize, slots: impl Iterator<Item = u32>) -> Vec<Near> {
+        let mut best: BinaryHeap<Near> = BinaryHeap::with_capacity(k + 1);
+        if k == 0 {
+            return Vec::new();
+        }
+        for slot in slots {
+            if self.deleted[slot as usize] {
+                continue;
+            }
+            let near = Near(self.distance_to(query, slot), slot);
+            if best.len() < k {
+                best.push(near);
+            } else if best.peek().is_some_and(|w| near < *w) {
+                best.pop();
+                best.push(near);
+            }
+        }
+        best.into_sorted_vec()
+    }
+
+    pub fn is_graph(&self) -> bool {
+        self.graph
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    fn random_vectors(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        (0..n).map(|_| (0..dim).map(|_| rng.random_range(-1.0f32..1.0)).collect()).collect()
+    }
+
+    #[test]
+    fn graph_search_finds_most_true_neighbours_and_never_a_deleted_slot() {
+        let dim = 16;
+        let data = random_vectors(2_000, dim, 7);
+        let mut store = VectorStore::new(dim, Metric::L2, true, 16, 100, 0);
+        for (i, v) in data.iter().enumerate() {
+            store.insert(v, crate::engine::kv::key_hash(format!("k{i}").as_bytes()));
+        }
+        for slot in (0..2_000).step_by(3) {
+            store.delete(slot);
+        }
+        let queries = random_vectors(50, dim, 8);
+        let mut hits = 0;
+        for q in &queries {
+            let exact = store.search_exact(q, 10, 0..store.slots() as u32);
+            let found = store.search_graph(q, 10, 64, &|_| true);
+            assert!(found.iter().all(|n| n.1 % 3 != 0), "a deleted slot was returned");
+            hits += found.iter().filter(|n| exact.contains(n)).count();
+        }
+        let recall = hits as f64 / 500.0;
+        assert!(recall > 0.9, "recall {recall}");
+    }
+
+    #[test]
+    fn a_filtered_graph_search_returns_only_accepted_slots() {
+        let data = random_vectors(500, 8, 9);
+        let mut store = VectorStore::new(8, Metric::Cosine, true, 8, 50, 0);
+        for (i, v) in data.iter().enumerate() {
+            store.insert(v, (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        }
+        let found = store.search_graph(&data[0], 10, 20, &|slot| slot % 7 == 0);
+        assert!(!found.is_empty() && found.iter().all(|n| n.1 % 7 == 0));
+    }
+}

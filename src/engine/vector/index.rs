@@ -1,0 +1,482 @@
+//! One index on one shard: the documents it holds (tags, numbers, vector slots) and
+//! the searches over them.
+//!
+//! Owns the doc table and the vector stores. Every document is derived from one hash
+//! key's current fields (`reindex`); nothing else ever adds or removes one, so the index
+//! is a function of the shard's data. Never writes data and never reads a clock: the
+//! caller hands in what is live.
+
+use bytes::Bytes;
+use hashbrown::HashMap;
+
+use super::distance::{Metric, normalize};
+use super::hnsw::{Near, VectorStore};
+use super::query::{Filter, SearchQuery};
+use super::schema::{Algorithm, ElementType, FieldKind, IndexDef};
+
+/// A filtered HNSW search turns into an exact scan when at most this share of the
+/// documents passes the filter: walking the graph past many rejected nodes costs more
+/// than scanning the few accepted ones, and the scan is exact.
+const EXACT_SCAN_SHARE: f64 = 0.2;
+/// ...or when at most this many pass, whatever their share.
+const EXACT_SCAN_DOCS_MAX: usize = 2_000;
+
+struct Doc {
+    key: Bytes,
+    /// Per vector field: the slot and a hash of the blob it came from (an update with the
+    /// same blob keeps its slot).
+    slots: Vec<Option<(u32, u64)>>,
+    /// Per tag field: the tags (lower-cased unless CASESENSITIVE).
+    tags: Vec<Vec<Bytes>>,
+    /// Per numeric field.
+    numbers: Vec<Option<f64>>,
+}
+
+/// What a document's fields say, before it is stored.
+struct Parsed {
+    vectors: Vec<Option<(Vec<f32>, u64)>>,
+    tags: Vec<Vec<Bytes>>,
+    numbers: Vec<Option<f64>>,
+}
+
+/// Reads one field of a hash (`None`: no such field).
+pub type FieldReader<'a> = &'a dyn Fn(&[u8]) -> Option<Bytes>;
+/// Reads every field of a live hash key for a reply (`None`: the key is gone).
+pub type ContentReader<'a> = &'a mut dyn FnMut(&Bytes) -> Option<Vec<(Bytes, Bytes)>>;
+
+/// One result on one shard, before the node merges shards.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hit {
+    pub key: Bytes,
+    pub score: Option<f32>,
+    pub sort: Option<SortValue>,
+    /// `None` when the content was not asked for or not needed for this page.
+    pub fields: Option<Vec<(Bytes, Bytes)>>,
+}
+
+/// A SORTBY value; missing values sort last either way.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SortValue {
+    Number(f64),
+    Text(Bytes),
+    Missing,
+}
+
+/// A filter with its fields resolved to positions in the doc.
+enum Compiled {
+    All,
+    /// A filter on a field the schema does not have: matches nothing (as RediSearch).
+    Nothing,
+    Tag(usize, Vec<Bytes>),
+    Range(usize, f64, bool, f64, bool),
+    Not(Box<Compiled>),
+    And(Vec<Compiled>),
+    Or(Vec<Compiled>),
+}
+
+pub struct Index {
+    pub def: IndexDef,
+    /// The replicated definition this index was built from (its version).
+    pub raw: Bytes,
+    docs: Vec<Option<Doc>>,
+    free: Vec<u32>,
+    by_key: HashMap<Bytes, u32, foldhash::fast::FixedState>,
+    /// One store per vector field, in schema order, and the doc of every slot.
+    stores: Vec<(VectorStore, Vec<u32>)>,
+    /// Position of each field in its kind's per-doc list.
+    positions: Vec<usize>,
+    /// Per tag field: the docs carrying each tag (filters read these, not the docs:
+    /// walking every doc's heap-allocated tags was a cache miss per doc per query).
+    postings: Vec<HashMap<Bytes, hashbrown::HashSet<u32>, foldhash::fast::FixedState>>,
+    /// Per numeric field: the value of every doc id (NaN: none), a column to scan.
+    columns: Vec<Vec<f64>>,
+    pub indexing_failures: u64,
+    live_docs: usize,
+}
+
+impl Index {
+    pub fn new(def: IndexDef, raw: Bytes) -> Index {
+        let mut positions = Vec::new();
+        let (mut vectors, mut tags, mut numbers) = (0, 0, 0);
+        let mut stores = Vec::new();
+        for field in &def.fields {
+            let counter = match &field.kind {
+                FieldKind::Vector(p) => {
+                    stores.push((VectorStore::new(p.dim, p.metric, p.algorithm == Algorithm::Hnsw, p.m, p.ef_construction, p.initial_cap), Vec::new()));
+                    &mut vectors
+                }
+                FieldKind::Tag { .. } => &mut tags,
+                FieldKind::Numeric => &mut numbers,
+            };
+            positions.push(*counter);
+            *counter += 1;
+        }
+        Index {
+            postings: (0..tags).map(|_| HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0))).collect(),
+            columns: vec![Vec::new(); numbers],
+            def,
+            raw,
+            docs: Vec::new(),
+            free: Vec::new(),
+            by_key: HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0)),
+            stores,
+            positions,
+            indexing_failures: 0,
+            live_docs: 0,
+        }
+    }
+
+    pub fn num_docs(&self) -> usize {
+        self.live_docs
+    }
+
+    pub fn memory_bytes(&self) -> usize {
+        self.stores.iter().map(|(s, owners)| s.memory_bytes() + owners.capacity() * 4).sum::<usize>() + self.docs.capacity() * std::mem::size_of::<Option<Doc>>()
+    }
+
+    pub fn needs_compaction(&self) -> bool {
+        self.stores.iter().any(|(s, _)| s.needs_compaction())
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &Bytes> {
+        self.by_key.keys()
+    }
+
+    /// Bring the document of `key` in line with its hash fields now (`None`: the key
+    /// is gone or is not a hash).
+    pub fn reindex(&mut self, key: &Bytes, key_hash: u64, fields: Option<FieldReader>) {
+        let parsed = match fields {
+            None => None,
+            Some(get) => match self.parse(get) {
+                Ok(parsed) => Some(parsed),
+                Err(()) => {
+                    self.indexing_failures += 1;
+                    None
+                }
+            },
+        };
+        let Some(parsed) = parsed else {
+            self.remove(key);
+            return;
+        };
+        let id = match self.by_key.get(key) {
+            Some(&id) => id,
+            None => {
+                let doc = Doc { key: key.clone(), slots: vec![None; self.stores.len()], tags: Vec::new(), numbers: Vec::new() };
+                let id = match self.free.pop() {
+                    Some(id) => {
+                        self.docs[id as usize] = Some(doc);
+                        id
+                    }
+                    None => {
+                        self.docs.push(Some(doc));
+                        (self.docs.len() - 1) as u32
+                    }
+                };
+                self.by_key.insert(key.clone(), id);
+                self.live_docs += 1;
+                id
+            }
+        };
+        let Some(doc) = self.docs[id as usize].as_mut() else { return };
+        unpost(&mut self.postings, &mut self.columns, id, doc);
+        doc.tags = parsed.tags;
+        doc.numbers = parsed.numbers;
+        for (field, tags) in doc.tags.iter().enumerate() {
+            for tag in tags {
+                self.postings[field].entry(tag.clone()).or_default().insert(id);
+            }
+        }
+        for (field, value) in doc.numbers.iter().enumerate() {
+            let column = &mut self.columns[field];
+            if column.len() <= id as usize {
+                column.resize(id as usize + 1, f64::NAN);
+            }
+            column[id as usize] = value.unwrap_or(f64::NAN);
+        }
+        for (field, vector) in parsed.vectors.into_iter().enumerate() {
+            let (store, owners) = &mut self.stores[field];
+            let old = doc.slots[field];
+            if old.map(|(_, h)| h) == vector.as_ref().map(|(_, h)| *h) {
+                continue;
+            }
+            if let Some((slot, _)) = old {
+                store.delete(slot);
+            }
+            doc.slots[field] = vector.map(|(v, h)| {
+                let slot = store.insert(&v, key_hash);
+                debug_assert_eq!(owners.len(), slot as usize);
+                owners.push(id);
+                (slot, h)
+            });
+        }
+    }
+
+    fn remove(&mut self, key: &Bytes) {
+        let Some(id) = self.by_key.remove(key) else { return };
+        let Some(doc) = self.docs[id as usize].take() else { return };
+        unpost(&mut self.postings, &mut self.columns, id, &doc);
+        for (field, slot) in doc.slots.iter().enumerate() {
+            if let Some((slot, _)) = slot {
+                self.stores[field].0.delete(*slot);
+            }
+        }
+        self.free.push(id);
+        self.live_docs -= 1;
+    }
+
+    /// A document from its hash fields; `Err` for a value the schema can't take (a blob
+    /// of the wrong size, a number that does not parse): RediSearch leaves such a
+    /// document out and counts a failure.
+    fn parse(&self, get: FieldReader) -> Result<Parsed, ()> {
+        let mut parsed = Parsed { vectors: Vec::new(), tags: Vec::new(), numbers: Vec::new() };
+        for field in &self.def.fields {
+            let value = get(&field.path);
+            match &field.kind {
+                FieldKind::Vector(p) => parsed.vectors.push(match value {
+                    None => None,
+                    Some(blob) => {
+                        let mut v = decode_vector(&blob, p.element, p.dim).ok_or(())?;
+                        if p.metric == Metric::Cosine {
+                            normalize(&mut v);
+                        }
+                        Some((v, xxhash_rust::xxh3::xxh3_64(&blob)))
+                    }
+                }),
+                FieldKind::Tag { separator, case_sensitive } => parsed.tags.push(match value {
+                    None => Vec::new(),
+                    Some(text) => text
+                        .split(|b| b == separator)
+                        .map(|t| t.trim_ascii())
+                        .filter(|t| !t.is_empty())
+                        .map(|t| if *case_sensitive { Bytes::copy_from_slice(t) } else { Bytes::from(t.to_ascii_lowercase()) })
+                        .collect(),
+                }),
+                FieldKind::Numeric => parsed.numbers.push(match value {
+                    None => None,
+                    Some(text) => Some(std::str::from_utf8(&text).ok().and_then(|t| t.trim().parse::<f64>().ok()).filter(|v| !v.is_nan()).ok_or(())?),
+                }),
+            }
+        }
+        Ok(parsed)
+    }
+
+    fn compile(&self, filter: &Filter) -> Result<Compiled, String> {
+        Ok(match filter {
+            Filter::All => Compiled::All,
+            Filter::Tag { field, values } => {
+                let Some((i, def)) = self.def.field(field) else { return Ok(Compiled::Nothing) };
+                let FieldKind::Tag { case_sensitive, .. } = def.kind else {
+                    return Err(format!("Field `{}` is not a TAG field", String::from_utf8_lossy(field)));
+                };
+                let values = values.iter().map(|v| if case_sensitive { v.clone() } else { Bytes::from(v.to_ascii_lowercase()) }).collect();
+                Compiled::Tag(self.positions[i], values)
+            }
+            Filter::Range { field, lo, lo_exclusive, hi, hi_exclusive } => {
+                let Some((i, def)) = self.def.field(field) else { return Ok(Compiled::Nothing) };
+                if def.kind != FieldKind::Numeric {
+                    return Err(format!("Field `{}` is not a NUMERIC field", String::from_utf8_lossy(field)));
+                }
+                Compiled::Range(self.positions[i], *lo, *lo_exclusive, *hi, *hi_exclusive)
+            }
+            Filter::Not(inner) => Compiled::Not(Box::new(self.compile(inner)?)),
+            Filter::And(parts) => Compiled::And(parts.iter().map(|p| self.compile(p)).collect::<Result<_, _>>()?),
+            Filter::Or(parts) => Compiled::Or(parts.iter().map(|p| self.compile(p)).collect::<Result<_, _>>()?),
+        })
+    }
+
+    /// Run a query on this shard's part of the index. `live(key, hash-field reader)`
+    /// says whether a key is still there now (a key past its TTL that active expiry has
+    /// not removed yet is not) and reads its fields for the reply.
+    pub fn search(&mut self, query: &SearchQuery, read: ContentReader, live: &dyn Fn(&Bytes) -> bool) -> Result<(usize, Vec<Hit>), String> {
+        let filter = self.compile(&query.filter)?;
+        let page_end = query.offset.saturating_add(query.num);
+        let (total, mut hits) = match &query.knn {
+            Some(knn) => {
+                let Some((i, def)) = self.def.field(&knn.field) else {
+                    return Err(format!("Unknown field `{}`", String::from_utf8_lossy(&knn.field)));
+                };
+                let FieldKind::Vector(params) = &def.kind else {
+                    return Err(format!("Expected a VECTOR field, but `{}` is not one", String::from_utf8_lossy(&knn.field)));
+                };
+                let expected = params.dim * params.element.bytes();
+                if knn.blob.len() != expected {
+                    return Err(format!(
+                        "Error parsing vector similarity query: query vector blob size ({}) does not match index's expected size ({expected}).",
+                        knn.blob.len()
+                    ));
+                }
+                let mut vector = decode_vector(&knn.blob, params.element, params.dim).ok_or("Error parsing vector similarity query: bad blob")?;
+                if params.metric == Metric::Cosine {
+                    normalize(&mut vector);
+                }
+                let ef = knn.ef_runtime.unwrap_or(params.ef_runtime);
+                let near = self.knn(self.positions[i], &filter, &vector, knn.k, ef, live);
+                let hits: Vec<Hit> = near.into_iter().map(|(key, d)| Hit { key, score: Some(d), sort: None, fields: None }).collect();
+                (hits.len(), hits)
+            }
+            None => {
+                let passing = self.eval(&filter);
+                let mut keys: Vec<Bytes> =
+                    ids(&passing).filter_map(|id| self.docs[id as usize].as_ref()).filter(|d| live(&d.key)).map(|d| d.key.clone()).collect();
+                let total = keys.len();
+                if query.sort_by.is_none() {
+                    // Only this shard's first `page_end` keys can be on the node's page.
+                    keys.sort_unstable();
+                    keys.truncate(page_end);
+                }
+                (total, keys.into_iter().map(|key| Hit { key, score: None, sort: None, fields: None }).collect())
+            }
+        };
+        if let Some(sort) = &query.sort_by {
+            let is_score = query.knn.as_ref().is_some_and(|k| k.alias.eq_ignore_ascii_case(&sort.field));
+            if !is_score {
+                let Some((i, def)) = self.def.field(&sort.field) else {
+                    return Err(format!("Property `{}` not loaded nor in schema", String::from_utf8_lossy(&sort.field)));
+                };
+                for hit in &mut hits {
+                    let doc = self.by_key.get(&hit.key).and_then(|&id| self.docs[id as usize].as_ref());
+                    hit.sort = Some(match (&def.kind, doc) {
+                        (FieldKind::Numeric, Some(d)) => d.numbers[self.positions[i]].map_or(SortValue::Missing, SortValue::Number),
+                        (FieldKind::Tag { .. }, Some(d)) => d.tags[self.positions[i]].first().cloned().map_or(SortValue::Missing, SortValue::Text),
+                        _ => SortValue::Missing,
+                    });
+                }
+            }
+        }
+        if !query.nocontent {
+            // Without SORTBY only the first `page_end` hits of a shard can make the page.
+            let wanted = if query.sort_by.is_some() { hits.len() } else { page_end.min(hits.len()) };
+            for hit in hits.iter_mut().take(wanted) {
+                hit.fields = read(&hit.key);
+            }
+        }
+        Ok((total, hits))
+    }
+
+    /// The `k` nearest documents passing `filter` by vector field `field`, with their
+    /// distances, nearest first (ties by key, so every node orders them alike).
+    fn knn(&mut self, field: usize, filter: &Compiled, query: &[f32], k: usize, ef: usize, live: &dyn Fn(&Bytes) -> bool) -> Vec<(Bytes, f32)> {
+        let passing = match filter {
+            Compiled::All => None,
+            _ => Some(self.eval(filter)),
+        };
+        let docs = &self.docs;
+        let (store, owners) = &mut self.stores[field];
+        let doc_of = |slot: u32| docs[owners[slot as usize] as usize].as_ref();
+        let passes = |slot: u32| passing.as_ref().is_none_or(|bits| has(bits, owners[slot as usize]));
+        let near: Vec<Near> = if !store.is_graph() || store.live() == 0 {
+            let accepted: Vec<u32> = (0..store.slots() as u32).filter(|&s| !store.is_deleted(s) && passes(s) && doc_of(s).is_some_and(|d| live(&d.key))).collect();
+            store.search_exact(query, k, accepted.into_iter())
+        } else {
+            let slots: Option<Vec<u32>> = passing.as_ref().map(|bits| ids(bits).filter_map(|id| docs[id as usize].as_ref().and_then(|d| d.slots[field].map(|(s, _)| s))).collect());
+            match slots {
+                Some(slots) if slots.len() <= EXACT_SCAN_DOCS_MAX || (slots.len() as f64) <= EXACT_SCAN_SHARE * store.live() as f64 => {
+                    let slots: Vec<u32> = slots.into_iter().filter(|&s| doc_of(s).is_some_and(|d| live(&d.key))).collect();
+                    store.search_exact(query, k, slots.into_iter())
+                }
+                _ => {
+                    let accept = |slot: u32| passes(slot) && doc_of(slot).is_some_and(|d| live(&d.key));
+                    store.search_graph(query, k, ef, &accept)
+                }
+            }
+        };
+        let mut out: Vec<(Bytes, f32)> = near.into_iter().filter_map(|n| doc_of(n.1).map(|d| (d.key.clone(), n.0))).collect();
+        out.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+        out
+    }
+
+    /// The docs passing a filter, as a bitmap over doc ids.
+    fn eval(&self, filter: &Compiled) -> Vec<u64> {
+        let words = self.docs.len().div_ceil(64);
+        match filter {
+            Compiled::All => {
+                let mut bits = vec![0u64; words];
+                for (id, doc) in self.docs.iter().enumerate() {
+                    if doc.is_some() {
+                        bits[id / 64] |= 1 << (id % 64);
+                    }
+                }
+                bits
+            }
+            Compiled::Nothing => vec![0u64; words],
+            Compiled::Tag(field, values) => {
+                let mut bits = vec![0u64; words];
+                for value in values {
+                    for &id in self.postings[*field].get(value).into_iter().flatten() {
+                        bits[id as usize / 64] |= 1 << (id % 64);
+                    }
+                }
+                bits
+            }
+            Compiled::Range(field, lo, lo_ex, hi, hi_ex) => {
+                let mut bits = vec![0u64; words];
+                for (id, &n) in self.columns[*field].iter().enumerate() {
+                    // NaN (no value) fails every comparison.
+                    let above = if *lo_ex { n > *lo } else { n >= *lo };
+                    let below = if *hi_ex { n < *hi } else { n <= *hi };
+                    if above && below {
+                        bits[id / 64] |= 1 << (id % 64);
+                    }
+                }
+                bits
+            }
+            Compiled::Not(inner) => {
+                let all = self.eval(&Compiled::All);
+                let inner = self.eval(inner);
+                all.iter().zip(inner).map(|(a, i)| a & !i).collect()
+            }
+            Compiled::And(parts) => parts.iter().map(|p| self.eval(p)).reduce(|a, b| a.iter().zip(b).map(|(x, y)| x & y).collect()).unwrap_or_else(|| self.eval(&Compiled::All)),
+            Compiled::Or(parts) => parts.iter().map(|p| self.eval(p)).reduce(|a, b| a.iter().zip(b).map(|(x, y)| x | y).collect()).unwrap_or_else(|| vec![0u64; words]),
+        }
+    }
+}
+
+fn has(bits: &[u64], id: u32) -> bool {
+    bits.get(id as usize / 64).is_some_and(|w| w & (1 << (id % 64)) != 0)
+}
+
+/// The doc ids set in a bitmap, ascending.
+fn ids(bits: &[u64]) -> impl Iterator<Item = u32> + '_ {
+    bits.iter().enumerate().flat_map(|(w, &word)| {
+        let mut word = word;
+        std::iter::from_fn(move || {
+            if word == 0 {
+                return None;
+            }
+            let bit = word.trailing_zeros();
+            word &= word - 1;
+            Some((w * 64) as u32 + bit)
+        })
+    })
+}
+
+/// Take a doc's tags and numbers out of the postings and columns.
+fn unpost(postings: &mut [HashMap<Bytes, hashbrown::HashSet<u32>, foldhash::fast::FixedState>], columns: &mut [Vec<f64>], id: u32, doc: &Doc) {
+    for (field, tags) in doc.tags.iter().enumerate() {
+        for tag in tags {
+            if let Some(set) = postings[field].get_mut(tag) {
+                set.remove(&id);
+                if set.is_empty() {
+                    postings[field].remove(tag);
+                }
+            }
+        }
+    }
+    for column in columns.iter_mut() {
+        if let Some(value) = column.get_mut(id as usize) {
+            *value = f64::NAN;
+        }
+    }
+}
+
+/// A little-endian blob of `dim` elements as f32; `None` if its size is wrong.
+pub fn decode_vector(blob: &[u8], element: ElementType, dim: usize) -> Option<Vec<f32>> {
+    if blob.len() != dim * element.bytes() {
+        return None;
+    }
+    Some(match element {
+        ElementType::Float32 => blob.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
+        ElementType::Float16 => blob.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
+    })
+}

@@ -1,0 +1,215 @@
+//! The vector engine (`FT.*`): secondary indexes over a shard's hashes, with KNN search
+//! (FLAT or HNSW) filtered by tags and numbers. See docs/vector.md.
+//!
+//! Owns every index of one shard. An index is derived, never written to: the shard
+//! hands over each key whose state changed (a local write, a merge from a peer, a
+//! recovered delta, an expiry or delete, a flush) and the index re-reads that key's
+//! hash. So on every node the index is a function of the converged data.
+//!
+//! Definitions are data too: FT.CREATE stores its arguments in a hash under a reserved
+//! key (`DEF_KEY_PREFIX` + name), which replicates and persists like any key. A shard
+//! builds an index the first time an FT.* operation names a definition it has not
+//! built (or whose bytes changed), by scanning its keys once; from then on it follows
+//! every change. Never does I/O, reads a clock or draws randomness.
+
+pub mod distance;
+pub mod hnsw;
+pub mod index;
+pub mod query;
+pub mod schema;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::engine::kv::value::KeyKind;
+use crate::engine::kv::{KeyState, KvEngine, key_hash};
+pub use index::{Hit, Index, SortValue};
+pub use query::SearchQuery;
+
+/// Where index definitions live: `DEF_KEY_PREFIX` + index name, a hash whose field
+/// `DEF_FIELD` holds the encoded FT.CREATE arguments. Keys under this prefix are never
+/// indexed themselves.
+pub const DEF_KEY_PREFIX: &[u8] = b"__meridian_ft:";
+pub const DEF_FIELD: &[u8] = b"schema";
+/// Most indexes one node keeps (each costs a scan to build and work on every write).
+pub const INDEXES_MAX: usize = 1_024;
+
+pub fn def_key(name: &[u8]) -> Bytes {
+    let mut key = DEF_KEY_PREFIX.to_vec();
+    key.extend_from_slice(name);
+    Bytes::from(key)
+}
+
+/// An FT.* operation on one shard.
+#[derive(Clone, Debug, PartialEq)]
+pub enum VectorOp {
+    /// Build (or rebuild) index `name` from definition `raw` if not already built from it.
+    Sync { name: Bytes, raw: Bytes },
+    Search { name: Bytes, raw: Bytes, query: Arc<SearchQuery> },
+    /// The counts FT.INFO sums over shards.
+    Info { name: Bytes, raw: Bytes },
+    /// The keys of this shard's documents (FT.DROPINDEX DD deletes them).
+    Keys { name: Bytes, raw: Bytes },
+    /// Drop every index whose name is not listed (their definitions are gone).
+    Retain(Vec<Bytes>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum VectorReply {
+    Done,
+    Hits { total: usize, hits: Vec<Hit> },
+    Info { docs: usize, failures: u64, bytes: usize },
+    Keys(Vec<Bytes>),
+    Error(String),
+}
+
+#[derive(Default)]
+pub struct VectorEngine {
+    indexes: BTreeMap<Bytes, Index>,
+}
+
+fn expired(state: &KeyState, now_ms: u64) -> bool {
+    state.expire_at_ms().is_some_and(|at| now_ms > at)
+}
+
+/// The hash fields of a stored key as a reader (`None`: gone or not a hash).
+fn hash_reader(state: Option<&KeyState>) -> Option<impl Fn(&[u8]) -> Option<Bytes> + '_> {
+    let state = state.filter(|s| s.kind() == Some(KeyKind::Hash))?;
+    let fields = state.hash()?;
+    Some(move |name: &[u8]| fields.get(name).and_then(|f| f.read()).map(|v| v.to_bytes()))
+}
+
+impl VectorEngine {
+    /// Whether some index follows this shard's writes (the keyspace then reports
+    /// changed keys).
+    pub fn is_tracking(&self) -> bool {
+        !self.indexes.is_empty()
+    }
+
+    pub fn apply(&mut self, op: VectorOp, kv: &mut KvEngine, now_ms: u64) -> VectorReply {
+        match op {
+            VectorOp::Sync { name, raw } => match self.ensure(&name, &raw, kv) {
+                Ok(_) => VectorReply::Done,
+                Err(e) => VectorReply::Error(e),
+            },
+            VectorOp::Info { name, raw } => match self.ensure(&name, &raw, kv) {
+                Ok(index) => VectorReply::Info { docs: index.num_docs(), failures: index.indexing_failures, bytes: index.memory_bytes() },
+                Err(e) => VectorReply::Error(e),
+            },
+            VectorOp::Keys { name, raw } => match self.ensure(&name, &raw, kv) {
+                Ok(index) => VectorReply::Keys(index.keys().cloned().collect()),
+                Err(e) => VectorReply::Error(e),
+            },
+            VectorOp::Retain(names) => {
+                self.indexes.retain(|name, _| names.contains(name));
+                VectorReply::Done
+            }
+            VectorOp::Search { name, raw, query } => {
+                if let Err(e) = self.ensure(&name, &raw, kv) {
+                    return VectorReply::Error(e);
+                }
+                let Some(index) = self.indexes.get_mut(&name) else { return VectorReply::Error("internal: index vanished".into()) };
+                let keys = &kv.keys;
+                let live = |key: &Bytes| keys.get(key, key_hash(key)).is_some_and(|e| !expired(&e.state, now_ms));
+                let mut read = |key: &Bytes| {
+                    let entry = keys.get(key, key_hash(key)).filter(|e| !expired(&e.state, now_ms))?;
+                    let fields = entry.state.hash()?;
+                    Some(fields.iter().filter_map(|(f, s)| s.read().map(|v| (f.clone(), v.to_bytes()))).collect())
+                };
+                match index.search(&query, &mut read, &live) {
+                    Ok((total, hits)) => VectorReply::Hits { total, hits },
+                    Err(e) => VectorReply::Error(e),
+                }
+            }
+        }
+    }
+
+    /// The index `name` built from definition `raw`: built now from the shard's keys if
+    /// it was not, or was built from other bytes (the definition was replaced).
+    fn ensure(&mut self, name: &Bytes, raw: &Bytes, kv: &mut KvEngine) -> Result<&mut Index, String> {
+        let current = self.indexes.get(name).is_some_and(|i| i.raw == *raw);
+        if !current {
+            let args = schema::decode_args(raw.clone()).ok_or("internal: undecodable index definition")?;
+            let def = schema::parse(&args)?;
+            if !self.indexes.contains_key(name) && self.indexes.len() >= INDEXES_MAX {
+                return Err(format!("Meridian keeps at most {INDEXES_MAX} indexes"));
+            }
+            let mut index = Index::new(def, raw.clone());
+            build(&mut index, kv);
+            self.indexes.insert(name.clone(), index);
+            kv.keys.track_changes(true);
+        }
+        self.indexes.get_mut(name).ok_or_else(|| "internal: index vanished".into())
+    }
+
+    /// Follow the changes the keyspace recorded since the last call.
+    pub fn follow(&mut self, kv: &mut KvEngine) {
+        let (keys, cleared) = kv.keys.take_changes();
+        if self.indexes.is_empty() {
+            return;
+        }
+        if cleared {
+            for index in self.indexes.values_mut() {
+                *index = Index::new(index.def.clone(), index.raw.clone());
+                build(index, kv);
+            }
+            return;
+        }
+        for key in &keys {
+            if key.starts_with(DEF_KEY_PREFIX) {
+                continue;
+            }
+            let hash = key_hash(key);
+            let state = kv.keys.get(key, hash).map(|e| &e.state);
+            let reader = hash_reader(state);
+            for index in self.indexes.values_mut().filter(|i| i.def.covers(key)) {
+                index.reindex(key, hash, reader.as_ref().map(|r| r as &dyn Fn(&[u8]) -> Option<Bytes>));
+            }
+        }
+        for index in self.indexes.values_mut() {
+            if index.needs_compaction() {
+                *index = Index::new(index.def.clone(), index.raw.clone());
+                build(index, kv);
+            }
+        }
+    }
+}
+
+/// Index every stored key the definition covers (in key order, so that a rebuild on
+/// any node inserts in the same order).
+fn build(index: &mut Index, kv: &KvEngine) {
+    let mut keys: Vec<&Bytes> = kv.keys.iter().map(|e| &e.key).filter(|k| !k.starts_with(DEF_KEY_PREFIX) && index.def.covers(k)).collect();
+    keys.sort_unstable();
+    for key in keys {
+        let hash = key_hash(key);
+        let state = kv.keys.get(key, hash).map(|e| &e.state);
+        if let Some(reader) = hash_reader(state) {
+            index.reindex(key, hash, Some(&reader));
+        }
+    }
+}
+
+/// A distance as RediSearch prints it (C's `%.12g`... close enough: 12 significant
+/// digits, trailing zeros dropped).
+pub fn format_score(value: f32) -> String {
+    let v = value as f64;
+    if v == 0.0 {
+        return "0".into();
+    }
+    let exponent = v.abs().log10().floor() as i32;
+    if !(-5..12).contains(&exponent) {
+        let text = format!("{:.11e}", v);
+        let (mantissa, exp) = text.split_once('e').unwrap_or((&text, "0"));
+        let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
+        let exp: i32 = exp.parse().unwrap_or(0);
+        return format!("{mantissa}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
+    }
+    let decimals = (11 - exponent).max(0) as usize;
+    let text = format!("{:.*}", decimals, v);
+    if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_string() } else { text }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,447 @@
+//! FT.SEARCH's query: the filter expression, the KNN clause and the options, parsed.
+//!
+//! Owns the query grammar (DIALECT 2): `*`, `@tag:{a|b}`, `@num:[lo hi]` (with `(` for
+//! an exclusive bound and `-inf`/`+inf`), juxtaposition for AND, `|` for OR, `-` for
+//! NOT, parentheses, and `=>[KNN k @field $param [EF_RUNTIME n] [AS alias]]`. `$name`
+//! parameters come from PARAMS. Anything else (full-text terms, GEO, VECTOR_RANGE, ...)
+//! is an error naming it: a query must never run with part of its filter ignored.
+//! Pure parsing: it knows no index and no data.
+
+use bytes::Bytes;
+
+/// How deep parentheses and negations may nest (bounds the recursion).
+pub const NESTING_MAX: usize = 64;
+/// Largest K a KNN clause may ask for.
+pub const KNN_K_MAX: usize = 100_000;
+/// Most results LIMIT may ask for (RediSearch's MAXSEARCHRESULTS default).
+pub const LIMIT_MAX: usize = 1_000_000;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Filter {
+    All,
+    /// Any of these tags on the field.
+    Tag { field: Bytes, values: Vec<Bytes> },
+    Range { field: Bytes, lo: f64, lo_exclusive: bool, hi: f64, hi_exclusive: bool },
+    Not(Box<Filter>),
+    And(Vec<Filter>),
+    Or(Vec<Filter>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Knn {
+    pub k: usize,
+    pub field: Bytes,
+    pub blob: Bytes,
+    pub ef_runtime: Option<usize>,
+    /// The name the distance is returned under (`AS`, else `__<field>_score`).
+    pub alias: Bytes,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SortBy {
+    pub field: Bytes,
+    pub ascending: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SearchQuery {
+    pub filter: Filter,
+    pub knn: Option<Knn>,
+    pub offset: usize,
+    pub num: usize,
+    pub nocontent: bool,
+    pub return_fields: Option<Vec<Bytes>>,
+    pub sort_by: Option<SortBy>,
+}
+
+fn eq(arg: &[u8], word: &str) -> bool {
+    arg.eq_ignore_ascii_case(word.as_bytes())
+}
+
+fn number(arg: Option<&Bytes>) -> Option<usize> {
+    std::str::from_utf8(arg?).ok()?.parse().ok()
+}
+
+/// Parse FT.SEARCH's arguments after the index name (query string first).
+pub fn parse_search(args: &[Bytes]) -> Result<SearchQuery, String> {
+    let Some(query) = args.first() else {
+        return Err("wrong number of arguments for 'FT.SEARCH' command".into());
+    };
+    let mut params: Vec<(Bytes, Bytes)> = Vec::new();
+    let mut out = SearchQuery { filter: Filter::All, knn: None, offset: 0, num: 10, nocontent: false, return_fields: None, sort_by: None };
+    let mut i = 1;
+    while i < args.len() {
+        let arg = &args[i];
+        if eq(arg, "NOCONTENT") {
+            out.nocontent = true;
+            i += 1;
+        } else if eq(arg, "VERBATIM") || eq(arg, "NOSTOPWORDS") {
+            // Only change how text terms are processed, and text is refused anyway.
+            i += 1;
+        } else if eq(arg, "RETURN") {
+            let n = number(args.get(i + 1)).ok_or("Bad arguments for RETURN: Expected an argument, but none provided")?;
+            if i + 2 + n > args.len() {
+                return Err("Bad arguments for RETURN: Expected an argument, but none provided".into());
+            }
+            out.return_fields = Some(args[i + 2..i + 2 + n].to_vec());
+            i += 2 + n;
+        } else if eq(arg, "LIMIT") {
+            let (Some(offset), Some(num)) = (number(args.get(i + 1)), number(args.get(i + 2))) else {
+                return Err("Bad arguments for LIMIT: Expected an argument, but none provided".into());
+            };
+            if offset.saturating_add(num) > LIMIT_MAX {
+                return Err("OFFSET exceeds maximum of 1000000".into());
+            }
+            out.offset = offset;
+            out.num = num;
+            i += 3;
+        } else if eq(arg, "SORTBY") {
+            let field = args.get(i + 1).ok_or("Bad arguments for SORTBY: Expected an argument, but none provided")?;
+            let field = Bytes::copy_from_slice(field.strip_prefix(b"@").unwrap_or(field));
+            let mut ascending = true;
+            i += 2;
+            if let Some(dir) = args.get(i)
+                && (eq(dir, "ASC") || eq(dir, "DESC"))
+            {
+                ascending = eq(dir, "ASC");
+                i += 1;
+            }
+            out.sort_by = Some(SortBy { field, ascending });
+        } else if eq(arg, "PARAMS") {
+            let n = number(args.get(i + 1)).ok_or("Bad arguments for PARAMS: Expected an argument, but none provided")?;
+            if n % 2 != 0 || i + 2 + n > args.len() {
+                return Err("Bad arguments for PARAMS: Expected an argument, but none provided".into());
+            }
+            params.extend(args[i + 2..i + 2 + n].chunks_exact(2).map(|p| (p[0].clone(), p[1].clone())));
+            i += 2 + n;
+        } else if eq(arg, "DIALECT") {
+            match number(args.get(i + 1)) {
+                Some(1 | 2) => {}
+                Some(d @ 3..=4) => return Err(format!("DIALECT {d} is not supported by Meridian (use 2)")),
+                _ => return Err("DIALECT requires a non negative integer >=1 and <= 4".into()),
+            }
+            i += 2;
+        } else if eq(arg, "TIMEOUT") {
+            number(args.get(i + 1)).ok_or("Bad arguments for TIMEOUT: Expected an argument, but none provided")?;
+            i += 2;
+        } else {
+            return Err(format!("{} is not supported by Meridian's FT.SEARCH", String::from_utf8_lossy(arg).to_uppercase()));
+        }
+    }
+    let (filter, knn) = Parser { text: query, pos: 0, params: &params }.query()?;
+    out.filter = filter;
+    out.knn = knn;
+    Ok(out)
+}
+
+struct Parser<'a> {
+    text: &'a [u8],
+    pos: usize,
+    params: &'a [(Bytes, Bytes)],
+}
+
+impl Parser<'_> {
+    fn syntax(&self) -> String {
+        let near = String::from_utf8_lossy(&self.text[self.pos.min(self.text.len())..]);
+        format!("Syntax error at offset {} near {}", self.pos, near.split_whitespace().next().unwrap_or(""))
+    }
+
+    fn skip_ws(&mut self) {
+        while self.pos < self.text.len() && self.text[self.pos].is_ascii_whitespace() {
+            self.pos += 1;
+        }
+    }
+
+    fn peek(&mut self) -> Option<u8> {
+        self.skip_ws();
+        self.text.get(self.pos).copied()
+    }
+
+    fn starts(&mut self, s: &[u8]) -> bool {
+        self.skip_ws();
+        self.text[self.pos..].starts_with(s)
+    }
+
+    fn expect(&mut self, c: u8) -> Result<(), String> {
+        if self.peek() == Some(c) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(self.syntax())
+        }
+    }
+
+    fn query(mut self) -> Result<(Filter, Option<Knn>), String> {
+        let filter = self.or(0)?;
+        let knn = if self.starts(b"=>") {
+            self.pos += 2;
+            Some(self.knn()?)
+        } else {
+            None
+        };
+        if self.peek().is_some() {
+            return Err(self.syntax());
+        }
+        Ok((filter, knn))
+    }
+
+    fn or(&mut self, depth: usize) -> Result<Filter, String> {
+        if depth > NESTING_MAX {
+            return Err("Query is too deeply nested".into());
+        }
+        let mut parts = vec![self.and(depth)?];
+        while self.peek() == Some(b'|') {
+            self.pos += 1;
+            parts.push(self.and(depth)?);
+        }
+        Ok(if parts.len() == 1 { parts.pop().unwrap_or(Filter::All) } else { Filter::Or(parts) })
+    }
+
+    fn and(&mut self, depth: usize) -> Result<Filter, String> {
+        let mut parts = Vec::new();
+        while let Some(c) = self.peek() {
+            if c == b'|' || c == b')' || self.starts(b"=>") {
+                break;
+            }
+            parts.push(self.unary(depth)?);
+        }
+        match parts.len() {
+            0 => Err(self.syntax()),
+            1 => Ok(parts.pop().unwrap_or(Filter::All)),
+            _ => Ok(Filter::And(parts)),
+        }
+    }
+
+    fn unary(&mut self, depth: usize) -> Result<Filter, String> {
+        match self.peek() {
+            Some(b'-') => {
+                self.pos += 1;
+                if depth + 1 > NESTING_MAX {
+                    return Err("Query is too deeply nested".into());
+                }
+                Ok(Filter::Not(Box::new(self.unary(depth + 1)?)))
+            }
+            Some(b'(') => {
+                self.pos += 1;
+                let inner = self.or(depth + 1)?;
+                self.expect(b')')?;
+                Ok(inner)
+            }
+            Some(b'*') => {
+                self.pos += 1;
+                Ok(Filter::All)
+            }
+            Some(b'@') => self.field_filter(),
+            Some(b'~') => Err("Optional terms (~) are not supported by Meridian".into()),
+            Some(_) => Err(format!(
+                "Full-text terms are not supported by Meridian yet (near `{}`); use @tag:{{...}} or @num:[lo hi]",
+                String::from_utf8_lossy(&self.text[self.pos..]).split_whitespace().next().unwrap_or("")
+            )),
+            None => Err(self.syntax()),
+        }
+    }
+
+    fn name(&mut self) -> Bytes {
+        let start = self.pos;
+        while self.pos < self.text.len() && (self.text[self.pos].is_ascii_alphanumeric() || b"_.".contains(&self.text[self.pos])) {
+            self.pos += 1;
+        }
+        Bytes::copy_from_slice(&self.text[start..self.pos])
+    }
+
+    fn field_filter(&mut self) -> Result<Filter, String> {
+        self.pos += 1;
+        let field = self.name();
+        if field.is_empty() {
+            return Err(self.syntax());
+        }
+        self.expect(b':')?;
+        match self.peek() {
+            Some(b'{') => {
+                self.pos += 1;
+                let values = self.tags()?;
+                Ok(Filter::Tag { field, values })
+            }
+            Some(b'[') => {
+                self.pos += 1;
+                let (lo, lo_exclusive) = self.bound()?;
+                let (hi, hi_exclusive) = self.bound()?;
+                if self.peek() == Some(b']') {
+                    self.pos += 1;
+                    Ok(Filter::Range { field, lo, lo_exclusive, hi, hi_exclusive })
+                } else if self.starts(b"VECTOR_RANGE") {
+                    Err("VECTOR_RANGE is not supported by Meridian yet".into())
+                } else {
+                    Err(self.syntax())
+                }
+            }
+            _ => Err(format!("Full-text and GEO field filters are not supported by Meridian yet (@{})", String::from_utf8_lossy(&field))),
+        }
+    }
+
+    /// Tag values up to `}`: `|`-separated, `\` escapes a character, spaces trimmed.
+    fn tags(&mut self) -> Result<Vec<Bytes>, String> {
+        let mut values = Vec::new();
+        let mut current = Vec::new();
+        loop {
+            let Some(&c) = self.text.get(self.pos) else {
+                return Err(self.syntax());
+            };
+            self.pos += 1;
+            match c {
+                b'\\' => {
+                    let Some(&next) = self.text.get(self.pos) else { return Err(self.syntax()) };
+                    current.push(next);
+                    self.pos += 1;
+                }
+                b'|' | b'}' => {
+                    let value = self.substitute(current.trim_ascii());
+                    if value.is_empty() {
+                        return Err(self.syntax());
+                    }
+                    values.push(value);
+                    current.clear();
+                    if c == b'}' {
+                        return Ok(values);
+                    }
+                }
+                b'*' => return Err("Tag prefix/suffix matching (*) is not supported by Meridian yet".into()),
+                _ => current.push(c),
+            }
+        }
+    }
+
+    /// `$name` is replaced by its PARAMS value; anything else is taken as written.
+    fn substitute(&self, token: &[u8]) -> Bytes {
+        if let Some(name) = token.strip_prefix(b"$")
+            && let Some((_, v)) = self.params.iter().find(|(k, _)| k[..] == *name)
+        {
+            return v.clone();
+        }
+        Bytes::copy_from_slice(token)
+    }
+
+    fn token(&mut self) -> Bytes {
+        self.skip_ws();
+        let start = self.pos;
+        while self.pos < self.text.len() && !self.text[self.pos].is_ascii_whitespace() && !b"[]()|{}".contains(&self.text[self.pos]) {
+            self.pos += 1;
+        }
+        Bytes::copy_from_slice(&self.text[start..self.pos])
+    }
+
+    fn param_value(&self, token: &Bytes) -> Result<Bytes, String> {
+        match token.strip_prefix(b"$") {
+            Some(name) => self
+                .params
+                .iter()
+                .find(|(k, _)| k[..] == *name)
+                .map(|(_, v)| v.clone())
+                .ok_or_else(|| format!("No such parameter `{}`", String::from_utf8_lossy(name))),
+            None => Ok(token.clone()),
+        }
+    }
+
+    fn bound(&mut self) -> Result<(f64, bool), String> {
+        let exclusive = self.peek() == Some(b'(');
+        if exclusive {
+            self.pos += 1;
+        }
+        let token = self.token();
+        let value = self.param_value(&token)?;
+        let text = std::str::from_utf8(&value).map_err(|_| self.syntax())?;
+        let parsed = match text.to_ascii_lowercase().as_str() {
+            "-inf" => f64::NEG_INFINITY,
+            "inf" | "+inf" => f64::INFINITY,
+            t => t.parse::<f64>().ok().filter(|v| !v.is_nan()).ok_or_else(|| format!("Expected a number but got `{text}`"))?,
+        };
+        Ok((parsed, exclusive))
+    }
+
+    fn knn(&mut self) -> Result<Knn, String> {
+        self.expect(b'[')?;
+        let word = self.token();
+        if !eq(&word, "KNN") {
+            return Err(if eq(&word, "VECTOR_RANGE") { "VECTOR_RANGE is not supported by Meridian yet".into() } else { self.syntax() });
+        }
+        let k_token = self.token();
+        let k_value = self.param_value(&k_token)?;
+        let k = std::str::from_utf8(&k_value).ok().and_then(|s| s.parse::<usize>().ok()).ok_or_else(|| self.syntax())?;
+        if k > KNN_K_MAX {
+            return Err(format!("KNN K is above Meridian's limit of {KNN_K_MAX}"));
+        }
+        self.skip_ws();
+        if self.peek() != Some(b'@') {
+            return Err(self.syntax());
+        }
+        self.pos += 1;
+        let field = self.name();
+        let blob_token = self.token();
+        if !blob_token.starts_with(b"$") {
+            return Err("Vector blobs must be passed as a $parameter (PARAMS)".into());
+        }
+        let blob = self.param_value(&blob_token)?;
+        let mut knn = Knn { k, alias: Bytes::from(format!("__{}_score", String::from_utf8_lossy(&field))), field, blob, ef_runtime: None };
+        loop {
+            if self.peek() == Some(b']') {
+                self.pos += 1;
+                return Ok(knn);
+            }
+            let word = self.token();
+            if eq(&word, "AS") {
+                knn.alias = self.token();
+                if knn.alias.is_empty() {
+                    return Err(self.syntax());
+                }
+            } else if eq(&word, "EF_RUNTIME") {
+                let token = self.token();
+                let value = self.param_value(&token)?;
+                let ef = std::str::from_utf8(&value).ok().and_then(|s| s.parse::<usize>().ok()).filter(|&v| v > 0);
+                knn.ef_runtime = Some(ef.ok_or("EF_RUNTIME must be a positive integer")?);
+            } else if word.is_empty() {
+                return Err(self.syntax());
+            } else {
+                return Err(format!("{} is not supported by Meridian in a KNN clause", String::from_utf8_lossy(&word).to_uppercase()));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(query: &str, params: &[(&str, &str)]) -> Result<SearchQuery, String> {
+        let mut args = vec![Bytes::copy_from_slice(query.as_bytes())];
+        if !params.is_empty() {
+            args.push(Bytes::from_static(b"PARAMS"));
+            args.push(Bytes::from((params.len() * 2).to_string()));
+            for (k, v) in params {
+                args.push(Bytes::copy_from_slice(k.as_bytes()));
+                args.push(Bytes::copy_from_slice(v.as_bytes()));
+            }
+        }
+        args.push(Bytes::from_static(b"DIALECT"));
+        args.push(Bytes::from_static(b"2"));
+        parse_search(&args)
+    }
+
+    #[test]
+    fn hybrid_query_with_tags_ranges_negation_and_knn_parses_whole() {
+        let q = parse("(@t:{a | b\\ c} -@n:[(1 +inf])=>[KNN $K @v $blob EF_RUNTIME 50 AS dist]", &[("K", "7"), ("blob", "xyz")]).expect("parses");
+        let knn = q.knn.expect("knn");
+        assert_eq!((knn.k, &knn.alias[..], &knn.blob[..], knn.ef_runtime), (7, &b"dist"[..], &b"xyz"[..], Some(50)));
+        let Filter::And(parts) = q.filter else { panic!("and") };
+        assert_eq!(parts[0], Filter::Tag { field: "t".into(), values: vec!["a".into(), "b c".into()] });
+        assert!(matches!(&parts[1], Filter::Not(inner) if matches!(**inner, Filter::Range { lo: 1.0, lo_exclusive: true, .. })));
+    }
+
+    #[test]
+    fn unsupported_query_parts_are_errors_never_ignored() {
+        assert!(parse("hello", &[]).unwrap_err().contains("Full-text"));
+        assert!(parse("@v:[VECTOR_RANGE 0.1 $b]", &[("b", "x")]).is_err());
+        assert!(parse("*=>[KNN 3 @v $b HYBRID_POLICY ADHOC_BF]", &[("b", "x")]).unwrap_err().contains("HYBRID_POLICY"));
+        assert!(parse("@t:{ab*}", &[]).is_err());
+        assert!(parse("(@t:{a}", &[]).is_err());
+    }
+}
