@@ -183,6 +183,11 @@ pub enum CmdId {
     LMove,
     RPopLPush,
     LMPop,
+    // The graph engine (FalkorDB's GRAPH.* commands).
+    GraphQuery,
+    GraphRoQuery,
+    GraphDelete,
+    GraphList,
 }
 
 #[derive(Debug)]

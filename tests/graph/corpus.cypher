@@ -1,0 +1,130 @@
+// The differential corpus (tests/graph_differential.rs): one query per line, run in
+// order on one graph in FalkorDB and in Meridian. `RO ` runs a line as GRAPH.RO_QUERY.
+// Setup
+CREATE (:Person {name:'Alice', age:34, city:'Paris'}), (:Person {name:'Bob', age:28, city:'London'}), (:Person {name:'Carol', age:45, city:'Paris'})
+CREATE (:Person {name:'Dave', age:19}), (:Person {name:'Eve', age:28, city:'Berlin', tags:['x','y']})
+CREATE (:City {name:'Paris', pop:2100000}), (:City {name:'London', pop:8900000}), (:City {name:'Berlin', pop:3600000})
+MATCH (a:Person {name:'Alice'}), (b:Person {name:'Bob'}) CREATE (a)-[:KNOWS {since:2010}]->(b)
+MATCH (a:Person {name:'Alice'}), (b:Person {name:'Carol'}) CREATE (a)-[:KNOWS {since:2015}]->(b)
+MATCH (a:Person {name:'Bob'}), (b:Person {name:'Dave'}) CREATE (a)-[:KNOWS {since:2020}]->(b)
+MATCH (a:Person {name:'Carol'}), (b:Person {name:'Eve'}) CREATE (a)-[:KNOWS]->(b)
+MATCH (p:Person), (c:City) WHERE p.city = c.name CREATE (p)-[:LIVES_IN]->(c)
+// Reads: patterns, labels, property maps, directions
+MATCH (n) RETURN count(n)
+MATCH (n:Person) RETURN n.name ORDER BY n.name
+MATCH (n:City) RETURN n.name, n.pop ORDER BY n.pop DESC
+MATCH (n:Person {city:'Paris'}) RETURN n.name
+MATCH (a:Person)-[:KNOWS]->(b:Person) RETURN a.name, b.name
+MATCH (a:Person)<-[:KNOWS]-(b:Person) RETURN a.name, b.name
+MATCH (a:Person {name:'Bob'})-[:KNOWS]-(b) RETURN b.name
+MATCH (a)-[r:KNOWS]->(b) RETURN a.name, r.since, b.name
+MATCH (a)-[r]->(b:City) RETURN a.name, type(r), b.name
+MATCH (a:Person)-[:KNOWS]->(b)-[:KNOWS]->(c) RETURN a.name, b.name, c.name
+MATCH (a:Person)-[:KNOWS]->(b), (b)-[:LIVES_IN]->(c) RETURN a.name, b.name, c.name
+MATCH (a:Person {name:'Alice'}), (c:City) RETURN a.name, c.name
+MATCH (n:Person {name:'Alice'}) RETURN n
+MATCH (a:Person {name:'Alice'})-[r:KNOWS]->(b:Person {name:'Bob'}) RETURN r
+MATCH (a:Person {name:'Alice'})-[r:KNOWS]->(b:Person {name:'Bob'}) RETURN a, r, b
+MATCH (n:Nobody) RETURN n
+// WHERE
+MATCH (n:Person) WHERE n.age > 30 RETURN n.name
+MATCH (n:Person) WHERE n.age >= 28 AND n.age < 40 RETURN n.name
+MATCH (n:Person) WHERE n.age < 20 OR n.city = 'Berlin' RETURN n.name
+MATCH (n:Person) WHERE NOT n.city = 'Paris' RETURN n.name
+MATCH (n:Person) WHERE n.age <> 28 RETURN n.name
+MATCH (n:Person) WHERE n.name IN ['Alice', 'Eve', 'Zed'] RETURN n.name
+MATCH (n:Person) WHERE n.name STARTS WITH 'A' RETURN n.name
+MATCH (n:Person) WHERE n.name ENDS WITH 'e' RETURN n.name
+MATCH (n:Person) WHERE n.name CONTAINS 'o' RETURN n.name
+MATCH (n:Person) WHERE n.city IS NULL RETURN n.name
+MATCH (n:Person) WHERE n.city IS NOT NULL RETURN n.name
+MATCH (n:Person) WHERE n.age = 28 XOR n.city = 'London' RETURN n.name
+MATCH (a)-[r:KNOWS]->(b) WHERE r.since > 2012 RETURN a.name, b.name
+MATCH (a)-[r:KNOWS]->(b) WHERE r.since IS NULL RETURN a.name, b.name
+MATCH (n) WHERE n:City RETURN n.name
+MATCH (n:Person) WHERE 'x' IN n.tags RETURN n.name
+// RETURN: aliases, expressions, DISTINCT, aggregates
+MATCH (n:Person) RETURN n.name AS who, n.age * 2 AS twice ORDER BY who
+MATCH (n:Person) RETURN DISTINCT n.age ORDER BY n.age
+MATCH (n:Person) RETURN DISTINCT n.city
+MATCH (n:Person) RETURN count(*), sum(n.age), min(n.age), max(n.age)
+MATCH (n:Person) RETURN avg(n.age)
+MATCH (n:Person) RETURN n.city, count(*) ORDER BY n.city
+MATCH (n:Person) RETURN n.age, count(n) AS c ORDER BY c DESC, n.age
+MATCH (n:Person) RETURN count(DISTINCT n.age)
+MATCH (n:Person) WHERE n.age > 100 RETURN count(n), sum(n.age), collect(n.name)
+MATCH (a:Person)-[:KNOWS]->(b) RETURN a.name, count(b) ORDER BY a.name
+MATCH (n:Person) WITH n ORDER BY n.name RETURN collect(n.name)
+MATCH (n:Person) RETURN n.name ORDER BY n.age DESC, n.name
+MATCH (n:Person) RETURN n.name ORDER BY n.name SKIP 1 LIMIT 2
+MATCH (n:Person) RETURN n.name ORDER BY n.name LIMIT 0
+MATCH (n:Person) RETURN n.name, n.age ORDER BY n.age, n.name DESC
+MATCH (n:Person) RETURN max(n.name), min(n.city)
+// Expressions and functions
+RETURN 1 + 2 * 3, 10 / 4, 10 % 3, 2 ^ 3, -5
+RETURN 'a' + 'b', 1.5 + 1, 10 / 4.0
+RETURN [1, 2, 3], {k: 1}, null, true, false
+RETURN toUpper('abc'), toLower('ABC'), trim('  x  '), size('hello'), reverse('abc')
+RETURN substring('hello', 1, 3), left('hello', 2), right('hello', 2), replace('aXbX', 'X', '-')
+RETURN split('a,b,c', ','), size([1,2,3]), head([1,2,3]), last([1,2,3]), tail([1,2,3])
+RETURN range(1, 5), range(0, 10, 3), abs(-3), ceil(1.2), floor(1.8), round(2.5)
+RETURN toInteger('42'), toInteger(3.9), toFloat('1.5'), toString(12), coalesce(null, 2, 3)
+RETURN 1 = 1.0, 1 < 2, 'a' < 'b', null = null, 1 IN [1,2], 3 IN [1, null]
+RETURN [1,2,3][0], [1,2,3][-1], [1,2,3][1..], [1,2,3][..2]
+RETURN CASE WHEN 1 > 2 THEN 'a' ELSE 'b' END, CASE 2 WHEN 1 THEN 'one' WHEN 2 THEN 'two' END
+MATCH (n:Person {name:'Eve'}) RETURN labels(n), n.tags, size(n.tags), keys(n)
+MATCH (a)-[r:KNOWS]->(b:Person {name:'Bob'}) RETURN type(r), properties(r)
+// Parameters
+CYPHER name='Carol' MATCH (n:Person {name:$name}) RETURN n.age
+CYPHER min=30 MATCH (n:Person) WHERE n.age > $min RETURN n.name
+CYPHER names=['Bob','Dave'] MATCH (n:Person) WHERE n.name IN $names RETURN n.name
+// WITH, UNWIND, OPTIONAL MATCH, variable-length paths
+MATCH (n:Person) WITH n.city AS city, count(*) AS c WHERE c > 1 RETURN city, c
+MATCH (n:Person) WITH n WHERE n.age > 30 RETURN n.name
+UNWIND [3, 1, 2] AS x RETURN x ORDER BY x
+UNWIND [1, 2, 3] AS x RETURN sum(x), collect(x)
+MATCH (p:Person) OPTIONAL MATCH (p)-[:LIVES_IN]->(c) RETURN p.name, c.name
+MATCH (a:Person {name:'Alice'})-[:KNOWS*1..2]->(b) RETURN b.name
+MATCH (a:Person {name:'Alice'})-[:KNOWS*]->(b) RETURN b.name
+MATCH (a:Person {name:'Alice'})-[:KNOWS*2]->(b) RETURN b.name
+// Read-only queries
+RO MATCH (n:Person) RETURN count(n)
+RO CREATE (:Person {name:'Mallory'})
+// Errors
+MATCH (n) RETURN nosuchfn(n)
+RETURN 1 +
+MATCH (n) RETURN m
+CREATE (a)-[:R|S]->(b)
+CREATE (a)-[]->(b)
+// Writes: SET, REMOVE, DELETE, MERGE
+MATCH (n:Person {name:'Dave'}) SET n.age = 20
+MATCH (n:Person {name:'Dave'}) SET n.age = 20
+MATCH (n:Person {name:'Dave'}) SET n.nick = 'D', n.score = 1.5
+MATCH (n:Person {name:'Dave'}) SET n.nick = NULL
+MATCH (n:Person {name:'Dave'}) SET n += {score: 2.5, level: 3}
+MATCH (n:Person {name:'Dave'}) RETURN n.age, n.nick, n.score, n.level
+MATCH (n:Person {name:'Dave'}) REMOVE n.level RETURN n.level
+MATCH (n:Person {name:'Dave'}) SET n:Teen RETURN labels(n)
+MATCH (n:Teen) RETURN n.name
+MATCH (a:Person {name:'Alice'})-[r:KNOWS]->(b:Person {name:'Bob'}) SET r.since = 2011 RETURN r.since
+MERGE (c:City {name:'Rome'})
+MERGE (c:City {name:'Rome'})
+MERGE (c:City {name:'Madrid'}) ON CREATE SET c.pop = 3300000 ON MATCH SET c.seen = true RETURN c.pop, c.seen
+MERGE (c:City {name:'Madrid'}) ON CREATE SET c.pop = 1 ON MATCH SET c.seen = true RETURN c.pop, c.seen
+UNWIND ['Oslo', 'Oslo', 'Lima'] AS n MERGE (:City {name:n})
+MATCH (c:City) RETURN c.name ORDER BY c.name
+CREATE (a:Tmp {i:1})-[:T]->(b:Tmp {i:2}), (b)-[:T]->(a) RETURN a.i, b.i
+MATCH (a:Tmp)-[r:T]->() DELETE r
+MATCH (n:Tmp) DELETE n
+MATCH (n:Tmp) RETURN count(n)
+MATCH (p:Person {name:'Bob'}) DETACH DELETE p
+MATCH (a)-[r:KNOWS]->(b) RETURN a.name, b.name
+MATCH (n:Person) RETURN count(n)
+MATCH (n:Person {name:'Eve'}) DELETE n
+MATCH (n) RETURN count(n)
+MATCH ()-[r]->() RETURN count(r)
+UNWIND range(1, 20) AS i CREATE (:Bulk {i: i, even: i % 2 = 0})
+MATCH (b:Bulk) WHERE b.even RETURN count(b), sum(b.i)
+MATCH (b:Bulk) WITH b ORDER BY b.i DESC LIMIT 3 RETURN b.i
+MATCH (b:Bulk) DELETE b
+MATCH (n) RETURN count(n)
