@@ -11,6 +11,8 @@ pub enum Tok {
     /// A backquoted identifier: never a keyword.
     Quoted(String),
     Int(i64),
+    /// 9223372036854775808: i64::MIN's magnitude, an integer only after a minus.
+    IntMinMagnitude,
     Float(f64),
     Str(String),
     Param(String),
@@ -138,9 +140,8 @@ fn number(text: &str, start: usize) -> Result<(Tok, usize), String> {
     } else {
         match digits.parse::<i64>() {
             Ok(n) => Ok((Tok::Int(n), i)),
-            // `-9223372036854775808`: the parser negates; keep the magnitude as a float
-            // marker the parser turns back into i64::MIN.
-            Err(_) if digits == "9223372036854775808" => Ok((Tok::Float(9.223372036854775808e18), i)),
+            // `-9223372036854775808`: only valid negated (the parser checks).
+            Err(_) if digits == "9223372036854775808" => Ok((Tok::IntMinMagnitude, i)),
             Err(_) => Err(format!("Integer overflow '{digits}'")),
         }
     }
