@@ -1257,8 +1257,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Remove and return members with scores in a sorted set or block until one is available"
     ),
     // The graph engine: FalkorDB's names, arities and key positions.
-    spec!(GraphQuery, "graph.query", -3, ["write", "denyoom"], 1, 1, 1, "graph", "1.0.0", "Runs an openCypher query on a graph."),
-    spec!(GraphRoQuery, "graph.ro_query", -3, ["readonly"], 1, 1, 1, "graph", "1.0.0", "Runs a read-only openCypher query on a graph."),
-    spec!(GraphDelete, "graph.delete", 2, ["write"], 1, 1, 1, "graph", "1.0.0", "Deletes a graph."),
-    spec!(GraphList, "graph.list", 1, ["readonly"], 0, 0, 0, "graph", "1.0.0", "Lists the graphs."),
+    spec!(GraphQuery, "graph.query", -3, ["write", "denyoom"], 1, 1, 1, "module", "1.0.0", "Runs an openCypher query on a graph."),
+    spec!(GraphRoQuery, "graph.ro_query", -3, ["readonly"], 1, 1, 1, "module", "1.0.0", "Runs a read-only openCypher query on a graph."),
+    spec!(GraphDelete, "graph.delete", 2, ["write"], 1, 1, 1, "module", "1.0.0", "Deletes a graph."),
+    spec!(GraphList, "graph.list", 1, ["readonly"], 0, 0, 0, "module", "1.0.0", "Lists the graphs."),
 ];

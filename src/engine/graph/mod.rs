@@ -39,6 +39,44 @@ use eval::{Env, Row};
 use exec::Exec;
 use store::GraphView;
 
+/// Graphs kept decoded per shard, at most this many (the least recently stored goes).
+const CACHED_GRAPHS_MAX: usize = 64;
+
+/// The decoded view of recently queried graphs, each with the digest of the graph part
+/// it was decoded from: a view is used only while the part's digest is unchanged (any
+/// write, merge or remove changes it), so the cache never changes an answer. A query
+/// takes its view out and puts it back, so a view is never copied.
+#[derive(Default)]
+pub struct ViewCache {
+    views: std::collections::BTreeMap<Bytes, (u64, u64, GraphView)>,
+    stored: u64,
+}
+
+impl ViewCache {
+    fn take(&mut self, key: &[u8], digest: u64) -> Option<GraphView> {
+        let (d, _, view) = self.views.remove(key)?;
+        (d == digest).then_some(view)
+    }
+
+    fn put(&mut self, key: Bytes, digest: u64, view: GraphView) {
+        if self.views.len() >= CACHED_GRAPHS_MAX
+            && let Some(oldest) = self.views.iter().min_by_key(|(_, (_, at, _))| *at).map(|(k, _)| k.clone())
+        {
+            self.views.remove(&oldest);
+        }
+        self.stored += 1;
+        self.views.insert(key, (digest, self.stored, view));
+    }
+}
+
+fn graph_digest(kv: &mut KvEngine, key: &[u8], now_ms: u64) -> Result<Option<u64>, String> {
+    match kv.live(key, key_hash(key), now_ms) {
+        None => Ok(None),
+        Some(state) if state.kind() == Some(KeyKind::Graph) => Ok(Some(state.part(Part::Graph).map_or(0, |p| p.digest()))),
+        Some(_) => Err(WRONG_TYPE.to_owned()),
+    }
+}
+
 const WRONG_TYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 /// Execute a GRAPH.* command on the key it names.
@@ -74,10 +112,12 @@ fn run_query(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, text: &[u8], rea
     if read_only && writes {
         return Err("graph.RO_QUERY is to be executed only on read-only queries".to_owned());
     }
-    let graph = match kv.live(&key, key_hash(&key), ctx.now_ms) {
+    let graph = match graph_digest(kv, &key, ctx.now_ms)? {
         None => GraphView::default(),
-        Some(state) if state.kind() == Some(KeyKind::Graph) => GraphView::load(state.part(Part::Graph)),
-        Some(_) => return Err(WRONG_TYPE.to_owned()),
+        Some(digest) => match kv.graph_views.take(&key, digest) {
+            Some(view) => view,
+            None => GraphView::load(kv.live(&key, key_hash(&key), ctx.now_ms).and_then(|s| s.part(Part::Graph))),
+        },
     };
     let params = {
         let empty = HashMap::new();
@@ -89,21 +129,29 @@ fn run_query(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, text: &[u8], rea
         params
     };
     // New element ids are made from a dot of this node's clock: unique in the cluster.
-    let id_base = if writes {
-        let dot = ctx.next_dot();
-        (dot.hlc.0, dot.node)
-    } else {
-        (0, 0)
-    };
+    // The elements the query writes carry this dot too.
+    let dot = writes.then(|| ctx.next_dot());
+    let id_base = dot.map_or((0, 0), |dot| (dot.hlc.0, dot.node));
     let mut exec = Exec::new(graph, params, id_base);
     let outcome = exec.run(&parsed.query)?;
     let (names, values) = std::mem::take(&mut exec.writes).into_parts();
-    if !names.is_empty() {
-        kv.write_elements(ctx, key, Part::Graph, &names, false, |i, dot, _, element| match &values[i] {
+    if let Some(dot) = dot.filter(|_| !names.is_empty()) {
+        kv.write_elements_at(ctx, dot, key.clone(), Part::Graph, &names, false, |i, dot, _, element| match &values[i] {
             Some(value) => element.set(dot, StrVal::Raw(value.clone()), SetTtl::Keep),
             None => element.delete(dot),
         });
     }
     // The core reads no clock; the execution time is not measured yet.
-    Ok(reply::result_set(&exec.graph, &outcome, 0.0))
+    let frame = reply::result_set(&exec.graph, &outcome, 0.0);
+    // The view holds the query's own writes: it is the decoded new state.
+    if let Some(digest) = graph_digest(kv, &key, ctx.now_ms)? {
+        // Checked where it is cheap (small graphs, debug builds: every test).
+        debug_assert!(
+            exec.graph.nodes.len() + exec.graph.edges.len() > 1000
+                || exec.graph == GraphView::load(kv.live(&key, key_hash(&key), ctx.now_ms).and_then(|s| s.part(Part::Graph))),
+            "a graph's view after a query equals the view decoded from its new state"
+        );
+        kv.graph_views.put(key, digest, exec.graph);
+    }
+    Ok(frame)
 }

@@ -117,13 +117,13 @@ pub fn encode_value(value: &Value) -> Bytes {
     Bytes::from(out)
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct NodeData {
     pub labels: Vec<String>,
     pub props: BTreeMap<String, Value>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct EdgeData {
     pub typ: String,
     pub src: ElemId,
@@ -132,7 +132,7 @@ pub struct EdgeData {
 }
 
 /// A graph as one query sees it, with the query's own writes applied as it goes.
-#[derive(Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct GraphView {
     pub nodes: BTreeMap<ElemId, NodeData>,
     pub edges: BTreeMap<ElemId, EdgeData>,
@@ -246,11 +246,18 @@ impl GraphView {
 
     pub fn remove_edge(&mut self, id: ElemId) -> Option<EdgeData> {
         let edge = self.edges.remove(&id)?;
+        // No empty sets are left behind: the view stays equal to a fresh decode.
         if let Some(out) = self.out.get_mut(&edge.src) {
             out.remove(&id);
+            if out.is_empty() {
+                self.out.remove(&edge.src);
+            }
         }
         if let Some(inc) = self.inc.get_mut(&edge.dst) {
             inc.remove(&id);
+            if inc.is_empty() {
+                self.inc.remove(&edge.dst);
+            }
         }
         Some(edge)
     }

@@ -64,7 +64,7 @@ impl KvEngine {
     /// [`KvEngine::write_elements`] at a dot the caller took (a list names its new
     /// elements after the dot that writes them).
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn write_elements_at(
+    pub(crate) fn write_elements_at(
         &mut self,
         ctx: &mut WriteCtx,
         dot: Dot,

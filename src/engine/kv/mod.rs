@@ -134,6 +134,8 @@ pub struct KvEngine {
     pub tombstones_dropped: u64,
     /// What OBJECT ENCODING reports, by size.
     pub encoding: EncodingLimits,
+    /// Decoded graphs kept between GRAPH.* queries (a cache; `engine::graph`).
+    pub graph_views: crate::engine::graph::ViewCache,
 }
 
 impl KvEngine {
