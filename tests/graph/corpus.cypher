@@ -128,3 +128,80 @@ MATCH (b:Bulk) WHERE b.even RETURN count(b), sum(b.i)
 MATCH (b:Bulk) WITH b ORDER BY b.i DESC LIMIT 3 RETURN b.i
 MATCH (b:Bulk) DELETE b
 MATCH (n) RETURN count(n)
+// More reads over the remaining graph (Alice, Carol, Dave; cities)
+MATCH (n:Person) RETURN n.name, n.age ORDER BY n.age
+MATCH (n:Person) RETURN n.name, n.age > 30 AS old ORDER BY n.name
+MATCH (n:Person) WHERE n.age IN [34, 45] RETURN n.name ORDER BY n.name
+MATCH (n:Person) WHERE NOT (n.age > 30) RETURN n.name
+MATCH (n:Person) WHERE n.name >= 'B' AND n.name < 'D' RETURN n.name
+MATCH (n:Person) WHERE n.nick IS NULL AND n.age IS NOT NULL RETURN count(n)
+MATCH (n:City) WHERE n.pop > 3000000 RETURN n.name ORDER BY n.pop
+MATCH (n:City) RETURN n.name, n.pop / 1000000 AS millions ORDER BY n.name
+MATCH (n:City) RETURN sum(n.pop), avg(n.pop), min(n.pop), max(n.pop)
+MATCH (n:City) WHERE n.pop IS NULL RETURN n.name ORDER BY n.name
+MATCH (n:City) RETURN count(n.pop), count(*)
+MATCH (p:Person)-[:LIVES_IN]->(c:City) RETURN c.name, collect(p.name)
+MATCH (p:Person)-[:LIVES_IN]->(c:City) RETURN c.name AS city, count(p) AS people ORDER BY people DESC, city
+MATCH (p:Person) OPTIONAL MATCH (p)-[:KNOWS]->(q) RETURN p.name, count(q) ORDER BY p.name
+MATCH (p:Person) OPTIONAL MATCH (p)-[r:KNOWS]->(q) RETURN p.name, q.name, r.since ORDER BY p.name
+MATCH (a)-[r]->(b) RETURN type(r), count(*) ORDER BY type(r)
+// FalkorDB answers count(r) here with each edge once (its edge-count shortcut); openCypher,
+// and Meridian, count each edge once per direction, as count(*) does in both.
+MATCH (a)-[r]-(b) RETURN count(*)
+MATCH (a:Person)-[:KNOWS]-(b:Person) RETURN a.name, b.name
+MATCH (a:Person {name:'Alice'})-->(b) RETURN b.name
+MATCH (a:Person {name:'Alice'})<--(b) RETURN b.name
+MATCH (a:Person {name:'Alice'})-[*1..3]->(b) RETURN DISTINCT b.name
+MATCH (a)-[:KNOWS*0..1]->(b) WHERE a.name = 'Alice' RETURN b.name
+MATCH (a:Person), (b:Person) WHERE a.age < b.age RETURN a.name, b.name
+MATCH (a:Person) WITH a.age AS age RETURN max(age) - min(age)
+MATCH (a:Person) WITH a ORDER BY a.age DESC LIMIT 1 RETURN a.name
+MATCH (a:Person) WITH count(a) AS c RETURN c * 10
+MATCH (a:Person) WITH a.name AS name ORDER BY name RETURN collect(name) AS names
+UNWIND [1, 2, 2, 3, null] AS x RETURN count(x), count(DISTINCT x), collect(DISTINCT x)
+UNWIND [[1, 2], [3]] AS l UNWIND l AS x RETURN sum(x)
+UNWIND [] AS x RETURN count(x)
+UNWIND range(1, 10) AS x WITH x WHERE x % 3 = 0 RETURN collect(x)
+UNWIND ['b', 'a', 'c'] AS s RETURN s ORDER BY s DESC
+UNWIND [1, 'a', null, true, 2.5] AS v RETURN v
+WITH 1 AS a, 2 AS b RETURN a + b, a * b
+RETURN 7 / 2, 7 / 2.0, -7 / 2, 7 % -3, 2 ^ 0.5
+RETURN 'abc' STARTS WITH 'a', 'abc' ENDS WITH 'bc', 'abc' CONTAINS 'x', null STARTS WITH 'a'
+RETURN true AND null, false AND null, true OR null, false OR null, NOT null, true XOR true
+RETURN [1, 2] + [3], [1] + 2, size([]), [] + []
+RETURN toString(1.5), toString(true), toInteger('x'), toFloat(3), toUpper(null)
+RETURN coalesce(null, null), coalesce('a', null)
+RETURN range(5, 1, -2), reverse([1, 2, 3]), split('abc', '')
+RETURN substring('hello', 2), trim(' a b '), lTrim('  a'), rTrim('a  ')
+RETURN abs(-2.5), sign(-3), sign(0), round(-1.5), floor(-1.5), ceil(-1.5)
+RETURN {a: 1, b: 'x'}.b, [1, 2, 3][5], [1, 2, 3][1..2]
+RETURN CASE WHEN null THEN 1 WHEN true THEN 2 END, CASE 'x' WHEN 'y' THEN 1 ELSE 0 END
+CYPHER a=5 b=2.5 c='s' d=true e=null f=[1,2] RETURN $a, $b, $c, $d, $e, $f
+CYPHER lim=2 UNWIND [1, 2, 3] AS x RETURN x ORDER BY x LIMIT $lim
+RO MATCH (a)-[r]->(b) RETURN count(r)
+RO MATCH (n:Person) SET n.x = 1
+RO MATCH (n) DETACH DELETE n
+RETURN size(1)
+RETURN 1 / 0
+MATCH (n) RETURN n.name ORDER BY
+CREATE (:Z {v: {a: 1}})
+// More writes
+CREATE (a:W {k: 1}), (b:W {k: 2}), (a)-[:L {w: 5}]->(b)
+MATCH (a:W {k: 1})-[r:L]->(b:W) SET r.w = r.w + 1, b.k = 20 RETURN r.w, b.k
+MATCH (a:W) SET a.tag = 'w' RETURN count(a)
+MATCH (a:W) REMOVE a.tag RETURN a.k ORDER BY a.k
+MATCH (a:W {k: 1}) SET a = {k: 10, z: true} RETURN a.k, a.z
+MATCH (a:W) RETURN a ORDER BY a.k
+MATCH (a:W)-[r]->(b) RETURN a, r, b
+MATCH (a:W {k: 10}) CREATE (a)-[:L]->(:W {k: 30})
+MATCH (a:W {k: 10})-[:L]->(b) RETURN b.k ORDER BY b.k
+MERGE (a:W {k: 10})-[:L]->(b:W {k: 20}) RETURN a.k, b.k
+MERGE (a:W {k: 99})-[:L]->(b:W {k: 98}) RETURN a.k, b.k
+MATCH (a:W {k: 10}) MERGE (a)-[:M]->(c:W {k: 7}) RETURN c.k
+MATCH (a:W {k: 10}) MERGE (a)-[:M]->(c:W {k: 7}) RETURN c.k
+MATCH (n:W) RETURN count(n)
+MATCH (a:W {k: 10}) DETACH DELETE a
+MATCH (n:W) RETURN n.k ORDER BY n.k
+MATCH ()-[r:L]->() RETURN count(r)
+MATCH (n:W) DELETE n
+MATCH (n:W) RETURN count(n)

@@ -3,7 +3,7 @@
 
 use super::eval::LIST_LEN_MAX;
 use super::store::GraphView;
-use super::value::{Value, format_g15};
+use super::value::Value;
 
 fn arity(name: &str, args: &[Value], min: usize, max: usize) -> Result<(), String> {
     if args.len() < min {
@@ -134,7 +134,8 @@ pub fn call(graph: &GraphView, name: &str, args: Vec<Value>) -> Result<Value, St
         "tostring" => match a0 {
             Value::Null => Value::Null,
             Value::Str(_) => a0,
-            Value::Float(f) => Value::Str(format_g15(f)),
+            // FalkorDB's toString prints a float with six decimals (C's %f).
+            Value::Float(f) => Value::Str(format!("{f:.6}")),
             Value::Int(_) | Value::Bool(_) => {
                 let mut out = String::new();
                 a0.write_text(&mut out, false);
