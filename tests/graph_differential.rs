@@ -145,7 +145,7 @@ fn graph_queries_answer_as_falkordb_answers() {
     let mut f = redis::Client::open(falkor.url()).and_then(|c| c.get_connection()).expect("connect FalkorDB");
     let mut m = common::connect(&meridian);
     let queries = corpus();
-    assert!(queries.len() >= 50, "the corpus holds {} queries", queries.len());
+    assert!(queries.len() >= 200, "the corpus holds {} queries", queries.len());
     let mut mismatches = Vec::new();
     for (i, query) in queries.iter().enumerate() {
         // `RO ` runs the rest as GRAPH.RO_QUERY.

@@ -205,3 +205,21 @@ MATCH (n:W) RETURN n.k ORDER BY n.k
 MATCH ()-[r:L]->() RETURN count(r)
 MATCH (n:W) DELETE n
 MATCH (n:W) RETURN count(n)
+// Edge cases on an empty label set and fresh data
+CREATE (:Q {s: 'x', n: 1}), (:Q {s: 'y', n: 2}), (:Q {s: 'x', n: 3})
+MATCH (q:Q) RETURN q.s, sum(q.n) ORDER BY q.s
+MATCH (q:Q) RETURN DISTINCT q.s ORDER BY q.s DESC
+MATCH (q:Q) WITH q.s AS s, collect(q.n) AS ns RETURN s, size(ns) ORDER BY s
+MATCH (q:Q) WHERE q.n > 1 WITH q ORDER BY q.n RETURN q.s, q.n
+MATCH (q:Q) RETURN q.n ORDER BY q.n DESC SKIP 1
+MATCH (q:Q) RETURN min(q.s), max(q.s), count(DISTINCT q.s)
+MATCH (q:Q) RETURN q.s + toString(q.n) AS label ORDER BY label
+MATCH (a:Q {n: 1}), (b:Q {n: 2}) CREATE (a)-[:NEXT]->(b)
+MATCH (a:Q {n: 2}), (b:Q {n: 3}) CREATE (a)-[:NEXT]->(b)
+MATCH (a:Q)-[:NEXT*]->(b:Q) RETURN a.n, b.n ORDER BY a.n, b.n
+MATCH (a:Q)-[:NEXT*2..]->(b:Q) RETURN a.n, b.n
+MATCH (a:Q)<-[:NEXT*1..1]-(b:Q) RETURN a.n, b.n ORDER BY a.n
+MATCH (a:Q)-[r:NEXT]->(b) RETURN a.n, type(r), b.n ORDER BY a.n
+MATCH (q:Q) WHERE q.s = 'x' AND (q.n = 1 OR q.n = 3) RETURN count(q)
+MATCH (q:Q) DETACH DELETE q
+MATCH (q:Q) RETURN count(q)
