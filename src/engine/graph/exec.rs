@@ -16,7 +16,7 @@ use super::store::{self, EdgeData, ElemId, GraphView, NodeData, Writes};
 use super::value::Value;
 
 /// The most rows a clause may produce: a query is bounded work for its shard.
-pub const ROWS_MAX: usize = 5_000_000;
+pub const ROWS_MAX: usize = 1_000_000;
 
 mod update;
 

@@ -103,12 +103,12 @@ impl Parser<'_> {
     }
 
     fn name(&mut self) -> Result<String, String> {
-        match self.advance() {
-            Tok::Ident(s) | Tok::Quoted(s) => Ok(s),
-            _ => {
-                self.pos -= 1;
-                Err(self.unexpected())
-            }
+        match self.peek() {
+            Tok::Ident(_) | Tok::Quoted(_) => match self.advance() {
+                Tok::Ident(s) | Tok::Quoted(s) => Ok(s),
+                _ => unreachable!("peeked a name"),
+            },
+            _ => Err(self.unexpected()),
         }
     }
 
@@ -397,15 +397,22 @@ impl Parser<'_> {
                 _ => Ok(None),
             }
         };
+        // The traversal recurses once per hop: a bound keeps it off the stack's edge.
+        const HOPS_MAX: u32 = 1024;
         let min = int(self)?;
-        if self.eat_punct("..") {
+        let (min, max) = if self.eat_punct("..") {
             let max = int(self)?;
-            return Ok((min.unwrap_or(1), max.unwrap_or(OPEN_HOPS_MAX)));
+            (min.unwrap_or(1), max.unwrap_or(OPEN_HOPS_MAX))
+        } else {
+            match min {
+                Some(n) => (n, n),
+                None => (1, OPEN_HOPS_MAX),
+            }
+        };
+        if max > HOPS_MAX {
+            return Err(format!("variable-length relationships of more than {HOPS_MAX} hops are not supported"));
         }
-        Ok(match min {
-            Some(n) => (n, n),
-            None => (1, OPEN_HOPS_MAX),
-        })
+        Ok((min, max))
     }
 
     fn map_entries(&mut self) -> Result<Vec<(String, Expr)>, String> {

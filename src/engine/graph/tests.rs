@@ -110,7 +110,7 @@ mod convergence {
                     }
                 }
             }
-            for to in 0..3 {
+            for (to, replica) in replicas.iter_mut().enumerate() {
                 // Each replica hears the others in its own order, some deltas twice.
                 let mut all: Vec<Delta> = (0..3).filter(|f| *f != to).flat_map(|f| own[f].clone()).collect();
                 if to == 1 {
@@ -121,7 +121,7 @@ mod convergence {
                     all.extend(again);
                 }
                 for delta in all {
-                    replicas[to].merge_delta(delta);
+                    replica.merge_delta(delta);
                 }
             }
             for q in [
@@ -144,4 +144,17 @@ mod convergence {
         assert!(dangling_seen > 0, "no run created an edge concurrently with its endpoint's delete");
         assert!(graphs_nonempty > 6, "only {graphs_nonempty} runs ended with edges: the comparison proves little");
     }
+}
+
+#[test]
+fn hostile_queries_are_errors_or_answers_never_a_crash() {
+    let deep_parens = format!("RETURN {}1{}", "(".repeat(5_000), ")".repeat(5_000));
+    let deep_lists = format!("RETURN {}1{}", "[".repeat(5_000), "]".repeat(5_000));
+    let deep_not = format!("RETURN {}true", "NOT ".repeat(5_000));
+    let signs = format!("RETURN {}1", "- ".repeat(100_000));
+    for query in [deep_parens.as_str(), deep_lists.as_str(), deep_not.as_str(), "MATCH (a)-[*1..100000]->(b) RETURN b", "CYPHER", "", "RETURN - -9223372036854775808", "RETURN 9223372036854775808", "RETURN 'unterminated", "MATCH (`x", "RETURN \u{e9}\u{e9} + 1", "MATCH (a:"] {
+        let _ = parse(query);
+    }
+    assert!(parse(&signs).is_ok(), "a long run of signs parses without recursion");
+    assert!(parse(&deep_parens).is_err(), "nesting beyond the bound is refused");
 }

@@ -140,22 +140,29 @@ impl Parser<'_> {
         Ok(e)
     }
 
+    /// Signs are counted in a loop, not by recursion: `- - - … 1` is client input too.
     fn unary(&mut self) -> Result<Expr, String> {
-        if self.eat_punct("-") {
-            if self.peek() == &Tok::IntMinMagnitude {
-                self.advance();
-                return Ok(Expr::Lit(Value::Int(i64::MIN)));
+        let mut negations = 0usize;
+        loop {
+            if self.eat_punct("-") {
+                negations += 1;
+            } else if !self.eat_punct("+") {
+                break;
             }
-            return Ok(match self.unary()? {
-                Expr::Lit(Value::Int(n)) => Expr::Lit(Value::Int(-n)),
-                Expr::Lit(Value::Float(f)) => Expr::Lit(Value::Float(-f)),
-                e => Expr::Neg(Box::new(e)),
-            });
         }
-        if self.eat_punct("+") {
-            return self.unary();
+        if negations % 2 == 1 && self.peek() == &Tok::IntMinMagnitude {
+            self.advance();
+            return Ok(Expr::Lit(Value::Int(i64::MIN)));
         }
-        self.postfix()
+        let e = self.postfix()?;
+        if negations.is_multiple_of(2) {
+            return Ok(e);
+        }
+        Ok(match e {
+            Expr::Lit(Value::Int(n)) if n != i64::MIN => Expr::Lit(Value::Int(-n)),
+            Expr::Lit(Value::Float(f)) => Expr::Lit(Value::Float(-f)),
+            e => Expr::Neg(Box::new(e)),
+        })
     }
 
     fn postfix(&mut self) -> Result<Expr, String> {
