@@ -114,7 +114,8 @@ fn comparable(reply: redis::RedisResult<Value>, ordered: bool) -> Norm {
     let Ok(value) = reply else { return Norm::Error };
     let Norm::List(mut parts) = norm(&value) else { return norm(&value) };
     if let Some(Norm::List(stats)) = parts.last_mut() {
-        stats.retain(|s| !matches!(s, Norm::Text(t) if t.starts_with("Cached execution") || t.starts_with("Query internal execution time")));
+        stats
+            .retain(|s| !matches!(s, Norm::Text(t) if t.starts_with("Cached execution") || t.starts_with("Query internal execution time")));
     }
     if parts.len() == 3
         && !ordered

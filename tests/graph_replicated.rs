@@ -72,12 +72,20 @@ fn concurrent_create_set_and_detach_delete_converge_without_dangling_edges() {
     let replies = cluster.concurrently(
         &[
             &["GRAPH.QUERY", "g", "CREATE (:P {name:'a'}), (:P {name:'b'}), (:P {name:'c'})"],
-            &["GRAPH.QUERY", "g", "MATCH (a:P {name:'a'}), (b:P {name:'b'}), (c:P {name:'c'}) CREATE (a)-[:K {w:0}]->(c), (b)-[:K {w:9}]->(c)"],
+            &[
+                "GRAPH.QUERY",
+                "g",
+                "MATCH (a:P {name:'a'}), (b:P {name:'b'}), (c:P {name:'c'}) CREATE (a)-[:K {w:0}]->(c), (b)-[:K {w:9}]->(c)",
+            ],
         ],
         &concurrent,
     );
     assert!(replies.iter().all(|r| !matches!(r, Value::ServerError(_))), "{replies:?}");
-    graph_everywhere(&cluster, "MATCH (n:P) RETURN n.name, n.v ORDER BY n.name", &[&["a", "null"], &["c", "2"], &["d", "null"], &["e", "null"]]);
+    graph_everywhere(
+        &cluster,
+        "MATCH (n:P) RETURN n.name, n.v ORDER BY n.name",
+        &[&["a", "null"], &["c", "2"], &["d", "null"], &["e", "null"]],
+    );
     // a->b (to a deleted node) and b->c (detached) are gone; a->c was deleted; c->a and d->e stay.
     graph_everywhere(&cluster, "MATCH (x)-[r:K]->(y) RETURN x.name, r.w, y.name ORDER BY r.w", &[&["d", "2", "e"], &["c", "3", "a"]]);
     graph_everywhere(&cluster, "MATCH (n) RETURN count(n)", &[&["4"]]);

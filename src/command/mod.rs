@@ -300,7 +300,7 @@ pub enum KeyspaceCommand {
     Keys(Bytes),
     Scan { cursor: u64, pattern: Option<Bytes>, count: usize, type_name: Option<Bytes> },
     RandomKey,
-    /// GRAPH.LIST: the keys that hold graphs.
+    // GRAPH.LIST: the keys that hold graphs.
     GraphList,
 }
 

@@ -122,8 +122,17 @@ pub enum Expr {
     IsNull(Box<Expr>, bool),
     HasLabels(Box<Expr>, Vec<String>),
     /// `name(distinct? args)`; `count(*)` has `star`.
-    Call { name: String, distinct: bool, args: Vec<Expr>, star: bool },
-    Case { subject: Option<Box<Expr>>, arms: Vec<(Expr, Expr)>, default: Option<Box<Expr>> },
+    Call {
+        name: String,
+        distinct: bool,
+        args: Vec<Expr>,
+        star: bool,
+    },
+    Case {
+        subject: Option<Box<Expr>>,
+        arms: Vec<(Expr, Expr)>,
+        default: Option<Box<Expr>>,
+    },
 }
 
 pub const AGGREGATES: [&str; 6] = ["count", "sum", "avg", "min", "max", "collect"];
@@ -142,7 +151,9 @@ impl Expr {
             Expr::Lit(_) | Expr::Param(_) | Expr::Var(_) => false,
             Expr::Prop(e, _) | Expr::Not(e) | Expr::Neg(e) | Expr::IsNull(e, _) | Expr::HasLabels(e, _) => e.has_aggregate(),
             Expr::Index(a, b) | Expr::Bin(_, a, b) => a.has_aggregate() || b.has_aggregate(),
-            Expr::Slice(a, b, c) => a.has_aggregate() || b.as_ref().is_some_and(|e| e.has_aggregate()) || c.as_ref().is_some_and(|e| e.has_aggregate()),
+            Expr::Slice(a, b, c) => {
+                a.has_aggregate() || b.as_ref().is_some_and(|e| e.has_aggregate()) || c.as_ref().is_some_and(|e| e.has_aggregate())
+            }
             Expr::List(items) => items.iter().any(Expr::has_aggregate),
             Expr::Map(entries) => entries.iter().any(|(_, e)| e.has_aggregate()),
             Expr::Call { args, .. } => args.iter().any(Expr::has_aggregate),

@@ -44,7 +44,9 @@ impl Env<'_> {
                 slice_value(base, from, to)?
             }
             Expr::List(items) => Value::List(items.iter().map(|e| self.eval(e, row)).collect::<Result<_, _>>()?),
-            Expr::Map(entries) => Value::Map(entries.iter().map(|(k, e)| Ok((k.clone(), self.eval(e, row)?))).collect::<Result<_, String>>()?),
+            Expr::Map(entries) => {
+                Value::Map(entries.iter().map(|(k, e)| Ok((k.clone(), self.eval(e, row)?))).collect::<Result<_, String>>()?)
+            }
             Expr::Not(e) => match truth(&self.eval(e, row)?)? {
                 Some(b) => Value::Bool(!b),
                 None => Value::Null,

@@ -185,7 +185,16 @@ impl Exec {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn match_steps(&self, patterns: &[Pattern], i: usize, step: usize, at: ElemId, row: Row, used: &mut Vec<ElemId>, out: &mut Vec<Row>) -> Result<(), String> {
+    fn match_steps(
+        &self,
+        patterns: &[Pattern],
+        i: usize,
+        step: usize,
+        at: ElemId,
+        row: Row,
+        used: &mut Vec<ElemId>,
+        out: &mut Vec<Row>,
+    ) -> Result<(), String> {
         let p = &patterns[i];
         let Some((rel, next)) = p.steps.get(step) else {
             return self.match_patterns(patterns, i + 1, row, used, out);
@@ -231,7 +240,17 @@ impl Exec {
 
     /// Variable-length expansion: every path of `min..=max` distinct edges from `at`.
     #[allow(clippy::too_many_arguments)]
-    fn walk(&self, rel: &RelPat, at: ElemId, min: u32, max: u32, path: &mut Vec<ElemId>, used: &[ElemId], row: &Row, out: &mut Vec<(ElemId, Vec<ElemId>)>) -> Result<(), String> {
+    fn walk(
+        &self,
+        rel: &RelPat,
+        at: ElemId,
+        min: u32,
+        max: u32,
+        path: &mut Vec<ElemId>,
+        used: &[ElemId],
+        row: &Row,
+        out: &mut Vec<(ElemId, Vec<ElemId>)>,
+    ) -> Result<(), String> {
         if path.len() as u32 >= min {
             if out.len() >= ROWS_MAX {
                 return Err(too_many());

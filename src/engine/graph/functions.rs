@@ -52,7 +52,9 @@ pub fn call(graph: &GraphView, name: &str, args: Vec<Value>) -> Result<Value, St
             other => return Err(mismatch("Node or Edge", &other)),
         },
         "labels" => match a0 {
-            Value::Node(id) => Value::List(graph.nodes.get(&id).map_or_else(Vec::new, |n| n.labels.iter().cloned().map(Value::Str).collect())),
+            Value::Node(id) => {
+                Value::List(graph.nodes.get(&id).map_or_else(Vec::new, |n| n.labels.iter().cloned().map(Value::Str).collect()))
+            }
             other => return Err(mismatch("Node", &other)),
         },
         "type" => match a0 {
@@ -65,14 +67,16 @@ pub fn call(graph: &GraphView, name: &str, args: Vec<Value>) -> Result<Value, St
         },
         "properties" => match a0 {
             Value::Map(_) => a0,
-            v @ (Value::Node(_) | Value::Edge(_)) => {
-                Value::Map(graph.props_of(&v).map_or_else(Vec::new, |p| graph.ordered(p).into_iter().map(|(k, v)| (k.clone(), v.clone())).collect()))
-            }
+            v @ (Value::Node(_) | Value::Edge(_)) => Value::Map(
+                graph.props_of(&v).map_or_else(Vec::new, |p| graph.ordered(p).into_iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
+            ),
             other => return Err(mismatch("Map, Node or Edge", &other)),
         },
         "keys" => match a0 {
             Value::Map(entries) => Value::List(entries.into_iter().map(|(k, _)| Value::Str(k)).collect()),
-            v @ (Value::Node(_) | Value::Edge(_)) => Value::List(graph.props_of(&v).map_or_else(Vec::new, |p| graph.ordered(p).into_iter().map(|(k, _)| Value::Str(k.clone())).collect())),
+            v @ (Value::Node(_) | Value::Edge(_)) => Value::List(
+                graph.props_of(&v).map_or_else(Vec::new, |p| graph.ordered(p).into_iter().map(|(k, _)| Value::Str(k.clone())).collect()),
+            ),
             other => return Err(mismatch("Map, Node or Edge", &other)),
         },
         "size" | "length" => match a0 {
@@ -103,7 +107,8 @@ pub fn call(graph: &GraphView, name: &str, args: Vec<Value>) -> Result<Value, St
             if step == 0 {
                 return Err("ArgumentError: step argument to range() can't be 0".to_owned());
             }
-            let count = if (step > 0 && start > end) || (step < 0 && start < end) { 0 } else { (end.abs_diff(start) / step.unsigned_abs()) + 1 };
+            let count =
+                if (step > 0 && start > end) || (step < 0 && start < end) { 0 } else { (end.abs_diff(start) / step.unsigned_abs()) + 1 };
             if count > LIST_LEN_MAX as u64 {
                 return Err(format!("range() of more than {LIST_LEN_MAX} values"));
             }
@@ -113,7 +118,12 @@ pub fn call(graph: &GraphView, name: &str, args: Vec<Value>) -> Result<Value, St
         "tointeger" => match a0 {
             Value::Int(_) => a0,
             Value::Float(f) => Value::Int(f.trunc() as i64),
-            Value::Str(s) => s.trim().parse::<i64>().map(Value::Int).or_else(|_| s.trim().parse::<f64>().map(|f| Value::Int(f.trunc() as i64))).unwrap_or(Value::Null),
+            Value::Str(s) => s
+                .trim()
+                .parse::<i64>()
+                .map(Value::Int)
+                .or_else(|_| s.trim().parse::<f64>().map(|f| Value::Int(f.trunc() as i64)))
+                .unwrap_or(Value::Null),
             Value::Bool(b) => Value::Int(b as i64),
             other => return Err(mismatch("Integer, Float, String, Boolean, or Null", &other)),
         },
@@ -204,7 +214,13 @@ pub fn call(graph: &GraphView, name: &str, args: Vec<Value>) -> Result<Value, St
                 "exp" => Value::Float(f.exp()),
                 "log" => Value::Float(f.ln()),
                 "log10" => Value::Float(f.log10()),
-                _ => Value::Int(if f > 0.0 { 1 } else if f < 0.0 { -1 } else { 0 }),
+                _ => Value::Int(if f > 0.0 {
+                    1
+                } else if f < 0.0 {
+                    -1
+                } else {
+                    0
+                }),
             }
         }
         "pi" => Value::Float(std::f64::consts::PI),
@@ -214,7 +230,46 @@ pub fn call(graph: &GraphView, name: &str, args: Vec<Value>) -> Result<Value, St
 }
 
 const KNOWN: [&str; 42] = [
-    "id", "labels", "type", "startnode", "endnode", "properties", "keys", "size", "length", "head", "last", "tail", "reverse", "range",
-    "coalesce", "tointeger", "tofloat", "toboolean", "tostring", "toupper", "tolower", "trim", "ltrim", "rtrim", "substring", "left",
-    "right", "replace", "split", "abs", "ceil", "floor", "round", "sqrt", "sign", "exp", "log", "log10", "pi", "e", "toint", "tolist",
+    "id",
+    "labels",
+    "type",
+    "startnode",
+    "endnode",
+    "properties",
+    "keys",
+    "size",
+    "length",
+    "head",
+    "last",
+    "tail",
+    "reverse",
+    "range",
+    "coalesce",
+    "tointeger",
+    "tofloat",
+    "toboolean",
+    "tostring",
+    "toupper",
+    "tolower",
+    "trim",
+    "ltrim",
+    "rtrim",
+    "substring",
+    "left",
+    "right",
+    "replace",
+    "split",
+    "abs",
+    "ceil",
+    "floor",
+    "round",
+    "sqrt",
+    "sign",
+    "exp",
+    "log",
+    "log10",
+    "pi",
+    "e",
+    "toint",
+    "tolist",
 ];

@@ -170,7 +170,9 @@ fn replace_aggregates(env: &Env, expr: &Expr, group: &[Row]) -> Result<Expr, Str
         Expr::Index(a, b) => Expr::Index(r(a)?, r(b)?),
         Expr::Slice(a, b, c) => Expr::Slice(r(a)?, b.as_deref().map(r).transpose()?, c.as_deref().map(r).transpose()?),
         Expr::List(items) => Expr::List(items.iter().map(|e| replace_aggregates(env, e, group)).collect::<Result<_, _>>()?),
-        Expr::Map(entries) => Expr::Map(entries.iter().map(|(k, e)| Ok((k.clone(), replace_aggregates(env, e, group)?))).collect::<Result<_, String>>()?),
+        Expr::Map(entries) => {
+            Expr::Map(entries.iter().map(|(k, e)| Ok((k.clone(), replace_aggregates(env, e, group)?))).collect::<Result<_, String>>()?)
+        }
         Expr::Not(e) => Expr::Not(r(e)?),
         Expr::Neg(e) => Expr::Neg(r(e)?),
         Expr::Bin(op, a, b) => Expr::Bin(*op, r(a)?, r(b)?),
@@ -184,7 +186,10 @@ fn replace_aggregates(env: &Env, expr: &Expr, group: &[Row]) -> Result<Expr, Str
         },
         Expr::Case { subject, arms, default } => Expr::Case {
             subject: subject.as_deref().map(r).transpose()?,
-            arms: arms.iter().map(|(a, b)| Ok((replace_aggregates(env, a, group)?, replace_aggregates(env, b, group)?))).collect::<Result<_, String>>()?,
+            arms: arms
+                .iter()
+                .map(|(a, b)| Ok((replace_aggregates(env, a, group)?, replace_aggregates(env, b, group)?)))
+                .collect::<Result<_, String>>()?,
             default: default.as_deref().map(r).transpose()?,
         },
     })

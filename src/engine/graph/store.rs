@@ -165,7 +165,9 @@ impl GraphView {
                     }
                 }
                 b'A' => {
-                    let (Ok(key), Some(dot), Some((Value::Int(seq), _))) = (std::str::from_utf8(rest), state.newest_dot(), Value::decode(&value)) else {
+                    let (Ok(key), Some(dot), Some((Value::Int(seq), _))) =
+                        (std::str::from_utf8(rest), state.newest_dot(), Value::decode(&value))
+                    else {
                         continue;
                     };
                     view.attrs.insert(key.to_owned(), (dot.hlc.0, dot.node, seq));

@@ -49,7 +49,8 @@ mod convergence {
     }
 
     fn query(shard: &mut Shard, text: &str, now_ms: u64) -> Frame {
-        let cmd = GraphCommand::Query { key: Bytes::from_static(b"g"), query: Bytes::from(text.to_owned()), read_only: false, compact: false };
+        let cmd =
+            GraphCommand::Query { key: Bytes::from_static(b"g"), query: Bytes::from(text.to_owned()), read_only: false, compact: false };
         match shard.apply(ShardOp::Key(KeyCommand::Graph(cmd)), now_ms) {
             ShardReply::Frame(frame) => frame,
             other => panic!("{text}: {other:?}"),
@@ -152,7 +153,20 @@ fn hostile_queries_are_errors_or_answers_never_a_crash() {
     let deep_lists = format!("RETURN {}1{}", "[".repeat(5_000), "]".repeat(5_000));
     let deep_not = format!("RETURN {}true", "NOT ".repeat(5_000));
     let signs = format!("RETURN {}1", "- ".repeat(100_000));
-    for query in [deep_parens.as_str(), deep_lists.as_str(), deep_not.as_str(), "MATCH (a)-[*1..100000]->(b) RETURN b", "CYPHER", "", "RETURN - -9223372036854775808", "RETURN 9223372036854775808", "RETURN 'unterminated", "MATCH (`x", "RETURN \u{e9}\u{e9} + 1", "MATCH (a:"] {
+    for query in [
+        deep_parens.as_str(),
+        deep_lists.as_str(),
+        deep_not.as_str(),
+        "MATCH (a)-[*1..100000]->(b) RETURN b",
+        "CYPHER",
+        "",
+        "RETURN - -9223372036854775808",
+        "RETURN 9223372036854775808",
+        "RETURN 'unterminated",
+        "MATCH (`x",
+        "RETURN \u{e9}\u{e9} + 1",
+        "MATCH (a:",
+    ] {
         let _ = parse(query);
     }
     assert!(parse(&signs).is_ok(), "a long run of signs parses without recursion");

@@ -211,7 +211,9 @@ impl KvEngine {
             KeyKind::Hash => SnapshotValue::Hash(state.hash()?.iter().filter_map(|(f, s)| Some((f.clone(), s.read()?))).collect()),
             KeyKind::Set => SnapshotValue::Set(state.set_members()?.iter().map(|(m, _)| m.clone()).collect()),
             KeyKind::Zset => SnapshotValue::Zset(state.zset_members()?.score_order()?.iter(false).map(|(s, m)| (m.clone(), s)).collect()),
-            KeyKind::Graph => SnapshotValue::Graph(state.part(Part::Graph)?.iter().filter_map(|(n, s)| Some((n.clone(), s.read()?))).collect()),
+            KeyKind::Graph => {
+                SnapshotValue::Graph(state.part(Part::Graph)?.iter().filter_map(|(n, s)| Some((n.clone(), s.read()?))).collect())
+            }
             KeyKind::List => {
                 let list = state.list_elements()?;
                 SnapshotValue::List(list.positions()?.iter().filter_map(|p| Some(list.get(p)?.read()?.to_bytes())).collect())

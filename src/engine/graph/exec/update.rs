@@ -26,7 +26,10 @@ impl Exec {
                 SetItem::Prop { key, value, .. } => {
                     let v = self.env().eval(value, row)?;
                     if !v.storable() {
-                        return Err(format!("Property values can only be of primitive types or arrays of primitive types, not {}", v.type_name()));
+                        return Err(format!(
+                            "Property values can only be of primitive types or arrays of primitive types, not {}",
+                            v.type_name()
+                        ));
                     }
                     self.set_prop(&target, key, v, false);
                 }

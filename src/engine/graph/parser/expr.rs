@@ -260,10 +260,13 @@ impl Parser<'_> {
                 }
                 if self.is_punct(".") && matches!(self.peek_at(1), Tok::Ident(_)) && matches!(self.peek_at(2), Tok::Punct("(")) {
                     // A namespaced function (db.labels(), algo.*): not ours.
-                    return Err(format!("Unknown function '{word}.{}'", match self.peek_at(1) {
-                        Tok::Ident(s) => s.as_str(),
-                        _ => "",
-                    }));
+                    return Err(format!(
+                        "Unknown function '{word}.{}'",
+                        match self.peek_at(1) {
+                            Tok::Ident(s) => s.as_str(),
+                            _ => "",
+                        }
+                    ));
                 }
                 Ok(Expr::Var(word))
             }
