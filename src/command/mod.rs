@@ -9,6 +9,7 @@ pub mod bits;
 pub mod blocking;
 pub mod dump;
 pub mod errors;
+pub mod graph;
 pub mod hash;
 pub mod introspect;
 pub mod lcs;
@@ -170,6 +171,8 @@ pub enum KeyCommand {
     /// MEMORY USAGE: an estimate of the bytes the key takes.
     MemoryUsage(Bytes),
     Hash(HashCommand),
+    /// GRAPH.QUERY, GRAPH.RO_QUERY, GRAPH.DELETE (the graph engine).
+    Graph(graph::GraphCommand),
     /// The SADD family (`Set` is the SET command).
     SetFamily(SetCommand),
     /// The ZADD family on one key.
@@ -208,6 +211,7 @@ impl KeyCommand {
             | KeyCommand::ExpireTime { key, .. }
             | KeyCommand::Object { key, .. } => key,
             KeyCommand::Hash(cmd) => cmd.key(),
+            KeyCommand::Graph(cmd) => cmd.key(),
             KeyCommand::SetFamily(cmd) => cmd.key(),
             KeyCommand::Zset(cmd) => cmd.key(),
             KeyCommand::List(cmd) => cmd.key(),
@@ -218,6 +222,7 @@ impl KeyCommand {
     pub fn is_write(&self) -> bool {
         match self {
             KeyCommand::Hash(cmd) => return cmd.is_write(),
+            KeyCommand::Graph(cmd) => return cmd.is_write(),
             KeyCommand::SetFamily(cmd) => return cmd.is_write(),
             KeyCommand::Zset(cmd) => return cmd.is_write(),
             KeyCommand::List(cmd) => return cmd.is_write(),
@@ -296,6 +301,8 @@ pub enum KeyspaceCommand {
     Keys(Bytes),
     Scan { cursor: u64, pattern: Option<Bytes>, count: usize, type_name: Option<Bytes> },
     RandomKey,
+    // GRAPH.LIST: the keys that hold graphs.
+    GraphList,
 }
 
 /// CLIENT subcommands.

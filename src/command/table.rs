@@ -188,6 +188,11 @@ pub enum CmdId {
     FtInfo,
     FtList,
     FtDropIndex,
+    // The graph engine (FalkorDB's GRAPH.* commands).
+    GraphQuery,
+    GraphRoQuery,
+    GraphDelete,
+    GraphList,
 }
 
 #[derive(Debug)]

@@ -2,5 +2,6 @@
 //! (`FT.*`) whose indexes are derived from the key-value engine's hashes. The graph
 //! (`GRAPH.*`) engine will sit beside them.
 
+pub mod graph;
 pub mod kv;
 pub mod vector;

@@ -340,6 +340,7 @@ impl Shard {
                     Frame::ok()
                 }
                 KeyspaceCommand::Keys(pattern) => return ShardReply::Keys(kv.matching_keys(&pattern, now_ms)),
+                KeyspaceCommand::GraphList => return ShardReply::Keys(crate::engine::graph::graph_keys(kv, now_ms)),
                 KeyspaceCommand::Scan { cursor, pattern, count, type_name } => {
                     let (keys, next) = kv.scan(cursor, count, pattern.as_deref(), type_name.as_deref(), now_ms);
                     return ShardReply::ScanPage { keys, next };
@@ -587,6 +588,7 @@ fn apply_key(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: KeyCommand, picks: &mut
         KeyCommand::Persist(key) => kv.persist(ctx, &key),
         KeyCommand::Type(key) => kv.type_of(&key, now_ms),
         KeyCommand::Hash(cmd) => kv.hash_command(ctx, cmd, picks),
+        KeyCommand::Graph(cmd) => crate::engine::graph::command(kv, ctx, cmd),
         KeyCommand::SetFamily(cmd) => kv.set_command(ctx, cmd, picks),
         KeyCommand::Zset(cmd) => kv.zset_command(ctx, cmd, picks),
         KeyCommand::List(cmd) => kv.list_command(ctx, cmd),

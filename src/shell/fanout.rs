@@ -379,8 +379,8 @@ pub async fn keyspace(access: &impl Shards, command: KeyspaceCommand, random_pic
             let replies = access.run_everywhere(|| ShardOp::Keyspace(KeyspaceCommand::Flush)).await;
             replies.into_iter().map(ShardReply::into_frame).find(Frame::is_error).unwrap_or(Frame::ok())
         }
-        KeyspaceCommand::Keys(pattern) => {
-            let replies = access.run_everywhere(|| ShardOp::Keyspace(KeyspaceCommand::Keys(pattern.clone()))).await;
+        KeyspaceCommand::Keys(_) | KeyspaceCommand::GraphList => {
+            let replies = access.run_everywhere(|| ShardOp::Keyspace(command.clone())).await;
             let mut keys = Vec::new();
             for reply in replies {
                 match reply {

@@ -19,11 +19,13 @@ pub enum Part {
     Set = 1,
     Zset = 2,
     List = 3,
+    /// A graph's nodes, edges and properties (`engine::graph`).
+    Graph = 4,
 }
 
 impl Part {
-    pub const COUNT: usize = 4;
-    pub const ALL: [Part; Part::COUNT] = [Part::Hash, Part::Set, Part::Zset, Part::List];
+    pub const COUNT: usize = 5;
+    pub const ALL: [Part; Part::COUNT] = [Part::Hash, Part::Set, Part::Zset, Part::List, Part::Graph];
 
     /// The type a key holding only this part reads as.
     pub fn kind(self) -> KeyKind {
@@ -32,6 +34,7 @@ impl Part {
             Part::Set => KeyKind::Set,
             Part::Zset => KeyKind::Zset,
             Part::List => KeyKind::List,
+            Part::Graph => KeyKind::Graph,
         }
     }
 
@@ -62,7 +65,7 @@ impl KvEngine {
     /// Apply `write(i, dot, incarnation, element)` to the element named `names[i]`, for
     /// every `i`, at one dot. `increments`: some write adds to a counter (it needs the
     /// process's counter incarnation). The caller has checked the key's type.
-    pub(super) fn write_elements(
+    pub(crate) fn write_elements(
         &mut self,
         ctx: &mut WriteCtx,
         key: Bytes,
@@ -78,7 +81,7 @@ impl KvEngine {
     /// [`KvEngine::write_elements`] at a dot the caller took (a list names its new
     /// elements after the dot that writes them).
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn write_elements_at(
+    pub(crate) fn write_elements_at(
         &mut self,
         ctx: &mut WriteCtx,
         dot: Dot,

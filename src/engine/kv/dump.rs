@@ -61,6 +61,8 @@ impl KvEngine {
             SnapshotValue::Set(members) => DumpedValue::Set(members),
             SnapshotValue::Zset(entries) => DumpedValue::Zset(entries),
             SnapshotValue::List(elements) => DumpedValue::List(elements),
+            // FalkorDB's RDB encoding of a graph is not implemented.
+            SnapshotValue::Graph(_) => return Frame::static_error("ERR DUMP of a graph is not supported"),
         };
         Frame::Bulk(Bytes::from(encode_payload(&value, layout)))
     }

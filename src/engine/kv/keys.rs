@@ -35,6 +35,8 @@ pub enum SnapshotValue {
     Zset(Vec<(Bytes, f64)>),
     /// Elements, head first.
     List(Vec<Bytes>),
+    /// A graph's live elements (`engine::graph` names them), copied as they are.
+    Graph(Vec<(Bytes, StrVal)>),
 }
 
 /// The type name TYPE and SCAN TYPE use.
@@ -44,6 +46,8 @@ pub fn type_name(state: &KeyState) -> &'static str {
         Some(KeyKind::Set) => "set",
         Some(KeyKind::Zset) => "zset",
         Some(KeyKind::List) => "list",
+        // FalkorDB's module type name.
+        Some(KeyKind::Graph) => "graphdata",
         Some(KeyKind::String) | None => "string",
     }
 }
@@ -219,6 +223,9 @@ impl KvEngine {
             KeyKind::Hash => SnapshotValue::Hash(state.hash()?.iter().filter_map(|(f, s)| Some((f.clone(), s.read()?))).collect()),
             KeyKind::Set => SnapshotValue::Set(state.set_members()?.iter().map(|(m, _)| m.clone()).collect()),
             KeyKind::Zset => SnapshotValue::Zset(state.zset_members()?.score_order()?.iter(false).map(|(s, m)| (m.clone(), s)).collect()),
+            KeyKind::Graph => {
+                SnapshotValue::Graph(state.part(Part::Graph)?.iter().filter_map(|(n, s)| Some((n.clone(), s.read()?))).collect())
+            }
             KeyKind::List => {
                 let list = state.list_elements()?;
                 SnapshotValue::List(list.positions()?.iter().filter_map(|p| Some(list.get(p)?.read()?.to_bytes())).collect())
@@ -284,6 +291,12 @@ impl KvEngine {
                         }
                     }
                     SnapshotValue::List(elements) => KvEngine::list_state(dot, &mut state, elements),
+                    SnapshotValue::Graph(elements) => {
+                        let graph = state.part_mut(Part::Graph);
+                        for (name, value) in elements {
+                            graph.write(&name, |s| s.set(dot, value, SetTtl::Keep));
+                        }
+                    }
                     SnapshotValue::String(_) => unreachable!("strings are restored above"),
                 }
                 if let SetTtl::At(at_ms) = ttl {

@@ -145,6 +145,8 @@ pub struct KvEngine {
     pub encoding: EncodingLimits,
     /// Keyspace notifications raised by the commands run here (`crate::notify`).
     pub notify: Notifier,
+    /// Decoded graphs kept between GRAPH.* queries (a cache; `engine::graph`).
+    pub graph_views: crate::engine::graph::ViewCache,
 }
 
 impl KvEngine {

@@ -189,6 +189,7 @@ pub enum KeyKind {
     Set,
     Zset,
     List,
+    Graph,
 }
 
 impl KeyState {

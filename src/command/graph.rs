@@ -1,0 +1,56 @@
+//! GRAPH.QUERY, GRAPH.RO_QUERY and GRAPH.DELETE: their typed form and argument checks.
+//! The query text is parsed and run by the graph engine (`engine::graph`), inside the
+//! shard that owns the key; GRAPH.LIST is a keyspace command.
+
+use bytes::Bytes;
+
+use super::table::CmdId;
+use crate::protocol::Frame;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum GraphCommand {
+    Query {
+        key: Bytes,
+        query: Bytes,
+        /// GRAPH.RO_QUERY: a query that would write is refused.
+        read_only: bool,
+        /// `--compact`: FalkorDB's compact result encoding.
+        compact: bool,
+    },
+    Delete(Bytes),
+}
+
+impl GraphCommand {
+    pub fn key(&self) -> &Bytes {
+        match self {
+            GraphCommand::Query { key, .. } | GraphCommand::Delete(key) => key,
+        }
+    }
+
+    pub fn is_write(&self) -> bool {
+        !matches!(self, GraphCommand::Query { read_only: true, .. })
+    }
+}
+
+pub fn parse(id: CmdId, a: &mut [Bytes]) -> Result<GraphCommand, Frame> {
+    let key = std::mem::take(&mut a[1]);
+    if id == CmdId::GraphDelete {
+        return Ok(GraphCommand::Delete(key));
+    }
+    let query = std::mem::take(&mut a[2]);
+    let mut compact = false;
+    let mut i = 3;
+    // FalkorDB's trailing options: --compact, and TIMEOUT n (accepted; a query here is
+    // bounded by its row limits instead).
+    while i < a.len() {
+        if a[i].eq_ignore_ascii_case(b"--compact") {
+            compact = true;
+            i += 1;
+        } else if a[i].eq_ignore_ascii_case(b"timeout") && i + 1 < a.len() {
+            i += 2;
+        } else {
+            return Err(Frame::error(format!("ERR Unknown argument '{}'", String::from_utf8_lossy(&a[i]))));
+        }
+    }
+    Ok(GraphCommand::Query { key, query, read_only: id == CmdId::GraphRoQuery, compact })
+}

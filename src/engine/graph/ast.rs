@@ -1,0 +1,167 @@
+//! The openCypher syntax tree the parser builds and the executor walks. Data only.
+
+use super::value::Value;
+
+#[derive(Clone, Debug)]
+pub struct Query {
+    pub clauses: Vec<Clause>,
+}
+
+#[derive(Clone, Debug)]
+pub enum Clause {
+    Match { optional: bool, patterns: Vec<Pattern>, filter: Option<Expr> },
+    Create(Vec<Pattern>),
+    Merge { pattern: Pattern, on_create: Vec<SetItem>, on_match: Vec<SetItem> },
+    Set(Vec<SetItem>),
+    Remove(Vec<SetItem>),
+    Delete { detach: bool, exprs: Vec<Expr> },
+    Unwind { expr: Expr, alias: String },
+    With(Projection),
+    Return(Projection),
+}
+
+impl Clause {
+    pub fn is_write(&self) -> bool {
+        matches!(self, Clause::Create(_) | Clause::Merge { .. } | Clause::Set(_) | Clause::Remove(_) | Clause::Delete { .. })
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Projection {
+    pub distinct: bool,
+    /// `*`: every variable in scope, then the items.
+    pub star: bool,
+    pub items: Vec<(Expr, String)>,
+    pub order: Vec<(Expr, bool)>,
+    pub skip: Option<Expr>,
+    pub limit: Option<Expr>,
+    /// WITH ... WHERE.
+    pub filter: Option<Expr>,
+}
+
+#[derive(Clone, Debug)]
+pub enum SetItem {
+    /// `n.p = e` (SET) or `n.p` (REMOVE).
+    Prop { var: String, key: String, value: Expr },
+    /// `n = {map}` (replace every property) or `n += {map}` (merge).
+    Props { var: String, value: Expr, merge: bool },
+    /// `n:L1:L2`.
+    Labels { var: String, labels: Vec<String> },
+}
+
+/// A path pattern: a node, then relationship-node steps.
+#[derive(Clone, Debug)]
+pub struct Pattern {
+    pub start: NodePat,
+    pub steps: Vec<(RelPat, NodePat)>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct NodePat {
+    pub var: Option<String>,
+    pub labels: Vec<String>,
+    pub props: Vec<(String, Expr)>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// `-[]->`
+    Out,
+    /// `<-[]-`
+    In,
+    /// `-[]-`
+    Both,
+}
+
+#[derive(Clone, Debug)]
+pub struct RelPat {
+    pub var: Option<String>,
+    pub types: Vec<String>,
+    pub props: Vec<(String, Expr)>,
+    pub dir: Direction,
+    /// Variable length `*min..max` (inclusive); `None` for a single hop.
+    pub hops: Option<(u32, u32)>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Or,
+    Xor,
+    And,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Pow,
+    In,
+    StartsWith,
+    EndsWith,
+    Contains,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    Lit(Value),
+    Param(String),
+    Var(String),
+    Prop(Box<Expr>, String),
+    Index(Box<Expr>, Box<Expr>),
+    Slice(Box<Expr>, Option<Box<Expr>>, Option<Box<Expr>>),
+    List(Vec<Expr>),
+    Map(Vec<(String, Expr)>),
+    Not(Box<Expr>),
+    Neg(Box<Expr>),
+    Bin(BinOp, Box<Expr>, Box<Expr>),
+    IsNull(Box<Expr>, bool),
+    HasLabels(Box<Expr>, Vec<String>),
+    /// `name(distinct? args)`; `count(*)` has `star`.
+    Call {
+        name: String,
+        distinct: bool,
+        args: Vec<Expr>,
+        star: bool,
+    },
+    Case {
+        subject: Option<Box<Expr>>,
+        arms: Vec<(Expr, Expr)>,
+        default: Option<Box<Expr>>,
+    },
+}
+
+pub const AGGREGATES: [&str; 6] = ["count", "sum", "avg", "min", "max", "collect"];
+
+impl Expr {
+    pub fn is_aggregate_call(&self) -> bool {
+        matches!(self, Expr::Call { name, .. } if AGGREGATES.contains(&name.as_str()))
+    }
+
+    /// Whether an aggregate function appears anywhere in the expression.
+    pub fn has_aggregate(&self) -> bool {
+        if self.is_aggregate_call() {
+            return true;
+        }
+        match self {
+            Expr::Lit(_) | Expr::Param(_) | Expr::Var(_) => false,
+            Expr::Prop(e, _) | Expr::Not(e) | Expr::Neg(e) | Expr::IsNull(e, _) | Expr::HasLabels(e, _) => e.has_aggregate(),
+            Expr::Index(a, b) | Expr::Bin(_, a, b) => a.has_aggregate() || b.has_aggregate(),
+            Expr::Slice(a, b, c) => {
+                a.has_aggregate() || b.as_ref().is_some_and(|e| e.has_aggregate()) || c.as_ref().is_some_and(|e| e.has_aggregate())
+            }
+            Expr::List(items) => items.iter().any(Expr::has_aggregate),
+            Expr::Map(entries) => entries.iter().any(|(_, e)| e.has_aggregate()),
+            Expr::Call { args, .. } => args.iter().any(Expr::has_aggregate),
+            Expr::Case { subject, arms, default } => {
+                subject.as_ref().is_some_and(|e| e.has_aggregate())
+                    || arms.iter().any(|(a, b)| a.has_aggregate() || b.has_aggregate())
+                    || default.as_ref().is_some_and(|e| e.has_aggregate())
+            }
+        }
+    }
+}

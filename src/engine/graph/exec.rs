@@ -1,0 +1,483 @@
+//! Runs a parsed query against a [`GraphView`]: clause by clause over a table of rows
+//! (MATCH extends rows by pattern matching, CREATE/MERGE/SET/DELETE change the view and
+//! record element writes, WITH/RETURN project, see `project.rs`).
+//!
+//! The executor owns the query's statistics and its [`Writes`]; the caller turns the
+//! writes into one delta. It never reads a clock: new element ids come from the dot the
+//! caller hands in. Every loop is bounded by the rows it is given or by
+//! [`ROWS_MAX`].
+
+use std::collections::{BTreeSet, HashMap};
+
+use super::ast::*;
+use super::eval::{Env, Row};
+use super::project::{Projected, project};
+use super::store::{self, EdgeData, ElemId, GraphView, NodeData, Writes};
+use super::value::Value;
+
+/// The most rows a clause may produce: a query is bounded work for its shard.
+pub const ROWS_MAX: usize = 1_000_000;
+
+mod update;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub labels_added: u64,
+    pub labels_removed: u64,
+    pub nodes_created: u64,
+    pub props_set: u64,
+    pub props_removed: u64,
+    pub rels_created: u64,
+    pub nodes_deleted: u64,
+    pub rels_deleted: u64,
+}
+
+pub struct Outcome {
+    /// `None` when the query has no RETURN (FalkorDB then answers statistics alone).
+    pub result: Option<Projected>,
+    pub stats: Stats,
+}
+
+pub struct Exec {
+    pub graph: GraphView,
+    pub params: HashMap<String, Value>,
+    pub writes: Writes,
+    pub stats: Stats,
+    /// The dot new ids are made from, and the next index under it.
+    id_base: (u64, u16),
+    next_seq: u32,
+}
+
+fn too_many() -> String {
+    format!("query produces more than {ROWS_MAX} rows")
+}
+
+impl Exec {
+    pub fn new(graph: GraphView, params: HashMap<String, Value>, id_base: (u64, u16)) -> Self {
+        Exec { graph, params, writes: Writes::default(), stats: Stats::default(), id_base, next_seq: 0 }
+    }
+
+    fn env(&self) -> Env<'_> {
+        Env { graph: &self.graph, params: &self.params }
+    }
+
+    pub fn run(&mut self, query: &Query) -> Result<Outcome, String> {
+        let mut rows: Vec<Row> = vec![Row::new()];
+        let mut result = None;
+        for clause in &query.clauses {
+            rows = match clause {
+                Clause::Match { optional, patterns, filter } => self.match_clause(rows, patterns, filter.as_ref(), *optional)?,
+                Clause::Create(patterns) => {
+                    for row in &mut rows {
+                        for p in patterns {
+                            self.create_pattern(p, row)?;
+                        }
+                    }
+                    rows
+                }
+                Clause::Merge { pattern, on_create, on_match } => self.merge(rows, pattern, on_create, on_match)?,
+                Clause::Set(items) => {
+                    for row in &rows {
+                        self.set_items(items, row, false)?;
+                    }
+                    rows
+                }
+                Clause::Remove(items) => {
+                    for row in &rows {
+                        self.set_items(items, row, true)?;
+                    }
+                    rows
+                }
+                Clause::Delete { exprs, .. } => {
+                    for row in &rows {
+                        for e in exprs {
+                            let target = self.env().eval(e, row)?;
+                            self.delete(target)?;
+                        }
+                    }
+                    rows
+                }
+                Clause::Unwind { expr, alias } => {
+                    let mut out = Vec::new();
+                    for row in rows {
+                        let items = match self.env().eval(expr, &row)? {
+                            Value::List(items) => items,
+                            Value::Null => Vec::new(),
+                            other => vec![other],
+                        };
+                        if out.len() + items.len() > ROWS_MAX {
+                            return Err(too_many());
+                        }
+                        for item in items {
+                            let mut r = row.clone();
+                            r.insert(alias.clone(), item);
+                            out.push(r);
+                        }
+                    }
+                    out
+                }
+                Clause::With(proj) => project(&self.env(), rows, proj)?.into_rows(),
+                Clause::Return(proj) => {
+                    result = Some(project(&self.env(), rows, proj)?);
+                    Vec::new()
+                }
+            };
+        }
+        Ok(Outcome { result, stats: std::mem::take(&mut self.stats) })
+    }
+
+    fn new_id(&mut self) -> Result<ElemId, String> {
+        let seq = self.next_seq;
+        self.next_seq = seq.checked_add(1).ok_or("a query may create at most 2^32 elements")?;
+        Ok(ElemId { hlc: self.id_base.0, node: self.id_base.1, seq })
+    }
+
+    // ---- MATCH ----
+
+    fn match_clause(&self, rows: Vec<Row>, patterns: &[Pattern], filter: Option<&Expr>, optional: bool) -> Result<Vec<Row>, String> {
+        let mut out = Vec::new();
+        for row in rows {
+            let mut found = Vec::new();
+            self.match_patterns(patterns, 0, row.clone(), &mut Vec::new(), &mut found)?;
+            let before = out.len();
+            for r in found {
+                // An error in the predicate is an error, never a dropped row.
+                let keep = match filter {
+                    None => true,
+                    Some(f) => self.env().holds(f, &r)?,
+                };
+                if keep {
+                    out.push(r);
+                }
+            }
+            if optional && out.len() == before {
+                let mut r = row;
+                for p in patterns {
+                    for var in pattern_vars(p) {
+                        r.entry(var).or_insert(Value::Null);
+                    }
+                }
+                out.push(r);
+            }
+            if out.len() > ROWS_MAX {
+                return Err(too_many());
+            }
+        }
+        Ok(out)
+    }
+
+    fn match_patterns(&self, patterns: &[Pattern], i: usize, row: Row, used: &mut Vec<ElemId>, out: &mut Vec<Row>) -> Result<(), String> {
+        let Some(p) = patterns.get(i) else {
+            if out.len() >= ROWS_MAX {
+                return Err(too_many());
+            }
+            out.push(row);
+            return Ok(());
+        };
+        for start in self.node_candidates(&p.start, &row)? {
+            let mut r = row.clone();
+            if let Some(v) = &p.start.var {
+                r.insert(v.clone(), Value::Node(start));
+            }
+            self.match_steps(patterns, i, 0, start, r, used, out)?;
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn match_steps(
+        &self,
+        patterns: &[Pattern],
+        i: usize,
+        step: usize,
+        at: ElemId,
+        row: Row,
+        used: &mut Vec<ElemId>,
+        out: &mut Vec<Row>,
+    ) -> Result<(), String> {
+        let p = &patterns[i];
+        let Some((rel, next)) = p.steps.get(step) else {
+            return self.match_patterns(patterns, i + 1, row, used, out);
+        };
+        if let Some((min, max)) = rel.hops {
+            let mut paths = Vec::new();
+            self.walk(rel, at, min, max, &mut Vec::new(), used, &row, &mut paths)?;
+            for (end, edges) in paths {
+                let Some(r) = self.bind_node(next, end, row.clone())? else { continue };
+                let mut r = r;
+                if let Some(v) = &rel.var {
+                    r.insert(v.clone(), Value::List(edges.iter().map(|e| Value::Edge(*e)).collect()));
+                }
+                let before = used.len();
+                used.extend(edges);
+                self.match_steps(patterns, i, step + 1, end, r, used, out)?;
+                used.truncate(before);
+            }
+            return Ok(());
+        }
+        for (edge, other) in self.hops_from(rel, at) {
+            if used.contains(&edge) || !self.edge_fits(rel, edge, &row)? {
+                continue;
+            }
+            let mut r = row.clone();
+            if let Some(v) = &rel.var {
+                match r.get(v) {
+                    Some(Value::Edge(bound)) if *bound != edge => continue,
+                    Some(Value::Edge(_)) => {}
+                    Some(_) => return Err(format!("{v} is not a relationship")),
+                    None => {
+                        r.insert(v.clone(), Value::Edge(edge));
+                    }
+                }
+            }
+            let Some(r) = self.bind_node(next, other, r)? else { continue };
+            used.push(edge);
+            self.match_steps(patterns, i, step + 1, other, r, used, out)?;
+            used.pop();
+        }
+        Ok(())
+    }
+
+    /// Variable-length expansion: every path of `min..=max` distinct edges from `at`.
+    #[allow(clippy::too_many_arguments)]
+    fn walk(
+        &self,
+        rel: &RelPat,
+        at: ElemId,
+        min: u32,
+        max: u32,
+        path: &mut Vec<ElemId>,
+        used: &[ElemId],
+        row: &Row,
+        out: &mut Vec<(ElemId, Vec<ElemId>)>,
+    ) -> Result<(), String> {
+        if path.len() as u32 >= min {
+            if out.len() >= ROWS_MAX {
+                return Err(too_many());
+            }
+            out.push((at, path.clone()));
+        }
+        if path.len() as u32 >= max {
+            return Ok(());
+        }
+        for (edge, other) in self.hops_from(rel, at) {
+            if path.contains(&edge) || used.contains(&edge) || !self.edge_fits(rel, edge, row)? {
+                continue;
+            }
+            path.push(edge);
+            self.walk(rel, other, min, max, path, used, row, out)?;
+            path.pop();
+        }
+        Ok(())
+    }
+
+    /// The edges a relationship pattern may follow from `at`, with the node at the far end.
+    fn hops_from(&self, rel: &RelPat, at: ElemId) -> Vec<(ElemId, ElemId)> {
+        let mut hops = Vec::new();
+        if matches!(rel.dir, Direction::Out | Direction::Both) {
+            for e in self.graph.out.get(&at).into_iter().flatten() {
+                hops.push((*e, self.graph.edges[e].dst));
+            }
+        }
+        if matches!(rel.dir, Direction::In | Direction::Both) {
+            for e in self.graph.inc.get(&at).into_iter().flatten() {
+                let edge = &self.graph.edges[e];
+                // A self-loop followed both ways is one hop.
+                if rel.dir == Direction::Both && edge.src == edge.dst {
+                    continue;
+                }
+                hops.push((*e, edge.src));
+            }
+        }
+        hops
+    }
+
+    fn edge_fits(&self, rel: &RelPat, edge: ElemId, row: &Row) -> Result<bool, String> {
+        let data = &self.graph.edges[&edge];
+        if !rel.types.is_empty() && !rel.types.contains(&data.typ) {
+            return Ok(false);
+        }
+        self.props_fit(&rel.props, &data.props, row)
+    }
+
+    fn props_fit(&self, wanted: &[(String, Expr)], have: &std::collections::BTreeMap<String, Value>, row: &Row) -> Result<bool, String> {
+        for (k, e) in wanted {
+            let want = self.env().eval(e, row)?;
+            match have.get(k) {
+                Some(v) if v.equals(&want) == Some(true) => {}
+                _ => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+
+    fn node_fits(&self, np: &NodePat, id: ElemId, row: &Row) -> Result<bool, String> {
+        let Some(node) = self.graph.nodes.get(&id) else { return Ok(false) };
+        if !np.labels.iter().all(|l| node.labels.contains(l)) {
+            return Ok(false);
+        }
+        self.props_fit(&np.props, &node.props, row)
+    }
+
+    fn bind_node(&self, np: &NodePat, id: ElemId, mut row: Row) -> Result<Option<Row>, String> {
+        if let Some(v) = &np.var {
+            match row.get(v) {
+                Some(Value::Node(bound)) if *bound != id => return Ok(None),
+                Some(Value::Node(_)) => {}
+                Some(Value::Null) => return Ok(None),
+                Some(_) => return Err(format!("{v} is not a node")),
+                None => {
+                    row.insert(v.clone(), Value::Node(id));
+                }
+            }
+        }
+        Ok(self.node_fits(np, id, &row)?.then_some(row))
+    }
+
+    fn node_candidates(&self, np: &NodePat, row: &Row) -> Result<Vec<ElemId>, String> {
+        if let Some(v) = &np.var {
+            match row.get(v) {
+                Some(Value::Node(id)) => return Ok(if self.node_fits(np, *id, row)? { vec![*id] } else { Vec::new() }),
+                Some(Value::Null) => return Ok(Vec::new()),
+                Some(_) => return Err(format!("{v} is not a node")),
+                None => {}
+            }
+        }
+        let mut out = Vec::new();
+        for id in self.graph.nodes.keys() {
+            if self.node_fits(np, *id, row)? {
+                out.push(*id);
+            }
+        }
+        Ok(out)
+    }
+
+    // ---- CREATE / MERGE ----
+
+    fn create_pattern(&mut self, p: &Pattern, row: &mut Row) -> Result<(), String> {
+        let mut at = self.create_or_bound(&p.start, row)?;
+        for (rel, np) in &p.steps {
+            let next = self.create_or_bound(np, row)?;
+            if rel.types.len() != 1 || rel.hops.is_some() {
+                return Err("Exactly one relationship type must be specified for each relation in a CREATE pattern.".to_owned());
+            }
+            let (src, dst) = match rel.dir {
+                Direction::Out => (at, next),
+                Direction::In => (next, at),
+                Direction::Both => return Err("Only directed relationships are supported in CREATE".to_owned()),
+            };
+            if let Some(v) = &rel.var
+                && row.contains_key(v)
+            {
+                return Err(format!("The bound variable '{v}' can't be redeclared in a CREATE clause"));
+            }
+            let props = self.eval_props(&rel.props, row)?;
+            let id = self.create_edge(rel.types[0].clone(), src, dst, props)?;
+            if let Some(v) = &rel.var {
+                row.insert(v.clone(), Value::Edge(id));
+            }
+            at = next;
+        }
+        Ok(())
+    }
+
+    fn create_or_bound(&mut self, np: &NodePat, row: &mut Row) -> Result<ElemId, String> {
+        if let Some(v) = &np.var
+            && let Some(bound) = row.get(v)
+        {
+            return match bound {
+                Value::Node(id) if np.labels.is_empty() && np.props.is_empty() => Ok(*id),
+                Value::Node(_) => Err(format!("The bound variable '{v}' can't be redeclared in a CREATE clause")),
+                Value::Null => Err("Cannot create a relationship to or from a null node".to_owned()),
+                _ => Err(format!("{v} is not a node")),
+            };
+        }
+        let props = self.eval_props(&np.props, row)?;
+        let id = self.create_node(np.labels.clone(), props)?;
+        if let Some(v) = &np.var {
+            row.insert(v.clone(), Value::Node(id));
+        }
+        Ok(id)
+    }
+
+    fn eval_props(&self, props: &[(String, Expr)], row: &Row) -> Result<Vec<(String, Value)>, String> {
+        let mut out: Vec<(String, Value)> = Vec::new();
+        for (k, e) in props {
+            let v = self.env().eval(e, row)?;
+            if !v.storable() {
+                return Err(format!("Property values can only be of primitive types or arrays of primitive types, not {}", v.type_name()));
+            }
+            out.retain(|(key, _)| key != k);
+            out.push((k.clone(), v));
+        }
+        Ok(out)
+    }
+
+    fn add_labels_to_schema(&mut self, labels: &[String]) {
+        for l in labels {
+            if self.graph.labels.insert(l.clone()) {
+                self.stats.labels_added += 1;
+                self.writes.set(store::label_name(l), bytes::Bytes::from_static(b"1"), false);
+            }
+        }
+    }
+
+    fn create_node(&mut self, mut labels: Vec<String>, props: Vec<(String, Value)>) -> Result<ElemId, String> {
+        let id = self.new_id()?;
+        labels.dedup();
+        self.add_labels_to_schema(&labels);
+        self.writes.set(store::node_name(id), store::encode_labels(&labels), true);
+        self.graph.nodes.insert(id, NodeData { labels, props: Default::default() });
+        self.stats.nodes_created += 1;
+        for (k, v) in props {
+            self.set_prop(&Value::Node(id), &k, v, true);
+        }
+        Ok(id)
+    }
+
+    fn create_edge(&mut self, typ: String, src: ElemId, dst: ElemId, props: Vec<(String, Value)>) -> Result<ElemId, String> {
+        let id = self.new_id()?;
+        self.writes.set(store::edge_name(id), store::encode_edge(&typ, src, dst), true);
+        self.graph.edges.insert(id, EdgeData { typ, src, dst, props: Default::default() });
+        self.graph.out.entry(src).or_default().insert(id);
+        self.graph.inc.entry(dst).or_default().insert(id);
+        self.stats.rels_created += 1;
+        for (k, v) in props {
+            self.set_prop(&Value::Edge(id), &k, v, true);
+        }
+        Ok(id)
+    }
+
+    fn merge(&mut self, rows: Vec<Row>, pattern: &Pattern, on_create: &[SetItem], on_match: &[SetItem]) -> Result<Vec<Row>, String> {
+        let mut out = Vec::new();
+        for row in rows {
+            let mut found = Vec::new();
+            self.match_patterns(std::slice::from_ref(pattern), 0, row.clone(), &mut Vec::new(), &mut found)?;
+            if found.is_empty() {
+                let mut r = row;
+                self.create_pattern(pattern, &mut r)?;
+                self.set_items(on_create, &r, false)?;
+                out.push(r);
+            } else {
+                for r in found {
+                    self.set_items(on_match, &r, false)?;
+                    out.push(r);
+                }
+            }
+            if out.len() > ROWS_MAX {
+                return Err(too_many());
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn pattern_vars(p: &Pattern) -> BTreeSet<String> {
+    let mut vars = BTreeSet::new();
+    vars.extend(p.start.var.clone());
+    for (rel, node) in &p.steps {
+        vars.extend(rel.var.clone());
+        vars.extend(node.var.clone());
+    }
+    vars
+}

@@ -1,0 +1,157 @@
+//! The graph engine (`GRAPH.*`, FalkorDB-compatible): a property graph stored in one
+//! key, queried in openCypher. DESIGN §5, row Graph.
+//!
+//! - [`store`]: how nodes, edges, properties and labels are elements of the key (so the
+//!   key-value engine's CRDT, deltas, persistence and anti-entropy carry them), and the
+//!   per-query [`store::GraphView`] that never shows an edge whose endpoint is gone.
+//! - [`lexer`], [`parser`], [`ast`]: openCypher text to a syntax tree.
+//! - [`exec`], [`project`], [`eval`], [`functions`], [`value`]: running it.
+//! - [`reply`]: FalkorDB's result-set shape.
+//!
+//! This module owns the GRAPH.* commands inside a shard. Like every engine it is part
+//! of the deterministic core: no clock, no I/O, no global randomness (new element ids
+//! come from the write's dot). It never writes anything but its own key's graph part.
+
+pub mod ast;
+pub mod eval;
+pub mod exec;
+pub mod functions;
+pub mod lexer;
+pub mod parser;
+pub mod project;
+pub mod reply;
+pub mod store;
+pub mod value;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+
+use crate::command::graph::GraphCommand;
+use crate::engine::kv::collection_writes::Part;
+use crate::engine::kv::value::SetTtl;
+use crate::engine::kv::{KeyKind, KvEngine, StrVal, WriteCtx, key_hash};
+use crate::protocol::Frame;
+use eval::{Env, Row};
+use exec::Exec;
+use store::GraphView;
+
+/// Graphs kept decoded per shard, at most this many (the least recently stored goes).
+const CACHED_GRAPHS_MAX: usize = 64;
+
+/// The decoded view of recently queried graphs, each with the digest of the graph part
+/// it was decoded from: a view is used only while the part's digest is unchanged (any
+/// write, merge or remove changes it), so the cache never changes an answer. A query
+/// takes its view out and puts it back, so a view is never copied.
+#[derive(Default)]
+pub struct ViewCache {
+    views: std::collections::BTreeMap<Bytes, (u64, u64, GraphView)>,
+    stored: u64,
+}
+
+impl ViewCache {
+    fn take(&mut self, key: &[u8], digest: u64) -> Option<GraphView> {
+        let (d, _, view) = self.views.remove(key)?;
+        (d == digest).then_some(view)
+    }
+
+    fn put(&mut self, key: Bytes, digest: u64, view: GraphView) {
+        if self.views.len() >= CACHED_GRAPHS_MAX
+            && let Some(oldest) = self.views.iter().min_by_key(|(_, (_, at, _))| *at).map(|(k, _)| k.clone())
+        {
+            self.views.remove(&oldest);
+        }
+        self.stored += 1;
+        self.views.insert(key, (digest, self.stored, view));
+    }
+}
+
+fn graph_digest(kv: &mut KvEngine, key: &[u8], now_ms: u64) -> Result<Option<u64>, String> {
+    match kv.live(key, key_hash(key), now_ms) {
+        None => Ok(None),
+        Some(state) if state.kind() == Some(KeyKind::Graph) => Ok(Some(state.part(Part::Graph).map_or(0, |p| p.digest()))),
+        Some(_) => Err(WRONG_TYPE.to_owned()),
+    }
+}
+
+const WRONG_TYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+/// Execute a GRAPH.* command on the key it names.
+pub fn command(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: GraphCommand) -> Frame {
+    match cmd {
+        GraphCommand::Delete(key) => {
+            match kv.live(&key, key_hash(&key), ctx.now_ms).map(|s| s.kind()) {
+                None => return Frame::static_error("ERR Invalid graph operation on empty key"),
+                Some(Some(KeyKind::Graph)) => {}
+                Some(_) => return Frame::static_error(WRONG_TYPE),
+            }
+            kv.del(ctx, &[key]);
+            Frame::simple("OK")
+        }
+        GraphCommand::Query { compact: true, .. } => Frame::static_error("ERR --compact is not supported by Meridian yet"),
+        GraphCommand::Query { key, query, read_only, .. } => match run_query(kv, ctx, key, &query, read_only) {
+            Ok(frame) => frame,
+            Err(message) => Frame::error(message),
+        },
+    }
+}
+
+/// The keys of this shard that hold graphs (GRAPH.LIST).
+pub fn graph_keys(kv: &mut KvEngine, now_ms: u64) -> Vec<Bytes> {
+    let keys: Vec<Bytes> = kv.keys.iter().filter(|e| e.state.kind() == Some(KeyKind::Graph)).map(|e| e.key.clone()).collect();
+    keys.into_iter().filter(|k| kv.live(k, key_hash(k), now_ms).is_some()).collect()
+}
+
+fn run_query(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, text: &[u8], read_only: bool) -> Result<Frame, String> {
+    let text = std::str::from_utf8(text).map_err(|_| "errMsg: the query is not valid UTF-8".to_owned())?;
+    let parsed = parser::parse(text).map_err(|e| format!("errMsg: {e}"))?;
+    let writes = parsed.query.clauses.iter().any(|c| c.is_write());
+    if read_only && writes {
+        return Err("graph.RO_QUERY is to be executed only on read-only queries".to_owned());
+    }
+    let graph = match graph_digest(kv, &key, ctx.now_ms)? {
+        None => GraphView::default(),
+        Some(digest) => match kv.graph_views.take(&key, digest) {
+            Some(view) => view,
+            None => GraphView::load(kv.live(&key, key_hash(&key), ctx.now_ms).and_then(|s| s.part(Part::Graph))),
+        },
+    };
+    let params = {
+        let empty = HashMap::new();
+        let env = Env { graph: &graph, params: &empty };
+        let mut params = HashMap::new();
+        for (name, expr) in &parsed.params {
+            params.insert(name.clone(), env.eval(expr, &Row::new())?);
+        }
+        params
+    };
+    // New element ids are made from a dot of this node's clock: unique in the cluster.
+    // The elements the query writes carry this dot too.
+    let dot = writes.then(|| ctx.next_dot());
+    let id_base = dot.map_or((0, 0), |dot| (dot.hlc.0, dot.node));
+    let mut exec = Exec::new(graph, params, id_base);
+    let outcome = exec.run(&parsed.query)?;
+    let (names, values) = std::mem::take(&mut exec.writes).into_parts();
+    if let Some(dot) = dot.filter(|_| !names.is_empty()) {
+        kv.write_elements_at(ctx, dot, key.clone(), Part::Graph, &names, false, |i, dot, _, element| match &values[i] {
+            Some(value) => element.set(dot, StrVal::Raw(value.clone()), SetTtl::Keep),
+            None => element.delete(dot),
+        });
+    }
+    // The core reads no clock; the execution time is not measured yet.
+    let frame = reply::result_set(&exec.graph, &outcome, 0.0);
+    // The view holds the query's own writes: it is the decoded new state.
+    if let Some(digest) = graph_digest(kv, &key, ctx.now_ms)? {
+        // Checked where it is cheap (small graphs, debug builds: every test).
+        debug_assert!(
+            exec.graph.nodes.len() + exec.graph.edges.len() > 1000
+                || exec.graph == GraphView::load(kv.live(&key, key_hash(&key), ctx.now_ms).and_then(|s| s.part(Part::Graph))),
+            "a graph's view after a query equals the view decoded from its new state"
+        );
+        kv.graph_views.put(key, digest, exec.graph);
+    }
+    Ok(frame)
+}

