@@ -5,7 +5,8 @@ INCRBY on counters, SET of a value never written before on registers, SADD of a 
 element and SREM of one it added on sets, DEL of keys written (and converged) before
 the faults began. Every operation is an `invoke` entry followed by exactly one of
   ok    the node answered and the operation took effect
-  fail  it certainly did not take effect (it was never sent: no connection)
+  fail  it certainly did not take effect (never sent: no connection; or refused with
+        -LOADING, which a recovering node answers before it runs anything)
   info  unknown: a timeout, a closed connection or an error reply (a write refused
         after being applied in memory, or while waiting for the store, may still
         replicate), so the checkers allow both outcomes
@@ -23,6 +24,7 @@ COUNTER_KEYS = 4
 REGISTER_KEYS = 4
 SET_KEYS = 4
 OP_TIMEOUT_S = 2.0
+LOADING_BACKOFF_S = 0.05  # between tries while a node answers -LOADING
 # Pause between two operations of one client: keeps a 2-core machine responsive.
 THINK_S = (0.004, 0.012)
 DOWN_BACKOFF_S = 0.1
@@ -128,6 +130,12 @@ class Client(threading.Thread):
         try:
             reply = self.conn.call(*command)
         except resp.RespError as e:
+            if str(e).startswith("LOADING"):
+                # The node is recovering and ran nothing: certainly not applied. Wait a
+                # little instead of spinning on it (it answers at once).
+                self.history.add(self.process, "fail", f, key, value, self.node, error=str(e))
+                time.sleep(LOADING_BACKOFF_S)
+                return None
             self.history.add(self.process, "info", f, key, value, self.node, error=str(e))
             return None
         except OSError as e:
