@@ -21,8 +21,10 @@ use crate::routing;
 
 mod notify;
 mod ops;
+mod replay;
 
 pub use ops::{ShardOp, ShardReply, ShardStats};
+pub use replay::{merge_recovered, split_by_shard};
 
 /// Keys expired per shard per tick at most, so one tick's work is bounded.
 pub const EXPIRE_KEYS_PER_TICK_MAX: usize = 1_000;
@@ -544,29 +546,6 @@ impl Shard {
     pub fn reset_stats(&mut self) {
         self.kv.stats = Default::default();
     }
-}
-
-/// Apply recovered deltas to a node's shards, routing each key to its shard (whatever
-/// the shard count was when they were written) and a flush to every shard.
-pub fn merge_recovered(shards: &mut [Shard], deltas: Vec<Delta>) {
-    let parts = split_by_shard(deltas, shards.len());
-    for (shard, part) in shards.iter_mut().zip(parts) {
-        part.into_iter().for_each(|delta| shard.merge_delta(delta));
-    }
-}
-
-/// Split deltas into one run per shard, in order: each key to the shard that owns it
-/// among `shards`, a flush or forget record to every shard.
-pub fn split_by_shard(deltas: Vec<Delta>, shards: usize) -> Vec<Vec<Delta>> {
-    assert!(shards > 0);
-    let mut parts: Vec<Vec<Delta>> = (0..shards).map(|_| Vec::with_capacity(deltas.len() / shards + 1)).collect();
-    for delta in deltas {
-        match &delta {
-            Delta::Key { key, .. } => parts[routing::shard_for_key(key, shards)].push(delta),
-            Delta::Flush { .. } | Delta::Forget { .. } => parts.iter_mut().for_each(|p| p.push(delta.clone())),
-        }
-    }
-    parts
 }
 
 fn apply_key(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: KeyCommand, picks: &mut dyn FnMut() -> u64) -> Frame {
