@@ -2,7 +2,6 @@
 //! checks arity against. Arity follows Redis: positive means exactly that many
 //! arguments (name included), negative means at least that many.
 
-use std::collections::HashMap;
 use std::sync::LazyLock;
 
 /// Which parser handles a command.
@@ -234,8 +233,28 @@ mod specs;
 
 pub use specs::COMMANDS;
 
-static BY_NAME: LazyLock<HashMap<&'static [u8], usize, foldhash::fast::RandomState>> =
-    LazyLock::new(|| COMMANDS.iter().enumerate().map(|(i, spec)| (spec.name.as_bytes(), i)).collect());
+/// Command positions by name, hashed case-insensitively (see [`name_hash`]).
+static BY_NAME: LazyLock<hashbrown::HashTable<u16>> = LazyLock::new(|| {
+    assert!(COMMANDS.len() <= usize::from(u16::MAX), "command positions fit a u16");
+    let mut table = hashbrown::HashTable::with_capacity(COMMANDS.len());
+    for (i, spec) in COMMANDS.iter().enumerate() {
+        table.insert_unique(name_hash(spec.name.as_bytes()), i as u16, |&j| name_hash(COMMANDS[usize::from(j)].name.as_bytes()));
+    }
+    table
+});
+
+/// A hash of a command name that ignores ASCII case, computed without copying the
+/// name: every command runs through [`index_of`], so it is on the hot path. Command
+/// names are short and chosen by us; nothing here is keyed by client data beyond the
+/// name, and a colliding name only costs one more comparison.
+fn name_hash(name: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in name {
+        hash = (hash ^ u64::from(b.to_ascii_lowercase())).wrapping_mul(0x0100_0000_01b3);
+    }
+    // hashbrown takes its control bits from the top of the hash: fold the low bits in.
+    hash ^ (hash >> 29)
+}
 
 /// Look a command up by name, case-insensitively.
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
@@ -248,11 +267,9 @@ pub fn index_of(name: &[u8]) -> Option<usize> {
     if name.len() > NAME_BYTES_MAX {
         return None;
     }
-    let mut lower = [0u8; NAME_BYTES_MAX];
-    for (dst, src) in lower.iter_mut().zip(name) {
-        *dst = src.to_ascii_lowercase();
-    }
-    BY_NAME.get(&lower[..name.len()]).copied()
+    BY_NAME
+        .find(name_hash(name), |&i| COMMANDS[usize::from(i)].name.as_bytes().eq_ignore_ascii_case(name))
+        .map(|&i| usize::from(i))
 }
 
 /// The key arguments of a full command line (name at index 0), from its key spec.
@@ -263,4 +280,21 @@ pub fn key_positions(spec: &CommandSpec, argc: usize) -> Vec<usize> {
     let last = if spec.last_key < 0 { argc as i32 + spec.last_key } else { spec.last_key.min(argc as i32 - 1) };
     let step = spec.key_step.max(1) as usize;
     (spec.first_key as usize..=last.max(0) as usize).step_by(step).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_command_is_found_by_its_name_in_any_case() {
+        for (i, spec) in COMMANDS.iter().enumerate() {
+            assert_eq!(index_of(spec.name.as_bytes()), Some(i), "{}", spec.name);
+            assert_eq!(index_of(spec.name.to_ascii_uppercase().as_bytes()), Some(i), "{}", spec.name);
+        }
+        assert_eq!(index_of(b"gEt").map(|i| COMMANDS[i].name), Some("get"));
+        for unknown in [&b""[..], b"ge", b"gett", b"get\0", b"set ", &[b'x'; 40]] {
+            assert_eq!(index_of(unknown), None, "{unknown:?}");
+        }
+    }
 }

@@ -218,8 +218,7 @@ impl Connection {
                 self.state().stats.net_input_bytes.fetch_add(read as u64, Ordering::Relaxed);
                 continue;
             }
-            let wrote = commands.iter().any(|args| table::lookup(&args[0]).is_some_and(|spec| spec.is_write()));
-            self.run_pipeline(commands).await?;
+            let wrote = self.run_pipeline(commands).await?;
             let wrote = wrote || std::mem::take(&mut self.exec_wrote);
             if wrote && self.sync_durability {
                 // Group commit: these replies leave once the segment holding the writes
@@ -272,15 +271,20 @@ impl Connection {
         }
     }
 
-    async fn run_pipeline(&mut self, commands: Vec<Vec<Bytes>>) -> std::io::Result<()> {
+    /// Run a pipeline's commands in order; whether any of them is a write (with
+    /// `--durability sync`, the replies then wait for the store). Each name is looked up
+    /// once, here.
+    async fn run_pipeline(&mut self, commands: Vec<Vec<Bytes>>) -> std::io::Result<bool> {
         self.state().stats.commands_processed.fetch_add(commands.len() as u64, Ordering::Relaxed);
         self.now_ms = super::now_ms();
         let mut last_command = None;
+        let mut wrote = false;
         for args in commands {
             if self.closing {
                 break;
             }
             let index = table::index_of(&args[0]);
+            wrote |= index.is_some_and(|i| table::COMMANDS[i].is_write());
             last_command = index.or(last_command);
             self.dispatch(index, args).await;
             if self.write_buf.len() >= WRITE_BUFFER_BYTES_MAX {
@@ -291,7 +295,7 @@ impl Connection {
         if let Some(index) = last_command {
             self.info.touch(index);
         }
-        Ok(())
+        Ok(wrote)
     }
 
     async fn write_out_partial(&mut self) -> std::io::Result<()> {

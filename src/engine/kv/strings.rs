@@ -43,13 +43,13 @@ impl KvEngine {
         if let Err(e) = check_string(state) {
             return e;
         }
-        let value = state.and_then(|s| s.read());
-        if value.is_some() {
+        let reply = state.and_then(|s| s.read_borrowed()).map(|v| v.to_reply_bytes());
+        if reply.is_some() {
             self.stats.keyspace_hits += 1;
         } else {
             self.stats.keyspace_misses += 1;
         }
-        value_frame(value)
+        reply.map_or(Frame::Null, Frame::Bulk)
     }
 
     /// The value of a key as a reply-ready string (MGET, GET).

@@ -62,6 +62,15 @@ impl StrVal {
         }
     }
 
+    /// The value's bytes for a reply: a small value is copied (cheaper than sharing
+    /// the stored bytes, see [`KeyState::read_borrowed`]), a large one shared.
+    pub fn to_reply_bytes(&self) -> Bytes {
+        match self {
+            StrVal::Raw(b) if b.len() < COPY_VALUE_BYTES_MAX => Bytes::copy_from_slice(b),
+            _ => self.to_bytes(),
+        }
+    }
+
     pub fn len(&self) -> usize {
         match self {
             StrVal::Int(n) => itoa::Buffer::new().format(*n).len(),
@@ -329,6 +338,18 @@ impl KeyState {
     /// Whether the key exists (a state that exists only as removal metadata does not).
     pub fn exists(&self) -> bool {
         self.string_exists() || self.collections().any(|c| !c.is_empty())
+    }
+
+    /// As [`KeyState::read`], borrowing the stored value when no increment is folded
+    /// into it (the common case): a reply then copies a small value's bytes instead of
+    /// sharing them, which costs no reference count and, for a `Bytes` made from a
+    /// `Vec`, no allocation of its shared header on the first read.
+    pub fn read_borrowed(&self) -> Option<std::borrow::Cow<'_, StrVal>> {
+        let folds_counters = self.counters.as_deref().is_some_and(|c| c.ints.has_unabsorbed() || c.floats.has_unabsorbed());
+        if folds_counters {
+            return self.read().map(std::borrow::Cow::Owned);
+        }
+        self.value.winner().map(|(_, v)| std::borrow::Cow::Borrowed(v))
     }
 
     /// The value a GET returns, or `None` when the key does not exist.

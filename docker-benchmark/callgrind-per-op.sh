@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# callgrind-per-op.sh: instructions the server executes per command, Meridian against
+# redis-server, counted by valgrind's callgrind. Instruction counts do not depend on the
+# machine's load, so two runs give the same figure (within a fraction of a percent) on a
+# busy machine where timings swing by tens of percent.
+#
+# Method: each server runs under callgrind twice, once taking N1 commands and once N2
+# (redis-benchmark with a fixed pipeline depth and one connection); the difference of the
+# two totals divided by N2-N1 is the cost of one command, with start-up, connection set-up
+# and shutdown cancelled out. Writes go to random keys in a keyspace of KEYSPACE.
+#
+# Work done on a timer rather than per command is left out, because a server under
+# callgrind runs about fifty times slower and would run its timers fifty times as often
+# per command: Redis's serverCron and Meridian's memory sampler (jemalloc statistics,
+# ten times a second). Meridian's segment flush (every 250 ms) stays in: it is where
+# each write's delta is stored, a per-write cost.
+#
+# Usage: docker-benchmark/callgrind-per-op.sh [TEST ...]      (default: SET GET)
+# Environment: MERIDIAN_BIN (default target/release/meridian), PIPELINE (16), CLIENTS (1), N1
+# (20000), N2 (60000), KEYSPACE (100000), MERIDIAN_EXTRA_ARGS, KEEP_TMP=1.
+# Each TEST is a redis-benchmark -t name (set, get, incr, hset, sadd, lpush, ...).
+# CACHE_SIM=1 also simulates the caches and prints last-level data misses per command
+# (DLmr + DLmw: a proxy for the memory stalls that instruction counts do not show).
+set -euo pipefail
+
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_ROOT="$(cd "${SCRIPT_DIR}/.." && pwd)"
+MERIDIAN_BIN="${MERIDIAN_BIN:-${REPO_ROOT}/target/release/meridian}"
+PIPELINE="${PIPELINE:-16}"
+N1="${N1:-20000}"
+N2="${N2:-60000}"
+KEYSPACE="${KEYSPACE:-100000}"
+CLIENTS="${CLIENTS:-1}"
+TESTS=("$@")
+[[ ${#TESTS[@]} -gt 0 ]] || TESTS=(set get)
+
+for tool in valgrind redis-server redis-benchmark redis-cli; do
+    command -v "$tool" >/dev/null || { echo "callgrind-per-op: '$tool' not found" >&2; exit 1; }
+done
+[[ -x "$MERIDIAN_BIN" ]] || { echo "callgrind-per-op: no meridian binary at $MERIDIAN_BIN (cargo build --release)" >&2; exit 1; }
+
+TMP="$(mktemp -d)"
+SERVER_PID=""
+cleanup() {
+    [[ -n "$SERVER_PID" ]] && kill -TERM "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+    if [[ "${KEEP_TMP:-0}" == 1 ]]; then echo "kept $TMP" >&2; else rm -rf "$TMP"; fi
+}
+trap cleanup EXIT
+
+port_of() { echo $((20000 + RANDOM % 20000)); }
+
+# Runs one server under callgrind, preloads the keyspace for reads, runs `count`
+# commands of `test`, stops the server and prints the total instructions (Ir).
+measure() {
+    local server="$1" test="$2" count="$3"
+    local port out
+    port="$(port_of)"
+    out="$TMP/$server-$test-$count.out"
+    rm -rf "$TMP/data"
+    if [[ "$server" == redis ]]; then
+        valgrind --tool=callgrind ${CACHE_SIM:+--cache-sim=yes} --callgrind-out-file="$out" \
+            redis-server --port "$port" --save '' --appendonly no >"$TMP/server.log" 2>&1 &
+    else
+        # shellcheck disable=SC2086
+        valgrind --tool=callgrind ${CACHE_SIM:+--cache-sim=yes} --callgrind-out-file="$out" \
+            "$MERIDIAN_BIN" --port "$port" --shards 1 --data-dir "$TMP/data" ${MERIDIAN_EXTRA_ARGS:-} \
+            --log warn >"$TMP/server.log" 2>&1 &
+    fi
+    SERVER_PID=$!
+    local tries=0
+    until [[ "$(redis-cli -p "$port" ping 2>/dev/null)" == PONG ]]; do
+        sleep 0.5
+        tries=$((tries + 1))
+        ((tries < 240)) || { cat "$TMP/server.log" >&2; echo "server did not start" >&2; exit 1; }
+    done
+    if [[ "$test" == get ]]; then
+        # Reads find what they look for: the keys exist (loaded before measuring, the
+        # same amount in both runs, so it cancels out).
+        redis-benchmark -p "$port" -t set -n "$KEYSPACE" -r "$KEYSPACE" -P 64 -c 1 -d 64 -q >/dev/null
+    fi
+    redis-benchmark -p "$port" -t "$test" -n "$count" -r "$KEYSPACE" -P "$PIPELINE" -c "$CLIENTS" -d 64 -q >/dev/null
+    kill -TERM "$SERVER_PID"
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=""
+    # The total of the counted events (Ir, or with CACHE_SIM the last-level data
+    # misses DLmr + DLmw) less what the timer-driven functions cost, inclusive.
+    local events=Ir timer='serverCron'
+    [[ -n "${CACHE_SIM:-}" ]] && events=DLmr,DLmw
+    [[ "$server" == meridian ]] && timer='meridian::shell::memory::sample_loop'
+    callgrind_annotate --inclusive=yes --threshold=100 --show="$events" "$out" 2>/dev/null |
+        awk -v timer="$timer" '
+            # Leading counts, one per event, each maybe followed by "(12.3%)".
+            function sum(    i, n, v) {
+                n = 0
+                for (i = 1; i <= NF; i++) {
+                    if ($i ~ /^[0-9,]+$/) { v = $i; gsub(",", "", v); n += v }
+                    else if ($i !~ /^\(|%\)$/) break
+                }
+                return n
+            }
+            /PROGRAM TOTALS/ { total = sum() }
+            index($0, timer) && !seen { periodic = sum(); seen = 1 }
+            END { printf "%d\n", total - periodic }'
+}
+
+unit=Ir
+[[ -n "${CACHE_SIM:-}" ]] && unit=LLmiss
+printf '%-8s %4s %14s %14s %8s\n' test P "redis_$unit/op" "meridian_$unit/op" ratio
+for test in "${TESTS[@]}"; do
+    declare -A per_op=()
+    for server in redis meridian; do
+        a="$(measure "$server" "$test" "$N1")"
+        b="$(measure "$server" "$test" "$N2")"
+        per_op[$server]="$(awk -v a="$a" -v b="$b" -v n=$((N2 - N1)) 'BEGIN { printf "%.2f", (b - a) / n }')"
+    done
+    ratio="$(awk -v m="${per_op[meridian]}" -v r="${per_op[redis]}" 'BEGIN { printf "%.2f", m / r }')"
+    printf '%-8s %4s %14s %14s %8s\n' "$test" "$PIPELINE" "${per_op[redis]}" "${per_op[meridian]}" "$ratio"
+done
