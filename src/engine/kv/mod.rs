@@ -10,6 +10,7 @@ pub mod collection_writes;
 pub mod dump;
 pub mod elements;
 pub mod glob;
+pub mod hash_seed;
 pub mod hashes;
 pub mod keys;
 pub mod keyspace;
@@ -432,7 +433,11 @@ impl KvEngine {
                 }
             };
             let (_, keys, element_vv) = &mut self.replayed_forgets[at];
-            if elements { element_vv.merge(below) } else { keys.merge(below) }
+            if elements {
+                element_vv.merge(below)
+            } else {
+                keys.merge(below)
+            }
             Some(scope)
         };
         if elements {
