@@ -55,9 +55,7 @@ async fn definition(access: &impl Shards, name: &Bytes) -> Result<Option<Bytes>,
     match access.run_one(access.shard_of(&key), op).await.into_frame() {
         Frame::Bulk(raw) => Ok(Some(raw)),
         Frame::Null => Ok(None),
-        Frame::Error(e) if e.starts_with(b"WRONGTYPE") => {
-            Err(error(format!("The key {} is reserved for FT.* definitions", String::from_utf8_lossy(&key))))
-        }
+        Frame::Error(e) if e.starts_with(b"WRONGTYPE") => Err(error(format!("The key {} is reserved for FT.* definitions", String::from_utf8_lossy(&key)))),
         other if other.is_error() => Err(other),
         _ => Ok(None),
     }
@@ -145,11 +143,10 @@ async fn drop_index(access: &impl Shards, name: Bytes, delete_docs: bool) -> Fra
 }
 
 async fn info(access: &impl Shards, name: Bytes, raw: Bytes) -> Frame {
-    let replies =
-        match vector_replies(access.run_everywhere(|| ShardOp::Vector(VectorOp::Info { name: name.clone(), raw: raw.clone() })).await) {
-            Ok(r) => r,
-            Err(e) => return e,
-        };
+    let replies = match vector_replies(access.run_everywhere(|| ShardOp::Vector(VectorOp::Info { name: name.clone(), raw: raw.clone() })).await) {
+        Ok(r) => r,
+        Err(e) => return e,
+    };
     let (mut docs, mut failures, mut bytes) = (0usize, 0u64, 0usize);
     for reply in replies {
         if let VectorReply::Info { docs: d, failures: f, bytes: b } = reply {
@@ -179,9 +176,7 @@ async fn info(access: &impl Shards, name: Bytes, raw: Bytes) -> Frame {
                     s("distance_metric"),
                     s(p.metric.name()),
                 ]),
-                FieldKind::Tag { separator, .. } => {
-                    a.extend([s("TAG"), s("SEPARATOR"), Frame::Bulk(Bytes::copy_from_slice(&[*separator]))])
-                }
+                FieldKind::Tag { separator, .. } => a.extend([s("TAG"), s("SEPARATOR"), Frame::Bulk(Bytes::copy_from_slice(&[*separator]))]),
                 FieldKind::Numeric => a.push(s("NUMERIC")),
             }
             if let FieldKind::Vector(p) = &f.kind
@@ -209,14 +204,7 @@ async fn info(access: &impl Shards, name: Bytes, raw: Bytes) -> Frame {
             "index_definition",
             Frame::Map(vec![
                 (s("key_type"), s("HASH")),
-                (
-                    s("prefixes"),
-                    Frame::Array(if def.prefixes.is_empty() {
-                        vec![s("")]
-                    } else {
-                        def.prefixes.iter().cloned().map(Frame::Bulk).collect()
-                    }),
-                ),
+                (s("prefixes"), Frame::Array(if def.prefixes.is_empty() { vec![s("")] } else { def.prefixes.iter().cloned().map(Frame::Bulk).collect() })),
                 (s("default_score"), s("1")),
             ]),
         ),
@@ -233,8 +221,7 @@ async fn info(access: &impl Shards, name: Bytes, raw: Bytes) -> Frame {
 }
 
 async fn search(access: &impl Shards, name: Bytes, raw: Bytes, query: Arc<SearchQuery>, resp3: bool) -> Frame {
-    let replies =
-        access.run_everywhere(|| ShardOp::Vector(VectorOp::Search { name: name.clone(), raw: raw.clone(), query: query.clone() })).await;
+    let replies = access.run_everywhere(|| ShardOp::Vector(VectorOp::Search { name: name.clone(), raw: raw.clone(), query: query.clone() })).await;
     let replies = match vector_replies(replies) {
         Ok(r) => r,
         Err(e) => return e,
@@ -258,11 +245,7 @@ async fn search(access: &impl Shards, name: Bytes, raw: Bytes, query: Arc<Search
     if let Some(sort) = &query.sort_by {
         let by_score = query.knn.as_ref().is_some_and(|k| k.alias.eq_ignore_ascii_case(&sort.field));
         hits.sort_by(|a, b| {
-            let order = if by_score {
-                a.score.unwrap_or(f32::INFINITY).total_cmp(&b.score.unwrap_or(f32::INFINITY))
-            } else {
-                compare_sort(a.sort.as_ref(), b.sort.as_ref(), sort.ascending)
-            };
+            let order = if by_score { a.score.unwrap_or(f32::INFINITY).total_cmp(&b.score.unwrap_or(f32::INFINITY)) } else { compare_sort(a.sort.as_ref(), b.sort.as_ref(), sort.ascending) };
             let order = if by_score && !sort.ascending { order.reverse() } else { order };
             order.then_with(|| a.key.cmp(&b.key))
         });

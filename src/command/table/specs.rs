@@ -1258,18 +1258,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     ),
     // FT.* (RediSearch's names; its module reports them in group "module").
     spec!(FtCreate, "ft.create", -5, ["write", "denyoom"], 0, 0, 0, "search", "1.0.0", "Creates an index with the given spec"),
-    spec!(
-        FtSearch,
-        "ft.search",
-        -3,
-        ["readonly"],
-        0,
-        0,
-        0,
-        "search",
-        "1.0.0",
-        "Searches the index with a textual query, returning either documents or just ids"
-    ),
+    spec!(FtSearch, "ft.search", -3, ["readonly"], 0, 0, 0, "search", "1.0.0", "Searches the index with a textual query, returning either documents or just ids"),
     spec!(FtInfo, "ft.info", 2, ["readonly"], 0, 0, 0, "search", "1.0.0", "Returns information and statistics on the index"),
     spec!(FtList, "ft._list", 1, ["readonly"], 0, 0, 0, "search", "2.0.0", "Returns a list of all existing indexes"),
     spec!(FtDropIndex, "ft.dropindex", -2, ["write"], 0, 0, 0, "search", "2.0.0", "Deletes the index"),

@@ -250,15 +250,7 @@ impl VectorStore {
 
     /// The `ef` nearest slots to `query` on `layer` that `accept` takes (all slots are
     /// walked through, only accepted ones are kept), nearest first.
-    fn search_layer(
-        &self,
-        visited: &mut Visited,
-        query: &[f32],
-        entries: &[Near],
-        ef: usize,
-        layer: usize,
-        accept: &dyn Fn(u32) -> bool,
-    ) -> Vec<Near> {
+    fn search_layer(&self, visited: &mut Visited, query: &[f32], entries: &[Near], ef: usize, layer: usize, accept: &dyn Fn(u32) -> bool) -> Vec<Near> {
         visited.begin(self.slots());
         let mut candidates: BinaryHeap<Reverse<Near>> = BinaryHeap::new();
         let mut results: BinaryHeap<Near> = BinaryHeap::new();

@@ -102,10 +102,7 @@ impl Index {
         for field in &def.fields {
             let counter = match &field.kind {
                 FieldKind::Vector(p) => {
-                    stores.push((
-                        VectorStore::new(p.dim, p.metric, p.algorithm == Algorithm::Hnsw, p.m, p.ef_construction, p.initial_cap),
-                        Vec::new(),
-                    ));
+                    stores.push((VectorStore::new(p.dim, p.metric, p.algorithm == Algorithm::Hnsw, p.m, p.ef_construction, p.initial_cap), Vec::new()));
                     &mut vectors
                 }
                 FieldKind::Tag { .. } => &mut tags,
@@ -134,8 +131,7 @@ impl Index {
     }
 
     pub fn memory_bytes(&self) -> usize {
-        self.stores.iter().map(|(s, owners)| s.memory_bytes() + owners.capacity() * 4).sum::<usize>()
-            + self.docs.capacity() * std::mem::size_of::<Option<Doc>>()
+        self.stores.iter().map(|(s, owners)| s.memory_bytes() + owners.capacity() * 4).sum::<usize>() + self.docs.capacity() * std::mem::size_of::<Option<Doc>>()
     }
 
     pub fn needs_compaction(&self) -> bool {
@@ -258,9 +254,7 @@ impl Index {
                 }),
                 FieldKind::Numeric => parsed.numbers.push(match value {
                     None => None,
-                    Some(text) => {
-                        Some(std::str::from_utf8(&text).ok().and_then(|t| t.trim().parse::<f64>().ok()).filter(|v| !v.is_nan()).ok_or(())?)
-                    }
+                    Some(text) => Some(std::str::from_utf8(&text).ok().and_then(|t| t.trim().parse::<f64>().ok()).filter(|v| !v.is_nan()).ok_or(())?),
                 }),
             }
         }
@@ -312,8 +306,7 @@ impl Index {
                         knn.blob.len()
                     ));
                 }
-                let mut vector =
-                    decode_vector(&knn.blob, params.element, params.dim).ok_or("Error parsing vector similarity query: bad blob")?;
+                let mut vector = decode_vector(&knn.blob, params.element, params.dim).ok_or("Error parsing vector similarity query: bad blob")?;
                 if params.metric == Metric::Cosine {
                     normalize(&mut vector);
                 }
@@ -324,11 +317,8 @@ impl Index {
             }
             None => {
                 let passing = self.eval(&filter);
-                let mut keys: Vec<Bytes> = ids(&passing)
-                    .filter_map(|id| self.docs[id as usize].as_ref())
-                    .filter(|d| live(&d.key))
-                    .map(|d| d.key.clone())
-                    .collect();
+                let mut keys: Vec<Bytes> =
+                    ids(&passing).filter_map(|id| self.docs[id as usize].as_ref()).filter(|d| live(&d.key)).map(|d| d.key.clone()).collect();
                 let total = keys.len();
                 if query.sort_by.is_none() {
                     // Only this shard's first `page_end` keys can be on the node's page.
@@ -348,9 +338,7 @@ impl Index {
                     let doc = self.by_key.get(&hit.key).and_then(|&id| self.docs[id as usize].as_ref());
                     hit.sort = Some(match (&def.kind, doc) {
                         (FieldKind::Numeric, Some(d)) => d.numbers[self.positions[i]].map_or(SortValue::Missing, SortValue::Number),
-                        (FieldKind::Tag { .. }, Some(d)) => {
-                            d.tags[self.positions[i]].first().cloned().map_or(SortValue::Missing, SortValue::Text)
-                        }
+                        (FieldKind::Tag { .. }, Some(d)) => d.tags[self.positions[i]].first().cloned().map_or(SortValue::Missing, SortValue::Text),
                         _ => SortValue::Missing,
                     });
                 }
@@ -368,15 +356,7 @@ impl Index {
 
     /// The `k` nearest documents passing `filter` by vector field `field`, with their
     /// distances, nearest first (ties by key, so every node orders them alike).
-    fn knn(
-        &mut self,
-        field: usize,
-        filter: &Compiled,
-        query: &[f32],
-        k: usize,
-        ef: usize,
-        live: &dyn Fn(&Bytes) -> bool,
-    ) -> Vec<(Bytes, f32)> {
+    fn knn(&mut self, field: usize, filter: &Compiled, query: &[f32], k: usize, ef: usize, live: &dyn Fn(&Bytes) -> bool) -> Vec<(Bytes, f32)> {
         let passing = match filter {
             Compiled::All => None,
             _ => Some(self.eval(filter)),
@@ -386,14 +366,10 @@ impl Index {
         let doc_of = |slot: u32| docs[owners[slot as usize] as usize].as_ref();
         let passes = |slot: u32| passing.as_ref().is_none_or(|bits| has(bits, owners[slot as usize]));
         let near: Vec<Near> = if !store.is_graph() || store.live() == 0 {
-            let accepted: Vec<u32> = (0..store.slots() as u32)
-                .filter(|&s| !store.is_deleted(s) && passes(s) && doc_of(s).is_some_and(|d| live(&d.key)))
-                .collect();
+            let accepted: Vec<u32> = (0..store.slots() as u32).filter(|&s| !store.is_deleted(s) && passes(s) && doc_of(s).is_some_and(|d| live(&d.key))).collect();
             store.search_exact(query, k, accepted.into_iter())
         } else {
-            let slots: Option<Vec<u32>> = passing
-                .as_ref()
-                .map(|bits| ids(bits).filter_map(|id| docs[id as usize].as_ref().and_then(|d| d.slots[field].map(|(s, _)| s))).collect());
+            let slots: Option<Vec<u32>> = passing.as_ref().map(|bits| ids(bits).filter_map(|id| docs[id as usize].as_ref().and_then(|d| d.slots[field].map(|(s, _)| s))).collect());
             match slots {
                 Some(slots) if slots.len() <= EXACT_SCAN_DOCS_MAX || (slots.len() as f64) <= EXACT_SCAN_SHARE * store.live() as f64 => {
                     let slots: Vec<u32> = slots.into_iter().filter(|&s| doc_of(s).is_some_and(|d| live(&d.key))).collect();
@@ -450,16 +426,8 @@ impl Index {
                 let inner = self.eval(inner);
                 all.iter().zip(inner).map(|(a, i)| a & !i).collect()
             }
-            Compiled::And(parts) => parts
-                .iter()
-                .map(|p| self.eval(p))
-                .reduce(|a, b| a.iter().zip(b).map(|(x, y)| x & y).collect())
-                .unwrap_or_else(|| self.eval(&Compiled::All)),
-            Compiled::Or(parts) => parts
-                .iter()
-                .map(|p| self.eval(p))
-                .reduce(|a, b| a.iter().zip(b).map(|(x, y)| x | y).collect())
-                .unwrap_or_else(|| vec![0u64; words]),
+            Compiled::And(parts) => parts.iter().map(|p| self.eval(p)).reduce(|a, b| a.iter().zip(b).map(|(x, y)| x & y).collect()).unwrap_or_else(|| self.eval(&Compiled::All)),
+            Compiled::Or(parts) => parts.iter().map(|p| self.eval(p)).reduce(|a, b| a.iter().zip(b).map(|(x, y)| x | y).collect()).unwrap_or_else(|| vec![0u64; words]),
         }
     }
 }
@@ -484,12 +452,7 @@ fn ids(bits: &[u64]) -> impl Iterator<Item = u32> + '_ {
 }
 
 /// Take a doc's tags and numbers out of the postings and columns.
-fn unpost(
-    postings: &mut [HashMap<Bytes, hashbrown::HashSet<u32>, foldhash::fast::FixedState>],
-    columns: &mut [Vec<f64>],
-    id: u32,
-    doc: &Doc,
-) {
+fn unpost(postings: &mut [HashMap<Bytes, hashbrown::HashSet<u32>, foldhash::fast::FixedState>], columns: &mut [Vec<f64>], id: u32, doc: &Doc) {
     for (field, tags) in doc.tags.iter().enumerate() {
         for tag in tags {
             if let Some(set) = postings[field].get_mut(tag) {

@@ -46,25 +46,12 @@ pub fn def_key(name: &[u8]) -> Bytes {
 #[derive(Clone, Debug, PartialEq)]
 pub enum VectorOp {
     /// Build (or rebuild) index `name` from definition `raw` if not already built from it.
-    Sync {
-        name: Bytes,
-        raw: Bytes,
-    },
-    Search {
-        name: Bytes,
-        raw: Bytes,
-        query: Arc<SearchQuery>,
-    },
+    Sync { name: Bytes, raw: Bytes },
+    Search { name: Bytes, raw: Bytes, query: Arc<SearchQuery> },
     /// The counts FT.INFO sums over shards.
-    Info {
-        name: Bytes,
-        raw: Bytes,
-    },
+    Info { name: Bytes, raw: Bytes },
     /// The keys of this shard's documents (FT.DROPINDEX DD deletes them).
-    Keys {
-        name: Bytes,
-        raw: Bytes,
-    },
+    Keys { name: Bytes, raw: Bytes },
     /// Drop every index whose name is not listed (their definitions are gone).
     Retain(Vec<Bytes>),
 }

@@ -20,17 +20,8 @@ pub const LIMIT_MAX: usize = 1_000_000;
 pub enum Filter {
     All,
     /// Any of these tags on the field.
-    Tag {
-        field: Bytes,
-        values: Vec<Bytes>,
-    },
-    Range {
-        field: Bytes,
-        lo: f64,
-        lo_exclusive: bool,
-        hi: f64,
-        hi_exclusive: bool,
-    },
+    Tag { field: Bytes, values: Vec<Bytes> },
+    Range { field: Bytes, lo: f64, lo_exclusive: bool, hi: f64, hi_exclusive: bool },
     Not(Box<Filter>),
     And(Vec<Filter>),
     Or(Vec<Filter>),
@@ -437,8 +428,7 @@ mod tests {
 
     #[test]
     fn hybrid_query_with_tags_ranges_negation_and_knn_parses_whole() {
-        let q = parse("(@t:{a | b\\ c} -@n:[(1 +inf])=>[KNN $K @v $blob EF_RUNTIME 50 AS dist]", &[("K", "7"), ("blob", "xyz")])
-            .expect("parses");
+        let q = parse("(@t:{a | b\\ c} -@n:[(1 +inf])=>[KNN $K @v $blob EF_RUNTIME 50 AS dist]", &[("K", "7"), ("blob", "xyz")]).expect("parses");
         let knn = q.knn.expect("knn");
         assert_eq!((knn.k, &knn.alias[..], &knn.blob[..], knn.ef_runtime), (7, &b"dist"[..], &b"xyz"[..], Some(50)));
         let Filter::And(parts) = q.filter else { panic!("and") };

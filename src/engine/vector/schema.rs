@@ -102,10 +102,7 @@ fn err(text: impl Into<String>) -> String {
 
 fn usize_arg(arg: Option<&Bytes>, what: &str) -> Result<usize, String> {
     let arg = arg.ok_or_else(|| err(format!("Bad arguments for {what}: missing value")))?;
-    std::str::from_utf8(arg)
-        .ok()
-        .and_then(|s| s.parse::<usize>().ok())
-        .ok_or_else(|| err(format!("Bad arguments for {what}: invalid value")))
+    std::str::from_utf8(arg).ok().and_then(|s| s.parse::<usize>().ok()).ok_or_else(|| err(format!("Bad arguments for {what}: invalid value")))
 }
 
 /// Parse FT.CREATE's arguments after the index name. Errors are RediSearch's texts
@@ -129,9 +126,7 @@ pub fn parse(args: &[Bytes]) -> Result<IndexDef, String> {
             }
             prefixes.extend(args[i + 2..i + 2 + count].iter().cloned());
             i += 2 + count;
-        } else if eq(arg, "SCORE")
-            && args.get(i + 1).is_some_and(|v| std::str::from_utf8(v).ok().and_then(|t| t.parse::<f64>().ok()) == Some(1.0))
-        {
+        } else if eq(arg, "SCORE") && args.get(i + 1).is_some_and(|v| std::str::from_utf8(v).ok().and_then(|t| t.parse::<f64>().ok()) == Some(1.0)) {
             // The default document score only weighs full-text ranking, which Meridian
             // does not do; redis-py sends the default (1.0) with every definition. Any
             // other value would change answers elsewhere, so it is refused below.
@@ -254,10 +249,7 @@ fn parse_vector(args: &[Bytes]) -> Result<(VectorParams, usize), String> {
             } else if eq(value, "FLOAT16") {
                 ElementType::Float16
             } else {
-                return Err(err(format!(
-                    "Bad arguments for vector similarity FLAT index type: {} is not supported by Meridian",
-                    String::from_utf8_lossy(value)
-                )));
+                return Err(err(format!("Bad arguments for vector similarity FLAT index type: {} is not supported by Meridian", String::from_utf8_lossy(value))));
             };
             has_type = true;
         } else if eq(key, "DIM") {
@@ -282,24 +274,14 @@ fn parse_vector(args: &[Bytes]) -> Result<(VectorParams, usize), String> {
         } else if eq(key, "EF_RUNTIME") && algorithm == Algorithm::Hnsw {
             params.ef_runtime = usize_arg(Some(value), "vector similarity HNSW index EF_RUNTIME")?;
         } else {
-            return Err(err(format!(
-                "Bad arguments for algorithm {}: {}",
-                if algorithm == Algorithm::Flat { "FLAT" } else { "HNSW" },
-                String::from_utf8_lossy(key)
-            )));
+            return Err(err(format!("Bad arguments for algorithm {}: {}", if algorithm == Algorithm::Flat { "FLAT" } else { "HNSW" }, String::from_utf8_lossy(key))));
         }
     }
     if !has_type || params.dim == 0 || !has_metric {
         return Err(err(format!(
             "Missing mandatory parameter: cannot create {} index without specifying {} argument",
             if algorithm == Algorithm::Flat { "FLAT" } else { "HNSW" },
-            if !has_type {
-                "TYPE"
-            } else if params.dim == 0 {
-                "DIM"
-            } else {
-                "DISTANCE_METRIC"
-            }
+            if !has_type { "TYPE" } else if params.dim == 0 { "DIM" } else { "DISTANCE_METRIC" }
         )));
     }
     if params.dim > DIM_MAX {

@@ -26,7 +26,9 @@ fn blob(v: &[f32]) -> Bytes {
 }
 
 fn definition(algorithm: &str) -> Bytes {
-    let line = format!("ON HASH PREFIX 1 doc: SCHEMA v VECTOR {algorithm} 6 TYPE FLOAT32 DIM {DIM} DISTANCE_METRIC L2 t TAG n NUMERIC");
+    let line = format!(
+        "ON HASH PREFIX 1 doc: SCHEMA v VECTOR {algorithm} 6 TYPE FLOAT32 DIM {DIM} DISTANCE_METRIC L2 t TAG n NUMERIC"
+    );
     encode_args(&line.split_whitespace().map(b).collect::<Vec<_>>())
 }
 
@@ -145,8 +147,7 @@ fn documents_merged_from_a_peer_are_indexed_and_a_merged_delete_removes_them() {
     let ship = |from: &Shard, key: &str| {
         let key = b(key);
         let hash = crate::engine::kv::key_hash(&key);
-        let state =
-            from.kv.keys.get(&key, hash).map(|e| e.state.clone()).or_else(|| from.kv.keys.tombstone(&key).cloned()).expect("a state");
+        let state = from.kv.keys.get(&key, hash).map(|e| e.state.clone()).or_else(|| from.kv.keys.tombstone(&key).cloned()).expect("a state");
         ShardOp::MergeRemote(vec![Delta::Key { key, state }])
     };
     reader.apply(ship(&writer, "doc:1"), 11);
