@@ -433,11 +433,7 @@ impl KvEngine {
                 }
             };
             let (_, keys, element_vv) = &mut self.replayed_forgets[at];
-            if elements {
-                element_vv.merge(below)
-            } else {
-                keys.merge(below)
-            }
+            if elements { element_vv.merge(below) } else { keys.merge(below) }
             Some(scope)
         };
         if elements {
