@@ -1,6 +1,15 @@
 //! Which shard owns a key: a hash of the key, or of its `{hash tag}` so related keys
 //! can share a shard (and multi-key commands on them stay single-shard and atomic).
 //! Pure: the shell's router and the simulator both use it.
+//!
+//! The routing hash keeps a fixed, public seed on purpose, unlike the key hash
+//! (`engine::kv::hash_seed`). Which shard a key lands on is written into stored and
+//! replicated records (a FLUSHALL of one shard names the keys that route to `index` of
+//! `count`, see [`ShardScope`]), so it must give the same answer in every process, on
+//! every node and after any restart, secret or not. And a crafted key set can do no
+//! more here than put many keys on one shard: a load imbalance bounded by the shard
+//! count, not the quadratic lookups of colliding keys within a hash table, which the
+//! seeded key hash prevents.
 
 use std::hash::BuildHasher;
 

@@ -306,3 +306,32 @@ fn unflushed_writes_stay_within_max_unflushed_bytes_while_s3_is_down() {
         "unflushed with --max-unflushed-bytes 2mb: pending_bytes {pending_bytes} + delta_log_bytes {log_bytes}"
     );
 }
+
+#[test]
+fn sync_writes_on_s3_are_acknowledged_per_put_and_survive_sigkill() {
+    if !moto_available("sync_writes_on_s3_are_acknowledged_per_put_and_survive_sigkill") {
+        return;
+    }
+    let moto = Moto::start();
+    moto.create_bucket(BUCKET);
+    let dir = TempDir::new("s3-sync");
+    let url = format!("s3://{BUCKET}/cluster/sync");
+    // A flush interval no test outlives: a write acknowledged here was stored because
+    // it waited, by a segment cut for it.
+    let mut server = start_on_s3(&moto, &dir, "first", &url, &["--durability", "sync", "--flush-interval-ms", "600000"]);
+    let mut con = connect(&server);
+    wait_claimed(&mut con);
+    let writes = 10;
+    for i in 0..writes {
+        run(&mut con, &["SET", &format!("k{i}"), &i.to_string()]);
+    }
+    let for_waiters = info_u64(&mut con, "persistence", "segments_for_waiters");
+    assert!(for_waiters >= writes - 1, "{:?}", info_fields(&mut con, "persistence"));
+    kill(&mut server);
+
+    let second = start_on_s3(&moto, &dir, "second", &url, &[]);
+    let mut con = connect(&second);
+    for i in 0..writes {
+        assert_eq!(get(&mut con, &format!("k{i}")), Some(i.to_string()), "k{i} after SIGKILL");
+    }
+}

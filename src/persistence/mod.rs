@@ -2,6 +2,7 @@
 //! format, and (as they land) the streamer, manifest, checkpoints and recovery. All of
 //! it is deterministic logic over bytes: the shell does the object-store I/O.
 
+pub mod group_commit;
 pub mod layout;
 pub mod memory;
 pub mod recovery;

@@ -4,7 +4,9 @@
 //! - at start it claims the node by *creating* the next manifest epoch (fencing: a second
 //!   process with the same node id cannot create the same epoch, and stops);
 //! - every `flush_interval_ms`, if deltas are pending, it cuts one segment and creates it
-//!   (create-only too, so a fenced-out writer can never overwrite a segment);
+//!   (create-only too, so a fenced-out writer can never overwrite a segment); when a
+//!   writer waits for durability (`flush_now`, decided by `group_commit`) it cuts at the
+//!   next poll instead, ahead of checkpoint parts;
 //! - every `checkpoint_every_segments` segments it writes a checkpoint in parts (the
 //!   driver supplies the chunks), then a manifest naming it, then deletes what the
 //!   checkpoint before it made unnecessary;
@@ -67,6 +69,8 @@ pub struct PersistenceStats {
     pub errors: u64,
     pub last_error: Option<String>,
     pub deletes: u64,
+    /// Segments cut before the flush interval because a writer waited for them.
+    pub segments_for_waiters: u64,
 }
 
 #[derive(Debug)]
@@ -109,6 +113,8 @@ pub struct Streamer {
     /// object back to see whether it is ours.
     verifying: Option<StoreOp>,
     last_cut_ms: u64,
+    /// A writer waits for the pending deltas: cut them at the next poll.
+    flush_requested: bool,
     segments_since_checkpoint: u64,
     checkpoint: Option<Checkpoint>,
     deletions: VecDeque<String>,
@@ -143,6 +149,7 @@ impl Streamer {
             retried: false,
             verifying: None,
             last_cut_ms: 0,
+            flush_requested: false,
             // After a start that accepted data loss, checkpoint at once: the new
             // manifest then starts after the bad object, so the next start does not
             // stop at it again.
@@ -211,6 +218,13 @@ impl Streamer {
         self.stats.pending_bytes = self.pending_bytes;
     }
 
+    /// A writer waits until the pending deltas are stored: cut them into a segment at
+    /// the next poll rather than at the end of the flush interval. Whatever is offered
+    /// before that poll joins the same segment (group commit).
+    pub fn flush_now(&mut self) {
+        self.flush_requested = true;
+    }
+
     /// The sequence of the checkpoint being written, if one is.
     pub fn checkpoint_in_progress(&self) -> Option<u64> {
         self.checkpoint.as_ref().map(|c| c.seq)
@@ -262,6 +276,12 @@ impl Streamer {
             };
             return self.start(InFlight::ClaimManifest { manifest }, op);
         }
+        // A waiting writer goes before checkpoint parts: a checkpoint is many PUTs, and
+        // segments may interleave with it (they follow its sequence number).
+        if self.flush_requested && !self.pending.is_empty() {
+            let (in_flight, op) = self.cut_segment(now_ms);
+            return self.start(in_flight, op);
+        }
         if let Some((in_flight, op)) = self.next_checkpoint_op() {
             return self.start(in_flight, op);
         }
@@ -284,6 +304,10 @@ impl Streamer {
     }
 
     fn cut_segment(&mut self, now_ms: u64) -> (InFlight, StoreOp) {
+        if self.flush_requested && now_ms < self.last_cut_ms + self.cfg.flush_interval_ms {
+            self.stats.segments_for_waiters += 1;
+        }
+        self.flush_requested = false;
         self.last_cut_ms = now_ms;
         // Whole drains, as many as fit the entry bound (at least one).
         let mut bodies: Vec<EncodedDeltas> = Vec::new();

@@ -303,3 +303,41 @@ fn a_flushall_replayed_on_another_shard_count_removes_only_what_each_shard_had()
     crate::shard::merge_recovered(std::slice::from_mut(&mut rebuilt), deltas);
     assert_eq!(contents(&rebuilt), vec![(Bytes::from(reborn), Some(Bytes::from("after the flush")))]);
 }
+
+#[test]
+fn a_waiting_writer_gets_its_segment_at_once_and_later_writes_share_the_next() {
+    let mut store = MemoryStore::default();
+    let mut node = shard();
+    let mut streamer = Streamer::new(StreamerConfig::new(NODE), &Recovered { next_segment: 1, ..Recovered::default() });
+    // The clock hardly moves: after the first segment only `flush_now` can cut one.
+    let now = 1_000_000;
+    let op = streamer.poll(now).expect("the manifest claim");
+    streamer.complete(store.execute(op), now);
+    set(&mut node, "a", "1", now);
+    streamer.offer(node.drain_deltas());
+    let first = streamer.poll(now).expect("the first segment is due at once");
+    streamer.complete(store.execute(first), now);
+    set(&mut node, "b", "1", now);
+    streamer.offer(node.drain_deltas());
+    assert!(streamer.poll(now + 1).is_none(), "without a waiter the interval is respected");
+    streamer.flush_now();
+    let segment = streamer.poll(now + 1).expect("a waiter cuts at once");
+    // Three writes arrive while segment 2 is in flight; a waiter asks for them.
+    for key in ["c", "d", "e"] {
+        set(&mut node, key, "1", now);
+    }
+    streamer.offer(node.drain_deltas());
+    streamer.flush_now();
+    assert!(streamer.poll(now + 1).is_none(), "one operation in flight at a time");
+    streamer.complete(store.execute(segment), now + 1);
+    assert_eq!(streamer.durable_segment(), 2);
+    let next = streamer.poll(now + 2).expect("the group's segment");
+    streamer.complete(store.execute(next), now + 2);
+    assert_eq!(streamer.durable_segment(), 3);
+    assert!(streamer.is_drained());
+    assert_eq!(streamer.stats.segments_written, 3, "five writes, three segments");
+    assert_eq!(streamer.stats.segments_for_waiters, 2);
+    assert!(streamer.poll(now + 3).is_none(), "nothing more to do");
+    let (recovered, _) = recover(&mut store, false).expect("recovers");
+    assert_eq!(contents(&recovered).len(), 5);
+}

@@ -158,13 +158,15 @@ pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -
         let s = &p.stats;
         let _ = write!(
             out,
-            "# Persistence\r\nloading:0\r\nasync_loading:0\r\npersistence_enabled:{}\r\nobject_store:{}\r\nmanifest_epoch:{}\r\nlast_segment:{}\r\nlast_checkpoint:{}\r\nsegments_written:{}\r\nsegment_bytes_written:{}\r\ncheckpoints_written:{}\r\npending_deltas:{}\r\npending_bytes:{}\r\nstore_puts:{}\r\nstore_deletes:{}\r\nstore_errors:{}\r\nlast_store_error:{}\r\nrecovered_checkpoint_parts:{}\r\nrecovered_segments:{}\r\nrecovered_deltas:{}\r\nrecovery_data_loss:{}\r\nfenced:{}\r\n\r\n",
+            "# Persistence\r\nloading:0\r\nasync_loading:0\r\npersistence_enabled:{}\r\nobject_store:{}\r\nmanifest_epoch:{}\r\nlast_segment:{}\r\nlast_checkpoint:{}\r\nsegments_written:{}\r\nsegments_for_waiters:{}\r\ndurability_waiters:{}\r\nsegment_bytes_written:{}\r\ncheckpoints_written:{}\r\npending_deltas:{}\r\npending_bytes:{}\r\nstore_puts:{}\r\nstore_deletes:{}\r\nstore_errors:{}\r\nlast_store_error:{}\r\nrecovered_checkpoint_parts:{}\r\nrecovered_segments:{}\r\nrecovered_deltas:{}\r\nrecovery_data_loss:{}\r\nfenced:{}\r\n\r\n",
             p.enabled as u8,
             p.location,
             s.manifest_epoch,
             s.last_segment,
             s.last_checkpoint,
             s.segments_written,
+            s.segments_for_waiters,
+            state.durability.waiters.load(Ordering::Relaxed),
             s.segment_bytes_written,
             s.checkpoints_written,
             s.pending_deltas,

@@ -130,6 +130,12 @@ pub fn run(config: Config) -> Result<(), String> {
     if let Some(bug) = planted {
         tracing::warn!("PLANTED BUG {} is active (MERIDIAN_PLANTED_BUG): a test build, never for real data", bug.name());
     }
+    // Before the first key is hashed: the seed of every hash table (see `hash_seed`).
+    let seed = match config.cluster_secret.as_deref().filter(|s| !s.is_empty()) {
+        Some(secret) => crate::engine::kv::hash_seed::seed_from_secret(secret.as_bytes()),
+        None => rand::random(),
+    };
+    crate::engine::kv::hash_seed::set_key_hash_seed(seed)?;
     if clock_offset_ms() != 0 {
         tracing::warn!("clock shifted by {} ms (MERIDIAN_CLOCK_OFFSET_MS, for tests)", clock_offset_ms());
     }

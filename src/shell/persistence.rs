@@ -3,6 +3,7 @@
 //! chunks. It runs on its own thread with its own small runtime, so slow storage never
 //! stalls a shard. Decisions live in `crate::persistence`; this file only moves bytes.
 
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,6 +18,7 @@ use super::router::{Router, ShardMsg};
 use crate::config::Config;
 use crate::delta::Delta;
 use crate::engine::kv::keyspace::SLOT_SPACE;
+use crate::persistence::group_commit::GroupCommit;
 use crate::persistence::recovery::{Recovered, Recovery, Step};
 use crate::persistence::store::{StoreOp, StoreResult};
 use crate::persistence::streamer::{PersistenceStats, Streamer, StreamerConfig};
@@ -33,29 +35,62 @@ const SHUTDOWN_FLUSH_SECONDS: u64 = 10;
 
 /// Per shard, the position in its delta stream up to which everything is stored; the
 /// persistence driver advances it, WAITAOF and `--durability sync` wait on it.
+///
+/// A waiter first raises `requested` to the positions it needs and wakes the driver,
+/// which then drains the shards and cuts a segment at once (`persistence::group_commit`
+/// decides; this only carries the figures across threads). The waiters are bounded by
+/// the connections: each waits for one thing at a time, and `maxclients` bounds those;
+/// the shared state here is a few integers per shard whatever their number.
 pub struct Durability {
-    pub stored: Vec<std::sync::atomic::AtomicU64>,
+    pub stored: Vec<AtomicU64>,
     pub advanced: tokio::sync::Notify,
+    /// Per shard, the highest position any writer waits to see stored.
+    pub requested: Vec<AtomicU64>,
+    /// Wakes the persistence driver when a writer starts waiting (one stored permit, so
+    /// a request made while the driver is busy is seen when it looks again).
+    pub wake: tokio::sync::Notify,
+    /// Writers waiting now (INFO `durability_waiters`).
+    pub waiters: AtomicUsize,
     /// The newest stamp stored (or recovered): what bounds the stamps that may leave
     /// this node (`replication::reservation`).
-    pub durable_hlc: std::sync::atomic::AtomicU64,
+    pub durable_hlc: AtomicU64,
 }
 
 impl Durability {
     pub fn new(shards: usize) -> Durability {
         Durability {
-            stored: (0..shards).map(|_| std::sync::atomic::AtomicU64::new(0)).collect(),
+            stored: (0..shards).map(|_| AtomicU64::new(0)).collect(),
             advanced: tokio::sync::Notify::new(),
-            durable_hlc: std::sync::atomic::AtomicU64::new(0),
+            requested: (0..shards).map(|_| AtomicU64::new(0)).collect(),
+            wake: tokio::sync::Notify::new(),
+            waiters: AtomicUsize::new(0),
+            durable_hlc: AtomicU64::new(0),
         }
     }
 
     fn covers(&self, targets: &[u64]) -> bool {
-        targets.iter().zip(&self.stored).all(|(t, s)| s.load(std::sync::atomic::Ordering::Acquire) >= *t)
+        targets.iter().zip(&self.stored).all(|(t, s)| s.load(Ordering::Acquire) >= *t)
+    }
+
+    /// What writers wait for now, per shard.
+    pub fn requested_now(&self) -> Vec<u64> {
+        self.requested.iter().map(|r| r.load(Ordering::Acquire)).collect()
     }
 
     /// Wait until every shard's stored position reaches its target, or the deadline.
+    /// The driver is asked to store them at once rather than at the next interval.
     pub async fn wait(&self, targets: &[u64], deadline: Option<tokio::time::Instant>) -> bool {
+        if self.covers(targets) {
+            return true;
+        }
+        for (requested, target) in self.requested.iter().zip(targets) {
+            requested.fetch_max(*target, Ordering::AcqRel);
+        }
+        self.waiters.fetch_add(1, Ordering::Relaxed);
+        // Counted down however the wait ends (a timeout, or a dropped future when the
+        // client is killed).
+        let _waiting = WaiterGuard(&self.waiters);
+        self.wake.notify_one();
         loop {
             let notified = self.advanced.notified();
             if self.covers(targets) {
@@ -70,6 +105,14 @@ impl Durability {
                 None => notified.await,
             }
         }
+    }
+}
+
+struct WaiterGuard<'a>(&'a AtomicUsize);
+
+impl Drop for WaiterGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -302,8 +345,8 @@ pub fn start(
     Ok(Driver { shutdown, thread })
 }
 
-async fn drain_shards(router: &Router, streamer: &mut Streamer, drained: &mut [u64]) {
-    for (shard, drained_through) in drained.iter_mut().enumerate() {
+async fn drain_shards(router: &Router, streamer: &mut Streamer, group: &mut GroupCommit) {
+    for shard in 0..router.shard_count() {
         if !streamer.has_room() {
             return;
         }
@@ -313,7 +356,7 @@ async fn drain_shards(router: &Router, streamer: &mut Streamer, drained: &mut [u
         }
         if let Ok((deltas, through)) = receiver.await {
             streamer.offer(deltas);
-            *drained_through = through;
+            group.on_drained(shard, through);
         }
     }
 }
@@ -346,19 +389,21 @@ async fn run(
     mut shutdown: oneshot::Receiver<()>,
     flush_interval_ms: u64,
 ) {
-    let shards = router.shard_count();
-    let mut drained = vec![0u64; shards];
-    // (segment, per-shard stream positions it completes): recorded when a cut takes
-    // every pending delta; published when that segment is stored.
-    let mut marks: std::collections::VecDeque<(u64, Vec<u64>)> = std::collections::VecDeque::new();
+    let mut group = GroupCommit::new(router.shard_count());
     let round = Duration::from_millis((flush_interval_ms / 5).clamp(5, 50));
     let mut checkpoint_cursor = (0usize, 0u64);
     let mut stopping = false;
     let mut stop_deadline = None;
+    // The last round stopped at its operation bound with work left: no pause.
+    let mut busy = false;
     loop {
-        if !stopping {
+        if busy && !stopping {
+            tokio::task::yield_now().await;
+        } else if !stopping {
             tokio::select! {
                 _ = tokio::time::sleep(round) => {}
+                // A writer waits for durability: go now rather than at the next round.
+                _ = durability.wake.notified() => {}
                 _ = &mut shutdown => {
                     stopping = true;
                     stop_deadline = Some(std::time::Instant::now() + Duration::from_secs(SHUTDOWN_FLUSH_SECONDS));
@@ -367,35 +412,39 @@ async fn run(
         } else {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        drain_shards(&router, &mut streamer, &mut drained).await;
+        drain_shards(&router, &mut streamer, &mut group).await;
         feed_checkpoint(&router, &mut streamer, &mut checkpoint_cursor).await;
+        busy = true;
         for _ in 0..OPS_PER_ROUND_MAX {
+            // Writers that started waiting while the last PUT was in flight: take their
+            // deltas now, so that they all share the next segment (group commit).
+            group.request(&durability.requested_now());
+            if group.wants_drain() {
+                drain_shards(&router, &mut streamer, &mut group).await;
+            }
+            if group.wants_flush() {
+                streamer.flush_now();
+            }
             // When stopping, cut the last segment now rather than after the interval.
             let now = if stopping { u64::MAX / 2 } else { now_ms() };
-            let Some(op) = streamer.poll(now) else { break };
-            if let StoreOp::Put { path, .. } = &op {
-                let segment = path
+            let Some(op) = streamer.poll(now) else {
+                busy = false;
+                break;
+            };
+            if let StoreOp::Put { path, .. } = &op
+                && let Some(seq) = path
                     .strip_prefix(&crate::persistence::layout::segments_prefix(streamer_node(&streamer)))
-                    .and_then(|n| n.parse::<u64>().ok());
-                if let (Some(seq), true) = (segment, streamer.pending_is_empty())
-                    && marks.back().is_none_or(|m| m.0 < seq)
-                {
-                    marks.push_back((seq, drained.clone()));
-                }
+                    .and_then(|n| n.parse::<u64>().ok())
+            {
+                group.on_cut(seq, streamer.pending_is_empty());
             }
             let result = execute(store.as_ref(), op).await;
             streamer.complete(result, now_ms());
-            durability.durable_hlc.fetch_max(streamer.durable_hlc().0, std::sync::atomic::Ordering::Release);
-            let mut advanced = false;
-            while marks.front().is_some_and(|m| m.0 <= streamer.durable_segment()) {
-                if let Some((_, positions)) = marks.pop_front() {
-                    for (slot, position) in durability.stored.iter().zip(positions) {
-                        slot.fetch_max(position, std::sync::atomic::Ordering::Release);
-                    }
-                    advanced = true;
+            durability.durable_hlc.fetch_max(streamer.durable_hlc().0, Ordering::Release);
+            if let Some(positions) = group.on_stored(streamer.durable_segment()) {
+                for (slot, position) in durability.stored.iter().zip(positions) {
+                    slot.fetch_max(*position, Ordering::Release);
                 }
-            }
-            if advanced {
                 durability.advanced.notify_waiters();
             }
         }

@@ -14,6 +14,10 @@ use crate::storage;
 impl Sim {
     pub(super) fn persist(&mut self, node: usize) {
         let now = self.now;
+        // Now and then a client waits for durability (`--durability sync`, WAITAOF):
+        // the streamer then cuts at once, before the flush interval and ahead of
+        // checkpoint parts (group commit), and the durable-prefix checks must still hold.
+        let writer_waits = self.rng.random_range(0..3) == 0;
         let n = &mut self.nodes[node];
         if !n.up || n.paused_until > now || n.storage.in_flight.is_some() {
             return;
@@ -39,6 +43,9 @@ impl Sim {
                 }
             }
             streamer.checkpoint_chunk(deltas, true);
+        }
+        if writer_waits {
+            streamer.flush_now();
         }
         let Some(op) = streamer.poll(local) else { return };
         let (id, model) = (n.id, n.model.clone());

@@ -96,7 +96,7 @@ fn live_score(state: &KeyState) -> Option<f64> {
 impl Default for Elements {
     fn default() -> Self {
         Elements {
-            entries: ElementMap::with_hasher(foldhash::fast::FixedState::with_seed(0x656c_656d)),
+            entries: ElementMap::with_hasher(foldhash::fast::FixedState::with_seed(super::hash_seed::key_hash_seed() ^ 0x656c_656d)),
             live: 0,
             removed: VersionVector::new(),
             seen: VersionVector::new(),

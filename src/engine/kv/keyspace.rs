@@ -31,9 +31,6 @@ use hashbrown::HashTable;
 use super::value::KeyState;
 use crate::engine::kv::merkle::{self, MerkleLeaves};
 
-/// Seed of the key hash. Fixed so that key placement (shards, slots, SCAN order) is the
-/// same in every process and in the simulator.
-const KEY_HASH_SEED: u64 = 0x6d65_7269_6469_616e;
 /// Slot positions are 32-bit; a SCAN cursor carries one.
 pub const SLOT_SPACE: u64 = 1 << 32;
 const SLOT_BITS_MIN: u32 = 4;
@@ -43,9 +40,17 @@ const KEYS_PER_TABLE_MAX: usize = 64;
 /// Expiry heap entries allowed beyond twice the live TTL count before a rebuild.
 const EXPIRY_HEAP_SLACK: usize = 1024;
 
-/// Hash of a key: decides its shard (see [`shard_of`]) and its slot.
+/// Hash of a key: decides its slot and its anti-entropy leaf (not its shard: that is
+/// `routing`). Seeded per cluster (`hash_seed`), so clients cannot craft collisions.
+#[inline]
 pub fn key_hash(key: &[u8]) -> u64 {
-    foldhash::fast::FixedState::with_seed(KEY_HASH_SEED).hash_one(key)
+    key_hash_with_seed(super::hash_seed::key_hash_seed(), key)
+}
+
+/// [`key_hash`] under a given seed.
+#[inline]
+pub fn key_hash_with_seed(seed: u64, key: &[u8]) -> u64 {
+    foldhash::fast::FixedState::with_seed(seed).hash_one(key)
 }
 
 fn slot_position(hash: u64) -> u32 {
@@ -119,9 +124,11 @@ impl Keyspace {
             len: 0,
             expiring: 0,
             expiry_heap: BinaryHeap::new(),
-            tombstones: TombstoneMap::with_hasher(foldhash::fast::FixedState::with_seed(KEY_HASH_SEED)),
+            tombstones: TombstoneMap::with_hasher(foldhash::fast::FixedState::with_seed(super::hash_seed::key_hash_seed())),
             merkle: None,
-            element_tombstone_keys: hashbrown::HashSet::with_hasher(foldhash::fast::FixedState::with_seed(KEY_HASH_SEED)),
+            element_tombstone_keys: hashbrown::HashSet::with_hasher(foldhash::fast::FixedState::with_seed(
+                super::hash_seed::key_hash_seed(),
+            )),
             changes: None,
             cleared: false,
         }

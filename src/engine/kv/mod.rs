@@ -10,6 +10,7 @@ pub mod collection_writes;
 pub mod dump;
 pub mod elements;
 pub mod glob;
+pub mod hash_seed;
 pub mod hashes;
 pub mod keys;
 pub mod keyspace;
