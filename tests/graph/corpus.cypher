@@ -223,3 +223,13 @@ MATCH (a:Q)-[r:NEXT]->(b) RETURN a.n, type(r), b.n ORDER BY a.n
 MATCH (q:Q) WHERE q.s = 'x' AND (q.n = 1 OR q.n = 3) RETURN count(q)
 MATCH (q:Q) DETACH DELETE q
 MATCH (q:Q) RETURN count(q)
+// Procedures: the schema lists, in the order their entries entered the graph
+CALL db.labels()
+CALL db.relationshipTypes()
+CALL db.propertyKeys()
+RO CALL db.labels() YIELD label RETURN label ORDER BY label
+CALL db.propertyKeys() YIELD propertyKey AS k WHERE k STARTS WITH 'n' RETURN k ORDER BY k
+MATCH (p:Person {name:'Alice'}) CALL db.relationshipTypes() YIELD relationshipType RETURN p.name, relationshipType
+CALL db.labels() YIELD nope
+CALL db.nothing()
+CALL db.labels(1)

@@ -9,15 +9,37 @@ pub struct Query {
 
 #[derive(Clone, Debug)]
 pub enum Clause {
-    Match { optional: bool, patterns: Vec<Pattern>, filter: Option<Expr> },
+    Match {
+        optional: bool,
+        patterns: Vec<Pattern>,
+        filter: Option<Expr>,
+    },
     Create(Vec<Pattern>),
-    Merge { pattern: Pattern, on_create: Vec<SetItem>, on_match: Vec<SetItem> },
+    Merge {
+        pattern: Pattern,
+        on_create: Vec<SetItem>,
+        on_match: Vec<SetItem>,
+    },
     Set(Vec<SetItem>),
     Remove(Vec<SetItem>),
-    Delete { detach: bool, exprs: Vec<Expr> },
-    Unwind { expr: Expr, alias: String },
+    Delete {
+        detach: bool,
+        exprs: Vec<Expr>,
+    },
+    Unwind {
+        expr: Expr,
+        alias: String,
+    },
     With(Projection),
     Return(Projection),
+    /// `CALL proc(args) [YIELD out [AS alias], ... [WHERE e]]`: a built-in procedure's
+    /// rows, joined to each incoming row. Without YIELD every output is bound.
+    Call {
+        proc: String,
+        args: Vec<Expr>,
+        yields: Option<Vec<(String, String)>>,
+        filter: Option<Expr>,
+    },
 }
 
 impl Clause {

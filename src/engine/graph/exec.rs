@@ -18,6 +18,7 @@ use super::value::Value;
 /// The most rows a clause may produce: a query is bounded work for its shard.
 pub const ROWS_MAX: usize = 1_000_000;
 
+mod procedures;
 mod update;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -38,6 +39,14 @@ pub struct Outcome {
     pub stats: Stats,
 }
 
+/// The three lists of a graph's schema.
+#[derive(Copy, Clone)]
+pub enum Schema {
+    Label,
+    Type,
+    Attr,
+}
+
 pub struct Exec {
     pub graph: GraphView,
     pub params: HashMap<String, Value>,
@@ -48,7 +57,7 @@ pub struct Exec {
     next_seq: u32,
 }
 
-fn too_many() -> String {
+pub(super) fn too_many() -> String {
     format!("query produces more than {ROWS_MAX} rows")
 }
 
@@ -64,7 +73,10 @@ impl Exec {
     pub fn run(&mut self, query: &Query) -> Result<Outcome, String> {
         let mut rows: Vec<Row> = vec![Row::new()];
         let mut result = None;
+        // A query that ends with CALL answers the rows of what the call binds.
+        let mut called: Option<Vec<String>> = None;
         for clause in &query.clauses {
+            called = None;
             rows = match clause {
                 Clause::Match { optional, patterns, filter } => self.match_clause(rows, patterns, filter.as_ref(), *optional)?,
                 Clause::Create(patterns) => {
@@ -116,12 +128,21 @@ impl Exec {
                     }
                     out
                 }
+                Clause::Call { proc, args, yields, filter } => {
+                    let (out, columns) = self.call(rows, proc, args, yields.as_deref(), filter.as_ref())?;
+                    called = Some(columns);
+                    out
+                }
                 Clause::With(proj) => project(&self.env(), rows, proj)?.into_rows(),
                 Clause::Return(proj) => {
                     result = Some(project(&self.env(), rows, proj)?);
                     Vec::new()
                 }
             };
+        }
+        if let Some(columns) = called {
+            let rows = rows.into_iter().map(|r| columns.iter().map(|c| r.get(c).cloned().unwrap_or(Value::Null)).collect()).collect();
+            result = Some(Projected { columns, rows });
         }
         Ok(Outcome { result, stats: std::mem::take(&mut self.stats) })
     }
@@ -415,11 +436,33 @@ impl Exec {
 
     fn add_labels_to_schema(&mut self, labels: &[String]) {
         for l in labels {
-            if self.graph.labels.insert(l.clone()) {
+            if self.add_to_schema(Schema::Label, l) {
                 self.stats.labels_added += 1;
-                self.writes.set(store::label_name(l), bytes::Bytes::from_static(b"1"), false);
             }
         }
+    }
+
+    /// Add a label, relationship type or property name to the graph's schema unless
+    /// it is there; true when it was added.
+    pub(super) fn add_to_schema(&mut self, kind: Schema, entry: &str) -> bool {
+        let entries = match kind {
+            Schema::Label => &mut self.graph.labels,
+            Schema::Type => &mut self.graph.types,
+            Schema::Attr => &mut self.graph.attrs,
+        };
+        if entries.contains_key(entry) {
+            return false;
+        }
+        // The rank store::GraphView::load decodes: this write's dot, then the index.
+        let seq = entries.len() as i64;
+        entries.insert(entry.to_owned(), (self.id_base.0, self.id_base.1, seq));
+        let name = match kind {
+            Schema::Label => store::label_name(entry),
+            Schema::Type => store::type_name(entry),
+            Schema::Attr => store::attr_name(entry),
+        };
+        self.writes.set(name, store::encode_value(&Value::Int(seq)), false);
+        true
     }
 
     fn create_node(&mut self, mut labels: Vec<String>, props: Vec<(String, Value)>) -> Result<ElemId, String> {
@@ -437,6 +480,7 @@ impl Exec {
 
     fn create_edge(&mut self, typ: String, src: ElemId, dst: ElemId, props: Vec<(String, Value)>) -> Result<ElemId, String> {
         let id = self.new_id()?;
+        self.add_to_schema(Schema::Type, &typ);
         self.writes.set(store::edge_name(id), store::encode_edge(&typ, src, dst), true);
         self.graph.edges.insert(id, EdgeData { typ, src, dst, props: Default::default() });
         self.graph.out.entry(src).or_default().insert(id);

@@ -203,12 +203,49 @@ impl Parser<'_> {
         if self.eat_kw("RETURN") {
             return Ok(Clause::Return(self.projection(false)?));
         }
-        for unsupported in ["CALL", "FOREACH", "LOAD", "UNION", "DROP"] {
+        if self.eat_kw("CALL") {
+            return self.call_clause();
+        }
+        for unsupported in ["FOREACH", "LOAD", "UNION", "DROP"] {
             if self.is_kw(unsupported) {
                 return Err(format!("{unsupported} is not supported yet"));
             }
         }
         Err(self.unexpected())
+    }
+
+    fn call_clause(&mut self) -> Result<Clause, String> {
+        let mut proc = self.name()?;
+        while self.eat_punct(".") {
+            proc.push('.');
+            proc.push_str(&self.name()?);
+        }
+        self.expect_punct("(")?;
+        let mut args = Vec::new();
+        while !self.eat_punct(")") {
+            args.push(self.expr()?);
+            if !self.is_punct(")") {
+                self.expect_punct(",")?;
+            }
+        }
+        let mut yields = None;
+        let mut filter = None;
+        if self.eat_kw("YIELD") {
+            let mut items = Vec::new();
+            loop {
+                let out = self.name()?;
+                let alias = if self.eat_kw("AS") { self.name()? } else { out.clone() };
+                items.push((out, alias));
+                if !self.eat_punct(",") {
+                    break;
+                }
+            }
+            yields = Some(items);
+            if self.eat_kw("WHERE") {
+                filter = Some(self.expr()?);
+            }
+        }
+        Ok(Clause::Call { proc, args, yields, filter })
     }
 
     fn match_clause(&mut self, optional: bool) -> Result<Clause, String> {

@@ -6,7 +6,9 @@
 //! - `N` id: a node; its value is the node's labels.
 //! - `E` id: an edge; its value is its type and its two endpoints' ids.
 //! - `P` id name: property `name` of node or edge `id` (a last-writer-wins register).
-//! - `L` label: the label exists in the graph's schema ("Labels added" counts new ones).
+//! - `L` label: the label exists in the graph's schema ("Labels added" counts new ones);
+//!   its value is its index among the schema entries its write added (see [`Rank`]).
+//! - `T` type: the relationship type exists in the schema; the value as for `L`.
 //! - `A` name: the property name exists in the schema; properties print in the order
 //!   their names entered it (the element's dot, then its index in the writing query).
 //!
@@ -83,10 +85,33 @@ pub fn attr_name(key: &str) -> Bytes {
 }
 
 pub fn label_name(label: &str) -> Bytes {
-    let mut name = Vec::with_capacity(1 + label.len());
-    name.push(b'L');
-    name.extend_from_slice(label.as_bytes());
+    schema_name(b'L', label)
+}
+
+pub fn type_name(typ: &str) -> Bytes {
+    schema_name(b'T', typ)
+}
+
+fn schema_name(tag: u8, entry: &str) -> Bytes {
+    let mut name = Vec::with_capacity(1 + entry.len());
+    name.push(tag);
+    name.extend_from_slice(entry.as_bytes());
     Bytes::from(name)
+}
+
+/// Where a schema entry (label, relationship type, property name) stands: the dot of
+/// the write that added it, then its index among the entries that write added. Entries
+/// sort by rank, so a graph's schema lists only grow at the end (FalkorDB's clients
+/// cache `db.labels()` and friends and map the compact replies' indexes into them),
+/// except when a peer's concurrent addition merges in: the rank is still the same on
+/// every node.
+pub type Rank = (u64, u16, i64);
+
+/// Schema entries in rank order (ties, which only old data has, by name).
+pub fn schema_order(entries: &HashMap<String, Rank>) -> Vec<&str> {
+    let mut out: Vec<(&Rank, &str)> = entries.iter().map(|(k, r)| (r, k.as_str())).collect();
+    out.sort();
+    out.into_iter().map(|(_, k)| k).collect()
 }
 
 fn prefixed(tag: u8, id: ElemId, rest: &[u8]) -> Bytes {
@@ -139,10 +164,12 @@ pub struct GraphView {
     /// Edges leaving and entering each node, in id order.
     pub out: HashMap<ElemId, BTreeSet<ElemId>>,
     pub inc: HashMap<ElemId, BTreeSet<ElemId>>,
-    /// The labels of the graph's schema.
-    pub labels: BTreeSet<String>,
-    /// The property names of the schema, each with its rank (see the module doc).
-    pub attrs: HashMap<String, (u64, u16, i64)>,
+    /// The labels of the graph's schema, each with its [`Rank`].
+    pub labels: HashMap<String, Rank>,
+    /// The relationship types of the schema, each with its rank.
+    pub types: HashMap<String, Rank>,
+    /// The property names of the schema, each with its rank.
+    pub attrs: HashMap<String, Rank>,
 }
 
 impl GraphView {
@@ -159,18 +186,19 @@ impl GraphView {
             let value = value.to_bytes();
             let Some((&tag, rest)) = name.split_first() else { continue };
             match tag {
-                b'L' => {
-                    if let Ok(label) = std::str::from_utf8(rest) {
-                        view.labels.insert(label.to_owned());
-                    }
-                }
-                b'A' => {
-                    let (Ok(key), Some(dot), Some((Value::Int(seq), _))) =
-                        (std::str::from_utf8(rest), state.newest_dot(), Value::decode(&value))
-                    else {
-                        continue;
+                b'L' | b'T' | b'A' => {
+                    let (Ok(entry), Some(dot)) = (std::str::from_utf8(rest), state.newest_dot()) else { continue };
+                    // Labels written before they had ranks hold "1": they rank by dot.
+                    let seq = match Value::decode(&value) {
+                        Some((Value::Int(seq), _)) => seq,
+                        _ => 0,
                     };
-                    view.attrs.insert(key.to_owned(), (dot.hlc.0, dot.node, seq));
+                    let entries = match tag {
+                        b'L' => &mut view.labels,
+                        b'T' => &mut view.types,
+                        _ => &mut view.attrs,
+                    };
+                    entries.insert(entry.to_owned(), (dot.hlc.0, dot.node, seq));
                 }
                 b'N' => {
                     let (Some(id), Some((Value::List(labels), _))) = (ElemId::from_bytes(rest), Value::decode(&value)) else { continue };

@@ -6,7 +6,6 @@ use super::parser::parse;
 fn unsupported_constructs_are_errors_that_name_them() {
     for (query, names) in [
         ("MATCH p = (a)-->(b) RETURN p", "Named paths"),
-        ("CALL db.labels()", "CALL"),
         ("MATCH (a) RETURN a UNION MATCH (b) RETURN b", "UNION"),
         ("MATCH (a) WHERE a.name =~ 'x.*' RETURN a", "Regular expressions"),
         ("RETURN [x IN range(1,3) | x]", "List comprehensions"),

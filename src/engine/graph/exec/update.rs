@@ -5,7 +5,7 @@ use super::super::ast::SetItem;
 use super::super::eval::Row;
 use super::super::store::{self, ElemId};
 use super::super::value::Value;
-use super::Exec;
+use super::{Exec, Schema};
 
 impl Exec {
     // ---- SET / REMOVE / DELETE ----
@@ -84,9 +84,7 @@ impl Exec {
             // FalkorDB counts a label added to a node, not only a new label of the schema.
             self.stats.labels_added += changed;
             for l in labels {
-                if self.graph.labels.insert(l.clone()) {
-                    self.writes.set(store::label_name(l), bytes::Bytes::from_static(b"1"), false);
-                }
+                self.add_to_schema(Schema::Label, l);
             }
         }
         self.writes.set(store::node_name(id), store::encode_labels(&now), false);
@@ -120,11 +118,7 @@ impl Exec {
         self.stats.props_set += 1;
         self.writes.set(store::prop_name(id, key), store::encode_value(&value), creating);
         props.insert(key.to_owned(), value);
-        if !self.graph.attrs.contains_key(key) {
-            let seq = self.graph.attrs.len() as i64;
-            self.graph.attrs.insert(key.to_owned(), (self.id_base.0, self.id_base.1, seq));
-            self.writes.set(store::attr_name(key), store::encode_value(&Value::Int(seq)), false);
-        }
+        self.add_to_schema(Schema::Attr, key);
     }
 
     pub(super) fn delete(&mut self, target: Value) -> Result<(), String> {
