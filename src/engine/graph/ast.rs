@@ -40,11 +40,30 @@ pub enum Clause {
         yields: Option<Vec<(String, String)>>,
         filter: Option<Expr>,
     },
+    /// `CREATE INDEX FOR (n:L) ON (n.p, ...)` or `CREATE INDEX ON :L(p, ...)`.
+    CreateIndex {
+        label: String,
+        props: Vec<String>,
+    },
+    /// `DROP INDEX FOR (n:L) ON (n.p, ...)` or `DROP INDEX ON :L(p, ...)`.
+    DropIndex {
+        label: String,
+        props: Vec<String>,
+    },
 }
 
 impl Clause {
     pub fn is_write(&self) -> bool {
-        matches!(self, Clause::Create(_) | Clause::Merge { .. } | Clause::Set(_) | Clause::Remove(_) | Clause::Delete { .. })
+        matches!(
+            self,
+            Clause::Create(_)
+                | Clause::Merge { .. }
+                | Clause::Set(_)
+                | Clause::Remove(_)
+                | Clause::Delete { .. }
+                | Clause::CreateIndex { .. }
+                | Clause::DropIndex { .. }
+        )
     }
 }
 

@@ -18,6 +18,7 @@ use super::value::Value;
 /// The most rows a clause may produce: a query is bounded work for its shard.
 pub const ROWS_MAX: usize = 1_000_000;
 
+mod plan;
 mod procedures;
 mod update;
 
@@ -31,6 +32,8 @@ pub struct Stats {
     pub rels_created: u64,
     pub nodes_deleted: u64,
     pub rels_deleted: u64,
+    pub indices_created: u64,
+    pub indices_deleted: u64,
 }
 
 pub struct Outcome {
@@ -133,6 +136,14 @@ impl Exec {
                     called = Some(columns);
                     out
                 }
+                Clause::CreateIndex { label, props } => {
+                    self.create_index(label, props)?;
+                    rows
+                }
+                Clause::DropIndex { label, props } => {
+                    self.drop_index(label, props)?;
+                    rows
+                }
                 Clause::With(proj) => project(&self.env(), rows, proj)?.into_rows(),
                 Clause::Return(proj) => {
                     result = Some(project(&self.env(), rows, proj)?);
@@ -159,7 +170,7 @@ impl Exec {
         let mut out = Vec::new();
         for row in rows {
             let mut found = Vec::new();
-            self.match_patterns(patterns, 0, row.clone(), &mut Vec::new(), &mut found)?;
+            self.match_patterns(patterns, filter, 0, row.clone(), &mut Vec::new(), &mut found)?;
             let before = out.len();
             for r in found {
                 // An error in the predicate is an error, never a dropped row.
@@ -187,7 +198,17 @@ impl Exec {
         Ok(out)
     }
 
-    fn match_patterns(&self, patterns: &[Pattern], i: usize, row: Row, used: &mut Vec<ElemId>, out: &mut Vec<Row>) -> Result<(), String> {
+    /// `filter` is the MATCH's WHERE: only a hint for choosing start nodes by index
+    /// (the caller still applies it to every row found).
+    fn match_patterns(
+        &self,
+        patterns: &[Pattern],
+        filter: Option<&Expr>,
+        i: usize,
+        row: Row,
+        used: &mut Vec<ElemId>,
+        out: &mut Vec<Row>,
+    ) -> Result<(), String> {
         let Some(p) = patterns.get(i) else {
             if out.len() >= ROWS_MAX {
                 return Err(too_many());
@@ -195,12 +216,12 @@ impl Exec {
             out.push(row);
             return Ok(());
         };
-        for start in self.node_candidates(&p.start, &row)? {
+        for start in self.node_candidates(&p.start, &row, filter)? {
             let mut r = row.clone();
             if let Some(v) = &p.start.var {
                 r.insert(v.clone(), Value::Node(start));
             }
-            self.match_steps(patterns, i, 0, start, r, used, out)?;
+            self.match_steps(patterns, filter, i, 0, start, r, used, out)?;
         }
         Ok(())
     }
@@ -209,6 +230,7 @@ impl Exec {
     fn match_steps(
         &self,
         patterns: &[Pattern],
+        filter: Option<&Expr>,
         i: usize,
         step: usize,
         at: ElemId,
@@ -218,7 +240,7 @@ impl Exec {
     ) -> Result<(), String> {
         let p = &patterns[i];
         let Some((rel, next)) = p.steps.get(step) else {
-            return self.match_patterns(patterns, i + 1, row, used, out);
+            return self.match_patterns(patterns, filter, i + 1, row, used, out);
         };
         if let Some((min, max)) = rel.hops {
             let mut paths = Vec::new();
@@ -231,7 +253,7 @@ impl Exec {
                 }
                 let before = used.len();
                 used.extend(edges);
-                self.match_steps(patterns, i, step + 1, end, r, used, out)?;
+                self.match_steps(patterns, filter, i, step + 1, end, r, used, out)?;
                 used.truncate(before);
             }
             return Ok(());
@@ -253,7 +275,7 @@ impl Exec {
             }
             let Some(r) = self.bind_node(next, other, r)? else { continue };
             used.push(edge);
-            self.match_steps(patterns, i, step + 1, other, r, used, out)?;
+            self.match_steps(patterns, filter, i, step + 1, other, r, used, out)?;
             used.pop();
         }
         Ok(())
@@ -355,24 +377,6 @@ impl Exec {
         Ok(self.node_fits(np, id, &row)?.then_some(row))
     }
 
-    fn node_candidates(&self, np: &NodePat, row: &Row) -> Result<Vec<ElemId>, String> {
-        if let Some(v) = &np.var {
-            match row.get(v) {
-                Some(Value::Node(id)) => return Ok(if self.node_fits(np, *id, row)? { vec![*id] } else { Vec::new() }),
-                Some(Value::Null) => return Ok(Vec::new()),
-                Some(_) => return Err(format!("{v} is not a node")),
-                None => {}
-            }
-        }
-        let mut out = Vec::new();
-        for id in self.graph.nodes.keys() {
-            if self.node_fits(np, *id, row)? {
-                out.push(*id);
-            }
-        }
-        Ok(out)
-    }
-
     // ---- CREATE / MERGE ----
 
     fn create_pattern(&mut self, p: &Pattern, row: &mut Row) -> Result<(), String> {
@@ -470,7 +474,9 @@ impl Exec {
         labels.dedup();
         self.add_labels_to_schema(&labels);
         self.writes.set(store::node_name(id), store::encode_labels(&labels), true);
-        self.graph.nodes.insert(id, NodeData { labels, props: Default::default() });
+        let node = NodeData { labels, props: Default::default() };
+        self.graph.indexes.add_node(id, &node);
+        self.graph.nodes.insert(id, node);
         self.stats.nodes_created += 1;
         for (k, v) in props {
             self.set_prop(&Value::Node(id), &k, v, true);
@@ -496,7 +502,7 @@ impl Exec {
         let mut out = Vec::new();
         for row in rows {
             let mut found = Vec::new();
-            self.match_patterns(std::slice::from_ref(pattern), 0, row.clone(), &mut Vec::new(), &mut found)?;
+            self.match_patterns(std::slice::from_ref(pattern), None, 0, row.clone(), &mut Vec::new(), &mut found)?;
             if found.is_empty() {
                 let mut r = row;
                 self.create_pattern(pattern, &mut r)?;

@@ -16,6 +16,7 @@ pub mod ast;
 pub mod eval;
 pub mod exec;
 pub mod functions;
+pub mod index;
 pub mod lexer;
 pub mod parser;
 pub mod project;

@@ -46,6 +46,8 @@ fn statistics(s: &Stats) -> Frame {
         ("Relationships created", s.rels_created),
         ("Nodes deleted", s.nodes_deleted),
         ("Relationships deleted", s.rels_deleted),
+        ("Indices created", s.indices_created),
+        ("Indices deleted", s.indices_deleted),
     ] {
         if n > 0 {
             lines.push(Frame::bulk_str(&format!("{name}: {n}")));

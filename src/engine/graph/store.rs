@@ -9,6 +9,8 @@
 //! - `L` label: the label exists in the graph's schema ("Labels added" counts new ones);
 //!   its value is its index among the schema entries its write added (see [`Rank`]).
 //! - `T` type: the relationship type exists in the schema; the value as for `L`.
+//! - `I` label 0 name: a range index on property `name` of nodes labelled `label`; the
+//!   value as for `L`. Only the declaration is stored: the entries are derived.
 //! - `A` name: the property name exists in the schema; properties print in the order
 //!   their names entered it (the element's dot, then its index in the writing query).
 //!
@@ -23,6 +25,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use bytes::Bytes;
 
+use super::index::Indexes;
 use super::value::Value;
 use crate::engine::kv::elements::Elements;
 
@@ -90,6 +93,21 @@ pub fn label_name(label: &str) -> Bytes {
 
 pub fn type_name(typ: &str) -> Bytes {
     schema_name(b'T', typ)
+}
+
+/// An index on `prop` of the nodes labelled `label`: `I` label 0x00 prop.
+pub fn index_name(label: &str, prop: &str) -> Bytes {
+    let mut name = Vec::with_capacity(2 + label.len() + prop.len());
+    name.push(b'I');
+    name.extend_from_slice(label.as_bytes());
+    name.push(0);
+    name.extend_from_slice(prop.as_bytes());
+    Bytes::from(name)
+}
+
+fn index_entry(rest: &[u8]) -> Option<(String, String)> {
+    let at = rest.iter().position(|b| *b == 0)?;
+    Some((std::str::from_utf8(&rest[..at]).ok()?.to_owned(), std::str::from_utf8(&rest[at + 1..]).ok()?.to_owned()))
 }
 
 fn schema_name(tag: u8, entry: &str) -> Bytes {
@@ -170,6 +188,8 @@ pub struct GraphView {
     pub types: HashMap<String, Rank>,
     /// The property names of the schema, each with its rank.
     pub attrs: HashMap<String, Rank>,
+    /// Nodes by label and the declared indexes (derived: see [`super::index`]).
+    pub indexes: Indexes,
 }
 
 impl GraphView {
@@ -181,11 +201,20 @@ impl GraphView {
             return view;
         };
         let mut props: Vec<(ElemId, String, Value)> = Vec::new();
+        let mut declared: Vec<(String, String, Rank)> = Vec::new();
         for (name, state) in elements.iter() {
             let Some(value) = state.read() else { continue };
             let value = value.to_bytes();
             let Some((&tag, rest)) = name.split_first() else { continue };
             match tag {
+                b'I' => {
+                    let (Some((label, prop)), Some(dot), Some((Value::Int(seq), _))) =
+                        (index_entry(rest), state.newest_dot(), Value::decode(&value))
+                    else {
+                        continue;
+                    };
+                    declared.push((label, prop, (dot.hlc.0, dot.node, seq)));
+                }
                 b'L' | b'T' | b'A' => {
                     let (Ok(entry), Some(dot)) = (std::str::from_utf8(rest), state.newest_dot()) else { continue };
                     // Labels written before they had ranks hold "1": they rank by dot.
@@ -234,6 +263,12 @@ impl GraphView {
             } else if let Some(edge) = view.edges.get_mut(&id) {
                 edge.props.insert(key, v);
             }
+        }
+        for (id, node) in &view.nodes {
+            view.indexes.add_node(*id, node);
+        }
+        for (label, prop, rank) in declared {
+            view.indexes.declare(&label, &prop, rank, &view.nodes);
         }
         for (id, edge) in &view.edges {
             view.out.entry(edge.src).or_default().insert(*id);

@@ -60,6 +60,37 @@ impl Exec {
         Ok((out, bound.into_iter().map(|(_, alias)| alias).collect()))
     }
 
+    /// `db.indexes()`: one record per indexed label, its properties in rank order, in
+    /// FalkorDB's columns (every index here is a node range index).
+    fn indexes(&self) -> Vec<Vec<Value>> {
+        let mut by_label: std::collections::BTreeMap<&str, Vec<(&Rank, &str)>> = Default::default();
+        for ((label, prop), rank) in &self.graph.indexes.declared {
+            by_label.entry(label).or_default().push((rank, prop));
+        }
+        let mut records: Vec<(Rank, Vec<Value>)> = by_label
+            .into_iter()
+            .map(|(label, mut props)| {
+                props.sort();
+                let first = *props[0].0;
+                let str = |s: &str| Value::Str(s.to_owned());
+                let record = vec![
+                    str(label),
+                    Value::List(props.iter().map(|(_, p)| str(p)).collect()),
+                    Value::Map(props.iter().map(|(_, p)| ((*p).to_owned(), Value::List(vec![str("RANGE")]))).collect()),
+                    Value::Map(props.iter().map(|(_, p)| ((*p).to_owned(), Value::Map(Vec::new()))).collect()),
+                    str("english"),
+                    Value::List(Vec::new()),
+                    str("NODE"),
+                    str("OPERATIONAL"),
+                    Value::Map(Vec::new()),
+                ];
+                (first, record)
+            })
+            .collect();
+        records.sort_by(|a, b| a.0.cmp(&b.0));
+        records.into_iter().map(|(_, r)| r).collect()
+    }
+
     /// A procedure's output names and its records.
     fn procedure(&self, proc: &str) -> Result<(&'static [&'static str], Vec<Vec<Value>>), String> {
         let schema = |entries: &std::collections::HashMap<String, Rank>| {
@@ -69,6 +100,9 @@ impl Exec {
             "db.labels" => Ok((&["label"], schema(&self.graph.labels))),
             "db.relationshiptypes" => Ok((&["relationshipType"], schema(&self.graph.types))),
             "db.propertykeys" => Ok((&["propertyKey"], schema(&self.graph.attrs))),
+            "db.indexes" => {
+                Ok((&["label", "properties", "types", "options", "language", "stopwords", "entitytype", "status", "info"], self.indexes()))
+            }
             _ => Err(format!("Procedure `{proc}` is not registered")),
         }
     }

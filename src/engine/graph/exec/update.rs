@@ -89,7 +89,9 @@ impl Exec {
         }
         self.writes.set(store::node_name(id), store::encode_labels(&now), false);
         if let Some(node) = self.graph.nodes.get_mut(&id) {
+            self.graph.indexes.remove_node(id, node);
             node.labels = now;
+            self.graph.indexes.add_node(id, node);
         }
     }
 
@@ -101,6 +103,20 @@ impl Exec {
             Value::Node(id) | Value::Edge(id) => *id,
             _ => return,
         };
+        if let Value::Node(id) = target
+            && let Some(node) = self.graph.nodes.get(id)
+            && node.labels.iter().any(|l| self.graph.indexes.is_declared(l, key))
+        {
+            let (labels, old) = (node.labels.clone(), node.props.get(key).cloned());
+            self.set_prop_value(target, *id, key, value, creating);
+            let new = self.graph.nodes.get(id).and_then(|n| n.props.get(key)).cloned();
+            self.graph.indexes.update_prop(*id, &labels, key, old.as_ref(), new.as_ref());
+            return;
+        }
+        self.set_prop_value(target, id, key, value, creating);
+    }
+
+    fn set_prop_value(&mut self, target: &Value, id: ElemId, key: &str, value: Value, creating: bool) {
         let Some(props) = self.graph.props_of_mut(target) else { return };
         let old = props.get(key).cloned();
         match (&old, value.is_null()) {
@@ -132,6 +148,7 @@ impl Exec {
                     self.delete_edge(edge);
                 }
                 let node = self.graph.nodes.remove(&id).unwrap_or_default();
+                self.graph.indexes.remove_node(id, &node);
                 self.graph.out.remove(&id);
                 self.graph.inc.remove(&id);
                 for k in node.props.keys() {
