@@ -85,3 +85,31 @@ fn graph_query_reports_its_measured_execution_time() {
     }
     assert!(seen_nonzero, "creating 2,000 nodes takes measurable time");
 }
+
+/// GRAPH.EXPLAIN shows how MATCH starts: from a declared index while there is one,
+/// from the label's nodes once it is dropped; answers are the same either way.
+#[test]
+fn explain_shows_match_starting_from_an_index_while_it_exists() {
+    let meridian = start_meridian(&["--persistence", "off"]);
+    let mut con = common::connect(&meridian);
+    let query = |con: &mut redis::Connection, q: &str| redis::cmd("GRAPH.QUERY").arg("x").arg(q).query::<redis::Value>(con).expect(q);
+    let explain = |con: &mut redis::Connection, q: &str| redis::cmd("GRAPH.EXPLAIN").arg("x").arg(q).query::<Vec<String>>(con).expect(q);
+    query(&mut con, "UNWIND range(1, 100) AS i CREATE (:P {k: i})");
+    let q = "MATCH (n:P) WHERE n.k >= 40 AND n.k < 43 RETURN n.k ORDER BY n.k";
+    let before = query(&mut con, q);
+    assert!(explain(&mut con, q).iter().any(|l| l.trim() == "Node By Label Scan | (n:P)"), "{:?}", explain(&mut con, q));
+    query(&mut con, "CREATE INDEX FOR (n:P) ON (n.k)");
+    let plan = explain(&mut con, q);
+    assert_eq!(plan.first().map(String::as_str), Some("Results"), "{plan:?}");
+    assert!(plan.iter().any(|l| l.trim() == "Node By Index Scan | (n:P) on k"), "{plan:?}");
+    let with_index = query(&mut con, q);
+    let rows = |v: &redis::Value| match v {
+        redis::Value::Array(parts) => parts[1].clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(rows(&before), rows(&with_index));
+    let want = redis::Value::Array((40..43).map(|k| redis::Value::Array(vec![redis::Value::Int(k)])).collect());
+    assert_eq!(rows(&with_index), want);
+    query(&mut con, "DROP INDEX FOR (n:P) ON (n.k)");
+    assert!(explain(&mut con, q).iter().any(|l| l.trim() == "Node By Label Scan | (n:P)"));
+}

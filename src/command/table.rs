@@ -192,6 +192,7 @@ pub enum CmdId {
     GraphQuery,
     GraphRoQuery,
     GraphDelete,
+    GraphExplain,
     GraphList,
 }
 

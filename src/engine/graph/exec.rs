@@ -18,6 +18,7 @@ use super::value::Value;
 /// The most rows a clause may produce: a query is bounded work for its shard.
 pub const ROWS_MAX: usize = 1_000_000;
 
+mod explain;
 mod plan;
 mod procedures;
 mod update;
@@ -522,7 +523,7 @@ impl Exec {
     }
 }
 
-fn pattern_vars(p: &Pattern) -> BTreeSet<String> {
+pub(super) fn pattern_vars(p: &Pattern) -> BTreeSet<String> {
     let mut vars = BTreeSet::new();
     vars.extend(p.start.var.clone());
     for (rel, node) in &p.steps {
