@@ -87,7 +87,7 @@ impl Exec {
                 (first, record)
             })
             .collect();
-        records.sort_by(|a, b| a.0.cmp(&b.0));
+        records.sort_by_key(|r| r.0);
         records.into_iter().map(|(_, r)| r).collect()
     }
 
