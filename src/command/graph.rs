@@ -1,4 +1,4 @@
-//! GRAPH.QUERY, GRAPH.RO_QUERY and GRAPH.DELETE: their typed form and argument checks.
+//! GRAPH.QUERY, GRAPH.RO_QUERY, GRAPH.EXPLAIN and GRAPH.DELETE: their typed form and argument checks.
 //! The query text is parsed and run by the graph engine (`engine::graph`), inside the
 //! shard that owns the key; GRAPH.LIST is a keyspace command.
 
@@ -18,17 +18,22 @@ pub enum GraphCommand {
         compact: bool,
     },
     Delete(Bytes),
+    /// GRAPH.EXPLAIN: the plan of a query, which is not run.
+    Explain {
+        key: Bytes,
+        query: Bytes,
+    },
 }
 
 impl GraphCommand {
     pub fn key(&self) -> &Bytes {
         match self {
-            GraphCommand::Query { key, .. } | GraphCommand::Delete(key) => key,
+            GraphCommand::Query { key, .. } | GraphCommand::Delete(key) | GraphCommand::Explain { key, .. } => key,
         }
     }
 
     pub fn is_write(&self) -> bool {
-        !matches!(self, GraphCommand::Query { read_only: true, .. })
+        !matches!(self, GraphCommand::Query { read_only: true, .. } | GraphCommand::Explain { .. })
     }
 }
 
@@ -38,6 +43,9 @@ pub fn parse(id: CmdId, a: &mut [Bytes]) -> Result<GraphCommand, Frame> {
         return Ok(GraphCommand::Delete(key));
     }
     let query = std::mem::take(&mut a[2]);
+    if id == CmdId::GraphExplain {
+        return Ok(GraphCommand::Explain { key, query });
+    }
     let mut compact = false;
     let mut i = 3;
     // FalkorDB's trailing options: --compact, and TIMEOUT n (accepted; a query here is

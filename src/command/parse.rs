@@ -241,7 +241,9 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
         },
         CmdId::Keys => Ok(Command::Keyspace(KeyspaceCommand::Keys(take(a, 1)))),
         CmdId::GraphList => Ok(Command::Keyspace(KeyspaceCommand::GraphList)),
-        CmdId::GraphQuery | CmdId::GraphRoQuery | CmdId::GraphDelete => key(KeyCommand::Graph(super::graph::parse(spec.id, a)?)),
+        CmdId::GraphQuery | CmdId::GraphRoQuery | CmdId::GraphDelete | CmdId::GraphExplain => {
+            key(KeyCommand::Graph(super::graph::parse(spec.id, a)?))
+        }
         CmdId::Scan => parse_scan(a),
         CmdId::RandomKey => Ok(Command::Keyspace(KeyspaceCommand::RandomKey)),
 

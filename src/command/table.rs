@@ -191,6 +191,7 @@ pub enum CmdId {
     GraphQuery,
     GraphRoQuery,
     GraphDelete,
+    GraphExplain,
     GraphList,
 }
 

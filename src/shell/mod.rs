@@ -10,6 +10,7 @@ pub mod clients;
 pub mod connection;
 pub mod coordinator;
 pub mod fanout;
+pub mod graph_time;
 pub mod info;
 pub mod list_fanout;
 pub mod loading;

@@ -29,7 +29,7 @@ pub fn apply_local_one(shard: &SharedShard, state: &ServerState, op: ShardOp, no
     shard.set_string_bytes_max(state.runtime.proto_max_bulk_len());
     shard.set_encoding_limits(state.runtime.encoding_limits());
     super::notify::sync_flags(&mut shard, state);
-    let reply = shard.apply(op, now_ms);
+    let reply = super::graph_time::timed(super::graph_time::is_graph_query(&op), || shard.apply(op, now_ms));
     super::notify::publish_raised(&mut shard, state);
     wake_batcher_if_ready(&mut shard, state);
     if !written.is_empty() {
@@ -47,7 +47,8 @@ pub fn apply_local(shard: &SharedShard, state: &ServerState, ops: Vec<ShardOp>) 
     shard.set_string_bytes_max(state.runtime.proto_max_bulk_len());
     shard.set_encoding_limits(state.runtime.encoding_limits());
     super::notify::sync_flags(&mut shard, state);
-    let replies = ops.into_iter().map(|op| shard.apply(op, now)).collect();
+    let replies =
+        ops.into_iter().map(|op| super::graph_time::timed(super::graph_time::is_graph_query(&op), || shard.apply(op, now))).collect();
     super::notify::publish_raised(&mut shard, state);
     wake_batcher_if_ready(&mut shard, state);
     if !written.is_empty() {

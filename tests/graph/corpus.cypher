@@ -223,3 +223,50 @@ MATCH (a:Q)-[r:NEXT]->(b) RETURN a.n, type(r), b.n ORDER BY a.n
 MATCH (q:Q) WHERE q.s = 'x' AND (q.n = 1 OR q.n = 3) RETURN count(q)
 MATCH (q:Q) DETACH DELETE q
 MATCH (q:Q) RETURN count(q)
+// Procedures: the schema lists, in the order their entries entered the graph
+CALL db.labels()
+CALL db.relationshipTypes()
+CALL db.propertyKeys()
+RO CALL db.labels() YIELD label RETURN label ORDER BY label
+CALL db.propertyKeys() YIELD propertyKey AS k WHERE k STARTS WITH 'n' RETURN k ORDER BY k
+MATCH (p:Person {name:'Alice'}) CALL db.relationshipTypes() YIELD relationshipType RETURN p.name, relationshipType
+CALL db.labels() YIELD nope
+CALL db.nothing()
+CALL db.labels(1)
+// Indexes: declared, used by MATCH with equality, range and IN, kept up to date by writes
+CREATE INDEX FOR (p:Person) ON (p.age)
+CREATE INDEX ON :City(pop)
+CREATE INDEX FOR (p:Person) ON (p.age)
+CREATE INDEX FOR (x:Idx) ON (x.k, x.s)
+CALL db.indexes() YIELD label, properties, types, options, language, stopwords, entitytype, status
+RO MATCH (p:Person {age: 28}) RETURN p.name ORDER BY p.name
+RO MATCH (p:Person) WHERE p.age = 34 RETURN p.name
+RO MATCH (p:Person) WHERE p.age > 28 RETURN p.name ORDER BY p.name
+RO MATCH (p:Person) WHERE p.age >= 28 AND p.age < 45 RETURN p.name ORDER BY p.name
+RO MATCH (p:Person) WHERE 30 > p.age RETURN p.name ORDER BY p.name
+RO MATCH (p:Person) WHERE p.age IN [19, 45, 99] RETURN p.name ORDER BY p.name
+RO MATCH (p:Person) WHERE p.age = 28.0 RETURN count(p)
+RO MATCH (c:City) WHERE c.pop < 4000000 RETURN c.name ORDER BY c.name
+RO MATCH (p:Person)-[:KNOWS]->(q) WHERE p.age = 34 RETURN q.name ORDER BY q.name
+UNWIND range(1, 50) AS i CREATE (:Idx {k: i, s: toString(i % 7)})
+RO MATCH (x:Idx) WHERE x.k >= 10 AND x.k <= 12 RETURN x.k ORDER BY x.k
+RO MATCH (x:Idx {s: '3'}) RETURN count(x)
+RO MATCH (x:Idx) WHERE x.s > '4' RETURN count(x)
+RO MATCH (x:Idx) WHERE x.k < 2.5 RETURN x.k ORDER BY x.k
+MATCH (x:Idx) WHERE x.k <= 5 SET x.k = x.k + 100
+RO MATCH (x:Idx) WHERE x.k > 100 RETURN x.k ORDER BY x.k
+RO MATCH (x:Idx) WHERE x.k = 3 RETURN count(x)
+MATCH (x:Idx {k: 101}) REMOVE x:Idx
+RO MATCH (x:Idx) WHERE x.k > 100 RETURN x.k ORDER BY x.k
+MATCH (x:Idx) WHERE x.k > 40 DETACH DELETE x
+RO MATCH (x:Idx) WHERE x.k > 38 RETURN x.k ORDER BY x.k
+MATCH (x:Idx {k: 30}) SET x.k = null
+RO MATCH (x:Idx) WHERE x.k >= 29 AND x.k <= 31 RETURN x.k ORDER BY x.k
+DROP INDEX ON :Idx(s)
+DROP INDEX FOR (x:Idx) ON (x.s)
+RO MATCH (x:Idx {s: '3'}) RETURN count(x)
+DROP INDEX FOR (x:Idx) ON (x.k)
+CALL db.indexes() YIELD label, properties, entitytype
+CREATE INDEX FOR (n:NewLabel) ON (n.fresh)
+CALL db.labels()
+CALL db.propertyKeys()

@@ -1265,6 +1265,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     // The graph engine: FalkorDB's names, arities and key positions.
     spec!(GraphQuery, "graph.query", -3, ["write", "denyoom"], 1, 1, 1, "module", "1.0.0", "Runs an openCypher query on a graph."),
     spec!(GraphRoQuery, "graph.ro_query", -3, ["readonly"], 1, 1, 1, "module", "1.0.0", "Runs a read-only openCypher query on a graph."),
+    spec!(GraphExplain, "graph.explain", 3, ["readonly"], 1, 1, 1, "module", "1.0.0", "Shows the plan of a query without running it."),
     spec!(GraphDelete, "graph.delete", 2, ["write"], 1, 1, 1, "module", "1.0.0", "Deletes a graph."),
     spec!(GraphList, "graph.list", 1, ["readonly"], 0, 0, 0, "module", "1.0.0", "Lists the graphs."),
 ];

@@ -9,20 +9,61 @@ pub struct Query {
 
 #[derive(Clone, Debug)]
 pub enum Clause {
-    Match { optional: bool, patterns: Vec<Pattern>, filter: Option<Expr> },
+    Match {
+        optional: bool,
+        patterns: Vec<Pattern>,
+        filter: Option<Expr>,
+    },
     Create(Vec<Pattern>),
-    Merge { pattern: Pattern, on_create: Vec<SetItem>, on_match: Vec<SetItem> },
+    Merge {
+        pattern: Pattern,
+        on_create: Vec<SetItem>,
+        on_match: Vec<SetItem>,
+    },
     Set(Vec<SetItem>),
     Remove(Vec<SetItem>),
-    Delete { detach: bool, exprs: Vec<Expr> },
-    Unwind { expr: Expr, alias: String },
+    Delete {
+        detach: bool,
+        exprs: Vec<Expr>,
+    },
+    Unwind {
+        expr: Expr,
+        alias: String,
+    },
     With(Projection),
     Return(Projection),
+    /// `CALL proc(args) [YIELD out [AS alias], ... [WHERE e]]`: a built-in procedure's
+    /// rows, joined to each incoming row. Without YIELD every output is bound.
+    Call {
+        proc: String,
+        args: Vec<Expr>,
+        yields: Option<Vec<(String, String)>>,
+        filter: Option<Expr>,
+    },
+    /// `CREATE INDEX FOR (n:L) ON (n.p, ...)` or `CREATE INDEX ON :L(p, ...)`.
+    CreateIndex {
+        label: String,
+        props: Vec<String>,
+    },
+    /// `DROP INDEX FOR (n:L) ON (n.p, ...)` or `DROP INDEX ON :L(p, ...)`.
+    DropIndex {
+        label: String,
+        props: Vec<String>,
+    },
 }
 
 impl Clause {
     pub fn is_write(&self) -> bool {
-        matches!(self, Clause::Create(_) | Clause::Merge { .. } | Clause::Set(_) | Clause::Remove(_) | Clause::Delete { .. })
+        matches!(
+            self,
+            Clause::Create(_)
+                | Clause::Merge { .. }
+                | Clause::Set(_)
+                | Clause::Remove(_)
+                | Clause::Delete { .. }
+                | Clause::CreateIndex { .. }
+                | Clause::DropIndex { .. }
+        )
     }
 }
 

@@ -18,6 +18,9 @@ use super::value::Value;
 /// The most rows a clause may produce: a query is bounded work for its shard.
 pub const ROWS_MAX: usize = 1_000_000;
 
+mod explain;
+mod plan;
+mod procedures;
 mod update;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -30,12 +33,22 @@ pub struct Stats {
     pub rels_created: u64,
     pub nodes_deleted: u64,
     pub rels_deleted: u64,
+    pub indices_created: u64,
+    pub indices_deleted: u64,
 }
 
 pub struct Outcome {
     /// `None` when the query has no RETURN (FalkorDB then answers statistics alone).
     pub result: Option<Projected>,
     pub stats: Stats,
+}
+
+/// The three lists of a graph's schema.
+#[derive(Copy, Clone)]
+pub enum Schema {
+    Label,
+    Type,
+    Attr,
 }
 
 pub struct Exec {
@@ -48,7 +61,7 @@ pub struct Exec {
     next_seq: u32,
 }
 
-fn too_many() -> String {
+pub(super) fn too_many() -> String {
     format!("query produces more than {ROWS_MAX} rows")
 }
 
@@ -64,7 +77,10 @@ impl Exec {
     pub fn run(&mut self, query: &Query) -> Result<Outcome, String> {
         let mut rows: Vec<Row> = vec![Row::new()];
         let mut result = None;
+        // A query that ends with CALL answers the rows of what the call binds.
+        let mut called: Option<Vec<String>> = None;
         for clause in &query.clauses {
+            called = None;
             rows = match clause {
                 Clause::Match { optional, patterns, filter } => self.match_clause(rows, patterns, filter.as_ref(), *optional)?,
                 Clause::Create(patterns) => {
@@ -116,12 +132,29 @@ impl Exec {
                     }
                     out
                 }
+                Clause::Call { proc, args, yields, filter } => {
+                    let (out, columns) = self.call(rows, proc, args, yields.as_deref(), filter.as_ref())?;
+                    called = Some(columns);
+                    out
+                }
+                Clause::CreateIndex { label, props } => {
+                    self.create_index(label, props)?;
+                    rows
+                }
+                Clause::DropIndex { label, props } => {
+                    self.drop_index(label, props)?;
+                    rows
+                }
                 Clause::With(proj) => project(&self.env(), rows, proj)?.into_rows(),
                 Clause::Return(proj) => {
                     result = Some(project(&self.env(), rows, proj)?);
                     Vec::new()
                 }
             };
+        }
+        if let Some(columns) = called {
+            let rows = rows.into_iter().map(|r| columns.iter().map(|c| r.get(c).cloned().unwrap_or(Value::Null)).collect()).collect();
+            result = Some(Projected { columns, rows });
         }
         Ok(Outcome { result, stats: std::mem::take(&mut self.stats) })
     }
@@ -138,7 +171,7 @@ impl Exec {
         let mut out = Vec::new();
         for row in rows {
             let mut found = Vec::new();
-            self.match_patterns(patterns, 0, row.clone(), &mut Vec::new(), &mut found)?;
+            self.match_patterns(patterns, filter, 0, row.clone(), &mut Vec::new(), &mut found)?;
             let before = out.len();
             for r in found {
                 // An error in the predicate is an error, never a dropped row.
@@ -166,7 +199,17 @@ impl Exec {
         Ok(out)
     }
 
-    fn match_patterns(&self, patterns: &[Pattern], i: usize, row: Row, used: &mut Vec<ElemId>, out: &mut Vec<Row>) -> Result<(), String> {
+    /// `filter` is the MATCH's WHERE: only a hint for choosing start nodes by index
+    /// (the caller still applies it to every row found).
+    fn match_patterns(
+        &self,
+        patterns: &[Pattern],
+        filter: Option<&Expr>,
+        i: usize,
+        row: Row,
+        used: &mut Vec<ElemId>,
+        out: &mut Vec<Row>,
+    ) -> Result<(), String> {
         let Some(p) = patterns.get(i) else {
             if out.len() >= ROWS_MAX {
                 return Err(too_many());
@@ -174,12 +217,12 @@ impl Exec {
             out.push(row);
             return Ok(());
         };
-        for start in self.node_candidates(&p.start, &row)? {
+        for start in self.node_candidates(&p.start, &row, filter)? {
             let mut r = row.clone();
             if let Some(v) = &p.start.var {
                 r.insert(v.clone(), Value::Node(start));
             }
-            self.match_steps(patterns, i, 0, start, r, used, out)?;
+            self.match_steps(patterns, filter, i, 0, start, r, used, out)?;
         }
         Ok(())
     }
@@ -188,6 +231,7 @@ impl Exec {
     fn match_steps(
         &self,
         patterns: &[Pattern],
+        filter: Option<&Expr>,
         i: usize,
         step: usize,
         at: ElemId,
@@ -197,7 +241,7 @@ impl Exec {
     ) -> Result<(), String> {
         let p = &patterns[i];
         let Some((rel, next)) = p.steps.get(step) else {
-            return self.match_patterns(patterns, i + 1, row, used, out);
+            return self.match_patterns(patterns, filter, i + 1, row, used, out);
         };
         if let Some((min, max)) = rel.hops {
             let mut paths = Vec::new();
@@ -210,7 +254,7 @@ impl Exec {
                 }
                 let before = used.len();
                 used.extend(edges);
-                self.match_steps(patterns, i, step + 1, end, r, used, out)?;
+                self.match_steps(patterns, filter, i, step + 1, end, r, used, out)?;
                 used.truncate(before);
             }
             return Ok(());
@@ -232,7 +276,7 @@ impl Exec {
             }
             let Some(r) = self.bind_node(next, other, r)? else { continue };
             used.push(edge);
-            self.match_steps(patterns, i, step + 1, other, r, used, out)?;
+            self.match_steps(patterns, filter, i, step + 1, other, r, used, out)?;
             used.pop();
         }
         Ok(())
@@ -334,24 +378,6 @@ impl Exec {
         Ok(self.node_fits(np, id, &row)?.then_some(row))
     }
 
-    fn node_candidates(&self, np: &NodePat, row: &Row) -> Result<Vec<ElemId>, String> {
-        if let Some(v) = &np.var {
-            match row.get(v) {
-                Some(Value::Node(id)) => return Ok(if self.node_fits(np, *id, row)? { vec![*id] } else { Vec::new() }),
-                Some(Value::Null) => return Ok(Vec::new()),
-                Some(_) => return Err(format!("{v} is not a node")),
-                None => {}
-            }
-        }
-        let mut out = Vec::new();
-        for id in self.graph.nodes.keys() {
-            if self.node_fits(np, *id, row)? {
-                out.push(*id);
-            }
-        }
-        Ok(out)
-    }
-
     // ---- CREATE / MERGE ----
 
     fn create_pattern(&mut self, p: &Pattern, row: &mut Row) -> Result<(), String> {
@@ -415,11 +441,33 @@ impl Exec {
 
     fn add_labels_to_schema(&mut self, labels: &[String]) {
         for l in labels {
-            if self.graph.labels.insert(l.clone()) {
+            if self.add_to_schema(Schema::Label, l) {
                 self.stats.labels_added += 1;
-                self.writes.set(store::label_name(l), bytes::Bytes::from_static(b"1"), false);
             }
         }
+    }
+
+    /// Add a label, relationship type or property name to the graph's schema unless
+    /// it is there; true when it was added.
+    pub(super) fn add_to_schema(&mut self, kind: Schema, entry: &str) -> bool {
+        let entries = match kind {
+            Schema::Label => &mut self.graph.labels,
+            Schema::Type => &mut self.graph.types,
+            Schema::Attr => &mut self.graph.attrs,
+        };
+        if entries.contains_key(entry) {
+            return false;
+        }
+        // The rank store::GraphView::load decodes: this write's dot, then the index.
+        let seq = entries.len() as i64;
+        entries.insert(entry.to_owned(), (self.id_base.0, self.id_base.1, seq));
+        let name = match kind {
+            Schema::Label => store::label_name(entry),
+            Schema::Type => store::type_name(entry),
+            Schema::Attr => store::attr_name(entry),
+        };
+        self.writes.set(name, store::encode_value(&Value::Int(seq)), false);
+        true
     }
 
     fn create_node(&mut self, mut labels: Vec<String>, props: Vec<(String, Value)>) -> Result<ElemId, String> {
@@ -427,7 +475,9 @@ impl Exec {
         labels.dedup();
         self.add_labels_to_schema(&labels);
         self.writes.set(store::node_name(id), store::encode_labels(&labels), true);
-        self.graph.nodes.insert(id, NodeData { labels, props: Default::default() });
+        let node = NodeData { labels, props: Default::default() };
+        self.graph.indexes.add_node(id, &node);
+        self.graph.nodes.insert(id, node);
         self.stats.nodes_created += 1;
         for (k, v) in props {
             self.set_prop(&Value::Node(id), &k, v, true);
@@ -437,6 +487,7 @@ impl Exec {
 
     fn create_edge(&mut self, typ: String, src: ElemId, dst: ElemId, props: Vec<(String, Value)>) -> Result<ElemId, String> {
         let id = self.new_id()?;
+        self.add_to_schema(Schema::Type, &typ);
         self.writes.set(store::edge_name(id), store::encode_edge(&typ, src, dst), true);
         self.graph.edges.insert(id, EdgeData { typ, src, dst, props: Default::default() });
         self.graph.out.entry(src).or_default().insert(id);
@@ -452,7 +503,7 @@ impl Exec {
         let mut out = Vec::new();
         for row in rows {
             let mut found = Vec::new();
-            self.match_patterns(std::slice::from_ref(pattern), 0, row.clone(), &mut Vec::new(), &mut found)?;
+            self.match_patterns(std::slice::from_ref(pattern), None, 0, row.clone(), &mut Vec::new(), &mut found)?;
             if found.is_empty() {
                 let mut r = row;
                 self.create_pattern(pattern, &mut r)?;
@@ -472,7 +523,7 @@ impl Exec {
     }
 }
 
-fn pattern_vars(p: &Pattern) -> BTreeSet<String> {
+pub(super) fn pattern_vars(p: &Pattern) -> BTreeSet<String> {
     let mut vars = BTreeSet::new();
     vars.extend(p.start.var.clone());
     for (rel, node) in &p.steps {

@@ -16,6 +16,7 @@ pub mod ast;
 pub mod eval;
 pub mod exec;
 pub mod functions;
+pub mod index;
 pub mod lexer;
 pub mod parser;
 pub mod project;
@@ -91,8 +92,11 @@ pub fn command(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: GraphCommand) -> Fram
             kv.del(ctx, &[key]);
             Frame::simple("OK")
         }
-        GraphCommand::Query { compact: true, .. } => Frame::static_error("ERR --compact is not supported by Meridian yet"),
-        GraphCommand::Query { key, query, read_only, .. } => match run_query(kv, ctx, key, &query, read_only) {
+        GraphCommand::Explain { key, query } => match explain(kv, ctx, key, &query) {
+            Ok(frame) => frame,
+            Err(message) => Frame::error(message),
+        },
+        GraphCommand::Query { key, query, read_only, compact } => match run_query(kv, ctx, key, &query, read_only, compact) {
             Ok(frame) => frame,
             Err(message) => Frame::error(message),
         },
@@ -105,7 +109,33 @@ pub fn graph_keys(kv: &mut KvEngine, now_ms: u64) -> Vec<Bytes> {
     keys.into_iter().filter(|k| kv.live(k, key_hash(k), now_ms).is_some()).collect()
 }
 
-fn run_query(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, text: &[u8], read_only: bool) -> Result<Frame, String> {
+/// A query's plan (GRAPH.EXPLAIN), chosen against the graph as it is now.
+fn explain(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, text: &[u8]) -> Result<Frame, String> {
+    let text = std::str::from_utf8(text).map_err(|_| "errMsg: the query is not valid UTF-8".to_owned())?;
+    let parsed = parser::parse(text).map_err(|e| format!("errMsg: {e}"))?;
+    let digest = graph_digest(kv, &key, ctx.now_ms)?;
+    let graph = match digest.and_then(|d| kv.graph_views.take(&key, d)) {
+        Some(view) => view,
+        None => GraphView::load(kv.live(&key, key_hash(&key), ctx.now_ms).and_then(|s| s.part(Part::Graph))),
+    };
+    let params = {
+        let empty = HashMap::new();
+        let env = Env { graph: &graph, params: &empty };
+        let mut params = HashMap::new();
+        for (name, expr) in &parsed.params {
+            params.insert(name.clone(), env.eval(expr, &Row::new())?);
+        }
+        params
+    };
+    let exec = Exec::new(graph, params, (0, 0));
+    let lines = exec.explain(&parsed.query);
+    if let Some(digest) = digest {
+        kv.graph_views.put(key, digest, exec.graph);
+    }
+    Ok(Frame::Array(lines.iter().map(|l| Frame::bulk_str(l)).collect()))
+}
+
+fn run_query(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, text: &[u8], read_only: bool, compact: bool) -> Result<Frame, String> {
     let text = std::str::from_utf8(text).map_err(|_| "errMsg: the query is not valid UTF-8".to_owned())?;
     let parsed = parser::parse(text).map_err(|e| format!("errMsg: {e}"))?;
     let writes = parsed.query.clauses.iter().any(|c| c.is_write());
@@ -141,8 +171,8 @@ fn run_query(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, text: &[u8], rea
             None => element.delete(dot),
         });
     }
-    // The core reads no clock; the execution time is not measured yet.
-    let frame = reply::result_set(&exec.graph, &outcome, 0.0);
+    // The core reads no clock: the shell puts the execution time in.
+    let frame = reply::result_set(&exec.graph, &outcome, compact);
     // The view holds the query's own writes: it is the decoded new state.
     if let Some(digest) = graph_digest(kv, &key, ctx.now_ms)? {
         // Checked where it is cheap (small graphs, debug builds: every test).

@@ -144,6 +144,9 @@ impl Parser<'_> {
         if clauses.is_empty() {
             return Err("Error: empty query.".to_owned());
         }
+        if clauses.len() > 1 && clauses.iter().any(|c| matches!(c, Clause::CreateIndex { .. } | Clause::DropIndex { .. })) {
+            return Err("an index is created or dropped by a query of its own".to_owned());
+        }
         Ok(Query { clauses })
     }
 
@@ -156,8 +159,14 @@ impl Parser<'_> {
             return self.match_clause(false);
         }
         if self.eat_kw("CREATE") {
-            if self.is_kw("INDEX") || self.is_kw("CONSTRAINT") || self.is_kw("FULLTEXT") || self.is_kw("VECTOR") {
-                return Err("CREATE INDEX is not supported yet".to_owned());
+            if self.eat_kw("INDEX") {
+                let (label, props) = self.index_target()?;
+                return Ok(Clause::CreateIndex { label, props });
+            }
+            for kind in ["CONSTRAINT", "FULLTEXT", "VECTOR", "RANGE"] {
+                if self.is_kw(kind) {
+                    return Err(format!("CREATE {kind} is not supported yet"));
+                }
             }
             return Ok(Clause::Create(self.patterns()?));
         }
@@ -203,12 +212,102 @@ impl Parser<'_> {
         if self.eat_kw("RETURN") {
             return Ok(Clause::Return(self.projection(false)?));
         }
-        for unsupported in ["CALL", "FOREACH", "LOAD", "UNION", "DROP"] {
+        if self.eat_kw("CALL") {
+            return self.call_clause();
+        }
+        if self.is_kw("DROP") && self.is_kw_at(1, "INDEX") {
+            self.advance();
+            self.advance();
+            let (label, props) = self.index_target()?;
+            return Ok(Clause::DropIndex { label, props });
+        }
+        for unsupported in ["FOREACH", "LOAD", "UNION", "DROP"] {
             if self.is_kw(unsupported) {
                 return Err(format!("{unsupported} is not supported yet"));
             }
         }
         Err(self.unexpected())
+    }
+
+    /// `FOR (n:L) ON (n.p, ...)` or `ON :L(p, ...)`: the label and the properties.
+    fn index_target(&mut self) -> Result<(String, Vec<String>), String> {
+        let mut props = Vec::new();
+        let label = if self.eat_kw("ON") {
+            self.expect_punct(":")?;
+            let label = self.name()?;
+            self.expect_punct("(")?;
+            loop {
+                props.push(self.name()?);
+                if !self.eat_punct(",") {
+                    break;
+                }
+            }
+            self.expect_punct(")")?;
+            label
+        } else {
+            self.expect_kw("FOR")?;
+            self.expect_punct("(")?;
+            if self.is_punct(")") {
+                return Err("indexes on relationships are not supported yet".to_owned());
+            }
+            let var = self.name()?;
+            self.expect_punct(":")?;
+            let label = self.name()?;
+            self.expect_punct(")")?;
+            self.expect_kw("ON")?;
+            self.expect_punct("(")?;
+            loop {
+                if self.name()? != var {
+                    return Err(format!("an index is on properties of {var}"));
+                }
+                self.expect_punct(".")?;
+                props.push(self.name()?);
+                if !self.eat_punct(",") {
+                    break;
+                }
+            }
+            self.expect_punct(")")?;
+            label
+        };
+        // The stored index name separates label and property with a 0 byte.
+        if label.contains('\0') {
+            return Err("a label of an index may not hold a 0 byte".to_owned());
+        }
+        Ok((label, props))
+    }
+
+    fn call_clause(&mut self) -> Result<Clause, String> {
+        let mut proc = self.name()?;
+        while self.eat_punct(".") {
+            proc.push('.');
+            proc.push_str(&self.name()?);
+        }
+        self.expect_punct("(")?;
+        let mut args = Vec::new();
+        while !self.eat_punct(")") {
+            args.push(self.expr()?);
+            if !self.is_punct(")") {
+                self.expect_punct(",")?;
+            }
+        }
+        let mut yields = None;
+        let mut filter = None;
+        if self.eat_kw("YIELD") {
+            let mut items = Vec::new();
+            loop {
+                let out = self.name()?;
+                let alias = if self.eat_kw("AS") { self.name()? } else { out.clone() };
+                items.push((out, alias));
+                if !self.eat_punct(",") {
+                    break;
+                }
+            }
+            yields = Some(items);
+            if self.eat_kw("WHERE") {
+                filter = Some(self.expr()?);
+            }
+        }
+        Ok(Clause::Call { proc, args, yields, filter })
     }
 
     fn match_clause(&mut self, optional: bool) -> Result<Clause, String> {

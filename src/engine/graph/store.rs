@@ -6,7 +6,11 @@
 //! - `N` id: a node; its value is the node's labels.
 //! - `E` id: an edge; its value is its type and its two endpoints' ids.
 //! - `P` id name: property `name` of node or edge `id` (a last-writer-wins register).
-//! - `L` label: the label exists in the graph's schema ("Labels added" counts new ones).
+//! - `L` label: the label exists in the graph's schema ("Labels added" counts new ones);
+//!   its value is its index among the schema entries its write added (see [`Rank`]).
+//! - `T` type: the relationship type exists in the schema; the value as for `L`.
+//! - `I` label 0 name: a range index on property `name` of nodes labelled `label`; the
+//!   value as for `L`. Only the declaration is stored: the entries are derived.
 //! - `A` name: the property name exists in the schema; properties print in the order
 //!   their names entered it (the element's dot, then its index in the writing query).
 //!
@@ -21,6 +25,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use bytes::Bytes;
 
+use super::index::Indexes;
 use super::value::Value;
 use crate::engine::kv::elements::Elements;
 
@@ -83,10 +88,48 @@ pub fn attr_name(key: &str) -> Bytes {
 }
 
 pub fn label_name(label: &str) -> Bytes {
-    let mut name = Vec::with_capacity(1 + label.len());
-    name.push(b'L');
+    schema_name(b'L', label)
+}
+
+pub fn type_name(typ: &str) -> Bytes {
+    schema_name(b'T', typ)
+}
+
+/// An index on `prop` of the nodes labelled `label`: `I` label 0x00 prop.
+pub fn index_name(label: &str, prop: &str) -> Bytes {
+    let mut name = Vec::with_capacity(2 + label.len() + prop.len());
+    name.push(b'I');
     name.extend_from_slice(label.as_bytes());
+    name.push(0);
+    name.extend_from_slice(prop.as_bytes());
     Bytes::from(name)
+}
+
+fn index_entry(rest: &[u8]) -> Option<(String, String)> {
+    let at = rest.iter().position(|b| *b == 0)?;
+    Some((std::str::from_utf8(&rest[..at]).ok()?.to_owned(), std::str::from_utf8(&rest[at + 1..]).ok()?.to_owned()))
+}
+
+fn schema_name(tag: u8, entry: &str) -> Bytes {
+    let mut name = Vec::with_capacity(1 + entry.len());
+    name.push(tag);
+    name.extend_from_slice(entry.as_bytes());
+    Bytes::from(name)
+}
+
+/// Where a schema entry (label, relationship type, property name) stands: the dot of
+/// the write that added it, then its index among the entries that write added. Entries
+/// sort by rank, so a graph's schema lists only grow at the end (FalkorDB's clients
+/// cache `db.labels()` and friends and map the compact replies' indexes into them),
+/// except when a peer's concurrent addition merges in: the rank is still the same on
+/// every node.
+pub type Rank = (u64, u16, i64);
+
+/// Schema entries in rank order (ties, which only old data has, by name).
+pub fn schema_order(entries: &HashMap<String, Rank>) -> Vec<&str> {
+    let mut out: Vec<(&Rank, &str)> = entries.iter().map(|(k, r)| (r, k.as_str())).collect();
+    out.sort();
+    out.into_iter().map(|(_, k)| k).collect()
 }
 
 fn prefixed(tag: u8, id: ElemId, rest: &[u8]) -> Bytes {
@@ -139,10 +182,14 @@ pub struct GraphView {
     /// Edges leaving and entering each node, in id order.
     pub out: HashMap<ElemId, BTreeSet<ElemId>>,
     pub inc: HashMap<ElemId, BTreeSet<ElemId>>,
-    /// The labels of the graph's schema.
-    pub labels: BTreeSet<String>,
-    /// The property names of the schema, each with its rank (see the module doc).
-    pub attrs: HashMap<String, (u64, u16, i64)>,
+    /// The labels of the graph's schema, each with its [`Rank`].
+    pub labels: HashMap<String, Rank>,
+    /// The relationship types of the schema, each with its rank.
+    pub types: HashMap<String, Rank>,
+    /// The property names of the schema, each with its rank.
+    pub attrs: HashMap<String, Rank>,
+    /// Nodes by label and the declared indexes (derived: see [`super::index`]).
+    pub indexes: Indexes,
 }
 
 impl GraphView {
@@ -154,23 +201,33 @@ impl GraphView {
             return view;
         };
         let mut props: Vec<(ElemId, String, Value)> = Vec::new();
+        let mut declared: Vec<(String, String, Rank)> = Vec::new();
         for (name, state) in elements.iter() {
             let Some(value) = state.read() else { continue };
             let value = value.to_bytes();
             let Some((&tag, rest)) = name.split_first() else { continue };
             match tag {
-                b'L' => {
-                    if let Ok(label) = std::str::from_utf8(rest) {
-                        view.labels.insert(label.to_owned());
-                    }
-                }
-                b'A' => {
-                    let (Ok(key), Some(dot), Some((Value::Int(seq), _))) =
-                        (std::str::from_utf8(rest), state.newest_dot(), Value::decode(&value))
+                b'I' => {
+                    let (Some((label, prop)), Some(dot), Some((Value::Int(seq), _))) =
+                        (index_entry(rest), state.newest_dot(), Value::decode(&value))
                     else {
                         continue;
                     };
-                    view.attrs.insert(key.to_owned(), (dot.hlc.0, dot.node, seq));
+                    declared.push((label, prop, (dot.hlc.0, dot.node, seq)));
+                }
+                b'L' | b'T' | b'A' => {
+                    let (Ok(entry), Some(dot)) = (std::str::from_utf8(rest), state.newest_dot()) else { continue };
+                    // Labels written before they had ranks hold "1": they rank by dot.
+                    let seq = match Value::decode(&value) {
+                        Some((Value::Int(seq), _)) => seq,
+                        _ => 0,
+                    };
+                    let entries = match tag {
+                        b'L' => &mut view.labels,
+                        b'T' => &mut view.types,
+                        _ => &mut view.attrs,
+                    };
+                    entries.insert(entry.to_owned(), (dot.hlc.0, dot.node, seq));
                 }
                 b'N' => {
                     let (Some(id), Some((Value::List(labels), _))) = (ElemId::from_bytes(rest), Value::decode(&value)) else { continue };
@@ -206,6 +263,12 @@ impl GraphView {
             } else if let Some(edge) = view.edges.get_mut(&id) {
                 edge.props.insert(key, v);
             }
+        }
+        for (id, node) in &view.nodes {
+            view.indexes.add_node(*id, node);
+        }
+        for (label, prop, rank) in declared {
+            view.indexes.declare(&label, &prop, rank, &view.nodes);
         }
         for (id, edge) in &view.edges {
             view.out.entry(edge.src).or_default().insert(*id);

@@ -5,7 +5,7 @@ use super::super::ast::SetItem;
 use super::super::eval::Row;
 use super::super::store::{self, ElemId};
 use super::super::value::Value;
-use super::Exec;
+use super::{Exec, Schema};
 
 impl Exec {
     // ---- SET / REMOVE / DELETE ----
@@ -84,14 +84,14 @@ impl Exec {
             // FalkorDB counts a label added to a node, not only a new label of the schema.
             self.stats.labels_added += changed;
             for l in labels {
-                if self.graph.labels.insert(l.clone()) {
-                    self.writes.set(store::label_name(l), bytes::Bytes::from_static(b"1"), false);
-                }
+                self.add_to_schema(Schema::Label, l);
             }
         }
         self.writes.set(store::node_name(id), store::encode_labels(&now), false);
         if let Some(node) = self.graph.nodes.get_mut(&id) {
+            self.graph.indexes.remove_node(id, node);
             node.labels = now;
+            self.graph.indexes.add_node(id, node);
         }
     }
 
@@ -103,6 +103,20 @@ impl Exec {
             Value::Node(id) | Value::Edge(id) => *id,
             _ => return,
         };
+        if let Value::Node(id) = target
+            && let Some(node) = self.graph.nodes.get(id)
+            && node.labels.iter().any(|l| self.graph.indexes.is_declared(l, key))
+        {
+            let (labels, old) = (node.labels.clone(), node.props.get(key).cloned());
+            self.set_prop_value(target, *id, key, value, creating);
+            let new = self.graph.nodes.get(id).and_then(|n| n.props.get(key)).cloned();
+            self.graph.indexes.update_prop(*id, &labels, key, old.as_ref(), new.as_ref());
+            return;
+        }
+        self.set_prop_value(target, id, key, value, creating);
+    }
+
+    fn set_prop_value(&mut self, target: &Value, id: ElemId, key: &str, value: Value, creating: bool) {
         let Some(props) = self.graph.props_of_mut(target) else { return };
         let old = props.get(key).cloned();
         match (&old, value.is_null()) {
@@ -120,11 +134,7 @@ impl Exec {
         self.stats.props_set += 1;
         self.writes.set(store::prop_name(id, key), store::encode_value(&value), creating);
         props.insert(key.to_owned(), value);
-        if !self.graph.attrs.contains_key(key) {
-            let seq = self.graph.attrs.len() as i64;
-            self.graph.attrs.insert(key.to_owned(), (self.id_base.0, self.id_base.1, seq));
-            self.writes.set(store::attr_name(key), store::encode_value(&Value::Int(seq)), false);
-        }
+        self.add_to_schema(Schema::Attr, key);
     }
 
     pub(super) fn delete(&mut self, target: Value) -> Result<(), String> {
@@ -138,6 +148,7 @@ impl Exec {
                     self.delete_edge(edge);
                 }
                 let node = self.graph.nodes.remove(&id).unwrap_or_default();
+                self.graph.indexes.remove_node(id, &node);
                 self.graph.out.remove(&id);
                 self.graph.inc.remove(&id);
                 for k in node.props.keys() {

@@ -1,0 +1,193 @@
+//! A graph's derived lookups: nodes by label, and the range indexes its schema declares
+//! (`CREATE INDEX FOR (n:L) ON (n.p)`, stored as `I` elements). They are never stored
+//! nor replicated: [`super::store::GraphView::load`] rebuilds them from the converged
+//! elements (so after a merge from a peer or a recovery they are what the data says),
+//! and a query's own writes keep them up to date as it goes. An index only narrows
+//! which nodes a MATCH tries; every candidate is still checked against the pattern
+//! and the WHERE clause, so an index never changes an answer.
+//!
+//! Pure data structure: no clock, no I/O.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::Bound;
+
+use super::store::{ElemId, NodeData, Rank};
+use super::value::Value;
+
+/// An indexed value, ordered within its kind. Integers and floats share one kind
+/// (`1 = 1.0` in Cypher), keyed by their f64: two integers past 2^53 may share a key,
+/// which only makes a lookup return a candidate the query's own check then drops.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Key {
+    Bool(bool),
+    Num(u64),
+    Str(String),
+}
+
+/// The key of a value, if it has one (lists, maps, null and NaN are not indexed: they
+/// never satisfy an equality or range with a scalar).
+pub fn key(v: &Value) -> Option<Key> {
+    match v {
+        Value::Bool(b) => Some(Key::Bool(*b)),
+        Value::Int(n) => Some(Key::Num(ordered(*n as f64))),
+        Value::Float(f) if !f.is_nan() => Some(Key::Num(ordered(*f))),
+        Value::Str(s) => Some(Key::Str(s.clone())),
+        _ => None,
+    }
+}
+
+/// f64 bits mapped so that unsigned order is numeric order (-0.0 and 0.0 are one key).
+fn ordered(f: f64) -> u64 {
+    let f = if f == 0.0 { 0.0 } else { f };
+    let bits = f.to_bits();
+    if bits >> 63 == 1 { !bits } else { bits | (1 << 63) }
+}
+
+/// A lookup a MATCH asks an index for.
+#[derive(Clone, Debug)]
+pub enum Lookup {
+    Eq(Key),
+    /// Every key of the bound's kind up to it (`<`, `<=`; inclusive: the check is exact).
+    AtMost(Key),
+    /// Every key of the bound's kind from it on (`>`, `>=`).
+    AtLeast(Key),
+}
+
+/// One declared index's entries.
+type Entries = BTreeMap<Key, BTreeSet<ElemId>>;
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Indexes {
+    /// Every node of each label.
+    pub by_label: HashMap<String, BTreeSet<ElemId>>,
+    /// Declared indexes, each with its rank (properties of one label list in rank order).
+    pub declared: HashMap<(String, String), Rank>,
+    entries: HashMap<(String, String), Entries>,
+}
+
+impl Indexes {
+    pub fn is_declared(&self, label: &str, prop: &str) -> bool {
+        self.entries.contains_key(&(label.to_owned(), prop.to_owned()))
+    }
+
+    /// Declare an index and fill it from `nodes`.
+    pub fn declare(&mut self, label: &str, prop: &str, rank: Rank, nodes: &BTreeMap<ElemId, NodeData>) {
+        let mut entries = Entries::new();
+        for id in self.by_label.get(label).into_iter().flatten() {
+            if let Some(k) = nodes.get(id).and_then(|n| n.props.get(prop)).and_then(key) {
+                entries.entry(k).or_default().insert(*id);
+            }
+        }
+        self.declared.insert((label.to_owned(), prop.to_owned()), rank);
+        self.entries.insert((label.to_owned(), prop.to_owned()), entries);
+    }
+
+    pub fn drop_index(&mut self, label: &str, prop: &str) {
+        let name = (label.to_owned(), prop.to_owned());
+        self.declared.remove(&name);
+        self.entries.remove(&name);
+    }
+
+    pub fn add_node(&mut self, id: ElemId, node: &NodeData) {
+        for label in &node.labels {
+            self.by_label.entry(label.clone()).or_default().insert(id);
+            for (prop, v) in &node.props {
+                self.add_entry(label, prop, v, id);
+            }
+        }
+    }
+
+    pub fn remove_node(&mut self, id: ElemId, node: &NodeData) {
+        for label in &node.labels {
+            if let Some(ids) = self.by_label.get_mut(label) {
+                ids.remove(&id);
+                // No empty sets left behind: the structure equals a fresh build.
+                if ids.is_empty() {
+                    self.by_label.remove(label);
+                }
+            }
+            for (prop, v) in &node.props {
+                self.remove_entry(label, prop, v, id);
+            }
+        }
+    }
+
+    /// A property of a node with `labels` changes from `old` to `new`.
+    pub fn update_prop(&mut self, id: ElemId, labels: &[String], prop: &str, old: Option<&Value>, new: Option<&Value>) {
+        for label in labels {
+            if let Some(v) = old {
+                self.remove_entry(label, prop, v, id);
+            }
+            if let Some(v) = new {
+                self.add_entry(label, prop, v, id);
+            }
+        }
+    }
+
+    fn add_entry(&mut self, label: &str, prop: &str, v: &Value, id: ElemId) {
+        if self.entries.is_empty() {
+            return;
+        }
+        if let (Some(entries), Some(k)) = (self.entries.get_mut(&(label.to_owned(), prop.to_owned())), key(v)) {
+            entries.entry(k).or_default().insert(id);
+        }
+    }
+
+    fn remove_entry(&mut self, label: &str, prop: &str, v: &Value, id: ElemId) {
+        if self.entries.is_empty() {
+            return;
+        }
+        if let (Some(entries), Some(k)) = (self.entries.get_mut(&(label.to_owned(), prop.to_owned())), key(v))
+            && let Some(ids) = entries.get_mut(&k)
+        {
+            ids.remove(&id);
+            if ids.is_empty() {
+                entries.remove(&k);
+            }
+        }
+    }
+
+    /// The nodes an index holds for a lookup, or `None` when no such index exists.
+    pub fn lookup(&self, label: &str, prop: &str, lookup: &Lookup) -> Option<Vec<ElemId>> {
+        let entries = self.entries.get(&(label.to_owned(), prop.to_owned()))?;
+        let (lo, hi) = match lookup {
+            Lookup::Eq(k) => (Bound::Included(k.clone()), Bound::Included(k.clone())),
+            Lookup::AtMost(k) => (Bound::Included(kind_min(k)), Bound::Included(k.clone())),
+            Lookup::AtLeast(k) => (Bound::Included(k.clone()), kind_max(k)),
+        };
+        let mut out: Vec<ElemId> = entries.range((lo, hi)).flat_map(|(_, ids)| ids.iter().copied()).collect();
+        out.sort_unstable();
+        Some(out)
+    }
+}
+
+fn kind_min(k: &Key) -> Key {
+    match k {
+        Key::Bool(_) => Key::Bool(false),
+        Key::Num(_) => Key::Num(0),
+        Key::Str(_) => Key::Str(String::new()),
+    }
+}
+
+fn kind_max(k: &Key) -> Bound<Key> {
+    match k {
+        Key::Bool(_) => Bound::Included(Key::Bool(true)),
+        Key::Num(_) => Bound::Included(Key::Num(u64::MAX)),
+        // Strings are the last kind.
+        Key::Str(_) => Bound::Unbounded,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numeric_keys_order_as_numbers_and_ints_meet_floats() {
+        let ks: Vec<u64> = [-1e300, -2.5, -1.0, -0.0, 0.0, 1.0, 1.5, 2.0, 1e300].iter().map(|f| ordered(*f)).collect();
+        assert!(ks.windows(2).all(|w| w[0] <= w[1]), "{ks:?}");
+        assert_eq!(ordered(-0.0), ordered(0.0));
+        assert_eq!(key(&Value::Int(2)), key(&Value::Float(2.0)));
+        assert_eq!(key(&Value::Float(f64::NAN)), None);
+    }
+}
