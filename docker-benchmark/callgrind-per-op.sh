@@ -21,6 +21,9 @@
 # Each TEST is a redis-benchmark -t name (set, get, incr, hset, sadd, lpush, ...).
 # CACHE_SIM=1 also simulates the caches and prints last-level data misses per command
 # (DLmr + DLmw: a proxy for the memory stalls that instruction counts do not show).
+# The simulated last level is 32 MiB, 16-way (LL_CACHE=size,assoc,line overrides it):
+# valgrind would otherwise copy the host's, which on a large server holds a whole
+# million-key data set and shows no misses at all.
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -47,7 +50,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-port_of() { echo $((20000 + RANDOM % 20000)); }
+# A port no socket uses now (the kernel picks it).
+port_of() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # Runs one server under callgrind, preloads the keyspace for reads, runs `count`
 # commands of `test`, stops the server and prints the total instructions (Ir).
@@ -58,11 +62,11 @@ measure() {
     out="$TMP/$server-$test-$count.out"
     rm -rf "$TMP/data"
     if [[ "$server" == redis ]]; then
-        valgrind --tool=callgrind ${CACHE_SIM:+--cache-sim=yes} --callgrind-out-file="$out" \
+        valgrind --tool=callgrind ${CACHE_SIM:+--cache-sim=yes --LL=${LL_CACHE:-33554432,16,64}} --callgrind-out-file="$out" \
             redis-server --port "$port" --save '' --appendonly no >"$TMP/server.log" 2>&1 &
     else
         # shellcheck disable=SC2086
-        valgrind --tool=callgrind ${CACHE_SIM:+--cache-sim=yes} --callgrind-out-file="$out" \
+        valgrind --tool=callgrind ${CACHE_SIM:+--cache-sim=yes --LL=${LL_CACHE:-33554432,16,64}} --callgrind-out-file="$out" \
             "$MERIDIAN_BIN" --port "$port" --shards 1 --data-dir "$TMP/data" ${MERIDIAN_EXTRA_ARGS:-} \
             --log warn >"$TMP/server.log" 2>&1 &
     fi
