@@ -238,3 +238,47 @@ pub async fn wrong_type_is_the_destinations(access: &impl Shards, command: &Bloc
     let reply = access.run_one(access.shard_of(source), probe).await.into_frame();
     matches!(reply, Frame::Simple(name) if name.as_ref() == b"list")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str) -> Vec<Bytes> {
+        vec![Bytes::copy_from_slice(name.as_bytes())]
+    }
+
+    #[test]
+    fn clients_are_queued_by_when_their_command_arrived_not_when_they_registered() {
+        let waiters = Waiters::default();
+        let late = waiters.register(&key("q"), 200);
+        let early = waiters.register(&key("q"), 100);
+        waiters.wake(&key("q"));
+        assert!(early.take_wake(), "the earlier arrival is woken");
+        assert!(!late.take_wake());
+        drop(early);
+        waiters.wake(&key("q"));
+        assert!(late.take_wake(), "then the next one");
+    }
+
+    #[test]
+    fn a_wake_up_is_being_served_until_the_woken_clients_try_is_done() {
+        let waiters = Waiters::default();
+        let blocked = waiters.register(&key("q"), 1);
+        assert!(!waiters.is_serving());
+        waiters.wake(&key("q"));
+        waiters.wake(&key("q"));
+        assert!(waiters.is_serving(), "a command must wait for the woken client");
+        let owed = blocked.take_wake();
+        assert!(owed && !blocked.take_wake(), "two wake-ups before a try are answered by one try");
+        // The try woke someone else (a BLMOVE's push): counted before this one ends.
+        let other = waiters.register(&key("dst"), 2);
+        waiters.wake(&key("dst"));
+        waiters.served(owed);
+        assert!(waiters.is_serving(), "the chain is still being served");
+        // A woken client that leaves before its try (timeout, disconnect) is done too.
+        drop(other);
+        assert!(!waiters.is_serving());
+        drop(blocked);
+        assert_eq!(waiters.blocked_clients(), 0);
+    }
+}

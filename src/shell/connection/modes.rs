@@ -37,11 +37,14 @@ impl Connection {
             }
             first = false;
             if let Some(reply) = found {
+                // A wake-up that came during this try is answered by it too.
+                let late = registration.take_wake();
                 drop(registration);
                 // Serve the next client waiting on these keys, if more is there; only
                 // then is this wake-up served (the next one is counted first).
                 state.waiters.wake(&command.keys);
                 state.waiters.served(owed);
+                state.waiters.served(late);
                 return reply;
             }
             state.waiters.served(owed);
