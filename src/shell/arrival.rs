@@ -22,6 +22,7 @@ use tokio::net::TcpStream;
 
 /// Ask the kernel to stamp what arrives on `listener`'s connections. A failure only
 /// costs the ordering precision: logged, never fatal.
+#[cfg(target_os = "linux")]
 pub fn enable_on_listener(listener: &std::net::TcpListener) {
     let on: libc::c_int = 1;
     // SAFETY: a valid socket descriptor, a c_int option value and its length.
@@ -39,6 +40,10 @@ pub fn enable_on_listener(listener: &std::net::TcpListener) {
     }
 }
 
+/// Elsewhere (the stamps are Linux's) reads are stamped with their own time.
+#[cfg(not(target_os = "linux"))]
+pub fn enable_on_listener(_listener: &std::net::TcpListener) {}
+
 /// Now, in the stamps' clock.
 pub fn now_ns() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
@@ -53,7 +58,11 @@ pub async fn read(stream: &TcpStream, buf: &mut BytesMut) -> io::Result<(usize, 
     }
     loop {
         stream.readable().await?;
-        match stream.try_io(Interest::READABLE, || recv_stamped(stream.as_raw_fd(), buf)) {
+        #[cfg(target_os = "linux")]
+        let read = stream.try_io(Interest::READABLE, || recv_stamped(stream.as_raw_fd(), buf));
+        #[cfg(not(target_os = "linux"))]
+        let read = stream.try_read_buf(buf).map(|n| (n, now_ns()));
+        match read {
             Ok(read) => return Ok(read),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
             Err(e) => return Err(e),
@@ -62,6 +71,7 @@ pub async fn read(stream: &TcpStream, buf: &mut BytesMut) -> io::Result<(usize, 
 }
 
 /// One `recvmsg` into `buf`'s spare room, with the stamp from its control message.
+#[cfg(target_os = "linux")]
 fn recv_stamped(fd: i32, buf: &mut BytesMut) -> io::Result<(usize, u64)> {
     let spare = buf.chunk_mut();
     let mut iov = libc::iovec { iov_base: spare.as_mut_ptr().cast(), iov_len: spare.len() };
@@ -87,6 +97,7 @@ fn recv_stamped(fd: i32, buf: &mut BytesMut) -> io::Result<(usize, u64)> {
 }
 
 /// The `SCM_TIMESTAMPNS` control message's time, if the kernel sent one.
+#[cfg(target_os = "linux")]
 fn stamp_of(msg: &libc::msghdr) -> Option<u64> {
     // SAFETY: `msg` was filled by recvmsg; the CMSG macros walk within msg_controllen.
     unsafe {
@@ -103,7 +114,7 @@ fn stamp_of(msg: &libc::msghdr) -> Option<u64> {
     None
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 
@@ -112,6 +123,25 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         enable_on_listener(&listener);
         let address = listener.local_addr().expect("address");
+        // The kernel turns stamping on through a deferred work item: until it has run,
+        // packets arrive unstamped (and reads fall back to their own time). A server
+        // enables it once at start-up; here, wait until a probe comes back stamped.
+        let mut stamping = false;
+        for _ in 0..200 {
+            let mut probe = std::net::TcpStream::connect(address).expect("connect");
+            let (accepted, _) = listener.accept().expect("accept");
+            std::io::Write::write_all(&mut probe, b"p").expect("write");
+            accepted.set_nonblocking(true).expect("nonblocking");
+            let accepted = TcpStream::from_std(accepted).expect("tokio");
+            let before_read = now_ns();
+            let (_, stamp) = read(&accepted, &mut BytesMut::new()).await.expect("read");
+            if stamp <= before_read {
+                stamping = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        assert!(stamping, "the kernel never stamped a packet");
         let mut first = std::net::TcpStream::connect(address).expect("connect");
         let mut second = std::net::TcpStream::connect(address).expect("connect");
         let (a, _) = listener.accept().expect("accept");
