@@ -7,11 +7,10 @@
 //! when a unit passes more. Needs `tclsh` and `redis-cli` (`.ci/run` installs them);
 //! without them, or without `../shared/redis-tests`, it says SKIPPED and passes.
 //!
-//! Not here: `unit/type/list` (218 of Redis's 219 on a release build, run by hand). Two
-//! of its tests depend on blocked clients being served in an order our threads do not
-//! promise (docs/semantics.md, blocking pops): "Circular BRPOPLPUSH" fails now and then,
-//! and "BRPOPLPUSH with multiple blocked clients" can hang when two clients block within
-//! microseconds of each other on different shard threads, which would make CI flaky.
+//! `unit/type/list` runs here since blocked clients are served in Redis's order: queued
+//! by the kernel's arrival stamp of their command, and served before any other command
+//! runs (`src/shell/blocking.rs`). "BRPOPLPUSH with multiple blocked clients" and
+//! "Circular BRPOPLPUSH" depend on both.
 
 mod common;
 
@@ -23,7 +22,9 @@ const UNITS: &[(&str, usize, usize, &str)] = &[
     ("unit/type/hash", 72, 0, ""),
     ("unit/type/set", 95, 0, ""),
     ("unit/type/zset", 308, 0, ""),
+    ("unit/type/list", 219, 0, ""),
     ("unit/type/list-2", 2, 0, ""),
+    ("unit/type/list-3", 11, 0, ""),
     ("unit/type/string", 75, 0, ""),
     ("unit/type/incr", 23, 0, ""),
     ("unit/expire", 58, 0, ""),

@@ -8,9 +8,21 @@
 //! so one push of several elements serves several clients. A wake-up is a hint: the
 //! woken client tries its non-blocking command, and waits again if someone else got
 //! there first. Never touches a socket.
+//!
+//! Two orders are Redis's:
+//! - *Who waited longest* is who sent the command first: clients are queued by the
+//!   kernel's arrival stamp of their command (`arrival.rs`), not by when their thread got
+//!   round to registering them, so two clients that block microseconds apart from two
+//!   shard threads are still served in the order they sent their commands.
+//! - *Before the next command*: Redis serves the clients a write woke before it runs any
+//!   other command. Here a wake-up counts as *serving* until the woken client has made
+//!   its try (and the wake-ups its own try made, a BLMOVE pushing to a list another
+//!   client waits on, are served too); every connection waits for [`Waiters::settled`]
+//!   before it runs a command. The wait is bounded ([`SETTLE_WAIT_MS_MAX`]): a woken
+//!   client whose thread is stuck delays the others by that much at most.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
@@ -23,16 +35,31 @@ use crate::command::{Command, parse_command};
 use crate::protocol::Frame;
 use crate::shard::ShardOp;
 
-/// Per key, the blocked clients (id and wake-up) in the order they blocked.
-type Queues = HashMap<Bytes, VecDeque<(u64, Arc<Notify>)>>;
+/// The longest a command waits for woken clients to be served before it runs anyway.
+pub const SETTLE_WAIT_MS_MAX: u64 = 1000;
+
+/// One blocked client: its wake-up, and whether a wake-up is owed a try.
+pub struct Waiter {
+    pub notify: Notify,
+    /// Set by a wake-up until the client starts the try that answers it; while set, the
+    /// wake-up counts in [`Waiters::serving`].
+    woken: AtomicBool,
+}
+
+/// Per key, the blocked clients (arrival stamp, id, waiter), oldest arrival first.
+type Queues = HashMap<Bytes, VecDeque<(u64, u64, Arc<Waiter>)>>;
 
 #[derive(Default)]
 pub struct Waiters {
-    /// Per key, the blocked clients in the order they blocked.
+    /// Per key, the blocked clients in the order their commands arrived.
     by_key: Mutex<Queues>,
     /// Clients blocked now (INFO `blocked_clients`); 0 lets writers skip the lock.
     blocked: AtomicUsize,
     next_id: AtomicU64,
+    /// Wake-ups whose client has not finished its try yet.
+    serving: AtomicUsize,
+    /// Signalled when `serving` drops to 0.
+    settled: Notify,
 }
 
 /// A blocked client's place in the queues of its keys; leaving them on drop.
@@ -40,12 +67,24 @@ pub struct Registration<'a> {
     waiters: &'a Waiters,
     id: u64,
     keys: Vec<Bytes>,
-    pub notify: Arc<Notify>,
+    pub waiter: Arc<Waiter>,
+}
+
+impl Registration<'_> {
+    /// Start a try: whether it answers a wake-up (then [`Waiters::served`] must follow
+    /// once the try, and whatever it wrote, is done).
+    pub fn take_wake(&self) -> bool {
+        self.waiter.woken.swap(false, Ordering::AcqRel)
+    }
 }
 
 impl Drop for Registration<'_> {
     fn drop(&mut self) {
         self.waiters.leave(self.id, &self.keys);
+        // Woken, but gone before its try (timeout, disconnect): no longer being served.
+        if self.take_wake() {
+            self.waiters.served(true);
+        }
     }
 }
 
@@ -58,10 +97,11 @@ impl Waiters {
         self.blocked.load(Ordering::Relaxed)
     }
 
-    /// Queue a client on `keys` (each key once).
-    pub fn register(&self, keys: &[Bytes]) -> Registration<'_> {
+    /// Queue a client on `keys` (each key once), behind every client whose command
+    /// arrived before `arrived_ns` and ahead of those that arrived after.
+    pub fn register(&self, keys: &[Bytes], arrived_ns: u64) -> Registration<'_> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let notify = Arc::new(Notify::new());
+        let waiter = Arc::new(Waiter { notify: Notify::new(), woken: AtomicBool::new(false) });
         let mut unique: Vec<Bytes> = Vec::with_capacity(keys.len());
         for key in keys {
             if !unique.contains(key) {
@@ -70,17 +110,19 @@ impl Waiters {
         }
         let mut by_key = self.lock();
         for key in &unique {
-            by_key.entry(key.clone()).or_default().push_back((id, notify.clone()));
+            let queue = by_key.entry(key.clone()).or_default();
+            let at = queue.partition_point(|(stamp, other, _)| (*stamp, *other) <= (arrived_ns, id));
+            queue.insert(at, (arrived_ns, id, waiter.clone()));
         }
         self.blocked.fetch_add(1, Ordering::Relaxed);
-        Registration { waiters: self, id, keys: unique, notify }
+        Registration { waiters: self, id, keys: unique, waiter }
     }
 
     fn leave(&self, id: u64, keys: &[Bytes]) {
         let mut by_key = self.lock();
         for key in keys {
             if let Some(queue) = by_key.get_mut(key) {
-                queue.retain(|(waiter, _)| *waiter != id);
+                queue.retain(|(_, waiter, _)| *waiter != id);
                 if queue.is_empty() {
                     by_key.remove(key);
                 }
@@ -94,12 +136,48 @@ impl Waiters {
         self.blocked.load(Ordering::Relaxed) > 0
     }
 
-    /// `keys` were written: wake the longest-waiting client on each.
+    /// `keys` were written: wake the longest-waiting client on each. Each wake-up is
+    /// being served until that client's try is done.
     pub fn wake(&self, keys: &[Bytes]) {
         let by_key = self.lock();
         for key in keys {
-            if let Some((_, notify)) = by_key.get(key).and_then(VecDeque::front) {
-                notify.notify_one();
+            if let Some((_, _, waiter)) = by_key.get(key).and_then(VecDeque::front) {
+                if !waiter.woken.swap(true, Ordering::AcqRel) {
+                    self.serving.fetch_add(1, Ordering::AcqRel);
+                }
+                waiter.notify.notify_one();
+            }
+        }
+    }
+
+    /// A woken client's try is over (`owed`: it answered a wake-up). Call only after the
+    /// try's own writes woke whoever they wake, so the count cannot pass through 0
+    /// while a chain of wake-ups is still going.
+    pub fn served(&self, owed: bool) {
+        if owed && self.serving.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.settled.notify_waiters();
+        }
+    }
+
+    /// Whether some woken client has not made its try yet.
+    pub fn is_serving(&self) -> bool {
+        self.serving.load(Ordering::Acquire) > 0
+    }
+
+    /// Wait until every woken client has made its try (at most [`SETTLE_WAIT_MS_MAX`]).
+    pub async fn settled(&self) {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(SETTLE_WAIT_MS_MAX);
+        while self.is_serving() {
+            let notified = self.settled.notified();
+            tokio::pin!(notified);
+            // Registered before the look, so a drop to 0 in between is not missed.
+            notified.as_mut().enable();
+            if !self.is_serving() {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                tracing::debug!("blocked clients still being served after {SETTLE_WAIT_MS_MAX} ms; going on");
+                return;
             }
         }
     }
@@ -159,4 +237,48 @@ pub async fn wrong_type_is_the_destinations(access: &impl Shards, command: &Bloc
     let probe = fanout::quiet(ShardOp::Key(crate::command::KeyCommand::Type(source.clone())));
     let reply = access.run_one(access.shard_of(source), probe).await.into_frame();
     matches!(reply, Frame::Simple(name) if name.as_ref() == b"list")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str) -> Vec<Bytes> {
+        vec![Bytes::copy_from_slice(name.as_bytes())]
+    }
+
+    #[test]
+    fn clients_are_queued_by_when_their_command_arrived_not_when_they_registered() {
+        let waiters = Waiters::default();
+        let late = waiters.register(&key("q"), 200);
+        let early = waiters.register(&key("q"), 100);
+        waiters.wake(&key("q"));
+        assert!(early.take_wake(), "the earlier arrival is woken");
+        assert!(!late.take_wake());
+        drop(early);
+        waiters.wake(&key("q"));
+        assert!(late.take_wake(), "then the next one");
+    }
+
+    #[test]
+    fn a_wake_up_is_being_served_until_the_woken_clients_try_is_done() {
+        let waiters = Waiters::default();
+        let blocked = waiters.register(&key("q"), 1);
+        assert!(!waiters.is_serving());
+        waiters.wake(&key("q"));
+        waiters.wake(&key("q"));
+        assert!(waiters.is_serving(), "a command must wait for the woken client");
+        let owed = blocked.take_wake();
+        assert!(owed && !blocked.take_wake(), "two wake-ups before a try are answered by one try");
+        // The try woke someone else (a BLMOVE's push): counted before this one ends.
+        let other = waiters.register(&key("dst"), 2);
+        waiters.wake(&key("dst"));
+        waiters.served(owed);
+        assert!(waiters.is_serving(), "the chain is still being served");
+        // A woken client that leaves before its try (timeout, disconnect) is done too.
+        drop(other);
+        assert!(!waiters.is_serving());
+        drop(blocked);
+        assert_eq!(waiters.blocked_clients(), 0);
+    }
 }

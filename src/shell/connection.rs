@@ -93,6 +93,7 @@ pub async fn serve(
         reply_mode: ReplyMode::On,
         skip: Skip::None,
         silenced: std::collections::VecDeque::new(),
+        arrived_ns: super::arrival::now_ns(),
     };
     if let Err(e) = connection.run().await {
         tracing::debug!(client = info.id, "connection closed: {e}");
@@ -147,6 +148,9 @@ struct Connection {
     skip: Skip,
     /// Reply slots not to send (CLIENT REPLY OFF/SKIP), ascending.
     silenced: std::collections::VecDeque<usize>,
+    /// When the last bytes read arrived (the kernel's stamp): a blocking pop queues
+    /// behind the clients whose commands arrived before it.
+    arrived_ns: u64,
 }
 
 /// CLIENT REPLY SKIP silences itself and the command after it.
@@ -210,8 +214,10 @@ impl Connection {
                         self.deliver(message).await?;
                         continue;
                     }
-                    read = self.stream.read_buf(&mut self.read_buf) => read?,
+                    read = super::arrival::read(&self.stream, &mut self.read_buf) => read?,
                 };
+                let (read, arrived_ns) = read;
+                self.arrived_ns = arrived_ns;
                 if read == 0 {
                     return Ok(());
                 }
@@ -375,6 +381,10 @@ impl Connection {
     }
 
     async fn dispatch(&mut self, index: Option<usize>, args: Vec<Bytes>) {
+        // As Redis: clients a write woke are served before any other command runs.
+        if self.state().waiters.is_serving() {
+            self.state().waiters.settled().await;
+        }
         let slot = self.replies.len();
         self.replies.push(None);
         let spec = index.map(|i| &table::COMMANDS[i]);

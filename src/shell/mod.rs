@@ -5,6 +5,7 @@
 //! Kept thin on purpose: deciding things is the shard's job (`shard/`); this layer
 //! moves bytes and messages, reads the wall clock, and hands both to the core.
 
+pub mod arrival;
 pub mod blocking;
 pub mod clients;
 pub mod connection;
@@ -144,6 +145,7 @@ pub fn run(config: Config) -> Result<(), String> {
     let listener = std::net::TcpListener::bind((config.bind.as_str(), config.port))
         .map_err(|e| format!("cannot listen on {}:{}: {e}", config.bind, config.port))?;
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    arrival::enable_on_listener(&listener);
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
 
     let mut mailboxes = Vec::with_capacity(shard_count);

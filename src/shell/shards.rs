@@ -30,6 +30,7 @@ pub fn apply_local_one(shard: &SharedShard, state: &ServerState, op: ShardOp, no
     shard.set_encoding_limits(state.runtime.encoding_limits());
     super::notify::sync_flags(&mut shard, state);
     let reply = super::graph_time::timed(super::graph_time::is_graph_query(&op), || shard.apply(op, now_ms));
+    let written = if wrote(&reply) { written } else { Vec::new() };
     super::notify::publish_raised(&mut shard, state);
     wake_batcher_if_ready(&mut shard, state);
     if !written.is_empty() {
@@ -42,19 +43,38 @@ pub fn apply_local_one(shard: &SharedShard, state: &ServerState, op: ShardOp, no
 pub fn apply_local(shard: &SharedShard, state: &ServerState, ops: Vec<ShardOp>) -> Vec<ShardReply> {
     let now = super::now_ms();
     // Blocked clients are woken by writes to their keys, local or merged from a peer.
-    let written: Vec<Bytes> = if state.waiters.is_active() { ops.iter().flat_map(ShardOp::written_keys).collect() } else { Vec::new() };
+    let waking = state.waiters.is_active();
+    let mut written: Vec<Bytes> = Vec::new();
     let mut shard = shard.borrow_mut();
     shard.set_string_bytes_max(state.runtime.proto_max_bulk_len());
     shard.set_encoding_limits(state.runtime.encoding_limits());
     super::notify::sync_flags(&mut shard, state);
-    let replies =
-        ops.into_iter().map(|op| super::graph_time::timed(super::graph_time::is_graph_query(&op), || shard.apply(op, now))).collect();
+    let replies = ops
+        .into_iter()
+        .map(|op| {
+            let keys = if waking { op.written_keys() } else { Vec::new() };
+            let reply = super::graph_time::timed(super::graph_time::is_graph_query(&op), || shard.apply(op, now));
+            if !keys.is_empty() && wrote(&reply) {
+                written.extend(keys);
+            }
+            reply
+        })
+        .collect();
     super::notify::publish_raised(&mut shard, state);
     wake_batcher_if_ready(&mut shard, state);
     if !written.is_empty() {
         state.waiters.wake(&written);
     }
     replies
+}
+
+/// Whether an operation that may write its keys did: a nil or an error says it did
+/// nothing, and then it wakes no blocked client. (A BLMOVE's retry that finds its source
+/// empty writes nothing to its destination; were the destination's clients woken anyway,
+/// two clients blocked in a circle, `BLMOVE a b` and `BLMOVE b a`, would wake each other
+/// forever.)
+fn wrote(reply: &ShardReply) -> bool {
+    !matches!(reply, ShardReply::Frame(Frame::Null | Frame::NullArray)) && !matches!(reply, ShardReply::Frame(f) if f.is_error())
 }
 
 /// A busy shard's outbox is drained as soon as it fills to its eager size rather than

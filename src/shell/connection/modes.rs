@@ -2,7 +2,6 @@
 //! delivery, and CLIENT REPLY's silencing. Part of [`super::Connection`].
 
 use super::{Connection, MESSAGES_PER_WAKE_MAX, Skip};
-use tokio::io::AsyncReadExt;
 
 use crate::command::blocking::{BlockingCommand, timed_out};
 use crate::command::{Command, PubSubCommand, ReplyMode, TransactionCommand, table};
@@ -21,10 +20,11 @@ impl Connection {
         let deadline = (command.timeout_ms > 0).then(|| tokio::time::Instant::now() + std::time::Duration::from_millis(command.timeout_ms));
         // Registered before the first try: clients are served in the order they arrived,
         // and a write between a try and the wait wakes us.
-        let registration = state.waiters.register(&command.keys);
+        let registration = state.waiters.register(&command.keys, self.arrived_ns);
         let _blocked = BlockedFlag::set(&self.info);
         let mut first = true;
         loop {
+            let owed = registration.take_wake();
             let mut found = blocking::try_once(&self.access, &command).await;
             // A source key of another type is answered WRONGTYPE at once, but not while
             // blocked (as Redis: the client waits until it is a list again); a
@@ -37,11 +37,17 @@ impl Connection {
             }
             first = false;
             if let Some(reply) = found {
+                // A wake-up that came during this try is answered by it too.
+                let late = registration.take_wake();
                 drop(registration);
-                // Serve the next client waiting on these keys, if more is there.
+                // Serve the next client waiting on these keys, if more is there; only
+                // then is this wake-up served (the next one is counted first).
                 state.waiters.wake(&command.keys);
+                state.waiters.served(owed);
+                state.waiters.served(late);
                 return reply;
             }
+            state.waiters.served(owed);
             let query_limit = state.runtime.client_query_buffer_limit();
             let may_read = super::make_read_room(&mut self.read_buf, self.read_closed, query_limit);
             tokio::select! {
@@ -50,7 +56,7 @@ impl Connection {
                     self.closing = true;
                     return timed_out(command.name);
                 }
-                _ = registration.notify.notified() => {}
+                _ = registration.waiter.notify.notified() => {}
                 _ = self.info.unblock.notified() => {
                     return if self.info.unblock_error.swap(false, std::sync::atomic::Ordering::Relaxed) {
                         Frame::static_error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
@@ -59,9 +65,9 @@ impl Connection {
                     };
                 }
                 _ = sleep_until(deadline) => return timed_out(command.name),
-                read = self.stream.read_buf(&mut self.read_buf), if may_read => match read {
+                read = crate::shell::arrival::read(&self.stream, &mut self.read_buf), if may_read => match read {
                     // The client went away: nothing is popped for it.
-                    Ok(0) | Err(_) => {
+                    Ok((0, _)) | Err(_) => {
                         self.read_closed = true;
                         self.closing = true;
                         return timed_out(command.name);
