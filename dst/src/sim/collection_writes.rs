@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use meridian::crdt::{Dot, VersionVector};
 use meridian::engine::kv::KeyState;
+use meridian::engine::kv::element::ElementRef;
 use meridian::protocol::Frame;
 
 use super::Sim;
@@ -38,7 +39,7 @@ fn elements_of(state: &KeyState) -> Option<&Elements> {
 
 /// An element's value as the collection oracle compares it: a hash field's or a list
 /// element's value, a sorted set member's score as text, nothing for a set member.
-fn element_value(state: &KeyState, element: &KeyState) -> Option<Bytes> {
+fn element_value(state: &KeyState, element: ElementRef<'_>) -> Option<Bytes> {
     if state.zset_members().is_some() {
         Some(Bytes::from(score_text_of(element.score())))
     } else if state.hash().is_some() || state.list_elements().is_some() {
@@ -51,7 +52,9 @@ fn element_value(state: &KeyState, element: &KeyState) -> Option<Bytes> {
 /// The live elements of `key` on `node`: name and (but for a set) value.
 fn live_elements(state: Option<&KeyState>) -> BTreeMap<Bytes, Option<Bytes>> {
     let Some(state) = state.filter(|s| s.exists()) else { return BTreeMap::new() };
-    elements_of(state).map(|e| e.iter().map(|(name, s)| (name.clone(), element_value(state, s))).collect()).unwrap_or_default()
+    elements_of(state)
+        .map(|e| e.iter().map(|(name, s)| (Bytes::copy_from_slice(name), element_value(state, s))).collect())
+        .unwrap_or_default()
 }
 
 /// A list's live elements in list order, with their values (empty for no list).
@@ -91,7 +94,7 @@ impl Sim {
                     .as_ref()
                     .filter(|s| s.exists())
                     .and_then(elements_of)
-                    .map(|e| e.iter().map(|(name, s)| (name.clone(), s.causal_context())).collect())
+                    .map(|e| e.iter().map(|(name, s)| (Bytes::copy_from_slice(name), s.causal_context())).collect())
                     .unwrap_or_default();
                 let order = list_order(state.as_ref()).into_iter().map(|(name, _)| name).collect();
                 CollectionBefore { key_ctx: context_of(n, &key), key, element_ctx, order }
@@ -284,7 +287,7 @@ fn element_changes(name: &[u8], args: &[Bytes], op: &CollOp, after: Option<&KeyS
         } else {
             Write::Value(state.read().map(|v| v.to_bytes()).unwrap_or_default())
         };
-        writes.push((n.clone(), write));
+        writes.push((Bytes::copy_from_slice(n), write));
     }
     let removes = op.element_ctx.keys().filter(|n| element(n).is_none()).cloned().collect();
     (writes, removes)

@@ -77,14 +77,15 @@ pub(super) fn live_entries(n: &Node, local: u64) -> BTreeMap<Bytes, ModelEntry> 
             let (mut set, mut zset, mut list) = (None, None, None);
             let (value, hash) = match entry.state.kind() {
                 Some(meridian::engine::kv::KeyKind::Hash) => {
-                    let fields = entry
-                        .state
-                        .hash()
-                        .map(|h| h.iter().map(|(f, s)| (f.clone(), s.read().map(|v| v.to_bytes().to_vec()).unwrap_or_default())).collect());
+                    let fields = entry.state.hash().map(|h| {
+                        h.iter()
+                            .map(|(f, s)| (Bytes::copy_from_slice(f), s.read().map(|v| v.to_bytes().to_vec()).unwrap_or_default()))
+                            .collect()
+                    });
                     (Vec::new(), fields)
                 }
                 Some(meridian::engine::kv::KeyKind::Set) => {
-                    set = entry.state.set_members().map(|s| s.iter().map(|(m, _)| m.clone()).collect());
+                    set = entry.state.set_members().map(|s| s.iter().map(|(m, _)| Bytes::copy_from_slice(m)).collect());
                     (Vec::new(), None)
                 }
                 Some(meridian::engine::kv::KeyKind::Zset) => {

@@ -99,12 +99,11 @@ impl KvEngine {
             let elements = state.part_mut(part);
             let mut shipped = Vec::with_capacity(names.len());
             for (i, name) in names.iter().enumerate() {
-                let before = elements.get(name).cloned();
+                let planted = crate::bugs::active(crate::bugs::Bug::HdelShipsOldField);
+                let before = if planted { elements.get(name).map(|e| e.to_state()) } else { None };
                 let mut element = elements.write(name, |s| write(i, dot, incarnation, s));
                 if !element.exists() {
-                    if crate::bugs::active(crate::bugs::Bug::HdelShipsOldField)
-                        && let Some(before) = before
-                    {
+                    if let Some(before) = before {
                         element = before;
                     }
                     if !keep_tombstones {

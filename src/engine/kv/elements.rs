@@ -25,7 +25,10 @@
 //!
 //! Element states are [`KeyState`]s without a TTL or elements of their own: a hash
 //! field is a register or a counter exactly as a string key is (HSET is SET, HINCRBY is
-//! INCRBY, HDEL is DEL). Order is insertion order while the collection is small, as
+//! INCRBY, HDEL is DEL). They are stored in the compact form of `element.rs` whenever
+//! they hold one value at one dot (almost always), and readers see them through an
+//! [`ElementRef`]; a write or merge takes the element's state out of its slot, changes
+//! it as a [`KeyState`] and stores it back. Order is insertion order while the collection is small, as
 //! Redis's listpack keeps it, so small hashes reply exactly as Redis does.
 //!
 //! Pure data: no I/O, no clock.
@@ -36,7 +39,8 @@ use std::collections::BTreeSet;
 use indexmap::IndexMap;
 
 use super::collection_writes::Part;
-use super::merkle;
+use super::element::{ElementRef, Stored};
+use super::packed::{PACKED_ENTRIES_MAX, Packed, PackedIter};
 use super::score_order::ScoreOrder;
 use super::value::KeyState;
 use crate::crdt::{Dot, Hlc, NodeId, VersionVector};
@@ -46,20 +50,80 @@ use crate::crdt::{Dot, Hlc, NodeId, VersionVector};
 /// unspecified anyway).
 pub const ORDERED_ENTRIES_MAX: usize = 512;
 
-type ElementMap = IndexMap<Bytes, KeyState, foldhash::fast::FixedState>;
+type ElementMap = IndexMap<Bytes, Stored, foldhash::fast::FixedState>;
+
+fn new_map() -> Box<ElementMap> {
+    // Seeded per cluster, as the keyspace: element names are client data too.
+    Box::new(ElementMap::with_hasher(foldhash::fast::FixedState::with_seed(super::hash_seed::key_hash_seed() ^ 0x656c_656d)))
+}
+
+/// The entries themselves, in one of two forms with the same order and meaning.
+#[derive(Clone, Debug)]
+enum Table {
+    /// A small hash's or set's compact elements in one allocation (`packed.rs`).
+    Packed(Packed),
+    /// Everything else: a sorted set, a list, a graph, a collection past the packed
+    /// form's limits or holding an element it cannot pack (a tombstone, a counter).
+    Map(Box<ElementMap>),
+}
+
+/// The map form of `table`, converting a packed one (same order). A free function so
+/// that callers keep the other fields of their collection borrowable.
+fn unpacked(table: &mut Table) -> &mut ElementMap {
+    if let Table::Packed(packed) = table {
+        let mut map = new_map();
+        map.reserve(packed.len());
+        for (name, element) in packed.iter() {
+            map.insert(Bytes::copy_from_slice(name), Stored::from_view(element));
+        }
+        *table = Table::Map(map);
+    }
+    match table {
+        Table::Map(map) => map,
+        Table::Packed(_) => unreachable!("just unpacked"),
+    }
+}
+
+/// Every entry of a collection in order, whichever form holds it.
+pub enum Entries<'a> {
+    Packed(PackedIter<'a>),
+    Map(indexmap::map::Iter<'a, Bytes, Stored>),
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = (&'a [u8], ElementRef<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Entries::Packed(iter) => iter.next(),
+            Entries::Map(iter) => iter.next().map(|(name, stored)| (name.as_ref(), stored.view())),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            Entries::Packed(iter) => iter.size_hint(),
+            Entries::Map(iter) => iter.size_hint(),
+        }
+    }
+}
 
 /// A collection's elements, live and removed, with what whole-key removes have seen.
 #[derive(Clone, Debug)]
 pub struct Elements {
-    entries: ElementMap,
-    /// How many entries exist (the rest are tombstones).
-    live: usize,
+    table: Table,
+    /// Whether this collection takes the packed form while it fits (hashes and sets;
+    /// a sorted set's and a list's indexes name their elements by `Bytes`).
+    packs: bool,
+    /// How many entries exist (the rest are tombstones). 32 bits, next to `packs`:
+    /// a small collection's header fits jemalloc's 96-byte class.
+    live: u32,
     /// What whole-key removes have seen: any element dot it covers is gone.
     removed: VersionVector,
     /// The join of every element context ever held here: with `removed`, what a
     /// whole-key remove of this collection has seen.
     seen: VersionVector,
-    /// XOR of `merkle::digest(name, element)` over every entry, kept write by write so
+    /// XOR of `merkle::digest(name, element state)` over every entry, kept write by write so
     /// that the key's digest never rereads the collection.
     digest: u64,
     /// A sorted set's live members by score (`None` for other parts), kept in step
@@ -96,7 +160,8 @@ fn live_score(state: &KeyState) -> Option<f64> {
 impl Default for Elements {
     fn default() -> Self {
         Elements {
-            entries: ElementMap::with_hasher(foldhash::fast::FixedState::with_seed(super::hash_seed::key_hash_seed() ^ 0x656c_656d)),
+            table: Table::Map(new_map()),
+            packs: false,
             live: 0,
             removed: VersionVector::new(),
             seen: VersionVector::new(),
@@ -113,13 +178,13 @@ impl PartialEq for Elements {
         self.live == other.live
             && self.removed == other.removed
             && self.digest == other.digest
-            && self.entries.len() == other.entries.len()
-            && self.entries.iter().all(|(name, state)| other.entries.get(name) == Some(state))
+            && self.entries_len() == other.entries_len()
+            && self.entries().all(|(name, state)| other.lookup(name) == Some(state))
     }
 }
 
 fn element_digest(name: &[u8], state: &KeyState) -> u64 {
-    merkle::digest(name, state)
+    super::merkle::digest(name, state)
 }
 
 /// Put an element in its canonical form under the collection's `removed` context: the
@@ -142,7 +207,43 @@ impl Elements {
     pub fn for_part(part: Part) -> Elements {
         let order = (part == Part::Zset).then(Box::default);
         let positions = (part == Part::List).then(Box::default);
-        Elements { order, positions, ..Elements::default() }
+        let packs = matches!(part, Part::Hash | Part::Set);
+        let table = if packs { Table::Packed(Packed::default()) } else { Table::Map(new_map()) };
+        Elements { table, packs, order, positions, ..Elements::default() }
+    }
+
+    /// Whether the elements are in the packed form (OBJECT ENCODING does not ask: it
+    /// reports what Redis would, by Redis's settings).
+    pub fn is_packed(&self) -> bool {
+        matches!(self.table, Table::Packed(_))
+    }
+
+    /// Bytes the packed form allocates (0 in the map form): MEMORY USAGE.
+    pub fn packed_bytes(&self) -> usize {
+        match &self.table {
+            Table::Packed(packed) => packed.bytes(),
+            Table::Map(_) => 0,
+        }
+    }
+
+    /// Go back to the packed form if this collection takes it and its entries fit
+    /// (after a change in the map form: a merge, a remove, a tombstone dropped).
+    fn repack(&mut self) {
+        let Table::Map(map) = &self.table else { return };
+        if !self.packs || map.len() > PACKED_ENTRIES_MAX {
+            return;
+        }
+        if let Some(packed) = Packed::build(map.iter().map(|(name, stored)| (name.as_ref(), stored.view()))) {
+            self.table = Table::Packed(packed);
+        }
+    }
+
+    /// An entry by name, tombstones included.
+    fn lookup(&self, name: &[u8]) -> Option<ElementRef<'_>> {
+        match &self.table {
+            Table::Packed(packed) => packed.find(name).map(|(_, element)| element),
+            Table::Map(map) => map.get(name).map(Stored::view),
+        }
     }
 
     /// A list's live elements in list order (`None` for other parts).
@@ -157,7 +258,7 @@ impl Elements {
 
     /// Live elements.
     pub fn len(&self) -> usize {
-        self.live
+        self.live as usize
     }
 
     pub fn is_empty(&self) -> bool {
@@ -166,11 +267,14 @@ impl Elements {
 
     /// Entries held, tombstones included.
     pub fn entries_len(&self) -> usize {
-        self.entries.len()
+        match &self.table {
+            Table::Packed(packed) => packed.len(),
+            Table::Map(map) => map.len(),
+        }
     }
 
     pub fn tombstones(&self) -> usize {
-        self.entries.len() - self.live
+        self.entries_len() - self.live as usize
     }
 
     pub fn removed(&self) -> &VersionVector {
@@ -189,24 +293,44 @@ impl Elements {
     }
 
     /// A live element's state.
-    pub fn get(&self, name: &[u8]) -> Option<&KeyState> {
-        self.entries.get(name).filter(|s| s.exists())
+    pub fn get(&self, name: &[u8]) -> Option<ElementRef<'_>> {
+        self.lookup(name).filter(|s| s.exists())
     }
 
     /// Live elements in order.
-    pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &KeyState)> + '_ {
-        self.entries.iter().filter(|(_, s)| s.exists())
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], ElementRef<'_>)> + '_ {
+        self.entries().filter(|(_, s)| s.exists())
     }
 
     /// Every entry, tombstones included (the codec, the digest tests).
-    pub fn entries(&self) -> impl Iterator<Item = (&Bytes, &KeyState)> + '_ {
-        self.entries.iter()
+    pub fn entries(&self) -> Entries<'_> {
+        match &self.table {
+            Table::Packed(packed) => Entries::Packed(packed.iter()),
+            Table::Map(map) => Entries::Map(map.iter()),
+        }
+    }
+
+    /// Every entry with its name as the map holds it: a list's, whose position index
+    /// shares the names (lists are never packed).
+    pub fn keyed_entries(&self) -> impl Iterator<Item = (&Bytes, ElementRef<'_>)> + '_ {
+        let map = match &self.table {
+            Table::Map(map) => Some(map.iter()),
+            Table::Packed(packed) => {
+                debug_assert!(packed.is_empty(), "a collection with named entries is never packed");
+                None
+            }
+        };
+        map.into_iter().flatten().map(|(name, stored)| (name, stored.view()))
     }
 
     /// The live element at `index` among all entries, if that entry is live (random
     /// picks: HRANDFIELD draws entry indexes and skips tombstones).
-    pub fn entry_at(&self, index: usize) -> Option<(&Bytes, &KeyState)> {
-        self.entries.get_index(index).filter(|(_, s)| s.exists())
+    pub fn entry_at(&self, index: usize) -> Option<(&[u8], ElementRef<'_>)> {
+        let entry = match &self.table {
+            Table::Packed(packed) => packed.iter().nth(index),
+            Table::Map(map) => map.get_index(index).map(|(name, stored)| (name.as_ref(), stored.view())),
+        };
+        entry.filter(|(_, s)| s.exists())
     }
 
     /// The newest stamp of `node` held or seen here.
@@ -226,28 +350,53 @@ impl Elements {
     /// Apply a local write to one element (creating it if absent) and return the
     /// element's new state: the delta to ship. `write` gets the current state (a fresh
     /// one if the element does not exist, its tombstone if it was removed).
-    pub fn write(&mut self, name: &Bytes, write: impl FnOnce(&mut KeyState)) -> KeyState {
-        let index = match self.entries.get_index_of(name.as_ref()) {
-            Some(index) => index,
-            None => self.entries.insert_full(Bytes::copy_from_slice(name), KeyState::new()).0,
+    pub fn write(&mut self, name: &[u8], write: impl FnOnce(&mut KeyState)) -> KeyState {
+        let (mut state, old_digest) = match &mut self.table {
+            Table::Packed(packed) => match packed.find(name) {
+                Some((_, element)) => (element.to_state(), element.digest(name)),
+                None => (KeyState::new(), 0),
+            },
+            Table::Map(map) => match map.get_full_mut(name) {
+                Some((_, stored_name, slot)) => {
+                    let old_digest = slot.view().digest(stored_name);
+                    (std::mem::replace(slot, Stored::PLACEHOLDER).into_state(), old_digest)
+                }
+                None => (KeyState::new(), 0),
+            },
         };
-        let (stored_name, state) = self.entries.get_index_mut(index).expect("index just found");
+        let old_digest = if state.is_blank() { 0 } else { old_digest };
         let was_live = state.exists();
-        let old_digest = if state.is_blank() { 0 } else { element_digest(stored_name, state) };
-        let old_score = self.order.is_some().then(|| live_score(state)).flatten();
-        write(state);
+        let old_score = self.order.is_some().then(|| live_score(&state)).flatten();
+        write(&mut state);
         debug_assert!(state.is_element(), "an element holds neither a TTL nor elements");
-        canonical(state, &self.removed);
-        if let Some(order) = self.order.as_deref_mut() {
-            order.update(stored_name, old_score, live_score(state));
+        canonical(&mut state, &self.removed);
+        let stored = Stored::from_state(&state);
+        let new_digest = stored.view().digest(name);
+        stored.view().add_context_to(&mut self.seen);
+        let repacked = match &self.table {
+            Table::Packed(packed) => packed.with_element(name, stored.view()),
+            Table::Map(_) => None,
+        };
+        match repacked {
+            Some(packed) => self.table = Table::Packed(packed),
+            None => {
+                // The map form: the element did not pack, or the collection never does.
+                let map = unpacked(&mut self.table);
+                let index = match map.get_index_of(name) {
+                    Some(index) => index,
+                    None => map.insert_full(Bytes::copy_from_slice(name), Stored::PLACEHOLDER).0,
+                };
+                let (stored_name, slot) = map.get_index_mut(index).expect("index just found");
+                if let Some(order) = self.order.as_deref_mut() {
+                    order.update(stored_name, old_score, live_score(&state));
+                }
+                note_position(self.positions.as_deref_mut(), stored_name, was_live, state.exists());
+                *slot = stored;
+            }
         }
-        note_position(self.positions.as_deref_mut(), stored_name, was_live, state.exists());
-        let new_digest = element_digest(stored_name, state);
         self.digest ^= old_digest ^ new_digest;
-        self.seen.merge(&state.causal_context());
-        let delta = state.clone();
-        self.account(was_live, delta.exists());
-        delta
+        self.account(was_live, state.exists());
+        state
     }
 
     fn account(&mut self, was_live: bool, is_live: bool) {
@@ -265,21 +414,27 @@ impl Elements {
         if !self.removed.dominates(&other.removed) {
             self.remove_observed(&other.removed, false);
         }
-        for (name, incoming) in &other.entries {
-            self.merge_element(name, incoming, forgotten);
+        if other.entries_len() > 0 {
+            unpacked(&mut self.table);
         }
+        for (name, incoming) in other.entries() {
+            self.merge_element(name, incoming.to_state(), forgotten);
+        }
+        self.repack();
     }
 
-    fn merge_element(&mut self, name: &Bytes, incoming: &KeyState, forgotten: &VersionVector) {
+    /// Merge one element; the table is in the map form.
+    fn merge_element(&mut self, name: &[u8], mut incoming: KeyState, forgotten: &VersionVector) {
         debug_assert!(incoming.is_element());
-        let mut incoming = incoming.clone();
         if incoming.has_dot_covered_by(&self.removed) {
             incoming.remove_covered_values(&self.removed);
         }
-        match self.entries.get_full_mut(name.as_ref()) {
-            Some((_, stored_name, state)) => {
+        match unpacked(&mut self.table).get_full_mut(name) {
+            Some((_, stored_name, slot)) => {
+                let old_digest = slot.view().digest(stored_name);
+                let mut taken = std::mem::replace(slot, Stored::PLACEHOLDER).into_state();
+                let state = &mut taken;
                 let was_live = state.exists();
-                let old_digest = element_digest(stored_name, state);
                 let old_score = self.order.is_some().then(|| live_score(state)).flatten();
                 let remove_wins = crate::bugs::active(crate::bugs::Bug::RemoveWinsMerge) && was_live != incoming.exists() && {
                     let (live, dead) = if was_live { (&*state, &incoming) } else { (&incoming, &*state) };
@@ -299,6 +454,9 @@ impl Elements {
                 note_position(self.positions.as_deref_mut(), stored_name, was_live, is_live);
                 let new_digest = if keep { element_digest(stored_name, state) } else { 0 };
                 self.digest ^= old_digest ^ new_digest;
+                if keep {
+                    *slot = Stored::from_owned(taken);
+                }
                 self.account(was_live, is_live);
                 if !keep {
                     self.take(name);
@@ -324,11 +482,12 @@ impl Elements {
                 }
                 self.digest ^= element_digest(name, &incoming);
                 self.account(false, incoming.exists());
+                let name = Bytes::copy_from_slice(name);
                 if let Some(order) = self.order.as_deref_mut() {
-                    order.update(name, None, live_score(&incoming));
+                    order.update(&name, None, live_score(&incoming));
                 }
-                note_position(self.positions.as_deref_mut(), name, false, incoming.exists());
-                self.entries.insert(name.clone(), incoming);
+                note_position(self.positions.as_deref_mut(), &name, false, incoming.exists());
+                unpacked(&mut self.table).insert(name, Stored::from_owned(incoming));
             }
         }
     }
@@ -345,11 +504,20 @@ impl Elements {
         let mut live = self.live;
         let mut order = self.order.as_deref_mut();
         let mut positions = self.positions.as_deref_mut();
-        self.entries.retain(|name, state| {
-            if !state.has_dot_covered_by(removed) && !state.has_context_covered_by(removed) {
+        if let Table::Packed(packed) = &self.table
+            && !packed.iter().any(|(_, element)| element.has_dot_covered_by(removed))
+        {
+            // Nothing held here is covered (a packed element has no context of its own).
+            return;
+        }
+        unpacked(&mut self.table).retain(|name, slot| {
+            let view = slot.view();
+            if !view.has_dot_covered_by(removed) && !view.has_context_covered_by(removed) {
                 return true;
             }
-            digest ^= element_digest(name, state);
+            digest ^= view.digest(name);
+            let mut taken = std::mem::replace(slot, Stored::PLACEHOLDER).into_state();
+            let state = &mut taken;
             let was_live = state.exists();
             let old_score = order.is_some().then(|| live_score(state)).flatten();
             if absorb_counters {
@@ -368,10 +536,14 @@ impl Elements {
             if let Some(order) = order.as_deref_mut() {
                 order.update(name, old_score, if keep { live_score(state) } else { None });
             }
+            if keep {
+                *slot = Stored::from_owned(taken);
+            }
             keep
         });
         self.digest = digest;
         self.live = live;
+        self.repack();
     }
 
     /// A whole-key remove run on this node (DEL, a SET or STORE over the key, RESTORE
@@ -406,14 +578,28 @@ impl Elements {
         }
         let claim = safe.map_or_else(|| self.seen.clone(), |safe| self.seen.meet(safe));
         self.removed.merge(&claim);
+        if self.removed.dominates(&self.seen) && self.all_compact() {
+            // Every element is one value at a dot the claim covers: each would leave
+            // nothing (see `canonical`), so the walk below would empty the collection
+            // element by element. Emptied at once instead: a DEL of a million-member
+            // set does not rebuild a million states while its shard waits.
+            self.table = if self.packs { Table::Packed(Packed::default()) } else { Table::Map(new_map()) };
+            self.digest = 0;
+            self.live = 0;
+            self.order = self.order.as_ref().map(|_| Box::default());
+            self.positions = self.positions.as_ref().map(|_| Box::default());
+            return;
+        }
         let removed = &self.removed;
         let mut digest = self.digest;
         let mut live = self.live;
         let mut seen = VersionVector::new();
         let mut order = self.order.as_deref_mut();
         let mut positions = self.positions.as_deref_mut();
-        self.entries.retain(|name, state| {
-            digest ^= element_digest(name, state);
+        unpacked(&mut self.table).retain(|name, slot| {
+            digest ^= slot.view().digest(name);
+            let mut taken = std::mem::replace(slot, Stored::PLACEHOLDER).into_state();
+            let state = &mut taken;
             let old_score = order.is_some().then(|| live_score(state)).flatten();
             let was_live = state.exists();
             if was_live {
@@ -435,45 +621,64 @@ impl Elements {
             if let Some(order) = order.as_deref_mut() {
                 order.update(name, old_score, None);
             }
+            if keep {
+                *slot = Stored::from_owned(taken);
+            }
             keep
         });
         self.digest = digest;
         self.live = live;
         self.seen.merge(&seen);
         debug_assert_eq!(self.live, 0);
+        self.repack();
+    }
+
+    /// Whether every entry is in the compact form (no tombstone, counter or
+    /// concurrent value anywhere).
+    fn all_compact(&self) -> bool {
+        match &self.table {
+            Table::Packed(_) => true,
+            Table::Map(map) => map.values().all(|stored| !matches!(stored, Stored::Full(_))),
+        }
     }
 
     /// Drop the element tombstones `stable` covers (tombstone GC); returns how many.
     pub fn forget_stable(&mut self, stable: &VersionVector) -> usize {
-        if self.live == self.entries.len() {
+        // A packed collection holds no tombstones.
+        if self.live as usize == self.entries_len() {
             return 0;
         }
-        let before = self.entries.len();
+        let before = self.entries_len();
         let mut digest = self.digest;
-        self.entries.retain(|name, state| {
+        unpacked(&mut self.table).retain(|name, slot| {
+            let state = slot.view();
             let drop = !state.exists() && stable.dominates(&state.causal_context());
             if drop {
-                digest ^= element_digest(name, state);
+                digest ^= state.digest(name);
             }
             !drop
         });
         self.digest = digest;
-        before - self.entries.len()
+        let dropped = before - self.entries_len();
+        self.repack();
+        dropped
     }
 
     /// Remove an entry outright, keeping the order of the others while the collection
     /// is small. Only for entries whose history is covered elsewhere.
-    fn take(&mut self, name: &[u8]) -> Option<KeyState> {
-        if self.entries.len() <= ORDERED_ENTRIES_MAX { self.entries.shift_remove(name) } else { self.entries.swap_remove(name) }
+    fn take(&mut self, name: &[u8]) -> Option<Stored> {
+        let map = unpacked(&mut self.table);
+        if map.len() <= ORDERED_ENTRIES_MAX { map.shift_remove(name) } else { map.swap_remove(name) }
     }
 
     /// Removals that keep insertion order while small (HDEL's tombstone replaces the
     /// entry in place, so this is only for dropping tombstones on request).
     pub fn drop_tombstone(&mut self, name: &[u8]) -> bool {
-        match self.entries.get(name) {
-            Some(state) if !state.exists() => {
-                let state = self.take(name).expect("entry just found");
-                self.digest ^= element_digest(name, &state);
+        match self.lookup(name) {
+            Some(element) if !element.exists() => {
+                let stored = self.take(name).expect("entry just found");
+                self.digest ^= stored.view().digest(name);
+                self.repack();
                 true
             }
             _ => false,
@@ -483,23 +688,26 @@ impl Elements {
     /// Drop every element tombstone (a node without peers keeps none: what it merges is
     /// its own history, replayed in order). Keeps the order of the rest.
     pub fn drop_tombstones(&mut self) {
-        if self.live == self.entries.len() {
+        if self.live as usize == self.entries_len() {
             return;
         }
         let mut digest = self.digest;
-        self.entries.retain(|name, state| {
+        unpacked(&mut self.table).retain(|name, slot| {
+            let state = slot.view();
             let live = state.exists();
             if !live {
-                digest ^= element_digest(name, state);
+                digest ^= state.digest(name);
             }
             live
         });
         self.digest = digest;
+        self.repack();
     }
 
     /// Rebuild from decoded entries (codec): counts, contexts and digest recomputed.
     pub fn from_entries(part: Part, removed: VersionVector, entries: Vec<(Bytes, KeyState)>) -> Result<Elements, &'static str> {
         let mut elements = Elements { removed, ..Elements::for_part(part) };
+        elements.table = Table::Map(new_map());
         for (name, state) in entries {
             if !state.is_element() {
                 return Err("an element with a TTL or elements of its own");
@@ -518,10 +726,11 @@ impl Elements {
                     positions.insert(name.clone());
                 }
             }
-            if elements.entries.insert(name, state).is_some() {
+            if unpacked(&mut elements.table).insert(name, Stored::from_owned(state)).is_some() {
                 return Err("an element named twice");
             }
         }
+        elements.repack();
         Ok(elements)
     }
 
@@ -530,12 +739,15 @@ impl Elements {
     pub fn without_entries(&self) -> Elements {
         let order = self.order.as_ref().map(|_| Box::default());
         let positions = self.positions.as_ref().map(|_| Box::default());
-        Elements { removed: self.removed.clone(), order, positions, ..Elements::default() }
+        let table = if self.packs { Table::Packed(Packed::default()) } else { Table::Map(new_map()) };
+        Elements { table, packs: self.packs, removed: self.removed.clone(), order, positions, ..Elements::default() }
     }
 
     /// Only the named elements (a delta of a write to them).
     pub fn only(part: Part, names_and_states: impl IntoIterator<Item = (Bytes, KeyState)>) -> Elements {
-        let mut elements = Elements::for_part(part);
+        // Deltas stay in the map form: they live until shipped, and packing each would
+        // cost the write path a second encoding.
+        let mut elements = Elements { table: Table::Map(new_map()), ..Elements::for_part(part) };
         for (name, state) in names_and_states {
             elements.seen.merge(&state.causal_context());
             elements.digest ^= element_digest(&name, &state);
@@ -544,7 +756,7 @@ impl Elements {
                 order.update(&name, None, live_score(&state));
             }
             note_position(elements.positions.as_deref_mut(), &name, false, state.exists());
-            elements.entries.insert(name, state);
+            unpacked(&mut elements.table).insert(name, Stored::from_owned(state));
         }
         elements
     }

@@ -8,6 +8,7 @@
 use bytes::Bytes;
 
 use super::collection_writes::{DistinctNames, Part};
+use super::element::ElementRef;
 use super::elements::{Elements, ORDERED_ENTRIES_MAX};
 use super::glob::glob_match;
 use super::value::{KeyKind, SetTtl, format_float};
@@ -25,7 +26,7 @@ fn wrong_type() -> Frame {
     errors::error(errors::WRONG_TYPE)
 }
 
-fn field_value(state: &KeyState) -> Bytes {
+fn field_value(state: ElementRef<'_>) -> Bytes {
     state.read().map(|v| v.to_bytes()).unwrap_or_default()
 }
 
@@ -80,12 +81,15 @@ impl KvEngine {
             }),
             HashCommand::GetAll(key) => self.hash_fields(&key, now_ms).map(|h| {
                 Frame::Map(
-                    h.into_iter().flat_map(|h| h.iter()).map(|(f, s)| (Frame::Bulk(f.clone()), Frame::Bulk(field_value(s)))).collect(),
+                    h.into_iter()
+                        .flat_map(|h| h.iter())
+                        .map(|(f, s)| (Frame::Bulk(Bytes::copy_from_slice(f)), Frame::Bulk(field_value(s))))
+                        .collect(),
                 )
             }),
             HashCommand::Keys(key) => self
                 .hash_fields(&key, now_ms)
-                .map(|h| Frame::Array(h.into_iter().flat_map(|h| h.iter()).map(|(f, _)| Frame::Bulk(f.clone())).collect())),
+                .map(|h| Frame::Array(h.into_iter().flat_map(|h| h.iter()).map(|(f, _)| Frame::Bulk(Bytes::copy_from_slice(f))).collect())),
             HashCommand::Vals(key) => self
                 .hash_fields(&key, now_ms)
                 .map(|h| Frame::Array(h.into_iter().flat_map(|h| h.iter()).map(|(_, s)| Frame::Bulk(field_value(s))).collect())),
@@ -203,18 +207,18 @@ pub fn hash_encoding(fields: &Elements, limits: &super::EncodingLimits) -> &'sta
 fn random_fields(fields: Option<&Elements>, count: Option<i64>, with_values: bool, picks: &mut dyn FnMut() -> u64) -> Frame {
     let Some(count) = count else {
         return match fields.and_then(|h| draw(h, picks)) {
-            Some((f, _)) => Frame::Bulk(f.clone()),
+            Some((f, _)) => Frame::Bulk(Bytes::copy_from_slice(f)),
             None => Frame::Null,
         };
     };
     let Some(fields) = fields.filter(|h| !h.is_empty()) else {
         return Frame::Array(Vec::new());
     };
-    let reply = |chosen: Vec<(&Bytes, &KeyState)>| {
+    let reply = |chosen: Vec<(&[u8], ElementRef<'_>)>| {
         if with_values {
-            Frame::Pairs(chosen.into_iter().map(|(f, s)| (Frame::Bulk(f.clone()), Frame::Bulk(field_value(s)))).collect())
+            Frame::Pairs(chosen.into_iter().map(|(f, s)| (Frame::Bulk(Bytes::copy_from_slice(f)), Frame::Bulk(field_value(s)))).collect())
         } else {
-            Frame::Array(chosen.into_iter().map(|(f, _)| Frame::Bulk(f.clone())).collect())
+            Frame::Array(chosen.into_iter().map(|(f, _)| Frame::Bulk(Bytes::copy_from_slice(f))).collect())
         }
     };
     if count < 0 {
@@ -229,7 +233,7 @@ fn random_fields(fields: Option<&Elements>, count: Option<i64>, with_values: boo
         return reply(chosen);
     }
     let count = count as usize;
-    let mut live: Vec<(&Bytes, &KeyState)> = fields.iter().collect();
+    let mut live: Vec<(&[u8], ElementRef<'_>)> = fields.iter().collect();
     if count < live.len() {
         // A partial Fisher–Yates shuffle: `count` distinct fields in random order.
         for i in 0..count {
@@ -243,7 +247,7 @@ fn random_fields(fields: Option<&Elements>, count: Option<i64>, with_values: boo
 
 /// One live field at random: entries are drawn by index (tombstones skipped), and a
 /// collection mostly of tombstones falls back to listing its live fields.
-fn draw<'a>(fields: &'a Elements, picks: &mut dyn FnMut() -> u64) -> Option<(&'a Bytes, &'a KeyState)> {
+fn draw<'a>(fields: &'a Elements, picks: &mut dyn FnMut() -> u64) -> Option<(&'a [u8], ElementRef<'a>)> {
     if fields.is_empty() {
         return None;
     }
@@ -266,11 +270,11 @@ fn scan_fields(fields: Option<&Elements>, scan: &ElementScan) -> Frame {
     let Some(fields) = fields else {
         return reply(0, Vec::new());
     };
-    let matches = |f: &Bytes| scan.pattern.as_deref().is_none_or(|p| glob_match(p, f));
+    let matches = |f: &[u8]| scan.pattern.as_deref().is_none_or(|p| glob_match(p, f));
     let mut items = Vec::new();
-    let mut push = |f: &Bytes, s: &KeyState| {
+    let mut push = |f: &[u8], s: ElementRef<'_>| {
         if matches(f) {
-            items.push(Frame::Bulk(f.clone()));
+            items.push(Frame::Bulk(Bytes::copy_from_slice(f)));
             items.push(Frame::Bulk(field_value(s)));
         }
     };

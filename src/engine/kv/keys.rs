@@ -184,17 +184,22 @@ impl KvEngine {
         let Some(state) = self.live(key, key_hash(key), now_ms) else {
             return Frame::Null;
         };
-        let element = std::mem::size_of::<KeyState>() + 32;
-        let value_bytes = |s: &KeyState| s.read().map_or(0, |v| v.len());
-        let fields: usize = state.hash().map_or(0, |h| h.entries().map(|(f, s)| element + f.len() + value_bytes(s)).sum());
-        let members: usize = state.set_members().map_or(0, |h| h.entries().map(|(m, _)| element + m.len()).sum());
+        let element = std::mem::size_of::<super::element::Stored>() + 40;
+        let value_bytes = |s: super::element::ElementRef<'_>| s.value_len().unwrap_or(0);
+        // A packed hash or set is its one allocation.
+        let fields: usize = state.hash().map_or(0, |h| {
+            if h.is_packed() { h.packed_bytes() } else { h.entries().map(|(f, s)| element + f.len() + value_bytes(s)).sum() }
+        });
+        let members: usize = state
+            .set_members()
+            .map_or(0, |h| if h.is_packed() { h.packed_bytes() } else { h.entries().map(|(m, _)| element + m.len()).sum() });
         let order_entry = std::mem::size_of::<(f64, Bytes)>();
         let scored: usize = state.zset_members().map_or(0, |z| z.entries().map(|(m, _)| element + order_entry + m.len()).sum());
         let listed: usize = state
             .list_elements()
             .map_or(0, |l| l.entries().map(|(p, s)| element + std::mem::size_of::<Bytes>() + p.len() + value_bytes(s)).sum());
         let scored = scored + listed;
-        let string = if state.kind() == Some(KeyKind::String) { value_bytes(state) } else { 0 };
+        let string = if state.kind() == Some(KeyKind::String) { state.read().map_or(0, |v| v.len()) } else { 0 };
         Frame::Integer((ENTRY_BYTES + std::mem::size_of::<KeyState>() + key.len() + string + fields + members + scored) as i64)
     }
 
@@ -220,12 +225,14 @@ impl KvEngine {
         let state = self.live(key, key_hash(key), now_ms)?;
         let value = match state.kind()? {
             KeyKind::String => SnapshotValue::String(state.read()?),
-            KeyKind::Hash => SnapshotValue::Hash(state.hash()?.iter().filter_map(|(f, s)| Some((f.clone(), s.read()?))).collect()),
-            KeyKind::Set => SnapshotValue::Set(state.set_members()?.iter().map(|(m, _)| m.clone()).collect()),
-            KeyKind::Zset => SnapshotValue::Zset(state.zset_members()?.score_order()?.iter(false).map(|(s, m)| (m.clone(), s)).collect()),
-            KeyKind::Graph => {
-                SnapshotValue::Graph(state.part(Part::Graph)?.iter().filter_map(|(n, s)| Some((n.clone(), s.read()?))).collect())
+            KeyKind::Hash => {
+                SnapshotValue::Hash(state.hash()?.iter().filter_map(|(f, s)| Some((Bytes::copy_from_slice(f), s.read()?))).collect())
             }
+            KeyKind::Set => SnapshotValue::Set(state.set_members()?.iter().map(|(m, _)| Bytes::copy_from_slice(m)).collect()),
+            KeyKind::Zset => SnapshotValue::Zset(state.zset_members()?.score_order()?.iter(false).map(|(s, m)| (m.clone(), s)).collect()),
+            KeyKind::Graph => SnapshotValue::Graph(
+                state.part(Part::Graph)?.iter().filter_map(|(n, s)| Some((Bytes::copy_from_slice(n), s.read()?))).collect(),
+            ),
             KeyKind::List => {
                 let list = state.list_elements()?;
                 SnapshotValue::List(list.positions()?.iter().filter_map(|p| Some(list.get(p)?.read()?.to_bytes())).collect())

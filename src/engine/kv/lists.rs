@@ -61,7 +61,7 @@ pub fn walk(list: &Elements, rev: bool) -> Box<dyn Iterator<Item = &Bytes> + '_>
 /// tie goes to the order in which the elements arrived here instead of their dots.
 fn arrival_order(list: &Elements, rev: bool) -> Vec<&Bytes> {
     let mut names: Vec<(Vec<u64>, usize, &Bytes)> =
-        list.entries().enumerate().filter(|(_, (_, s))| s.exists()).map(|(i, (n, _))| (position::digits(n), i, n)).collect();
+        list.keyed_entries().enumerate().filter(|(_, (_, s))| s.exists()).map(|(i, (n, _))| (position::digits(n), i, n)).collect();
     names.sort();
     let mut names: Vec<&Bytes> = names.into_iter().map(|(_, _, n)| n).collect();
     if rev {

@@ -39,6 +39,17 @@ pub fn digest(key: &[u8], state: &KeyState) -> u64 {
     if digest == 0 { 1 } else { digest }
 }
 
+/// [`digest`] of a key whose state's fields `feed_state` feeds itself (a collection's
+/// compact element, which has no [`KeyState`] to feed them).
+pub fn digest_fed(key: &[u8], feed_state: impl FnOnce(&mut dyn FnMut(&[u8]))) -> u64 {
+    let mut buf = Gather::new();
+    buf.put(&(key.len() as u64).to_le_bytes());
+    buf.put(key);
+    feed_state(&mut |bytes| buf.put(bytes));
+    let digest = xxhash_rust::xxh3::xxh3_64(buf.as_slice());
+    if digest == 0 { 1 } else { digest }
+}
+
 /// Bytes gathered on the stack, spilling to the heap past `GATHER_INLINE_BYTES` (a big
 /// value). Cheaper per field than a growable small-vector: one bounds check, one copy.
 struct Gather {

@@ -8,6 +8,7 @@
 pub mod bits;
 pub mod collection_writes;
 pub mod dump;
+pub mod element;
 pub mod elements;
 pub mod glob;
 pub mod hash_seed;
@@ -16,6 +17,7 @@ pub mod keys;
 pub mod keyspace;
 pub mod lists;
 pub mod merkle;
+pub mod packed;
 pub mod position;
 pub mod score_order;
 pub mod sets;

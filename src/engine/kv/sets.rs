@@ -53,7 +53,7 @@ impl MemberWrite {
 }
 
 /// Whether Redis would keep these members as an intset.
-fn intset_eligible<'a>(count: usize, mut members: impl Iterator<Item = &'a Bytes>, limits: &EncodingLimits) -> bool {
+fn intset_eligible<'a>(count: usize, mut members: impl Iterator<Item = &'a [u8]>, limits: &EncodingLimits) -> bool {
     count <= limits.set_max_intset_entries && members.all(|m| parse_canonical_i64(m).is_some())
 }
 
@@ -67,14 +67,14 @@ pub fn set_encoding(members: &Elements, limits: &EncodingLimits) -> &'static str
 /// Put members in reply order: numerically sorted when Redis would hold them as an
 /// intset, else as they are.
 pub fn reply_order(members: &mut [Bytes], limits: &EncodingLimits) {
-    if intset_eligible(members.len(), members.iter(), limits) {
+    if intset_eligible(members.len(), members.iter().map(|m| m.as_ref()), limits) {
         members.sort_by_key(|m| parse_canonical_i64(m).unwrap_or(0));
     }
 }
 
 /// A set's live members in reply order.
 fn ordered_members(members: &Elements, limits: &EncodingLimits) -> Vec<Bytes> {
-    let mut all: Vec<Bytes> = members.iter().map(|(m, _)| m.clone()).collect();
+    let mut all: Vec<Bytes> = members.iter().map(|(m, _)| Bytes::copy_from_slice(m)).collect();
     reply_order(&mut all, limits);
     all
 }
@@ -158,7 +158,7 @@ impl KvEngine {
     pub fn set_member_lists(&mut self, keys: &[Bytes], now_ms: u64) -> Result<Vec<Option<Vec<Bytes>>>, Frame> {
         let mut lists = Vec::with_capacity(keys.len());
         for key in keys {
-            lists.push(self.set_members(key, now_ms)?.map(|s| s.iter().map(|(m, _)| m.clone()).collect()));
+            lists.push(self.set_members(key, now_ms)?.map(|s| s.iter().map(|(m, _)| Bytes::copy_from_slice(m)).collect()));
         }
         Ok(lists)
     }
@@ -242,7 +242,7 @@ impl KvEngine {
             None => draw(existing, picks).into_iter().collect(),
             Some(n) if n as usize >= existing.len() => ordered_members(existing, &limits),
             Some(n) => {
-                let mut live: Vec<Bytes> = existing.iter().map(|(m, _)| m.clone()).collect();
+                let mut live: Vec<Bytes> = existing.iter().map(|(m, _)| Bytes::copy_from_slice(m)).collect();
                 // A partial Fisher–Yates shuffle: `n` distinct members in random order.
                 for i in 0..n as usize {
                     let j = i + (picks() % (live.len() - i) as u64) as usize;
@@ -344,7 +344,7 @@ impl KvEngine {
                 break;
             }
             if sets[1..].iter().all(|s| s.get(member).is_some()) {
-                out.push(member.clone());
+                out.push(Bytes::copy_from_slice(member));
             }
         }
         Ok(out)
@@ -415,7 +415,7 @@ fn random_members(members: Option<&Elements>, count: Option<i64>, limits: &Encod
         ordered_members(members, limits)
     } else {
         let count = count as usize;
-        let mut live: Vec<Bytes> = members.iter().map(|(m, _)| m.clone()).collect();
+        let mut live: Vec<Bytes> = members.iter().map(|(m, _)| Bytes::copy_from_slice(m)).collect();
         for i in 0..count {
             let j = i + (picks() % (live.len() - i) as u64) as usize;
             live.swap(i, j);
@@ -434,10 +434,10 @@ fn draw(members: &Elements, picks: &mut dyn FnMut() -> u64) -> Option<Bytes> {
     }
     for _ in 0..RANDOM_DRAWS_MAX {
         if let Some((m, _)) = members.entry_at((picks() % members.entries_len() as u64) as usize) {
-            return Some(m.clone());
+            return Some(Bytes::copy_from_slice(m));
         }
     }
-    members.iter().nth((picks() % members.len() as u64) as usize).map(|(m, _)| m.clone())
+    members.iter().nth((picks() % members.len() as u64) as usize).map(|(m, _)| Bytes::copy_from_slice(m))
 }
 
 /// SSCAN, as HSCAN walks a hash (see `hashes::scan_fields`): a small set answers whole
@@ -447,7 +447,7 @@ fn scan_members(members: Option<&Elements>, scan: &ElementScan, limits: &Encodin
     let Some(members) = members else {
         return reply(0, Vec::new());
     };
-    let matches = |m: &Bytes| scan.pattern.as_deref().is_none_or(|p| glob_match(p, m));
+    let matches = |m: &[u8]| scan.pattern.as_deref().is_none_or(|p| glob_match(p, m));
     if members.entries_len() <= ORDERED_ENTRIES_MAX {
         let items = ordered_members(members, limits).into_iter().filter(|m| matches(m)).map(Frame::Bulk).collect();
         return reply(0, items);
@@ -462,7 +462,7 @@ fn scan_members(members: Option<&Elements>, scan: &ElementScan, limits: &Encodin
         if let Some((m, _)) = members.entry_at(position as usize)
             && matches(m)
         {
-            items.push(Frame::Bulk(m.clone()));
+            items.push(Frame::Bulk(Bytes::copy_from_slice(m)));
         }
     }
     reply(position, items)

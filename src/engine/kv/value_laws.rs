@@ -256,9 +256,9 @@ impl Replica {
 fn positions_match_elements(state: &KeyState) -> bool {
     let Some(list) = state.list_elements() else { return true };
     let Some(positions) = list.positions() else { return false };
-    let mut live: Vec<&Bytes> = list.iter().map(|(p, _)| p).collect();
+    let mut live: Vec<&[u8]> = list.iter().map(|(p, _)| p).collect();
     live.sort();
-    positions.len() == list.len() && positions.iter().eq(live)
+    positions.len() == list.len() && positions.iter().map(|p| p.as_ref()).eq(live)
 }
 
 /// Whether a sorted set's score order lists exactly its live members with their
@@ -266,7 +266,7 @@ fn positions_match_elements(state: &KeyState) -> bool {
 fn score_order_matches_members(state: &KeyState) -> bool {
     let Some(zset) = state.zset_members() else { return true };
     let Some(order) = zset.score_order() else { return false };
-    let mut expected: Vec<(Bytes, f64)> = zset.iter().map(|(m, s)| (m.clone(), s.score())).collect();
+    let mut expected: Vec<(Bytes, f64)> = zset.iter().map(|(m, s)| (Bytes::copy_from_slice(m), s.score())).collect();
     super::zset_query::sort_by_score(&mut expected);
     let indexed: Vec<(Bytes, f64)> = order.iter(false).map(|(s, m)| (m.clone(), s)).collect();
     indexed == expected
@@ -599,7 +599,8 @@ proptest! {
 /// its value.
 fn live_view(state: &KeyState) -> String {
     let elements = |e: Option<&super::elements::Elements>| -> Vec<(Bytes, Option<String>)> {
-        let mut v: Vec<_> = e.into_iter().flat_map(|e| e.iter().map(|(n, s)| (n.clone(), s.read().map(|v| format!("{v:?}"))))).collect();
+        let mut v: Vec<_> =
+            e.into_iter().flat_map(|e| e.iter().map(|(n, s)| (Bytes::copy_from_slice(n), s.read().map(|v| format!("{v:?}"))))).collect();
         v.sort();
         v
     };
@@ -728,7 +729,7 @@ fn with_members(members: &[(&'static [u8], Dot)]) -> KeyState {
 }
 
 fn members_of(s: &KeyState) -> Vec<Bytes> {
-    let mut all: Vec<Bytes> = s.set_members().map(|m| m.iter().map(|(m, _)| m.clone()).collect()).unwrap_or_default();
+    let mut all: Vec<Bytes> = s.set_members().map(|m| m.iter().map(|(m, _)| Bytes::copy_from_slice(m)).collect()).unwrap_or_default();
     all.sort();
     all
 }

@@ -94,7 +94,7 @@ impl KvEngine {
                 None => None,
                 Some(state) => match state.kind() {
                     Some(KeyKind::Zset) => state.zset_members().map(scored_members),
-                    Some(KeyKind::Set) => state.set_members().map(|s| s.iter().map(|(m, _)| (m.clone(), 1.0)).collect()),
+                    Some(KeyKind::Set) => state.set_members().map(|s| s.iter().map(|(m, _)| (Bytes::copy_from_slice(m), 1.0)).collect()),
                     _ => return Err(wrong_type()),
                 },
             };
@@ -420,7 +420,7 @@ fn random_members(members: Option<&Elements>, count: Option<i64>, with_scores: b
         order_of(members).iter(true).map(|(s, m)| (m.clone(), s)).collect()
     } else {
         let count = count as usize;
-        let mut live: Vec<Scored> = members.iter().map(|(m, s)| (m.clone(), s.score())).collect();
+        let mut live: Vec<Scored> = members.iter().map(|(m, s)| (Bytes::copy_from_slice(m), s.score())).collect();
         // A partial Fisher–Yates shuffle: `count` distinct members in random order.
         for i in 0..count {
             let j = i + (picks() % (live.len() - i) as u64) as usize;
@@ -440,10 +440,10 @@ fn draw(members: &Elements, picks: &mut dyn FnMut() -> u64) -> Option<Scored> {
     }
     for _ in 0..RANDOM_DRAWS_MAX {
         if let Some((m, s)) = members.entry_at((picks() % members.entries_len() as u64) as usize) {
-            return Some((m.clone(), s.score()));
+            return Some((Bytes::copy_from_slice(m), s.score()));
         }
     }
-    members.iter().nth((picks() % members.len() as u64) as usize).map(|(m, s)| (m.clone(), s.score()))
+    members.iter().nth((picks() % members.len() as u64) as usize).map(|(m, s)| (Bytes::copy_from_slice(m), s.score()))
 }
 
 /// ZSCAN, as HSCAN walks a hash: a small sorted set answers whole with cursor 0 (in
@@ -454,8 +454,8 @@ fn scan_members(members: Option<&Elements>, scan: &ElementScan) -> Frame {
     let Some(members) = members else {
         return reply(0, Vec::new());
     };
-    let matches = |m: &Bytes| scan.pattern.as_deref().is_none_or(|p| glob_match(p, m));
-    let item = |m: &Bytes, score: f64| [Frame::Bulk(m.clone()), Frame::Bulk(Bytes::from(format_double(score)))];
+    let matches = |m: &[u8]| scan.pattern.as_deref().is_none_or(|p| glob_match(p, m));
+    let item = |m: &[u8], score: f64| [Frame::Bulk(Bytes::copy_from_slice(m)), Frame::Bulk(Bytes::from(format_double(score)))];
     if members.entries_len() <= ORDERED_ENTRIES_MAX {
         let items = order_of(members).iter(false).filter(|(_, m)| matches(m)).flat_map(|(s, m)| item(m, s)).collect();
         return reply(0, items);

@@ -116,7 +116,7 @@ impl VectorEngine {
                 let mut read = |key: &Bytes| {
                     let entry = keys.get(key, key_hash(key)).filter(|e| !expired(&e.state, now_ms))?;
                     let fields = entry.state.hash()?;
-                    Some(fields.iter().filter_map(|(f, s)| s.read().map(|v| (f.clone(), v.to_bytes()))).collect())
+                    Some(fields.iter().filter_map(|(f, s)| s.read().map(|v| (Bytes::copy_from_slice(f), v.to_bytes()))).collect())
                 };
                 match index.search(&query, &mut read, &live) {
                     Ok((total, hits)) => VectorReply::Hits { total, hits },

@@ -127,6 +127,19 @@ impl KeyState {
         self.ctx.iter().any(|d| covered.covers(d))
     }
 
+    /// The one value and its dot, when that is all this state holds (no explicit
+    /// context, counters, TTL or elements): the compact form of an element (see
+    /// `element.rs`).
+    pub fn plain_value(&self) -> Option<(Dot, &super::StrVal)> {
+        if !self.ctx.is_empty() || self.counters.is_some() || !self.ttl.is_empty() || self.collections.is_some() {
+            return None;
+        }
+        match self.value.entries() {
+            [(dot, value)] => Some((*dot, value)),
+            _ => None,
+        }
+    }
+
     /// Whether this is a valid element state: no TTL, no elements of its own.
     pub fn is_element(&self) -> bool {
         self.ttl.is_empty() && self.collections.is_none()

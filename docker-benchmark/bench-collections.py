@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Collection command throughput: Meridian against Debian's redis-server, same machine,
+same core budget, same run (DESIGN §10).
+
+Each server is pinned to one core with taskset and redis-benchmark to another, so that
+client and server never share one. Rounds alternate redis, meridian, redis, ...; each
+round starts a fresh server, runs every test at pipeline 16 and then at pipeline 1
+(writes before the reads that need their data), and stops it. The median requests per
+second of the rounds is reported per (test, pipeline) with the ratio meridian/redis.
+Only ratios from one run mean anything: the machine's load moves absolute numbers.
+
+usage: docker-benchmark/bench-collections.py [--rounds 3] [--requests-p16 500000]
+         [--requests-p1 100000] [--keyspace 100000] [--only HSET,ZRANGE] [--meridian BIN]
+Exits non-zero when a server fails to start or a benchmark fails; the ratios never fail
+the run (targets are read from docs/benchmarks.md, not asserted here).
+"""
+
+import argparse
+import csv
+import io
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SERVER_CORE = os.environ.get("SERVER_CORE", "0")
+CLIENT_CORE = os.environ.get("CLIENT_CORE", "1")
+CLIENTS = 50
+BENCH_TIMEOUT_S = 600
+START_TIMEOUT_S = 10
+
+# (name, command): redis-benchmark replaces each __rand_int__ with a random number below
+# the keyspace. A write comes before the reads of what it wrote.
+TESTS = [
+    ("HSET", ["HSET", "bench:hash", "field:__rand_int__", "value-0123456789"]),
+    ("HGET", ["HGET", "bench:hash", "field:__rand_int__"]),
+    ("SADD", ["SADD", "bench:set", "member:__rand_int__"]),
+    ("SISMEMBER", ["SISMEMBER", "bench:set", "member:__rand_int__"]),
+    ("ZADD", ["ZADD", "bench:zset", "__rand_int__", "member:__rand_int__"]),
+    ("ZSCORE", ["ZSCORE", "bench:zset", "member:__rand_int__"]),
+    ("ZRANGE 0 99", ["ZRANGE", "bench:zset", "0", "99"]),
+]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cli(port, *args):
+    out = subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, timeout=60)
+    return out.stdout.decode().strip()
+
+
+def start(kind, meridian_bin, workdir):
+    port = free_port()
+    if kind == "redis":
+        cmd = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    else:
+        data = tempfile.mkdtemp(dir=workdir)
+        cmd = [meridian_bin, "--port", str(port), "--shards", "1", "--data-dir", data]
+    proc = subprocess.Popen(["taskset", "-c", SERVER_CORE, *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + START_TIMEOUT_S
+    while time.time() < deadline:
+        if cli(port, "PING") == "PONG":
+            return proc, port
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    proc.kill()
+    sys.exit(f"bench-collections: {kind} did not start (exit {proc.poll()})")
+
+
+def stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def bench(port, command, pipeline, requests, keyspace):
+    """Requests per second of one redis-benchmark run."""
+    cmd = ["taskset", "-c", CLIENT_CORE, "redis-benchmark", "-p", str(port), "-c", str(CLIENTS), "-n", str(requests),
+           "-P", str(pipeline), "-r", str(keyspace), "--csv", *command]
+    out = subprocess.run(cmd, capture_output=True, timeout=BENCH_TIMEOUT_S)
+    rows = [r for r in csv.reader(io.StringIO(out.stdout.decode())) if r and r[0] != "test"]
+    if out.returncode != 0 or not rows:
+        sys.exit(f"bench-collections: redis-benchmark failed on {command}: {out.stderr.decode().strip()}")
+    return float(rows[0][1])
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--requests-p16", type=int, default=500_000)
+    parser.add_argument("--requests-p1", type=int, default=100_000)
+    parser.add_argument("--keyspace", type=int, default=100_000)
+    parser.add_argument("--only", default="")
+    parser.add_argument("--meridian", default=os.path.join(ROOT, "target/release/meridian"))
+    args = parser.parse_args()
+    for tool in ("redis-server", "redis-cli", "redis-benchmark", "taskset"):
+        if not shutil.which(tool):
+            sys.exit(f"bench-collections: needs {tool} (apt-get install redis-server redis-tools util-linux)")
+    if not os.path.exists(args.meridian):
+        sys.exit(f"bench-collections: no meridian binary at {args.meridian} (cargo build --release -p meridian)")
+    only = [o.strip().upper() for o in args.only.split(",") if o.strip()]
+    tests = [t for t in TESTS if not only or any(t[0].startswith(o) for o in only)]
+    requests = {16: args.requests_p16, 1: args.requests_p1}
+    results = {}  # (server, test, pipeline) -> [rps per round]
+    workdir = tempfile.mkdtemp(prefix="bench-collections-")
+    print(f"load average before: {loadavg()}; server core {SERVER_CORE}, client core {CLIENT_CORE}; "
+          f"{args.rounds} rounds, -c {CLIENTS}, -r {args.keyspace}", flush=True)
+    try:
+        for round_index in range(args.rounds):
+            for server in ("redis", "meridian"):
+                proc, port = start(server, args.meridian, workdir)
+                try:
+                    for pipeline in (16, 1):
+                        for name, command in tests:
+                            rps = bench(port, command, pipeline, requests[pipeline], args.keyspace)
+                            results.setdefault((server, name, pipeline), []).append(rps)
+                finally:
+                    stop(proc)
+                print(f"round {round_index + 1} {server} done (load {loadavg()})", flush=True)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(f"load average after: {loadavg()}")
+    print(f"{'test':<14} {'P':>3} {'redis rps':>12} {'meridian rps':>13} {'meridian/redis':>15}")
+    for pipeline in (16, 1):
+        for name, _ in tests:
+            redis = statistics.median(results[("redis", name, pipeline)])
+            meridian = statistics.median(results[("meridian", name, pipeline)])
+            print(f"{name:<14} {pipeline:>3} {redis:>12.0f} {meridian:>13.0f} {meridian / redis:>15.2f}")
+
+
+if __name__ == "__main__":
+    main()

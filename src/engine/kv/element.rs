@@ -1,0 +1,284 @@
+//! One element of a collection (a hash field, a set or sorted-set member, a list or
+//! graph element) as its collection stores it, and the read-only view readers get.
+//!
+//! An element's meaning is a [`KeyState`] without a TTL or elements of its own
+//! (`elements.rs` says why each element carries a state). Almost every element holds
+//! nothing but one value written at one dot: HSET, SADD and ZADD leave exactly that.
+//! Such an element is stored as that dot and value alone ([`Stored::Int`],
+//! [`Stored::Raw`]: 32 bytes, the value's bytes in one exact-size allocation), and
+//! only an element with more history (concurrent values, counter slots, an explicit
+//! context, a tombstone) keeps a boxed state. The two forms are one element: the
+//! conversion is exact both ways, equal states store equal, and an element digests,
+//! encodes and merges the same whichever form holds it (tested below and by
+//! `value_laws`).
+//!
+//! Must never: hold a state in the boxed form that the compact form could hold (that
+//! would make equal collections compare unequal), or do I/O.
+
+use std::borrow::Cow;
+
+use bytes::Bytes;
+
+use super::merkle;
+use super::value::{KeyState, StrVal, parse_f64};
+use crate::crdt::{Dot, Hlc, NodeId, VersionVector};
+
+/// One element as stored. Fields are spelled out (not a [`Dot`]) so that the node id
+/// shares a word with the variant's tag: 32 bytes, not 40.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stored {
+    /// One integer value at one dot (a set member's mark, an integer score or field).
+    Int { hlc: Hlc, node: NodeId, value: i64 },
+    /// One byte-string value at one dot.
+    Raw { hlc: Hlc, node: NodeId, value: Box<[u8]> },
+    /// Anything else.
+    Full(Box<KeyState>),
+}
+
+/// An element's state, borrowed from its collection (or rebuilt for the compact form).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum ElementRef<'a> {
+    Int(Dot, i64),
+    Raw(Dot, &'a [u8]),
+    Full(&'a KeyState),
+}
+
+impl Stored {
+    /// What a slot holds for the moment its element is taken out to be changed.
+    pub const PLACEHOLDER: Stored = Stored::Int { hlc: Hlc::ZERO, node: 0, value: 0 };
+
+    /// The stored form of `state`: compact whenever the state is one value at one dot.
+    pub fn from_state(state: &KeyState) -> Stored {
+        match state.plain_value() {
+            Some((dot, StrVal::Int(n))) => Stored::Int { hlc: dot.hlc, node: dot.node, value: *n },
+            Some((dot, StrVal::Raw(bytes))) => Stored::Raw { hlc: dot.hlc, node: dot.node, value: Box::from(bytes.as_ref()) },
+            None => Stored::Full(Box::new(state.clone())),
+        }
+    }
+
+    /// The stored form of a viewed element (same form).
+    pub fn from_view(element: ElementRef<'_>) -> Stored {
+        match element {
+            ElementRef::Int(dot, value) => Stored::Int { hlc: dot.hlc, node: dot.node, value },
+            ElementRef::Raw(dot, value) => Stored::Raw { hlc: dot.hlc, node: dot.node, value: Box::from(value) },
+            ElementRef::Full(state) => Stored::Full(Box::new(state.clone())),
+        }
+    }
+
+    /// [`Stored::from_state`], taking the state (no copy when it stays boxed).
+    pub fn from_owned(state: KeyState) -> Stored {
+        if state.plain_value().is_some() { Stored::from_state(&state) } else { Stored::Full(Box::new(state)) }
+    }
+
+    /// The element's state, taken out of its slot.
+    pub fn into_state(self) -> KeyState {
+        match self {
+            Stored::Full(state) => *state,
+            other => other.view().to_state(),
+        }
+    }
+
+    pub fn view(&self) -> ElementRef<'_> {
+        match self {
+            Stored::Int { hlc, node, value } => ElementRef::Int(Dot::new(*hlc, *node), *value),
+            Stored::Raw { hlc, node, value } => ElementRef::Raw(Dot::new(*hlc, *node), value),
+            Stored::Full(state) => ElementRef::Full(state),
+        }
+    }
+}
+
+impl<'a> ElementRef<'a> {
+    /// The element's state as a [`KeyState`] (built for the compact form).
+    pub fn to_state(self) -> KeyState {
+        match self {
+            ElementRef::Int(dot, n) => KeyState::with_value(dot, StrVal::Int(n), None),
+            ElementRef::Raw(dot, value) => KeyState::with_value(dot, StrVal::Raw(Bytes::copy_from_slice(value)), None),
+            ElementRef::Full(state) => state.clone(),
+        }
+    }
+
+    /// [`ElementRef::to_state`], borrowing when the state is stored as one.
+    pub fn state(self) -> Cow<'a, KeyState> {
+        match self {
+            ElementRef::Full(state) => Cow::Borrowed(state),
+            compact => Cow::Owned(compact.to_state()),
+        }
+    }
+
+    /// Whether the element exists (a tombstone does not).
+    pub fn exists(self) -> bool {
+        match self {
+            ElementRef::Full(state) => state.exists(),
+            _ => true,
+        }
+    }
+
+    /// The value a read returns (see [`KeyState::read`]).
+    pub fn read(self) -> Option<StrVal> {
+        match self {
+            ElementRef::Int(_, n) => Some(StrVal::Int(n)),
+            ElementRef::Raw(_, value) => Some(StrVal::Raw(Bytes::copy_from_slice(value))),
+            ElementRef::Full(state) => state.read(),
+        }
+    }
+
+    /// The length of the value a read returns, without building it.
+    pub fn value_len(self) -> Option<usize> {
+        match self {
+            ElementRef::Int(_, n) => Some(itoa::Buffer::new().format(n).len()),
+            ElementRef::Raw(_, value) => Some(value.len()),
+            ElementRef::Full(state) => state.read().map(|v| v.len()),
+        }
+    }
+
+    /// A sorted-set member's score (see [`KeyState::score`]; `-0` reads as `0`).
+    pub fn score(self) -> f64 {
+        let score = match self {
+            ElementRef::Int(_, n) => n as f64,
+            ElementRef::Raw(_, value) => parse_f64(value).unwrap_or(0.0),
+            ElementRef::Full(state) => return state.score(),
+        };
+        if score == 0.0 { 0.0 } else { score }
+    }
+
+    /// The newest dot of the element's value and increments.
+    pub fn newest_dot(self) -> Option<Dot> {
+        match self {
+            ElementRef::Int(dot, _) | ElementRef::Raw(dot, _) => Some(dot),
+            ElementRef::Full(state) => state.newest_dot(),
+        }
+    }
+
+    /// Whether `seen` covers some value or unabsorbed increment held here.
+    pub fn has_dot_covered_by(self, seen: &VersionVector) -> bool {
+        match self {
+            ElementRef::Int(dot, _) | ElementRef::Raw(dot, _) => seen.covers(dot),
+            ElementRef::Full(state) => state.has_dot_covered_by(seen),
+        }
+    }
+
+    /// Whether `covered` covers some entry of the element's explicit context (the
+    /// compact form has none).
+    pub fn has_context_covered_by(self, covered: &VersionVector) -> bool {
+        match self {
+            ElementRef::Full(state) => state.has_context_covered_by(covered),
+            _ => false,
+        }
+    }
+
+    /// Everything the element has seen.
+    pub fn causal_context(self) -> VersionVector {
+        match self {
+            ElementRef::Int(dot, _) | ElementRef::Raw(dot, _) => {
+                let mut ctx = VersionVector::new();
+                ctx.add(dot);
+                ctx
+            }
+            ElementRef::Full(state) => state.causal_context(),
+        }
+    }
+
+    /// Join what the element has seen into `into` (no context built for the compact form).
+    pub fn add_context_to(self, into: &mut VersionVector) {
+        match self {
+            ElementRef::Int(dot, _) | ElementRef::Raw(dot, _) => into.add(dot),
+            ElementRef::Full(state) => into.merge(&state.causal_context()),
+        }
+    }
+
+    /// The Merkle digest of `(name, element)`: exactly `merkle::digest(name, state)` of
+    /// the element's state, fed without building it for the compact form (the bytes
+    /// [`KeyState::feed_digest`] feeds for a state of one value at one dot).
+    pub fn digest(self, name: &[u8]) -> u64 {
+        fn plain(feed: &mut dyn FnMut(&[u8]), dot: Dot) {
+            feed(&0u32.to_le_bytes()); // no explicit context
+            feed(&1u32.to_le_bytes()); // one value
+            feed(&dot.hlc.0.to_le_bytes());
+            feed(&dot.node.to_le_bytes());
+        }
+        match self {
+            ElementRef::Full(state) => merkle::digest(name, state),
+            ElementRef::Int(dot, n) => merkle::digest_fed(name, |feed| {
+                plain(feed, dot);
+                feed(&[0]);
+                feed(&n.to_le_bytes());
+                feed(&0u32.to_le_bytes()); // no TTL write
+            }),
+            ElementRef::Raw(dot, value) => merkle::digest_fed(name, |feed| {
+                plain(feed, dot);
+                feed(&[1]);
+                feed(&(value.len() as u64).to_le_bytes());
+                feed(value);
+                feed(&0u32.to_le_bytes()); // no TTL write
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::kv::value::SetTtl;
+
+    fn dot(ms: u64, node: NodeId) -> Dot {
+        Dot::new(Hlc::from_parts(ms, 3), node)
+    }
+
+    fn plain_states() -> Vec<KeyState> {
+        vec![
+            KeyState::with_value(dot(5, 2), StrVal::Int(1), None),
+            KeyState::with_value(dot(7, 9), StrVal::Int(-42), None),
+            KeyState::with_value(dot(7, 9), StrVal::Raw(Bytes::from_static(b"value-00000001")), None),
+            KeyState::with_value(dot(8, 1), StrVal::Raw(Bytes::new()), None),
+            KeyState::with_value(dot(8, 1), StrVal::Raw(Bytes::from_static(b"1.5e0")), None),
+        ]
+    }
+
+    #[test]
+    fn a_value_at_one_dot_is_stored_compact_and_reads_digests_and_converts_back_exactly() {
+        for state in plain_states() {
+            let stored = Stored::from_state(&state);
+            assert!(!matches!(stored, Stored::Full(_)), "{state:?}");
+            let view = stored.view();
+            assert_eq!(view.to_state(), state);
+            assert_eq!(view.read(), state.read());
+            assert_eq!(view.value_len(), state.read().map(|v| v.len()));
+            assert_eq!(view.score().to_bits(), state.score().to_bits());
+            assert_eq!(view.causal_context(), state.causal_context());
+            assert_eq!(view.newest_dot(), state.newest_dot());
+            assert_eq!(view.digest(b"field"), merkle::digest(b"field", &state));
+            assert_eq!(Stored::from_owned(state.clone()), stored);
+            assert_eq!(stored.into_state(), state);
+        }
+    }
+
+    #[test]
+    fn any_other_history_keeps_the_whole_state() {
+        let mut overwritten = KeyState::with_value(dot(5, 2), StrVal::Int(1), None);
+        overwritten.set(dot(6, 2), StrVal::Int(2), SetTtl::Keep);
+        let mut counted = KeyState::new();
+        counted.incr_by(dot(5, 2), Hlc::from_parts(1, 0), 3);
+        let mut removed = KeyState::with_value(dot(5, 2), StrVal::Int(1), None);
+        removed.delete(dot(6, 1));
+        let mut concurrent = KeyState::with_value(dot(5, 2), StrVal::Int(1), None);
+        concurrent.merge(&KeyState::with_value(dot(5, 3), StrVal::Int(2), None));
+        for state in [counted, removed, concurrent] {
+            let stored = Stored::from_state(&state);
+            assert!(matches!(stored, Stored::Full(_)), "{state:?}");
+            assert_eq!(stored.view().digest(b"m"), merkle::digest(b"m", &state));
+            assert_eq!(stored.view().exists(), state.exists());
+            assert_eq!(stored.into_state(), state);
+        }
+        // A later write at a new dot that saw the old one leaves one value again, with
+        // the old dot implied by nothing: it stays compact only if nothing else is held.
+        let stored = Stored::from_state(&overwritten);
+        assert_eq!(stored.into_state(), overwritten);
+    }
+
+    #[test]
+    fn a_compact_element_is_32_bytes_and_a_small_collections_header_96() {
+        assert!(std::mem::size_of::<Stored>() <= 32, "{}", std::mem::size_of::<Stored>());
+        let header = std::mem::size_of::<crate::engine::kv::elements::Elements>();
+        assert!(header <= 96, "{header}");
+    }
+}
