@@ -20,19 +20,23 @@ import csv
 import io
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+from benchlib import start_server, stop
+from benchlib import load_average as loadavg
+
+
+def start(kind, meridian_bin, workdir):
+    return start_server(kind, workdir, meridian_bin, core=SERVER_CORE)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER_CORE = os.environ.get("SERVER_CORE", "0")
 CLIENT_CORE = os.environ.get("CLIENT_CORE", "1")
 CLIENTS = 50
 BENCH_TIMEOUT_S = 600
-START_TIMEOUT_S = 10
 
 # (name, command): redis-benchmark replaces each __rand_int__ with a random number below
 # the keyspace. A write comes before the reads of what it wrote.
@@ -47,45 +51,6 @@ TESTS = [
 ]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def cli(port, *args):
-    out = subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, timeout=60)
-    return out.stdout.decode().strip()
-
-
-def start(kind, meridian_bin, workdir):
-    port = free_port()
-    if kind == "redis":
-        cmd = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    else:
-        data = tempfile.mkdtemp(dir=workdir)
-        cmd = [meridian_bin, "--port", str(port), "--shards", "1", "--data-dir", data]
-    proc = subprocess.Popen(["taskset", "-c", SERVER_CORE, *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + START_TIMEOUT_S
-    while time.time() < deadline:
-        if cli(port, "PING") == "PONG":
-            return proc, port
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    proc.kill()
-    sys.exit(f"bench-collections: {kind} did not start (exit {proc.poll()})")
-
-
-def stop(proc):
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 def bench(port, command, pipeline, requests, keyspace):
     """Requests per second of one redis-benchmark run."""
     cmd = ["taskset", "-c", CLIENT_CORE, "redis-benchmark", "-p", str(port), "-c", str(CLIENTS), "-n", str(requests),
@@ -95,11 +60,6 @@ def bench(port, command, pipeline, requests, keyspace):
     if out.returncode != 0 or not rows:
         sys.exit(f"bench-collections: redis-benchmark failed on {command}: {out.stderr.decode().strip()}")
     return float(rows[0][1])
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
 
 
 def main():

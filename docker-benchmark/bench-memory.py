@@ -17,27 +17,18 @@ itself never fails the run (targets are read from the table, not asserted here).
 import argparse
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
+from benchlib import cli, resp, start_server
+
+
+def start(kind, meridian_bin, workdir):
+    return start_server(kind, workdir, meridian_bin)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def resp(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
 
 
 def shapes(scale):
@@ -92,30 +83,6 @@ def rss_bytes(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
     raise RuntimeError("no VmRSS")
-
-
-def cli(port, *args):
-    out = subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, timeout=60)
-    return out.stdout.decode().strip()
-
-
-def start(kind, meridian_bin, workdir):
-    port = free_port()
-    if kind == "redis":
-        cmd = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    else:
-        data = tempfile.mkdtemp(dir=workdir)
-        cmd = [meridian_bin, "--port", str(port), "--shards", "1", "--data-dir", data]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        if cli(port, "PING") == "PONG":
-            return proc, port
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    proc.kill()
-    sys.exit(f"bench-memory: {kind} did not start (exit {proc.poll()})")
 
 
 def settle(pid):

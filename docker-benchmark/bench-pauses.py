@@ -23,43 +23,14 @@ import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BATCH = 1000
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def resp(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
-
-
-def cli(port, *args):
-    out = subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, timeout=600)
-    return out.stdout.decode().strip()
+from benchlib import cli, resp, start_server
 
 
 def start(kind, meridian_bin, workdir):
-    port = free_port()
-    if kind == "redis":
-        cmd = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    else:
-        cmd = [meridian_bin, "--port", str(port), "--shards", "1", "--data-dir", tempfile.mkdtemp(dir=workdir)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        if cli(port, "PING") == "PONG":
-            return proc, port
-        time.sleep(0.05)
-    proc.kill()
-    sys.exit(f"bench-pauses: {kind} did not start")
+    return start_server(kind, workdir, meridian_bin)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BATCH = 1000
 
 
 def load(port, command, key, members):

@@ -24,59 +24,19 @@ import argparse
 import csv
 import os
 import shlex
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
+from benchlib import load_average, start_server, stop
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 START_TIMEOUT_S = 20
 STOP_TIMEOUT_S = 10
 BENCH_TIMEOUT_S = 600
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_ready(port, process):
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            sys.exit(f"server on port {port} exited with status {process.returncode}")
-        reply = subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True)
-        if reply.stdout.strip() == "PONG":
-            return
-        time.sleep(0.2)
-    sys.exit(f"server on port {port} did not answer PING within {START_TIMEOUT_S} s")
-
-
-def start(kind, args, core, workdir):
-    port = free_port()
-    if kind == "redis":
-        command = ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no"]
-    else:
-        data = tempfile.mkdtemp(dir=workdir, prefix="meridian-data-")
-        command = [args.meridian, "--port", str(port), "--data-dir", data, "--log", "warn"]
-        command += shlex.split(args.meridian_args)
-    log = open(os.path.join(workdir, f"{kind}.log"), "ab")
-    process = subprocess.Popen(["taskset", "-c", str(core)] + command, stdout=log, stderr=log)
-    wait_ready(port, process)
-    return process, port
-
-
-def stop(process):
-    process.terminate()
-    try:
-        process.wait(timeout=STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def bench(port, test, depth, args):
@@ -144,11 +104,13 @@ def main():
     tests = args.tests.split(",")
     depths = [int(d) for d in args.depths.split(",")]
 
-    with open("/proc/loadavg") as f:
-        load_before = f.read().split()[0]
+    load_before = load_average()
     results = {}  # (server, test, depth) -> [rps]
     with tempfile.TemporaryDirectory(prefix="pipeline-curve-") as workdir:
-        servers = {kind: start(kind, args, args.server_core, workdir) for kind in ("redis", "meridian")}
+        servers = {
+            kind: start_server(kind, workdir, args.meridian, args.server_core, shlex.split(args.meridian_args))
+            for kind in ("redis", "meridian")
+        }
         try:
             for test in tests:
                 for depth in depths:
@@ -160,8 +122,7 @@ def main():
         finally:
             for process, _ in servers.values():
                 stop(process)
-    with open("/proc/loadavg") as f:
-        load_after = f.read().split()[0]
+    load_after = load_average()
 
     rows = []
     for test in tests:

@@ -1,0 +1,82 @@
+"""What the Python benchmark scripts here share: ports, RESP encoding, redis-cli, and
+starting and stopping the two servers they compare (redis-server and Meridian) the same
+way every time.
+
+Imported by the scripts beside it (Python puts a script's own folder on its path).
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MERIDIAN_BIN = os.path.join(ROOT, "target", "release", "meridian")
+START_TIMEOUT_S = 20
+STOP_TIMEOUT_S = 10
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that no socket uses now (the kernel picks it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def resp(*args):
+    """One command as a RESP multibulk; arguments are bytes or anything str() takes."""
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+def cli(port, *args, timeout=60):
+    """redis-cli's reply to one command, stripped."""
+    out = subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, timeout=timeout)
+    return out.stdout.decode().strip()
+
+
+def load_average():
+    """The 1-minute load average, as /proc/loadavg gives it."""
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0]
+
+
+def start_server(kind, workdir, meridian_bin=MERIDIAN_BIN, core=None, meridian_args=("--shards", "1"), log=None):
+    """Start `kind` ("redis": no persistence; "meridian": `meridian_args` and its default
+    persistence to a fresh folder under `workdir`), pinned to `core` when given, and wait
+    until it answers PING. Returns (process, port); exits the script if it never does."""
+    port = free_port()
+    if kind == "redis":
+        command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    else:
+        data = tempfile.mkdtemp(dir=workdir, prefix="meridian-data-")
+        command = [meridian_bin, "--port", str(port), "--data-dir", data, "--log", "warn", *meridian_args]
+    if core is not None:
+        command = ["taskset", "-c", str(core), *command]
+    output = log if log is not None else subprocess.DEVNULL
+    process = subprocess.Popen(command, stdout=output, stderr=output)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            break
+        if cli(port, "PING", timeout=5) == "PONG":
+            return process, port
+        time.sleep(0.05)
+    process.kill()
+    process.wait()
+    sys.exit(f"{os.path.basename(sys.argv[0])}: {kind} did not answer PING (exit {process.returncode})")
+
+
+def stop(process):
+    """SIGTERM, then SIGKILL after STOP_TIMEOUT_S."""
+    process.terminate()
+    try:
+        process.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
