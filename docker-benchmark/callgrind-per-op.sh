@@ -20,6 +20,7 @@
 # (20000), N2 (60000), KEYSPACE (100000), MERIDIAN_EXTRA_ARGS, KEEP_TMP=1.
 # Each TEST is a redis-benchmark -t name (set, get, incr, hset, sadd, lpush, ...).
 # CACHE_SIM=1 also simulates the caches and prints last-level data misses per command
+# (experimental: see docs/benchmarks.md for why its figures are not usable yet)
 # (DLmr + DLmw: a proxy for the memory stalls that instruction counts do not show).
 # The simulated last level is 32 MiB, 16-way (LL_CACHE=size,assoc,line overrides it):
 # valgrind would otherwise copy the host's, which on a large server holds a whole
