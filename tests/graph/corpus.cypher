@@ -270,3 +270,23 @@ CALL db.indexes() YIELD label, properties, entitytype
 CREATE INDEX FOR (n:NewLabel) ON (n.fresh)
 CALL db.labels()
 CALL db.propertyKeys()
+// shortestPath (WITH/RETURN only, as FalkorDB); allShortestPaths only in MATCH (refused)
+CREATE (:SP {k:1})-[:R]->(:SP {k:2})-[:R]->(:SP {k:3})-[:R]->(:SP {k:4})-[:R]->(:SP {k:5}), (:SP {k:6})
+MATCH (a:SP {k:1}), (b:SP {k:3}) CREATE (a)-[:S]->(b)
+MATCH (a:SP {k:1}), (b:SP {k:5}) RETURN length(shortestPath((a)-[*]->(b)))
+MATCH (a:SP {k:1}), (b:SP {k:5}) WITH shortestPath((a)-[:R*]->(b)) AS p RETURN length(p), size(nodes(p)), size(relationships(p))
+MATCH (a:SP {k:1}), (b:SP {k:5}) WITH shortestPath((a)-[*]->(b)) AS p UNWIND relationships(p) AS r RETURN type(r)
+MATCH (a:SP {k:1}), (b:SP {k:5}) WITH shortestPath((a)-[*]->(b)) AS p UNWIND nodes(p) AS n RETURN n.k ORDER BY n.k
+MATCH (a:SP {k:1}), (b:SP {k:5}) RETURN shortestPath((a)-[*..2]->(b)) IS NULL
+MATCH (a:SP {k:1}), (b:SP {k:5}) RETURN length(shortestPath((a)-[:R*1..4]->(b)))
+MATCH (a:SP {k:1}), (b:SP {k:6}) RETURN shortestPath((a)-[*]->(b)) IS NULL
+MATCH (a:SP {k:5}), (b:SP {k:1}) RETURN length(shortestPath((b)<-[*]-(a)))
+MATCH (a:SP {k:5}), (b:SP {k:1}) RETURN shortestPath((a)-[*]->(b)) IS NULL
+MATCH (a:SP), (b:SP {k:5}) RETURN a.k, length(shortestPath((a)-[*]->(b))) ORDER BY a.k
+MATCH (a:SP {k:2}), (b:SP {k:2}) RETURN shortestPath((a)-[*0..]->(b)) IS NULL
+MATCH (a:SP {k:1}), (b:SP {k:5}) RETURN length(shortestPath((a)-[*2..]->(b)))
+MATCH (a:SP {k:1}), (b:SP {k:5}) RETURN length(shortestPath((a)-[*]-(b)))
+MATCH (a:SP {k:1}), (b:SP {k:5}) MATCH p = shortestPath((a)-[*]->(b)) RETURN length(p)
+MATCH (a:SP {k:1}), (b:SP {k:5}) MATCH p = allShortestPaths((a)-[*]->(b)) RETURN length(p)
+MATCH (a:SP {k:1}), (b:SP {k:5}) RETURN length(shortestPath((a)-[* {x:1}]->(b)))
+MATCH (a:SP {k:1}), (b:SP {k:5}) RETURN length(shortestPath((a)-[*]->(c)-[*]->(b)))

@@ -174,6 +174,15 @@ pub enum Expr {
         arms: Vec<(Expr, Expr)>,
         default: Option<Box<Expr>>,
     },
+    /// `shortestPath((from)-[:types*min..max]->(to))`: both ends bound variables.
+    ShortestPath {
+        from: String,
+        to: String,
+        types: Vec<String>,
+        dir: Direction,
+        min: u32,
+        max: u32,
+    },
 }
 
 pub const AGGREGATES: [&str; 6] = ["count", "sum", "avg", "min", "max", "collect"];
@@ -189,7 +198,7 @@ impl Expr {
             return true;
         }
         match self {
-            Expr::Lit(_) | Expr::Param(_) | Expr::Var(_) => false,
+            Expr::Lit(_) | Expr::Param(_) | Expr::Var(_) | Expr::ShortestPath { .. } => false,
             Expr::Prop(e, _) | Expr::Not(e) | Expr::Neg(e) | Expr::IsNull(e, _) | Expr::HasLabels(e, _) => e.has_aggregate(),
             Expr::Index(a, b) | Expr::Bin(_, a, b) => a.has_aggregate() || b.has_aggregate(),
             Expr::Slice(a, b, c) => {

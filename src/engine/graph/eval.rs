@@ -6,8 +6,8 @@
 
 use std::collections::HashMap;
 
-use super::ast::{BinOp, Expr};
-use super::store::GraphView;
+use super::ast::{BinOp, Direction, Expr};
+use super::store::{ElemId, GraphView};
 use super::value::Value;
 
 pub type Row = HashMap<String, Value>;
@@ -74,6 +74,13 @@ impl Env<'_> {
                 let args = args.iter().map(|e| self.eval(e, row)).collect::<Result<Vec<_>, _>>()?;
                 super::functions::call(self.graph, name, args)?
             }
+            Expr::ShortestPath { from, to, types, dir, min, max } => {
+                match (self.eval(&Expr::Var(from.clone()), row)?, self.eval(&Expr::Var(to.clone()), row)?) {
+                    (Value::Node(a), Value::Node(b)) => self.shortest_path(a, b, types, *dir, *min, *max),
+                    (Value::Null, _) | (_, Value::Null) => Value::Null,
+                    _ => return Err("shortestPath expects its end points to be nodes".to_owned()),
+                }
+            }
             Expr::Case { subject, arms, default } => {
                 let subject = subject.as_ref().map(|s| self.eval(s, row)).transpose()?;
                 for (when, then) in arms {
@@ -91,6 +98,51 @@ impl Env<'_> {
                 }
             }
         })
+    }
+
+    /// Breadth-first search from `from` to `to` over edges of `types` in `dir`: the first
+    /// path found of the fewest hops (at least `min`, 0 or 1, at most `max`), or null. Each
+    /// node is visited once, so the search is bounded by the graph's size.
+    fn shortest_path(&self, from: ElemId, to: ElemId, types: &[String], dir: Direction, min: u32, max: u32) -> Value {
+        if from == to {
+            return if min == 0 { Value::Path(vec![from], Vec::new()) } else { Value::Null };
+        }
+        let mut parent: HashMap<ElemId, (ElemId, ElemId)> = HashMap::new();
+        let mut frontier = vec![from];
+        let mut depth = 0;
+        while !frontier.is_empty() && depth < max {
+            depth += 1;
+            let mut next = Vec::new();
+            for at in frontier {
+                let adjacent = if dir == Direction::In { self.graph.inc.get(&at) } else { self.graph.out.get(&at) };
+                for e in adjacent.into_iter().flatten() {
+                    let Some(edge) = self.graph.edges.get(e) else { continue };
+                    if !types.is_empty() && !types.contains(&edge.typ) {
+                        continue;
+                    }
+                    let other = if dir == Direction::In { edge.src } else { edge.dst };
+                    if other == from || parent.contains_key(&other) || !self.graph.nodes.contains_key(&other) {
+                        continue;
+                    }
+                    parent.insert(other, (at, *e));
+                    if other == to {
+                        let (mut nodes, mut edges) = (vec![to], Vec::new());
+                        let mut cur = to;
+                        while let Some(&(prev, e)) = parent.get(&cur) {
+                            nodes.push(prev);
+                            edges.push(e);
+                            cur = prev;
+                        }
+                        nodes.reverse();
+                        edges.reverse();
+                        return Value::Path(nodes, edges);
+                    }
+                    next.push(other);
+                }
+            }
+            frontier = next;
+        }
+        Value::Null
     }
 
     /// A WHERE predicate: only true keeps a row (false and null drop it).

@@ -82,8 +82,17 @@ pub fn call(graph: &GraphView, name: &str, args: Vec<Value>) -> Result<Value, St
         "size" | "length" => match a0 {
             Value::Null => Value::Null,
             Value::List(items) => Value::Int(items.len() as i64),
+            Value::Path(_, edges) if name == "length" => Value::Int(edges.len() as i64),
             Value::Str(s) if name == "size" => Value::Int(s.chars().count() as i64),
             other => return Err(mismatch("List, String, or Null", &other)),
+        },
+        "nodes" | "relationships" => match a0 {
+            Value::Path(nodes, edges) => Value::List(if name == "nodes" {
+                nodes.into_iter().map(Value::Node).collect()
+            } else {
+                edges.into_iter().map(Value::Edge).collect()
+            }),
+            other => return Err(mismatch("Path or Null", &other)),
         },
         "head" | "last" => match a0 {
             Value::List(items) => (if name == "head" { items.first() } else { items.last() }).cloned().unwrap_or(Value::Null),
@@ -229,7 +238,9 @@ pub fn call(graph: &GraphView, name: &str, args: Vec<Value>) -> Result<Value, St
     })
 }
 
-const KNOWN: [&str; 42] = [
+const KNOWN: [&str; 44] = [
+    "nodes",
+    "relationships",
     "id",
     "labels",
     "type",

@@ -23,7 +23,7 @@ pub struct Parsed {
 
 pub fn parse(text: &str) -> Result<Parsed, String> {
     let tokens = lex(text)?;
-    let mut p = Parser { text, tokens, pos: 0, depth: 0 };
+    let mut p = Parser { text, tokens, pos: 0, depth: 0, open_hops_max: None };
     let params = p.params()?;
     let query = p.query()?;
     p.eat_punct(";");
@@ -38,6 +38,9 @@ struct Parser<'a> {
     tokens: Vec<Token>,
     pos: usize,
     depth: usize,
+    /// Set while parsing a shortestPath's relationship: its open upper bound (`*`, `*n..`) is
+    /// unbounded there (the search visits each node once).
+    open_hops_max: Option<u32>,
 }
 
 impl Parser<'_> {
@@ -412,7 +415,7 @@ impl Parser<'_> {
             return Err("Named paths (p = ...) are not supported yet".to_owned());
         }
         if self.is_kw("shortestPath") || self.is_kw("allShortestPaths") {
-            return Err("shortestPath is not supported yet".to_owned());
+            return Err("FalkorDB currently only supports shortestPaths in WITH or RETURN clauses".to_owned());
         }
         let start = self.node_pat()?;
         let mut steps = Vec::new();
@@ -501,14 +504,14 @@ impl Parser<'_> {
         let min = int(self)?;
         let (min, max) = if self.eat_punct("..") {
             let max = int(self)?;
-            (min.unwrap_or(1), max.unwrap_or(OPEN_HOPS_MAX))
+            (min.unwrap_or(1), max.or(self.open_hops_max).unwrap_or(OPEN_HOPS_MAX))
         } else {
             match min {
                 Some(n) => (n, n),
-                None => (1, OPEN_HOPS_MAX),
+                None => (1, self.open_hops_max.unwrap_or(OPEN_HOPS_MAX)),
             }
         };
-        if max > HOPS_MAX {
+        if max > HOPS_MAX && self.open_hops_max.is_none() {
             return Err(format!("variable-length relationships of more than {HOPS_MAX} hops are not supported"));
         }
         Ok((min, max))

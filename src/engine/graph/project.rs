@@ -165,7 +165,7 @@ fn replace_aggregates(env: &Env, expr: &Expr, group: &[Row]) -> Result<Expr, Str
     }
     let r = |e: &Expr| replace_aggregates(env, e, group).map(Box::new);
     Ok(match expr {
-        Expr::Lit(_) | Expr::Param(_) | Expr::Var(_) => expr.clone(),
+        Expr::Lit(_) | Expr::Param(_) | Expr::Var(_) | Expr::ShortestPath { .. } => expr.clone(),
         Expr::Prop(e, k) => Expr::Prop(r(e)?, k.clone()),
         Expr::Index(a, b) => Expr::Index(r(a)?, r(b)?),
         Expr::Slice(a, b, c) => Expr::Slice(r(a)?, b.as_deref().map(r).transpose()?, c.as_deref().map(r).transpose()?),

@@ -80,7 +80,7 @@ pub fn value(graph: &GraphView, v: &Value) -> Frame {
         Value::Null => Frame::Null,
         Value::Int(n) => Frame::Integer(*n),
         Value::Str(s) => Frame::bulk_str(s),
-        Value::Bool(_) | Value::Float(_) | Value::List(_) | Value::Map(_) => Frame::bulk_str(&text(v)),
+        Value::Bool(_) | Value::Float(_) | Value::List(_) | Value::Map(_) | Value::Path(..) => Frame::bulk_str(&text(v)),
         Value::Node(id) => {
             let node = graph.nodes.get(id);
             let labels = node.map(|n| n.labels.iter().map(|l| Frame::bulk_str(l)).collect()).unwrap_or_default();
@@ -124,6 +124,7 @@ mod compact {
     const ARRAY: i64 = 6;
     const EDGE: i64 = 7;
     const NODE: i64 = 8;
+    const PATH: i64 = 9;
     const MAP: i64 = 10;
 
     /// Each schema entry's index in its list.
@@ -149,6 +150,15 @@ mod compact {
             Value::Bool(b) => (BOOLEAN, Frame::bulk_str(if *b { "true" } else { "false" })),
             Value::Float(_) => (DOUBLE, Frame::bulk_str(&text(v))),
             Value::List(items) => (ARRAY, Frame::Array(items.iter().map(|i| value(graph, schema, i)).collect())),
+            // `[[ARRAY, nodes], [ARRAY, edges]]`.
+            Value::Path(nodes, edges) => {
+                let list = |ids: &[_], node: bool| {
+                    let items =
+                        ids.iter().map(|id| value(graph, schema, &if node { Value::Node(*id) } else { Value::Edge(*id) })).collect();
+                    Frame::Array(vec![Frame::Integer(ARRAY), Frame::Array(items)])
+                };
+                (PATH, Frame::Array(vec![list(nodes, true), list(edges, false)]))
+            }
             Value::Map(entries) => {
                 let mut flat = Vec::with_capacity(2 * entries.len());
                 for (k, v) in entries {

@@ -22,6 +22,8 @@ pub enum Value {
     Map(Vec<(String, Value)>),
     Node(ElemId),
     Edge(ElemId),
+    /// A path: its nodes, and the edges between them (one fewer).
+    Path(Vec<ElemId>, Vec<ElemId>),
 }
 
 /// Nested lists and maps deeper than this are refused when decoded: a stored value is
@@ -44,6 +46,7 @@ impl Value {
             Value::Map(_) => "Map",
             Value::Node(_) => "Node",
             Value::Edge(_) => "Edge",
+            Value::Path(..) => "Path",
         }
     }
 
@@ -51,8 +54,10 @@ impl Value {
     pub fn storable(&self) -> bool {
         match self {
             Value::Null | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_) => true,
-            Value::List(items) => items.iter().all(|v| !matches!(v, Value::Map(_) | Value::Node(_) | Value::Edge(_)) && v.storable()),
-            Value::Map(_) | Value::Node(_) | Value::Edge(_) => false,
+            Value::List(items) => {
+                items.iter().all(|v| !matches!(v, Value::Map(_) | Value::Node(_) | Value::Edge(_) | Value::Path(..)) && v.storable())
+            }
+            Value::Map(_) | Value::Node(_) | Value::Edge(_) | Value::Path(..) => false,
         }
     }
 
@@ -74,6 +79,7 @@ impl Value {
             (Value::Bool(a), Value::Bool(b)) => Some(a == b),
             (Value::Str(a), Value::Str(b)) => Some(a == b),
             (Value::Node(a), Value::Node(b)) | (Value::Edge(a), Value::Edge(b)) => Some(a == b),
+            (Value::Path(a, x), Value::Path(b, y)) => Some(a == b && x == y),
             (Value::List(a), Value::List(b)) => {
                 if a.len() != b.len() {
                     return Some(false);
@@ -137,7 +143,7 @@ impl Value {
                 Value::Map(_) => 0,
                 Value::Node(_) => 1,
                 Value::Edge(_) => 2,
-                Value::List(_) => 3,
+                Value::List(_) | Value::Path(..) => 3,
                 Value::Str(_) => 4,
                 Value::Bool(_) => 5,
                 Value::Int(_) | Value::Float(_) => 6,
@@ -163,6 +169,9 @@ impl Value {
                 a.len().cmp(&b.len())
             }
             (Value::Map(a), Value::Map(b)) => a.len().cmp(&b.len()),
+            (Value::Path(a, x), Value::Path(b, y)) => a.cmp(b).then_with(|| x.cmp(y)),
+            (Value::Path(..), Value::List(_)) => Ordering::Greater,
+            (Value::List(_), Value::Path(..)) => Ordering::Less,
             (a, b) => rank(a).cmp(&rank(b)),
         }
     }
@@ -231,7 +240,7 @@ impl Value {
                 }
             }
             // Never stored (checked by `storable`); encoded as null to stay total.
-            Value::Node(_) | Value::Edge(_) => out.push(0),
+            Value::Node(_) | Value::Edge(_) | Value::Path(..) => out.push(0),
         }
     }
 
@@ -278,6 +287,17 @@ impl Value {
             }
             Value::Node(id) | Value::Edge(id) => {
                 let _ = write!(out, "{}", id.visible());
+            }
+            // FalkorDB's form: `[(node), [edge], (node)]`.
+            Value::Path(nodes, edges) => {
+                out.push('[');
+                for (i, n) in nodes.iter().enumerate() {
+                    if i > 0 {
+                        let _ = write!(out, ", [{}], ", edges.get(i - 1).map_or(0, |e| e.visible()));
+                    }
+                    let _ = write!(out, "({})", n.visible());
+                }
+                out.push(']');
             }
         }
     }

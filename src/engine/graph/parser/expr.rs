@@ -2,7 +2,7 @@
 //! comparisons, string and list predicates, arithmetic, unary, postfix), literals,
 //! function calls and CASE. Recursion is bounded by the parser's depth limit.
 
-use super::super::ast::{BinOp, Expr};
+use super::super::ast::{BinOp, Direction, Expr, NodePat};
 use super::super::lexer::Tok;
 use super::super::value::Value;
 use super::{DEPTH_MAX, Parser};
@@ -252,6 +252,13 @@ impl Parser<'_> {
                         self.advance();
                         return self.case();
                     }
+                    "SHORTESTPATH" if matches!(self.peek_at(1), Tok::Punct("(")) => {
+                        self.advance();
+                        return self.shortest_path();
+                    }
+                    "ALLSHORTESTPATHS" if matches!(self.peek_at(1), Tok::Punct("(")) => {
+                        return Err("FalkorDB support allShortestPaths only in match clauses".to_owned());
+                    }
                     _ => {}
                 }
                 self.advance();
@@ -300,6 +307,39 @@ impl Parser<'_> {
             self.expect_punct(")")?;
         }
         Ok(Expr::Call { name: lower, distinct, args, star: false })
+    }
+
+    /// `shortestPath((a)-[:R*min..max]->(b))`, the leading keyword already read.
+    fn shortest_path(&mut self) -> Result<Expr, String> {
+        self.expect_punct("(")?;
+        let start = self.node_pat()?;
+        self.open_hops_max = Some(u32::MAX);
+        let rel = self.rel_pat();
+        self.open_hops_max = None;
+        let rel = rel?;
+        let end = self.node_pat()?;
+        if !self.is_punct(")") {
+            return Err("shortestPath requires a path containing a single relationship".to_owned());
+        }
+        self.expect_punct(")")?;
+        if !rel.props.is_empty() {
+            return Err("FalkorDB does not currently support filters on relationships in shortestPath".to_owned());
+        }
+        if rel.dir == Direction::Both {
+            return Err("FalkorDB does not currently support undirected shortestPath traversals".to_owned());
+        }
+        let (min, max) = rel.hops.unwrap_or((1, 1));
+        if min > 1 {
+            return Err("shortestPath does not support a minimal length different from 0 or 1".to_owned());
+        }
+        let bare = |n: &NodePat| n.labels.is_empty() && n.props.is_empty();
+        let (Some(from), Some(to)) = (start.var.clone(), end.var.clone()) else {
+            return Err("shortestPath with an unnamed end node is not supported yet".to_owned());
+        };
+        if !bare(&start) || !bare(&end) {
+            return Err("shortestPath with labels or properties on its end nodes is not supported yet".to_owned());
+        }
+        Ok(Expr::ShortestPath { from, to, types: rel.types, dir: rel.dir, min, max })
     }
 
     fn case(&mut self) -> Result<Expr, String> {
