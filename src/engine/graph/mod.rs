@@ -109,24 +109,36 @@ pub fn graph_keys(kv: &mut KvEngine, now_ms: u64) -> Vec<Bytes> {
     keys.into_iter().filter(|k| kv.live(k, key_hash(k), now_ms).is_some()).collect()
 }
 
+/// The graph at `key` as it is now, with its digest (`None`: no graph there): the cached
+/// view when its digest still matches (taken out of the cache; put it back after the
+/// query), else one loaded from the stored elements.
+fn current_view(kv: &mut KvEngine, key: &Bytes, now_ms: u64) -> Result<(Option<u64>, GraphView), String> {
+    let digest = graph_digest(kv, key, now_ms)?;
+    let view = match digest.and_then(|d| kv.graph_views.take(key, d)) {
+        Some(view) => view,
+        None => GraphView::load(kv.live(key, key_hash(key), now_ms).and_then(|s| s.part(Part::Graph))),
+    };
+    Ok((digest, view))
+}
+
+/// The query's `CYPHER name=value ...` parameters, evaluated (they may not refer to one
+/// another).
+fn bind_params(graph: &GraphView, parsed: &parser::Parsed) -> Result<HashMap<String, value::Value>, String> {
+    let empty = HashMap::new();
+    let env = Env { graph, params: &empty };
+    let mut params = HashMap::new();
+    for (name, expr) in &parsed.params {
+        params.insert(name.clone(), env.eval(expr, &Row::new())?);
+    }
+    Ok(params)
+}
+
 /// A query's plan (GRAPH.EXPLAIN), chosen against the graph as it is now.
 fn explain(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, text: &[u8]) -> Result<Frame, String> {
     let text = std::str::from_utf8(text).map_err(|_| "errMsg: the query is not valid UTF-8".to_owned())?;
     let parsed = parser::parse(text).map_err(|e| format!("errMsg: {e}"))?;
-    let digest = graph_digest(kv, &key, ctx.now_ms)?;
-    let graph = match digest.and_then(|d| kv.graph_views.take(&key, d)) {
-        Some(view) => view,
-        None => GraphView::load(kv.live(&key, key_hash(&key), ctx.now_ms).and_then(|s| s.part(Part::Graph))),
-    };
-    let params = {
-        let empty = HashMap::new();
-        let env = Env { graph: &graph, params: &empty };
-        let mut params = HashMap::new();
-        for (name, expr) in &parsed.params {
-            params.insert(name.clone(), env.eval(expr, &Row::new())?);
-        }
-        params
-    };
+    let (digest, graph) = current_view(kv, &key, ctx.now_ms)?;
+    let params = bind_params(&graph, &parsed)?;
     let exec = Exec::new(graph, params, (0, 0));
     let lines = exec.explain(&parsed.query);
     if let Some(digest) = digest {
@@ -142,22 +154,8 @@ fn run_query(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, text: &[u8], rea
     if read_only && writes {
         return Err("graph.RO_QUERY is to be executed only on read-only queries".to_owned());
     }
-    let graph = match graph_digest(kv, &key, ctx.now_ms)? {
-        None => GraphView::default(),
-        Some(digest) => match kv.graph_views.take(&key, digest) {
-            Some(view) => view,
-            None => GraphView::load(kv.live(&key, key_hash(&key), ctx.now_ms).and_then(|s| s.part(Part::Graph))),
-        },
-    };
-    let params = {
-        let empty = HashMap::new();
-        let env = Env { graph: &graph, params: &empty };
-        let mut params = HashMap::new();
-        for (name, expr) in &parsed.params {
-            params.insert(name.clone(), env.eval(expr, &Row::new())?);
-        }
-        params
-    };
+    let (_, graph) = current_view(kv, &key, ctx.now_ms)?;
+    let params = bind_params(&graph, &parsed)?;
     // New element ids are made from a dot of this node's clock: unique in the cluster.
     // The elements the query writes carry this dot too.
     let dot = writes.then(|| ctx.next_dot());
