@@ -32,6 +32,7 @@ use crate::shard::{ShardOp, ShardReply};
 
 /// Commands parsed from the read buffer before they are run and answered.
 mod client;
+mod durability;
 mod modes;
 
 use modes::{allowed_while_subscribed, is_push, next_message};
@@ -227,11 +228,7 @@ impl Connection {
             let wrote = self.run_pipeline(commands).await?;
             let wrote = wrote || std::mem::take(&mut self.exec_wrote);
             if wrote && self.sync_durability {
-                // Group commit: these replies leave once the segment holding the writes
-                // is stored.
-                let targets = self.durability_targets().await;
-                let durability = self.state().durability.clone();
-                durability.wait(&targets, None).await;
+                self.wait_until_stored().await;
             }
             if let Some(ProtocolError(message)) = protocol_error {
                 // As Redis: answer the error, then close the connection.
@@ -574,44 +571,6 @@ impl Connection {
         }
     }
 
-    /// Where every shard's delta stream stands now: once all of it is stored, every
-    /// write this client made (and others made before) is durable.
-    async fn durability_targets(&self) -> Vec<u64> {
-        self.access
-            .run_everywhere(|| ShardOp::DeltaMark)
-            .await
-            .into_iter()
-            .map(|r| if let ShardReply::Count(n) = r { n.max(0) as u64 } else { u64::MAX })
-            .collect()
-    }
-
-    async fn wait_aof(&mut self, local: i64, replicas: i64, timeout_ms: i64) -> Frame {
-        if local > 1 {
-            return Frame::static_error("ERR WAITAOF numlocal must be 0 or 1 (one node, one local store)");
-        }
-        let persisting = self.state().config.persistence_enabled();
-        if local == 1 && !persisting {
-            return Frame::static_error("ERR WAITAOF cannot be used when numlocal is set but persistence is off.");
-        }
-        let _ = replicas; // Replication is not implemented yet: no replica ever acknowledges.
-        let stored = if persisting {
-            let targets = self.durability_targets().await;
-            let deadline = (timeout_ms > 0).then(|| tokio::time::Instant::now() + std::time::Duration::from_millis(timeout_ms as u64));
-            let durability = self.state().durability.clone();
-            let wait = durability.wait(&targets, deadline);
-            tokio::select! {
-                biased;
-                _ = self.info.kill.notified() => {
-                    self.closing = true;
-                    false
-                }
-                done = wait => done,
-            }
-        } else {
-            false
-        };
-        Frame::Array(vec![Frame::Integer(stored as i64), Frame::Integer(0)])
-    }
 }
 
 /// Whether more of a client's bytes may be read now (it has not closed its side and its

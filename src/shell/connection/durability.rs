@@ -1,0 +1,58 @@
+//! `--durability sync` and WAITAOF: a connection waiting until its writes are stored.
+//! Part of [`super::Connection`]; when a segment is cut and what it releases is
+//! `persistence::group_commit`'s to decide.
+
+use super::Connection;
+use crate::shell::shards::Shards;
+use crate::protocol::Frame;
+use crate::shard::{ShardOp, ShardReply};
+
+impl Connection {
+    /// `--durability sync`: hold this pipeline's replies until the segment holding its
+    /// writes is stored (group commit: the writes of every client waiting meanwhile
+    /// share it).
+    pub(super) async fn wait_until_stored(&self) {
+        let targets = self.durability_targets().await;
+        let durability = self.state().durability.clone();
+        durability.wait(&targets, None).await;
+    }
+
+    /// Where every shard's delta stream stands now: once all of it is stored, every
+    /// write this client made (and others made before) is durable.
+    async fn durability_targets(&self) -> Vec<u64> {
+        self.access
+            .run_everywhere(|| ShardOp::DeltaMark)
+            .await
+            .into_iter()
+            .map(|r| if let ShardReply::Count(n) = r { n.max(0) as u64 } else { u64::MAX })
+            .collect()
+    }
+
+    pub(super) async fn wait_aof(&mut self, local: i64, replicas: i64, timeout_ms: i64) -> Frame {
+        if local > 1 {
+            return Frame::static_error("ERR WAITAOF numlocal must be 0 or 1 (one node, one local store)");
+        }
+        let persisting = self.state().config.persistence_enabled();
+        if local == 1 && !persisting {
+            return Frame::static_error("ERR WAITAOF cannot be used when numlocal is set but persistence is off.");
+        }
+        let _ = replicas; // Replication is not implemented yet: no replica ever acknowledges.
+        let stored = if persisting {
+            let targets = self.durability_targets().await;
+            let deadline = (timeout_ms > 0).then(|| tokio::time::Instant::now() + std::time::Duration::from_millis(timeout_ms as u64));
+            let durability = self.state().durability.clone();
+            let wait = durability.wait(&targets, deadline);
+            tokio::select! {
+                biased;
+                _ = self.info.kill.notified() => {
+                    self.closing = true;
+                    false
+                }
+                done = wait => done,
+            }
+        } else {
+            false
+        };
+        Frame::Array(vec![Frame::Integer(stored as i64), Frame::Integer(0)])
+    }
+}
