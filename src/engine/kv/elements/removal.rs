@@ -1,0 +1,212 @@
+//! Removal from a collection: whole-key removes (DEL, a SET over the key, FLUSHALL,
+//! expiry) and tombstone collection once a removal is causally stable. Part of
+//! [`super::Elements`]; the module docs there say what a tombstone must wait for.
+
+use super::*;
+
+impl Elements {
+    /// A whole-key remove that had seen `seen`: every element dot it covers goes, and
+    /// an element left with nothing but covered history goes entirely.
+    /// `absorb_counters`: the remove ran here, on the elements it held (a DEL, a SET
+    /// over the key, an expiry): it absorbs their increments. A remove merged from
+    /// elsewhere does not (see `KeyState::remove_covered_values`).
+    pub fn remove_observed(&mut self, seen: &VersionVector, absorb_counters: bool) {
+        self.removed.merge(seen);
+        let removed = &self.removed;
+        let mut digest = self.digest;
+        let mut live = self.live;
+        let mut order = self.order.as_deref_mut();
+        let mut positions = self.positions.as_deref_mut();
+        if let Table::Packed(packed) = &self.table
+            && !packed.iter().any(|(_, element)| element.has_dot_covered_by(removed))
+        {
+            // Nothing held here is covered (a packed element has no context of its own).
+            return;
+        }
+        unpacked(&mut self.table).retain(|name, slot| {
+            let view = slot.view();
+            if !view.has_dot_covered_by(removed) && !view.has_context_covered_by(removed) {
+                return true;
+            }
+            digest ^= view.digest(name);
+            let mut taken = std::mem::replace(slot, Stored::PLACEHOLDER).into_state();
+            let state = &mut taken;
+            let was_live = state.exists();
+            let old_score = order.is_some().then(|| live_score(state)).flatten();
+            if absorb_counters {
+                state.remove_observed(removed);
+            } else {
+                state.remove_covered_values(removed);
+            }
+            let keep = canonical(state, removed);
+            if keep {
+                digest ^= element_digest(name, state);
+            }
+            if was_live && !state.exists() {
+                live -= 1;
+            }
+            note_position(positions.as_deref_mut(), name, was_live, state.exists());
+            if let Some(order) = order.as_deref_mut() {
+                order.update(name, old_score, if keep { live_score(state) } else { None });
+            }
+            if keep {
+                *slot = Stored::from_owned(taken);
+            }
+            keep
+        });
+        self.digest = digest;
+        self.live = live;
+        self.repack();
+    }
+
+    /// A whole-key remove run on this node (DEL, a SET or STORE over the key, RESTORE
+    /// REPLACE, FLUSHALL, expiry): every element held here goes, each by exactly its
+    /// own history, and the key-level `removed` context grows only by what `safe`
+    /// covers: the writes this node is sure to hold *all* of (its own, and what is
+    /// causally stable). Why not all it has seen: an element's context can name a
+    /// write this node never received (another node's SMOVE relays member `b`'s
+    /// history, whose dot also wrote member `a`; an increment relays the register it
+    /// sits on), and a key-level claim over it would remove `a` on every replica
+    /// although no remove here ever held it (simulator seed 50265). An element with
+    /// history above `safe` stays as an exact tombstone until it is stable (GC), so a
+    /// remove of a collection whose writes are all stable stays O(1) in what it ships.
+    /// `safe` `None`: claim everything seen (a node without peers, where every write
+    /// is its own or recovered whole).
+    ///
+    /// `by`: the remove's own dot (`None` for an expiry, which every node runs itself),
+    /// joined to the context of every tombstone left. Why: tombstone GC drops an
+    /// element tombstone once `stable` covers its context, and a context of the
+    /// removed writes alone is stable as soon as every node holds *those writes*,
+    /// whether or not any node but this one has received the *remove*; a node still
+    /// holding the element live would then keep it for good (simulator seed 1416).
+    /// With the remove's dot in it, the tombstone waits until every node has merged
+    /// the remove. (A later remove here claims this node's earlier dots at key level,
+    /// which strips them from the tombstones; it joins its own dot in their place.)
+    pub fn remove_held(&mut self, safe: Option<&VersionVector>, by: Option<Dot>) {
+        if by.is_some_and(|by| self.seen.covers(by)) {
+            // This remove already ran here: the engine runs it with what is stable,
+            // then `KeyState::delete` (or `set`) with its own dot alone. Running it
+            // again would claim its dot at key level and strip it from the tombstones.
+            return;
+        }
+        let claim = safe.map_or_else(|| self.seen.clone(), |safe| self.seen.meet(safe));
+        self.removed.merge(&claim);
+        if self.removed.dominates(&self.seen) && self.all_compact() {
+            // Every element is one value at a dot the claim covers: each would leave
+            // nothing (see `canonical`), so the walk below would empty the collection
+            // element by element. Emptied at once instead: a DEL of a million-member
+            // set does not rebuild a million states while its shard waits.
+            self.table = if self.packs { Table::Packed(Packed::default()) } else { Table::Map(new_map()) };
+            self.digest = 0;
+            self.live = 0;
+            self.order = self.order.as_ref().map(|_| Box::default());
+            self.positions = self.positions.as_ref().map(|_| Box::default());
+            return;
+        }
+        let removed = &self.removed;
+        let mut digest = self.digest;
+        let mut live = self.live;
+        let mut seen = VersionVector::new();
+        let mut order = self.order.as_deref_mut();
+        let mut positions = self.positions.as_deref_mut();
+        unpacked(&mut self.table).retain(|name, slot| {
+            digest ^= slot.view().digest(name);
+            let mut taken = std::mem::replace(slot, Stored::PLACEHOLDER).into_state();
+            let state = &mut taken;
+            let old_score = order.is_some().then(|| live_score(state)).flatten();
+            let was_live = state.exists();
+            if was_live {
+                live -= 1;
+            }
+            // A list's live positions lose every element this remove held.
+            note_position(positions.as_deref_mut(), name, was_live, false);
+            let own = state.causal_context();
+            // Its values go and its increments are absorbed (floors kept until GC).
+            state.remove_observed(&own);
+            let keep = canonical(state, removed);
+            if keep {
+                if let Some(by) = by.filter(|by| !removed.covers(*by)) {
+                    state.witness(by);
+                    seen.add(by);
+                }
+                digest ^= element_digest(name, state);
+            }
+            if let Some(order) = order.as_deref_mut() {
+                order.update(name, old_score, None);
+            }
+            if keep {
+                *slot = Stored::from_owned(taken);
+            }
+            keep
+        });
+        self.digest = digest;
+        self.live = live;
+        self.seen.merge(&seen);
+        debug_assert_eq!(self.live, 0);
+        self.repack();
+    }
+
+    /// Whether every entry is in the compact form (no tombstone, counter or
+    /// concurrent value anywhere).
+    fn all_compact(&self) -> bool {
+        match &self.table {
+            Table::Packed(_) => true,
+            Table::Map(map) => map.values().all(|stored| !matches!(stored, Stored::Full(_))),
+        }
+    }
+
+    /// Drop the element tombstones `stable` covers (tombstone GC); returns how many.
+    pub fn forget_stable(&mut self, stable: &VersionVector) -> usize {
+        // A packed collection holds no tombstones.
+        if self.live as usize == self.entries_len() {
+            return 0;
+        }
+        let before = self.entries_len();
+        let mut digest = self.digest;
+        unpacked(&mut self.table).retain(|name, slot| {
+            let state = slot.view();
+            let drop = !state.exists() && stable.dominates(&state.causal_context());
+            if drop {
+                digest ^= state.digest(name);
+            }
+            !drop
+        });
+        self.digest = digest;
+        let dropped = before - self.entries_len();
+        self.repack();
+        dropped
+    }
+
+    /// Removals that keep insertion order while small (HDEL's tombstone replaces the
+    /// entry in place, so this is only for dropping tombstones on request).
+    pub fn drop_tombstone(&mut self, name: &[u8]) -> bool {
+        match self.lookup(name) {
+            Some(element) if !element.exists() => {
+                let stored = self.take(name).expect("entry just found");
+                self.digest ^= stored.view().digest(name);
+                self.repack();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Drop every element tombstone (a node without peers keeps none: what it merges is
+    /// its own history, replayed in order). Keeps the order of the rest.
+    pub fn drop_tombstones(&mut self) {
+        if self.live as usize == self.entries_len() {
+            return;
+        }
+        let mut digest = self.digest;
+        unpacked(&mut self.table).retain(|name, slot| {
+            let state = slot.view();
+            let live = state.exists();
+            if !live {
+                digest ^= state.digest(name);
+            }
+            live
+        });
+        self.digest = digest;
+        self.repack();
+    }
+}
