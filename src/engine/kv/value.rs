@@ -27,101 +27,12 @@ use super::elements::Elements;
 mod collections;
 mod score;
 mod sparse;
+mod strval;
 
 use sparse::Sparse;
 
 pub use score::score_value;
-
-/// A stored string, kept as an integer when it is the canonical text of one (as Redis's
-/// `int` encoding), so counters don't parse on every INCR.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum StrVal {
-    Int(i64),
-    Raw(Bytes),
-}
-
-/// Values shorter than this are copied out of the connection's read buffer when
-/// stored: a zero-copy slice would pin the whole buffer it came from for as long as the
-/// value lives. Longer values had their buffer reserved for them alone, so they stay
-/// zero-copy.
-pub const COPY_VALUE_BYTES_MAX: usize = 64 * 1024;
-
-impl StrVal {
-    pub fn from_bytes(bytes: Bytes) -> StrVal {
-        match parse_canonical_i64(&bytes) {
-            Some(n) => StrVal::Int(n),
-            None if bytes.len() < COPY_VALUE_BYTES_MAX => StrVal::Raw(Bytes::copy_from_slice(&bytes)),
-            None => StrVal::Raw(bytes),
-        }
-    }
-
-    pub fn to_bytes(&self) -> Bytes {
-        match self {
-            StrVal::Int(n) => Bytes::from(itoa::Buffer::new().format(*n).to_owned()),
-            StrVal::Raw(b) => b.clone(),
-        }
-    }
-
-    /// The value's bytes for a reply: a small value is copied (cheaper than sharing
-    /// the stored bytes, see [`KeyState::read_borrowed`]), a large one shared.
-    pub fn to_reply_bytes(&self) -> Bytes {
-        match self {
-            StrVal::Raw(b) if b.len() < COPY_VALUE_BYTES_MAX => Bytes::copy_from_slice(b),
-            _ => self.to_bytes(),
-        }
-    }
-
-    pub fn len(&self) -> usize {
-        match self {
-            StrVal::Int(n) => itoa::Buffer::new().format(*n).len(),
-            StrVal::Raw(b) => b.len(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The value as an integer, if its text is one (Redis's `string2ll` rules).
-    pub fn as_i64(&self) -> Option<i64> {
-        match self {
-            StrVal::Int(n) => Some(*n),
-            StrVal::Raw(b) => parse_i64(b),
-        }
-    }
-
-    /// The value as a float, if its text is one.
-    pub fn as_f64(&self) -> Option<f64> {
-        match self {
-            StrVal::Int(n) => Some(*n as f64),
-            StrVal::Raw(b) => parse_f64(b),
-        }
-    }
-}
-
-pub use crate::command::numbers::{parse_canonical_i64, parse_f64, parse_i64};
-
-/// Render a float counter: at most 15 significant digits (hiding binary noise such as
-/// 0.1 + 0.2), no exponent, no trailing zeros. Redis computes in 80-bit long double and
-/// prints 17 decimals; for the values people add (decimal fractions) both print the same.
-pub fn format_float(value: f64) -> String {
-    debug_assert!(value.is_finite());
-    if value == 0.0 {
-        return "0".to_owned();
-    }
-    let magnitude = value.abs().log10().floor() as i32;
-    let decimals = (14 - magnitude).clamp(0, 340) as usize;
-    let mut text = format!("{value:.decimals$}");
-    if text.contains('.') {
-        while text.ends_with('0') {
-            text.pop();
-        }
-        if text.ends_with('.') {
-            text.pop();
-        }
-    }
-    if text == "-0" { "0".to_owned() } else { text }
-}
+pub use strval::{COPY_VALUE_BYTES_MAX, StrVal, format_float, parse_canonical_i64, parse_f64, parse_i64};
 
 /// How a SET treats an existing TTL.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
