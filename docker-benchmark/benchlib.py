@@ -46,13 +46,14 @@ def load_average():
         return f.read().split()[0]
 
 
-def start_server(kind, workdir, meridian_bin=MERIDIAN_BIN, core=None, meridian_args=("--shards", "1"), log=None):
+def start_server(kind, workdir, meridian_bin=MERIDIAN_BIN, core=None, meridian_args=("--shards", "1"), log=None, redis_args=()):
     """Start `kind` ("redis": no persistence; "meridian": `meridian_args` and its default
-    persistence to a fresh folder under `workdir`), pinned to `core` when given, and wait
+    persistence to a fresh folder under `workdir`; "redis" gets `redis_args` appended), pinned
+    to `core` (a taskset core list such as "0" or "0-3") when given, and wait
     until it answers PING. Returns (process, port); exits the script if it never does."""
     port = free_port()
     if kind == "redis":
-        command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", *redis_args]
     else:
         data = tempfile.mkdtemp(dir=workdir, prefix="meridian-data-")
         command = [meridian_bin, "--port", str(port), "--data-dir", data, "--log", "warn", *meridian_args]
