@@ -457,3 +457,57 @@ fn keys_renamed_or_copied_across_shards_still_expire_actively() {
     });
     assert!(drained, "moved or copied keys with a TTL were never removed (DBSIZE {dbsize})");
 }
+
+/// DEL and UNLINK of a large collection hand its emptied table to the lazy-free thread
+/// (INFO counts it), the key is gone at once, and a small collection is freed in place;
+/// EXPIRE and PERSIST on a large hash change its TTL in place and keep every field.
+#[test]
+fn large_collections_are_freed_off_the_shard_and_ttl_writes_keep_their_elements() {
+    let server = start_meridian(&[]);
+    let mut con = connect(&server);
+    let members: Vec<String> = (0..1000).map(|i| format!("m{i}")).collect();
+    let fields: Vec<(String, String)> = (0..1000).map(|i| (format!("f{i}"), format!("v{i}"))).collect();
+    let freed_before = info_field(&mut con, "stats", "lazyfreed_objects").expect("lazyfreed_objects").parse::<u64>().unwrap();
+
+    let _: i64 = redis::cmd("SADD").arg("big").arg(&members).query(&mut con).expect("SADD");
+    let _: i64 = redis::cmd("SADD").arg("small").arg(&members[..10]).query(&mut con).expect("SADD");
+    let _: i64 = redis::cmd("HSET").arg("bighash").arg(&fields).query(&mut con).expect("HSET");
+
+    // A TTL write keeps the elements, and PERSIST takes the TTL off again.
+    let set: i64 = redis::cmd("EXPIRE").arg("bighash").arg(100).query(&mut con).expect("EXPIRE");
+    assert_eq!(set, 1);
+    let ttl: i64 = redis::cmd("TTL").arg("bighash").query(&mut con).expect("TTL");
+    assert!((1..=100).contains(&ttl), "TTL after EXPIRE 100 is {ttl}");
+    let len: i64 = redis::cmd("HLEN").arg("bighash").query(&mut con).expect("HLEN");
+    assert_eq!(len, 1000);
+    let persisted: i64 = redis::cmd("PERSIST").arg("bighash").query(&mut con).expect("PERSIST");
+    assert_eq!(persisted, 1);
+    let ttl: i64 = redis::cmd("TTL").arg("bighash").query(&mut con).expect("TTL");
+    assert_eq!(ttl, -1);
+    let value: Option<String> = redis::cmd("HGET").arg("bighash").arg("f999").query(&mut con).expect("HGET");
+    assert_eq!(value.as_deref(), Some("v999"));
+
+    let removed: i64 = redis::cmd("UNLINK").arg("big").arg("small").query(&mut con).expect("UNLINK");
+    assert_eq!(removed, 2);
+    let removed: i64 = redis::cmd("DEL").arg("bighash").query(&mut con).expect("DEL");
+    assert_eq!(removed, 1);
+    let exists: i64 = redis::cmd("EXISTS").arg("big").arg("small").arg("bighash").query(&mut con).expect("EXISTS");
+    assert_eq!(exists, 0, "removed keys are gone at once, whoever frees their memory");
+    let card: i64 = redis::cmd("SCARD").arg("big").query(&mut con).expect("SCARD");
+    assert_eq!(card, 0);
+    // The two large ones went to the freeing thread; the 10-member set did not.
+    assert!(
+        eventually(Duration::from_secs(5), || {
+            let freed = info_field(&mut con, "stats", "lazyfreed_objects").unwrap().parse::<u64>().unwrap();
+            freed == freed_before + 2
+        }),
+        "lazyfreed_objects went from {freed_before} to {:?}",
+        info_field(&mut con, "stats", "lazyfreed_objects")
+    );
+    let pending = info_field(&mut con, "memory", "lazyfree_pending_objects").expect("lazyfree_pending_objects");
+    assert_eq!(pending, "0");
+    // The key can be written again from scratch.
+    let _: i64 = redis::cmd("SADD").arg("big").arg("again").query(&mut con).expect("SADD after UNLINK");
+    let all: Vec<String> = redis::cmd("SMEMBERS").arg("big").query(&mut con).expect("SMEMBERS");
+    assert_eq!(all, vec!["again".to_string()]);
+}

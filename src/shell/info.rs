@@ -144,12 +144,13 @@ pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -
         let maxmemory = state.runtime.maxmemory();
         let _ = write!(
             out,
-            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nused_memory_sampled:{}\r\nmem_allocator:jemalloc\r\n\r\n",
+            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nused_memory_sampled:{}\r\nmem_allocator:jemalloc\r\nlazyfree_pending_objects:{}\r\n\r\n",
             human_bytes(used),
             human_bytes(rss),
             human_bytes(maxmemory as u64),
             crate::config::MAXMEMORY_POLICY,
             state.memory.used_bytes(),
+            crate::engine::kv::lazyfree::counters().0,
         );
     }
     if include("persistence")
@@ -190,7 +191,7 @@ pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -
         let pubsub = state.pubsub.counts();
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\ndeltas_produced:{}\r\ndelta_log_entries:{}\r\ndelta_log_bytes:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsub_shardchannels:{}\r\npubsub_clients_disconnected:{}\r\npubsub_messages_sent_to_peers:{}\r\npubsub_messages_dropped_unsent:{}\r\npubsub_messages_received_from_peers:{}\r\npubsub_messages_dropped_late:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\ndeltas_produced:{}\r\ndelta_log_entries:{}\r\ndelta_log_bytes:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsub_shardchannels:{}\r\npubsub_clients_disconnected:{}\r\npubsub_messages_sent_to_peers:{}\r\npubsub_messages_dropped_unsent:{}\r\npubsub_messages_received_from_peers:{}\r\npubsub_messages_dropped_late:{}\r\nlazyfreed_objects:{}\r\n\r\n",
             s.connections_received.load(Ordering::Relaxed),
             s.commands_processed.load(Ordering::Relaxed),
             s.connections_rejected.load(Ordering::Relaxed),
@@ -211,6 +212,7 @@ pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -
             state.pubsub.dropped_unsent.load(Ordering::Relaxed),
             state.pubsub.received_from_peers.load(Ordering::Relaxed),
             state.pubsub.dropped_late.load(Ordering::Relaxed),
+            crate::engine::kv::lazyfree::counters().1,
         );
     }
     if include("keyspace") {

@@ -254,10 +254,13 @@ pub fn run(config: Config) -> Result<(), String> {
     state.memory.sample();
     state.pubsub.set_mailbox_bytes_max(state.runtime.output_buffer_limits().pubsub.hard_bytes);
 
+    // Large emptied collections are freed on this thread, not on their shard's.
+    let lazyfree = crate::engine::kv::lazyfree::start()?;
     let mut shard_threads = Vec::with_capacity(shard_count);
     for (shard, receiver) in shards.into_iter().zip(receivers) {
-        shard_threads.push(shard_thread::spawn(shard, receiver, state.clone())?);
+        shard_threads.push(shard_thread::spawn(shard, receiver, state.clone(), lazyfree.clone())?);
     }
+    drop(lazyfree);
     // The shards serve: the connections accepted while loading move to them.
     let listener = gate.finish()?;
     let durable_positions = store.as_ref().map(|_| state.durability.clone());

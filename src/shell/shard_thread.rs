@@ -13,14 +13,26 @@ use tokio::task::LocalSet;
 use super::router::{ParkedWork, ShardMsg};
 use super::shards::{SharedShard, apply_local};
 use super::{ServerState, connection, now_ms};
+use crate::engine::kv::lazyfree::Garbage;
 use crate::shard::{Shard, ShardReply};
 
 /// How often active expiry runs when nothing is due (Redis's default `hz 10`).
 const EXPIRE_TICK_MS: u64 = 100;
 
-pub fn spawn(shard: Shard, mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerState>) -> Result<std::thread::JoinHandle<()>, String> {
+pub fn spawn(
+    shard: Shard,
+    mailbox: mpsc::Receiver<ShardMsg>,
+    state: Arc<ServerState>,
+    lazyfree: std::sync::mpsc::SyncSender<Garbage>,
+) -> Result<std::thread::JoinHandle<()>, String> {
     let name = format!("meridian-shard-{}", shard.id());
-    std::thread::Builder::new().name(name).spawn(move || run(shard, mailbox, state)).map_err(|e| format!("cannot start shard thread: {e}"))
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || {
+            crate::engine::kv::lazyfree::install(lazyfree);
+            run(shard, mailbox, state)
+        })
+        .map_err(|e| format!("cannot start shard thread: {e}"))
 }
 
 fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerState>) {

@@ -59,7 +59,7 @@ impl KvEngine {
             return invalid_expire(command);
         };
         let hash = key_hash(key);
-        let Some(mut state) = self.take_for_write(key, hash, ctx.now_ms) else {
+        let Some(state) = self.live(key, hash, ctx.now_ms) else {
             return Frame::Integer(0);
         };
         let current = state.expire_at_ms().map(|at| at as i64);
@@ -77,8 +77,7 @@ impl KvEngine {
             self.notify.raise(Class::Generic, "del", key);
         } else {
             let dot = ctx.next_dot();
-            state.expire_at(dot, when as u64);
-            self.commit(ctx, key.clone(), hash, state);
+            self.update_key_level(ctx, key, hash, |state| state.expire_at(dot, when as u64));
             self.notify.raise(Class::Generic, "expire", key);
         }
         Frame::Integer(1)
@@ -109,7 +108,7 @@ impl KvEngine {
 
     pub fn persist(&mut self, ctx: &mut WriteCtx, key: &Bytes) -> Frame {
         let hash = key_hash(key);
-        let Some(mut state) = self.take_for_write(key, hash, ctx.now_ms) else {
+        let Some(state) = self.live(key, hash, ctx.now_ms) else {
             return Frame::Integer(0);
         };
         if state.expire_at_ms().is_none() {
@@ -119,8 +118,7 @@ impl KvEngine {
             return Frame::Integer(1);
         }
         let dot = ctx.next_dot();
-        state.persist(dot);
-        self.commit(ctx, key.clone(), hash, state);
+        self.update_key_level(ctx, key, hash, |state| state.persist(dot));
         self.notify.raise(Class::Generic, "persist", key);
         Frame::Integer(1)
     }

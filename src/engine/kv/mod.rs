@@ -15,6 +15,7 @@ pub mod hash_seed;
 pub mod hashes;
 pub mod keys;
 pub mod keyspace;
+pub mod lazyfree;
 pub mod lists;
 pub mod merkle;
 pub mod packed;
@@ -281,9 +282,31 @@ impl KvEngine {
         }
     }
 
+    /// A write to a live key's key-level state alone (its TTL: EXPIRE, PERSIST), made in
+    /// place and shipped: a collection's elements neither change nor travel, and are
+    /// not copied (a write through [`KvEngine::take_for_write`] copies the whole state,
+    /// a million elements for an EXPIRE on a big hash). The caller has checked, through
+    /// [`KvEngine::live`], that the key is live.
+    fn update_key_level(&mut self, ctx: &mut WriteCtx, key: &[u8], hash: u64, write: impl FnOnce(&mut KeyState)) {
+        let updated = self.keys.update(key, hash, |_, state| write(state));
+        assert!(updated.is_some(), "a key-level write to a key that is not there");
+        let entry = self.keys.get(key, hash).expect("the key just updated");
+        if entry.state.has_collection() {
+            ctx.deltas.key_part_changed(&entry.key, &entry.state.without_elements());
+        } else {
+            ctx.deltas.key_changed(&entry.key, &entry.state);
+        }
+    }
+
     /// Delete a key if it exists (DEL, UNLINK, GETDEL, EXPIRE in the past).
     fn delete(&mut self, ctx: &mut WriteCtx, key: &Bytes, hash: u64) -> bool {
-        let Some(mut state) = self.take_for_write(key, hash, ctx.now_ms) else {
+        if self.live(key, hash, ctx.now_ms).is_none() {
+            return false;
+        }
+        // Taken out of the keyspace, not copied: a DEL of a million-element collection
+        // must not first clone it (the emptied table then goes to the lazy-free thread).
+        // `commit_new` stores what is left (a tombstone) or nothing.
+        let Some(mut state) = self.keys.remove(key, hash) else {
             return false;
         };
         let dot = ctx.next_dot();

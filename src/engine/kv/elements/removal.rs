@@ -3,6 +3,7 @@
 //! [`super::Elements`]; the module docs there say what a tombstone must wait for.
 
 use super::*;
+use crate::engine::kv::lazyfree;
 
 impl Elements {
     /// A whole-key remove that had seen `seen`: every element dot it covers goes, and
@@ -96,11 +97,14 @@ impl Elements {
             // nothing (see `canonical`), so the walk below would empty the collection
             // element by element. Emptied at once instead: a DEL of a million-member
             // set does not rebuild a million states while its shard waits.
-            self.table = if self.packs { Table::Packed(Packed::default()) } else { Table::Map(new_map()) };
+            // A large emptied table (and its indexes) is freed off the shard's thread.
+            let entries = self.entries_len();
+            let table = std::mem::replace(&mut self.table, if self.packs { Table::Packed(Packed::default()) } else { Table::Map(new_map()) });
+            let order = self.order.as_mut().map(std::mem::take);
+            let positions = self.positions.as_mut().map(std::mem::take);
+            lazyfree::dispose((table, order, positions), entries);
             self.digest = 0;
             self.live = 0;
-            self.order = self.order.as_ref().map(|_| Box::default());
-            self.positions = self.positions.as_ref().map(|_| Box::default());
             return;
         }
         let removed = &self.removed;
