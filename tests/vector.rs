@@ -183,7 +183,7 @@ fn unsupported_or_wrong_ft_commands_are_errors_naming_what_is_wrong() {
     assert_eq!(err(&["FT.SEARCH", "nope", "*"]), "nope: no such index");
     assert!(err(&["FT.SEARCH", "idx", "hello world"]).contains("Full-text"));
     assert!(err(&["FT.SEARCH", "idx", "@n:{x}"]).contains("not a TAG"));
-    assert!(err(&["FT.SEARCH", "idx", "*", "WITHSCORES"]).contains("WITHSCORES"));
+    assert!(err(&["FT.SEARCH", "idx", "*", "SUMMARIZE"]).contains("SUMMARIZE"));
     assert!(err(&["FT.SEARCH", "idx", "*=>[KNN 3 @v $q]", "PARAMS", "2", "q", "abc", "DIALECT", "2"]).contains("blob size"));
     assert_eq!(err(&["FT.DROPINDEX", "nope"]), "Unknown Index name");
     // NOCONTENT and a pure filter query: keys only, every match counted.

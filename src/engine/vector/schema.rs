@@ -160,7 +160,7 @@ fn parse_fields(args: &[Bytes]) -> Result<Vec<FieldDef>, String> {
             i += 2;
         }
         let Some(kind) = args.get(i) else {
-            return Err(err(format!("Field `{}` has no type", String::from_utf8_lossy(&path))));
+            return Err(err(format!("Field `{}` does not have a type", String::from_utf8_lossy(&path))));
         };
         i += 1;
         let kind = if eq(kind, "VECTOR") {
