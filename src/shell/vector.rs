@@ -34,7 +34,7 @@ pub async fn execute(access: &impl Shards, command: VectorCommand, resp3: bool) 
             Err(e) => e,
         },
         VectorCommand::Info(name) => match definition(access, &name).await {
-            Ok(Some(raw)) => info(access, name, raw).await,
+            Ok(Some(raw)) => info(access, name, raw, resp3).await,
             Ok(None) => error("Unknown index name"),
             Err(e) => e,
         },
@@ -43,7 +43,9 @@ pub async fn execute(access: &impl Shards, command: VectorCommand, resp3: bool) 
                 // Indexes whose definitions are gone (dropped here or on a peer) go too.
                 let keep = names.clone();
                 access.run_everywhere(|| ShardOp::Vector(VectorOp::Retain(keep.clone()))).await;
-                Frame::Array(names.into_iter().map(Frame::Bulk).collect())
+                // RediSearch answers simple strings, as a set on RESP3.
+                let names = names.into_iter().map(word).collect();
+                if resp3 { Frame::Set(names) } else { Frame::Array(names) }
             }
             Err(e) => e,
         },
@@ -113,16 +115,10 @@ async fn aggregate(access: &impl Shards, name: Bytes, raw: Bytes, query: Arc<Agg
             .into_iter()
             .map(|row| {
                 let pairs = row.into_iter().map(|(k, v)| (Frame::Bulk(k), value(v))).collect();
-                Frame::Map(vec![(Frame::bulk_str("extra_attributes"), Frame::Map(pairs)), (Frame::bulk_str("values"), Frame::Array(Vec::new()))])
+                Frame::Map(vec![(Frame::simple("extra_attributes"), Frame::Map(pairs)), (Frame::simple("values"), Frame::Array(Vec::new()))])
             })
             .collect();
-        return Frame::Map(vec![
-            (Frame::bulk_str("attributes"), Frame::Array(Vec::new())),
-            (Frame::bulk_str("total_results"), Frame::Integer(total as i64)),
-            (Frame::bulk_str("format"), Frame::bulk_str("STRING")),
-            (Frame::bulk_str("results"), Frame::Array(results)),
-            (Frame::bulk_str("warning"), Frame::Array(Vec::new())),
-        ]);
+        return resp3_results(total, results);
     }
     let mut out = vec![Frame::Integer(total as i64)];
     out.extend(rows.into_iter().map(|row| Frame::Array(row.into_iter().flat_map(|(k, v)| [Frame::Bulk(k), value(v)]).collect())));
@@ -223,7 +219,7 @@ async fn drop_index(access: &impl Shards, name: Bytes, delete_docs: bool) -> Fra
     Frame::ok()
 }
 
-async fn info(access: &impl Shards, name: Bytes, raw: Bytes) -> Frame {
+async fn info(access: &impl Shards, name: Bytes, raw: Bytes, resp3: bool) -> Frame {
     let replies = match vector_replies(access.run_everywhere(|| ShardOp::Vector(VectorOp::Info { name: name.clone(), raw: raw.clone() })).await) {
         Ok(r) => r,
         Err(e) => return e,
@@ -239,12 +235,13 @@ async fn info(access: &impl Shards, name: Bytes, raw: Bytes) -> Frame {
     let Some(def) = schema::decode_args(raw).and_then(|args| schema::parse(&args).ok()) else {
         return error("internal: undecodable index definition");
     };
-    let s = |t: &str| Frame::bulk_str(t);
+    // RediSearch's names and words are simple strings.
+    let s = |t: &str| Frame::Simple(Bytes::copy_from_slice(t.as_bytes()));
     let attributes = def
         .fields
         .iter()
         .map(|f| {
-            let mut a = vec![s("identifier"), Frame::Bulk(f.path.clone()), s("attribute"), Frame::Bulk(f.name.clone()), s("type")];
+            let mut a = vec![s("identifier"), word(f.path.clone()), s("attribute"), word(f.name.clone()), s("type")];
             match &f.kind {
                 FieldKind::Vector(p) => a.extend([
                     s("VECTOR"),
@@ -257,7 +254,7 @@ async fn info(access: &impl Shards, name: Bytes, raw: Bytes) -> Frame {
                     s("distance_metric"),
                     s(p.metric.name()),
                 ]),
-                FieldKind::Tag { separator, .. } => a.extend([s("TAG"), s("SEPARATOR"), Frame::Bulk(Bytes::copy_from_slice(&[*separator]))]),
+                FieldKind::Tag { separator, .. } => a.extend([s("TAG"), s("SEPARATOR"), word(Bytes::copy_from_slice(&[*separator]))]),
                 FieldKind::Numeric => a.push(s("NUMERIC")),
             }
             if let FieldKind::Vector(p) = &f.kind
@@ -268,25 +265,33 @@ async fn info(access: &impl Shards, name: Bytes, raw: Bytes) -> Frame {
             let mut flags = Vec::new();
             if f.sortable {
                 flags.push(s("SORTABLE"));
+                if f.kind == FieldKind::Numeric {
+                    flags.push(s("UNF"));
+                }
             }
             if let FieldKind::Tag { case_sensitive: true, .. } = f.kind {
                 flags.push(s("CASESENSITIVE"));
             }
-            a.extend([s("flags"), Frame::Array(flags)]);
-            // Pairs: a map in RESP3, the flat list RediSearch sends in RESP2.
-            Frame::Map(a.chunks_exact(2).map(|p| (p[0].clone(), p[1].clone())).collect())
+            if resp3 {
+                a.extend([s("flags"), Frame::Array(flags)]);
+                Frame::Map(a.chunks_exact(2).map(|p| (p[0].clone(), p[1].clone())).collect())
+            } else {
+                // RESP2: RediSearch's flat list, the flags as bare words at its end.
+                a.extend(flags);
+                Frame::Array(a)
+            }
         })
         .collect();
     let pair = |k: &str, v: Frame| (s(k), v);
     Frame::Map(vec![
-        pair("index_name", Frame::Bulk(name)),
+        pair("index_name", word(name)),
         pair("index_options", Frame::Array(Vec::new())),
         pair(
             "index_definition",
             Frame::Map(vec![
                 (s("key_type"), s("HASH")),
-                (s("prefixes"), Frame::Array(if def.prefixes.is_empty() { vec![s("")] } else { def.prefixes.iter().cloned().map(Frame::Bulk).collect() })),
-                (s("default_score"), s("1")),
+                (s("prefixes"), Frame::Array(if def.prefixes.is_empty() { vec![s("")] } else { def.prefixes.iter().cloned().map(word).collect() })),
+                (s("default_score"), if resp3 { Frame::Double(1.0) } else { Frame::bulk_str("1") }),
             ]),
         ),
         pair("attributes", Frame::Array(attributes)),
@@ -345,25 +350,19 @@ async fn search(access: &impl Shards, name: Bytes, raw: Bytes, query: Arc<Search
     if resp3 {
         let results = page
             .map(|(relevance, hit)| {
-                let mut entry = vec![(Frame::bulk_str("id"), Frame::Bulk(hit.key.clone()))];
+                let mut entry = vec![(Frame::simple("id"), Frame::Bulk(hit.key.clone()))];
                 if query.with_scores {
-                    entry.push((Frame::bulk_str("score"), Frame::Double(relevance)));
+                    entry.push((Frame::simple("score"), Frame::Double(relevance)));
                 }
                 if !query.nocontent {
                     let pairs = content(&query, hit).chunks_exact(2).map(|p| (p[0].clone(), p[1].clone())).collect();
-                    entry.push((Frame::bulk_str("extra_attributes"), Frame::Map(pairs)));
+                    entry.push((Frame::simple("extra_attributes"), Frame::Map(pairs)));
                 }
-                entry.push((Frame::bulk_str("values"), Frame::Array(Vec::new())));
+                entry.push((Frame::simple("values"), Frame::Array(Vec::new())));
                 Frame::Map(entry)
             })
             .collect();
-        return Frame::Map(vec![
-            (Frame::bulk_str("attributes"), Frame::Array(Vec::new())),
-            (Frame::bulk_str("total_results"), Frame::Integer(total as i64)),
-            (Frame::bulk_str("format"), Frame::bulk_str("STRING")),
-            (Frame::bulk_str("results"), Frame::Array(results)),
-            (Frame::bulk_str("warning"), Frame::Array(Vec::new())),
-        ]);
+        return resp3_results(total, results);
     }
     let mut out = vec![Frame::Integer(total as i64)];
     for (relevance, hit) in page {
@@ -376,6 +375,24 @@ async fn search(access: &impl Shards, name: Bytes, raw: Bytes, query: Arc<Search
         }
     }
     Frame::Array(out)
+}
+
+/// A name RediSearch sends as a simple string; a bulk string if it holds a line break
+/// (a simple string cannot carry one).
+fn word(name: Bytes) -> Frame {
+    if name.iter().any(|&b| b == b'\r' || b == b'\n') { Frame::Bulk(name) } else { Frame::Simple(name) }
+}
+
+/// RediSearch's RESP3 envelope of FT.SEARCH and FT.AGGREGATE results (its keys are
+/// simple strings).
+fn resp3_results(total: usize, results: Vec<Frame>) -> Frame {
+    Frame::Map(vec![
+        (Frame::simple("attributes"), Frame::Array(Vec::new())),
+        (Frame::simple("total_results"), Frame::Integer(total as i64)),
+        (Frame::simple("format"), Frame::simple("STRING")),
+        (Frame::simple("results"), Frame::Array(results)),
+        (Frame::simple("warning"), Frame::Array(Vec::new())),
+    ])
 }
 
 /// Missing values sort last in either direction.

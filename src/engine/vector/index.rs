@@ -340,7 +340,7 @@ impl Index {
                 // Without SORTBY the node orders by relevance score, then key. When every
                 // match scores alike, only this shard's first `page_end` keys can make
                 // the page; otherwise the node needs them all to rank them.
-                let uniform = terms::uniform(&filter);
+                let uniform = terms::uniform(&query.filter);
                 if query.sort_by.is_none() && uniform {
                     found.sort_unstable();
                     found.truncate(page_end);
@@ -379,7 +379,7 @@ impl Index {
         if !query.nocontent {
             // Without SORTBY (and with uniform scores) only the first `page_end` hits of
             // a shard can make the page.
-            let wanted = if query.sort_by.is_some() || query.knn.is_none() && !terms::uniform(&filter) { hits.len() } else { page_end.min(hits.len()) };
+            let wanted = if query.sort_by.is_some() || query.knn.is_none() && !terms::uniform(&query.filter) { hits.len() } else { page_end.min(hits.len()) };
             for hit in hits.iter_mut().take(wanted) {
                 hit.fields = read(&hit.key);
             }

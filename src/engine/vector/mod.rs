@@ -139,6 +139,9 @@ impl VectorEngine {
             }
             let mut index = Index::new(def, raw.clone());
             build(&mut index, kv);
+            // FT.ALTER re-indexes every document; RediSearch's failure count is
+            // cumulative over such scans, so the old index's count carries over.
+            index.indexing_failures += self.indexes.get(name).map_or(0, |old| old.indexing_failures);
             self.indexes.insert(name.clone(), index);
             kv.keys.track_changes(true);
         }

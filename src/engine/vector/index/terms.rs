@@ -15,6 +15,7 @@ use hashbrown::HashMap;
 
 use super::{Compiled, Index, decode_vector};
 use crate::engine::vector::distance::{Metric, normalize};
+use crate::engine::vector::query::Filter;
 use crate::engine::vector::schema::FieldKind;
 
 /// Shortest tag prefix that matches anything (RediSearch's MINPREFIX default).
@@ -46,13 +47,15 @@ pub fn score(terms: &[Term], docs: usize, counts: &std::collections::HashMap<Ter
 }
 
 /// Whether every document that passes `filter` matches it through the same terms (so
-/// all score alike and key order is score order).
-pub(super) fn uniform(filter: &Compiled) -> bool {
+/// all score alike and key order is score order). Decided on the query, not on a
+/// shard's expansion of it, so that every shard decides alike.
+pub fn uniform(filter: &Filter) -> bool {
     match filter {
-        Compiled::All | Compiled::Nothing | Compiled::Range(..) | Compiled::Not(_) | Compiled::Within(_) => true,
-        Compiled::Tag(_, values) => values.len() <= 1,
-        Compiled::And(parts) => parts.iter().all(uniform),
-        Compiled::Or(parts) => parts.is_empty(),
+        Filter::All | Filter::Range { .. } | Filter::Not(_) | Filter::VectorRange { .. } => true,
+        Filter::Tag { values, .. } => values.len() <= 1,
+        Filter::TagPrefix { .. } => false,
+        Filter::And(parts) => parts.iter().all(uniform),
+        Filter::Or(parts) => parts.is_empty(),
     }
 }
 
