@@ -21,7 +21,11 @@ pub struct Peer {
 /// The installed peer, if every part of it is there.
 pub fn installed() -> Option<Peer> {
     let dir = PathBuf::from(std::env::var_os("MERIDIAN_REDISEARCH_DIR").unwrap_or_else(|| "/opt/meridian-peers/redisearch".into()));
-    let peer = Peer { server: dir.join("bin/redis-server"), module: dir.join("lib/redisearch.so"), libs: dir.join("libssl/usr/lib/x86_64-linux-gnu") };
+    let peer = Peer {
+        server: dir.join("bin/redis-server"),
+        module: dir.join("lib/redisearch.so"),
+        libs: dir.join("libssl/usr/lib/x86_64-linux-gnu"),
+    };
     (peer.server.exists() && peer.module.exists() && peer.libs.join("libssl.so.1.1").exists()).then_some(peer)
 }
 

@@ -343,12 +343,20 @@ mod tests {
             .iter()
             .map(|(k, t, n)| (Bytes::from(*k), vec![(Bytes::from("t"), Bytes::from(*t)), (Bytes::from("n"), Bytes::from(*n))]))
             .collect();
-        let q = parse(&args("* GROUPBY 1 @t REDUCE COUNT 0 AS c REDUCE SUM 1 @n REDUCE COUNT_DISTINCT 1 @n AS d SORTBY 2 @c DESC LIMIT 0 5")).expect("parses");
+        let q =
+            parse(&args("* GROUPBY 1 @t REDUCE COUNT 0 AS c REDUCE SUM 1 @n REDUCE COUNT_DISTINCT 1 @n AS d SORTBY 2 @c DESC LIMIT 0 5"))
+                .expect("parses");
         let (total, rows) = run(&def, &q.steps, &docs);
         assert_eq!(total, 2);
         let show: Vec<Vec<(String, String)>> = rows
             .iter()
-            .map(|r| r.iter().map(|(k, v)| (String::from_utf8_lossy(k).into_owned(), String::from_utf8_lossy(v.as_deref().unwrap_or(b"")).into_owned())).collect())
+            .map(|r| {
+                r.iter()
+                    .map(|(k, v)| {
+                        (String::from_utf8_lossy(k).into_owned(), String::from_utf8_lossy(v.as_deref().unwrap_or(b"")).into_owned())
+                    })
+                    .collect()
+            })
             .collect();
         let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
         assert_eq!(show[0], vec![pair("t", "red"), pair("c", "3"), pair("__generated_aliassumn", "9"), pair("d", "2")]);
