@@ -156,6 +156,34 @@ fn script(seed: u64) -> Vec<Step> {
             ],
         ),
     ];
+    // TEXT with NOSTEM: Meridian does not stem (docs/vector.md), so that is the case
+    // both must answer alike.
+    steps.push(step(
+        Check::Exact,
+        &[
+            b"FT.CREATE",
+            b"txt",
+            b"PREFIX",
+            b"1",
+            b"doc:",
+            b"SCHEMA",
+            b"title",
+            b"TEXT",
+            b"NOSTEM",
+            b"color",
+            b"TAG",
+            b"v",
+            b"VECTOR",
+            b"FLAT",
+            b"6",
+            b"TYPE",
+            b"FLOAT32",
+            b"DIM",
+            b"4",
+            b"DISTANCE_METRIC",
+            b"L2",
+        ],
+    ));
     steps.extend(documents(&mut rng));
     // Created over existing data.
     steps.push(step(
@@ -643,9 +671,44 @@ fn script(seed: u64) -> Vec<Step> {
         (Check::Exact, vec![b"FT.AGGREGATE", b"flat", b"@color:{green}", b"GROUPBY", b"0", b"REDUCE", b"COUNT", b"0", b"AS", b"total"]),
         (Check::Exact, vec![b"FT.AGGREGATE", b"flat", b"*", b"GROUPBY", b"1", b"color"]),
         (Check::Exact, vec![b"FT.AGGREGATE", b"nosuch", b"*"]),
+        // TEXT: bare terms (intersection), fields, OR groups, prefixes, negation, stop
+        // words, with tag filters and as a KNN prefilter. Relevance differs from
+        // RediSearch's text scoring (docs/vector.md), so matches compare as sets or
+        // under SORTBY.
+        (Check::AnyOrder, vec![b"FT.SEARCH", b"txt", b"hello", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::AnyOrder, vec![b"FT.SEARCH", b"txt", b"HELLO World", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::AnyOrder, vec![b"FT.SEARCH", b"txt", b"@title:(fox|foxes)", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::AnyOrder, vec![b"FT.SEARCH", b"txt", b"@title:fox -@color:{red}", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::AnyOrder, vec![b"FT.SEARCH", b"txt", b"hel*", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::AnyOrder, vec![b"FT.SEARCH", b"txt", b"fox* | runn*", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::AnyOrder, vec![b"FT.SEARCH", b"txt", b"-world", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::AnyOrder, vec![b"FT.SEARCH", b"txt", b"the quick", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::AnyOrder, vec![b"FT.SEARCH", b"txt", b"world @color:{red|green}", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (
+            Check::Scores,
+            vec![
+                b"FT.SEARCH",
+                b"txt",
+                b"(hello)=>[KNN 4 @v $b AS d]",
+                b"PARAMS",
+                b"2",
+                b"b",
+                &qb,
+                b"SORTBY",
+                b"d",
+                b"RETURN",
+                b"2",
+                b"d",
+                b"title",
+                d2,
+                b"2",
+            ],
+        ),
+        (Check::Exact, vec![b"FT.SEARCH", b"txt", b"@color:{red}", b"RETURN", b"1", b"title", b"LIMIT", b"0", b"3", d2, b"2"]),
         // FT.INFO, FT._LIST.
         (Check::Info, vec![b"FT.INFO", b"flat"]),
         (Check::Info, vec![b"FT.INFO", b"hnsw"]),
+        (Check::Info, vec![b"FT.INFO", b"txt"]),
         (Check::AnyOrder, vec![b"FT._LIST"]),
         // Errors.
         (Check::Exact, vec![b"FT.SEARCH", b"nosuch", b"*"]),

@@ -19,7 +19,7 @@ use crate::command::{KeyCommand, KeyspaceCommand, MultiKeyCommand};
 use crate::engine::vector::schema::{self, Algorithm, FieldKind};
 use crate::engine::vector::aggregate::{self, AggregateQuery};
 use crate::engine::vector::index::score;
-use crate::engine::vector::{DEF_FIELD, DEF_KEY_PREFIX, Hit, SearchQuery, SortValue, Term, VectorOp, VectorReply, def_key, format_score};
+use crate::engine::vector::{DEF_FIELD, DEF_KEY_PREFIX, Hit, SearchQuery, SortValue, Term, VectorOp, VectorReply, def_key, format_double, format_score};
 use crate::protocol::Frame;
 use crate::shard::{ShardOp, ShardReply};
 
@@ -256,6 +256,7 @@ async fn info(access: &impl Shards, name: Bytes, raw: Bytes, resp3: bool) -> Fra
                 ]),
                 FieldKind::Tag { separator, .. } => a.extend([s("TAG"), s("SEPARATOR"), word(Bytes::copy_from_slice(&[*separator]))]),
                 FieldKind::Numeric => a.push(s("NUMERIC")),
+                FieldKind::Text { weight, .. } => a.extend([s("TEXT"), s("WEIGHT"), Frame::bulk_str(&format_double(*weight))]),
             }
             if let FieldKind::Vector(p) = &f.kind
                 && p.algorithm == Algorithm::Hnsw
@@ -271,6 +272,9 @@ async fn info(access: &impl Shards, name: Bytes, raw: Bytes, resp3: bool) -> Fra
             }
             if let FieldKind::Tag { case_sensitive: true, .. } = f.kind {
                 flags.push(s("CASESENSITIVE"));
+            }
+            if let FieldKind::Text { nostem: true, .. } = f.kind {
+                flags.push(s("NOSTEM"));
             }
             if resp3 {
                 a.extend([s("flags"), Frame::Array(flags)]);

@@ -124,7 +124,8 @@ impl Index {
                     stores.push((VectorStore::new(p.dim, p.metric, p.algorithm == Algorithm::Hnsw, p.m, p.ef_construction, p.initial_cap), Vec::new()));
                     &mut vectors
                 }
-                FieldKind::Tag { .. } => &mut tags,
+                // A TEXT field's terms are kept like a TAG field's tags.
+                FieldKind::Tag { .. } | FieldKind::Text { .. } => &mut tags,
                 FieldKind::Numeric => &mut numbers,
             };
             positions.push(*counter);
@@ -271,6 +272,7 @@ impl Index {
                         .map(|t| if *case_sensitive { Bytes::copy_from_slice(t) } else { Bytes::from(t.to_ascii_lowercase()) })
                         .collect(),
                 }),
+                FieldKind::Text { .. } => parsed.tags.push(value.map_or_else(Vec::new, |text| super::text::terms(&text))),
                 FieldKind::Numeric => parsed.numbers.push(match value {
                     None => None,
                     Some(text) => Some(std::str::from_utf8(&text).ok().and_then(|t| t.trim().parse::<f64>().ok()).filter(|v| !v.is_nan()).ok_or(())?),
@@ -310,6 +312,7 @@ impl Index {
                 let (position, vector, _) = self.query_vector(field, blob)?;
                 Compiled::Within(self.within(position, &vector, *radius))
             }
+            Filter::Text { field, term, prefix } => self.compile_text(field.as_ref(), term, *prefix)?,
             Filter::Not(inner) => Compiled::Not(Box::new(self.compile(inner)?)),
             Filter::And(parts) => Compiled::And(parts.iter().map(|p| self.compile(p)).collect::<Result<_, _>>()?),
             Filter::Or(parts) => Compiled::Or(parts.iter().map(|p| self.compile(p)).collect::<Result<_, _>>()?),
@@ -371,6 +374,7 @@ impl Index {
                     hit.sort = Some(match (&def.kind, doc) {
                         (FieldKind::Numeric, Some(d)) => d.numbers[self.positions[i]].map_or(SortValue::Missing, SortValue::Number),
                         (FieldKind::Tag { .. }, Some(d)) => d.tags[self.positions[i]].first().cloned().map_or(SortValue::Missing, SortValue::Text),
+                        (FieldKind::Text { .. }, _) => return Err("SORTBY a TEXT field is not supported by Meridian yet".into()),
                         _ => SortValue::Missing,
                     });
                 }

@@ -18,6 +18,7 @@ pub mod hnsw;
 pub mod index;
 pub mod query;
 pub mod schema;
+pub mod text;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -24,6 +24,9 @@ pub enum Filter {
     Tag { field: Bytes, values: Vec<Bytes> },
     /// Any tag on the field that starts with one of these (`{ab*}`).
     TagPrefix { field: Bytes, prefixes: Vec<Bytes> },
+    /// A full-text term (lower-cased) on one TEXT field or on all (`field` `None`);
+    /// `prefix`: any term starting with it (`hel*`).
+    Text { field: Option<Bytes>, term: Bytes, prefix: bool },
     /// Documents whose vector is within `radius` of `blob` (VECTOR_RANGE); the distance
     /// is returned under `yield_as` when given.
     VectorRange { field: Bytes, radius: f64, blob: Bytes, yield_as: Option<Bytes> },
@@ -164,7 +167,7 @@ pub fn parse_search(args: &[Bytes]) -> Result<SearchQuery, String> {
             return Err(format!("{} is not supported by Meridian's FT.SEARCH", String::from_utf8_lossy(arg).to_uppercase()));
         }
     }
-    let (filter, knn) = Parser { text: query, pos: 0, params: &params }.query()?;
+    let (filter, knn) = Parser { text: query, pos: 0, params: &params, text_field: None }.query()?;
     out.filter = filter;
     out.knn = knn;
     if out.vector_range().is_some() {
@@ -191,6 +194,17 @@ struct Parser<'a> {
     text: &'a [u8],
     pos: usize,
     params: &'a [(Bytes, Bytes)],
+    /// Inside `@field:( ... )`: the TEXT field bare terms apply to.
+    text_field: Option<Bytes>,
+}
+
+/// What a query stop word parses to: no condition (AND leaves it out).
+fn neutral() -> Filter {
+    Filter::And(Vec::new())
+}
+
+fn is_neutral(filter: &Filter) -> bool {
+    matches!(filter, Filter::And(parts) if parts.is_empty())
 }
 
 impl Parser<'_> {
@@ -258,8 +272,14 @@ impl Parser<'_> {
             }
             parts.push(self.unary(depth)?);
         }
+        if parts.is_empty() {
+            return Err(self.syntax());
+        }
+        // Stop words match without a condition; a clause of nothing but stop words
+        // matches nothing (as RediSearch).
+        parts.retain(|p| !is_neutral(p));
         match parts.len() {
-            0 => Err(self.syntax()),
+            0 => Ok(Filter::Or(Vec::new())),
             1 => Ok(parts.pop().unwrap_or(Filter::All)),
             _ => Ok(Filter::And(parts)),
         }
@@ -286,10 +306,9 @@ impl Parser<'_> {
             }
             Some(b'@') => self.field_filter(),
             Some(b'~') => Err("Optional terms (~) are not supported by Meridian".into()),
-            Some(_) => Err(format!(
-                "Full-text terms are not supported by Meridian yet (near `{}`); use @tag:{{...}} or @num:[lo hi]",
-                String::from_utf8_lossy(&self.text[self.pos..]).split_whitespace().next().unwrap_or("")
-            )),
+            Some(b'"') => Err("Exact phrases (\"...\") are not supported by Meridian yet".into()),
+            Some(b'%') => Err("Fuzzy terms (%...%) are not supported by Meridian".into()),
+            Some(_) => self.term(self.text_field.clone()),
             None => Err(self.syntax()),
         }
     }
@@ -334,8 +353,38 @@ impl Parser<'_> {
                     Err(self.syntax())
                 }
             }
-            _ => Err(format!("Full-text and GEO field filters are not supported by Meridian yet (@{})", String::from_utf8_lossy(&field))),
+            Some(b'(') => {
+                self.pos += 1;
+                let outer = self.text_field.replace(field);
+                let inner = self.or(1);
+                self.text_field = outer;
+                let inner = inner?;
+                self.expect(b')')?;
+                Ok(inner)
+            }
+            Some(_) => self.term(Some(field)),
+            None => Err(self.syntax()),
         }
+    }
+
+    /// A full-text term (`hello`, `hel*`) at the cursor; a stop word is no condition.
+    fn term(&mut self, field: Option<Bytes>) -> Result<Filter, String> {
+        self.skip_ws();
+        let start = self.pos;
+        while self.pos < self.text.len() && !super::text::is_separator(self.text[self.pos]) {
+            self.pos += 1;
+        }
+        if self.pos == start {
+            return Err(self.syntax());
+        }
+        let term = Bytes::from(self.text[start..self.pos].to_ascii_lowercase());
+        let prefix = self.text.get(self.pos) == Some(&b'*');
+        if prefix {
+            self.pos += 1;
+        } else if super::text::is_stop_word(&term) {
+            return Ok(neutral());
+        }
+        Ok(Filter::Text { field, term, prefix })
     }
 
     /// `radius $blob]` after `[VECTOR_RANGE`, then optional `=>{$YIELD_DISTANCE_AS: name}`.
@@ -567,8 +616,23 @@ mod tests {
     }
 
     #[test]
+    fn text_terms_parse_with_fields_prefixes_and_stop_words() {
+        let q = parse("Hello the @title:(wor* | Fox) -@body:x", &[]).expect("parses");
+        let text = |field: Option<&str>, term: &str, prefix: bool| Filter::Text { field: field.map(|f| Bytes::copy_from_slice(f.as_bytes())), term: Bytes::copy_from_slice(term.as_bytes()), prefix };
+        assert_eq!(
+            q.filter,
+            Filter::And(vec![
+                text(None, "hello", false),
+                Filter::Or(vec![text(Some("title"), "wor", true), text(Some("title"), "fox", false)]),
+                Filter::Not(Box::new(text(Some("body"), "x", false))),
+            ])
+        );
+        assert_eq!(parse("the", &[]).expect("parses").filter, Filter::Or(Vec::new()));
+    }
+
+    #[test]
     fn unsupported_query_parts_are_errors_never_ignored() {
-        assert!(parse("hello", &[]).unwrap_err().contains("Full-text"));
+        assert!(parse("\"hello world\"", &[]).unwrap_err().contains("phrase"));
         assert!(parse("@v:[VECTOR_RANGE 0.1 $b]=>{$FOO: 1}", &[("b", "x")]).is_err());
         assert!(parse("@v:[VECTOR_RANGE 1 $b] | @w:[VECTOR_RANGE 1 $b]", &[("b", "x")]).unwrap_err().contains("More than one"));
         assert!(parse("*=>[KNN 3 @v $b HYBRID_POLICY ADHOC_BF]", &[("b", "x")]).unwrap_err().contains("HYBRID_POLICY"));

@@ -53,7 +53,7 @@ pub fn uniform(filter: &Filter) -> bool {
     match filter {
         Filter::All | Filter::Range { .. } | Filter::Not(_) | Filter::VectorRange { .. } => true,
         Filter::Tag { values, .. } => values.len() <= 1,
-        Filter::TagPrefix { .. } => false,
+        Filter::TagPrefix { .. } | Filter::Text { .. } => false,
         Filter::And(parts) => parts.iter().all(uniform),
         Filter::Or(parts) => parts.is_empty(),
     }
@@ -113,6 +113,26 @@ impl Index {
         out.sort_unstable();
         out.dedup();
         out
+    }
+
+    /// A full-text term: on one TEXT field, or on every TEXT field (`field` `None`);
+    /// a prefix expands over the terms indexed.
+    pub(super) fn compile_text(&self, field: Option<&Bytes>, term: &Bytes, prefix: bool) -> Result<Compiled, String> {
+        let positions: Vec<usize> = match field {
+            Some(name) => match self.def.field(name) {
+                None => return Ok(Compiled::Nothing),
+                Some((i, def)) if matches!(def.kind, FieldKind::Text { .. }) => vec![self.positions[i]],
+                Some(_) => return Err(format!("Field `{}` is not a TEXT field", String::from_utf8_lossy(name))),
+            },
+            None => self.def.fields.iter().enumerate().filter(|(_, f)| matches!(f.kind, FieldKind::Text { .. })).map(|(i, _)| self.positions[i]).collect(),
+        };
+        let term = Bytes::from(term.to_ascii_lowercase());
+        Ok(Compiled::Or(
+            positions
+                .into_iter()
+                .map(|p| Compiled::Tag(p, if prefix { self.expand_prefixes(p, std::slice::from_ref(&term), true) } else { vec![term.clone()] }))
+                .collect(),
+        ))
     }
 
     /// Whether doc `id` passes `filter`, and if so the terms it matched through
