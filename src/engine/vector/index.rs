@@ -383,7 +383,7 @@ impl Index {
         if !query.nocontent {
             // Without SORTBY (and with uniform scores) only the first `page_end` hits of
             // a shard can make the page.
-            let wanted = if query.sort_by.is_some() || query.knn.is_none() && !terms::uniform(&query.filter) { hits.len() } else { page_end.min(hits.len()) };
+            let wanted = if query.sort_by.is_some() || (query.knn.is_none() && !terms::uniform(&query.filter)) { hits.len() } else { page_end.min(hits.len()) };
             for hit in hits.iter_mut().take(wanted) {
                 hit.fields = read(&hit.key);
             }
