@@ -231,7 +231,7 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
         | CmdId::LMove
         | CmdId::RPopLPush
         | CmdId::LMPop => super::list::parse(spec.id, spec.name, a),
-        CmdId::FtCreate | CmdId::FtSearch | CmdId::FtInfo | CmdId::FtList | CmdId::FtDropIndex => super::vector::parse(spec.id, a),
+        CmdId::FtCreate | CmdId::FtSearch | CmdId::FtInfo | CmdId::FtList | CmdId::FtDropIndex | CmdId::FtAlter | CmdId::FtAggregate => super::vector::parse(spec.id, a),
 
         CmdId::DbSize => Ok(Command::Keyspace(KeyspaceCommand::DbSize)),
         CmdId::FlushDb | CmdId::FlushAll => match a.len() {

@@ -187,6 +187,8 @@ pub enum CmdId {
     FtInfo,
     FtList,
     FtDropIndex,
+    FtAlter,
+    FtAggregate,
     // The graph engine (FalkorDB's GRAPH.* commands).
     GraphQuery,
     GraphRoQuery,

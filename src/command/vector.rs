@@ -9,6 +9,7 @@ use bytes::Bytes;
 
 use super::Command;
 use super::table::CmdId;
+use crate::engine::vector::aggregate::{self, AggregateQuery};
 use crate::engine::vector::{SearchQuery, query, schema};
 use crate::protocol::Frame;
 
@@ -20,6 +21,10 @@ pub enum VectorCommand {
     Info(Bytes),
     List,
     DropIndex { name: Bytes, delete_docs: bool },
+    /// FT.ALTER idx [SKIPINITIALSCAN] SCHEMA ADD field...: `fields` are checked against
+    /// the stored definition when it is read.
+    Alter { name: Bytes, fields: Vec<Bytes> },
+    Aggregate { name: Bytes, query: Arc<AggregateQuery> },
 }
 
 /// RediSearch's errors carry no `ERR` code: the text is the whole error line.
@@ -37,6 +42,21 @@ pub fn parse(id: CmdId, args: &mut [Bytes]) -> Result<Command, Frame> {
         }
         CmdId::FtSearch => VectorCommand::Search { name, query: Arc::new(query::parse_search(&args[2..]).map_err(error)?) },
         CmdId::FtInfo => VectorCommand::Info(name),
+        CmdId::FtAggregate => VectorCommand::Aggregate { name, query: Arc::new(aggregate::parse(&args[2..]).map_err(error)?) },
+        CmdId::FtAlter => {
+            let mut i = 2;
+            if args.get(i).is_some_and(|a| a.eq_ignore_ascii_case(b"SKIPINITIALSCAN")) {
+                return Err(error("SKIPINITIALSCAN is not supported by Meridian (an index always covers the existing documents)"));
+            }
+            if !args.get(i).is_some_and(|a| a.eq_ignore_ascii_case(b"SCHEMA")) {
+                return Err(error("ALTER must be followed by SCHEMA"));
+            }
+            if !args.get(i + 1).is_some_and(|a| a.eq_ignore_ascii_case(b"ADD")) {
+                return Err(error("Unknown action passed to ALTER SCHEMA"));
+            }
+            i += 2;
+            VectorCommand::Alter { name, fields: args[i..].to_vec() }
+        }
         CmdId::FtList => VectorCommand::List,
         CmdId::FtDropIndex => {
             let delete_docs = match args.get(2) {

@@ -6,6 +6,7 @@
 //! (`engine::vector`). Definitions are hashes under a reserved key, so they replicate
 //! and persist with the data (see docs/vector.md).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -16,7 +17,9 @@ use crate::command::hash::{HSetReply, HashCommand};
 use crate::command::vector::{VectorCommand, error};
 use crate::command::{KeyCommand, KeyspaceCommand, MultiKeyCommand};
 use crate::engine::vector::schema::{self, Algorithm, FieldKind};
-use crate::engine::vector::{DEF_FIELD, DEF_KEY_PREFIX, Hit, SearchQuery, SortValue, VectorOp, VectorReply, def_key, format_score};
+use crate::engine::vector::aggregate::{self, AggregateQuery};
+use crate::engine::vector::index::score;
+use crate::engine::vector::{DEF_FIELD, DEF_KEY_PREFIX, Hit, SearchQuery, SortValue, Term, VectorOp, VectorReply, def_key, format_double, format_score};
 use crate::protocol::Frame;
 use crate::shard::{ShardOp, ShardReply};
 
@@ -31,7 +34,7 @@ pub async fn execute(access: &impl Shards, command: VectorCommand, resp3: bool) 
             Err(e) => e,
         },
         VectorCommand::Info(name) => match definition(access, &name).await {
-            Ok(Some(raw)) => info(access, name, raw).await,
+            Ok(Some(raw)) => info(access, name, raw, resp3).await,
             Ok(None) => error("Unknown index name"),
             Err(e) => e,
         },
@@ -40,12 +43,86 @@ pub async fn execute(access: &impl Shards, command: VectorCommand, resp3: bool) 
                 // Indexes whose definitions are gone (dropped here or on a peer) go too.
                 let keep = names.clone();
                 access.run_everywhere(|| ShardOp::Vector(VectorOp::Retain(keep.clone()))).await;
-                Frame::Array(names.into_iter().map(Frame::Bulk).collect())
+                // RediSearch answers simple strings, as a set on RESP3.
+                let names = names.into_iter().map(word).collect();
+                if resp3 { Frame::Set(names) } else { Frame::Array(names) }
             }
             Err(e) => e,
         },
         VectorCommand::DropIndex { name, delete_docs } => drop_index(access, name, delete_docs).await,
+        VectorCommand::Alter { name, fields } => alter(access, name, fields).await,
+        VectorCommand::Aggregate { name, query } => match definition(access, &name).await {
+            Ok(Some(raw)) => aggregate(access, name, raw, query, resp3).await,
+            Ok(None) => error(format!("{}: no such index", String::from_utf8_lossy(&name))),
+            Err(e) => e,
+        },
     }
+}
+
+/// FT.ALTER ... SCHEMA ADD: the definition with the new fields appended replaces the
+/// stored one; every shard then rebuilds from it, so existing documents are indexed
+/// for the new fields too (and the change replicates like any definition).
+async fn alter(access: &impl Shards, name: Bytes, fields: Vec<Bytes>) -> Frame {
+    let raw = match definition(access, &name).await {
+        Ok(Some(raw)) => raw,
+        Ok(None) => return error("Unknown index name"),
+        Err(e) => return e,
+    };
+    let Some(mut args) = schema::decode_args(raw) else {
+        return error("internal: undecodable index definition");
+    };
+    if fields.is_empty() {
+        return error("Fields arguments are missing");
+    }
+    args.extend(fields);
+    if let Err(e) = schema::parse(&args) {
+        return error(e);
+    }
+    let raw = schema::encode_args(&args);
+    let key = def_key(&name);
+    let op = ShardOp::Key(KeyCommand::Hash(HashCommand::Set { key: key.clone(), pairs: vec![(Bytes::from_static(DEF_FIELD), raw.clone())], reply: HSetReply::Added }));
+    let reply = access.run_one(access.shard_of(&key), op).await.into_frame();
+    if reply.is_error() {
+        return reply;
+    }
+    match vector_replies(access.run_everywhere(|| ShardOp::Vector(VectorOp::Sync { name: name.clone(), raw: raw.clone() })).await) {
+        Ok(_) => Frame::ok(),
+        Err(e) => e,
+    }
+}
+
+/// FT.AGGREGATE: every match's fields from the shards, then the pipeline on the node.
+async fn aggregate(access: &impl Shards, name: Bytes, raw: Bytes, query: Arc<AggregateQuery>, resp3: bool) -> Frame {
+    let search = Arc::new(query.search.clone());
+    let replies = match vector_replies(access.run_everywhere(|| ShardOp::Vector(VectorOp::Search { name: name.clone(), raw: raw.clone(), query: search.clone() })).await) {
+        Ok(r) => r,
+        Err(e) => return e,
+    };
+    let mut docs: Vec<(Bytes, Vec<(Bytes, Bytes)>)> = Vec::new();
+    for reply in replies {
+        if let VectorReply::Hits(found) = reply {
+            docs.extend(found.hits.into_iter().filter_map(|hit| Some((hit.key, hit.fields?))));
+        }
+    }
+    docs.sort_by(|a, b| a.0.cmp(&b.0));
+    let Some(def) = schema::decode_args(raw).and_then(|args| schema::parse(&args).ok()) else {
+        return error("internal: undecodable index definition");
+    };
+    let (total, rows) = aggregate::run(&def, &query.steps, &docs);
+    let value = |v: Option<Bytes>| v.map_or(Frame::Null, Frame::Bulk);
+    if resp3 {
+        let results = rows
+            .into_iter()
+            .map(|row| {
+                let pairs = row.into_iter().map(|(k, v)| (Frame::Bulk(k), value(v))).collect();
+                Frame::Map(vec![(Frame::simple("extra_attributes"), Frame::Map(pairs)), (Frame::simple("values"), Frame::Array(Vec::new()))])
+            })
+            .collect();
+        return resp3_results(total, results);
+    }
+    let mut out = vec![Frame::Integer(total as i64)];
+    out.extend(rows.into_iter().map(|row| Frame::Array(row.into_iter().flat_map(|(k, v)| [Frame::Bulk(k), value(v)]).collect())));
+    Frame::Array(out)
 }
 
 /// The stored definition of index `name` (`None`: there is none).
@@ -142,7 +219,7 @@ async fn drop_index(access: &impl Shards, name: Bytes, delete_docs: bool) -> Fra
     Frame::ok()
 }
 
-async fn info(access: &impl Shards, name: Bytes, raw: Bytes) -> Frame {
+async fn info(access: &impl Shards, name: Bytes, raw: Bytes, resp3: bool) -> Frame {
     let replies = match vector_replies(access.run_everywhere(|| ShardOp::Vector(VectorOp::Info { name: name.clone(), raw: raw.clone() })).await) {
         Ok(r) => r,
         Err(e) => return e,
@@ -158,12 +235,13 @@ async fn info(access: &impl Shards, name: Bytes, raw: Bytes) -> Frame {
     let Some(def) = schema::decode_args(raw).and_then(|args| schema::parse(&args).ok()) else {
         return error("internal: undecodable index definition");
     };
-    let s = |t: &str| Frame::bulk_str(t);
+    // RediSearch's names and words are simple strings.
+    let s = |t: &str| Frame::Simple(Bytes::copy_from_slice(t.as_bytes()));
     let attributes = def
         .fields
         .iter()
         .map(|f| {
-            let mut a = vec![s("identifier"), Frame::Bulk(f.path.clone()), s("attribute"), Frame::Bulk(f.name.clone()), s("type")];
+            let mut a = vec![s("identifier"), word(f.path.clone()), s("attribute"), word(f.name.clone()), s("type")];
             match &f.kind {
                 FieldKind::Vector(p) => a.extend([
                     s("VECTOR"),
@@ -176,8 +254,9 @@ async fn info(access: &impl Shards, name: Bytes, raw: Bytes) -> Frame {
                     s("distance_metric"),
                     s(p.metric.name()),
                 ]),
-                FieldKind::Tag { separator, .. } => a.extend([s("TAG"), s("SEPARATOR"), Frame::Bulk(Bytes::copy_from_slice(&[*separator]))]),
+                FieldKind::Tag { separator, .. } => a.extend([s("TAG"), s("SEPARATOR"), word(Bytes::copy_from_slice(&[*separator]))]),
                 FieldKind::Numeric => a.push(s("NUMERIC")),
+                FieldKind::Text { weight, .. } => a.extend([s("TEXT"), s("WEIGHT"), Frame::bulk_str(&format_double(*weight))]),
             }
             if let FieldKind::Vector(p) = &f.kind
                 && p.algorithm == Algorithm::Hnsw
@@ -187,25 +266,36 @@ async fn info(access: &impl Shards, name: Bytes, raw: Bytes) -> Frame {
             let mut flags = Vec::new();
             if f.sortable {
                 flags.push(s("SORTABLE"));
+                if f.kind == FieldKind::Numeric {
+                    flags.push(s("UNF"));
+                }
             }
             if let FieldKind::Tag { case_sensitive: true, .. } = f.kind {
                 flags.push(s("CASESENSITIVE"));
             }
-            a.extend([s("flags"), Frame::Array(flags)]);
-            // Pairs: a map in RESP3, the flat list RediSearch sends in RESP2.
-            Frame::Map(a.chunks_exact(2).map(|p| (p[0].clone(), p[1].clone())).collect())
+            if let FieldKind::Text { nostem: true, .. } = f.kind {
+                flags.push(s("NOSTEM"));
+            }
+            if resp3 {
+                a.extend([s("flags"), Frame::Array(flags)]);
+                Frame::Map(a.chunks_exact(2).map(|p| (p[0].clone(), p[1].clone())).collect())
+            } else {
+                // RESP2: RediSearch's flat list, the flags as bare words at its end.
+                a.extend(flags);
+                Frame::Array(a)
+            }
         })
         .collect();
     let pair = |k: &str, v: Frame| (s(k), v);
     Frame::Map(vec![
-        pair("index_name", Frame::Bulk(name)),
+        pair("index_name", word(name)),
         pair("index_options", Frame::Array(Vec::new())),
         pair(
             "index_definition",
             Frame::Map(vec![
                 (s("key_type"), s("HASH")),
-                (s("prefixes"), Frame::Array(if def.prefixes.is_empty() { vec![s("")] } else { def.prefixes.iter().cloned().map(Frame::Bulk).collect() })),
-                (s("default_score"), s("1")),
+                (s("prefixes"), Frame::Array(if def.prefixes.is_empty() { vec![s("")] } else { def.prefixes.iter().cloned().map(word).collect() })),
+                (s("default_score"), if resp3 { Frame::Double(1.0) } else { Frame::bulk_str("1") }),
             ]),
         ),
         pair("attributes", Frame::Array(attributes)),
@@ -226,59 +316,87 @@ async fn search(access: &impl Shards, name: Bytes, raw: Bytes, query: Arc<Search
         Ok(r) => r,
         Err(e) => return e,
     };
-    let mut total = 0;
+    let (mut total, mut docs) = (0, 0);
+    let mut counts: HashMap<Term, usize> = HashMap::new();
     let mut hits: Vec<Hit> = Vec::new();
     for reply in replies {
-        if let VectorReply::Hits { total: t, hits: h } = reply {
-            total += t;
-            hits.extend(h);
+        if let VectorReply::Hits(found) = reply {
+            total += found.total;
+            docs += found.docs;
+            // A shard lists a term once per mention in the query: count it once.
+            let shard: HashMap<Term, usize> = found.counts.into_iter().collect();
+            for (term, count) in shard {
+                *counts.entry(term).or_default() += count;
+            }
+            hits.extend(found.hits);
         }
     }
+    // Relevance (RediSearch's default scorer; 0 for KNN) with the node's counts.
+    let mut scored: Vec<(f64, Hit)> = hits.into_iter().map(|hit| (if query.knn.is_some() { 0.0 } else { score(&hit.terms, docs, &counts) }, hit)).collect();
     if let Some(knn) = &query.knn {
         // Each shard sent its own k nearest: the node's k nearest are among them.
-        hits.sort_by(|a, b| a.score.unwrap_or(f32::INFINITY).total_cmp(&b.score.unwrap_or(f32::INFINITY)).then_with(|| a.key.cmp(&b.key)));
-        hits.truncate(knn.k);
-        total = hits.len();
+        scored.sort_by(|(_, a), (_, b)| a.score.unwrap_or(f32::INFINITY).total_cmp(&b.score.unwrap_or(f32::INFINITY)).then_with(|| a.key.cmp(&b.key)));
+        scored.truncate(knn.k);
+        total = scored.len();
     } else {
-        hits.sort_by(|a, b| a.key.cmp(&b.key));
+        // As RediSearch: most relevant first; ties in document order (here: key order).
+        scored.sort_by(|(x, a), (y, b)| y.total_cmp(x).then_with(|| a.key.cmp(&b.key)));
     }
     if let Some(sort) = &query.sort_by {
-        let by_score = query.knn.as_ref().is_some_and(|k| k.alias.eq_ignore_ascii_case(&sort.field));
-        hits.sort_by(|a, b| {
+        let by_score = query.distance_alias().is_some_and(|a| a.eq_ignore_ascii_case(&sort.field));
+        scored.sort_by(|(_, a), (_, b)| {
             let order = if by_score { a.score.unwrap_or(f32::INFINITY).total_cmp(&b.score.unwrap_or(f32::INFINITY)) } else { compare_sort(a.sort.as_ref(), b.sort.as_ref(), sort.ascending) };
             let order = if by_score && !sort.ascending { order.reverse() } else { order };
             order.then_with(|| a.key.cmp(&b.key))
         });
     }
-    let page = hits.into_iter().skip(query.offset).take(query.num);
+    let page = scored.into_iter().skip(query.offset).take(query.num);
     if resp3 {
         let results = page
-            .map(|hit| {
-                let mut entry = vec![(Frame::bulk_str("id"), Frame::Bulk(hit.key.clone()))];
+            .map(|(relevance, hit)| {
+                let mut entry = vec![(Frame::simple("id"), Frame::Bulk(hit.key.clone()))];
+                if query.with_scores {
+                    entry.push((Frame::simple("score"), Frame::Double(relevance)));
+                }
                 if !query.nocontent {
                     let pairs = content(&query, hit).chunks_exact(2).map(|p| (p[0].clone(), p[1].clone())).collect();
-                    entry.push((Frame::bulk_str("extra_attributes"), Frame::Map(pairs)));
+                    entry.push((Frame::simple("extra_attributes"), Frame::Map(pairs)));
                 }
-                entry.push((Frame::bulk_str("values"), Frame::Array(Vec::new())));
+                entry.push((Frame::simple("values"), Frame::Array(Vec::new())));
                 Frame::Map(entry)
             })
             .collect();
-        return Frame::Map(vec![
-            (Frame::bulk_str("attributes"), Frame::Array(Vec::new())),
-            (Frame::bulk_str("total_results"), Frame::Integer(total as i64)),
-            (Frame::bulk_str("format"), Frame::bulk_str("STRING")),
-            (Frame::bulk_str("results"), Frame::Array(results)),
-            (Frame::bulk_str("warning"), Frame::Array(Vec::new())),
-        ]);
+        return resp3_results(total, results);
     }
     let mut out = vec![Frame::Integer(total as i64)];
-    for hit in page {
+    for (relevance, hit) in page {
         out.push(Frame::Bulk(hit.key.clone()));
+        if query.with_scores {
+            out.push(Frame::bulk_str(&format_score(relevance as f32)));
+        }
         if !query.nocontent {
             out.push(Frame::Array(content(&query, hit)));
         }
     }
     Frame::Array(out)
+}
+
+/// A name RediSearch sends as a simple string; a bulk string if it holds a line break
+/// (a simple string cannot carry one).
+fn word(name: Bytes) -> Frame {
+    if name.iter().any(|&b| b == b'\r' || b == b'\n') { Frame::Bulk(name) } else { Frame::Simple(name) }
+}
+
+/// RediSearch's RESP3 envelope of FT.SEARCH and FT.AGGREGATE results (its keys are
+/// simple strings).
+fn resp3_results(total: usize, results: Vec<Frame>) -> Frame {
+    Frame::Map(vec![
+        (Frame::simple("attributes"), Frame::Array(Vec::new())),
+        (Frame::simple("total_results"), Frame::Integer(total as i64)),
+        (Frame::simple("format"), Frame::simple("STRING")),
+        (Frame::simple("results"), Frame::Array(results)),
+        (Frame::simple("warning"), Frame::Array(Vec::new())),
+    ])
 }
 
 /// Missing values sort last in either direction.
@@ -303,7 +421,7 @@ fn compare_sort(a: Option<&SortValue>, b: Option<&SortValue>, ascending: bool) -
 /// A hit's fields as RediSearch returns them: the distance under its alias first, then
 /// the hash's fields; or exactly the RETURN list, in its order, skipping absent ones.
 fn content(query: &SearchQuery, hit: Hit) -> Vec<Frame> {
-    let alias = query.knn.as_ref().map(|k| k.alias.clone());
+    let alias = query.distance_alias().cloned();
     let score = hit.score.map(|s| Frame::bulk_str(&format_score(s)));
     let fields = hit.fields.unwrap_or_default();
     let mut out = Vec::new();

@@ -5,6 +5,7 @@
 pub mod cluster;
 pub mod falkordb;
 pub mod proxy;
+pub mod redisearch;
 
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;

@@ -1262,6 +1262,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!(FtInfo, "ft.info", 2, ["readonly"], 0, 0, 0, "search", "1.0.0", "Returns information and statistics on the index"),
     spec!(FtList, "ft._list", 1, ["readonly"], 0, 0, 0, "search", "2.0.0", "Returns a list of all existing indexes"),
     spec!(FtDropIndex, "ft.dropindex", -2, ["write"], 0, 0, 0, "search", "2.0.0", "Deletes the index"),
+    spec!(FtAlter, "ft.alter", -5, ["write", "denyoom"], 0, 0, 0, "search", "1.0.0", "Adds a new field to the index"),
+    spec!(FtAggregate, "ft.aggregate", -3, ["readonly"], 0, 0, 0, "search", "1.1.0", "Run a search query on an index and perform aggregate transformations on the results"),
     // The graph engine: FalkorDB's names, arities and key positions.
     spec!(GraphQuery, "graph.query", -3, ["write", "denyoom"], 1, 1, 1, "module", "1.0.0", "Runs an openCypher query on a graph."),
     spec!(GraphRoQuery, "graph.ro_query", -3, ["readonly"], 1, 1, 1, "module", "1.0.0", "Runs a read-only openCypher query on a graph."),

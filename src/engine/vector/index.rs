@@ -6,6 +6,8 @@
 //! is a function of the shard's data. Never writes data and never reads a clock: the
 //! caller hands in what is live.
 
+mod terms;
+
 use bytes::Bytes;
 use hashbrown::HashMap;
 
@@ -13,6 +15,7 @@ use super::distance::{Metric, normalize};
 use super::hnsw::{Near, VectorStore};
 use super::query::{Filter, SearchQuery};
 use super::schema::{Algorithm, ElementType, FieldKind, IndexDef};
+pub use terms::{Term, score};
 
 /// A filtered HNSW search turns into an exact scan when at most this share of the
 /// documents passes the filter: walking the graph past many rejected nodes costs more
@@ -48,10 +51,24 @@ pub type ContentReader<'a> = &'a mut dyn FnMut(&Bytes) -> Option<Vec<(Bytes, Byt
 #[derive(Clone, Debug, PartialEq)]
 pub struct Hit {
     pub key: Bytes,
+    /// The distance (KNN, or VECTOR_RANGE's).
     pub score: Option<f32>,
+    /// What the hit matched through, for its relevance score (`terms::score`); empty
+    /// when neither WITHSCORES nor the order needs it.
+    pub terms: Vec<Term>,
     pub sort: Option<SortValue>,
     /// `None` when the content was not asked for or not needed for this page.
     pub fields: Option<Vec<(Bytes, Bytes)>>,
+}
+
+/// One shard's answer to a search: its matches, and what the node needs to score them
+/// (the shard's document count, and how many of its documents carry each tag term).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Found {
+    pub total: usize,
+    pub hits: Vec<Hit>,
+    pub docs: usize,
+    pub counts: Vec<(Term, usize)>,
 }
 
 /// A SORTBY value; missing values sort last either way.
@@ -69,6 +86,8 @@ enum Compiled {
     Nothing,
     Tag(usize, Vec<Bytes>),
     Range(usize, f64, bool, f64, bool),
+    /// VECTOR_RANGE: the docs within the radius, with their distances.
+    Within(HashMap<u32, f32, foldhash::fast::FixedState>),
     Not(Box<Compiled>),
     And(Vec<Compiled>),
     Or(Vec<Compiled>),
@@ -105,7 +124,8 @@ impl Index {
                     stores.push((VectorStore::new(p.dim, p.metric, p.algorithm == Algorithm::Hnsw, p.m, p.ef_construction, p.initial_cap), Vec::new()));
                     &mut vectors
                 }
-                FieldKind::Tag { .. } => &mut tags,
+                // A TEXT field's terms are kept like a TAG field's tags.
+                FieldKind::Tag { .. } | FieldKind::Text { .. } => &mut tags,
                 FieldKind::Numeric => &mut numbers,
             };
             positions.push(*counter);
@@ -252,6 +272,7 @@ impl Index {
                         .map(|t| if *case_sensitive { Bytes::copy_from_slice(t) } else { Bytes::from(t.to_ascii_lowercase()) })
                         .collect(),
                 }),
+                FieldKind::Text { .. } => parsed.tags.push(value.map_or_else(Vec::new, |text| super::text::terms(&text))),
                 FieldKind::Numeric => parsed.numbers.push(match value {
                     None => None,
                     Some(text) => Some(std::str::from_utf8(&text).ok().and_then(|t| t.trim().parse::<f64>().ok()).filter(|v| !v.is_nan()).ok_or(())?),
@@ -279,6 +300,19 @@ impl Index {
                 }
                 Compiled::Range(self.positions[i], *lo, *lo_exclusive, *hi, *hi_exclusive)
             }
+            Filter::TagPrefix { field, prefixes } => {
+                let Some((i, def)) = self.def.field(field) else { return Ok(Compiled::Nothing) };
+                let FieldKind::Tag { case_sensitive, .. } = def.kind else {
+                    return Err(format!("Field `{}` is not a TAG field", String::from_utf8_lossy(field)));
+                };
+                let position = self.positions[i];
+                Compiled::Tag(position, self.expand_prefixes(position, prefixes, case_sensitive))
+            }
+            Filter::VectorRange { field, radius, blob, .. } => {
+                let (position, vector, _) = self.query_vector(field, blob)?;
+                Compiled::Within(self.within(position, &vector, *radius))
+            }
+            Filter::Text { field, term, prefix } => self.compile_text(field.as_ref(), term, *prefix)?,
             Filter::Not(inner) => Compiled::Not(Box::new(self.compile(inner)?)),
             Filter::And(parts) => Compiled::And(parts.iter().map(|p| self.compile(p)).collect::<Result<_, _>>()?),
             Filter::Or(parts) => Compiled::Or(parts.iter().map(|p| self.compile(p)).collect::<Result<_, _>>()?),
@@ -288,48 +322,49 @@ impl Index {
     /// Run a query on this shard's part of the index. `live(key, hash-field reader)`
     /// says whether a key is still there now (a key past its TTL that active expiry has
     /// not removed yet is not) and reads its fields for the reply.
-    pub fn search(&mut self, query: &SearchQuery, read: ContentReader, live: &dyn Fn(&Bytes) -> bool) -> Result<(usize, Vec<Hit>), String> {
+    pub fn search(&mut self, query: &SearchQuery, read: ContentReader, live: &dyn Fn(&Bytes) -> bool) -> Result<Found, String> {
         let filter = self.compile(&query.filter)?;
+        let mut counts = Vec::new();
+        self.term_counts(&filter, &mut counts);
         let page_end = query.offset.saturating_add(query.num);
         let (total, mut hits) = match &query.knn {
             Some(knn) => {
-                let Some((i, def)) = self.def.field(&knn.field) else {
-                    return Err(format!("Unknown field `{}`", String::from_utf8_lossy(&knn.field)));
-                };
-                let FieldKind::Vector(params) = &def.kind else {
-                    return Err(format!("Expected a VECTOR field, but `{}` is not one", String::from_utf8_lossy(&knn.field)));
-                };
-                let expected = params.dim * params.element.bytes();
-                if knn.blob.len() != expected {
-                    return Err(format!(
-                        "Error parsing vector similarity query: query vector blob size ({}) does not match index's expected size ({expected}).",
-                        knn.blob.len()
-                    ));
-                }
-                let mut vector = decode_vector(&knn.blob, params.element, params.dim).ok_or("Error parsing vector similarity query: bad blob")?;
-                if params.metric == Metric::Cosine {
-                    normalize(&mut vector);
-                }
-                let ef = knn.ef_runtime.unwrap_or(params.ef_runtime);
-                let near = self.knn(self.positions[i], &filter, &vector, knn.k, ef, live);
-                let hits: Vec<Hit> = near.into_iter().map(|(key, d)| Hit { key, score: Some(d), sort: None, fields: None }).collect();
+                let (position, vector, default_ef) = self.query_vector(&knn.field, &knn.blob)?;
+                let ef = knn.ef_runtime.unwrap_or(default_ef);
+                let near = self.knn(position, &filter, &vector, knn.k, ef, live);
+                let hits: Vec<Hit> = near.into_iter().map(|(key, d)| Hit { key, score: Some(d), terms: Vec::new(), sort: None, fields: None }).collect();
                 (hits.len(), hits)
             }
             None => {
                 let passing = self.eval(&filter);
-                let mut keys: Vec<Bytes> =
-                    ids(&passing).filter_map(|id| self.docs[id as usize].as_ref()).filter(|d| live(&d.key)).map(|d| d.key.clone()).collect();
-                let total = keys.len();
-                if query.sort_by.is_none() {
-                    // Only this shard's first `page_end` keys can be on the node's page.
-                    keys.sort_unstable();
-                    keys.truncate(page_end);
+                let mut found: Vec<(Bytes, u32)> =
+                    ids(&passing).filter_map(|id| self.docs[id as usize].as_ref().map(|d| (d, id))).filter(|(d, _)| live(&d.key)).map(|(d, id)| (d.key.clone(), id)).collect();
+                let total = found.len();
+                // Without SORTBY the node orders by relevance score, then key. When every
+                // match scores alike, only this shard's first `page_end` keys can make
+                // the page; otherwise the node needs them all to rank them.
+                let uniform = terms::uniform(&query.filter);
+                if query.sort_by.is_none() && uniform {
+                    found.sort_unstable();
+                    found.truncate(page_end);
                 }
-                (total, keys.into_iter().map(|key| Hit { key, score: None, sort: None, fields: None }).collect())
+                let scored = query.with_scores || (query.sort_by.is_none() && !uniform);
+                let distances = find_within(&filter);
+                let hits = found
+                    .into_iter()
+                    .map(|(key, id)| {
+                        let mut terms = Vec::new();
+                        if scored {
+                            self.terms(&filter, id, &mut terms);
+                        }
+                        Hit { key, score: distances.and_then(|d| d.get(&id).copied()), terms, sort: None, fields: None }
+                    })
+                    .collect();
+                (total, hits)
             }
         };
         if let Some(sort) = &query.sort_by {
-            let is_score = query.knn.as_ref().is_some_and(|k| k.alias.eq_ignore_ascii_case(&sort.field));
+            let is_score = query.distance_alias().is_some_and(|a| a.eq_ignore_ascii_case(&sort.field));
             if !is_score {
                 let Some((i, def)) = self.def.field(&sort.field) else {
                     return Err(format!("Property `{}` not loaded nor in schema", String::from_utf8_lossy(&sort.field)));
@@ -339,19 +374,21 @@ impl Index {
                     hit.sort = Some(match (&def.kind, doc) {
                         (FieldKind::Numeric, Some(d)) => d.numbers[self.positions[i]].map_or(SortValue::Missing, SortValue::Number),
                         (FieldKind::Tag { .. }, Some(d)) => d.tags[self.positions[i]].first().cloned().map_or(SortValue::Missing, SortValue::Text),
+                        (FieldKind::Text { .. }, _) => return Err("SORTBY a TEXT field is not supported by Meridian yet".into()),
                         _ => SortValue::Missing,
                     });
                 }
             }
         }
         if !query.nocontent {
-            // Without SORTBY only the first `page_end` hits of a shard can make the page.
-            let wanted = if query.sort_by.is_some() { hits.len() } else { page_end.min(hits.len()) };
+            // Without SORTBY (and with uniform scores) only the first `page_end` hits of
+            // a shard can make the page.
+            let wanted = if query.sort_by.is_some() || (query.knn.is_none() && !terms::uniform(&query.filter)) { hits.len() } else { page_end.min(hits.len()) };
             for hit in hits.iter_mut().take(wanted) {
                 hit.fields = read(&hit.key);
             }
         }
-        Ok((total, hits))
+        Ok(Found { total, hits, docs: self.live_docs, counts })
     }
 
     /// The `k` nearest documents passing `filter` by vector field `field`, with their
@@ -400,6 +437,13 @@ impl Index {
                 bits
             }
             Compiled::Nothing => vec![0u64; words],
+            Compiled::Within(distances) => {
+                let mut bits = vec![0u64; words];
+                for &id in distances.keys() {
+                    bits[id as usize / 64] |= 1 << (id % 64);
+                }
+                bits
+            }
             Compiled::Tag(field, values) => {
                 let mut bits = vec![0u64; words];
                 for value in values {
@@ -429,6 +473,16 @@ impl Index {
             Compiled::And(parts) => parts.iter().map(|p| self.eval(p)).reduce(|a, b| a.iter().zip(b).map(|(x, y)| x & y).collect()).unwrap_or_else(|| self.eval(&Compiled::All)),
             Compiled::Or(parts) => parts.iter().map(|p| self.eval(p)).reduce(|a, b| a.iter().zip(b).map(|(x, y)| x | y).collect()).unwrap_or_else(|| vec![0u64; words]),
         }
+    }
+}
+
+/// The distances of the (one) VECTOR_RANGE inside a filter.
+fn find_within(filter: &Compiled) -> Option<&HashMap<u32, f32, foldhash::fast::FixedState>> {
+    match filter {
+        Compiled::Within(d) => Some(d),
+        Compiled::Not(inner) => find_within(inner),
+        Compiled::And(parts) | Compiled::Or(parts) => parts.iter().find_map(find_within),
+        _ => None,
     }
 }
 

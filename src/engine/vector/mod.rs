@@ -12,11 +12,13 @@
 //! built (or whose bytes changed), by scanning its keys once; from then on it follows
 //! every change. Never does I/O, reads a clock or draws randomness.
 
+pub mod aggregate;
 pub mod distance;
 pub mod hnsw;
 pub mod index;
 pub mod query;
 pub mod schema;
+pub mod text;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -25,7 +27,7 @@ use bytes::Bytes;
 
 use crate::engine::kv::value::KeyKind;
 use crate::engine::kv::{KeyState, KvEngine, key_hash};
-pub use index::{Hit, Index, SortValue};
+pub use index::{Found, Hit, Index, SortValue, Term};
 pub use query::SearchQuery;
 
 /// Where index definitions live: `DEF_KEY_PREFIX` + index name, a hash whose field
@@ -59,7 +61,7 @@ pub enum VectorOp {
 #[derive(Clone, Debug, PartialEq)]
 pub enum VectorReply {
     Done,
-    Hits { total: usize, hits: Vec<Hit> },
+    Hits(Found),
     Info { docs: usize, failures: u64, bytes: usize },
     Keys(Vec<Bytes>),
     Error(String),
@@ -119,7 +121,7 @@ impl VectorEngine {
                     Some(fields.iter().filter_map(|(f, s)| s.read().map(|v| (Bytes::copy_from_slice(f), v.to_bytes()))).collect())
                 };
                 match index.search(&query, &mut read, &live) {
-                    Ok((total, hits)) => VectorReply::Hits { total, hits },
+                    Ok(found) => VectorReply::Hits(found),
                     Err(e) => VectorReply::Error(e),
                 }
             }
@@ -138,6 +140,9 @@ impl VectorEngine {
             }
             let mut index = Index::new(def, raw.clone());
             build(&mut index, kv);
+            // FT.ALTER re-indexes every document; RediSearch's failure count is
+            // cumulative over such scans, so the old index's count carries over.
+            index.indexing_failures += self.indexes.get(name).map_or(0, |old| old.indexing_failures);
             self.indexes.insert(name.clone(), index);
             kv.keys.track_changes(true);
         }
@@ -194,7 +199,11 @@ fn build(index: &mut Index, kv: &KvEngine) {
 /// A distance as RediSearch prints it (C's `%.12g`... close enough: 12 significant
 /// digits, trailing zeros dropped).
 pub fn format_score(value: f32) -> String {
-    let v = value as f64;
+    format_double(value as f64)
+}
+
+/// A number as RediSearch prints it (`%.12g`-like), e.g. FT.AGGREGATE's reduced values.
+pub fn format_double(v: f64) -> String {
     if v == 0.0 {
         return "0".into();
     }

