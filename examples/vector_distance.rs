@@ -3,18 +3,22 @@
 //! baseline) and the same kernel built with AVX2+FMA (what `dot` picks at run time
 //! when the CPU has them). Prints nanoseconds per 384-dimension distance.
 //!
+//! FLOAT16: the naive `half` widening per element, the portable 16-lane kernel, and
+//! the kernel table's choice (F16C+AVX2+FMA where the CPU has them).
+//!
 //! cargo run --release --example vector_distance
 
 use std::hint::black_box;
 use std::time::Instant;
 
-use meridian::engine::vector::distance::{dot, l2_squared, variants};
+use half::f16;
+use meridian::engine::vector::distance::{PORTABLE, dot, kernels, l2_squared, variants};
 
 const DIM: usize = 384;
 const VECTORS: usize = 4_096;
 const ROUNDS: usize = 50;
 
-fn time(name: &str, data: &[f32], query: &[f32], f: impl Fn(&[f32], &[f32]) -> f32) {
+fn time<T>(name: &str, data: &[T], query: &[f32], f: impl Fn(&[T], &[f32]) -> f32) {
     let start = Instant::now();
     let mut sink = 0.0;
     for _ in 0..ROUNDS {
@@ -42,4 +46,11 @@ fn main() {
     time("dot dispatched (AVX2+FMA)", &data, &query, dot);
     time("l2 portable 16 lanes", &data, &query, variants::l2_portable);
     time("l2 dispatched (AVX2+FMA)", &data, &query, l2_squared);
+    let halves: Vec<f16> = data.iter().map(|&x| f16::from_f32(x)).collect();
+    println!("kernel table: {}", kernels().name);
+    time("f16 dot naive (half to_f32)", &halves, &query, variants::dot_f16_naive);
+    time("f16 dot portable 16 lanes", &halves, &query, PORTABLE.dot_f16);
+    time("f16 dot dispatched", &halves, &query, kernels().dot_f16);
+    time("f16 l2 portable 16 lanes", &halves, &query, PORTABLE.l2_f16);
+    time("f16 l2 dispatched", &halves, &query, kernels().l2_f16);
 }

@@ -57,10 +57,14 @@ pub enum Bug {
     /// their ids: positions compare by their digits alone, and equal digits (two
     /// regions' pushes at one end) go in the order the elements arrived at the replica.
     ListOrderByArrival,
+    /// An FT.* index follows a peer's delete of an indexed hash (a merged DEL, or an
+    /// HDEL of its last field) by leaving the document in place: the node's index no
+    /// longer equals the one rebuilt from its data.
+    MergedDeleteStaysIndexed,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 18] = [
+    pub const ALL: [Bug; 19] = [
         Bug::TtlNeverFires,
         Bug::SetKeepsIncrements,
         Bug::PersistIgnored,
@@ -79,6 +83,7 @@ impl Bug {
         Bug::RemoveWinsMerge,
         Bug::ZincrbyShipsScore,
         Bug::ListOrderByArrival,
+        Bug::MergedDeleteStaysIndexed,
     ];
 
     /// Whether the bug lives in replication (the simulator must run replicated nodes
@@ -94,6 +99,7 @@ impl Bug {
                 | Bug::RemoveWinsMerge
                 | Bug::ZincrbyShipsScore
                 | Bug::ListOrderByArrival
+                | Bug::MergedDeleteStaysIndexed
         )
     }
 
@@ -117,6 +123,7 @@ impl Bug {
             Bug::RemoveWinsMerge => "remove-wins-merge",
             Bug::ZincrbyShipsScore => "zincrby-ships-score",
             Bug::ListOrderByArrival => "list-order-by-arrival",
+            Bug::MergedDeleteStaysIndexed => "merged-delete-stays-indexed",
         }
     }
 

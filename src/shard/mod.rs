@@ -465,6 +465,9 @@ impl Shard {
             self.merge_into_kv(delta);
         }
         self.remote_deltas_merged += count as u64;
+        if self.vector.is_tracking() {
+            self.vector.follow_merged(&mut self.kv);
+        }
         if let Some(watch) = watch {
             self.raise_merged(watch);
         }
@@ -515,12 +518,21 @@ impl Shard {
         let expired = self.kv.expire_due(now_ms, EXPIRE_KEYS_PER_TICK_MAX);
         self.record_expiries();
         self.follow_indexes();
+        if self.vector.is_building() {
+            self.vector.advance_builds(&self.kv);
+        }
         expired
     }
 
     /// Whether expired keys are still waiting (the driver may tick again sooner).
     pub fn has_due_expiry(&self, now_ms: u64) -> bool {
         self.kv.keys.has_due_expiry(now_ms.saturating_sub(1))
+    }
+
+    /// Whether the driver should tick again at once: expired keys wait, or an index
+    /// build has steps left.
+    pub fn has_due_work(&self, now_ms: u64) -> bool {
+        self.has_due_expiry(now_ms) || self.vector.is_building()
     }
 
     pub fn stats(&self) -> ShardStats {

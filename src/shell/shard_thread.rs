@@ -98,9 +98,10 @@ async fn expire_loop(shard: SharedShard, state: Arc<ServerState>) {
             super::notify::sync_flags(&mut shard, &state);
             shard.tick(now);
             super::notify::publish_raised(&mut shard, &state);
-            shard.has_due_expiry(now)
+            shard.has_due_work(now)
         };
-        // When a tick hit its bound, let other tasks run and come straight back.
+        // When a tick hit its bound (or an index build has steps left), let other
+        // tasks run and come straight back.
         if more_due {
             tokio::task::yield_now().await;
         } else {

@@ -224,14 +224,19 @@ async fn info(access: &impl Shards, name: Bytes, raw: Bytes, resp3: bool) -> Fra
         Ok(r) => r,
         Err(e) => return e,
     };
-    let (mut docs, mut failures, mut bytes) = (0usize, 0u64, 0usize);
+    let (mut docs, mut failures, mut bytes, mut indexed, mut to_index) = (0usize, 0u64, 0usize, 0usize, 0usize);
     for reply in replies {
-        if let VectorReply::Info { docs: d, failures: f, bytes: b } = reply {
+        if let VectorReply::Info { docs: d, failures: f, bytes: b, build } = reply {
             docs += d;
             failures += f;
             bytes += b;
+            indexed += build.0;
+            to_index += build.1;
         }
     }
+    // Builds run in steps on every shard (engine/vector/build.rs).
+    let indexing = indexed < to_index;
+    let percent_indexed = if indexing { indexed as f64 / to_index as f64 } else { 1.0 };
     let Some(def) = schema::decode_args(raw).and_then(|args| schema::parse(&args).ok()) else {
         return error("internal: undecodable index definition");
     };
@@ -304,8 +309,8 @@ async fn info(access: &impl Shards, name: Bytes, raw: Bytes, resp3: bool) -> Fra
         pair("num_terms", Frame::Integer(0)),
         pair("num_records", Frame::Integer(docs as i64)),
         pair("vector_index_sz_mb", Frame::Double(bytes as f64 / (1 << 20) as f64)),
-        pair("indexing", Frame::Integer(0)),
-        pair("percent_indexed", Frame::Double(1.0)),
+        pair("indexing", Frame::Integer(indexing as i64)),
+        pair("percent_indexed", Frame::Double(percent_indexed)),
         pair("hash_indexing_failures", Frame::Integer(failures as i64)),
     ])
 }

@@ -34,6 +34,7 @@ impl Sim {
                 }
             }
             self.check_replicas();
+            self.audit_every_node();
             return;
         }
         self.partitions.clear();
@@ -62,6 +63,18 @@ impl Sim {
             }
         }
         self.log(format!("checked {} nodes after {} ops", self.nodes.len(), self.ops_done));
+        self.audit_every_node();
+    }
+
+    /// The final index audit: every node's indexes equal their rebuilds from its
+    /// (converged) data.
+    fn audit_every_node(&mut self) {
+        for node in 0..self.nodes.len() {
+            if self.failure.is_some() {
+                return;
+            }
+            self.audit_indexes(node, "final");
+        }
     }
 }
 

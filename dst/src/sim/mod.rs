@@ -14,6 +14,7 @@ use rand_chacha::ChaCha8Rng;
 mod collection_writes;
 mod execute;
 mod finish;
+mod indexes;
 mod inject;
 mod persist;
 mod replicate;
@@ -400,6 +401,9 @@ impl Sim {
     }
 
     fn run(&mut self) {
+        for node in 0..self.nodes.len() {
+            self.install_indexes(node);
+        }
         for client in 0..self.clients.len() {
             let at = self.rng.random_range(0..5);
             self.schedule(at, Event::Issue { client });
@@ -573,6 +577,9 @@ impl Sim {
             }
         }
         n.model.tick(local);
+        if (now / TICK_MS).is_multiple_of(indexes::AUDIT_EVERY_TICKS) {
+            self.audit_indexes(node, "checkpoint");
+        }
     }
 }
 

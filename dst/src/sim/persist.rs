@@ -148,6 +148,9 @@ impl Sim {
             self.repl_restart(node);
             self.forget_lost_writes(node);
         }
+        // As the server's first FT.* after a restart: the indexes are built from the
+        // recovered data.
+        self.install_indexes(node);
     }
 }
 

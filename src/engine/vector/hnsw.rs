@@ -13,7 +13,10 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-use super::distance::Metric;
+use half::f16;
+
+use super::distance::{Kernels, Metric, kernels};
+use super::schema::ElementType;
 
 /// A (distance, slot) pair ordered by distance, then slot (total and deterministic).
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -36,15 +39,24 @@ const LEVEL_MAX: usize = 16;
 /// Deleted slots tolerated before compaction, besides "more than live ones".
 const COMPACT_SLACK: usize = 1024;
 
+/// The vectors of a store, slot after slot: f32, or FLOAT16 kept at two bytes a
+/// dimension (widened in the distance kernels, never in memory).
+enum Elements {
+    F32(Vec<f32>),
+    F16(Vec<f16>),
+}
+
 pub struct VectorStore {
     dim: usize,
     metric: Metric,
+    /// The CPU's kernels, looked up once when the store is made.
+    kernels: &'static Kernels,
     graph: bool,
     m: usize,
     m0: usize,
     ef_construction: usize,
     level_mult: f64,
-    vectors: Vec<f32>,
+    elements: Elements,
     levels: Vec<u8>,
     /// `links[slot][level]`: the slot's neighbours on that layer (empty for FLAT).
     links: Vec<Vec<Vec<u32>>>,
@@ -52,8 +64,18 @@ pub struct VectorStore {
     deleted_count: usize,
     entry: Option<u32>,
     top_level: usize,
-    /// Visit marks, reused from search to search.
+    /// Visit marks and heaps, reused from search to search (no allocation per search
+    /// once they have grown).
+    scratch: Scratch,
+}
+
+/// What a layer search works in: visit marks and its two heaps, kept between searches
+/// for their capacity.
+#[derive(Default)]
+struct Scratch {
     visited: Visited,
+    candidates: BinaryHeap<Reverse<Near>>,
+    results: BinaryHeap<Near>,
 }
 
 /// Which slots the current search has seen: a mark equal to `epoch` means seen, so a
@@ -88,24 +110,29 @@ impl Visited {
 }
 
 impl VectorStore {
-    pub fn new(dim: usize, metric: Metric, graph: bool, m: usize, ef_construction: usize, capacity: usize) -> VectorStore {
+    pub fn new(dim: usize, metric: Metric, element: ElementType, graph: bool, m: usize, ef_construction: usize, capacity: usize) -> VectorStore {
         let capacity = capacity.min(1 << 20);
+        let elements = match element {
+            ElementType::Float32 => Elements::F32(Vec::with_capacity(capacity * dim)),
+            ElementType::Float16 => Elements::F16(Vec::with_capacity(capacity * dim)),
+        };
         VectorStore {
             dim,
             metric,
+            kernels: kernels(),
             graph,
             m,
             m0: 2 * m,
             ef_construction,
             level_mult: 1.0 / (m.max(2) as f64).ln(),
-            vectors: Vec::with_capacity(capacity * dim),
+            elements,
             levels: Vec::with_capacity(capacity),
             links: Vec::with_capacity(if graph { capacity } else { 0 }),
             deleted: Vec::with_capacity(capacity),
             deleted_count: 0,
             entry: None,
             top_level: 0,
-            visited: Visited::default(),
+            scratch: Scratch::default(),
         }
     }
 
@@ -121,15 +148,28 @@ impl VectorStore {
         self.deleted[slot as usize]
     }
 
-    pub fn vector(&self, slot: u32) -> &[f32] {
+    fn range(&self, slot: u32) -> std::ops::Range<usize> {
         let start = slot as usize * self.dim;
-        &self.vectors[start..start + self.dim]
+        start..start + self.dim
+    }
+
+    /// The stored vector of `slot`, widened to f32 (for audits and tests).
+    pub fn vector_f32(&self, slot: u32) -> Vec<f32> {
+        let range = self.range(slot);
+        match &self.elements {
+            Elements::F32(v) => v[range].to_vec(),
+            Elements::F16(v) => v[range].iter().map(|x| x.to_f32()).collect(),
+        }
     }
 
     /// Bytes the vectors and links take (FT.INFO's `vector_index_sz_mb`).
     pub fn memory_bytes(&self) -> usize {
         let links: usize = self.links.iter().flat_map(|l| l.iter()).map(|l| l.capacity() * 4 + 24).sum();
-        self.vectors.capacity() * 4 + self.levels.capacity() * 2 + links
+        let vectors = match &self.elements {
+            Elements::F32(v) => v.capacity() * 4,
+            Elements::F16(v) => v.capacity() * 2,
+        };
+        vectors + self.levels.capacity() * 2 + links
     }
 
     pub fn needs_compaction(&self) -> bool {
@@ -148,8 +188,28 @@ impl VectorStore {
         ((-u.ln() * self.level_mult) as usize).min(LEVEL_MAX)
     }
 
+    /// The distance from a query (f32, normalised for COSINE) to a stored vector.
+    #[inline]
     fn distance_to(&self, query: &[f32], slot: u32) -> f32 {
-        self.metric.distance(self.vector(slot), query)
+        let (k, range) = (self.kernels, self.range(slot));
+        match (&self.elements, self.metric) {
+            (Elements::F32(v), Metric::L2) => (k.l2)(&v[range], query),
+            (Elements::F32(v), Metric::Ip | Metric::Cosine) => 1.0 - (k.dot)(&v[range], query),
+            (Elements::F16(v), Metric::L2) => (k.l2_f16)(&v[range], query),
+            (Elements::F16(v), Metric::Ip | Metric::Cosine) => 1.0 - (k.dot_f16)(&v[range], query),
+        }
+    }
+
+    /// The distance between two stored vectors.
+    #[inline]
+    fn distance_between(&self, a: u32, b: u32) -> f32 {
+        let (k, ra, rb) = (self.kernels, self.range(a), self.range(b));
+        match (&self.elements, self.metric) {
+            (Elements::F32(v), Metric::L2) => (k.l2)(&v[ra], &v[rb]),
+            (Elements::F32(v), Metric::Ip | Metric::Cosine) => 1.0 - (k.dot)(&v[ra], &v[rb]),
+            (Elements::F16(v), Metric::L2) => (k.l2_f16_f16)(&v[ra], &v[rb]),
+            (Elements::F16(v), Metric::Ip | Metric::Cosine) => 1.0 - (k.dot_f16_f16)(&v[ra], &v[rb]),
+        }
     }
 
     /// Store a vector (already normalised for COSINE) and link it into the graph.
@@ -157,7 +217,10 @@ impl VectorStore {
         assert_eq!(vector.len(), self.dim);
         let slot = u32::try_from(self.slots()).expect("fewer than 2^32 slots per shard index");
         let level = if self.graph { self.level_for(key_hash) } else { 0 };
-        self.vectors.extend_from_slice(vector);
+        match &mut self.elements {
+            Elements::F32(v) => v.extend_from_slice(vector),
+            Elements::F16(v) => v.extend(vector.iter().map(|&x| f16::from_f32(x))),
+        }
         self.levels.push(level as u8);
         self.deleted.push(false);
         if !self.graph {
@@ -175,17 +238,18 @@ impl VectorStore {
         }
         let mut entries = vec![nearest];
         for layer in (0..=level.min(self.top_level)).rev() {
-            let mut visited = std::mem::take(&mut self.visited);
-            let found = self.search_layer(&mut visited, vector, &entries, self.ef_construction, layer, &|_| true);
-            self.visited = visited;
+            let mut scratch = std::mem::take(&mut self.scratch);
+            let found = self.search_layer(&mut scratch, vector, &entries, self.ef_construction, layer, &|_| true);
+            self.scratch = scratch;
             let width = if layer == 0 { self.m0 } else { self.m };
             let chosen = self.select(&found, self.m);
             self.links[slot as usize][layer] = chosen.iter().map(|n| n.1).collect();
-            for &Near(_, neighbour) in &chosen {
+            for &Near(d, neighbour) in &chosen {
                 let list = &mut self.links[neighbour as usize][layer];
                 list.push(slot);
                 if list.len() > width {
-                    self.prune(neighbour, layer, width);
+                    // The distance is symmetric: the neighbour's to `slot` is `d`.
+                    self.prune(neighbour, layer, width, Near(d, slot));
                 }
             }
             entries = found;
@@ -198,9 +262,13 @@ impl VectorStore {
     }
 
     /// Keep the `width` most useful links of `node` on `layer` (the selection heuristic).
-    fn prune(&mut self, node: u32, layer: usize, width: usize) {
-        let base = self.vector(node).to_vec();
-        let mut near: Vec<Near> = self.links[node as usize][layer].iter().map(|&n| Near(self.distance_to(&base, n), n)).collect();
+    /// `known` is the link just added with its distance (computed by the insert's
+    /// search already; not computed again).
+    fn prune(&mut self, node: u32, layer: usize, width: usize, known: Near) {
+        let mut near: Vec<Near> = self.links[node as usize][layer]
+            .iter()
+            .map(|&n| if n == known.1 { known } else { Near(self.distance_between(node, n), n) })
+            .collect();
         near.sort_unstable();
         let kept = self.select(&near, width);
         self.links[node as usize][layer] = kept.iter().map(|n| n.1).collect();
@@ -216,8 +284,7 @@ impl VectorStore {
             if kept.len() >= width {
                 break;
             }
-            let v = self.vector(candidate.1);
-            if kept.iter().all(|k| self.metric.distance(v, self.vector(k.1)) > candidate.0) {
+            if kept.iter().all(|k| self.distance_between(candidate.1, k.1) > candidate.0) {
                 kept.push(candidate);
             } else {
                 skipped.push(candidate);
@@ -250,10 +317,19 @@ impl VectorStore {
 
     /// The `ef` nearest slots to `query` on `layer` that `accept` takes (all slots are
     /// walked through, only accepted ones are kept), nearest first.
-    fn search_layer(&self, visited: &mut Visited, query: &[f32], entries: &[Near], ef: usize, layer: usize, accept: &dyn Fn(u32) -> bool) -> Vec<Near> {
+    fn search_layer(
+        &self,
+        scratch: &mut Scratch,
+        query: &[f32],
+        entries: &[Near],
+        ef: usize,
+        layer: usize,
+        accept: &dyn Fn(u32) -> bool,
+    ) -> Vec<Near> {
+        let Scratch { visited, candidates, results } = scratch;
         visited.begin(self.slots());
-        let mut candidates: BinaryHeap<Reverse<Near>> = BinaryHeap::new();
-        let mut results: BinaryHeap<Near> = BinaryHeap::new();
+        candidates.clear();
+        results.clear();
         for &e in entries {
             if !visited.first_visit(e.1) {
                 continue;
@@ -284,21 +360,29 @@ impl VectorStore {
                 }
             }
         }
-        results.into_sorted_vec()
+        let mut found: Vec<Near> = results.drain().collect();
+        found.sort_unstable();
+        found
     }
 
     /// The `k` nearest accepted slots through the graph, searching `ef` wide.
     pub fn search_graph(&mut self, query: &[f32], k: usize, ef: usize, accept: &dyn Fn(u32) -> bool) -> Vec<Near> {
         debug_assert!(self.graph);
+        if ef >= self.live() {
+            // As wide as the live slots: a walk cannot beat a scan, and it could miss a
+            // slot whose in-links were all pruned. Scan, exactly: "EF_RUNTIME at least
+            // the document count gives exact answers" holds by construction.
+            return self.search_exact(query, k, (0..self.slots() as u32).filter(|&s| accept(s)));
+        }
         let Some(entry) = self.entry else { return Vec::new() };
         let mut nearest = Near(self.distance_to(query, entry), entry);
         for layer in (1..=self.top_level).rev() {
             nearest = self.greedy(query, nearest, layer);
         }
-        let mut visited = std::mem::take(&mut self.visited);
+        let mut scratch = std::mem::take(&mut self.scratch);
         let deleted = &self.deleted;
-        let mut found = self.search_layer(&mut visited, query, &[nearest], ef.max(k), 0, &|slot| !deleted[slot as usize] && accept(slot));
-        self.visited = visited;
+        let mut found = self.search_layer(&mut scratch, query, &[nearest], ef.max(k), 0, &|slot| !deleted[slot as usize] && accept(slot));
+        self.scratch = scratch;
         found.truncate(k);
         found
     }
@@ -343,7 +427,7 @@ mod tests {
     fn graph_search_finds_most_true_neighbours_and_never_a_deleted_slot() {
         let dim = 16;
         let data = random_vectors(2_000, dim, 7);
-        let mut store = VectorStore::new(dim, Metric::L2, true, 16, 100, 0);
+        let mut store = VectorStore::new(dim, Metric::L2, ElementType::Float32, true, 16, 100, 0);
         for (i, v) in data.iter().enumerate() {
             store.insert(v, crate::engine::kv::key_hash(format!("k{i}").as_bytes()));
         }
@@ -365,7 +449,7 @@ mod tests {
     #[test]
     fn a_filtered_graph_search_returns_only_accepted_slots() {
         let data = random_vectors(500, 8, 9);
-        let mut store = VectorStore::new(8, Metric::Cosine, true, 8, 50, 0);
+        let mut store = VectorStore::new(8, Metric::Cosine, ElementType::Float32, true, 8, 50, 0);
         for (i, v) in data.iter().enumerate() {
             store.insert(v, (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
         }

@@ -121,7 +121,7 @@ impl Index {
         for field in &def.fields {
             let counter = match &field.kind {
                 FieldKind::Vector(p) => {
-                    stores.push((VectorStore::new(p.dim, p.metric, p.algorithm == Algorithm::Hnsw, p.m, p.ef_construction, p.initial_cap), Vec::new()));
+                    stores.push((VectorStore::new(p.dim, p.metric, p.element, p.algorithm == Algorithm::Hnsw, p.m, p.ef_construction, p.initial_cap), Vec::new()));
                     &mut vectors
                 }
                 // A TEXT field's terms are kept like a TAG field's tags.
@@ -160,6 +160,33 @@ impl Index {
 
     pub fn keys(&self) -> impl Iterator<Item = &Bytes> {
         self.by_key.keys()
+    }
+
+    /// Every document as text (tags, numbers, stored vector values), by key: what two
+    /// indexes over the same data must agree on (`audit`). Slots and doc ids are left
+    /// out: they depend on the order of the writes, the documents do not.
+    pub fn describe_documents(&self) -> std::collections::BTreeMap<Bytes, String> {
+        let mut out = std::collections::BTreeMap::new();
+        for (key, &id) in &self.by_key {
+            let Some(doc) = self.docs[id as usize].as_ref() else {
+                out.insert(key.clone(), "by_key names a free doc id".into());
+                continue;
+            };
+            let vectors: Vec<Option<Vec<u32>>> = doc
+                .slots
+                .iter()
+                .enumerate()
+                .map(|(field, slot)| {
+                    slot.map(|(s, _)| {
+                        let store = &self.stores[field].0;
+                        let deleted = store.is_deleted(s) as u32;
+                        store.vector_f32(s).iter().map(|x| x.to_bits()).chain([deleted]).collect()
+                    })
+                })
+                .collect();
+            out.insert(key.clone(), format!("key {:?} tags {:?} numbers {:?} vectors {vectors:?}", doc.key, doc.tags, doc.numbers));
+        }
+        out
     }
 
     /// Bring the document of `key` in line with its hash fields now (`None`: the key

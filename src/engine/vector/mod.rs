@@ -10,9 +10,12 @@
 //! key (`DEF_KEY_PREFIX` + name), which replicates and persists like any key. A shard
 //! builds an index the first time an FT.* operation names a definition it has not
 //! built (or whose bytes changed), by scanning its keys once; from then on it follows
-//! every change. Never does I/O, reads a clock or draws randomness.
+//! every change. The build itself runs in bounded steps (`build.rs`) on the shard's
+//! ticks. Never does I/O, reads a clock or draws randomness.
 
 pub mod aggregate;
+mod audit;
+pub mod build;
 pub mod distance;
 pub mod hnsw;
 pub mod index;
@@ -62,14 +65,26 @@ pub enum VectorOp {
 pub enum VectorReply {
     Done,
     Hits(Found),
-    Info { docs: usize, failures: u64, bytes: usize },
+    /// `build`: keys indexed so far and keys to index of a build in progress on this
+    /// shard ((0, 0) when none is).
+    Info { docs: usize, failures: u64, bytes: usize, build: (usize, usize) },
     Keys(Vec<Bytes>),
     Error(String),
 }
 
-#[derive(Default)]
 pub struct VectorEngine {
     indexes: BTreeMap<Bytes, Index>,
+    /// Builds in progress, by index name.
+    builds: BTreeMap<Bytes, build::Build>,
+    /// Keys all builds together index per step (`build::BUILD_KEYS_PER_STEP`; the
+    /// simulator lowers it so that its small shards build over several steps).
+    build_keys_per_step: usize,
+}
+
+impl Default for VectorEngine {
+    fn default() -> Self {
+        VectorEngine { indexes: BTreeMap::new(), builds: BTreeMap::new(), build_keys_per_step: build::BUILD_KEYS_PER_STEP }
+    }
 }
 
 fn expired(state: &KeyState, now_ms: u64) -> bool {
@@ -90,22 +105,69 @@ impl VectorEngine {
         !self.indexes.is_empty()
     }
 
+    /// Whether a build is in progress (the shard's driver should step again soon).
+    pub fn is_building(&self) -> bool {
+        !self.builds.is_empty()
+    }
+
+    pub fn set_build_keys_per_step(&mut self, keys: usize) {
+        assert!(keys > 0);
+        self.build_keys_per_step = keys;
+    }
+
+    /// One bounded step of the builds in progress: at most `build_keys_per_step` keys
+    /// in all. A finished compaction swaps its shadow in.
+    pub fn advance_builds(&mut self, kv: &KvEngine) {
+        let mut budget = self.build_keys_per_step;
+        let mut finished = Vec::new();
+        for (name, build) in self.builds.iter_mut() {
+            if budget == 0 {
+                break;
+            }
+            let Some(index) = self.indexes.get_mut(name) else {
+                finished.push(name.clone());
+                continue;
+            };
+            let before = build.progress().0;
+            build.step(index, kv, budget);
+            budget -= build.progress().0 - before;
+            if build.is_done() {
+                finished.push(name.clone());
+            }
+        }
+        for name in finished {
+            if let Some(shadow) = self.builds.remove(&name).and_then(|b| b.shadow)
+                && let Some(index) = self.indexes.get_mut(&name)
+            {
+                *index = shadow;
+            }
+        }
+    }
+
     pub fn apply(&mut self, op: VectorOp, kv: &mut KvEngine, now_ms: u64) -> VectorReply {
         match op {
             VectorOp::Sync { name, raw } => match self.ensure(&name, &raw, kv) {
                 Ok(_) => VectorReply::Done,
                 Err(e) => VectorReply::Error(e),
             },
-            VectorOp::Info { name, raw } => match self.ensure(&name, &raw, kv) {
-                Ok(index) => VectorReply::Info { docs: index.num_docs(), failures: index.indexing_failures, bytes: index.memory_bytes() },
-                Err(e) => VectorReply::Error(e),
-            },
+            VectorOp::Info { name, raw } => {
+                let counts = self.ensure(&name, &raw, kv).map(|index| (index.num_docs(), index.indexing_failures, index.memory_bytes()));
+                match counts {
+                    Ok((docs, failures, bytes)) => {
+                        // A compaction's shadow build is invisible: the index it replaces is whole.
+                        let build = self.builds.get(&name).filter(|b| b.shadow.is_none()).map_or((0, 0), |b| b.progress());
+                        VectorReply::Info { docs, failures, bytes, build }
+                    }
+                    Err(e) => VectorReply::Error(e),
+                }
+            }
             VectorOp::Keys { name, raw } => match self.ensure(&name, &raw, kv) {
                 Ok(index) => VectorReply::Keys(index.keys().cloned().collect()),
                 Err(e) => VectorReply::Error(e),
             },
             VectorOp::Retain(names) => {
                 self.indexes.retain(|name, _| names.contains(name));
+                self.builds.retain(|name, _| names.contains(name));
                 VectorReply::Done
             }
             VectorOp::Search { name, raw, query } => {
@@ -139,11 +201,20 @@ impl VectorEngine {
                 return Err(format!("Meridian keeps at most {INDEXES_MAX} indexes"));
             }
             let mut index = Index::new(def, raw.clone());
-            build(&mut index, kv);
             // FT.ALTER re-indexes every document; RediSearch's failure count is
             // cumulative over such scans, so the old index's count carries over.
             index.indexing_failures += self.indexes.get(name).map_or(0, |old| old.indexing_failures);
+            // The first step now (a small index is whole at once), the rest on ticks.
+            let mut build = build::Build::start(&index, kv, None);
             self.indexes.insert(name.clone(), index);
+            if let Some(index) = self.indexes.get_mut(name) {
+                build.step(index, kv, self.build_keys_per_step);
+            }
+            if build.is_done() {
+                self.builds.remove(name);
+            } else {
+                self.builds.insert(name.clone(), build);
+            }
             kv.keys.track_changes(true);
         }
         self.indexes.get_mut(name).ok_or_else(|| "internal: index vanished".into())
@@ -151,14 +222,25 @@ impl VectorEngine {
 
     /// Follow the changes the keyspace recorded since the last call.
     pub fn follow(&mut self, kv: &mut KvEngine) {
+        self.follow_changes(kv, false);
+    }
+
+    /// Follow the changes a merge of a peer's deltas made (the same work as `follow`;
+    /// apart so that the simulator's planted bug has a merge to live in).
+    pub fn follow_merged(&mut self, kv: &mut KvEngine) {
+        self.follow_changes(kv, true);
+    }
+
+    fn follow_changes(&mut self, kv: &mut KvEngine, merged: bool) {
         let (keys, cleared) = kv.keys.take_changes();
         if self.indexes.is_empty() {
             return;
         }
         if cleared {
-            for index in self.indexes.values_mut() {
+            // Whatever survived the flush (concurrent writes) is indexed afresh, in steps.
+            for (name, index) in self.indexes.iter_mut() {
                 *index = Index::new(index.def.clone(), index.raw.clone());
-                build(index, kv);
+                self.builds.insert(name.clone(), build::Build::start(index, kv, None));
             }
             return;
         }
@@ -168,30 +250,23 @@ impl VectorEngine {
             }
             let hash = key_hash(key);
             let state = kv.keys.get(key, hash).map(|e| &e.state);
+            if merged && state.is_none() && crate::bugs::active(crate::bugs::Bug::MergedDeleteStaysIndexed) {
+                continue;
+            }
             let reader = hash_reader(state);
-            for index in self.indexes.values_mut().filter(|i| i.def.covers(key)) {
-                index.reindex(key, hash, reader.as_ref().map(|r| r as &dyn Fn(&[u8]) -> Option<Bytes>));
+            let fields = reader.as_ref().map(|r| r as &dyn Fn(&[u8]) -> Option<Bytes>);
+            for (name, index) in self.indexes.iter_mut().filter(|(_, i)| i.def.covers(key)) {
+                index.reindex(key, hash, fields);
+                if let Some(shadow) = self.builds.get_mut(name).and_then(|b| b.shadow.as_mut()) {
+                    shadow.reindex(key, hash, fields);
+                }
             }
         }
-        for index in self.indexes.values_mut() {
-            if index.needs_compaction() {
-                *index = Index::new(index.def.clone(), index.raw.clone());
-                build(index, kv);
+        for (name, index) in self.indexes.iter() {
+            if index.needs_compaction() && !self.builds.contains_key(name) {
+                let shadow = Index::new(index.def.clone(), index.raw.clone());
+                self.builds.insert(name.clone(), build::Build::start(index, kv, Some(shadow)));
             }
-        }
-    }
-}
-
-/// Index every stored key the definition covers (in key order, so that a rebuild on
-/// any node inserts in the same order).
-fn build(index: &mut Index, kv: &KvEngine) {
-    let mut keys: Vec<&Bytes> = kv.keys.iter().map(|e| &e.key).filter(|k| !k.starts_with(DEF_KEY_PREFIX) && index.def.covers(k)).collect();
-    keys.sort_unstable();
-    for key in keys {
-        let hash = key_hash(key);
-        let state = kv.keys.get(key, hash).map(|e| &e.state);
-        if let Some(reader) = hash_reader(state) {
-            index.reindex(key, hash, Some(&reader));
         }
     }
 }

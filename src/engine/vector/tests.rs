@@ -47,8 +47,16 @@ fn doc(v: &[f32], tag: &str, n: i64) -> Vec<(Bytes, Bytes)> {
     vec![(b("v"), blob(v)), (b("t"), b(tag)), (b("n"), b(&n.to_string()))]
 }
 
+/// Create the index and let its build run to the end (it runs in steps on ticks).
 fn sync(shard: &mut Shard, raw: &Bytes) {
     assert_eq!(shard.apply(ShardOp::Vector(VectorOp::Sync { name: b("idx"), raw: raw.clone() }), 1), ShardReply::Vector(VectorReply::Done));
+    for _ in 0..10_000 {
+        if !shard.vector.is_building() {
+            return;
+        }
+        shard.tick(1);
+    }
+    panic!("the index build never finished");
 }
 
 /// The keys (and distances) a query answers on one shard.
