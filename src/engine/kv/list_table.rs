@@ -508,8 +508,8 @@ mod tests {
             names.push(n.clone());
             last = Some(n);
         }
-        table.retain(|_, stored| stored.view().newest_dot().is_some_and(|d| d.hlc.0 % 3 != 0));
-        let want: Vec<Vec<u8>> = names.iter().enumerate().filter(|(i, _)| (10 + *i as u64) % 3 != 0).map(|(_, n)| n.clone()).collect();
+        table.retain(|_, stored| stored.view().newest_dot().is_some_and(|d| !d.hlc.0.is_multiple_of(3)));
+        let want: Vec<Vec<u8>> = names.iter().enumerate().filter(|(i, _)| !(10 + *i as u64).is_multiple_of(3)).map(|(_, n)| n.clone()).collect();
         assert_eq!(names_of(&table), want);
         assert_eq!(table.entries_len(), want.len());
     }
