@@ -52,9 +52,16 @@ fn element_value(state: &KeyState, element: ElementRef<'_>) -> Option<Bytes> {
 /// The live elements of `key` on `node`: name and (but for a set) value.
 fn live_elements(state: Option<&KeyState>) -> BTreeMap<Bytes, Option<Bytes>> {
     let Some(state) = state.filter(|s| s.exists()) else { return BTreeMap::new() };
-    elements_of(state)
-        .map(|e| e.iter().map(|(name, s)| (Bytes::copy_from_slice(name), element_value(state, s))).collect())
-        .unwrap_or_default()
+    let mut live = BTreeMap::new();
+    if let Some(elements) = elements_of(state) {
+        // Every form, a list's chunks included.
+        elements.for_each_entry(|name, s| {
+            if s.exists() {
+                live.insert(Bytes::copy_from_slice(name), element_value(state, s));
+            }
+        });
+    }
+    live
 }
 
 /// A list's live elements in list order, with their values (empty for no list).
@@ -62,7 +69,7 @@ fn list_order(state: Option<&KeyState>) -> Vec<(Bytes, Bytes)> {
     let Some(list) = state.filter(|s| s.exists()).and_then(|s| s.list_elements()) else { return Vec::new() };
     // The engine's own walk: the order its reads and pops see.
     meridian::engine::kv::lists::walk(list, false)
-        .map(|name| (name.clone(), list.get(name).and_then(|s| s.read()).map(|v| v.to_bytes()).unwrap_or_default()))
+        .map(|(name, e)| (Bytes::copy_from_slice(&name), e.read().map(|v| v.to_bytes()).unwrap_or_default()))
         .collect()
 }
 
@@ -94,7 +101,7 @@ impl Sim {
                     .as_ref()
                     .filter(|s| s.exists())
                     .and_then(elements_of)
-                    .map(|e| e.iter().map(|(name, s)| (Bytes::copy_from_slice(name), s.causal_context())).collect())
+                    .map(|e| e.live_named().into_iter().map(|(name, s)| (name, s.causal_context())).collect())
                     .unwrap_or_default();
                 let order = list_order(state.as_ref()).into_iter().map(|(name, _)| name).collect();
                 CollectionBefore { key_ctx: context_of(n, &key), key, element_ctx, order }
@@ -272,7 +279,7 @@ fn element_changes(name: &[u8], args: &[Bytes], op: &CollOp, after: Option<&KeyS
     let elements = after.and_then(elements_of);
     let element = |n: &Bytes| elements.and_then(|e| e.get(n));
     let mut writes = Vec::new();
-    for (n, state) in elements.into_iter().flat_map(|e| e.iter()) {
+    for (n, state) in elements.map(|e| e.live_named()).unwrap_or_default() {
         if !state.causal_context().covers(op.dot) {
             continue;
         }
@@ -287,7 +294,7 @@ fn element_changes(name: &[u8], args: &[Bytes], op: &CollOp, after: Option<&KeyS
         } else {
             Write::Value(state.read().map(|v| v.to_bytes()).unwrap_or_default())
         };
-        writes.push((Bytes::copy_from_slice(n), write));
+        writes.push((n, write));
     }
     let removes = op.element_ctx.keys().filter(|n| element(n).is_none()).cloned().collect();
     (writes, removes)

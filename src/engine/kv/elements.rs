@@ -29,22 +29,26 @@
 //! they hold one value at one dot (almost always), and readers see them through an
 //! [`ElementRef`]; a write or merge takes the element's state out of its slot, changes
 //! it as a [`KeyState`] and stores it back. Order is insertion order while the collection is small, as
-//! Redis's listpack keeps it, so small hashes reply exactly as Redis does.
+//! Redis's listpack keeps it, so small hashes reply exactly as Redis does. A list's
+//! elements are held in position order in chunks instead (`list_table.rs`,
+//! `elements/list_form.rs`): its names exist only while a chunk is decoded, so code that
+//! may see a list walks entries with [`Elements::for_each_entry`], never `entries()`.
 //!
 //! Pure data: no I/O, no clock.
 
 use bytes::Bytes;
-use std::collections::BTreeSet;
 
 use indexmap::IndexMap;
 
 use super::collection_writes::Part;
 use super::element::{ElementRef, Stored};
+use super::list_table::ListTable;
 use super::packed::{PACKED_ENTRIES_MAX, Packed, PackedIter};
 use super::score_order::ScoreOrder;
 use super::value::KeyState;
 use crate::crdt::{Dot, Hlc, NodeId, VersionVector};
 
+mod list_form;
 mod removal;
 
 /// Up to this many entries (Redis's default `hash-max-listpack-entries`) a removal
@@ -64,9 +68,11 @@ fn new_map() -> Box<ElementMap> {
 enum Table {
     /// A small hash's or set's compact elements in one allocation (`packed.rs`).
     Packed(Packed),
-    /// Everything else: a sorted set, a list, a graph, a collection past the packed
+    /// Everything else but a list: a sorted set, a graph, a collection past the packed
     /// form's limits or holding an element it cannot pack (a tombstone, a counter).
     Map(Box<ElementMap>),
+    /// A list's elements in position order, packed in chunks (`list_table.rs`).
+    List(Box<ListTable>),
 }
 
 /// The map form of `table`, converting a packed one (same order). A free function so
@@ -83,6 +89,7 @@ fn unpacked(table: &mut Table) -> &mut ElementMap {
     match table {
         Table::Map(map) => map,
         Table::Packed(_) => unreachable!("just unpacked"),
+        Table::List(_) => unreachable!("a list's table is never a map: callers branch on it first"),
     }
 }
 
@@ -90,6 +97,9 @@ fn unpacked(table: &mut Table) -> &mut ElementMap {
 pub enum Entries<'a> {
     Packed(PackedIter<'a>),
     Map(indexmap::map::Iter<'a, Bytes, Stored>),
+    /// A list's: its names exist only while a chunk is decoded, so a list is walked
+    /// with [`Elements::for_each_entry`] or `list()` instead (asserted in debug builds).
+    None,
 }
 
 impl<'a> Iterator for Entries<'a> {
@@ -99,6 +109,7 @@ impl<'a> Iterator for Entries<'a> {
         match self {
             Entries::Packed(iter) => iter.next(),
             Entries::Map(iter) => iter.next().map(|(name, stored)| (name.as_ref(), stored.view())),
+            Entries::None => None,
         }
     }
 
@@ -106,6 +117,7 @@ impl<'a> Iterator for Entries<'a> {
         match self {
             Entries::Packed(iter) => iter.size_hint(),
             Entries::Map(iter) => iter.size_hint(),
+            Entries::None => (0, Some(0)),
         }
     }
 }
@@ -131,27 +143,6 @@ pub struct Elements {
     /// A sorted set's live members by score (`None` for other parts), kept in step
     /// with every change to a live member's state.
     order: Option<Box<ScoreOrder>>,
-    /// A list's live elements by position (their names sort as the list: see
-    /// `position.rs`; `None` for other parts), kept in step with liveness. Boxed so
-    /// that every other collection pays one pointer for it, not a set's three words.
-    #[allow(clippy::box_collection)]
-    positions: Option<Box<BTreeSet<Bytes>>>,
-}
-
-/// Note a change of an element's liveness in a list's position index.
-fn note_position(positions: Option<&mut BTreeSet<Bytes>>, name: &Bytes, was_live: bool, is_live: bool) {
-    let Some(positions) = positions else { return };
-    match (was_live, is_live) {
-        (false, true) => {
-            let inserted = positions.insert(name.clone());
-            debug_assert!(inserted, "a position is indexed once");
-        }
-        (true, false) => {
-            let removed = positions.remove(name);
-            debug_assert!(removed, "the index held the live position");
-        }
-        _ => {}
-    }
 }
 
 /// A member's score for the order index, if it is live.
@@ -169,7 +160,6 @@ impl Default for Elements {
             seen: VersionVector::new(),
             digest: 0,
             order: None,
-            positions: None,
         }
     }
 }
@@ -181,7 +171,7 @@ impl PartialEq for Elements {
             && self.removed == other.removed
             && self.digest == other.digest
             && self.entries_len() == other.entries_len()
-            && self.entries().all(|(name, state)| other.lookup(name) == Some(state))
+            && !self.any_entry(|name, state| other.lookup(name) != Some(state))
     }
 }
 
@@ -208,10 +198,13 @@ impl Elements {
     /// An empty part of kind `part` (a sorted set's keeps its members' score order).
     pub fn for_part(part: Part) -> Elements {
         let order = (part == Part::Zset).then(Box::default);
-        let positions = (part == Part::List).then(Box::default);
         let packs = matches!(part, Part::Hash | Part::Set);
-        let table = if packs { Table::Packed(Packed::default()) } else { Table::Map(new_map()) };
-        Elements { table, packs, order, positions, ..Elements::default() }
+        let table = match part {
+            _ if packs => Table::Packed(Packed::default()),
+            Part::List => Table::List(Box::default()),
+            _ => Table::Map(new_map()),
+        };
+        Elements { table, packs, order, ..Elements::default() }
     }
 
     /// Whether the elements are in the packed form (OBJECT ENCODING does not ask: it
@@ -224,7 +217,7 @@ impl Elements {
     pub fn packed_bytes(&self) -> usize {
         match &self.table {
             Table::Packed(packed) => packed.bytes(),
-            Table::Map(_) => 0,
+            Table::Map(_) | Table::List(_) => 0,
         }
     }
 
@@ -245,12 +238,33 @@ impl Elements {
         match &self.table {
             Table::Packed(packed) => packed.find(name).map(|(_, element)| element),
             Table::Map(map) => map.get(name).map(Stored::view),
+            Table::List(list) => list.get(name),
         }
     }
 
-    /// A list's live elements in list order (`None` for other parts).
-    pub fn positions(&self) -> Option<&BTreeSet<Bytes>> {
-        self.positions.as_deref()
+    /// Every entry, tombstones included, whatever the form (a list's too).
+    pub fn for_each_entry(&self, mut f: impl FnMut(&[u8], ElementRef<'_>)) {
+        match &self.table {
+            Table::List(list) => list.for_each(f),
+            _ => self.entries().for_each(|(name, element)| f(name, element)),
+        }
+    }
+
+    /// Live entries with their names copied out, whatever the form (a list's too): for
+    /// the simulator and tests, which compare collections whole.
+    pub fn live_named(&self) -> Vec<(Bytes, ElementRef<'_>)> {
+        match &self.table {
+            Table::List(list) => list.walk(false, true).map(|(n, e)| (Bytes::copy_from_slice(&n), e)).collect(),
+            _ => self.iter().map(|(n, e)| (Bytes::copy_from_slice(n), e)).collect(),
+        }
+    }
+
+    /// Whether some entry, tombstones included, satisfies `f` (a list's too).
+    pub fn any_entry(&self, mut f: impl FnMut(&[u8], ElementRef<'_>) -> bool) -> bool {
+        match &self.table {
+            Table::List(list) => list.any(f),
+            _ => self.entries().any(|(name, element)| f(name, element)),
+        }
     }
 
     /// A sorted set's live members in score order (`None` for other parts).
@@ -272,6 +286,7 @@ impl Elements {
         match &self.table {
             Table::Packed(packed) => packed.len(),
             Table::Map(map) => map.len(),
+            Table::List(list) => list.entries_len(),
         }
     }
 
@@ -304,25 +319,17 @@ impl Elements {
         self.entries().filter(|(_, s)| s.exists())
     }
 
-    /// Every entry, tombstones included (the codec, the digest tests).
+    /// Every entry, tombstones included (the codec, the digest tests); not a list's
+    /// (see [`Entries::None`]).
     pub fn entries(&self) -> Entries<'_> {
         match &self.table {
             Table::Packed(packed) => Entries::Packed(packed.iter()),
             Table::Map(map) => Entries::Map(map.iter()),
-        }
-    }
-
-    /// Every entry with its name as the map holds it: a list's, whose position index
-    /// shares the names (lists are never packed).
-    pub fn keyed_entries(&self) -> impl Iterator<Item = (&Bytes, ElementRef<'_>)> + '_ {
-        let map = match &self.table {
-            Table::Map(map) => Some(map.iter()),
-            Table::Packed(packed) => {
-                debug_assert!(packed.is_empty(), "a collection with named entries is never packed");
-                None
+            Table::List(list) => {
+                debug_assert!(list.entries_len() == 0, "a list is walked with for_each_entry");
+                Entries::None
             }
-        };
-        map.into_iter().flatten().map(|(name, stored)| (name, stored.view()))
+        }
     }
 
     /// The live element at `index` among all entries, if that entry is live (random
@@ -331,6 +338,7 @@ impl Elements {
         let entry = match &self.table {
             Table::Packed(packed) => packed.iter().nth(index),
             Table::Map(map) => map.get_index(index).map(|(name, stored)| (name.as_ref(), stored.view())),
+            Table::List(_) => None,
         };
         entry.filter(|(_, s)| s.exists())
     }
@@ -346,7 +354,13 @@ impl Elements {
 
     /// The newest dot among live elements (which type a clash shows; O(n), clashes only).
     pub fn newest_live_dot(&self) -> Option<Dot> {
-        self.iter().filter_map(|(_, s)| s.newest_dot()).max()
+        let mut newest = None;
+        self.for_each_entry(|_, s| {
+            if s.exists() {
+                newest = newest.max(s.newest_dot());
+            }
+        });
+        newest
     }
 
     /// Apply a local write to one element (creating it if absent) and return the
@@ -365,6 +379,10 @@ impl Elements {
                 }
                 None => (KeyState::new(), 0),
             },
+            Table::List(list) => match list.get(name) {
+                Some(element) => (element.to_state(), element.digest(name)),
+                None => (KeyState::new(), 0),
+            },
         };
         let old_digest = if state.is_blank() { 0 } else { old_digest };
         let was_live = state.exists();
@@ -375,9 +393,15 @@ impl Elements {
         let stored = Stored::from_state(&state);
         let new_digest = stored.view().digest(name);
         stored.view().add_context_to(&mut self.seen);
-        let repacked = match &self.table {
+        let repacked = match &mut self.table {
             Table::Packed(packed) => packed.with_element(name, stored.view()),
             Table::Map(_) => None,
+            Table::List(list) => {
+                list.put(name, stored);
+                self.digest ^= old_digest ^ new_digest;
+                self.account(was_live, state.exists());
+                return state;
+            }
         };
         match repacked {
             Some(packed) => self.table = Table::Packed(packed),
@@ -392,7 +416,6 @@ impl Elements {
                 if let Some(order) = self.order.as_deref_mut() {
                     order.update(stored_name, old_score, live_score(&state));
                 }
-                note_position(self.positions.as_deref_mut(), stored_name, was_live, state.exists());
                 *slot = stored;
             }
         }
@@ -416,20 +439,27 @@ impl Elements {
         if !self.removed.dominates(&other.removed) {
             self.remove_observed(&other.removed, false);
         }
-        if other.entries_len() > 0 {
+        if other.entries_len() > 0 && !matches!(self.table, Table::List(_)) {
             unpacked(&mut self.table);
         }
-        for (name, incoming) in other.entries() {
-            self.merge_element(name, incoming.to_state(), forgotten);
-        }
+        other.for_each_entry(|name, incoming| self.merge_element(name, incoming.to_state(), forgotten));
         self.repack();
     }
 
-    /// Merge one element; the table is in the map form.
+    /// Merge one element; the table is in the map or the list form.
     fn merge_element(&mut self, name: &[u8], mut incoming: KeyState, forgotten: &VersionVector) {
         debug_assert!(incoming.is_element());
         if incoming.has_dot_covered_by(&self.removed) {
             incoming.remove_covered_values(&self.removed);
+        }
+        if let Table::List(list) = &mut self.table {
+            // Taken out and put back: a chunk's entries are not slots to change in place.
+            let held = list.remove(name).map(|stored| {
+                let old_digest = stored.view().digest(name);
+                (stored.into_state(), old_digest)
+            });
+            self.merge_list_element(name, held, incoming, forgotten);
+            return;
         }
         match unpacked(&mut self.table).get_full_mut(name) {
             Some((_, stored_name, slot)) => {
@@ -453,7 +483,6 @@ impl Elements {
                 if let Some(order) = self.order.as_deref_mut() {
                     order.update(stored_name, old_score, live_score(state));
                 }
-                note_position(self.positions.as_deref_mut(), stored_name, was_live, is_live);
                 let new_digest = if keep { element_digest(stored_name, state) } else { 0 };
                 self.digest ^= old_digest ^ new_digest;
                 if keep {
@@ -488,7 +517,6 @@ impl Elements {
                 if let Some(order) = self.order.as_deref_mut() {
                     order.update(&name, None, live_score(&incoming));
                 }
-                note_position(self.positions.as_deref_mut(), &name, false, incoming.exists());
                 unpacked(&mut self.table).insert(name, Stored::from_owned(incoming));
             }
         }
@@ -497,6 +525,9 @@ impl Elements {
     /// Remove an entry outright, keeping the order of the others while the collection
     /// is small. Only for entries whose history is covered elsewhere.
     fn take(&mut self, name: &[u8]) -> Option<Stored> {
+        if let Table::List(list) = &mut self.table {
+            return list.remove(name);
+        }
         let map = unpacked(&mut self.table);
         if map.len() <= ORDERED_ENTRIES_MAX { map.shift_remove(name) } else { map.swap_remove(name) }
     }
@@ -504,7 +535,9 @@ impl Elements {
     /// Rebuild from decoded entries (codec): counts, contexts and digest recomputed.
     pub fn from_entries(part: Part, removed: VersionVector, entries: Vec<(Bytes, KeyState)>) -> Result<Elements, &'static str> {
         let mut elements = Elements { removed, ..Elements::for_part(part) };
-        elements.table = Table::Map(new_map());
+        if part != Part::List {
+            elements.table = Table::Map(new_map());
+        }
         for (name, state) in entries {
             if !state.is_element() {
                 return Err("an element with a TTL or elements of its own");
@@ -515,15 +548,16 @@ impl Elements {
             if let Some(order) = elements.order.as_deref_mut() {
                 order.update(&name, None, live_score(&state));
             }
-            if let Some(positions) = elements.positions.as_deref_mut() {
-                if !super::position::is_valid(&name) {
-                    return Err("a list element whose name is no position");
+            let named_twice = match &mut elements.table {
+                Table::List(list) => {
+                    if !super::position::is_valid(&name) {
+                        return Err("a list element whose name is no position");
+                    }
+                    list.put(&name, Stored::from_owned(state))
                 }
-                if state.exists() {
-                    positions.insert(name.clone());
-                }
-            }
-            if unpacked(&mut elements.table).insert(name, Stored::from_owned(state)).is_some() {
+                table => unpacked(table).insert(name, Stored::from_owned(state)).is_some(),
+            };
+            if named_twice {
                 return Err("an element named twice");
             }
         }
@@ -535,16 +569,27 @@ impl Elements {
     /// TTL) ships, so that it never carries the whole collection.
     pub fn without_entries(&self) -> Elements {
         let order = self.order.as_ref().map(|_| Box::default());
-        let positions = self.positions.as_ref().map(|_| Box::default());
-        let table = if self.packs { Table::Packed(Packed::default()) } else { Table::Map(new_map()) };
-        Elements { table, packs: self.packs, removed: self.removed.clone(), order, positions, ..Elements::default() }
+        let table = match &self.table {
+            _ if self.packs => Table::Packed(Packed::default()),
+            Table::List(_) => Table::List(Box::default()),
+            _ => Table::Map(new_map()),
+        };
+        Elements { table, packs: self.packs, removed: self.removed.clone(), order, ..Elements::default() }
     }
 
     /// Only the named elements (a delta of a write to them).
     pub fn only(part: Part, names_and_states: impl IntoIterator<Item = (Bytes, KeyState)>) -> Elements {
         // Deltas stay in the map form: they live until shipped, and packing each would
-        // cost the write path a second encoding.
-        let mut elements = Elements { table: Table::Map(new_map()), ..Elements::for_part(part) };
+        // cost the write path a second encoding. A list's is in the list form, as
+        // every list is (its readers walk chunks); in name order, each put appends.
+        let mut elements = Elements::for_part(part);
+        if part != Part::List {
+            elements.table = Table::Map(new_map());
+        }
+        let mut names_and_states: Vec<(Bytes, KeyState)> = names_and_states.into_iter().collect();
+        if part == Part::List {
+            names_and_states.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        }
         for (name, state) in names_and_states {
             elements.seen.merge(&state.causal_context());
             elements.digest ^= element_digest(&name, &state);
@@ -552,8 +597,14 @@ impl Elements {
             if let Some(order) = elements.order.as_deref_mut() {
                 order.update(&name, None, live_score(&state));
             }
-            note_position(elements.positions.as_deref_mut(), &name, false, state.exists());
-            unpacked(&mut elements.table).insert(name, Stored::from_owned(state));
+            match &mut elements.table {
+                Table::List(list) => {
+                    list.put(&name, Stored::from_owned(state));
+                }
+                table => {
+                    unpacked(table).insert(name, Stored::from_owned(state));
+                }
+            }
         }
         elements
     }

@@ -193,9 +193,10 @@ impl KvEngine {
             .map_or(0, |h| if h.is_packed() { h.packed_bytes() } else { h.entries().map(|(m, _)| element + m.len()).sum() });
         let order_entry = std::mem::size_of::<(f64, Bytes)>();
         let scored: usize = state.zset_members().map_or(0, |z| z.entries().map(|(m, _)| element + order_entry + m.len()).sum());
-        let listed: usize = state
-            .list_elements()
-            .map_or(0, |l| l.entries().map(|(p, s)| element + std::mem::size_of::<Bytes>() + p.len() + value_bytes(s)).sum());
+        // A list's chunks, and its elements held outside them as map entries.
+        let listed: usize = state.list_elements().and_then(|l| l.list()).map_or(0, |l| {
+            l.chunk_bytes().0 + l.others().map(|(p, s)| element + std::mem::size_of::<Bytes>() + p.len() + value_bytes(s.view())).sum::<usize>()
+        });
         let scored = scored + listed;
         let string = if state.kind() == Some(KeyKind::String) { state.read().map_or(0, |v| v.len()) } else { 0 };
         Frame::Integer((ENTRY_BYTES + std::mem::size_of::<KeyState>() + key.len() + string + fields + members + scored) as i64)
@@ -233,7 +234,7 @@ impl KvEngine {
             ),
             KeyKind::List => {
                 let list = state.list_elements()?;
-                SnapshotValue::List(list.positions()?.iter().filter_map(|p| Some(list.get(p)?.read()?.to_bytes())).collect())
+                SnapshotValue::List(super::lists::walk(list, false).filter_map(|(_, e)| Some(e.read()?.to_bytes())).collect())
             }
         };
         Some(KeySnapshot { value, expire_at_ms: state.expire_at_ms() })

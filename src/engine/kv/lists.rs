@@ -2,9 +2,9 @@
 //!
 //! A list is a collection part ([`Part::List`]) whose elements are named by their
 //! positions (`position.rs`): dense identifiers whose byte order is the list order, so
-//! the elements' position index (kept by [`Elements`] in step with every local write
-//! and merge) *is* the list (DESIGN §5, row List). Each element is an add-wins element
-//! whose register holds its value:
+//! the elements held in position order (in chunks, `list_table.rs`, kept in step with
+//! every local write and merge) *are* the list (DESIGN §5, row List). Each element is
+//! an add-wins element whose register holds its value:
 //!
 //! - a push makes new elements at new positions between the end and its neighbour,
 //!   named after the push's dot, and ships only them (element-sized deltas, like HSET);
@@ -16,14 +16,17 @@
 //!   concurrently both return it (a pop is at-least-once across regions);
 //! - DEL removes what it saw: a concurrent push survives it.
 //!
-//! Reads by index walk the position index (O(index), as Redis's quicklist walks its
-//! nodes); LLEN is O(1), a pop at either end O(log n). [`KvEngine::list_pop`] pops from
-//! a key if it holds elements: what a blocked client will call once woken.
+//! Reads by index skip whole chunks and decode one (O(index / 128 + 128), as Redis's
+//! quicklist skips its nodes); LLEN is O(1), a pop at either end rewrites one chunk.
+//! [`KvEngine::list_pop`] pops from a key if it holds elements: what a blocked client
+//! will call once woken.
 
 use bytes::Bytes;
 
 use super::collection_writes::Part;
+use super::element::ElementRef;
 use super::elements::Elements;
+use super::list_table::{ListTable, Name};
 use super::position::{self, Placement};
 use super::value::{KeyKind, SetTtl};
 use super::{KvEngine, StrVal, WriteCtx, key_hash};
@@ -37,48 +40,64 @@ fn wrong_type() -> Frame {
     errors::error(errors::WRONG_TYPE)
 }
 
-fn positions_of(list: &Elements) -> &std::collections::BTreeSet<Bytes> {
-    list.positions().expect("a list part keeps its position index")
+fn table(list: &Elements) -> &ListTable {
+    list.list().expect("a list part is in the list form")
 }
 
-/// The element at a position (live: the index only holds live ones).
-fn value_at(list: &Elements, name: &Bytes) -> Bytes {
-    list.get(name).and_then(|s| s.read()).map(|v| v.to_bytes()).unwrap_or_default()
+/// The value a read returns.
+fn value_of(element: ElementRef<'_>) -> Bytes {
+    element.read().map(|v| v.to_bytes()).unwrap_or_default()
 }
 
-/// Live positions in list order (`rev`: from the tail): the order every read, pop and
-/// removal walks (the simulator reads lists through it too).
-pub fn walk(list: &Elements, rev: bool) -> Box<dyn Iterator<Item = &Bytes> + '_> {
-    if crate::bugs::active(crate::bugs::Bug::ListOrderByArrival) {
-        return Box::new(arrival_order(list, rev).into_iter());
+/// Whether the element's value is `want` (no copy for a byte-string value).
+fn value_is(element: ElementRef<'_>, want: &[u8]) -> bool {
+    match element {
+        ElementRef::Raw(_, value) => value == want,
+        other => value_of(other) == want,
     }
-    let positions = positions_of(list).iter();
-    if rev { Box::new(positions.rev()) } else { Box::new(positions) }
+}
+
+/// Live elements in list order (`rev`: from the tail), from the `skip`-th: the order
+/// every read, pop and removal walks (the simulator reads lists through it too).
+pub fn walk_from(list: &Elements, skip: usize, rev: bool) -> Box<dyn Iterator<Item = (Name, ElementRef<'_>)> + '_> {
+    if crate::bugs::active(crate::bugs::Bug::ListOrderByArrival) {
+        return Box::new(arrival_order(list, rev).into_iter().skip(skip));
+    }
+    Box::new(table(list).walk_from(skip, rev))
+}
+
+/// [`walk_from`] the first element.
+pub fn walk(list: &Elements, rev: bool) -> Box<dyn Iterator<Item = (Name, ElementRef<'_>)> + '_> {
+    walk_from(list, 0, rev)
 }
 
 /// The planted bug `list-order-by-arrival`: positions compared by their digits alone,
 /// so that concurrent inserts into one gap (equal digits, different dots) tie, and the
 /// tie goes to the order in which the elements arrived here instead of their dots.
-fn arrival_order(list: &Elements, rev: bool) -> Vec<&Bytes> {
-    let mut names: Vec<(Vec<u64>, usize, &Bytes)> =
-        list.keyed_entries().enumerate().filter(|(_, (_, s))| s.exists()).map(|(i, (n, _))| (position::digits(n), i, n)).collect();
-    names.sort();
-    let mut names: Vec<&Bytes> = names.into_iter().map(|(_, _, n)| n).collect();
+fn arrival_order(list: &Elements, rev: bool) -> Vec<(Name, ElementRef<'_>)> {
+    let table = table(list);
+    let arrived: std::collections::HashMap<&[u8], usize> = table.arrivals().iter().enumerate().map(|(i, n)| (n.as_slice(), i)).collect();
+    let mut names: Vec<(Vec<u64>, usize, Name, ElementRef<'_>)> = table
+        .walk(false, true)
+        .map(|(n, e)| (position::digits(&n), arrived.get(n.as_slice()).copied().unwrap_or(usize::MAX), n, e))
+        .collect();
+    names.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    let mut names: Vec<(Name, ElementRef<'_>)> = names.into_iter().map(|(_, _, n, e)| (n, e)).collect();
     if rev {
         names.reverse();
     }
     names
 }
 
-/// The position at a Redis index (negative from the tail), if in range.
-fn position_at(list: &Elements, index: i64) -> Option<&Bytes> {
+/// The live element at a Redis index (negative from the tail), if in range.
+fn position_at(list: &Elements, index: i64) -> Option<(Name, ElementRef<'_>)> {
     let len = list.len() as i64;
     let index = if index < 0 { index.checked_add(len)? } else { index };
     if !(0..len).contains(&index) {
         return None;
     }
     // Walk from the nearer end.
-    if index < len / 2 { walk(list, false).nth(index as usize) } else { walk(list, true).nth((len - 1 - index) as usize) }
+    if index < len / 2 { walk_from(list, index as usize, false).next() } else { walk_from(list, (len - 1 - index) as usize, true).next() }
 }
 
 /// Redis's range normalisation (LRANGE, LTRIM): `Some((start, stop))` inclusive, or
@@ -101,13 +120,13 @@ fn element_value(element: &Bytes) -> StrVal {
 /// one block (an anchor and positions below it), so a concurrent push elsewhere never
 /// lands among them: for RPUSH the first element is the anchor, for LPUSH the last (the
 /// new head), each later one (earlier one) below it in list order.
-fn push_positions(edge: Option<&Bytes>, end: End, count: usize, dot: Dot) -> Vec<Bytes> {
+pub(super) fn push_positions(edge: Option<&[u8]>, end: End, count: usize, dot: Dot) -> Vec<Bytes> {
     if count == 0 {
         return Vec::new();
     }
     let anchor = match end {
-        End::Right => position::between(edge.map(|e| e.as_ref()), None, dot, Placement::AfterLow),
-        End::Left => position::between(None, edge.map(|e| e.as_ref()), dot, Placement::BeforeHigh),
+        End::Right => position::between(edge, None, dot, Placement::AfterLow),
+        End::Left => position::between(None, edge, dot, Placement::BeforeHigh),
     };
     let below = |k: usize| Bytes::from(position::below(&anchor, k as u64, dot));
     let names: Vec<Bytes> = match end {
@@ -146,10 +165,10 @@ impl KvEngine {
             ListCommand::Len(key) => self.list_elements(&key, now_ms).map(|l| Frame::Integer(l.map_or(0, |l| l.len()) as i64)),
             ListCommand::Index { key, index } => self
                 .list_elements(&key, now_ms)
-                .map(|l| l.and_then(|l| position_at(l, index).map(|p| Frame::Bulk(value_at(l, p)))).unwrap_or(Frame::Null)),
+                .map(|l| l.and_then(|l| position_at(l, index).map(|(_, e)| Frame::Bulk(value_of(e)))).unwrap_or(Frame::Null)),
             ListCommand::Range { key, start, stop } => self.list_elements(&key, now_ms).map(|l| {
                 let Some(l) = l else { return Frame::Array(Vec::new()) };
-                Frame::Array(range_positions(l, start, stop).into_iter().map(|p| Frame::Bulk(value_at(l, &p))).collect())
+                Frame::Array(range_values(l, start, stop))
             }),
             ListCommand::Set { key, index, element } => self.list_set(ctx, key, index, element),
             ListCommand::Insert { key, before, pivot, element } => self.list_insert(ctx, key, before, pivot, element),
@@ -174,14 +193,11 @@ impl KvEngine {
     pub fn push_elements(&mut self, ctx: &mut WriteCtx, key: Bytes, end: End, elements: Vec<Bytes>) -> i64 {
         let dot = ctx.next_dot();
         let (edge, len) = match self.list_elements(&key, ctx.now_ms).ok().flatten() {
-            Some(list) => {
-                let positions = positions_of(list);
-                let edge = if end == End::Right { positions.last() } else { positions.first() };
-                (edge.cloned(), list.len())
-            }
+            // The true end, whatever order reads see (the planted bug reorders reads).
+            Some(list) => (table(list).edge(end == End::Right), list.len()),
             None => (None, 0),
         };
-        let names = push_positions(edge.as_ref(), end, elements.len(), dot);
+        let names = push_positions(edge.as_deref(), end, elements.len(), dot);
         let event_key = self.notify.key_for(&[Class::List], &key);
         self.write_elements_at(ctx, dot, key, Part::List, &names, false, |i, dot, _, s| {
             s.set(dot, element_value(&elements[i]), SetTtl::Keep)
@@ -200,7 +216,7 @@ impl KvEngine {
         };
         let take = count.min(list.len() as u64) as usize;
         let (names, values): (Vec<Bytes>, Vec<Bytes>) =
-            walk(list, end == End::Right).take(take).map(|p| (p.clone(), value_at(list, p))).unzip();
+            walk(list, end == End::Right).take(take).map(|(n, e)| (Bytes::copy_from_slice(&n), value_of(e))).unzip();
         self.remove_list_elements(ctx, key, &names, pop_event(end));
         Ok(Some(values))
     }
@@ -219,7 +235,7 @@ impl KvEngine {
         let Some(list) = self.list_elements(&key, ctx.now_ms)? else {
             return Err(errors::error(errors::NO_SUCH_KEY));
         };
-        let Some(name) = position_at(list, index).cloned() else {
+        let Some(name) = position_at(list, index).map(|(n, _)| Bytes::copy_from_slice(&n)) else {
             return Err(Frame::static_error("ERR index out of range"));
         };
         let event_key = self.notify.key_for(&[Class::List], &key);
@@ -232,20 +248,27 @@ impl KvEngine {
         let Some(list) = self.list_elements(&key, ctx.now_ms)? else {
             return Ok(Frame::Integer(0));
         };
-        let Some(at) = walk(list, false).find(|p| value_at(list, p) == pivot).cloned() else {
+        let Some((at, _)) = walk(list, false).find(|(_, e)| value_is(*e, &pivot)) else {
             return Ok(Frame::Integer(-1));
         };
-        let positions = positions_of(list);
-        let (low, high) = if before {
-            (positions.range(..at.clone()).next_back().cloned(), Some(at))
-        } else {
-            let next = positions.range((std::ops::Bound::Excluded(at.clone()), std::ops::Bound::Unbounded)).next().cloned();
-            (Some(at), next)
-        };
+        // The pivot's neighbours in the true order (the planted bug reorders reads only).
+        let mut previous: Option<Name> = None;
+        let mut next: Option<Name> = None;
+        {
+            let mut in_order = table(list).walk(false, true);
+            while let Some((name, _)) = in_order.next_entry() {
+                if name == at.as_slice() {
+                    next = in_order.next_entry().map(|(n, _)| Name::from_slice(n));
+                    break;
+                }
+                previous = Some(Name::from_slice(name));
+            }
+        }
+        let (low, high) = if before { (previous, Some(at)) } else { (Some(at), next) };
         // A position is at most one level deeper than its neighbours; past the bound a
         // peer or a recovery would refuse it, so the insert is refused here instead
         // (reaching it takes ~64 inserts per level into one gap, thousands of levels).
-        let levels = |p: &Option<Bytes>| p.as_ref().map_or(0, |p| p.len() / position::TRIPLE_BYTES);
+        let levels = |p: &Option<Name>| p.as_ref().map_or(0, |p| p.len() / position::TRIPLE_BYTES);
         if levels(&low).max(levels(&high)) >= position::LEVELS_MAX {
             return Err(Frame::static_error("ERR too many inserts at this place of the list: its positions are as deep as they may be"));
         }
@@ -270,7 +293,8 @@ impl KvEngine {
             return Ok(Frame::Integer(0));
         };
         let limit = if count == 0 { usize::MAX } else { count.unsigned_abs().min(usize::MAX as u64) as usize };
-        let doomed: Vec<Bytes> = walk(list, count < 0).filter(|p| value_at(list, p) == element).take(limit).cloned().collect();
+        let doomed: Vec<Bytes> =
+            walk(list, count < 0).filter(|(_, e)| value_is(*e, &element)).take(limit).map(|(n, _)| Bytes::copy_from_slice(&n)).collect();
         let removed = doomed.len() as i64;
         self.remove_list_elements(ctx, key, &doomed, "lrem");
         Ok(Frame::Integer(removed))
@@ -281,9 +305,10 @@ impl KvEngine {
             return Ok(Frame::ok());
         };
         // O(removed), from both ends, as Redis trims.
+        let name = |(n, _): (Name, ElementRef<'_>)| Bytes::copy_from_slice(&n);
         let doomed: Vec<Bytes> = match normalise_range(start, stop, list.len() as i64) {
-            None => walk(list, false).cloned().collect(),
-            Some((start, stop)) => walk(list, false).take(start).chain(walk(list, true).take(list.len() - 1 - stop)).cloned().collect(),
+            None => walk(list, false).map(name).collect(),
+            Some((start, stop)) => walk(list, false).take(start).chain(walk(list, true).take(list.len() - 1 - stop)).map(name).collect(),
         };
         // Redis notifies `ltrim` even when nothing was trimmed.
         if doomed.is_empty() {
@@ -296,7 +321,7 @@ impl KvEngine {
     /// Each key's elements in order (`None` for a missing key), for LMOVE across
     /// shards and RENAME; WRONGTYPE if a key holds another type.
     pub fn list_values(&mut self, key: &[u8], now_ms: u64) -> Result<Option<Vec<Bytes>>, Frame> {
-        Ok(self.list_elements(key, now_ms)?.map(|l| walk(l, false).map(|p| value_at(l, p)).collect()))
+        Ok(self.list_elements(key, now_ms)?.map(|l| walk(l, false).map(|(_, e)| value_of(e)).collect()))
     }
 
     /// A multi-key list command whose keys are all on this shard.
@@ -378,19 +403,20 @@ pub fn pop_event(end: End) -> &'static str {
     if end == End::Left { "lpop" } else { "rpop" }
 }
 
-/// The positions LRANGE names, in order.
-fn range_positions(list: &Elements, start: i64, stop: i64) -> Vec<Bytes> {
+/// The values LRANGE returns, in order.
+fn range_values(list: &Elements, start: i64, stop: i64) -> Vec<Frame> {
     let len = list.len() as i64;
     let Some((start, stop)) = normalise_range(start, stop, len) else {
         return Vec::new();
     };
+    let take = stop - start + 1;
     // From the nearer end, as Redis does.
     if start as i64 > len - 1 - stop as i64 {
-        let mut picked: Vec<Bytes> = walk(list, true).skip(len as usize - 1 - stop).take(stop - start + 1).cloned().collect();
+        let mut picked: Vec<Frame> = walk_from(list, len as usize - 1 - stop, true).take(take).map(|(_, e)| Frame::Bulk(value_of(e))).collect();
         picked.reverse();
         picked
     } else {
-        walk(list, false).skip(start).take(stop - start + 1).cloned().collect()
+        walk_from(list, start, false).take(take).map(|(_, e)| Frame::Bulk(value_of(e))).collect()
     }
 }
 
@@ -411,8 +437,8 @@ fn list_pos(list: Option<&Elements>, element: &Bytes, options: PosOptions) -> Fr
     let scan = if options.maxlen == 0 { len } else { (options.maxlen.min(len as u64)) as usize };
     let mut found = Vec::new();
     let mut matches: u64 = 0;
-    for (i, p) in walk(list, rev).take(scan).enumerate() {
-        if value_at(list, p) != *element {
+    for (i, (_, e)) in walk(list, rev).take(scan).enumerate() {
+        if !value_is(e, element) {
             continue;
         }
         matches += 1;

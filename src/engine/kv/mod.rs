@@ -16,6 +16,7 @@ pub mod hashes;
 pub mod keys;
 pub mod keyspace;
 pub mod lazyfree;
+pub mod list_table;
 pub mod lists;
 pub mod merkle;
 pub mod packed;
@@ -26,6 +27,8 @@ pub mod strings;
 pub mod value;
 #[cfg(test)]
 mod value_laws;
+#[cfg(test)]
+mod list_runs_tests;
 pub mod zset_query;
 pub mod zsets;
 

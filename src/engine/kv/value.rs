@@ -163,7 +163,7 @@ impl KeyState {
 
     /// Whether `seen` covers some value, TTL write or unabsorbed increment held here.
     pub fn has_dot_covered_by(&self, seen: &VersionVector) -> bool {
-        if self.collections().any(|part| part.entries().any(|(_, element)| element.has_dot_covered_by(seen))) {
+        if self.collections().any(|part| part.any_entry(|_, element| element.has_dot_covered_by(seen))) {
             return true;
         }
         self.value.dots().chain(self.ttl.dots()).any(|d| seen.covers(d))

@@ -238,7 +238,9 @@ impl Replica {
         if self.state.kind() != Some(KeyKind::List) {
             return Vec::new();
         }
-        self.state.list_elements().and_then(|l| l.positions()).map_or(Vec::new(), |p| p.iter().cloned().collect())
+        self.state
+            .list_elements()
+            .map_or(Vec::new(), |l| super::lists::walk(l, false).map(|(n, _)| Bytes::copy_from_slice(&n)).collect())
     }
 
     /// A write to one list element (when the key is a list or absent), as the engine
@@ -252,13 +254,14 @@ impl Replica {
     }
 }
 
-/// Whether a list's position index holds exactly its live elements, in byte order.
+/// Whether a list's table walks exactly its entries, live ones counted, in strictly
+/// ascending byte order (its chunks and side map stay one sorted map).
 fn positions_match_elements(state: &KeyState) -> bool {
     let Some(list) = state.list_elements() else { return true };
-    let Some(positions) = list.positions() else { return false };
-    let mut live: Vec<&[u8]> = list.iter().map(|(p, _)| p).collect();
-    live.sort();
-    positions.len() == list.len() && positions.iter().map(|p| p.as_ref()).eq(live)
+    let Some(table) = list.list() else { return false };
+    let all: Vec<Vec<u8>> = table.walk(false, false).map(|(n, _)| n.to_vec()).collect();
+    let live = table.walk(false, true).count();
+    live == list.len() && all.len() == list.entries_len() && all.windows(2).all(|w| w[0] < w[1])
 }
 
 /// Whether a sorted set's score order lists exactly its live members with their
@@ -508,7 +511,7 @@ proptest! {
         prop_assert!(s.iter().all(positions_match_elements));
         prop_assert!(positions_match_elements(&all) && positions_match_elements(&other_order));
         // The same list, element for element, in the same order.
-        let list = |s: &KeyState| s.list_elements().and_then(|l| Some(l.positions()?.iter().map(|p| (p.clone(), l.get(p).and_then(|e| e.read()))).collect::<Vec<_>>()));
+        let list = |s: &KeyState| s.list_elements().map(|l| super::lists::walk(l, false).map(|(p, e)| (p, e.read())).collect::<Vec<_>>());
         prop_assert_eq!(list(&all), list(&other_order));
         prop_assert_eq!(all, other_order);
     }

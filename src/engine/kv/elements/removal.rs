@@ -5,6 +5,15 @@
 use super::*;
 use crate::engine::kv::lazyfree;
 
+/// Keep the entries `keep` says to, whatever the form (a list's names are built for
+/// the call: whole-key removes visit every element anyway).
+fn retain_entries(table: &mut Table, mut keep: impl FnMut(&Bytes, &mut Stored) -> bool) {
+    match table {
+        Table::List(list) => list.retain(|name, slot| keep(&Bytes::copy_from_slice(name), slot)),
+        other => unpacked(other).retain(|name, slot| keep(name, slot)),
+    }
+}
+
 impl Elements {
     /// A whole-key remove that had seen `seen`: every element dot it covers goes, and
     /// an element left with nothing but covered history goes entirely.
@@ -17,14 +26,13 @@ impl Elements {
         let mut digest = self.digest;
         let mut live = self.live;
         let mut order = self.order.as_deref_mut();
-        let mut positions = self.positions.as_deref_mut();
         if let Table::Packed(packed) = &self.table
             && !packed.iter().any(|(_, element)| element.has_dot_covered_by(removed))
         {
             // Nothing held here is covered (a packed element has no context of its own).
             return;
         }
-        unpacked(&mut self.table).retain(|name, slot| {
+        retain_entries(&mut self.table, |name, slot| {
             let view = slot.view();
             if !view.has_dot_covered_by(removed) && !view.has_context_covered_by(removed) {
                 return true;
@@ -46,7 +54,6 @@ impl Elements {
             if was_live && !state.exists() {
                 live -= 1;
             }
-            note_position(positions.as_deref_mut(), name, was_live, state.exists());
             if let Some(order) = order.as_deref_mut() {
                 order.update(name, old_score, if keep { live_score(state) } else { None });
             }
@@ -97,12 +104,17 @@ impl Elements {
             // nothing (see `canonical`), so the walk below would empty the collection
             // element by element. Emptied at once instead: a DEL of a million-member
             // set does not rebuild a million states while its shard waits.
-            // A large emptied table (and its indexes) is freed off the shard's thread.
+            // A large emptied table (and a sorted set's index) is freed off the shard's
+            // thread.
             let entries = self.entries_len();
-            let table = std::mem::replace(&mut self.table, if self.packs { Table::Packed(Packed::default()) } else { Table::Map(new_map()) });
+            let empty = match &self.table {
+                _ if self.packs => Table::Packed(Packed::default()),
+                Table::List(_) => Table::List(Box::default()),
+                _ => Table::Map(new_map()),
+            };
+            let table = std::mem::replace(&mut self.table, empty);
             let order = self.order.as_mut().map(std::mem::take);
-            let positions = self.positions.as_mut().map(std::mem::take);
-            lazyfree::dispose((table, order, positions), entries);
+            lazyfree::dispose((table, order), entries);
             self.digest = 0;
             self.live = 0;
             return;
@@ -112,8 +124,7 @@ impl Elements {
         let mut live = self.live;
         let mut seen = VersionVector::new();
         let mut order = self.order.as_deref_mut();
-        let mut positions = self.positions.as_deref_mut();
-        unpacked(&mut self.table).retain(|name, slot| {
+        retain_entries(&mut self.table, |name, slot| {
             digest ^= slot.view().digest(name);
             let mut taken = std::mem::replace(slot, Stored::PLACEHOLDER).into_state();
             let state = &mut taken;
@@ -122,8 +133,6 @@ impl Elements {
             if was_live {
                 live -= 1;
             }
-            // A list's live positions lose every element this remove held.
-            note_position(positions.as_deref_mut(), name, was_live, false);
             let own = state.causal_context();
             // Its values go and its increments are absorbed (floors kept until GC).
             state.remove_observed(&own);
@@ -156,6 +165,7 @@ impl Elements {
         match &self.table {
             Table::Packed(_) => true,
             Table::Map(map) => map.values().all(|stored| !matches!(stored, Stored::Full(_))),
+            Table::List(list) => list.all_compact(),
         }
     }
 
@@ -167,14 +177,18 @@ impl Elements {
         }
         let before = self.entries_len();
         let mut digest = self.digest;
-        unpacked(&mut self.table).retain(|name, slot| {
-            let state = slot.view();
+        let mut keep = |name: &[u8], state: ElementRef<'_>| {
             let drop = !state.exists() && stable.dominates(&state.causal_context());
             if drop {
                 digest ^= state.digest(name);
             }
             !drop
-        });
+        };
+        match &mut self.table {
+            // Every tombstone of a list is outside its chunks.
+            Table::List(list) => list.retain_others(keep),
+            table => unpacked(table).retain(|name, slot| keep(name, slot.view())),
+        }
         self.digest = digest;
         let dropped = before - self.entries_len();
         self.repack();
@@ -202,14 +216,17 @@ impl Elements {
             return;
         }
         let mut digest = self.digest;
-        unpacked(&mut self.table).retain(|name, slot| {
-            let state = slot.view();
+        let mut keep = |name: &[u8], state: ElementRef<'_>| {
             let live = state.exists();
             if !live {
                 digest ^= state.digest(name);
             }
             live
-        });
+        };
+        match &mut self.table {
+            Table::List(list) => list.retain_others(keep),
+            table => unpacked(table).retain(|name, slot| keep(name, slot.view())),
+        }
         self.digest = digest;
         self.repack();
     }

@@ -1,0 +1,301 @@
+//! A list chunk's byte layout (see `list_table.rs` for the entry format and why): the
+//! encoder, the decoder, and the edits that splice one entry in or out of a chunk
+//! without recoding the rest. Part of [`super::ListTable`].
+//!
+//! Must never: produce an entry whose name is not in full at a chunk's start, or do I/O.
+
+use super::{CHUNK_ENTRIES_MAX, Name};
+use crate::crdt::{Dot, Hlc};
+use crate::engine::kv::element::{ElementRef, Stored};
+use crate::engine::kv::position::TRIPLE_BYTES;
+
+const NAME_FULL: u8 = 0;
+const NAME_STEP: u8 = 1;
+const NAME_STEP_NODE: u8 = 2;
+const DOT_EXPLICIT: u8 = 1 << 2;
+const VALUE_INT: u8 = 1 << 3;
+
+fn put_var(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// Read a varint written by [`put_var`] (chunks are built here, so well formed).
+fn get_var(bytes: &[u8], at: &mut usize) -> u64 {
+    let mut n = 0u64;
+    let mut shift = 0;
+    loop {
+        let byte = bytes[*at];
+        *at += 1;
+        n |= u64::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            return n;
+        }
+        shift += 7;
+    }
+}
+
+fn zigzag(n: i64) -> u64 {
+    ((n << 1) ^ (n >> 63)) as u64
+}
+
+fn unzigzag(n: u64) -> i64 {
+    ((n >> 1) as i64) ^ -((n & 1) as i64)
+}
+
+/// The last triple of a position: `(digit, hlc, node)`.
+fn last_triple(name: &[u8]) -> (u64, u64, u16) {
+    let at = name.len() - TRIPLE_BYTES;
+    let digit = u64::from_be_bytes(name[at..at + 8].try_into().expect("eight bytes"));
+    let hlc = u64::from_be_bytes(name[at + 8..at + 16].try_into().expect("eight bytes"));
+    let node = u16::from_be_bytes([name[at + 16], name[at + 17]]);
+    (digit, hlc, node)
+}
+
+fn set_last_triple(name: &mut [u8], (digit, hlc, node): (u64, u64, u16)) {
+    let at = name.len() - TRIPLE_BYTES;
+    name[at..at + 8].copy_from_slice(&digit.to_be_bytes());
+    name[at + 8..at + 16].copy_from_slice(&hlc.to_be_bytes());
+    name[at + 16..at + 18].copy_from_slice(&node.to_be_bytes());
+}
+
+/// Up to [`CHUNK_ENTRIES_MAX`] compact elements in name order, in one allocation.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Chunk {
+    pub(super) bytes: Vec<u8>,
+    pub(super) count: u16,
+    /// The last entry's name (appends are coded against it without decoding).
+    pub(super) last: Name,
+}
+
+/// Append one entry coded against `prev` (the previous entry's name, `None` first).
+pub(super) fn encode_entry(out: &mut Vec<u8>, prev: Option<&[u8]>, name: &[u8], element: ElementRef<'_>) {
+    let (dot, value_tag) = match element {
+        ElementRef::Int(dot, _) => (dot, VALUE_INT),
+        ElementRef::Raw(dot, _) => (dot, 0),
+        ElementRef::Full(_) => unreachable!("a chunk holds compact elements only"),
+    };
+    // A name shorter than a triple is no position (a test or a bad peer made it): it
+    // is stored in full with its dot, and the codec refuses it when it is read back.
+    let triple = (name.len() >= TRIPLE_BYTES).then(|| last_triple(name));
+    let dot_tag = if triple.is_some_and(|(_, hlc, node)| Dot::new(Hlc(hlc), node) == dot) { 0 } else { DOT_EXPLICIT };
+    let step = triple.and_then(|(digit, hlc, node)| {
+        let prev = prev.filter(|p| p.len() == name.len() && p[..p.len() - TRIPLE_BYTES] == name[..name.len() - TRIPLE_BYTES])?;
+        let (p_digit, p_hlc, p_node) = last_triple(prev);
+        digit.checked_sub(p_digit).map(|d| (d, zigzag(hlc.wrapping_sub(p_hlc) as i64), p_node != node, node))
+    });
+    let name_tag = match step {
+        None => NAME_FULL,
+        Some((_, _, false, _)) => NAME_STEP,
+        Some((_, _, true, _)) => NAME_STEP_NODE,
+    };
+    out.push(name_tag | dot_tag | value_tag);
+    match step {
+        None => {
+            put_var(out, name.len() as u64);
+            out.extend_from_slice(name);
+        }
+        Some((digit_step, hlc_step, node_differs, node)) => {
+            put_var(out, digit_step);
+            put_var(out, hlc_step);
+            if node_differs {
+                put_var(out, u64::from(node));
+            }
+        }
+    }
+    if dot_tag == DOT_EXPLICIT {
+        put_var(out, dot.hlc.0);
+        put_var(out, u64::from(dot.node));
+    }
+    match element {
+        ElementRef::Int(_, n) => put_var(out, zigzag(n)),
+        ElementRef::Raw(_, value) => {
+            put_var(out, value.len() as u64);
+            out.extend_from_slice(value);
+        }
+        ElementRef::Full(_) => unreachable!("checked above"),
+    }
+}
+
+/// Decodes a chunk's entries in order; `name` is the current entry's name.
+pub(super) struct Decoder<'a> {
+    bytes: &'a [u8],
+    pub(super) at: usize,
+    pub(super) name: Name,
+}
+
+impl<'a> Decoder<'a> {
+    pub(super) fn new(chunk: &'a Chunk) -> Decoder<'a> {
+        Decoder { bytes: &chunk.bytes, at: 0, name: Name::new() }
+    }
+
+    /// The next entry (its name is then in `self.name`), with the offset it starts at.
+    pub(super) fn next_entry(&mut self) -> Option<(usize, ElementRef<'a>)> {
+        if self.at >= self.bytes.len() {
+            return None;
+        }
+        let start = self.at;
+        let bytes = self.bytes;
+        let tag = bytes[self.at];
+        self.at += 1;
+        match tag & 3 {
+            NAME_FULL => {
+                let len = get_var(bytes, &mut self.at) as usize;
+                self.name.clear();
+                self.name.extend_from_slice(&bytes[self.at..self.at + len]);
+                self.at += len;
+            }
+            kind => {
+                let (digit, hlc, node) = last_triple(&self.name);
+                let digit = digit + get_var(bytes, &mut self.at);
+                let hlc = hlc.wrapping_add(unzigzag(get_var(bytes, &mut self.at)) as u64);
+                let node = if kind == NAME_STEP_NODE { get_var(bytes, &mut self.at) as u16 } else { node };
+                set_last_triple(&mut self.name, (digit, hlc, node));
+            }
+        }
+        let dot = if tag & DOT_EXPLICIT != 0 {
+            let hlc = get_var(bytes, &mut self.at);
+            let node = get_var(bytes, &mut self.at) as u16;
+            Dot::new(Hlc(hlc), node)
+        } else {
+            let (_, hlc, node) = last_triple(&self.name);
+            Dot::new(Hlc(hlc), node)
+        };
+        let element = if tag & VALUE_INT != 0 {
+            ElementRef::Int(dot, unzigzag(get_var(bytes, &mut self.at)))
+        } else {
+            let len = get_var(bytes, &mut self.at) as usize;
+            let value = &bytes[self.at..self.at + len];
+            self.at += len;
+            ElementRef::Raw(dot, value)
+        };
+        Some((start, element))
+    }
+}
+
+impl Chunk {
+    pub(super) fn build<'a>(entries: impl IntoIterator<Item = (&'a [u8], ElementRef<'a>)>) -> Chunk {
+        let mut chunk = Chunk::default();
+        for (name, element) in entries {
+            chunk.append(name, element);
+        }
+        chunk.bytes.shrink_to_fit();
+        chunk
+    }
+
+    /// Add an entry after the last one (the caller keeps names ascending).
+    pub(super) fn append(&mut self, name: &[u8], element: ElementRef<'_>) {
+        debug_assert!(self.count == 0 || self.last.as_slice() < name, "chunk names ascend");
+        debug_assert!((self.count as usize) < CHUNK_ENTRIES_MAX);
+        let prev = (self.count > 0).then_some(self.last.as_slice());
+        encode_entry(&mut self.bytes, prev, name, element);
+        self.count += 1;
+        self.last.clear();
+        self.last.extend_from_slice(name);
+    }
+
+    /// The first entry's name, stored in full.
+    pub(super) fn first(&self) -> &[u8] {
+        debug_assert_eq!(self.bytes[0] & 3, NAME_FULL);
+        let mut at = 1;
+        let len = get_var(&self.bytes, &mut at) as usize;
+        &self.bytes[at..at + len]
+    }
+
+    pub(super) fn decode(&self) -> Vec<(Name, ElementRef<'_>)> {
+        let mut out = Vec::with_capacity(self.count as usize);
+        let mut decoder = Decoder::new(self);
+        while let Some((_, element)) = decoder.next_entry() {
+            out.push((decoder.name.clone(), element));
+        }
+        debug_assert_eq!(out.len(), self.count as usize);
+        out
+    }
+
+    /// Insert `name` (or replace it) at its place, not past the last entry: the bytes
+    /// before it stay, the entry after it is recoded against it, the rest is copied.
+    /// Returns whether it replaced an entry. May leave one entry over the bound (the
+    /// caller splits).
+    pub(super) fn splice_in(&mut self, name: &[u8], element: ElementRef<'_>) -> bool {
+        debug_assert!(name <= self.last.as_slice());
+        let mut decoder = Decoder::new(self);
+        let mut prev: Option<Name> = None;
+        let mut middle = Vec::new();
+        let (start, rest, replaced) = loop {
+            let (start, old) = decoder.next_entry().expect("a name not past the last has a place");
+            match decoder.name.as_slice().cmp(name) {
+                std::cmp::Ordering::Less => prev = Some(decoder.name.clone()),
+                // The entry after keeps its coding: it was coded against this same name.
+                std::cmp::Ordering::Equal => {
+                    encode_entry(&mut middle, prev.as_deref(), name, element);
+                    break (start, decoder.at, true);
+                }
+                std::cmp::Ordering::Greater => {
+                    encode_entry(&mut middle, prev.as_deref(), name, element);
+                    encode_entry(&mut middle, Some(name), &decoder.name, old);
+                    break (start, decoder.at, false);
+                }
+            }
+        };
+        let mut bytes = Vec::with_capacity(start + middle.len() + self.bytes.len() - rest);
+        bytes.extend_from_slice(&self.bytes[..start]);
+        bytes.extend_from_slice(&middle);
+        bytes.extend_from_slice(&self.bytes[rest..]);
+        self.bytes = bytes;
+        if !replaced {
+            self.count += 1;
+        }
+        replaced
+    }
+
+    /// Remove `name`, returning it: the entry after it is recoded against the one
+    /// before, the rest is copied.
+    pub(super) fn splice_out(&mut self, name: &[u8]) -> Option<Stored> {
+        let mut decoder = Decoder::new(self);
+        let mut prev: Option<Name> = None;
+        let (start, taken) = loop {
+            let (start, element) = decoder.next_entry()?;
+            match decoder.name.as_slice().cmp(name) {
+                std::cmp::Ordering::Less => prev = Some(decoder.name.clone()),
+                std::cmp::Ordering::Equal => break (start, Stored::from_view(element)),
+                std::cmp::Ordering::Greater => return None,
+            }
+        };
+        let mut middle = Vec::new();
+        let rest = match decoder.next_entry() {
+            Some((_, next)) => {
+                encode_entry(&mut middle, prev.as_deref(), &decoder.name, next);
+                decoder.at
+            }
+            None => self.bytes.len(),
+        };
+        let mut bytes = Vec::with_capacity(start + middle.len() + self.bytes.len() - rest);
+        bytes.extend_from_slice(&self.bytes[..start]);
+        bytes.extend_from_slice(&middle);
+        bytes.extend_from_slice(&self.bytes[rest..]);
+        self.bytes = bytes;
+        self.count -= 1;
+        if self.last.as_slice() == name {
+            self.last = prev.unwrap_or_default();
+        }
+        Some(taken)
+    }
+
+    pub(super) fn find(&self, name: &[u8]) -> Option<ElementRef<'_>> {
+        if name > self.last.as_slice() {
+            return None;
+        }
+        let mut decoder = Decoder::new(self);
+        while let Some((_, element)) = decoder.next_entry() {
+            match decoder.name.as_slice().cmp(name) {
+                std::cmp::Ordering::Less => continue,
+                std::cmp::Ordering::Equal => return Some(element),
+                std::cmp::Ordering::Greater => return None,
+            }
+        }
+        None
+    }
+}
