@@ -57,10 +57,14 @@ pub enum Bug {
     /// their ids: positions compare by their digits alone, and equal digits (two
     /// regions' pushes at one end) go in the order the elements arrived at the replica.
     ListOrderByArrival,
+    /// A graph's view keeps an edge whose endpoint is gone (a node deleted in one region
+    /// while an edge to it was created in another) and shows the endpoint as a bare
+    /// node: queries return the edge and a node that was deleted.
+    GraphEdgeOutlivesEndpoint,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 18] = [
+    pub const ALL: [Bug; 19] = [
         Bug::TtlNeverFires,
         Bug::SetKeepsIncrements,
         Bug::PersistIgnored,
@@ -79,6 +83,7 @@ impl Bug {
         Bug::RemoveWinsMerge,
         Bug::ZincrbyShipsScore,
         Bug::ListOrderByArrival,
+        Bug::GraphEdgeOutlivesEndpoint,
     ];
 
     /// Whether the bug lives in replication (the simulator must run replicated nodes
@@ -94,7 +99,14 @@ impl Bug {
                 | Bug::RemoveWinsMerge
                 | Bug::ZincrbyShipsScore
                 | Bug::ListOrderByArrival
+                | Bug::GraphEdgeOutlivesEndpoint
         )
+    }
+
+    /// Whether the bug lives in the graph engine (the simulator must send graph writes,
+    /// `SimConfig::graph`, to reach it).
+    pub fn needs_graph_writes(self) -> bool {
+        matches!(self, Bug::GraphEdgeOutlivesEndpoint)
     }
 
     pub fn name(self) -> &'static str {
@@ -117,6 +129,7 @@ impl Bug {
             Bug::RemoveWinsMerge => "remove-wins-merge",
             Bug::ZincrbyShipsScore => "zincrby-ships-score",
             Bug::ListOrderByArrival => "list-order-by-arrival",
+            Bug::GraphEdgeOutlivesEndpoint => "graph-edge-outlives-endpoint",
         }
     }
 

@@ -14,6 +14,7 @@ use rand_chacha::ChaCha8Rng;
 mod collection_writes;
 mod execute;
 mod finish;
+mod graph_writes;
 mod inject;
 mod persist;
 mod replicate;
@@ -66,6 +67,9 @@ pub struct SimConfig {
     /// whole system) instead of each serving its own clients alone (checked reply by
     /// reply against the model; `--no-replicate`).
     pub replicate: bool,
+    /// Replication runs: half the commands are graph writes and reads on one graph key
+    /// (`graph.rs`), checked against the graph oracle after convergence (`--graph`).
+    pub graph: bool,
 }
 
 impl Default for SimConfig {
@@ -82,6 +86,7 @@ impl Default for SimConfig {
             store_error_percent: 5,
             trace: false,
             replicate: true,
+            graph: false,
         }
     }
 }
@@ -94,6 +99,9 @@ impl SimConfig {
         let mut command = format!("dst --seed {}", self.seed);
         if !self.replicate {
             command.push_str(" --no-replicate");
+        }
+        if self.graph {
+            command.push_str(" --graph");
         }
         for (flag, value, default) in [
             ("--nodes", self.nodes, default.nodes),
@@ -284,6 +292,9 @@ struct Sim {
     /// Every fault, heal and restart, with its simulated instant: a failing key's report
     /// names the ones around its writes.
     fault_log: Vec<(u64, String)>,
+    /// Graph runs: the names the graph workload handed out, and what its writes did.
+    graph_names: crate::graph::GraphNames,
+    graph_oracle: crate::graph::GraphOracle,
 }
 
 /// FNV-1a, so the trace hash is the same on every platform and run.
@@ -341,6 +352,8 @@ impl Sim {
             link_epochs: vec![vec![0; cfg.nodes]; cfg.nodes],
             quiesce_until: None,
             fault_log: Vec::new(),
+            graph_names: Default::default(),
+            graph_oracle: Default::default(),
             cfg,
         }
     }
@@ -494,7 +507,10 @@ impl Sim {
         let region = self.clients[client].region;
         let node = if self.rng.random_bool(0.8) { region } else { self.rng.random_range(0..self.nodes.len()) };
         let base_ms = self.nodes[node].local_ms(self.now);
-        let args = if self.cfg.replicate {
+        // Graph runs only draw the extra coin: other runs replay as before.
+        let args = if self.cfg.replicate && self.cfg.graph && self.rng.random_bool(0.5) {
+            crate::graph::graph_command(&mut self.rng, &mut self.graph_names)
+        } else if self.cfg.replicate {
             workload::replicated_command(&mut self.rng)
         } else if self.rng.random_range(0..40) == 0 {
             workload::transaction(&mut self.rng, base_ms)
@@ -526,11 +542,13 @@ impl Sim {
             // one; the oracle checks the converged result.
             let before = self.contexts_before(node, &args);
             let collections_before = self.collection_contexts_before(node, &args);
+            let graph_before = self.graph_context_before(node, &args);
             let local = self.nodes[node].local_ms(self.now);
             let (actual, _) = self.execute(node, args.clone());
             self.log(format!("c{client} n{node} {line} -> {actual:?}"));
             self.record_writes(node, &args, before, local);
             self.record_collection_writes(node, &args, collections_before, &actual);
+            self.record_graph_write(node, &args, graph_before, &actual);
             // As the server's shard threads wake its batcher (every shard's signal is
             // taken: one early window serves them all).
             let mut ready = false;
