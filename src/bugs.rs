@@ -61,10 +61,14 @@ pub enum Bug {
     /// HDEL of its last field) by leaving the document in place: the node's index no
     /// longer equals the one rebuilt from its data.
     MergedDeleteStaysIndexed,
+    /// A graph's view keeps an edge whose endpoint is gone (a node deleted in one region
+    /// while an edge to it was created in another) and shows the endpoint as a bare
+    /// node: queries return the edge and a node that was deleted.
+    GraphEdgeOutlivesEndpoint,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 19] = [
+    pub const ALL: [Bug; 20] = [
         Bug::TtlNeverFires,
         Bug::SetKeepsIncrements,
         Bug::PersistIgnored,
@@ -84,6 +88,7 @@ impl Bug {
         Bug::ZincrbyShipsScore,
         Bug::ListOrderByArrival,
         Bug::MergedDeleteStaysIndexed,
+        Bug::GraphEdgeOutlivesEndpoint,
     ];
 
     /// Whether the bug lives in replication (the simulator must run replicated nodes
@@ -100,7 +105,14 @@ impl Bug {
                 | Bug::ZincrbyShipsScore
                 | Bug::ListOrderByArrival
                 | Bug::MergedDeleteStaysIndexed
+                | Bug::GraphEdgeOutlivesEndpoint
         )
+    }
+
+    /// Whether the bug lives in the graph engine (the simulator must send graph writes,
+    /// `SimConfig::graph`, to reach it).
+    pub fn needs_graph_writes(self) -> bool {
+        matches!(self, Bug::GraphEdgeOutlivesEndpoint)
     }
 
     pub fn name(self) -> &'static str {
@@ -124,6 +136,7 @@ impl Bug {
             Bug::ZincrbyShipsScore => "zincrby-ships-score",
             Bug::ListOrderByArrival => "list-order-by-arrival",
             Bug::MergedDeleteStaysIndexed => "merged-delete-stays-indexed",
+            Bug::GraphEdgeOutlivesEndpoint => "graph-edge-outlives-endpoint",
         }
     }
 

@@ -13,11 +13,13 @@
 //! - [`oracle`]: the converged result of replicated writes (replication runs);
 //!   [`oracle_collections`]: of replicated hashes, sets, sorted sets and lists
 //!   (membership and values), [`oracle_lists`]: of replicated lists' order.
-//! - [`workload`]: the random commands clients send.
+//! - [`workload`]: the random commands clients send; [`graph`]: the graph workload of
+//!   `--graph` runs and the reference semantics of a replicated graph.
 //! - [`faults`]: fault classes and their weights.
 //! - [`storage`]: the real streamer and recovery over a simulated object store.
 
 pub mod faults;
+pub mod graph;
 pub mod model;
 pub mod model_lists;
 pub mod model_sets;

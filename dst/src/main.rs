@@ -6,6 +6,7 @@
 //!                                crash and recover; replicas must converge to the oracle
 //! dst --inject-bug NAME          plant a known bug (see --list-bugs): the sweep must fail
 //! dst --no-replicate --seeds 0..100  nodes alone, each checked reply by reply
+//! dst --graph --seeds 0..100     half the commands are graph writes (GRAPH.QUERY)
 //! dst --seeds 0..100000 --jobs 8 a sweep on 8 threads (default: every core)
 //! ```
 //!
@@ -69,6 +70,10 @@ struct Args {
     /// replayed as they were.
     #[arg(long, hide = true, conflicts_with = "no_replicate")]
     replicate: bool,
+    /// Replication runs: half the commands are graph writes and reads on one graph,
+    /// checked against the graph oracle after convergence.
+    #[arg(long)]
+    graph: bool,
     /// Stop a sweep at the first failing seed.
     #[arg(long)]
     fail_fast: bool,
@@ -124,6 +129,7 @@ fn main() -> ExitCode {
         store_error_percent: args.store_error_percent,
         // `--replicate` says what the default is already.
         replicate: args.replicate || !args.no_replicate,
+        graph: args.graph,
         ..SimConfig::default()
     };
     if let Some(seed) = args.seed {

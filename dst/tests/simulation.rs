@@ -38,6 +38,10 @@ fn every_planted_bug_is_caught_within_a_few_seeds() {
     for bug in Bug::ALL {
         let replicate = bug.needs_replication();
         let mut config = SimConfig { bug: Some(bug), replicate, ..SimConfig::default() };
+        if bug.needs_graph_writes() {
+            config.graph = true;
+            config.faults = graph_faults();
+        }
         if bug == Bug::ReservationIgnored {
             // A reused stamp needs a crash that loses writes that had already left,
             // and a clock behind them at the restart: crashes, clock steps, and a
@@ -71,6 +75,43 @@ fn every_nodes_indexes_equal_their_rebuilds_at_the_end_of_a_run() {
         assert!(audited.iter().sum::<usize>() > 0, "the audit compared no document (replicate: {replicate})");
     }
 }
+
+/// Graph runs: every replication fault but crashes, so that the graph is checked
+/// exactly (a run with a restart checks it for safety only: see `dst/src/graph.rs`).
+fn graph_faults() -> FaultWeights {
+    FaultWeights::parse("crash=0").expect("fault weights")
+}
+
+/// Graph writes (CREATE, SET, DETACH DELETE, DELETE of an edge) on three replicating
+/// nodes under partitions, pauses, clock faults and slow links: every node's graph is
+/// the oracle's after convergence, with no dangling edge. DST_CI_GRAPH_SEEDS changes
+/// the count (the default takes about a minute on two cores).
+#[test]
+fn graph_writes_under_replication_faults_converge_to_the_oracle() {
+    let seeds: u64 = std::env::var("DST_CI_GRAPH_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(GRAPH_SEEDS);
+    let mut exact = 0;
+    for seed in 0..seeds {
+        let config = SimConfig { seed, graph: true, faults: graph_faults(), ..SimConfig::default() };
+        let outcome = run(config.clone());
+        assert!(outcome.ok(), "{}\nreplay: {}", outcome.failure.unwrap_or_default(), config.replay_command());
+        exact += outcome.trace.iter().any(|l| l.contains("graph against the oracle (exactly)")) as u32;
+    }
+    assert_eq!(exact as u64, seeds, "every run without a restart checks its graphs exactly");
+}
+
+/// With crashes the graph check is one of safety, and it still passes.
+#[test]
+fn graph_writes_with_restarts_stay_safe() {
+    for seed in 0..GRAPH_SEEDS_WITH_CRASHES {
+        let config = SimConfig { seed, graph: true, ..SimConfig::default() };
+        let outcome = run(config.clone());
+        assert!(outcome.ok(), "{}\nreplay: {}", outcome.failure.unwrap_or_default(), config.replay_command());
+        assert!(outcome.trace.iter().any(|l| l.contains("graph against the oracle")), "seed {seed}: the graphs are checked");
+    }
+}
+
+const GRAPH_SEEDS: u64 = 40;
+const GRAPH_SEEDS_WITH_CRASHES: u64 = 10;
 
 fn reservation_faults() -> FaultWeights {
     FaultWeights::parse("crash=4,clock-jump=4").expect("fault weights")

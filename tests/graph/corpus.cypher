@@ -290,3 +290,17 @@ MATCH (a:SP {k:1}), (b:SP {k:5}) MATCH p = shortestPath((a)-[*]->(b)) RETURN len
 MATCH (a:SP {k:1}), (b:SP {k:5}) MATCH p = allShortestPaths((a)-[*]->(b)) RETURN length(p)
 MATCH (a:SP {k:1}), (b:SP {k:5}) RETURN length(shortestPath((a)-[* {x:1}]->(b)))
 MATCH (a:SP {k:1}), (b:SP {k:5}) RETURN length(shortestPath((a)-[*]->(c)-[*]->(b)))
+// Named paths (p = ... in MATCH; refused in CREATE, as FalkorDB's 'p' not defined)
+MATCH p = (a:SP {k:1})-[*1..3]->(b) RETURN length(p) AS l, b.k AS k ORDER BY k, l
+MATCH p = (a:SP {k:1})-[:R]->(b) RETURN length(p), size(nodes(p)), size(relationships(p))
+MATCH p = (a:SP {k:3})<-[:R]-(b) UNWIND nodes(p) AS n RETURN n.k
+MATCH p = (a:SP {k:1})-[*2]->(b) UNWIND relationships(p) AS r RETURN type(r), b.k
+MATCH p = (a:SP {k:6}) RETURN length(p), size(nodes(p))
+OPTIONAL MATCH p = (a:SP {k:9})-->(b) RETURN p
+MATCH p = (a:SP {k:1})-[:S]->(b), q = (b)-[:R]->(c) RETURN length(p) + length(q), c.k
+MATCH p = (a:SP)-[:R*]->(b:SP {k:5}) WHERE length(p) > 2 RETURN a.k, length(p) ORDER BY a.k
+MATCH p = (a:SP {k:2})-[:R]-(b) RETURN b.k, length(p) ORDER BY b.k
+MATCH p = (a:SP {k:1})-[:R]->(b) WITH p, b RETURN b.k, length(p)
+MATCH p = (a:SP {k:1})-[:R*1..2]->(b) RETURN count(p)
+MATCH p = (a:SP {k:4})-[:R]->(b) RETURN startNode(relationships(p)[0]).k, nodes(p)[1].k
+CREATE p = (:X)-[:R]->(:X) RETURN length(p)

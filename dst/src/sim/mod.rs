@@ -15,6 +15,7 @@ mod collection_writes;
 mod execute;
 mod finish;
 mod indexes;
+mod graph_writes;
 mod inject;
 mod persist;
 mod replicate;
@@ -67,6 +68,9 @@ pub struct SimConfig {
     /// whole system) instead of each serving its own clients alone (checked reply by
     /// reply against the model; `--no-replicate`).
     pub replicate: bool,
+    /// Replication runs: half the commands are graph writes and reads on one graph key
+    /// (`graph.rs`), checked against the graph oracle after convergence (`--graph`).
+    pub graph: bool,
 }
 
 impl Default for SimConfig {
@@ -83,6 +87,7 @@ impl Default for SimConfig {
             store_error_percent: 5,
             trace: false,
             replicate: true,
+            graph: false,
         }
     }
 }
@@ -95,6 +100,9 @@ impl SimConfig {
         let mut command = format!("dst --seed {}", self.seed);
         if !self.replicate {
             command.push_str(" --no-replicate");
+        }
+        if self.graph {
+            command.push_str(" --graph");
         }
         for (flag, value, default) in [
             ("--nodes", self.nodes, default.nodes),
@@ -285,6 +293,9 @@ struct Sim {
     /// Every fault, heal and restart, with its simulated instant: a failing key's report
     /// names the ones around its writes.
     fault_log: Vec<(u64, String)>,
+    /// Graph runs: the names the graph workload handed out, and what its writes did.
+    graph_names: crate::graph::GraphNames,
+    graph_oracle: crate::graph::GraphOracle,
 }
 
 /// FNV-1a, so the trace hash is the same on every platform and run.
@@ -342,6 +353,8 @@ impl Sim {
             link_epochs: vec![vec![0; cfg.nodes]; cfg.nodes],
             quiesce_until: None,
             fault_log: Vec::new(),
+            graph_names: Default::default(),
+            graph_oracle: Default::default(),
             cfg,
         }
     }
@@ -498,7 +511,10 @@ impl Sim {
         let region = self.clients[client].region;
         let node = if self.rng.random_bool(0.8) { region } else { self.rng.random_range(0..self.nodes.len()) };
         let base_ms = self.nodes[node].local_ms(self.now);
-        let args = if self.cfg.replicate {
+        // Graph runs only draw the extra coin: other runs replay as before.
+        let args = if self.cfg.replicate && self.cfg.graph && self.rng.random_bool(0.5) {
+            crate::graph::graph_command(&mut self.rng, &mut self.graph_names)
+        } else if self.cfg.replicate {
             workload::replicated_command(&mut self.rng)
         } else if self.rng.random_range(0..40) == 0 {
             workload::transaction(&mut self.rng, base_ms)
@@ -530,11 +546,13 @@ impl Sim {
             // one; the oracle checks the converged result.
             let before = self.contexts_before(node, &args);
             let collections_before = self.collection_contexts_before(node, &args);
+            let graph_before = self.graph_context_before(node, &args);
             let local = self.nodes[node].local_ms(self.now);
             let (actual, _) = self.execute(node, args.clone());
             self.log(format!("c{client} n{node} {line} -> {actual:?}"));
             self.record_writes(node, &args, before, local);
             self.record_collection_writes(node, &args, collections_before, &actual);
+            self.record_graph_write(node, &args, graph_before, &actual);
             // As the server's shard threads wake its batcher (every shard's signal is
             // taken: one early window serves them all).
             let mut ready = false;

@@ -513,6 +513,12 @@ impl Sim {
         if self.failure.is_some() {
             return;
         }
+        if self.cfg.graph {
+            self.check_graphs();
+            if self.failure.is_some() {
+                return;
+            }
+        }
         let mut lines = Vec::new();
         for (i, n) in self.nodes.iter().enumerate() {
             if let Some(repl) = n.repl.as_ref() {

@@ -93,6 +93,8 @@ pub enum SetItem {
 /// A path pattern: a node, then relationship-node steps.
 #[derive(Clone, Debug)]
 pub struct Pattern {
+    /// `p = (…)`: the variable the matched path is bound to (MATCH only).
+    pub path: Option<String>,
     pub start: NodePat,
     pub steps: Vec<(RelPat, NodePat)>,
 }

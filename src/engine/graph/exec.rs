@@ -222,9 +222,23 @@ impl Exec {
             if let Some(v) = &p.start.var {
                 r.insert(v.clone(), Value::Node(start));
             }
-            self.match_steps(patterns, filter, i, 0, start, r, used, out)?;
+            let origin = PathOrigin { node: start, used_at: used.len() };
+            self.match_steps(patterns, filter, i, 0, origin, start, r, used, out)?;
         }
         Ok(())
+    }
+
+    /// The path a pattern matched: its start node, then each edge it followed (in
+    /// `used`, in order, from `origin.used_at`) and the node at the edge's far end.
+    fn matched_path(&self, origin: PathOrigin, used: &[ElemId]) -> Value {
+        let edges = used[origin.used_at..].to_vec();
+        let mut nodes = Vec::with_capacity(edges.len() + 1);
+        nodes.push(origin.node);
+        for e in &edges {
+            let (at, data) = (nodes[nodes.len() - 1], &self.graph.edges[e]);
+            nodes.push(if data.src == at { data.dst } else { data.src });
+        }
+        Value::Path(nodes, edges)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -234,6 +248,7 @@ impl Exec {
         filter: Option<&Expr>,
         i: usize,
         step: usize,
+        origin: PathOrigin,
         at: ElemId,
         row: Row,
         used: &mut Vec<ElemId>,
@@ -241,6 +256,10 @@ impl Exec {
     ) -> Result<(), String> {
         let p = &patterns[i];
         let Some((rel, next)) = p.steps.get(step) else {
+            let mut row = row;
+            if let Some(name) = &p.path {
+                row.insert(name.clone(), self.matched_path(origin, used));
+            }
             return self.match_patterns(patterns, filter, i + 1, row, used, out);
         };
         if let Some((min, max)) = rel.hops {
@@ -254,7 +273,7 @@ impl Exec {
                 }
                 let before = used.len();
                 used.extend(edges);
-                self.match_steps(patterns, filter, i, step + 1, end, r, used, out)?;
+                self.match_steps(patterns, filter, i, step + 1, origin, end, r, used, out)?;
                 used.truncate(before);
             }
             return Ok(());
@@ -276,7 +295,7 @@ impl Exec {
             }
             let Some(r) = self.bind_node(next, other, r)? else { continue };
             used.push(edge);
-            self.match_steps(patterns, filter, i, step + 1, other, r, used, out)?;
+            self.match_steps(patterns, filter, i, step + 1, origin, other, r, used, out)?;
             used.pop();
         }
         Ok(())
@@ -523,8 +542,17 @@ impl Exec {
     }
 }
 
+/// Where a pattern's path starts: its first node, and how many edges the MATCH had
+/// used before it.
+#[derive(Copy, Clone)]
+struct PathOrigin {
+    node: ElemId,
+    used_at: usize,
+}
+
 pub(super) fn pattern_vars(p: &Pattern) -> BTreeSet<String> {
     let mut vars = BTreeSet::new();
+    vars.extend(p.path.clone());
     vars.extend(p.start.var.clone());
     for (rel, node) in &p.steps {
         vars.extend(rel.var.clone());

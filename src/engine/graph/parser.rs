@@ -171,10 +171,17 @@ impl Parser<'_> {
                     return Err(format!("CREATE {kind} is not supported yet"));
                 }
             }
-            return Ok(Clause::Create(self.patterns()?));
+            let patterns = self.patterns()?;
+            if patterns.iter().any(|p| p.path.is_some()) {
+                return Err("Named paths (p = ...) in CREATE are not supported yet".to_owned());
+            }
+            return Ok(Clause::Create(patterns));
         }
         if self.eat_kw("MERGE") {
             let pattern = self.pattern()?;
+            if pattern.path.is_some() {
+                return Err("Named paths (p = ...) in MERGE are not supported yet".to_owned());
+            }
             let (mut on_create, mut on_match) = (Vec::new(), Vec::new());
             while self.is_kw("ON") {
                 self.advance();
@@ -411,8 +418,10 @@ impl Parser<'_> {
     }
 
     fn pattern(&mut self) -> Result<Pattern, String> {
+        let mut path = None;
         if matches!(self.peek(), Tok::Ident(_) | Tok::Quoted(_)) && matches!(self.peek_at(1), Tok::Punct("=")) {
-            return Err("Named paths (p = ...) are not supported yet".to_owned());
+            path = Some(self.name()?);
+            self.expect_punct("=")?;
         }
         if self.is_kw("shortestPath") || self.is_kw("allShortestPaths") {
             return Err("FalkorDB currently only supports shortestPaths in WITH or RETURN clauses".to_owned());
@@ -423,7 +432,7 @@ impl Parser<'_> {
             let rel = self.rel_pat()?;
             steps.push((rel, self.node_pat()?));
         }
-        Ok(Pattern { start, steps })
+        Ok(Pattern { path, start, steps })
     }
 
     fn node_pat(&mut self) -> Result<NodePat, String> {

@@ -255,8 +255,17 @@ impl GraphView {
             }
         }
         // The read-time rule of DESIGN §5: an edge whose endpoint is gone is not there.
-        let nodes = &view.nodes;
-        view.edges.retain(|_, e| nodes.contains_key(&e.src) && nodes.contains_key(&e.dst));
+        if crate::bugs::active(crate::bugs::Bug::GraphEdgeOutlivesEndpoint) {
+            // Planted: the edge stays and its missing endpoint shows as a bare node.
+            let missing: Vec<ElemId> =
+                view.edges.values().flat_map(|e| [e.src, e.dst]).filter(|id| !view.nodes.contains_key(id)).collect();
+            for id in missing {
+                view.nodes.entry(id).or_default();
+            }
+        } else {
+            let nodes = &view.nodes;
+            view.edges.retain(|_, e| nodes.contains_key(&e.src) && nodes.contains_key(&e.dst));
+        }
         for (id, key, v) in props {
             if let Some(node) = view.nodes.get_mut(&id) {
                 node.props.insert(key, v);

@@ -5,7 +5,8 @@ use super::parser::parse;
 #[test]
 fn unsupported_constructs_are_errors_that_name_them() {
     for (query, names) in [
-        ("MATCH p = (a)-->(b) RETURN p", "Named paths"),
+        ("CREATE p = (a)-[:R]->(b) RETURN p", "Named paths"),
+        ("MERGE p = (a)-[:R]->(b) RETURN p", "Named paths"),
         ("MATCH (a) RETURN a UNION MATCH (b) RETURN b", "UNION"),
         ("MATCH (a) WHERE a.name =~ 'x.*' RETURN a", "Regular expressions"),
         ("RETURN [x IN range(1,3) | x]", "List comprehensions"),

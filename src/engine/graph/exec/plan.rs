@@ -1,6 +1,7 @@
 //! Where a MATCH starts, and the index clauses. A pattern's start node is looked up
 //! rather than scanned when it can be: through a declared index (an equality in the
-//! node's property map, or an equality, range or `IN` on a constant in the WHERE
+//! node's property map, or an equality, range or `IN` on a value known before the
+//! node is matched (a constant, a parameter, an expression over bound variables) in the WHERE
 //! conjuncts), else through the nodes of one of its labels, else all nodes. Candidates
 //! are a superset of the matches: each is still checked against the pattern and the
 //! WHERE, so the plan changes how fast, never what.
@@ -91,14 +92,17 @@ impl Exec {
         (Start::AllNodes, None)
     }
 
-    /// A literal or a parameter's value; anything else may depend on the row being
-    /// matched and is not used to choose candidates.
+    /// The value of `e` in the row matched so far: a literal, a parameter, or any
+    /// expression over variables already bound (`{i: p[0]}` after `UNWIND … AS p`,
+    /// `toInteger('7')`). An expression that reads a variable not bound yet (the
+    /// node being chosen, a later pattern's) fails to evaluate and is not used to
+    /// choose candidates, nor is one that fails for another reason (the scan that
+    /// runs instead reports it where the query reads it).
     fn constant(&self, e: &Expr, row: &Row) -> Option<Value> {
         match e {
             Expr::Lit(v) => Some(v.clone()),
-            Expr::Param(_) => self.env().eval(e, row).ok(),
-            Expr::List(items) => items.iter().map(|i| self.constant(i, row)).collect::<Option<Vec<_>>>().map(Value::List),
-            _ => None,
+            _ if e.has_aggregate() => None,
+            _ => self.env().eval(e, row).ok(),
         }
     }
 
