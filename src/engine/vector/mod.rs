@@ -180,13 +180,13 @@ impl VectorEngine {
 /// Index every stored key the definition covers (in key order, so that a rebuild on
 /// any node inserts in the same order).
 fn build(index: &mut Index, kv: &KvEngine) {
-    let mut keys: Vec<&Bytes> = kv.keys.iter().map(|e| &e.key).filter(|k| !k.starts_with(DEF_KEY_PREFIX) && index.def.covers(k)).collect();
+    let mut keys: Vec<&[u8]> = kv.keys.iter().map(|e| e.key.as_bytes()).filter(|k| !k.starts_with(DEF_KEY_PREFIX) && index.def.covers(k)).collect();
     keys.sort_unstable();
     for key in keys {
         let hash = key_hash(key);
         let state = kv.keys.get(key, hash).map(|e| &e.state);
         if let Some(reader) = hash_reader(state) {
-            index.reindex(key, hash, Some(&reader));
+            index.reindex(&Bytes::copy_from_slice(key), hash, Some(&reader));
         }
     }
 }
