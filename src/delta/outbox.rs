@@ -98,7 +98,7 @@ impl Outbox {
         self.deltas.push_key(self.own, key, state);
         let hash = hash_key(key);
         let deltas = &self.deltas;
-        match self.newest.entry(hash, |&(h, i)| h == hash && deltas.key_at(i) == Some(key.as_ref()), |&(h, _)| h) {
+        match self.newest.entry(hash, |&(h, i)| h == hash && deltas.key_at(i) == Some(key), |&(h, _)| h) {
             hashbrown::hash_table::Entry::Occupied(mut older) => {
                 self.superseded.push(older.get().1);
                 older.get_mut().1 = item;
