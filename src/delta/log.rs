@@ -6,8 +6,6 @@
 //! falls behind, the log fills to its bound and the shard refuses writes with a clear
 //! error instead of growing without limit.
 
-use bytes::Bytes;
-
 use super::codec;
 use super::{Delta, EncodedDeltas, SEGMENT_ENTRIES_MAX};
 use crate::crdt::VersionVector;
@@ -90,7 +88,7 @@ impl DeltaLog {
 }
 
 impl DeltaSink for DeltaLog {
-    fn key_changed(&mut self, key: &Bytes, state: &KeyState) {
+    fn key_changed(&mut self, key: &[u8], state: &KeyState) {
         self.produced += 1;
         if self.recording {
             // A write admitted with room left may overshoot the bound by its own deltas
@@ -99,7 +97,7 @@ impl DeltaSink for DeltaLog {
         }
     }
 
-    fn key_part_changed(&mut self, key: &Bytes, part: &KeyState) {
+    fn key_part_changed(&mut self, key: &[u8], part: &KeyState) {
         // The log keeps every delta in order: a part is logged as a state is.
         self.key_changed(key, part);
     }
@@ -115,6 +113,7 @@ impl DeltaSink for DeltaLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
     use crate::crdt::{Dot, Hlc};
     use crate::engine::kv::StrVal;
 

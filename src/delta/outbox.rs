@@ -16,8 +16,6 @@
 //! ten milliseconds of writes that have long been evicted and must be read back from
 //! memory, and the peers get a steady stream instead of bursts.
 
-use bytes::Bytes;
-
 use crate::crdt::{NodeId, VersionVector};
 use crate::delta::Delta;
 use crate::delta::outgoing::Outgoing;
@@ -95,12 +93,12 @@ impl Outbox {
         self.deltas.bytes_len()
     }
 
-    pub fn key_changed(&mut self, key: &Bytes, state: &KeyState) {
+    pub fn key_changed(&mut self, key: &[u8], state: &KeyState) {
         let item = self.deltas.len();
         self.deltas.push_key(self.own, key, state);
         let hash = hash_key(key);
         let deltas = &self.deltas;
-        match self.newest.entry(hash, |&(h, i)| h == hash && deltas.key_at(i) == Some(key.as_ref()), |&(h, _)| h) {
+        match self.newest.entry(hash, |&(h, i)| h == hash && deltas.key_at(i) == Some(key), |&(h, _)| h) {
             hashbrown::hash_table::Entry::Occupied(mut older) => {
                 self.superseded.push(older.get().1);
                 older.get_mut().1 = item;
@@ -116,7 +114,7 @@ impl Outbox {
     /// and nothing supersedes it but a later whole state's drain order (a join either
     /// way, so shipping both is only bytes). Writes to one element within a window are
     /// all shipped.
-    pub fn key_part_changed(&mut self, key: &Bytes, part: &KeyState) {
+    pub fn key_part_changed(&mut self, key: &[u8], part: &KeyState) {
         self.deltas.push_key(self.own, key, part);
         self.enforce_bound();
     }
@@ -164,6 +162,7 @@ impl Outbox {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
     use crate::crdt::{Dot, Hlc};
     use crate::engine::kv::StrVal;
 

@@ -342,7 +342,7 @@ mod tests {
     use crate::engine::kv::{KeyState, StrVal};
 
     fn samples() -> Vec<Message> {
-        let state = KeyState::with_value(Dot::new(Hlc::from_parts(5, 1), 2), StrVal::Raw(Bytes::from_static(b"v")), Some(99));
+        let state = KeyState::with_value(Dot::new(Hlc::from_parts(5, 1), 2), StrVal::raw(Bytes::from_static(b"v")), Some(99));
         let mut seen = VersionVector::new();
         seen.add(Dot::new(Hlc::from_parts(7, 0), 3));
         vec![

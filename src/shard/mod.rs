@@ -100,14 +100,14 @@ struct ShardSinks<'a> {
 }
 
 impl DeltaSink for ShardSinks<'_> {
-    fn key_changed(&mut self, key: &Bytes, state: &KeyState) {
+    fn key_changed(&mut self, key: &[u8], state: &KeyState) {
         self.log.key_changed(key, state);
         if let Some(outbox) = self.outbox.as_deref_mut() {
             outbox.key_changed(key, state);
         }
     }
 
-    fn key_part_changed(&mut self, key: &Bytes, part: &KeyState) {
+    fn key_part_changed(&mut self, key: &[u8], part: &KeyState) {
         if !crate::bugs::active(crate::bugs::Bug::HashFieldsNotPersisted) {
             self.log.key_part_changed(key, part);
         }
@@ -248,7 +248,7 @@ impl Shard {
         let frame = match op {
             ShardOp::Key(cmd) => apply_key(kv, &mut ctx, cmd, &mut || rng.next_u64()),
             ShardOp::MGet(keys) => {
-                Frame::Array(keys.iter().map(|k| kv.read_value(k, now_ms).map_or(Frame::Null, |v| Frame::Bulk(v.to_bytes()))).collect())
+                Frame::Array(keys.iter().map(|k| kv.read_value(k, now_ms).map_or(Frame::Null, |v| Frame::Bulk(v.into_bytes()))).collect())
             }
             ShardOp::MSet(pairs) => {
                 for (key, value) in pairs {
@@ -359,7 +359,7 @@ impl Shard {
                 self.checkpoint_scan_open = true;
                 let mut deltas = Vec::new();
                 let next = kv.keys.scan(cursor.min(crate::engine::kv::keyspace::SLOT_SPACE - 1), count, |e| {
-                    deltas.push(Delta::Key { key: e.key.clone(), state: e.state.clone() })
+                    deltas.push(Delta::Key { key: e.key.to_bytes(), state: e.state.clone() })
                 });
                 // The last chunk also carries the tombstones: a checkpoint replaces the
                 // segments before it, and a delete must outlive them.
@@ -414,7 +414,7 @@ impl Shard {
             ShardOp::ExportLeaves(leaves) => {
                 let mut deltas = Vec::new();
                 for leaf in leaves {
-                    self.kv.keys.for_each_in_leaf(leaf, |key, state| deltas.push(Delta::Key { key: key.clone(), state: state.clone() }));
+                    self.kv.keys.for_each_in_leaf(leaf, |key, state| deltas.push(Delta::Key { key: Bytes::copy_from_slice(key), state: state.clone() }));
                 }
                 return ShardReply::Deltas(deltas);
             }

@@ -115,7 +115,7 @@ pub(super) fn live_entries(n: &Node, local: u64) -> BTreeMap<Bytes, ModelEntry> 
                 }
                 _ => (entry.state.read().map(|v| v.to_bytes().to_vec()).unwrap_or_default(), None),
             };
-            actual.insert(entry.key.clone(), ModelEntry { value, expire_at_ms, hash, set, zset, list });
+            actual.insert(entry.key.to_bytes(), ModelEntry { value, expire_at_ms, hash, set, zset, list });
         }
     }
     actual

@@ -568,7 +568,7 @@ fn full_state(node: &Node) -> BTreeMap<Bytes, KeyState> {
     let mut all = BTreeMap::new();
     for shard in &node.shards {
         for entry in shard.kv.keys.iter() {
-            all.insert(entry.key.clone(), entry.state.clone());
+            all.insert(entry.key.to_bytes(), entry.state.clone());
         }
         for (key, state) in shard.kv.keys.tombstones() {
             all.insert(key.clone(), state.clone());

@@ -105,7 +105,7 @@ pub fn command(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: GraphCommand) -> Fram
 
 /// The keys of this shard that hold graphs (GRAPH.LIST).
 pub fn graph_keys(kv: &mut KvEngine, now_ms: u64) -> Vec<Bytes> {
-    let keys: Vec<Bytes> = kv.keys.iter().filter(|e| e.state.kind() == Some(KeyKind::Graph)).map(|e| e.key.clone()).collect();
+    let keys: Vec<Bytes> = kv.keys.iter().filter(|e| e.state.kind() == Some(KeyKind::Graph)).map(|e| e.key.to_bytes()).collect();
     keys.into_iter().filter(|k| kv.live(k, key_hash(k), now_ms).is_some()).collect()
 }
 
@@ -165,7 +165,7 @@ fn run_query(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, text: &[u8], rea
     let (names, values) = std::mem::take(&mut exec.writes).into_parts();
     if let Some(dot) = dot.filter(|_| !names.is_empty()) {
         kv.write_elements_at(ctx, dot, key.clone(), Part::Graph, &names, false, |i, dot, _, element| match &values[i] {
-            Some(value) => element.set(dot, StrVal::Raw(value.clone()), SetTtl::Keep),
+            Some(value) => element.set(dot, StrVal::raw(value.clone()), SetTtl::Keep),
             None => element.delete(dot),
         });
     }

@@ -149,7 +149,7 @@ impl KvEngine {
     /// BITOP's sources on this shard: each key's value (`None` if missing), or
     /// WRONGTYPE for a key that is not a string.
     pub fn string_values(&mut self, keys: &[Bytes], now_ms: u64) -> Result<Vec<Option<Bytes>>, Frame> {
-        keys.iter().map(|key| self.read_string(key, now_ms).map(|v| v.map(|v| v.to_bytes()))).collect()
+        keys.iter().map(|key| self.read_string(key, now_ms).map(|v| v.map(|v| v.into_bytes()))).collect()
     }
 
     /// BITOP's write: `dst` becomes `value` (a SET: no TTL), or is deleted when `value`
@@ -189,13 +189,13 @@ impl KvEngine {
             BitCommand::SetBit { key, offset, on } => self.setbit(ctx, key, offset, on),
             BitCommand::GetBit { key, offset } => match self.read_string(&key, now_ms) {
                 Err(e) => e,
-                Ok(value) => Frame::Integer(get_bits(&value.map(|v| v.to_bytes()).unwrap_or_default(), offset, 1) as i64),
+                Ok(value) => Frame::Integer(get_bits(&value.map(|v| v.into_bytes()).unwrap_or_default(), offset, 1) as i64),
             },
             BitCommand::Count { key, range } => match self.read_string(&key, now_ms) {
                 Err(e) => e,
                 Ok(None) => Frame::Integer(0),
                 Ok(Some(value)) => {
-                    let value = value.to_bytes();
+                    let value = value.into_bytes();
                     let span = match range {
                         Err(e) => return e,
                         Ok(None) => (!value.is_empty()).then(|| (0, value.len() as u64 * 8 - 1)),
@@ -212,7 +212,7 @@ impl KvEngine {
                 // A missing key is an endless run of zeros.
                 Ok(None) => Frame::Integer(if bit { -1 } else { 0 }),
                 Ok(Some(value)) => {
-                    let value = value.to_bytes();
+                    let value = value.into_bytes();
                     let (span, end_given) = match range {
                         Err(e) => return e,
                         Ok(None) => ((!value.is_empty()).then(|| (0, value.len() as u64 * 8 - 1)), false),
@@ -239,7 +239,7 @@ impl KvEngine {
         if let Err(e) = check_string(old.as_ref()) {
             return e;
         }
-        let current = old.as_ref().and_then(|s| s.read()).map(|v| v.to_bytes()).unwrap_or_default();
+        let current = old.as_ref().and_then(|s| s.read()).map(|v| v.into_bytes()).unwrap_or_default();
         let byte = (offset >> 3) as usize;
         let was_on = get_bits(&current, offset, 1) == 1;
         if old.is_none() || byte >= current.len() || was_on != on {
@@ -262,7 +262,7 @@ impl KvEngine {
             return match self.read_string(&key, ctx.now_ms) {
                 Err(e) => e,
                 Ok(value) => {
-                    let value = value.map(|v| v.to_bytes()).unwrap_or_default();
+                    let value = value.map(|v| v.into_bytes()).unwrap_or_default();
                     Frame::Array(
                         ops.iter()
                             .map(|op| Frame::Integer(field_value(get_bits(&value, op.offset, op.field.bits), op.field) as i64))
@@ -275,7 +275,7 @@ impl KvEngine {
         if let Err(e) = check_string(old.as_ref()) {
             return e;
         }
-        let current = old.as_ref().and_then(|s| s.read()).map(|v| v.to_bytes()).unwrap_or_default();
+        let current = old.as_ref().and_then(|s| s.read()).map(|v| v.into_bytes()).unwrap_or_default();
         // As Redis: the string grows to the farthest bit a write names, before any runs.
         let len = current.len().max((reach >> 3) as usize + 1);
         let mut value = BytesMut::with_capacity(len);

@@ -17,8 +17,6 @@
 
 use std::borrow::Cow;
 
-use bytes::Bytes;
-
 use super::merkle;
 use super::value::{KeyState, StrVal, parse_f64};
 use crate::crdt::{Dot, Hlc, NodeId, VersionVector};
@@ -92,7 +90,7 @@ impl<'a> ElementRef<'a> {
     pub fn to_state(self) -> KeyState {
         match self {
             ElementRef::Int(dot, n) => KeyState::with_value(dot, StrVal::Int(n), None),
-            ElementRef::Raw(dot, value) => KeyState::with_value(dot, StrVal::Raw(Bytes::copy_from_slice(value)), None),
+            ElementRef::Raw(dot, value) => KeyState::with_value(dot, StrVal::raw(value), None),
             ElementRef::Full(state) => state.clone(),
         }
     }
@@ -117,7 +115,7 @@ impl<'a> ElementRef<'a> {
     pub fn read(self) -> Option<StrVal> {
         match self {
             ElementRef::Int(_, n) => Some(StrVal::Int(n)),
-            ElementRef::Raw(_, value) => Some(StrVal::Raw(Bytes::copy_from_slice(value))),
+            ElementRef::Raw(_, value) => Some(StrVal::raw(value)),
             ElementRef::Full(state) => state.read(),
         }
     }
@@ -218,6 +216,7 @@ impl<'a> ElementRef<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
     use crate::engine::kv::value::SetTtl;
 
     fn dot(ms: u64, node: NodeId) -> Dot {
@@ -228,9 +227,9 @@ mod tests {
         vec![
             KeyState::with_value(dot(5, 2), StrVal::Int(1), None),
             KeyState::with_value(dot(7, 9), StrVal::Int(-42), None),
-            KeyState::with_value(dot(7, 9), StrVal::Raw(Bytes::from_static(b"value-00000001")), None),
-            KeyState::with_value(dot(8, 1), StrVal::Raw(Bytes::new()), None),
-            KeyState::with_value(dot(8, 1), StrVal::Raw(Bytes::from_static(b"1.5e0")), None),
+            KeyState::with_value(dot(7, 9), StrVal::raw(Bytes::from_static(b"value-00000001")), None),
+            KeyState::with_value(dot(8, 1), StrVal::raw(Bytes::new()), None),
+            KeyState::with_value(dot(8, 1), StrVal::raw(Bytes::from_static(b"1.5e0")), None),
         ]
     }
 

@@ -332,7 +332,7 @@ impl KvEngine {
             None => seen,
         };
         let beyond: Vec<(Bytes, KeyState)> =
-            self.keys.iter().filter(|e| !claim.dominates(&e.state.causal_context())).map(|e| (e.key.clone(), e.state.clone())).collect();
+            self.keys.iter().filter(|e| !claim.dominates(&e.state.causal_context())).map(|e| (e.key.to_bytes(), e.state.clone())).collect();
         ctx.deltas.flushed(&claim, self.scope);
         self.record_flush(&claim, self.scope);
         self.keys.clear();
@@ -352,7 +352,7 @@ impl KvEngine {
         self.keys
             .iter()
             .filter(|e| !Self::is_expired(&e.state, now_ms) && (match_all || glob_match(pattern, &e.key)))
-            .map(|e| e.key.clone())
+            .map(|e| e.key.to_bytes())
             .collect()
     }
 
@@ -370,7 +370,7 @@ impl KvEngine {
             if type_filter.is_some_and(|t| !t.eq_ignore_ascii_case(type_name(&e.state).as_bytes())) {
                 return;
             }
-            keys.push(e.key.clone());
+            keys.push(e.key.to_bytes());
         });
         (keys, next)
     }
@@ -380,7 +380,7 @@ impl KvEngine {
         const TRIES_MAX: usize = 100;
         for _ in 0..TRIES_MAX {
             let entry = self.keys.random_entry(picks())?;
-            let key = entry.key.clone();
+            let key = entry.key.to_bytes();
             if self.live(&key, key_hash(&key), now_ms).is_some() {
                 return Some(key);
             }

@@ -28,6 +28,7 @@ use std::hash::BuildHasher;
 use bytes::Bytes;
 use hashbrown::HashTable;
 
+use super::stored_key::StoredKey;
 use super::value::KeyState;
 use crate::engine::kv::merkle::{self, MerkleLeaves};
 
@@ -64,8 +65,13 @@ pub fn leaf_of(hash: u64) -> u16 {
 
 type TombstoneMap = hashbrown::HashMap<Bytes, KeyState, foldhash::fast::FixedState>;
 
+/// One live key: boxed in its sub-table, 96 bytes (a jemalloc size class; asserted
+/// below): its key (held inline up to 22 bytes, see [`StoredKey`]), its state (the
+/// value register with one dot and value inline, one pointer for the rare context and
+/// TTL, one each for counters and collections) and its digest. A string key written
+/// once by one node has one other allocation, its value's bytes (none for an integer).
 pub struct Entry {
-    pub key: Bytes,
+    pub key: StoredKey,
     pub state: KeyState,
     /// `merkle::digest(key, state)` while the Merkle leaves are kept, else 0. Kept so
     /// that a write takes the old state out of its leaf without reading it again: the
@@ -73,6 +79,8 @@ pub struct Entry {
     /// miss per overwrite (8 bytes per key buy that back).
     digest: u64,
 }
+
+const _: () = assert!(std::mem::size_of::<Entry>() <= 96, "a key's entry must stay in jemalloc's 96-byte class");
 
 impl Entry {
     /// The key's hash, computed again rather than stored: it is needed only when a
@@ -151,9 +159,9 @@ impl Keyspace {
         (self.changes.as_mut().map(std::mem::take).unwrap_or_default(), cleared)
     }
 
-    fn note_change(changes: &mut Option<Vec<Bytes>>, key: &Bytes) {
+    fn note_change(changes: &mut Option<Vec<Bytes>>, key: &[u8]) {
         if let Some(changes) = changes {
-            changes.push(key.clone());
+            changes.push(Bytes::copy_from_slice(key));
         }
     }
 
@@ -246,7 +254,7 @@ impl Keyspace {
     }
 
     /// Every live key and tombstone in one anti-entropy leaf.
-    pub fn for_each_in_leaf(&self, leaf: u16, mut visit: impl FnMut(&Bytes, &KeyState)) {
+    pub fn for_each_in_leaf(&self, leaf: u16, mut visit: impl FnMut(&[u8], &KeyState)) {
         let leaf_bits = merkle::LEAF_BITS;
         let (first, last) = if self.slot_bits >= leaf_bits {
             let shift = self.slot_bits - leaf_bits;
@@ -286,9 +294,9 @@ impl Keyspace {
     }
 
     /// Note a stored state's element tombstones (one branch for a string key).
-    fn note_element_tombstones(set: &mut hashbrown::HashSet<Bytes, foldhash::fast::FixedState>, key: &Bytes, state: &KeyState) {
+    fn note_element_tombstones(set: &mut hashbrown::HashSet<Bytes, foldhash::fast::FixedState>, key: &[u8], state: &KeyState) {
         if state.element_tombstones() > 0 && !set.contains(key) {
-            set.insert(key.clone());
+            set.insert(Bytes::copy_from_slice(key));
         }
     }
 
@@ -299,7 +307,7 @@ impl Keyspace {
     }
 
     pub fn get(&self, key: &[u8], hash: u64) -> Option<&Entry> {
-        self.tables[self.table_index(hash)].find(hash, |e| e.key == key).map(|e| &**e)
+        self.tables[self.table_index(hash)].find(hash, |e| e.key.as_bytes() == key).map(|e| &**e)
     }
 
     /// Insert or replace the state of `key`; keeps the TTL count and expiry index right.
@@ -311,7 +319,7 @@ impl Keyspace {
         let index = self.table_index(hash);
         let digest = self.digest_to_store(key, &state);
         let merkle = &mut self.merkle;
-        let (stored_key, old_expiry) = match self.tables[index].find_mut(hash, |e| e.key == key) {
+        let (stored_key, old_expiry) = match self.tables[index].find_mut(hash, |e| e.key.as_bytes() == key) {
             Some(entry) => {
                 debug_assert_eq!(entry.digest, merkle.as_ref().map_or(0, |_| merkle::digest(key, &entry.state)), "stale digest");
                 if let Some(leaves) = merkle {
@@ -323,17 +331,16 @@ impl Keyspace {
                 Self::note_change(&mut self.changes, &entry.key);
                 entry.state = state;
                 // The expiry index needs the key only when the TTL changed.
-                (if old != new_expiry { Some(entry.key.clone()) } else { None }, old)
+                (if old != new_expiry { Some(entry.key.to_bytes()) } else { None }, old)
             }
             None => {
                 if let Some(leaves) = merkle {
                     leaves.toggle(leaf_of(hash), digest);
                 }
-                let owned = Bytes::copy_from_slice(key);
-                Self::note_element_tombstones(&mut self.element_tombstone_keys, &owned, &state);
-                Self::note_change(&mut self.changes, &owned);
-                let for_index = new_expiry.is_some().then(|| owned.clone());
-                self.tables[index].insert_unique(hash, Box::new(Entry { key: owned, state, digest }), |e| e.hash());
+                Self::note_element_tombstones(&mut self.element_tombstone_keys, key, &state);
+                Self::note_change(&mut self.changes, key);
+                let for_index = new_expiry.is_some().then(|| Bytes::copy_from_slice(key));
+                self.tables[index].insert_unique(hash, Box::new(Entry { key: StoredKey::new(key), state, digest }), |e| e.hash());
                 self.len += 1;
                 (for_index, None)
             }
@@ -343,20 +350,19 @@ impl Keyspace {
         }
         self.maybe_grow();
         let index = self.table_index(hash);
-        self.tables[index].find(hash, |e| e.key == key).expect("the entry just stored")
+        self.tables[index].find(hash, |e| e.key.as_bytes() == key).expect("the entry just stored")
     }
 
-    /// Insert a key known to be absent whose bytes are already an exact-size copy (a
-    /// decoded key): no lookup, no copy.
+    /// Insert a key known to be absent (a decoded key): no lookup.
     pub fn insert_new_owned(&mut self, key: Bytes, hash: u64, state: KeyState) {
         let index = self.table_index(hash);
-        debug_assert!(self.tables[index].find(hash, |e| e.key == key).is_none());
+        debug_assert!(self.tables[index].find(hash, |e| e.key.as_bytes() == key).is_none());
         let expiry = state.expire_at_ms();
         let digest = self.digest_to_store(&key, &state);
         self.merkle_replace(hash, 0, digest);
         Self::note_element_tombstones(&mut self.element_tombstone_keys, &key, &state);
         Self::note_change(&mut self.changes, &key);
-        self.tables[index].insert_unique(hash, Box::new(Entry { key: key.clone(), state, digest }), |e| e.hash());
+        self.tables[index].insert_unique(hash, Box::new(Entry { key: StoredKey::new(&key), state, digest }), |e| e.hash());
         self.len += 1;
         self.track_expiry(key, None, expiry);
         self.maybe_grow();
@@ -365,9 +371,9 @@ impl Keyspace {
     /// Change the state of an existing key in place (one lookup, no copy); keeps the
     /// TTL count, the expiry index and the Merkle leaves right. `f` gets the stored key
     /// and the state. `None` when the key is absent.
-    pub fn update<R>(&mut self, key: &[u8], hash: u64, f: impl FnOnce(&Bytes, &mut KeyState) -> R) -> Option<R> {
+    pub fn update<R>(&mut self, key: &[u8], hash: u64, f: impl FnOnce(&[u8], &mut KeyState) -> R) -> Option<R> {
         let index = self.table_index(hash);
-        let entry = self.tables[index].find_mut(hash, |e| e.key == key)?;
+        let entry = self.tables[index].find_mut(hash, |e| e.key.as_bytes() == key)?;
         debug_assert_eq!(entry.digest, self.merkle.as_ref().map_or(0, |_| merkle::digest(key, &entry.state)), "stale digest");
         let old = entry.state.expire_at_ms();
         let result = f(&entry.key, &mut entry.state);
@@ -380,7 +386,7 @@ impl Keyspace {
             entry.digest = digest;
         }
         if old != new {
-            let stored_key = entry.key.clone();
+            let stored_key = entry.key.to_bytes();
             self.track_expiry(stored_key, old, new);
         }
         Some(result)
@@ -407,7 +413,7 @@ impl Keyspace {
             .tables
             .iter()
             .flat_map(|t| t.iter())
-            .filter_map(|e| e.state.expire_at_ms().map(|at| Reverse((at, e.key.clone()))))
+            .filter_map(|e| e.state.expire_at_ms().map(|at| Reverse((at, e.key.to_bytes()))))
             .collect();
         debug_assert_eq!(live.len(), self.expiring);
         self.expiry_heap = BinaryHeap::from(live);
@@ -415,7 +421,7 @@ impl Keyspace {
 
     pub fn remove(&mut self, key: &[u8], hash: u64) -> Option<KeyState> {
         let index = self.table_index(hash);
-        let entry = self.tables[index].find_entry(hash, |e| e.key == key).ok()?;
+        let entry = self.tables[index].find_entry(hash, |e| e.key.as_bytes() == key).ok()?;
         let (removed, _) = entry.remove();
         let removed = *removed;
         Self::note_change(&mut self.changes, &removed.key);
@@ -552,7 +558,7 @@ mod tests {
         let mut extra = 0;
         loop {
             cursor = ks.scan(cursor, 10, |e| {
-                seen.insert(e.key.clone());
+                seen.insert(e.key.to_bytes());
             });
             // Grow the keyspace a lot mid-iteration: the directory splits several times.
             for _ in 0..300 {
@@ -584,7 +590,7 @@ mod tests {
                 }
                 2 => {
                     ks.update(&key, hash, |_, state| {
-                        state.set(dot(i), StrVal::Raw(Bytes::from(vec![b'v'; i as usize % 90])), SetTtl::Keep)
+                        state.set(dot(i), StrVal::raw(Bytes::from(vec![b'v'; i as usize % 90])), SetTtl::Keep)
                     });
                 }
                 _ => {

@@ -185,7 +185,7 @@ mod tests {
     #[test]
     fn a_digest_hashes_exactly_the_fed_bytes_whatever_their_size() {
         for value_bytes in [0usize, 3, 200, 250, 256, 1000, 70_000] {
-            let value = StrVal::Raw(bytes::Bytes::from(vec![b'v'; value_bytes]));
+            let value = StrVal::raw(bytes::Bytes::from(vec![b'v'; value_bytes]));
             let state = KeyState::with_value(Dot::new(Hlc::from_parts(9, 0), 2), value, Some(5));
             let mut fed = (3u64).to_le_bytes().to_vec();
             fed.extend_from_slice(b"key");

@@ -23,6 +23,7 @@ pub mod packed;
 pub mod position;
 pub mod score_order;
 pub mod sets;
+pub mod stored_key;
 pub mod strings;
 pub mod value;
 #[cfg(test)]
@@ -46,10 +47,10 @@ pub use value::{KeyKind, KeyState, StrVal};
 pub trait DeltaSink {
     /// The key's whole new state: it supersedes any earlier state of the key not yet
     /// shipped.
-    fn key_changed(&mut self, key: &Bytes, state: &KeyState);
+    fn key_changed(&mut self, key: &[u8], state: &KeyState);
     /// Part of the key's state (some elements of a collection, or the key without its
     /// elements): joined with what came before, it supersedes nothing.
-    fn key_part_changed(&mut self, key: &Bytes, part: &KeyState);
+    fn key_part_changed(&mut self, key: &[u8], part: &KeyState);
     fn flushed(&mut self, seen: &VersionVector, scope: ShardScope);
 }
 
@@ -403,7 +404,7 @@ impl KvEngine {
     /// Replay a FLUSHALL: remove, from every key in its scope, what the flush had seen.
     pub fn merge_flush(&mut self, seen: &VersionVector, scope: ShardScope) {
         self.record_flush(seen, scope);
-        let keys: Vec<Bytes> = self.keys.iter().filter(|e| scope.contains(&e.key)).map(|e| e.key.clone()).collect();
+        let keys: Vec<Bytes> = self.keys.iter().filter(|e| scope.contains(&e.key)).map(|e| e.key.to_bytes()).collect();
         for key in keys {
             let hash = key_hash(&key);
             let Some(entry) = self.keys.get(&key, hash) else { continue };

@@ -32,7 +32,7 @@ pub(super) fn check_string(state: Option<&KeyState>) -> Result<(), Frame> {
 
 fn value_frame(value: Option<StrVal>) -> Frame {
     match value {
-        Some(v) => Frame::Bulk(v.to_bytes()),
+        Some(v) => Frame::Bulk(v.into_bytes()),
         None => Frame::Null,
     }
 }
@@ -194,7 +194,7 @@ impl KvEngine {
         if let Err(e) = check_string(old.as_ref()) {
             return e;
         }
-        let current = old.as_ref().and_then(|s| s.read()).map(|v| v.to_bytes()).unwrap_or_default();
+        let current = old.as_ref().and_then(|s| s.read()).map(|v| v.into_bytes()).unwrap_or_default();
         if current.len() + suffix.len() > ctx.string_bytes_max {
             return errors::error(errors::STRING_TOO_LONG);
         }
@@ -226,7 +226,7 @@ impl KvEngine {
 
     pub fn getrange(&mut self, key: &[u8], start: i64, end: i64, now_ms: u64) -> Frame {
         let value = match self.read_string(key, now_ms) {
-            Ok(value) => value.map(|v| v.to_bytes()).unwrap_or_default(),
+            Ok(value) => value.map(|v| v.into_bytes()).unwrap_or_default(),
             Err(e) => return e,
         };
         let len = value.len() as i64;
@@ -252,7 +252,7 @@ impl KvEngine {
         if let Err(e) = check_string(old.as_ref()) {
             return e;
         }
-        let current = old.as_ref().and_then(|s| s.read()).map(|v| v.to_bytes()).unwrap_or_default();
+        let current = old.as_ref().and_then(|s| s.read()).map(|v| v.into_bytes()).unwrap_or_default();
         if patch.is_empty() {
             return Frame::Integer(current.len() as i64);
         }
@@ -317,7 +317,7 @@ impl KvEngine {
         let mut state = old.unwrap_or_default();
         let incarnation = self.incarnation(dot);
         state.incr_by_float(dot, incarnation, by);
-        let rendered = state.read().map(|v| v.to_bytes()).unwrap_or_else(|| Bytes::from(format_float(current + by)));
+        let rendered = state.read().map(|v| v.into_bytes()).unwrap_or_else(|| Bytes::from(format_float(current + by)));
         let event_key = self.notify.key_for(&[Class::String], &key);
         self.commit(ctx, key, hash, state);
         self.notify.raise_for(Class::String, "incrbyfloat", event_key.as_ref());

@@ -14,21 +14,20 @@
 //!
 //! This module never does I/O and never reads a clock: dots and times come in.
 
-use bytes::Bytes;
-
 use crate::crdt::counter::{Counter, Slot};
 use crate::crdt::register::MvRegister;
 use crate::crdt::ttl::{self, TtlRegister, TtlWrite};
 use crate::crdt::{Dot, Hlc, VersionVector};
 
-use super::collection_writes::Part;
-use super::elements::Elements;
+use collections::Collections;
 
 mod collections;
+mod meta;
 mod score;
 mod sparse;
 mod strval;
 
+use meta::KeyMeta;
 use sparse::Sparse;
 
 pub use score::score_value;
@@ -79,23 +78,22 @@ pub struct KeyStatePartsRef<'a> {
 /// The full replicated state of one string key (also its delta).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct KeyState {
-    /// The causal context beyond what the dots stored below already imply. Empty for a
-    /// key written by one node and never deleted, which keeps plain strings compact.
-    ctx: Sparse<VersionVector>,
+    /// The explicit causal context and the TTL register, off the state until either
+    /// holds something (see [`KeyMeta`]).
+    meta: Sparse<KeyMeta>,
     value: MvRegister<StrVal>,
     counters: Option<Box<Counters>>,
-    ttl: Sparse<TtlRegister>,
     /// The collection parts (a hash's fields, a set's or sorted set's members): `None`
     /// for a string key and for every element state, so those pay one pointer.
     collections: Option<Box<Collections>>,
 }
 
-/// A key's collection parts, by [`Part`]. More than one is present only after
-/// concurrent writes of different types met (a type clash).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub(super) struct Collections {
-    parts: [Option<Box<Elements>>; Part::COUNT],
-}
+// What a string key's entry is made of (see `keyspace.rs`): the register with its one
+// dot and value inline, and one pointer each for the rare parts.
+const _: () = assert!(std::mem::size_of::<KeyState>() <= 64);
+// A counter's box (jemalloc's 64-byte class): one writer's slot inline, the floor and
+// INCRBYFLOAT's counter off it until used.
+const _: () = assert!(std::mem::size_of::<Counters>() <= 64);
 
 /// What a set member's register holds: a member exists iff its element does, so the
 /// value itself carries nothing.
@@ -122,7 +120,7 @@ impl KeyState {
         let mut state = KeyState::new();
         state.value.write(dot, value);
         if let Some(at_ms) = expire_at_ms {
-            state.ttl.update(|t| t.write(dot, TtlWrite::At(at_ms)));
+            state.ttl_update(|t| t.write(dot, TtlWrite::At(at_ms)));
         }
         state
     }
@@ -151,14 +149,13 @@ impl KeyState {
         let mut ctx = self.string_context();
         let empty: MvRegister<StrVal> = MvRegister::new();
         self.value.merge(&ctx, &empty, seen);
-        self.ttl.update(|t| t.merge(&ctx, &TtlRegister::new(), seen));
+        self.ttl_update(|t| t.merge(&ctx, &TtlRegister::new(), seen));
         if absorb_counters && let Some(c) = self.counters.as_deref_mut() {
             c.ints.absorb_covered(seen);
             c.floats.update(|f| f.absorb_covered(seen));
         }
         ctx.merge(seen);
-        self.ctx.set(ctx);
-        self.normalize_context();
+        self.set_normalized_context(ctx);
     }
 
     /// Whether `seen` covers some value, TTL write or unabsorbed increment held here.
@@ -166,7 +163,7 @@ impl KeyState {
         if self.collections().any(|part| part.any_entry(|_, element| element.has_dot_covered_by(seen))) {
             return true;
         }
-        self.value.dots().chain(self.ttl.dots()).any(|d| seen.covers(d))
+        self.value.dots().chain(self.ttl().dots()).any(|d| seen.covers(d))
             || self.counters.as_deref().is_some_and(|c| {
                 c.ints
                     .slots()
@@ -211,13 +208,13 @@ impl KeyState {
     pub fn parts(&self) -> KeyStatePartsRef<'_> {
         let counters = self.counters.as_deref();
         KeyStatePartsRef {
-            ctx: &self.ctx,
+            ctx: self.ctx(),
             values: self.value.entries(),
             int_slots: counters.map_or(&[], |c| c.ints.slots()),
             int_floor: counters.map_or(&[], |c| c.ints.floor()),
             float_slots: counters.map_or(&[], |c| c.floats.slots()),
             float_floor: counters.map_or(&[], |c| c.floats.floor()),
-            ttl: self.ttl.entries(),
+            ttl: self.ttl().entries(),
         }
     }
 
@@ -233,14 +230,9 @@ impl KeyState {
         } else {
             None
         };
-        let mut state = KeyState {
-            ctx: Sparse::from(VersionVector::from_dots(parts.ctx)?),
-            value: MvRegister::from_entries(parts.values)?,
-            counters,
-            ttl: Sparse::from(MvRegister::from_entries(parts.ttl)?),
-            collections: None,
-        };
-        if !state.ctx.is_empty() {
+        let meta = KeyMeta { ctx: VersionVector::from_dots(parts.ctx)?, ttl: MvRegister::from_entries(parts.ttl)? };
+        let mut state = KeyState { meta: Sparse::from(meta), value: MvRegister::from_entries(parts.values)?, counters, collections: None };
+        if !state.ctx().is_empty() {
             state.normalize_context();
         }
         Ok(state)
@@ -293,7 +285,7 @@ impl KeyState {
             if !total.is_finite() {
                 return base.cloned();
             }
-            return Some(StrVal::Raw(Bytes::from(format_float(total))));
+            return Some(StrVal::raw(format_float(total)));
         }
         let mut total: i128 = base.and_then(|b| b.as_i64()).unwrap_or(0) as i128;
         for c in counters.ints.contributions() {
@@ -302,13 +294,13 @@ impl KeyState {
         match i64::try_from(total) {
             Ok(n) => Some(StrVal::Int(n)),
             // Concurrent increments can overflow together; show the exact sum as text.
-            Err(_) => Some(StrVal::Raw(Bytes::from(total.to_string()))),
+            Err(_) => Some(StrVal::raw(total.to_string())),
         }
     }
 
     /// The absolute expiry instant (unix ms), if any.
     pub fn expire_at_ms(&self) -> Option<u64> {
-        ttl::resolve(&self.ttl)
+        ttl::resolve(self.ttl())
     }
 
     /// Number of concurrent register values kept (1 for a plain string).
@@ -318,8 +310,8 @@ impl KeyState {
 
     /// The newest stamp anywhere in this state (cheaper than the full context).
     pub fn max_hlc(&self) -> crate::crdt::Hlc {
-        let mut max = self.ctx.max_hlc();
-        for dot in self.value.dots().chain(self.ttl.dots()) {
+        let mut max = self.ctx().max_hlc();
+        for dot in self.value.dots().chain(self.ttl().dots()) {
             max = max.max(dot.hlc);
         }
         if let Some(c) = &self.counters {
@@ -336,8 +328,8 @@ impl KeyState {
     /// The newest stamp of `node` this state holds: `causal_context().get(node)`
     /// without building the context (the replication batcher asks it of every delta).
     pub fn newest_stamp_of(&self, node: crate::crdt::NodeId) -> crate::crdt::Hlc {
-        let mut newest = self.ctx.get(node);
-        for dot in self.value.dots().chain(self.ttl.dots()).filter(|d| d.node == node) {
+        let mut newest = self.ctx().get(node);
+        for dot in self.value.dots().chain(self.ttl().dots()).filter(|d| d.node == node) {
             newest = newest.max(dot.hlc);
         }
         if let Some(c) = &self.counters {
@@ -364,13 +356,13 @@ impl KeyState {
     /// The context of the string part alone: what its register and counters merge by.
     fn string_context(&self) -> VersionVector {
         let mut ctx = self.implied_context();
-        ctx.merge(&self.ctx);
+        ctx.merge(self.ctx());
         ctx
     }
 
     fn implied_context(&self) -> VersionVector {
         let mut ctx = VersionVector::new();
-        for dot in self.value.dots().chain(self.ttl.dots()) {
+        for dot in self.value.dots().chain(self.ttl().dots()) {
             ctx.add(dot);
         }
         if let Some(c) = &self.counters {
@@ -383,7 +375,15 @@ impl KeyState {
 
     fn normalize_context(&mut self) {
         let implied = self.implied_context();
-        self.ctx.update(|c| c.remove_covered_by(&implied));
+        self.ctx_update(|c| c.remove_covered_by(&implied));
+    }
+
+    /// Store `ctx` as the explicit context less what the stored dots imply: the same
+    /// as setting it and normalizing, without boxing a context that normalizes away
+    /// (every plain SET's would).
+    fn set_normalized_context(&mut self, mut ctx: VersionVector) {
+        ctx.remove_covered_by(&self.implied_context());
+        self.ctx_set(ctx);
     }
 
     /// Run a local mutation at `dot`: whatever it removes stays in the causal context,
@@ -393,8 +393,7 @@ impl KeyState {
         debug_assert!(!ctx.covers(dot), "a local write must carry a new dot");
         f(self);
         ctx.add(dot);
-        self.ctx.set(ctx);
-        self.normalize_context();
+        self.set_normalized_context(ctx);
     }
 
     fn absorb_counters(&mut self) {
@@ -413,9 +412,9 @@ impl KeyState {
                 s.absorb_counters();
             }
             match ttl {
-                SetTtl::Clear => s.ttl.set(TtlRegister::new()),
+                SetTtl::Clear => s.ttl_set(TtlRegister::new()),
                 SetTtl::Keep => {}
-                SetTtl::At(at_ms) => s.ttl.update(|t| t.write(dot, TtlWrite::At(at_ms))),
+                SetTtl::At(at_ms) => s.ttl_update(|t| t.write(dot, TtlWrite::At(at_ms))),
             }
         });
     }
@@ -440,7 +439,7 @@ impl KeyState {
         self.mutate(dot, |s| {
             s.value.clear();
             s.absorb_counters();
-            s.ttl.set(TtlRegister::new());
+            s.ttl_set(TtlRegister::new());
         });
         debug_assert!(!self.exists());
     }
@@ -470,12 +469,12 @@ impl KeyState {
 
     /// EXPIRE family with a future instant.
     pub fn expire_at(&mut self, dot: Dot, at_ms: u64) {
-        self.mutate(dot, |s| s.ttl.update(|t| t.write(dot, TtlWrite::At(at_ms))));
+        self.mutate(dot, |s| s.ttl_update(|t| t.write(dot, TtlWrite::At(at_ms))));
     }
 
     /// PERSIST.
     pub fn persist(&mut self, dot: Dot) {
-        self.mutate(dot, |s| s.ttl.update(|t| t.write(dot, TtlWrite::Persist)));
+        self.mutate(dot, |s| s.ttl_update(|t| t.write(dot, TtlWrite::Persist)));
     }
 
     /// Join with another replica's state (or a delta) of the same key.
@@ -495,7 +494,7 @@ impl KeyState {
         let self_ctx = self.string_context();
         let other_ctx = other.string_context();
         self.value.merge(&self_ctx, &other.value, &other_ctx);
-        self.ttl.update(|t| t.merge(&self_ctx, &other.ttl, &other_ctx));
+        self.ttl_update(|t| t.merge(&self_ctx, other.ttl(), &other_ctx));
         match (self.counters.as_deref_mut(), other.counters.as_deref()) {
             (Some(mine), Some(theirs)) => {
                 mine.ints.merge(&theirs.ints);
@@ -506,8 +505,7 @@ impl KeyState {
         }
         let mut ctx = self_ctx;
         ctx.merge(&other_ctx);
-        self.ctx.set(ctx);
-        self.normalize_context();
+        self.set_normalized_context(ctx);
     }
 
     /// Feed every field, in a fixed little-endian encoding, to a digest (the Merkle
@@ -519,8 +517,8 @@ impl KeyState {
             feed(&d.hlc.0.to_le_bytes());
             feed(&d.node.to_le_bytes());
         }
-        feed(&(self.ctx.len() as u32).to_le_bytes());
-        for d in self.ctx.iter() {
+        feed(&(self.ctx().len() as u32).to_le_bytes());
+        for d in self.ctx().iter() {
             dot(d, feed);
         }
         feed(&(self.value.len() as u32).to_le_bytes());
@@ -538,8 +536,8 @@ impl KeyState {
                 }
             }
         }
-        feed(&(self.ttl.len() as u32).to_le_bytes());
-        for (d, write) in self.ttl.entries() {
+        feed(&(self.ttl().len() as u32).to_le_bytes());
+        for (d, write) in self.ttl().entries() {
             dot(*d, feed);
             match write {
                 TtlWrite::At(at_ms) => {

@@ -306,7 +306,7 @@ fn run_into(steps: &[Step], replicas: &mut [Replica]) {
                     d,
                     |s, d| {
                         s.remove_elements(Some(&safe), Some(d));
-                        s.set(d, StrVal::Raw(Bytes::from(vec![b'a' + v])), SetTtl::Keep)
+                        s.set(d, StrVal::raw(Bytes::from(vec![b'a' + v])), SetTtl::Keep)
                     },
                     true,
                 );
@@ -698,7 +698,7 @@ fn float_increments_sum_in_node_order_everywhere() {
     b.incr_by_float(dot(1, 2), Hlc::ZERO, 0.2);
     let ab = merged(&a, &b);
     assert_eq!(ab, merged(&b, &a));
-    assert_eq!(ab.read(), Some(StrVal::Raw(Bytes::from_static(b"0.3"))));
+    assert_eq!(ab.read(), Some(StrVal::raw(Bytes::from_static(b"0.3"))));
 }
 
 #[test]
@@ -707,7 +707,7 @@ fn float_counter_keeps_precision_after_a_set_absorbs_a_huge_sum() {
     s.incr_by_float(dot(1, 1), Hlc::ZERO, 1e30);
     s.set(dot(2, 1), StrVal::Int(0), SetTtl::Clear);
     s.incr_by_float(dot(3, 1), Hlc::ZERO, 1e-5);
-    assert_eq!(s.read(), Some(StrVal::Raw(Bytes::from_static(b"0.00001"))));
+    assert_eq!(s.read(), Some(StrVal::raw(Bytes::from_static(b"0.00001"))));
 }
 
 proptest! {

@@ -10,17 +10,88 @@ use super::super::elements::Elements;
 use super::{KeyKind, KeyState};
 use crate::crdt::{Dot, VersionVector};
 
+/// A key's collection parts. Almost every collection key holds one part, stored with
+/// its elements' header in the key's one collection allocation (112 bytes; a table of
+/// parts beside a boxed header took 48 + 96). More than one part is present only after
+/// concurrent writes of different types met (a type clash). Canonical, so that equal
+/// states compare equal: `Many` always holds two parts or more.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::engine::kv) enum Collections {
+    One(Part, Elements),
+    Many([Option<Box<Elements>>; Part::COUNT]),
+}
+
+const _: () = assert!(std::mem::size_of::<Collections>() <= 112);
+
+impl Collections {
+    fn get(&self, part: Part) -> Option<&Elements> {
+        match self {
+            Collections::One(held, elements) => (*held == part).then_some(elements),
+            Collections::Many(parts) => parts[part as usize].as_deref(),
+        }
+    }
+
+    /// The part `part`, created by `make` if absent (a second part makes this `Many`).
+    fn get_or_insert_with(&mut self, part: Part, make: impl FnOnce() -> Elements) -> &mut Elements {
+        if let Collections::One(held, _) = self
+            && *held != part
+        {
+            let Collections::One(held, elements) = std::mem::replace(self, Collections::Many(Default::default())) else { unreachable!() };
+            let Collections::Many(parts) = self else { unreachable!() };
+            parts[held as usize] = Some(Box::new(elements));
+        }
+        match self {
+            Collections::One(_, elements) => elements,
+            Collections::Many(parts) => parts[part as usize].get_or_insert_with(|| Box::new(make())),
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (Part, &Elements)> + '_ {
+        let (one, many) = match self {
+            Collections::One(part, elements) => (Some((*part, elements)), None),
+            Collections::Many(parts) => (None, Some(parts)),
+        };
+        let many = many.into_iter().flat_map(|parts| Part::ALL.into_iter().filter_map(|part| Some((part, parts[part as usize].as_deref()?))));
+        one.into_iter().chain(many)
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Elements> + '_ {
+        let (one, many) = match self {
+            Collections::One(_, elements) => (Some(elements), None),
+            Collections::Many(parts) => (None, Some(parts)),
+        };
+        one.into_iter().chain(many.into_iter().flat_map(|parts| parts.iter_mut().filter_map(|p| p.as_deref_mut())))
+    }
+
+    /// Drop the parts `drop` picks; `None` when nothing is left. Keeps the form canonical.
+    fn without(self, mut drop: impl FnMut(Part, &Elements) -> bool) -> Option<Collections> {
+        match self {
+            Collections::One(part, elements) => (!drop(part, &elements)).then_some(Collections::One(part, elements)),
+            Collections::Many(mut parts) => {
+                for part in Part::ALL {
+                    if parts[part as usize].as_deref().is_some_and(|e| drop(part, e)) {
+                        parts[part as usize] = None;
+                    }
+                }
+                match parts.iter().filter(|p| p.is_some()).count() {
+                    0 => None,
+                    1 => {
+                        let part = Part::ALL.into_iter().find(|part| parts[*part as usize].is_some())?;
+                        let elements = parts[part as usize].take()?;
+                        Some(Collections::One(part, *elements))
+                    }
+                    _ => Some(Collections::Many(parts)),
+                }
+            }
+        }
+    }
+}
+
 impl KeyState {
     /// The key-level part of this state (value, counters, TTL, what whole-key removes
     /// saw) without the elements: the delta of a change to the key alone.
     pub fn without_elements(&self) -> KeyState {
-        let mut delta = KeyState {
-            ctx: self.ctx.clone(),
-            value: self.value.clone(),
-            counters: self.counters.clone(),
-            ttl: self.ttl.clone(),
-            collections: None,
-        };
+        let mut delta = KeyState { meta: self.meta.clone(), value: self.value.clone(), counters: self.counters.clone(), collections: None };
         for (part, elements) in self.collection_parts() {
             delta.set_part(part, Some(elements.without_entries()));
         }
@@ -29,29 +100,32 @@ impl KeyState {
 
     /// The collection parts held, with which part each is.
     pub fn collection_parts(&self) -> impl Iterator<Item = (Part, &Elements)> + '_ {
-        let parts = self.collections.as_deref().map(|c| &c.parts);
-        Part::ALL.into_iter().filter_map(move |part| Some((part, parts?[part as usize].as_deref()?)))
+        self.collections.as_deref().into_iter().flat_map(Collections::iter)
     }
 
     /// The collection part `part`, if the key has ever held one.
     pub fn part(&self, part: Part) -> Option<&Elements> {
-        self.collections.as_deref()?.parts[part as usize].as_deref()
+        self.collections.as_deref()?.get(part)
     }
 
     /// The collection part `part` (created if absent).
     pub fn part_mut(&mut self, part: Part) -> &mut Elements {
-        let collections = self.collections.get_or_insert_with(Default::default);
-        collections.parts[part as usize].get_or_insert_with(|| Box::new(Elements::for_part(part)))
+        let collections = self.collections.get_or_insert_with(|| Box::new(Collections::One(part, Elements::for_part(part))));
+        collections.get_or_insert_with(part, || Elements::for_part(part))
     }
 
     fn set_part(&mut self, part: Part, elements: Option<Elements>) {
-        match elements {
-            Some(elements) => self.collections.get_or_insert_with(Default::default).parts[part as usize] = Some(Box::new(elements)),
-            None => {
-                if let Some(c) = self.collections.as_deref_mut() {
-                    c.parts[part as usize] = None;
+        match (elements, self.collections.as_deref_mut()) {
+            (Some(elements), Some(collections)) => {
+                let mut elements = Some(elements);
+                let slot = collections.get_or_insert_with(part, || elements.take().expect("made once"));
+                if let Some(elements) = elements {
+                    *slot = elements;
                 }
             }
+            (Some(elements), None) => self.collections = Some(Box::new(Collections::One(part, elements))),
+            (None, Some(_)) => self.drop_parts(|held, _| held == part),
+            (None, None) => {}
         }
     }
 
@@ -84,7 +158,7 @@ impl KeyState {
     }
 
     pub(super) fn collections_mut(&mut self) -> impl Iterator<Item = &mut Elements> + '_ {
-        self.collections.as_deref_mut().into_iter().flat_map(|c| c.parts.iter_mut().filter_map(|p| p.as_deref_mut()))
+        self.collections.as_deref_mut().into_iter().flat_map(Collections::iter_mut)
     }
 
     /// Whether the key has a collection part (its writes ship element-sized deltas).
@@ -111,27 +185,27 @@ impl KeyState {
     /// Drop the explicit context entries `covered` covers (an element under its
     /// collection's `removed` context, which says it already).
     pub fn strip_context_covered_by(&mut self, covered: &VersionVector) {
-        self.ctx.update(|c| c.remove_covered_by(covered));
+        self.ctx_update(|c| c.remove_covered_by(covered));
     }
 
     /// Join `dot` to the explicit context with no write of its own (a whole-key
     /// remove's dot on the tombstone of an element it removed; see
     /// [`Elements::remove_held`]).
     pub fn witness(&mut self, dot: Dot) {
-        self.ctx.update(|c| c.add(dot));
+        self.ctx_update(|c| c.add(dot));
         self.normalize_context();
     }
 
     /// Whether `covered` covers some explicit context entry.
     pub fn has_context_covered_by(&self, covered: &VersionVector) -> bool {
-        self.ctx.iter().any(|d| covered.covers(d))
+        self.ctx().iter().any(|d| covered.covers(d))
     }
 
     /// The one value and its dot, when that is all this state holds (no explicit
     /// context, counters, TTL or elements): the compact form of an element (see
     /// `element.rs`).
     pub fn plain_value(&self) -> Option<(Dot, &super::StrVal)> {
-        if !self.ctx.is_empty() || self.counters.is_some() || !self.ttl.is_empty() || self.collections.is_some() {
+        if !self.ctx().is_empty() || self.counters.is_some() || !self.ttl().is_empty() || self.collections.is_some() {
             return None;
         }
         match self.value.entries() {
@@ -142,12 +216,12 @@ impl KeyState {
 
     /// Whether this is a valid element state: no TTL, no elements of its own.
     pub fn is_element(&self) -> bool {
-        self.ttl.is_empty() && self.collections.is_none()
+        self.ttl().is_empty() && self.collections.is_none()
     }
 
     /// Nothing at all: no value, no history.
     pub fn is_blank(&self) -> bool {
-        self.ctx.is_empty() && self.value.is_empty() && self.counters.is_none() && self.ttl.is_empty() && !self.has_collection()
+        self.ctx().is_empty() && self.value.is_empty() && self.counters.is_none() && self.ttl().is_empty() && !self.has_collection()
     }
 
     /// A hash's fields, if the key has ever held one.
@@ -181,15 +255,17 @@ impl KeyState {
     /// A collection part holding nothing and no history is no part at all (so equal
     /// states compare and digest equal).
     pub(super) fn normalize_collections(&mut self) {
-        let Some(c) = self.collections.as_deref_mut() else { return };
-        for part in c.parts.iter_mut() {
-            if part.as_deref().is_some_and(|h| h.entries_len() == 0 && h.removed().is_empty()) {
-                *part = None;
-            }
+        self.drop_parts(|_, h| h.entries_len() == 0 && h.removed().is_empty());
+    }
+
+    /// Drop the collection parts `drop` picks (nothing moves when it picks none).
+    fn drop_parts(&mut self, mut drop: impl FnMut(Part, &Elements) -> bool) {
+        let Some(collections) = self.collections.as_deref() else { return };
+        if !collections.iter().any(|(part, elements)| drop(part, elements)) {
+            return;
         }
-        if c.parts.iter().all(Option::is_none) {
-            self.collections = None;
-        }
+        let collections = self.collections.take().map(|c| *c);
+        self.collections = collections.and_then(|c| c.without(drop)).map(Box::new);
     }
 
     /// Whether the string part (a value or unabsorbed increments) exists.

@@ -3,8 +3,6 @@
 //! its float counter (increments add, and survive a concurrent ZADD or ZREM that had
 //! not seen them). The score is the register's value plus every unabsorbed increment.
 
-use bytes::Bytes;
-
 use super::{KeyState, StrVal};
 
 /// Integers up to this magnitude are exact in a double: a score in that range is
@@ -19,7 +17,7 @@ pub fn score_value(score: f64) -> StrVal {
         return StrVal::Int(score as i64);
     }
     // Rust's `{:e}` writes the shortest text that parses back to the same double.
-    StrVal::Raw(Bytes::from(format!("{score:e}")))
+    StrVal::raw(format!("{score:e}"))
 }
 
 impl KeyState {

@@ -1,12 +1,11 @@
 //! [`Sparse`]: how a key state keeps a field that most states leave empty off the
 //! state itself. Owns only that storage rule; what the fields mean is `value.rs`'s.
 
-use crate::crdt::VersionVector;
+use super::KeyMeta;
 use crate::crdt::counter::Counter;
-use crate::crdt::ttl::TtlRegister;
 
-/// A field most key and element states leave empty (the explicit causal context; the
-/// TTL register, which only keys with a TTL use and element states never do): kept off
+/// A field most key and element states leave empty ([`KeyMeta`]: the explicit causal
+/// context and the TTL register; INCRBYFLOAT's counter): kept off
 /// the state, 8 bytes inline, until it holds something. Reads see an empty value when
 /// none is held; writes go through [`Sparse::set`] and [`Sparse::update`], which drop
 /// the box again when the value becomes empty, so equal states compare equal.
@@ -18,8 +17,7 @@ pub(super) trait SparseValue: Default + PartialEq + Sized + 'static {
     fn is_empty_value(&self) -> bool;
 }
 
-static NO_CONTEXT: std::sync::LazyLock<VersionVector> = std::sync::LazyLock::new(VersionVector::new);
-static NO_TTL: std::sync::LazyLock<TtlRegister> = std::sync::LazyLock::new(TtlRegister::new);
+static NO_META: std::sync::LazyLock<KeyMeta> = std::sync::LazyLock::new(KeyMeta::default);
 static NO_FLOATS: std::sync::LazyLock<Counter<f64>> = std::sync::LazyLock::new(Counter::default);
 
 impl SparseValue for Counter<f64> {
@@ -31,18 +29,9 @@ impl SparseValue for Counter<f64> {
     }
 }
 
-impl SparseValue for VersionVector {
+impl SparseValue for KeyMeta {
     fn empty() -> &'static Self {
-        &NO_CONTEXT
-    }
-    fn is_empty_value(&self) -> bool {
-        self.is_empty()
-    }
-}
-
-impl SparseValue for TtlRegister {
-    fn empty() -> &'static Self {
-        &NO_TTL
+        &NO_META
     }
     fn is_empty_value(&self) -> bool {
         self.is_empty()

@@ -5,42 +5,58 @@
 use bytes::Bytes;
 
 /// A stored string, kept as an integer when it is the canonical text of one (as Redis's
-/// `int` encoding), so counters don't parse on every INCR.
+/// `int` encoding), so counters don't parse on every INCR; else its bytes in one
+/// exact-size allocation. 16 bytes (asserted below): a `Bytes` handle was 32, and a
+/// string key's entry holds one of these inline (issue 16's key memory). The price: a
+/// value is always its own copy, so a reply or a delta copies the bytes instead of
+/// sharing them (what replies of small values already did), and a value of
+/// [`COPY_VALUE_BYTES_MAX`] bytes or more is copied once out of the read buffer that
+/// was reserved for it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum StrVal {
     Int(i64),
-    Raw(Bytes),
+    Raw(Box<[u8]>),
 }
 
+const _: () = assert!(std::mem::size_of::<StrVal>() == 16);
+
 /// Values shorter than this are copied out of the connection's read buffer when
-/// stored: a zero-copy slice would pin the whole buffer it came from for as long as the
-/// value lives. Longer values had their buffer reserved for them alone, so they stay
-/// zero-copy.
+/// stored; longer ones had their buffer reserved for them alone, and are moved out of
+/// it where the buffer allows (`Vec::from(Bytes)` takes a unique buffer whole).
 pub const COPY_VALUE_BYTES_MAX: usize = 64 * 1024;
 
 impl StrVal {
+    /// A value of exactly these bytes (no integer detection: see [`StrVal::from_bytes`]).
+    pub fn raw(bytes: impl AsRef<[u8]>) -> StrVal {
+        StrVal::Raw(Box::from(bytes.as_ref()))
+    }
+
     pub fn from_bytes(bytes: Bytes) -> StrVal {
         match parse_canonical_i64(&bytes) {
             Some(n) => StrVal::Int(n),
-            None if bytes.len() < COPY_VALUE_BYTES_MAX => StrVal::Raw(Bytes::copy_from_slice(&bytes)),
-            None => StrVal::Raw(bytes),
+            None if bytes.len() < COPY_VALUE_BYTES_MAX => StrVal::raw(&bytes),
+            None => StrVal::Raw(Vec::from(bytes).into_boxed_slice()),
         }
     }
 
     pub fn to_bytes(&self) -> Bytes {
         match self {
             StrVal::Int(n) => Bytes::from(itoa::Buffer::new().format(*n).to_owned()),
-            StrVal::Raw(b) => b.clone(),
+            StrVal::Raw(b) => Bytes::copy_from_slice(b),
         }
     }
 
-    /// The value's bytes for a reply: a small value is copied (cheaper than sharing
-    /// the stored bytes, see [`super::KeyState::read_borrowed`]), a large one shared.
-    pub fn to_reply_bytes(&self) -> Bytes {
+    /// The value's bytes, taking an owned value's allocation (no copy).
+    pub fn into_bytes(self) -> Bytes {
         match self {
-            StrVal::Raw(b) if b.len() < COPY_VALUE_BYTES_MAX => Bytes::copy_from_slice(b),
-            _ => self.to_bytes(),
+            StrVal::Int(_) => self.to_bytes(),
+            StrVal::Raw(b) => Bytes::from(b),
         }
+    }
+
+    /// The value's bytes for a reply (a copy: see [`StrVal`]).
+    pub fn to_reply_bytes(&self) -> Bytes {
+        self.to_bytes()
     }
 
     pub fn len(&self) -> usize {
