@@ -29,7 +29,8 @@ const DOT_BYTES: usize = 10;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Packed(Box<[u8]>);
 
-fn put_var(out: &mut Vec<u8>, mut n: u64) {
+/// LEB128 varint, shared with the list chunks (`list_table/chunk.rs`).
+pub(crate) fn put_var(out: &mut Vec<u8>, mut n: u64) {
     while n >= 0x80 {
         out.push((n as u8) | 0x80);
         n >>= 7;
@@ -47,7 +48,7 @@ fn var_len(mut n: u64) -> usize {
 }
 
 /// Read a varint written by [`put_var`] (the blob is built here, so it is well formed).
-fn get_var(bytes: &[u8], at: &mut usize) -> u64 {
+pub(crate) fn get_var(bytes: &[u8], at: &mut usize) -> u64 {
     let mut n = 0u64;
     let mut shift = 0;
     loop {
@@ -61,11 +62,11 @@ fn get_var(bytes: &[u8], at: &mut usize) -> u64 {
     }
 }
 
-fn zigzag(n: i64) -> u64 {
+pub(crate) fn zigzag(n: i64) -> u64 {
     ((n << 1) ^ (n >> 63)) as u64
 }
 
-fn unzigzag(n: u64) -> i64 {
+pub(crate) fn unzigzag(n: u64) -> i64 {
     ((n >> 1) as i64) ^ -((n & 1) as i64)
 }
 

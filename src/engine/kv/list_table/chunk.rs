@@ -7,6 +7,7 @@
 use super::{CHUNK_ENTRIES_MAX, Name};
 use crate::crdt::{Dot, Hlc};
 use crate::engine::kv::element::{ElementRef, Stored};
+use crate::engine::kv::packed::{get_var, put_var, unzigzag, zigzag};
 use crate::engine::kv::position::TRIPLE_BYTES;
 
 const NAME_FULL: u8 = 0;
@@ -14,37 +15,6 @@ const NAME_STEP: u8 = 1;
 const NAME_STEP_NODE: u8 = 2;
 const DOT_EXPLICIT: u8 = 1 << 2;
 const VALUE_INT: u8 = 1 << 3;
-
-fn put_var(out: &mut Vec<u8>, mut n: u64) {
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
-/// Read a varint written by [`put_var`] (chunks are built here, so well formed).
-fn get_var(bytes: &[u8], at: &mut usize) -> u64 {
-    let mut n = 0u64;
-    let mut shift = 0;
-    loop {
-        let byte = bytes[*at];
-        *at += 1;
-        n |= u64::from(byte & 0x7f) << shift;
-        if byte < 0x80 {
-            return n;
-        }
-        shift += 7;
-    }
-}
-
-fn zigzag(n: i64) -> u64 {
-    ((n << 1) ^ (n >> 63)) as u64
-}
-
-fn unzigzag(n: u64) -> i64 {
-    ((n >> 1) as i64) ^ -((n & 1) as i64)
-}
 
 /// The last triple of a position: `(digit, hlc, node)`.
 fn last_triple(name: &[u8]) -> (u64, u64, u16) {
