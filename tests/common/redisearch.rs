@@ -5,10 +5,8 @@
 //! an ephemeral loopback port.
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use super::{ServerGuard, free_port};
+use super::ServerGuard;
 
 /// Where the peer is installed: `bin/redis-server`, `lib/redisearch.so`, and libssl1.1
 /// under `libssl/usr/lib/x86_64-linux-gnu`.
@@ -31,25 +29,5 @@ pub fn installed() -> Option<Peer> {
 
 /// Start RediSearch and wait until it answers PING (at most 20 s).
 pub fn start(peer: &Peer) -> ServerGuard {
-    let port = free_port();
-    let child = Command::new(&peer.server)
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loadmodule"])
-        .arg(&peer.module)
-        .env("LD_LIBRARY_PATH", &peer.libs)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start RediSearch's redis-server");
-    let guard = ServerGuard { child, port, data_dir: None };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(client) = redis::Client::open(guard.url())
-            && let Ok(mut con) = client.get_connection()
-            && redis::cmd("PING").query::<String>(&mut con).is_ok()
-        {
-            return guard;
-        }
-        assert!(Instant::now() < deadline, "RediSearch did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    super::start_module_server("RediSearch", &peer.server, &peer.module, Some(&peer.libs))
 }
