@@ -62,6 +62,19 @@ pub(crate) fn get_var(bytes: &[u8], at: &mut usize) -> u64 {
     }
 }
 
+/// Read an element's value at `at`: a zigzag varint when `int`, else a varint length and
+/// the bytes (shared with the list chunks, which store values the same way).
+pub(crate) fn get_value<'a>(bytes: &'a [u8], at: &mut usize, dot: Dot, int: bool) -> ElementRef<'a> {
+    if int {
+        ElementRef::Int(dot, unzigzag(get_var(bytes, at)))
+    } else {
+        let len = get_var(bytes, at) as usize;
+        let value = &bytes[*at..*at + len];
+        *at += len;
+        ElementRef::Raw(dot, value)
+    }
+}
+
 pub(crate) fn zigzag(n: i64) -> u64 {
     ((n << 1) ^ (n >> 63)) as u64
 }
@@ -205,14 +218,7 @@ impl<'a> Iterator for PackedIter<'a> {
         let tag = bytes[self.at];
         self.at += 1;
         let dot = self.packed.dot((tag >> 1) as usize);
-        let element = if tag & 1 == 0 {
-            ElementRef::Int(dot, unzigzag(get_var(bytes, &mut self.at)))
-        } else {
-            let len = get_var(bytes, &mut self.at) as usize;
-            let value = &bytes[self.at..self.at + len];
-            self.at += len;
-            ElementRef::Raw(dot, value)
-        };
+        let element = get_value(bytes, &mut self.at, dot, tag & 1 == 0);
         Some((name, element))
     }
 

@@ -7,7 +7,7 @@
 use super::{CHUNK_ENTRIES_MAX, Name};
 use crate::crdt::{Dot, Hlc};
 use crate::engine::kv::element::{ElementRef, Stored};
-use crate::engine::kv::packed::{get_var, put_var, unzigzag, zigzag};
+use crate::engine::kv::packed::{get_value, get_var, put_var, unzigzag, zigzag};
 use crate::engine::kv::position::TRIPLE_BYTES;
 
 const NAME_FULL: u8 = 0;
@@ -134,14 +134,7 @@ impl<'a> Decoder<'a> {
             let (_, hlc, node) = last_triple(&self.name);
             Dot::new(Hlc(hlc), node)
         };
-        let element = if tag & VALUE_INT != 0 {
-            ElementRef::Int(dot, unzigzag(get_var(bytes, &mut self.at)))
-        } else {
-            let len = get_var(bytes, &mut self.at) as usize;
-            let value = &bytes[self.at..self.at + len];
-            self.at += len;
-            ElementRef::Raw(dot, value)
-        };
+        let element = get_value(bytes, &mut self.at, dot, tag & VALUE_INT != 0);
         Some((start, element))
     }
 }
