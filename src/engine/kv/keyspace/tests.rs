@@ -1,0 +1,80 @@
+//! Unit tests of the keyspace: SCAN under growth, Merkle leaves kept per write, the
+//! expiry index's bound.
+
+use super::*;
+use crate::crdt::{Dot, Hlc};
+use crate::engine::kv::value::{SetTtl, StrVal};
+
+fn state(expire: Option<u64>) -> KeyState {
+    KeyState::with_value(Dot::new(Hlc::from_parts(1, 0), 1), StrVal::Int(1), expire)
+}
+
+#[test]
+fn scan_returns_every_key_present_throughout_despite_growth() {
+    let mut ks = Keyspace::new();
+    for i in 0..500 {
+        let key = Bytes::from(format!("k{i}"));
+        ks.put(&key, key_hash(&key), state(None));
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut cursor = 0;
+    let mut extra = 0;
+    loop {
+        cursor = ks.scan(cursor, 10, |e| {
+            seen.insert(e.key.to_bytes());
+        });
+        // Grow the keyspace a lot mid-iteration: the directory splits several times.
+        for _ in 0..300 {
+            let key = Bytes::from(format!("x{extra}"));
+            extra += 1;
+            ks.put(&key, key_hash(&key), state(None));
+        }
+        if cursor == SLOT_SPACE {
+            break;
+        }
+    }
+    for i in 0..500 {
+        assert!(seen.contains(&Bytes::from(format!("k{i}"))), "k{i} missing");
+    }
+}
+
+#[test]
+fn merkle_leaves_kept_per_write_equal_leaves_computed_afresh() {
+    let mut ks = Keyspace::new();
+    ks.enable_merkle();
+    let dot = |ms: u64| Dot::new(Hlc::from_parts(ms, 0), 1);
+    for i in 0..2_000u64 {
+        // 301 keys, 4 kinds of write: every key meets every kind, in every order.
+        let key = Bytes::from(format!("k{}", i % 301));
+        let hash = key_hash(&key);
+        match i % 4 {
+            0 | 1 => {
+                ks.put(&key, hash, KeyState::with_value(dot(i), StrVal::Int(i as i64), None));
+            }
+            2 => {
+                ks.update(&key, hash, |_, state| {
+                    state.set(dot(i), StrVal::raw(Bytes::from(vec![b'v'; i as usize % 90])), SetTtl::Keep)
+                });
+            }
+            _ => {
+                ks.remove(&key, hash);
+            }
+        }
+    }
+    let kept = ks.merkle().cloned().expect("leaves kept");
+    ks.enable_merkle();
+    assert!(!ks.is_empty());
+    assert!(kept == *ks.merkle().expect("leaves kept"), "incremental leaves drifted from a fresh computation");
+}
+
+#[test]
+fn expiry_index_stays_bounded_under_ttl_rewrites() {
+    let mut ks = Keyspace::new();
+    let key = Bytes::from_static(b"k");
+    for i in 0..10_000u64 {
+        ks.put(&key, key_hash(&key), state(Some(1_000_000 + i)));
+    }
+    assert_eq!(ks.expiring(), 1);
+    assert!(ks.expiry_index_len() <= 2 + EXPIRY_HEAP_SLACK + 1);
+    assert_eq!(ks.pop_expired(2_000_000, 10), vec![key]);
+}
