@@ -5,13 +5,13 @@ use std::collections::{BTreeMap, VecDeque};
 use std::panic::AssertUnwindSafe;
 
 use bytes::Bytes;
-use meridian::bugs::Bug;
 use meridian::crdt::NodeId;
 use meridian::shard::{Shard, ShardConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 mod collection_writes;
+mod config;
 mod execute;
 mod finish;
 mod indexes;
@@ -22,7 +22,7 @@ mod replicate;
 mod report;
 mod writes;
 
-use crate::faults::FaultWeights;
+pub use config::{Outcome, SimConfig};
 use crate::model::Model;
 use crate::oracle::Oracle;
 use crate::storage::{self, NodeStorage};
@@ -47,116 +47,6 @@ const TRACE_TAIL_LINES: usize = 60;
 const FAULT_LOG_MAX: usize = 4_096;
 /// Hard bound on events per run: a run that needs more has a liveness bug.
 const EVENTS_MAX: u64 = 5_000_000;
-
-#[derive(Clone, Debug)]
-pub struct SimConfig {
-    pub seed: u64,
-    pub nodes: usize,
-    pub shards: usize,
-    pub clients: usize,
-    /// Client operations to complete.
-    pub ops: usize,
-    pub faults: FaultWeights,
-    /// Simulated milliseconds between two fault draws.
-    pub fault_interval_ms: u64,
-    pub bug: Option<Bug>,
-    /// Chance that an object-store operation fails transiently, in percent.
-    pub store_error_percent: u32,
-    /// Keep every trace line (for `--trace`), not only the tail.
-    pub trace: bool,
-    /// Nodes replicate to each other (checked against the oracle; the default, the
-    /// whole system) instead of each serving its own clients alone (checked reply by
-    /// reply against the model; `--no-replicate`).
-    pub replicate: bool,
-    /// Replication runs: half the commands are graph writes and reads on one graph key
-    /// (`graph.rs`), checked against the graph oracle after convergence (`--graph`).
-    pub graph: bool,
-}
-
-impl Default for SimConfig {
-    fn default() -> Self {
-        SimConfig {
-            seed: 0,
-            nodes: 3,
-            shards: 2,
-            clients: 6,
-            ops: 1_500,
-            faults: FaultWeights::default(),
-            fault_interval_ms: 250,
-            bug: None,
-            store_error_percent: 5,
-            trace: false,
-            replicate: true,
-            graph: false,
-        }
-    }
-}
-
-impl SimConfig {
-    /// The `dst` command that replays exactly this run: every setting that differs
-    /// from the default, so a failure reproduces as printed.
-    pub fn replay_command(&self) -> String {
-        let default = SimConfig::default();
-        let mut command = format!("dst --seed {}", self.seed);
-        if !self.replicate {
-            command.push_str(" --no-replicate");
-        }
-        if self.graph {
-            command.push_str(" --graph");
-        }
-        for (flag, value, default) in [
-            ("--nodes", self.nodes, default.nodes),
-            ("--shards", self.shards, default.shards),
-            ("--clients", self.clients, default.clients),
-            ("--ops", self.ops, default.ops),
-        ] {
-            if value != default {
-                command.push_str(&format!(" {flag} {value}"));
-            }
-        }
-        let faults = self.faults.spec();
-        if !faults.is_empty() {
-            command.push_str(&format!(" --faults {faults}"));
-        }
-        if self.store_error_percent != default.store_error_percent {
-            command.push_str(&format!(" --store-error-percent {}", self.store_error_percent));
-        }
-        if let Some(bug) = self.bug {
-            command.push_str(&format!(" --inject-bug {}", bug.name()));
-        }
-        // Not a flag: only tests change it, and a replay from the command line cannot.
-        debug_assert_eq!(self.fault_interval_ms, default.fault_interval_ms, "fault_interval_ms has no flag");
-        command
-    }
-}
-
-#[derive(Clone, Debug)]
-pub struct Outcome {
-    pub seed: u64,
-    pub failure: Option<String>,
-    pub events: u64,
-    pub sim_ms: u64,
-    pub trace_hash: u64,
-    /// Every line with `trace`, else the last lines (for failure reports).
-    pub trace: Vec<String>,
-}
-
-impl Outcome {
-    pub fn ok(&self) -> bool {
-        self.failure.is_none()
-    }
-
-    pub fn summary(&self) -> String {
-        format!(
-            "seed {}: {} events={} sim_ms={} trace_hash={:016x}",
-            self.seed,
-            if self.ok() { "ok" } else { "FAIL" },
-            self.events,
-            self.sim_ms,
-            self.trace_hash
-        )
-    }
-}
 
 struct Node {
     id: NodeId,

@@ -1,0 +1,116 @@
+//! What a simulation run is given (`SimConfig`, and the command line that replays it)
+//! and what it reports (`Outcome`). Part of the simulator: [`super::run`] takes the one
+//! and returns the other.
+
+use crate::faults::FaultWeights;
+use meridian::bugs::Bug;
+
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    pub seed: u64,
+    pub nodes: usize,
+    pub shards: usize,
+    pub clients: usize,
+    /// Client operations to complete.
+    pub ops: usize,
+    pub faults: FaultWeights,
+    /// Simulated milliseconds between two fault draws.
+    pub fault_interval_ms: u64,
+    pub bug: Option<Bug>,
+    /// Chance that an object-store operation fails transiently, in percent.
+    pub store_error_percent: u32,
+    /// Keep every trace line (for `--trace`), not only the tail.
+    pub trace: bool,
+    /// Nodes replicate to each other (checked against the oracle; the default, the
+    /// whole system) instead of each serving its own clients alone (checked reply by
+    /// reply against the model; `--no-replicate`).
+    pub replicate: bool,
+    /// Replication runs: half the commands are graph writes and reads on one graph key
+    /// (`graph.rs`), checked against the graph oracle after convergence (`--graph`).
+    pub graph: bool,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            seed: 0,
+            nodes: 3,
+            shards: 2,
+            clients: 6,
+            ops: 1_500,
+            faults: FaultWeights::default(),
+            fault_interval_ms: 250,
+            bug: None,
+            store_error_percent: 5,
+            trace: false,
+            replicate: true,
+            graph: false,
+        }
+    }
+}
+
+impl SimConfig {
+    /// The `dst` command that replays exactly this run: every setting that differs
+    /// from the default, so a failure reproduces as printed.
+    pub fn replay_command(&self) -> String {
+        let default = SimConfig::default();
+        let mut command = format!("dst --seed {}", self.seed);
+        if !self.replicate {
+            command.push_str(" --no-replicate");
+        }
+        if self.graph {
+            command.push_str(" --graph");
+        }
+        for (flag, value, default) in [
+            ("--nodes", self.nodes, default.nodes),
+            ("--shards", self.shards, default.shards),
+            ("--clients", self.clients, default.clients),
+            ("--ops", self.ops, default.ops),
+        ] {
+            if value != default {
+                command.push_str(&format!(" {flag} {value}"));
+            }
+        }
+        let faults = self.faults.spec();
+        if !faults.is_empty() {
+            command.push_str(&format!(" --faults {faults}"));
+        }
+        if self.store_error_percent != default.store_error_percent {
+            command.push_str(&format!(" --store-error-percent {}", self.store_error_percent));
+        }
+        if let Some(bug) = self.bug {
+            command.push_str(&format!(" --inject-bug {}", bug.name()));
+        }
+        // Not a flag: only tests change it, and a replay from the command line cannot.
+        debug_assert_eq!(self.fault_interval_ms, default.fault_interval_ms, "fault_interval_ms has no flag");
+        command
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub seed: u64,
+    pub failure: Option<String>,
+    pub events: u64,
+    pub sim_ms: u64,
+    pub trace_hash: u64,
+    /// Every line with `trace`, else the last lines (for failure reports).
+    pub trace: Vec<String>,
+}
+
+impl Outcome {
+    pub fn ok(&self) -> bool {
+        self.failure.is_none()
+    }
+
+    pub fn summary(&self) -> String {
+        format!(
+            "seed {}: {} events={} sim_ms={} trace_hash={:016x}",
+            self.seed,
+            if self.ok() { "ok" } else { "FAIL" },
+            self.events,
+            self.sim_ms,
+            self.trace_hash
+        )
+    }
+}
