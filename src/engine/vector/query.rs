@@ -119,7 +119,8 @@ pub fn parse_search(args: &[Bytes]) -> Result<SearchQuery, String> {
             i += 1;
         } else if eq(arg, "RETURN") {
             let n = number(args.get(i + 1)).ok_or("Bad arguments for RETURN: Expected an argument, but none provided")?;
-            if i + 2 + n > args.len() {
+            // `n` comes from the client: compared without an addition that could wrap.
+            if n > args.len().saturating_sub(i + 2) {
                 return Err("Bad arguments for RETURN: Expected an argument, but none provided".into());
             }
             out.return_fields = Some(args[i + 2..i + 2 + n].to_vec());
@@ -148,7 +149,7 @@ pub fn parse_search(args: &[Bytes]) -> Result<SearchQuery, String> {
             out.sort_by = Some(SortBy { field, ascending });
         } else if eq(arg, "PARAMS") {
             let n = number(args.get(i + 1)).ok_or("Bad arguments for PARAMS: Expected an argument, but none provided")?;
-            if n % 2 != 0 || i + 2 + n > args.len() {
+            if n % 2 != 0 || n > args.len().saturating_sub(i + 2) {
                 return Err("Bad arguments for PARAMS: Expected an argument, but none provided".into());
             }
             params.extend(args[i + 2..i + 2 + n].chunks_exact(2).map(|p| (p[0].clone(), p[1].clone())));

@@ -254,7 +254,8 @@ fn parse_vector(args: &[Bytes]) -> Result<(VectorParams, usize), String> {
         None => return Err(err("Bad arguments for vector similarity algorithm: missing")),
     };
     let count = usize_arg(args.get(1), "vector similarity number of parameters")?;
-    if count % 2 != 0 || 2 + count > args.len() {
+    // `count` comes from the client: compared without an addition that could wrap.
+    if count % 2 != 0 || count > args.len().saturating_sub(2) {
         return Err(err("Bad arguments for vector similarity number of parameters"));
     }
     let mut params = VectorParams {
@@ -355,6 +356,12 @@ mod tests {
 
     fn args(line: &str) -> Vec<Bytes> {
         line.split_whitespace().map(|s| Bytes::copy_from_slice(s.as_bytes())).collect()
+    }
+
+    #[test]
+    fn a_vector_parameter_count_near_usize_max_is_refused_not_wrapped() {
+        let error = parse(&args("SCHEMA v VECTOR FLAT 18446744073709551614 TYPE FLOAT32")).expect_err("refused");
+        assert!(error.contains("Bad arguments"), "{error}");
     }
 
     #[test]

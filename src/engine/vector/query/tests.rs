@@ -73,3 +73,13 @@ fn unsupported_query_parts_are_errors_never_ignored() {
     assert!(parse("@t:{a*b}", &[]).is_err());
     assert!(parse("(@t:{a}", &[]).is_err());
 }
+
+#[test]
+fn counts_near_usize_max_are_refused_not_wrapped() {
+    for tail in ["RETURN 18446744073709551615 a", "PARAMS 18446744073709551614 a b"] {
+        let mut args = vec![Bytes::from_static(b"*")];
+        args.extend(tail.split(' ').map(|s| Bytes::copy_from_slice(s.as_bytes())));
+        let error = parse_search(&args).expect_err(tail);
+        assert!(error.starts_with("Bad arguments for"), "{tail}: {error}");
+    }
+}
