@@ -18,7 +18,9 @@
 # Usage: docker-benchmark/callgrind-per-op.sh [TEST ...]      (default: SET GET)
 # Environment: MERIDIAN_BIN (default target/release/meridian), PIPELINE (16), CLIENTS (1), N1
 # (20000), N2 (60000), KEYSPACE (100000), MERIDIAN_EXTRA_ARGS, KEEP_TMP=1.
-# Each TEST is a redis-benchmark -t name (set, get, incr, hset, sadd, lpush, ...).
+# Each TEST is a redis-benchmark -t name (set, get, incr, hset, sadd, zadd, lpush, lpop, ...)
+# or one of the collection reads hget, sismember, zscore, zrange100 (run against a key
+# the matching write test fills first; lpop/rpop also pop from a filled list).
 # CACHE_SIM=1 also simulates the caches and prints last-level data misses per command
 # (experimental: see docs/benchmarks.md for why its figures are not usable yet)
 # (DLmr + DLmw: a proxy for the memory stalls that instruction counts do not show).
@@ -82,8 +84,31 @@ measure() {
         # Reads find what they look for: the keys exist (loaded before measuring, the
         # same amount in both runs, so it cancels out).
         redis-benchmark -p "$port" -t set -n "$KEYSPACE" -r "$KEYSPACE" -P 64 -c 1 -d 64 -q >/dev/null
+    elif [[ "$test" == lpop || "$test" == rpop ]]; then
+        # Pops take real elements: the list holds more than any run pops (popping an
+        # empty list costs a lookup and a nil, not a pop). The same amount in both runs.
+        redis-benchmark -p "$port" -t lpush -n "$((N2 + 1000))" -P 64 -c 1 -d 64 -q >/dev/null
     fi
-    redis-benchmark -p "$port" -t "$test" -n "$count" -r "$KEYSPACE" -P "$PIPELINE" -c "$CLIENTS" -d 64 -q >/dev/null
+    # Reads of a collection (not redis-benchmark -t tests) run a command of their own
+    # against the one key redis-benchmark's hset/sadd/zadd tests fill first.
+    local command=()
+    case "$test" in
+        hget) command=(HGET myhash element:__rand_int__) ;;
+        sismember) command=(SISMEMBER myset element:__rand_int__) ;;
+        zscore) command=(ZSCORE myzset element:__rand_int__) ;;
+        zrange100) command=(ZRANGE myzset 0 99) ;;
+    esac
+    case "$test" in
+        hget) redis-benchmark -p "$port" -t hset -n "$KEYSPACE" -r "$KEYSPACE" -P 64 -c 1 -q >/dev/null ;;
+        sismember) redis-benchmark -p "$port" -t sadd -n "$KEYSPACE" -r "$KEYSPACE" -P 64 -c 1 -q >/dev/null ;;
+        zscore | zrange100) redis-benchmark -p "$port" -n "$KEYSPACE" -r "$KEYSPACE" -P 64 -c 1 -q \
+            ZADD myzset __rand_int__ element:__rand_int__ >/dev/null ;;
+    esac
+    if [[ ${#command[@]} -gt 0 ]]; then
+        redis-benchmark -p "$port" -n "$count" -r "$KEYSPACE" -P "$PIPELINE" -c "$CLIENTS" -q "${command[@]}" >/dev/null
+    else
+        redis-benchmark -p "$port" -t "$test" -n "$count" -r "$KEYSPACE" -P "$PIPELINE" -c "$CLIENTS" -d 64 -q >/dev/null
+    fi
     kill -TERM "$SERVER_PID"
     wait "$SERVER_PID" 2>/dev/null || true
     SERVER_PID=""
