@@ -511,3 +511,62 @@ fn large_collections_are_freed_off_the_shard_and_ttl_writes_keep_their_elements(
     let all: Vec<String> = redis::cmd("SMEMBERS").arg("big").query(&mut con).expect("SMEMBERS");
     assert_eq!(all, vec!["again".to_string()]);
 }
+
+fn memory_usage(con: &mut redis::Connection, key: &str) -> i64 {
+    redis::cmd("MEMORY").arg("USAGE").arg(key).query(con).expect("MEMORY USAGE")
+}
+
+/// The compact form of small hashes and sets follows `CONFIG SET` of Redis's listpack
+/// settings: a hash past `hash-max-listpack-entries` or `-value`, or a set past
+/// `set-max-intset-entries`, leaves it at its next write (as Redis converts), and a
+/// removal that brings it back within the limits packs it again. MEMORY USAGE tells the
+/// forms apart (the packed bytes, or an entry's cost per element).
+#[test]
+fn the_packed_form_of_small_hashes_and_sets_follows_config_set() {
+    let server = start_meridian(&[]);
+    let mut con = connect(&server);
+    // Keys of one length: MEMORY USAGE counts the key too.
+    let fields: Vec<(String, String)> = (0..10).map(|i| (format!("f{i}"), format!("v{i}"))).collect();
+    let config_set = |con: &mut redis::Connection, name: &str, value: &str| {
+        let ok: String = redis::cmd("CONFIG").arg("SET").arg(name).arg(value).query(con).expect("CONFIG SET");
+        assert_eq!(ok, "OK");
+    };
+
+    let _: i64 = redis::cmd("HSET").arg("ha").arg(&fields).query(&mut con).expect("HSET");
+    let packed = memory_usage(&mut con, "ha");
+
+    config_set(&mut con, "hash-max-listpack-entries", "0");
+    let _: i64 = redis::cmd("HSET").arg("hb").arg(&fields).query(&mut con).expect("HSET");
+    let unpacked = memory_usage(&mut con, "hb");
+    assert!(unpacked > packed, "a hash written past the limit is not packed: {unpacked} vs {packed} bytes");
+    let encoding: String = redis::cmd("OBJECT").arg("ENCODING").arg("hb").query(&mut con).expect("OBJECT ENCODING");
+    assert_eq!(encoding, "hashtable");
+
+    // The packed hash leaves its form at its next write, as Redis converts.
+    let _: i64 = redis::cmd("HSET").arg("ha").arg("f10").arg("v10").query(&mut con).expect("HSET");
+    let _: i64 = redis::cmd("HSET").arg("hb").arg("f10").arg("v10").query(&mut con).expect("HSET");
+    assert_eq!(memory_usage(&mut con, "ha"), memory_usage(&mut con, "hb"), "the same fields in the same form");
+    assert!(memory_usage(&mut con, "ha") > packed);
+
+    // Back within the limits, a removal packs it again.
+    config_set(&mut con, "hash-max-listpack-entries", "128");
+    let _: i64 = redis::cmd("HDEL").arg("hb").arg("f10").query(&mut con).expect("HDEL");
+    assert_eq!(memory_usage(&mut con, "hb"), packed, "ten fields written at one dot, packed");
+
+    // A value longer than hash-max-listpack-value keeps a hash out of the packed form.
+    config_set(&mut con, "hash-max-listpack-value", "4");
+    let _: i64 = redis::cmd("HSET").arg("hc").arg(&fields[..9]).arg("f9").arg("v9-long").query(&mut con).expect("HSET");
+    let _: i64 = redis::cmd("HSET").arg("hd").arg(&fields).query(&mut con).expect("HSET");
+    assert_eq!(memory_usage(&mut con, "hd"), packed);
+    assert!(memory_usage(&mut con, "hc") > packed + 3);
+    config_set(&mut con, "hash-max-listpack-value", "64");
+
+    // Sets follow set-max-intset-entries.
+    let members: Vec<String> = (0..10).map(|i| format!("m{i}")).collect();
+    let _: i64 = redis::cmd("SADD").arg("sa").arg(&members).query(&mut con).expect("SADD");
+    config_set(&mut con, "set-max-intset-entries", "5");
+    let _: i64 = redis::cmd("SADD").arg("sb").arg(&members).query(&mut con).expect("SADD");
+    assert!(memory_usage(&mut con, "sb") > memory_usage(&mut con, "sa"));
+    let members_back: HashSet<String> = redis::cmd("SMEMBERS").arg("sb").query(&mut con).expect("SMEMBERS");
+    assert_eq!(members_back, members.iter().cloned().collect::<HashSet<_>>());
+}

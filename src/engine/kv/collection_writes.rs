@@ -7,6 +7,7 @@
 
 use bytes::Bytes;
 
+use super::packed::PackLimit;
 use super::value::KeyKind;
 use super::{KeyState, KvEngine, WriteCtx, key_hash};
 use crate::crdt::{Dot, Hlc};
@@ -46,6 +47,18 @@ impl Part {
 }
 
 impl KvEngine {
+    /// How far a collection of `part` packs under this node's settings: a hash by
+    /// `hash-max-listpack-entries`/`-value`, a set by `set-max-intset-entries` (Redis
+    /// 7.0's one compact set), each capped (`packed.rs`). Other parts never pack.
+    pub(crate) fn pack_limit(&self, part: Part) -> PackLimit {
+        let limits = &self.encoding;
+        match part {
+            Part::Hash => PackLimit::capped(limits.hash_max_listpack_entries, limits.hash_max_listpack_value),
+            Part::Set => PackLimit::capped(limits.set_max_intset_entries, usize::MAX),
+            Part::Zset | Part::List | Part::Graph => PackLimit::CAPPED,
+        }
+    }
+
     /// A copy of `key` for a collection command's events when its class, or `del` (the
     /// key's last element may go), raises: `None` costs nothing.
     pub(super) fn event_key(&self, class: Class, key: &Bytes) -> Option<Bytes> {
@@ -95,8 +108,10 @@ impl KvEngine {
         let hash = key_hash(&key);
         let incarnation = if increments { self.incarnation(dot) } else { Hlc::ZERO };
         let keep_tombstones = self.keep_tombstones;
+        let pack_limit = self.pack_limit(part);
         let updated = self.keys.update(&key, hash, |stored_key, state| {
             let elements = state.part_mut(part);
+            elements.set_pack_limit(pack_limit);
             let mut shipped = Vec::with_capacity(names.len());
             for (i, name) in names.iter().enumerate() {
                 let planted = crate::bugs::active(crate::bugs::Bug::HdelShipsOldField);
@@ -129,6 +144,7 @@ impl KvEngine {
             None => {
                 let mut state = KeyState::new();
                 let elements = state.part_mut(part);
+                elements.set_pack_limit(pack_limit);
                 for (i, name) in names.iter().enumerate() {
                     elements.write(name, |s| write(i, dot, incarnation, s));
                 }

@@ -43,7 +43,7 @@ use indexmap::IndexMap;
 use super::collection_writes::Part;
 use super::element::{ElementRef, Stored};
 use super::list_table::ListTable;
-use super::packed::{PACKED_ENTRIES_MAX, Packed, PackedIter};
+use super::packed::{PackLimit, Packed, PackedIter};
 use super::score_order::ScoreOrder;
 use super::value::KeyState;
 use crate::crdt::{Dot, Hlc, NodeId, VersionVector};
@@ -130,6 +130,9 @@ pub struct Elements {
     /// Whether this collection takes the packed form while it fits (hashes and sets;
     /// a sorted set's and a list's indexes name their elements by `Bytes`).
     packs: bool,
+    /// How far it packs (`CONFIG SET hash-max-listpack-entries` and the like), as of
+    /// the last local write that set it ([`Elements::set_pack_limit`]).
+    pack_limit: PackLimit,
     /// How many entries exist (the rest are tombstones). 32 bits, next to `packs`:
     /// a small collection's header fits jemalloc's 96-byte class.
     live: u32,
@@ -156,6 +159,7 @@ impl Default for Elements {
         Elements {
             table: Table::Map(new_map()),
             packs: false,
+            pack_limit: PackLimit::CAPPED,
             live: 0,
             removed: VersionVector::new(),
             seen: VersionVector::new(),
@@ -208,6 +212,13 @@ impl Elements {
         Elements { table, packs, order, ..Elements::default() }
     }
 
+    /// Set how far this collection packs from the next write on (the node's current
+    /// setting, handed in by each local write: the form is this node's own business,
+    /// never replicated).
+    pub fn set_pack_limit(&mut self, limit: PackLimit) {
+        self.pack_limit = limit;
+    }
+
     /// Whether the elements are in the packed form (OBJECT ENCODING does not ask: it
     /// reports what Redis would, by Redis's settings).
     pub fn is_packed(&self) -> bool {
@@ -226,10 +237,10 @@ impl Elements {
     /// (after a change in the map form: a merge, a remove, a tombstone dropped).
     fn repack(&mut self) {
         let Table::Map(map) = &self.table else { return };
-        if !self.packs || map.len() > PACKED_ENTRIES_MAX {
+        if !self.packs || map.len() > usize::from(self.pack_limit.entries) {
             return;
         }
-        if let Some(packed) = Packed::build(map.iter().map(|(name, stored)| (name.as_ref(), stored.view()))) {
+        if let Some(packed) = Packed::build(map.iter().map(|(name, stored)| (name.as_ref(), stored.view())), self.pack_limit) {
             self.table = Table::Packed(packed);
         }
     }
@@ -395,7 +406,7 @@ impl Elements {
         let new_digest = stored.view().digest(name);
         stored.view().add_context_to(&mut self.seen);
         let repacked = match &mut self.table {
-            Table::Packed(packed) => packed.with_element(name, stored.view()),
+            Table::Packed(packed) => packed.with_element(name, stored.view(), self.pack_limit),
             Table::Map(_) => None,
             Table::List(list) => {
                 list.put(name, stored);
@@ -485,7 +496,7 @@ impl Elements {
             Table::List(_) => Table::List(Box::default()),
             _ => Table::Map(new_map()),
         };
-        Elements { table, packs: self.packs, removed: self.removed.clone(), order, ..Elements::default() }
+        Elements { table, packs: self.packs, pack_limit: self.pack_limit, removed: self.removed.clone(), order, ..Elements::default() }
     }
 
     /// Only the named elements (a delta of a write to them).

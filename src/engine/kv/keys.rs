@@ -280,12 +280,14 @@ impl KvEngine {
                 match collection {
                     SnapshotValue::Hash(fields) => {
                         let elements = state.hash_mut();
+                        elements.set_pack_limit(self.pack_limit(Part::Hash));
                         for (field, value) in fields {
                             elements.write(&field, |s| s.set(dot, value, SetTtl::Keep));
                         }
                     }
                     SnapshotValue::Set(members) => {
                         let elements = state.set_mut();
+                        elements.set_pack_limit(self.pack_limit(Part::Set));
                         for member in members {
                             elements.write(&member, |s| s.set(dot, MEMBER_MARK, SetTtl::Keep));
                         }

@@ -21,6 +21,29 @@ use crate::crdt::{Dot, Hlc};
 pub const PACKED_ENTRIES_MAX: usize = 128;
 /// Names and values longer than this are not packed (Redis's `hash-max-listpack-value`).
 pub const PACKED_BYTES_MAX: usize = 64;
+/// How far one collection takes the packed form: Redis's listpack settings
+/// (`hash-max-listpack-entries` and `-value`, `set-max-intset-entries`, `CONFIG SET`
+/// included), capped at [`PACKED_ENTRIES_MAX`] and [`PACKED_BYTES_MAX`], past which a
+/// linear walk costs more than the memory it saves. Checked when an element is written,
+/// as Redis converts an encoding when a write crosses its limit.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PackLimit {
+    pub entries: u8,
+    pub bytes: u8,
+}
+
+impl PackLimit {
+    /// The caps themselves (Redis's defaults reach them).
+    pub const CAPPED: PackLimit = PackLimit { entries: PACKED_ENTRIES_MAX as u8, bytes: PACKED_BYTES_MAX as u8 };
+
+    /// A setting's limits, capped.
+    pub fn capped(entries: usize, bytes: usize) -> PackLimit {
+        PackLimit { entries: entries.min(PACKED_ENTRIES_MAX) as u8, bytes: bytes.min(PACKED_BYTES_MAX) as u8 }
+    }
+}
+
+const _: () = assert!(PACKED_ENTRIES_MAX <= u8::MAX as usize && PACKED_BYTES_MAX <= u8::MAX as usize);
+
 /// Distinct dots a packed collection may hold (the tag keeps one bit for the kind).
 const PACKED_DOTS_MAX: usize = 127;
 const DOT_BYTES: usize = 10;
@@ -120,17 +143,19 @@ impl Packed {
         self.iter().enumerate().find(|(_, (n, _))| *n == name).map(|(i, (_, e))| (i, e))
     }
 
-    /// These elements packed, if they can be: at most [`PACKED_ENTRIES_MAX`], every one
-    /// compact, with a name and value no longer than [`PACKED_BYTES_MAX`], at most
+    /// These elements packed, if they can be: at most `limit.entries`, every one
+    /// compact, with a name and value no longer than `limit.bytes`, at most
     /// [`PACKED_DOTS_MAX`] dots among them. Names are distinct (the caller's map or
     /// blob says so).
-    pub fn build<'a>(items: impl Iterator<Item = (&'a [u8], ElementRef<'a>)> + Clone) -> Option<Packed> {
+    pub fn build<'a>(items: impl Iterator<Item = (&'a [u8], ElementRef<'a>)> + Clone, limit: PackLimit) -> Option<Packed> {
+        let (entries_max, bytes_max) = (usize::from(limit.entries), usize::from(limit.bytes));
+        debug_assert!(entries_max <= PACKED_ENTRIES_MAX && bytes_max <= PACKED_BYTES_MAX);
         let mut dots: smallvec::SmallVec<[Dot; 4]> = smallvec::SmallVec::new();
         let mut count = 0;
         let mut body = 0;
         for (name, element) in items.clone() {
             count += 1;
-            if count > PACKED_ENTRIES_MAX || name.len() > PACKED_BYTES_MAX {
+            if count > entries_max || name.len() > bytes_max {
                 return None;
             }
             let dot = match element {
@@ -138,7 +163,7 @@ impl Packed {
                     body += var_len(zigzag(n));
                     dot
                 }
-                ElementRef::Raw(dot, value) if value.len() <= PACKED_BYTES_MAX => {
+                ElementRef::Raw(dot, value) if value.len() <= bytes_max => {
                     body += var_len(value.len() as u64) + value.len();
                     dot
                 }
@@ -187,11 +212,11 @@ impl Packed {
 
     /// This collection with `name` holding `element` (replaced in place, or added at
     /// the end), if it still packs.
-    pub fn with_element(&self, name: &[u8], element: ElementRef<'_>) -> Option<Packed> {
+    pub fn with_element(&self, name: &[u8], element: ElementRef<'_>, limit: PackLimit) -> Option<Packed> {
         let present = self.find(name).is_some();
         let items = self.iter().map(move |(n, e)| if n == name { (n, element) } else { (n, e) });
         let added = (!present).then_some((name, element));
-        Packed::build(items.chain(added))
+        Packed::build(items.chain(added), limit)
     }
 }
 
@@ -244,7 +269,7 @@ mod tests {
             (b"f4", ElementRef::Raw(dot(5, 1), b"")),
             (b"f5", ElementRef::Int(dot(9, 2), i64::MAX)),
         ];
-        let packed = Packed::build(items.iter().copied()).expect("packs");
+        let packed = Packed::build(items.iter().copied(), PackLimit::CAPPED).expect("packs");
         assert_eq!(packed.len(), 5);
         let back: Vec<_> = packed.iter().collect();
         assert_eq!(back, items);
@@ -253,26 +278,39 @@ mod tests {
         assert_eq!(packed.bytes(), 70);
         assert_eq!(packed.find(b"f3").map(|(i, _)| i), Some(2));
         assert!(packed.find(b"f6").is_none());
-        let replaced = packed.with_element(b"f3", ElementRef::Raw(dot(11, 3), b"x")).expect("packs");
+        let replaced = packed.with_element(b"f3", ElementRef::Raw(dot(11, 3), b"x"), PackLimit::CAPPED).expect("packs");
         assert_eq!(replaced.find(b"f3"), Some((2, ElementRef::Raw(dot(11, 3), b"x" as &[u8]))));
-        let added = replaced.with_element(b"f6", ElementRef::Int(dot(12, 3), 1)).expect("packs");
+        let added = replaced.with_element(b"f6", ElementRef::Int(dot(12, 3), 1), PackLimit::CAPPED).expect("packs");
         assert_eq!(added.iter().map(|(n, _)| n).collect::<Vec<_>>(), [b"f1" as &[u8], b"", b"f3", b"f4", b"f5", b"f6"]);
-        assert!(Packed::build(std::iter::empty()).is_some_and(|p| p.is_empty() && p.bytes() == 0));
+        assert!(Packed::build(std::iter::empty(), PackLimit::CAPPED).is_some_and(|p| p.is_empty() && p.bytes() == 0));
     }
 
     #[test]
     fn refuses_what_a_listpack_would_not_hold() {
         let long = [b'x'; PACKED_BYTES_MAX + 1];
-        assert!(Packed::build(std::iter::once((&long[..], ElementRef::Int(dot(1, 1), 1)))).is_none());
-        assert!(Packed::build(std::iter::once((&b"f"[..], ElementRef::Raw(dot(1, 1), &long)))).is_none());
+        assert!(Packed::build(std::iter::once((&long[..], ElementRef::Int(dot(1, 1), 1))), PackLimit::CAPPED).is_none());
+        assert!(Packed::build(std::iter::once((&b"f"[..], ElementRef::Raw(dot(1, 1), &long))), PackLimit::CAPPED).is_none());
         let names: Vec<Vec<u8>> = (0..=PACKED_ENTRIES_MAX).map(|i| format!("f{i}").into_bytes()).collect();
         let many = names.iter().map(|n| (n.as_slice(), ElementRef::Int(dot(1, 1), 1)));
-        assert!(Packed::build(many.clone().take(PACKED_ENTRIES_MAX)).is_some());
-        assert!(Packed::build(many).is_none());
+        assert!(Packed::build(many.clone().take(PACKED_ENTRIES_MAX), PackLimit::CAPPED).is_some());
+        assert!(Packed::build(many, PackLimit::CAPPED).is_none());
         let dotted = names.iter().enumerate().map(|(i, n)| (n.as_slice(), ElementRef::Int(dot(i as u64 + 1, 1), 1)));
-        assert!(Packed::build(dotted.clone().take(PACKED_DOTS_MAX)).is_some());
-        assert!(Packed::build(dotted.take(PACKED_DOTS_MAX + 1)).is_none());
+        assert!(Packed::build(dotted.clone().take(PACKED_DOTS_MAX), PackLimit::CAPPED).is_some());
+        assert!(Packed::build(dotted.take(PACKED_DOTS_MAX + 1), PackLimit::CAPPED).is_none());
         let state = crate::engine::kv::KeyState::new();
-        assert!(Packed::build(std::iter::once((&b"f"[..], ElementRef::Full(&state)))).is_none());
+        assert!(Packed::build(std::iter::once((&b"f"[..], ElementRef::Full(&state))), PackLimit::CAPPED).is_none());
+    }
+
+    #[test]
+    fn a_lower_limit_packs_less_and_a_zero_limit_packs_nothing_but_the_empty_collection() {
+        let names: Vec<Vec<u8>> = (0..10).map(|i| format!("f{i}").into_bytes()).collect();
+        let items = names.iter().map(|n| (n.as_slice(), ElementRef::Raw(dot(1, 1), b"0123456789" as &[u8])));
+        assert!(Packed::build(items.clone(), PackLimit::capped(10, 64)).is_some());
+        assert!(Packed::build(items.clone(), PackLimit::capped(9, 64)).is_none(), "one entry too many");
+        assert!(Packed::build(items.clone(), PackLimit::capped(10, 9)).is_none(), "a value too long");
+        assert!(Packed::build(items, PackLimit::capped(0, 64)).is_none());
+        assert!(Packed::build(std::iter::empty(), PackLimit::capped(0, 0)).is_some());
+        // Settings above the caps are capped.
+        assert_eq!(PackLimit::capped(512, 1 << 20), PackLimit::CAPPED);
     }
 }

@@ -286,6 +286,7 @@ impl KvEngine {
             dot = ctx.next_dot();
         }
         let set = state.set_mut();
+        set.set_pack_limit(self.pack_limit(Part::Set));
         for member in &members {
             set.write(member, |s| s.set(dot, MEMBER_MARK, SetTtl::Keep));
         }
