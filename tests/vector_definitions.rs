@@ -29,9 +29,9 @@ fn ok(con: &mut redis::Connection, args: &[&str]) {
     }
 }
 
-/// The keys FT.SEARCH answers (NOCONTENT), sorted.
+/// The keys FT.SEARCH answers (NOCONTENT, every one: the default page is 10), sorted.
 fn search_keys(con: &mut redis::Connection, query: &str) -> redis::RedisResult<Vec<String>> {
-    let reply = run(con, &["FT.SEARCH", "idx", query, "NOCONTENT", "DIALECT", "2"])?;
+    let reply = run(con, &["FT.SEARCH", "idx", query, "NOCONTENT", "LIMIT", "0", "1000", "DIALECT", "2"])?;
     let Value::Array(items) = reply else { panic!("FT.SEARCH answered {reply:?}") };
     let mut keys: Vec<String> = items
         .iter()
