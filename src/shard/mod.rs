@@ -90,6 +90,12 @@ pub struct Shard {
     /// A checkpoint is reading this shard (its first chunk was taken, its last not
     /// yet): tombstone collection waits (see `ShardOp::ExportChunk`).
     checkpoint_scan_open: bool,
+    /// Where this shard announces that an FT.* definition key changed: bumped once per
+    /// operation that changed one, before its reply leaves (`None`: nobody caches
+    /// definitions, as in the simulator). The node's definition cache checks it.
+    definitions_epoch: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    /// The keyspace's count of definition changes when last announced.
+    definitions_announced: u64,
 }
 
 /// Where a local write's delta goes: the persistence log, and the outbox when there
@@ -134,6 +140,7 @@ impl Shard {
             kv.keep_tombstones = true;
             kv.keys.enable_merkle();
         }
+        kv.keys.watch_prefix(crate::engine::vector::DEF_KEY_PREFIX);
         Shard {
             clock: HlcClock::new(),
             kv,
@@ -144,8 +151,16 @@ impl Shard {
             ops_applied: 0,
             remote_deltas_merged: 0,
             checkpoint_scan_open: false,
+            definitions_epoch: None,
+            definitions_announced: 0,
             config,
         }
+    }
+
+    /// Announce every change to an FT.* definition key on `epoch` from now on.
+    pub fn announce_definitions(&mut self, epoch: std::sync::Arc<std::sync::atomic::AtomicU64>) {
+        self.definitions_announced = self.kv.keys.watched_changes();
+        self.definitions_epoch = Some(epoch);
     }
 
     pub fn id(&self) -> usize {
@@ -196,9 +211,20 @@ impl Shard {
 
     /// Hand the keys the last step changed to the FT.* indexes (every kind of change
     /// goes through the keyspace: local writes, merges, expiries, flushes).
+    /// Also the one place that announces definition changes: every path that changes
+    /// keys (apply, merge_delta, tick) ends here, before its reply leaves.
     fn follow_indexes(&mut self) {
         if self.vector.is_tracking() {
             self.vector.follow(&mut self.kv);
+        }
+        let changes = self.kv.keys.watched_changes();
+        if changes != self.definitions_announced {
+            self.definitions_announced = changes;
+            if let Some(epoch) = &self.definitions_epoch {
+                // Release: whoever sees the new epoch and then reads the definition
+                // reads it as this shard left it (the reply's channel orders it too).
+                epoch.fetch_add(1, std::sync::atomic::Ordering::Release);
+            }
         }
     }
 

@@ -115,6 +115,8 @@ pub struct ServerState {
     pub replication: Option<Arc<replication::Replication>>,
     /// Used memory, sampled for `maxmemory` and INFO.
     pub memory: Arc<memory::MemoryGauge>,
+    /// FT.* index definitions, decoded, so that a query makes one hop (`vector.rs`).
+    pub vector_definitions: vector::Definitions,
 }
 
 fn run_id() -> String {
@@ -177,6 +179,7 @@ pub fn run(config: Config) -> Result<(), String> {
 
     // Build the shards, and rebuild their data from the object store, before serving.
     let record_deltas = config.persistence_enabled();
+    let vector_definitions = vector::Definitions::default();
     let mut shards: Vec<Shard> = (0..shard_count)
         .map(|shard_id| {
             let mut shard_config = ShardConfig::new(shard_id, config.node_id);
@@ -189,7 +192,9 @@ pub fn run(config: Config) -> Result<(), String> {
             shard_config.replicate = replication.is_some();
             shard_config.outbox_bytes_max = (config.repl_backlog_bytes / shard_count).max(64 * 1024);
             shard_config.max_clock_skew_ms = config.max_clock_skew_ms;
-            Shard::new(shard_config)
+            let mut shard = Shard::new(shard_config);
+            shard.announce_definitions(vector_definitions.epoch());
+            shard
         })
         .collect();
     let io_runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
@@ -249,6 +254,7 @@ pub fn run(config: Config) -> Result<(), String> {
         durability,
         replication: replication.clone(),
         memory: Arc::new(memory::MemoryGauge::default()),
+        vector_definitions,
         config,
     });
     state.memory.sample();

@@ -1,13 +1,16 @@
-//! FT.* on a node: read the index definition, fan the operation out to every shard,
+//! FT.* on a node: find the index definition, fan the operation out to every shard,
 //! merge the shards' answers into RediSearch's reply shapes.
 //!
 //! Owns the cross-shard part only: which shard holds a definition, how top-k lists
 //! merge, how a page is cut. Each shard's index and search are the vector engine's
 //! (`engine::vector`). Definitions are hashes under a reserved key, so they replicate
-//! and persist with the data (see docs/vector.md).
+//! and persist with the data (see docs/vector.md). A query finds its definition in the
+//! node's cache ([`Definitions`]; the rules of which entry is good are
+//! `engine::vector::definitions`), and reads the key only when one changed.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
 use bytes::Bytes;
 
@@ -18,6 +21,7 @@ use crate::command::vector::{VectorCommand, error};
 use crate::command::{KeyCommand, KeyspaceCommand, MultiKeyCommand};
 use crate::engine::vector::schema::{self, Algorithm, FieldKind};
 use crate::engine::vector::aggregate::{self, AggregateQuery};
+use crate::engine::vector::definitions::{Definition, DefinitionCache};
 use crate::engine::vector::index::score;
 use crate::engine::vector::{DEF_FIELD, DEF_KEY_PREFIX, Hit, SearchQuery, SortValue, Term, VectorOp, VectorReply, def_key, format_double, format_score};
 use crate::protocol::Frame;
@@ -29,12 +33,12 @@ pub async fn execute(access: &impl Shards, command: VectorCommand, resp3: bool) 
     match command {
         VectorCommand::Create { name, raw } => create(access, name, raw).await,
         VectorCommand::Search { name, query } => match definition(access, &name).await {
-            Ok(Some(raw)) => search(access, name, raw, query, resp3).await,
+            Ok(Some(def)) => search(access, name, def.raw.clone(), query, resp3).await,
             Ok(None) => error(format!("{}: no such index", String::from_utf8_lossy(&name))),
             Err(e) => e,
         },
         VectorCommand::Info(name) => match definition(access, &name).await {
-            Ok(Some(raw)) => info(access, name, raw, resp3).await,
+            Ok(Some(def)) => info(access, name, def, resp3).await,
             Ok(None) => error("Unknown index name"),
             Err(e) => e,
         },
@@ -52,7 +56,7 @@ pub async fn execute(access: &impl Shards, command: VectorCommand, resp3: bool) 
         VectorCommand::DropIndex { name, delete_docs } => drop_index(access, name, delete_docs).await,
         VectorCommand::Alter { name, fields } => alter(access, name, fields).await,
         VectorCommand::Aggregate { name, query } => match definition(access, &name).await {
-            Ok(Some(raw)) => aggregate(access, name, raw, query, resp3).await,
+            Ok(Some(def)) => aggregate(access, name, def, query, resp3).await,
             Ok(None) => error(format!("{}: no such index", String::from_utf8_lossy(&name))),
             Err(e) => e,
         },
@@ -63,7 +67,8 @@ pub async fn execute(access: &impl Shards, command: VectorCommand, resp3: bool) 
 /// stored one; every shard then rebuilds from it, so existing documents are indexed
 /// for the new fields too (and the change replicates like any definition).
 async fn alter(access: &impl Shards, name: Bytes, fields: Vec<Bytes>) -> Frame {
-    let raw = match definition(access, &name).await {
+    // Read fresh, not from the cache: the new definition is built from this one.
+    let raw = match read_definition(access, &name).await {
         Ok(Some(raw)) => raw,
         Ok(None) => return error("Unknown index name"),
         Err(e) => return e,
@@ -92,8 +97,9 @@ async fn alter(access: &impl Shards, name: Bytes, fields: Vec<Bytes>) -> Frame {
 }
 
 /// FT.AGGREGATE: every match's fields from the shards, then the pipeline on the node.
-async fn aggregate(access: &impl Shards, name: Bytes, raw: Bytes, query: Arc<AggregateQuery>, resp3: bool) -> Frame {
+async fn aggregate(access: &impl Shards, name: Bytes, definition: Arc<Definition>, query: Arc<AggregateQuery>, resp3: bool) -> Frame {
     let search = Arc::new(query.search.clone());
+    let raw = &definition.raw;
     let replies = match vector_replies(access.run_everywhere(|| ShardOp::Vector(VectorOp::Search { name: name.clone(), raw: raw.clone(), query: search.clone() })).await) {
         Ok(r) => r,
         Err(e) => return e,
@@ -105,10 +111,7 @@ async fn aggregate(access: &impl Shards, name: Bytes, raw: Bytes, query: Arc<Agg
         }
     }
     docs.sort_by(|a, b| a.0.cmp(&b.0));
-    let Some(def) = schema::decode_args(raw).and_then(|args| schema::parse(&args).ok()) else {
-        return error("internal: undecodable index definition");
-    };
-    let (total, rows) = aggregate::run(&def, &query.steps, &docs);
+    let (total, rows) = aggregate::run(&definition.def, &query.steps, &docs);
     let value = |v: Option<Bytes>| v.map_or(Frame::Null, Frame::Bulk);
     if resp3 {
         let results = rows
@@ -125,8 +128,55 @@ async fn aggregate(access: &impl Shards, name: Bytes, raw: Bytes, query: Arc<Agg
     Frame::Array(out)
 }
 
-/// The stored definition of index `name` (`None`: there is none).
-async fn definition(access: &impl Shards, name: &Bytes) -> Result<Option<Bytes>, Frame> {
+/// The node's decoded FT.* definitions, shared by every connection: the epoch every
+/// shard bumps when a definition key changes (`Shard::announce_definitions`), and the
+/// entries read at some epoch.
+#[derive(Default)]
+pub struct Definitions {
+    epoch: Arc<AtomicU64>,
+    cache: RwLock<DefinitionCache>,
+}
+
+impl Definitions {
+    /// The counter a shard bumps (given to every shard before it serves).
+    pub fn epoch(&self) -> Arc<AtomicU64> {
+        self.epoch.clone()
+    }
+
+    /// How many definitions are cached (bounded by `INDEXES_MAX`).
+    pub fn len(&self) -> usize {
+        self.cache.read().map_or(0, |c| c.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The definition of index `name` (`None`: there is none): the cached one when no
+/// definition key changed since it was read, else read from the shard holding the key.
+async fn definition(access: &impl Shards, name: &Bytes) -> Result<Option<Arc<Definition>>, Frame> {
+    let definitions = &access.state().vector_definitions;
+    // Seen before the read: a change racing the read leaves the new entry stale.
+    let epoch = definitions.epoch.load(Ordering::Acquire);
+    if let Some(cached) = definitions.cache.read().ok().and_then(|c| c.get(name, epoch)) {
+        return Ok(Some(cached));
+    }
+    let found = match read_definition(access, name).await? {
+        None => None,
+        Some(raw) => Some(Arc::new(Definition::parse(raw).map_err(error)?)),
+    };
+    if let Ok(mut cache) = definitions.cache.write() {
+        match &found {
+            Some(found) => cache.store(name.clone(), epoch, found.clone()),
+            None => cache.forget(name),
+        }
+    }
+    Ok(found)
+}
+
+/// The stored definition bytes of index `name` (`None`: there is none).
+async fn read_definition(access: &impl Shards, name: &Bytes) -> Result<Option<Bytes>, Frame> {
     let key = def_key(name);
     let op = ShardOp::Key(KeyCommand::Hash(HashCommand::Get { key: key.clone(), field: Bytes::from_static(DEF_FIELD) }));
     match access.run_one(access.shard_of(&key), op).await.into_frame() {
@@ -184,7 +234,8 @@ async fn create(access: &impl Shards, name: Bytes, raw: Bytes) -> Frame {
 }
 
 async fn drop_index(access: &impl Shards, name: Bytes, delete_docs: bool) -> Frame {
-    let raw = match definition(access, &name).await {
+    // The stored bytes, even ones this build cannot parse: such an index can go too.
+    let raw = match read_definition(access, &name).await {
         Ok(Some(raw)) => raw,
         Ok(None) => return error("Unknown Index name"),
         Err(e) => return e,
@@ -219,7 +270,8 @@ async fn drop_index(access: &impl Shards, name: Bytes, delete_docs: bool) -> Fra
     Frame::ok()
 }
 
-async fn info(access: &impl Shards, name: Bytes, raw: Bytes, resp3: bool) -> Frame {
+async fn info(access: &impl Shards, name: Bytes, definition: Arc<Definition>, resp3: bool) -> Frame {
+    let raw = &definition.raw;
     let replies = match vector_replies(access.run_everywhere(|| ShardOp::Vector(VectorOp::Info { name: name.clone(), raw: raw.clone() })).await) {
         Ok(r) => r,
         Err(e) => return e,
@@ -237,9 +289,7 @@ async fn info(access: &impl Shards, name: Bytes, raw: Bytes, resp3: bool) -> Fra
     // Builds run in steps on every shard (engine/vector/build.rs).
     let indexing = indexed < to_index;
     let percent_indexed = if indexing { indexed as f64 / to_index as f64 } else { 1.0 };
-    let Some(def) = schema::decode_args(raw).and_then(|args| schema::parse(&args).ok()) else {
-        return error("internal: undecodable index definition");
-    };
+    let def = &definition.def;
     // RediSearch's names and words are simple strings.
     let s = |t: &str| Frame::Simple(Bytes::copy_from_slice(t.as_bytes()));
     let attributes = def

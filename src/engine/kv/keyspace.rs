@@ -111,11 +111,23 @@ pub struct Keyspace {
     /// besides key tombstones), noted on every store of a state: a superset, since a key
     /// that lost them since is skipped by the visit.
     element_tombstone_keys: hashbrown::HashSet<Bytes, foldhash::fast::FixedState>,
-    /// Keys whose live state changed since `take_changes` (`None`: nobody follows them).
-    /// Drained after every shard operation, so it holds one operation's keys at most.
-    changes: Option<Vec<Bytes>>,
+    /// Keys whose live state changed since `take_changes` (`None`: nobody follows them),
+    /// and the count of changes under the watched prefix.
+    changes: Changes,
     /// Every live key went at once (`clear`) since `take_changes`.
     cleared: bool,
+}
+
+/// What the keyspace notes about changes as they happen.
+#[derive(Default)]
+struct Changes {
+    /// Keys whose live state changed since `take_changes` (`None`: nobody follows
+    /// them). Drained after every shard operation, so it holds one operation's keys at
+    /// most.
+    keys: Option<Vec<Bytes>>,
+    /// The prefix whose keys' changes are counted (`watch_prefix`).
+    watched: Option<&'static [u8]>,
+    watched_count: u64,
 }
 
 impl Default for Keyspace {
@@ -137,7 +149,7 @@ impl Keyspace {
             element_tombstone_keys: hashbrown::HashSet::with_hasher(foldhash::fast::FixedState::with_seed(
                 super::hash_seed::key_hash_seed(),
             )),
-            changes: None,
+            changes: Changes::default(),
             cleared: false,
         }
     }
@@ -145,9 +157,9 @@ impl Keyspace {
     /// Note changed keys from now on (or stop). The vector engine turns this on when it
     /// builds its first index on the shard.
     pub fn track_changes(&mut self, on: bool) {
-        match (on, self.changes.is_some()) {
-            (true, false) => self.changes = Some(Vec::new()),
-            (false, true) => self.changes = None,
+        match (on, self.changes.keys.is_some()) {
+            (true, false) => self.changes.keys = Some(Vec::new()),
+            (false, true) => self.changes.keys = None,
             _ => {}
         }
     }
@@ -156,12 +168,29 @@ impl Keyspace {
     /// whether the whole keyspace was cleared meanwhile.
     pub fn take_changes(&mut self) -> (Vec<Bytes>, bool) {
         let cleared = std::mem::take(&mut self.cleared);
-        (self.changes.as_mut().map(std::mem::take).unwrap_or_default(), cleared)
+        (self.changes.keys.as_mut().map(std::mem::take).unwrap_or_default(), cleared)
     }
 
-    fn note_change(changes: &mut Option<Vec<Bytes>>, key: &[u8]) {
-        if let Some(changes) = changes {
-            changes.push(Bytes::copy_from_slice(key));
+    /// Count every change to a key under `prefix` from now on (FT.* definitions: the
+    /// node's definition cache is told when the count moves). Always on, unlike
+    /// `track_changes`: a definition replicated from a peer must be seen even on a
+    /// shard that has built no index.
+    pub fn watch_prefix(&mut self, prefix: &'static [u8]) {
+        self.changes.watched = Some(prefix);
+    }
+
+    /// How many changes (puts, updates, removes, clears) touched keys under the
+    /// watched prefix so far. Only ever grows.
+    pub fn watched_changes(&self) -> u64 {
+        self.changes.watched_count
+    }
+
+    fn note_change(changes: &mut Changes, key: &[u8]) {
+        if let Some(keys) = &mut changes.keys {
+            keys.push(Bytes::copy_from_slice(key));
+        }
+        if changes.watched.is_some_and(|prefix| key.starts_with(prefix)) {
+            changes.watched_count += 1;
         }
     }
 
@@ -438,10 +467,14 @@ impl Keyspace {
     pub fn clear(&mut self) {
         let tombstones = std::mem::take(&mut self.tombstones);
         let merkle = self.merkle.is_some();
-        let following = self.changes.is_some();
+        let following = self.changes.keys.is_some();
+        // The count moves on (watched keys may have gone) and never goes back.
+        let (watched, watched_count) = (self.changes.watched, self.changes.watched_count + 1);
         *self = Keyspace::new();
         self.tombstones = tombstones;
         self.track_changes(following);
+        self.changes.watched = watched;
+        self.changes.watched_count = watched_count;
         self.cleared = following;
         if merkle {
             self.enable_merkle();

@@ -11,11 +11,13 @@
 //! builds an index the first time an FT.* operation names a definition it has not
 //! built (or whose bytes changed), by scanning its keys once; from then on it follows
 //! every change. The build itself runs in bounded steps (`build.rs`) on the shard's
-//! ticks. Never does I/O, reads a clock or draws randomness.
+//! ticks. The node keeps the definitions it has read, parsed, until a definition key
+//! changes (`definitions.rs`). Never does I/O, reads a clock or draws randomness.
 
 pub mod aggregate;
 mod audit;
 pub mod build;
+pub mod definitions;
 pub mod distance;
 pub mod hnsw;
 pub mod index;

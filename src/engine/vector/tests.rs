@@ -188,3 +188,44 @@ fn scores_print_like_redisearch() {
     assert_eq!(super::format_score(1.0e-7), "1.00000001169e-07");
     assert_eq!(super::format_score(123.25), "123.25");
 }
+
+/// The epoch the node's definition cache trusts moves with every kind of change to a
+/// definition key (local write, delete, merge from a peer, expiry, flush), and only
+/// with those: a write to a document leaves cached definitions good.
+#[test]
+fn a_shard_announces_every_change_to_a_definition_key_and_nothing_else() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let epoch = Arc::new(AtomicU64::new(0));
+    let mut shard = replicating_shard(1);
+    shard.announce_definitions(epoch.clone());
+    let now = || epoch.load(Ordering::Acquire);
+    let def_key = super::def_key(b"idx");
+    let def_key = std::str::from_utf8(&def_key).expect("utf8").to_string();
+    hset(&mut shard, &def_key, vec![(b("schema"), definition("FLAT"))], 10);
+    assert_eq!(now(), 1, "FT.CREATE's write");
+    hset(&mut shard, "doc:1", doc(&[0.5; DIM], "x", 1), 11);
+    hset(&mut shard, "other", vec![(b("f"), b("v"))], 11);
+    assert_eq!(now(), 1, "documents are not definitions");
+    hset(&mut shard, &def_key, vec![(b("schema"), definition("HNSW"))], 12);
+    assert_eq!(now(), 2, "FT.ALTER's write");
+    assert_eq!(shard.apply(ShardOp::Del(vec![b(&def_key)]), 13), ShardReply::Count(1));
+    assert_eq!(now(), 3, "FT.DROPINDEX's delete");
+    // A definition created on a peer arrives as a merged key.
+    let mut peer = replicating_shard(2);
+    hset(&mut peer, &def_key, vec![(b("schema"), definition("FLAT"))], 20);
+    let state = peer.kv.keys.get(def_key.as_bytes(), crate::engine::kv::key_hash(def_key.as_bytes())).expect("stored").state.clone();
+    shard.apply(ShardOp::MergeRemote(vec![Delta::Key { key: b(&def_key), state: state.clone() }]), 21);
+    assert_eq!(now(), 4, "a peer's definition");
+    shard.merge_delta(Delta::Key { key: b(&def_key), state });
+    assert!(now() >= 4, "a recovered definition never moves the epoch back");
+    // An expiry (active, on a tick) and a flush.
+    let before = now();
+    let expire = KeyCommand::Expire { key: b(&def_key), ms: 5, absolute: false, condition: Default::default(), command: "pexpire" };
+    shard.apply(ShardOp::Key(expire), 30);
+    assert_eq!(now(), before + 1, "a TTL set on the definition key");
+    shard.tick(100);
+    assert_eq!(now(), before + 2, "the definition key expired");
+    hset(&mut shard, &def_key, vec![(b("schema"), definition("FLAT"))], 101);
+    shard.apply(ShardOp::Keyspace(crate::command::KeyspaceCommand::Flush), 102);
+    assert_eq!(now(), before + 4, "a write and a flush");
+}
