@@ -106,7 +106,7 @@ pub(super) fn live_entries(n: &Node, local: u64) -> BTreeMap<Bytes, ModelEntry> 
                         .state
                         .zset_members()
                         .and_then(|z| z.score_order())
-                        .map(|o| o.iter(false).map(|(s, m)| (m.clone(), s)).collect());
+                        .map(|o| o.iter(false).map(|(s, m)| (Bytes::copy_from_slice(m), s)).collect());
                     (Vec::new(), None)
                 }
                 Some(meridian::engine::kv::KeyKind::List) => {

@@ -57,7 +57,13 @@ mod removal;
 /// unspecified anyway).
 pub const ORDERED_ENTRIES_MAX: usize = 512;
 
-type ElementMap = IndexMap<Bytes, Stored, foldhash::fast::FixedState>;
+/// An element's name as the map form holds it: 16 bytes in the map (a `Bytes` is 32),
+/// and one allocation of the name with its two counts. A sorted set's score index holds
+/// the same allocation (a clone is a count, not a copy), so a member's name is stored
+/// once; a `Bytes` shared that way would add its own 32-byte header to the buffer.
+pub type ElementName = std::sync::Arc<[u8]>;
+
+type ElementMap = IndexMap<ElementName, Stored, foldhash::fast::FixedState>;
 
 fn new_map() -> Box<ElementMap> {
     // Seeded per cluster, as the keyspace: element names are client data too.
@@ -83,7 +89,7 @@ fn unpacked(table: &mut Table) -> &mut ElementMap {
         let mut map = new_map();
         map.reserve(packed.len());
         for (name, element) in packed.iter() {
-            map.insert(Bytes::copy_from_slice(name), Stored::from_view(element));
+            map.insert(ElementName::from(name), Stored::from_view(element));
         }
         *table = Table::Map(map);
     }
@@ -97,7 +103,7 @@ fn unpacked(table: &mut Table) -> &mut ElementMap {
 /// Every entry of a collection in order, whichever form holds it.
 pub enum Entries<'a> {
     Packed(PackedIter<'a>),
-    Map(indexmap::map::Iter<'a, Bytes, Stored>),
+    Map(indexmap::map::Iter<'a, ElementName, Stored>),
     /// A list's: its names exist only while a chunk is decoded, so a list is walked
     /// with [`Elements::for_each_entry`] or `list()` instead (asserted in debug builds).
     None,
@@ -422,7 +428,7 @@ impl Elements {
                 let map = unpacked(&mut self.table);
                 let index = match map.get_index_of(name) {
                     Some(index) => index,
-                    None => map.insert_full(Bytes::copy_from_slice(name), Stored::PLACEHOLDER).0,
+                    None => map.insert_full(ElementName::from(name), Stored::PLACEHOLDER).0,
                 };
                 let (stored_name, slot) = map.get_index_mut(index).expect("index just found");
                 if let Some(order) = self.order.as_deref_mut() {
@@ -467,9 +473,6 @@ impl Elements {
             elements.seen.merge(&state.causal_context());
             elements.digest ^= element_digest(&name, &state);
             elements.account(false, state.exists());
-            if let Some(order) = elements.order.as_deref_mut() {
-                order.update(&name, None, live_score(&state));
-            }
             let named_twice = match &mut elements.table {
                 Table::List(list) => {
                     if !super::position::is_valid(&name) {
@@ -477,7 +480,13 @@ impl Elements {
                     }
                     list.put(&name, Stored::from_owned(state))
                 }
-                table => unpacked(table).insert(name, Stored::from_owned(state)).is_some(),
+                table => {
+                    let name = ElementName::from(name.as_ref());
+                    if let Some(order) = elements.order.as_deref_mut() {
+                        order.update(&name, None, live_score(&state));
+                    }
+                    unpacked(table).insert(name, Stored::from_owned(state)).is_some()
+                }
             };
             if named_twice {
                 return Err("an element named twice");
@@ -516,14 +525,15 @@ impl Elements {
             elements.seen.merge(&state.causal_context());
             elements.digest ^= element_digest(&name, &state);
             elements.account(false, state.exists());
-            if let Some(order) = elements.order.as_deref_mut() {
-                order.update(&name, None, live_score(&state));
-            }
             match &mut elements.table {
                 Table::List(list) => {
                     list.put(&name, Stored::from_owned(state));
                 }
                 table => {
+                    let name = ElementName::from(name.as_ref());
+                    if let Some(order) = elements.order.as_deref_mut() {
+                        order.update(&name, None, live_score(&state));
+                    }
                     unpacked(table).insert(name, Stored::from_owned(state));
                 }
             }

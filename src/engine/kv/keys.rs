@@ -228,7 +228,7 @@ impl KvEngine {
                 SnapshotValue::Hash(state.hash()?.iter().filter_map(|(f, s)| Some((Bytes::copy_from_slice(f), s.read()?))).collect())
             }
             KeyKind::Set => SnapshotValue::Set(state.set_members()?.iter().map(|(m, _)| Bytes::copy_from_slice(m)).collect()),
-            KeyKind::Zset => SnapshotValue::Zset(state.zset_members()?.score_order()?.iter(false).map(|(s, m)| (m.clone(), s)).collect()),
+            KeyKind::Zset => SnapshotValue::Zset(state.zset_members()?.score_order()?.iter(false).map(|(s, m)| (Bytes::copy_from_slice(m), s)).collect()),
             KeyKind::Graph => SnapshotValue::Graph(
                 state.part(Part::Graph)?.iter().filter_map(|(n, s)| Some((Bytes::copy_from_slice(n), s.read()?))).collect(),
             ),

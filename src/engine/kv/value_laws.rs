@@ -271,7 +271,7 @@ fn score_order_matches_members(state: &KeyState) -> bool {
     let Some(order) = zset.score_order() else { return false };
     let mut expected: Vec<(Bytes, f64)> = zset.iter().map(|(m, s)| (Bytes::copy_from_slice(m), s.score())).collect();
     super::zset_query::sort_by_score(&mut expected);
-    let indexed: Vec<(Bytes, f64)> = order.iter(false).map(|(s, m)| (m.clone(), s)).collect();
+    let indexed: Vec<(Bytes, f64)> = order.iter(false).map(|(s, m)| (Bytes::copy_from_slice(m), s)).collect();
     indexed == expected
 }
 

@@ -41,7 +41,7 @@ pub fn select(order: &ScoreOrder, range: &ZRange, rev: bool, limit: Option<(i64,
         return Vec::new();
     }
     let take = if count < 0 { usize::MAX } else { count as usize };
-    let owned = |(score, member): (f64, &Bytes)| (member.clone(), score);
+    let owned = |(score, member): (f64, &[u8])| (Bytes::copy_from_slice(member), score);
     match range {
         ZRange::Rank(start, stop) => match rank_window(*start, *stop, order.len()) {
             None => Vec::new(),

@@ -70,7 +70,7 @@ fn order_of(members: &Elements) -> &ScoreOrder {
 
 /// A sorted set's live members with their scores, in score order.
 fn scored_members(members: &Elements) -> Vec<Scored> {
-    order_of(members).iter(false).map(|(s, m)| (m.clone(), s)).collect()
+    order_of(members).iter(false).map(|(s, m)| (Bytes::copy_from_slice(m), s)).collect()
 }
 
 impl KvEngine {
@@ -264,7 +264,7 @@ impl KvEngine {
             return Ok(None);
         };
         let popped: Vec<Scored> =
-            order_of(existing).iter(max).take(count.min(usize::MAX as u64) as usize).map(|(s, m)| (m.clone(), s)).collect();
+            order_of(existing).iter(max).take(count.min(usize::MAX as u64) as usize).map(|(s, m)| (Bytes::copy_from_slice(m), s)).collect();
         self.remove_members(ctx, key, popped.iter().map(|(m, _)| m.clone()).collect(), if max { "zpopmax" } else { "zpopmin" });
         Ok(Some(popped))
     }
@@ -417,7 +417,7 @@ fn random_members(members: Option<&Elements>, count: Option<i64>, with_scores: b
         chosen
     } else if count as usize >= members.len() {
         // The whole sorted set, highest score first, as Redis answers it.
-        order_of(members).iter(true).map(|(s, m)| (m.clone(), s)).collect()
+        order_of(members).iter(true).map(|(s, m)| (Bytes::copy_from_slice(m), s)).collect()
     } else {
         let count = count as usize;
         let mut live: Vec<Scored> = members.iter().map(|(m, s)| (Bytes::copy_from_slice(m), s.score())).collect();

@@ -86,7 +86,7 @@ impl Elements {
                 }
                 self.digest ^= element_digest(name, &incoming);
                 self.account(false, incoming.exists());
-                let name = Bytes::copy_from_slice(name);
+                let name = ElementName::from(name);
                 if let Some(order) = self.order.as_deref_mut() {
                     order.update(&name, None, live_score(&incoming));
                 }

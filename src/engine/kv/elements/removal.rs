@@ -7,9 +7,9 @@ use crate::engine::kv::lazyfree;
 
 /// Keep the entries `keep` says to, whatever the form (a list's names are built for
 /// the call: whole-key removes visit every element anyway).
-fn retain_entries(table: &mut Table, mut keep: impl FnMut(&Bytes, &mut Stored) -> bool) {
+fn retain_entries(table: &mut Table, mut keep: impl FnMut(&ElementName, &mut Stored) -> bool) {
     match table {
-        Table::List(list) => list.retain(|name, slot| keep(&Bytes::copy_from_slice(name), slot)),
+        Table::List(list) => list.retain(|name, slot| keep(&ElementName::from(name), slot)),
         other => unpacked(other).retain(|name, slot| keep(name, slot)),
     }
 }
