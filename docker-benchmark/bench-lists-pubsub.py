@@ -19,6 +19,7 @@ Measured:
 
 usage: docker-benchmark/bench-lists-pubsub.py [--rounds 3] [--meridian BIN]
        [--requests-p16 1000000] [--requests-p1 200000] [--server-core 0] [--client-core 1]
+       [--publish-only]
 Exits non-zero when a server fails to start or a benchmark fails; a ratio below the
 target never fails the run (targets: >= 1.0 for every row, issue 15).
 """
@@ -194,6 +195,7 @@ def main():
     parser.add_argument("--requests-p1", type=int, default=200_000)
     parser.add_argument("--server-core", type=int, default=0)
     parser.add_argument("--client-core", type=int, default=1)
+    parser.add_argument("--publish-only", action="store_true", help="only the PUBLISH rows (no list commands)")
     args = parser.parse_args()
     if args.rounds < 3:
         sys.exit("--rounds must be at least 3 (medians of fewer say little)")
@@ -223,26 +225,28 @@ def main():
         for round_ in range(1, args.rounds + 1):
             for server in servers:
                 for pipeline in PIPELINES:
-                    rows = benchmark(server, args.client_core, pipeline, requests[pipeline], ["-t", ",".join(t.lower() for t in LIST_TESTS)])
-                    for test in LIST_TESTS:
-                        # redis-benchmark names this row "LRANGE_100 (first 100 elements)".
-                        name = "LRANGE_100 (FIRST 100 ELEMENTS)" if test == "LRANGE_100" else test
-                        rps = rows.get(name)
-                        if not rps:
-                            sys.exit(f"no {test} figure from redis-benchmark against {server.name}: {sorted(rows)}")
-                        results.setdefault((server.name, f"{test} P={pipeline}"), []).append(rps)
                     for subscribers in SUBSCRIBERS:
                         # Fewer publishes to 100 subscribers: each is 100 deliveries.
                         n = requests[pipeline] // (10 if subscribers > 1 else 1)
                         rps = publish(server, args.client_core, pipeline, n, subscribers)
                         results.setdefault((server.name, f"PUBLISH to {subscribers} P={pipeline}"), []).append(rps)
+                    if not args.publish_only:
+                        rows = benchmark(server, args.client_core, pipeline, requests[pipeline], ["-t", ",".join(t.lower() for t in LIST_TESTS)])
+                        for test in LIST_TESTS:
+                            # redis-benchmark names this row "LRANGE_100 (first 100 elements)".
+                            name = "LRANGE_100 (FIRST 100 ELEMENTS)" if test == "LRANGE_100" else test
+                            rps = rows.get(name)
+                            if not rps:
+                                sys.exit(f"no {test} figure from redis-benchmark against {server.name}: {sorted(rows)}")
+                            results.setdefault((server.name, f"{test} P={pipeline}"), []).append(rps)
                     print(f"[bench] round {round_} {server.name} P={pipeline} done", file=sys.stderr, flush=True)
             loads.append(load_average())
     finally:
         for server in servers:
             server.stop()
         shutil.rmtree(data, ignore_errors=True)
-    rows = [f"{t} P={p}" for p in PIPELINES for t in LIST_TESTS] + [f"PUBLISH to {s} P={p}" for p in PIPELINES for s in SUBSCRIBERS]
+    rows = [] if args.publish_only else [f"{t} P={p}" for p in PIPELINES for t in LIST_TESTS]
+    rows += [f"PUBLISH to {s} P={p}" for p in PIPELINES for s in SUBSCRIBERS]
     print(f"\nMeridian vs Redis: one core each (core {args.server_core}), clients on core {args.client_core}, "
           f"{CLIENTS} clients, median of {args.rounds} alternating rounds; load average (1/5/15 min) "
           f"before and after each round: {' | '.join(loads)}\n")

@@ -18,9 +18,12 @@
 # Usage: docker-benchmark/callgrind-per-op.sh [TEST ...]      (default: SET GET)
 # Environment: MERIDIAN_BIN (default target/release/meridian), PIPELINE (16), CLIENTS (1), N1
 # (20000), N2 (60000), KEYSPACE (100000), MERIDIAN_EXTRA_ARGS, KEEP_TMP=1.
-# Each TEST is a redis-benchmark -t name (set, get, incr, hset, sadd, zadd, lpush, lpop, ...)
-# or one of the collection reads hget, sismember, zscore, zrange100 (run against a key
-# the matching write test fills first; lpop/rpop also pop from a filled list).
+# Each TEST is a redis-benchmark -t name (set, get, incr, hset, sadd, zadd, lpush, lpop, ...),
+# one of the collection reads hget, sismember, zscore, zrange100 (run against a key the
+# matching write test fills first; lpop/rpop also pop from a filled list), or
+# `publish`: PUBLISH of a 16-byte message to SUBSCRIBERS (default 1) subscribed sockets
+# that read everything (bench-lists-pubsub.py's readers; the run fails if one is short),
+# so the figure is the cost of one PUBLISH and all its deliveries.
 # CACHE_SIM=1 also simulates the caches and prints last-level data misses per command
 # (experimental: see docs/benchmarks.md for why its figures are not usable yet)
 # (DLmr + DLmw: a proxy for the memory stalls that instruction counts do not show).
@@ -37,6 +40,7 @@ N1="${N1:-20000}"
 N2="${N2:-60000}"
 KEYSPACE="${KEYSPACE:-100000}"
 CLIENTS="${CLIENTS:-1}"
+SUBSCRIBERS="${SUBSCRIBERS:-1}"
 TESTS=("$@")
 [[ ${#TESTS[@]} -gt 0 ]] || TESTS=(set get)
 
@@ -106,6 +110,18 @@ measure() {
     esac
     if [[ ${#command[@]} -gt 0 ]]; then
         redis-benchmark -p "$port" -n "$count" -r "$KEYSPACE" -P "$PIPELINE" -c "$CLIENTS" -q "${command[@]}" >/dev/null
+    elif [[ "$test" == publish ]]; then
+        # bench-lists-pubsub.py's message: channel "bench-channel", 16-byte payload,
+        # 60 bytes as delivered to a RESP2 subscriber.
+        local expected=$((count * 60)) ready got
+        coproc READER { python3 "$SCRIPT_DIR/bench-lists-pubsub.py" --subscriber "$port" "$SUBSCRIBERS" "$expected"; }
+        read -r ready <&"${READER[0]}"
+        [[ "$ready" == ready ]] || { echo "subscribers did not start: $ready" >&2; exit 1; }
+        redis-benchmark -p "$port" -n "$count" -P "$PIPELINE" -c "$CLIENTS" -q PUBLISH bench-channel xxxxxxxxxxxxxxxx >/dev/null
+        read -r got <&"${READER[0]}"
+        for n in $got; do
+            [[ "$n" == "$expected" ]] || { echo "a subscriber read $n of $expected bytes" >&2; exit 1; }
+        done
     else
         redis-benchmark -p "$port" -t "$test" -n "$count" -r "$KEYSPACE" -P "$PIPELINE" -c "$CLIENTS" -d 64 -q >/dev/null
     fi

@@ -138,19 +138,35 @@ impl Registry {
     /// Who a message published to `channel` reaches: its subscribers, then one entry
     /// per matching pattern subscription (as Redis: a client subscribed to the channel
     /// and to two matching patterns gets three messages). Shard channels match no
-    /// pattern.
+    /// pattern. [`Registry::channel_subscribers`] and [`Registry::matching_patterns`]
+    /// name the same recipients without collecting them.
     pub fn recipients(&self, shard: bool, channel: &[u8]) -> Vec<Recipient> {
-        let kind = if shard { SubscriptionKind::Shard } else { SubscriptionKind::Channel };
-        let mut recipients: Vec<Recipient> =
-            self.by_name[slot(kind)].get(channel).into_iter().flatten().map(|&client| (client, None)).collect();
-        if !shard {
-            for (pattern, clients) in &self.by_name[slot(SubscriptionKind::Pattern)] {
-                if glob_match(pattern, channel) {
-                    recipients.extend(clients.iter().map(|&client| (client, Some(pattern.clone()))));
-                }
-            }
+        let mut recipients: Vec<Recipient> = self.channel_subscribers(shard, channel).map(|client| (client, None)).collect();
+        for (pattern, clients) in self.matching_patterns(shard, channel) {
+            recipients.extend(clients.map(|client| (client, Some(pattern.clone()))));
         }
         recipients
+    }
+
+    /// The clients subscribed to `channel` itself (a shard channel when `shard`).
+    pub fn channel_subscribers(&self, shard: bool, channel: &[u8]) -> impl Iterator<Item = ClientId> + '_ {
+        let kind = if shard { SubscriptionKind::Shard } else { SubscriptionKind::Channel };
+        self.by_name[slot(kind)].get(channel).into_iter().flatten().copied()
+    }
+
+    /// Each pattern `channel` matches, with the clients subscribed to it (none for a
+    /// shard channel).
+    pub fn matching_patterns<'a>(
+        &'a self,
+        shard: bool,
+        channel: &'a [u8],
+    ) -> impl Iterator<Item = (&'a Bytes, impl Iterator<Item = ClientId> + 'a)> + 'a {
+        let patterns = if shard { None } else { Some(&self.by_name[slot(SubscriptionKind::Pattern)]) };
+        patterns
+            .into_iter()
+            .flatten()
+            .filter(move |(pattern, _)| glob_match(pattern, channel))
+            .map(|(pattern, clients)| (pattern, clients.iter().copied()))
     }
 
     /// PUBSUB CHANNELS / SHARDCHANNELS: channels with a subscriber, matching `pattern`.

@@ -35,7 +35,7 @@ mod client;
 mod durability;
 mod modes;
 
-use modes::{allowed_while_subscribed, is_push, next_message};
+use modes::{allowed_while_subscribed, is_push, messages_waiting};
 
 const PIPELINE_COMMANDS_MAX: usize = 1024;
 /// Read buffer growth step.
@@ -164,10 +164,6 @@ enum Skip {
     Next,
 }
 
-/// Messages written out per wake-up at most, so one busy channel cannot starve the
-/// client's own commands.
-const MESSAGES_PER_WAKE_MAX: usize = 1024;
-
 impl Connection {
     fn state(&self) -> &ServerState {
         &self.access.state
@@ -211,8 +207,8 @@ impl Connection {
                 let read = tokio::select! {
                     biased;
                     _ = self.info.kill.notified() => return Ok(()),
-                    message = next_message(&mut self.inbox) => {
-                        self.deliver(message).await?;
+                    _ = messages_waiting(&self.inbox) => {
+                        self.deliver().await?;
                         continue;
                     }
                     read = super::arrival::read(&self.stream, &mut self.read_buf) => read?,

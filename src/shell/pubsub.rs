@@ -1,24 +1,28 @@
 //! The node's Pub/Sub switchboard: the subscription registry (`crate::pubsub`) behind
-//! one lock, and each subscribed client's mailbox, bounded in bytes.
+//! one lock, and each subscribed client's mailbox (`mailbox`), bounded in bytes.
 //!
-//! A PUBLISH looks its recipients up and puts the message in each one's mailbox, from
-//! whatever thread the publisher runs on; the subscriber's connection task takes it out
-//! and writes it. A subscriber that does not read is cut off once its mailbox holds
-//! the pubsub class's hard `client-output-buffer-limit` (Redis's default, 32 MiB):
-//! memory never grows without bound, and that client is disconnected, as Redis does.
-//! Never touches a socket.
+//! A PUBLISH encodes its message once, looks its recipients up and copies the encoded
+//! bytes into each one's mailbox, from whatever thread the publisher runs on; the
+//! subscriber's connection task takes them out and writes them. A subscriber that does
+//! not read is cut off once its mailbox holds the pubsub class's hard
+//! `client-output-buffer-limit` (Redis's default, 32 MiB): memory never grows without
+//! bound, and that client is disconnected, as Redis does. Never touches a socket.
+
+mod mailbox;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use bytes::Bytes;
-use tokio::sync::mpsc;
+use bytes::{BufMut, Bytes, BytesMut};
 
 use super::clients::ClientInfo;
 use crate::command::SubscriptionKind;
 use crate::protocol::Frame;
 use crate::pubsub::{ClientId, Registry};
+use mailbox::{Mailbox, Posted};
+
+pub use mailbox::Inbox;
 
 /// Bytes of undelivered messages a subscriber may have waiting before it is
 /// disconnected (Redis: `client-output-buffer-limit pubsub 32mb 8mb 60`, hard limit).
@@ -26,41 +30,13 @@ pub const MAILBOX_BYTES_MAX: usize = 32 * 1024 * 1024;
 /// The bound when `client-output-buffer-limit pubsub` sets no hard limit (0): Redis
 /// would let the mailbox grow without end; here it still stops somewhere.
 pub const MAILBOX_BYTES_CEILING: usize = 1 << 30;
-/// What a message costs in a mailbox beyond its bytes (frame and queue overhead).
-const MESSAGE_OVERHEAD_BYTES: usize = 64;
-
-struct Mailbox {
-    sender: mpsc::UnboundedSender<(Frame, usize)>,
-    queued_bytes: Arc<AtomicUsize>,
-    client: Arc<ClientInfo>,
-}
-
-/// A subscribed connection's end of its mailbox.
-pub struct Inbox {
-    receiver: mpsc::UnboundedReceiver<(Frame, usize)>,
-    queued_bytes: Arc<AtomicUsize>,
-}
-
-impl Inbox {
-    /// The next message, waiting for one.
-    pub async fn next(&mut self) -> Option<Frame> {
-        let (frame, bytes) = self.receiver.recv().await?;
-        self.queued_bytes.fetch_sub(bytes, Ordering::Relaxed);
-        Some(frame)
-    }
-
-    /// A message already waiting, if any.
-    pub fn try_next(&mut self) -> Option<Frame> {
-        let (frame, bytes) = self.receiver.try_recv().ok()?;
-        self.queued_bytes.fetch_sub(bytes, Ordering::Relaxed);
-        Some(frame)
-    }
-}
 
 #[derive(Default)]
 struct Inner {
     registry: Registry,
-    mailboxes: HashMap<ClientId, Mailbox>,
+    /// Looked up once per recipient of every message: a fast fixed hash (client ids
+    /// are the server's own numbers, not chosen by clients).
+    mailboxes: HashMap<ClientId, Mailbox, foldhash::fast::FixedState>,
 }
 
 pub struct Broker {
@@ -152,6 +128,29 @@ fn confirmation(kind: SubscriptionKind, subscribe: bool, name: Option<Bytes>, co
     Frame::Push(vec![Frame::bulk_str(kind_name(kind, subscribe)), name.map_or(Frame::Null, Frame::Bulk), Frame::Integer(count as i64)])
 }
 
+/// A message's bytes beyond its kind, pattern, channel and payload: an array header and
+/// four bulk headers (each at most `$` + 20 digits + CRLF) and their CRLFs, plus the
+/// longest kind name.
+const MESSAGE_FRAMING_BYTES_MAX: usize = 4 + 4 * (1 + 20 + 2 + 2) + "pmessage".len();
+
+/// A message as Redis sends it to a RESP2 subscriber: `[kind, pattern?, channel,
+/// message]` as an array (a RESP3 subscriber gets the same with a push header).
+fn encode_message(out: &mut BytesMut, kind: &[u8], pattern: Option<&[u8]>, channel: &[u8], message: &[u8]) {
+    let capacity = out.capacity();
+    let mut count = itoa::Buffer::new();
+    out.put_u8(b'*');
+    out.put_slice(count.format(3 + usize::from(pattern.is_some())).as_bytes());
+    out.put_slice(b"\r\n");
+    for item in [Some(kind), pattern, Some(channel), Some(message)].into_iter().flatten() {
+        out.put_u8(b'$');
+        out.put_slice(count.format(item.len()).as_bytes());
+        out.put_slice(b"\r\n");
+        out.put_slice(item);
+        out.put_slice(b"\r\n");
+    }
+    debug_assert_eq!(out.capacity(), capacity, "encoded within the room reserved for it");
+}
+
 impl Broker {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic elsewhere while holding the lock leaves plain maps behind: still usable.
@@ -164,10 +163,9 @@ impl Broker {
         let mut inner = self.lock();
         let mut inbox = None;
         if let std::collections::hash_map::Entry::Vacant(slot) = inner.mailboxes.entry(client.id) {
-            let (sender, receiver) = mpsc::unbounded_channel();
-            let queued_bytes = Arc::new(AtomicUsize::new(0));
-            slot.insert(Mailbox { sender, queued_bytes: queued_bytes.clone(), client: client.clone() });
-            inbox = Some(Inbox { receiver, queued_bytes });
+            let (mailbox, opened) = mailbox::open(client.clone());
+            slot.insert(mailbox);
+            inbox = Some(opened);
         }
         let replies = names
             .into_iter()
@@ -217,33 +215,39 @@ impl Broker {
     /// PUBLISH / SPUBLISH on this node: how many subscriptions received it.
     pub fn publish(&self, shard: bool, channel: &Bytes, message: &Bytes) -> usize {
         let mailbox_bytes_max = self.mailbox_bytes_max.load(Ordering::Relaxed);
+        // Encoded once for every recipient, before the lock is taken, in a buffer sized
+        // for it once (growing it step by step cost more than the encoding).
+        let mut frame = BytesMut::with_capacity(MESSAGE_FRAMING_BYTES_MAX + channel.len() + message.len());
+        encode_message(&mut frame, if shard { b"smessage" } else { b"message" }, None, channel, message);
         let inner = self.lock();
-        let recipients = inner.registry.recipients(shard, channel);
-        for (client, pattern) in &recipients {
-            let Some(mailbox) = inner.mailboxes.get(client) else { continue };
-            let bytes = channel.len() + message.len() + pattern.as_ref().map_or(0, Bytes::len) + MESSAGE_OVERHEAD_BYTES;
-            if mailbox.queued_bytes.load(Ordering::Relaxed) + bytes > mailbox_bytes_max {
-                if !mailbox.client.killed.swap(true, Ordering::Relaxed) {
-                    tracing::warn!(client = client, "pubsub subscriber disconnected: {mailbox_bytes_max} bytes of messages unread");
-                    self.disconnected.fetch_add(1, Ordering::Relaxed);
-                    mailbox.client.request_kill();
-                }
-                continue;
-            }
-            let frame = match (shard, pattern) {
-                (true, _) => Frame::Push(vec![Frame::bulk_str("smessage"), Frame::Bulk(channel.clone()), Frame::Bulk(message.clone())]),
-                (false, None) => Frame::Push(vec![Frame::bulk_str("message"), Frame::Bulk(channel.clone()), Frame::Bulk(message.clone())]),
-                (false, Some(pattern)) => Frame::Push(vec![
-                    Frame::bulk_str("pmessage"),
-                    Frame::Bulk(pattern.clone()),
-                    Frame::Bulk(channel.clone()),
-                    Frame::Bulk(message.clone()),
-                ]),
-            };
-            mailbox.queued_bytes.fetch_add(bytes, Ordering::Relaxed);
-            let _ = mailbox.sender.send((frame, bytes));
+        let mut received = 0;
+        for client in inner.registry.channel_subscribers(shard, channel) {
+            received += 1;
+            self.post(&inner, client, &frame, mailbox_bytes_max);
         }
-        recipients.len()
+        for (pattern, clients) in inner.registry.matching_patterns(shard, channel) {
+            frame.clear();
+            frame.reserve(MESSAGE_FRAMING_BYTES_MAX + pattern.len() + channel.len() + message.len());
+            encode_message(&mut frame, b"pmessage", Some(pattern), channel, message);
+            for client in clients {
+                received += 1;
+                self.post(&inner, client, &frame, mailbox_bytes_max);
+            }
+        }
+        received
+    }
+
+    /// One message to one subscriber; one past its limit disconnects it instead.
+    fn post(&self, inner: &Inner, client: ClientId, frame: &[u8], mailbox_bytes_max: usize) {
+        let Some(mailbox) = inner.mailboxes.get(&client) else { return };
+        if mailbox.post(frame, mailbox_bytes_max) == Posted::Full {
+            let info = mailbox.client();
+            if !info.killed.swap(true, Ordering::Relaxed) {
+                tracing::warn!(client = client, "pubsub subscriber disconnected: {mailbox_bytes_max} bytes of messages unread");
+                self.disconnected.fetch_add(1, Ordering::Relaxed);
+                info.request_kill();
+            }
+        }
     }
 
     /// A message published in another region, sent at `sent_ms` by the sender's clock:
@@ -276,5 +280,76 @@ impl Broker {
     pub fn counts(&self) -> (usize, usize, usize) {
         let inner = self.lock();
         (inner.registry.channel_count(false), inner.registry.pattern_count(), inner.registry.channel_count(true))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{Protocol, encode};
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    fn client(registry: &crate::shell::clients::ClientRegistry, resp: u8) -> Arc<ClientInfo> {
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 6379));
+        let client = registry.register(addr, addr, 0);
+        client.resp.store(resp, Ordering::Relaxed);
+        client
+    }
+
+    fn frame(items: &[&str]) -> Frame {
+        Frame::Push(items.iter().map(|item| Frame::Bulk(b(item))).collect())
+    }
+
+    fn encoded(frame: &Frame, protocol: Protocol) -> Vec<u8> {
+        let mut out = BytesMut::new();
+        encode(frame, protocol, &mut out);
+        out.to_vec()
+    }
+
+    fn drain(inbox: &Inbox) -> Vec<u8> {
+        let mut out = BytesMut::new();
+        let taken = inbox.take_into(&mut out);
+        inbox.written(taken);
+        out.to_vec()
+    }
+
+    #[test]
+    fn a_message_is_encoded_once_as_the_frame_encoder_would_for_either_protocol() {
+        let clients = crate::shell::clients::ClientRegistry::default();
+        let (resp2, resp3) = (client(&clients, 2), client(&clients, 3));
+        let broker = Broker::default();
+        let (_, inbox2) = broker.subscribe(&resp2, SubscriptionKind::Channel, vec![b("news.eu")]);
+        let (_, inbox3) = broker.subscribe(&resp3, SubscriptionKind::Channel, vec![b("news.eu")]);
+        broker.subscribe(&resp3, SubscriptionKind::Pattern, vec![b("news.*")]);
+        let (_, shard) = broker.subscribe(&resp2, SubscriptionKind::Shard, vec![b("s")]);
+        assert!(shard.is_none(), "one inbox per client, opened by its first subscription");
+        assert_eq!(broker.publish(false, &b("news.eu"), &b("hello")), 3, "two subscribers and one pattern");
+        assert_eq!(broker.publish(true, &b("s"), &b("")), 1);
+        assert_eq!(broker.publish(false, &b("other"), &b("x")), 0);
+        let message = frame(&["message", "news.eu", "hello"]);
+        let (inbox2, inbox3) = (inbox2.unwrap(), inbox3.unwrap());
+        assert_eq!(drain(&inbox2), [encoded(&message, Protocol::Resp2), encoded(&frame(&["smessage", "s", ""]), Protocol::Resp2)].concat());
+        let pmessage = frame(&["pmessage", "news.*", "news.eu", "hello"]);
+        assert_eq!(drain(&inbox3), [encoded(&message, Protocol::Resp3), encoded(&pmessage, Protocol::Resp3)].concat());
+    }
+
+    #[test]
+    fn a_subscriber_past_its_limit_is_disconnected_once_and_counted() {
+        let clients = crate::shell::clients::ClientRegistry::default();
+        let slow = client(&clients, 2);
+        let broker = Broker::default();
+        broker.set_mailbox_bytes_max(100);
+        let (_, inbox) = broker.subscribe(&slow, SubscriptionKind::Channel, vec![b("c")]);
+        let message = b(&"x".repeat(40));
+        broker.publish(false, &b("c"), &message);
+        assert!(!slow.killed.load(Ordering::Relaxed), "one message fits");
+        broker.publish(false, &b("c"), &message);
+        broker.publish(false, &b("c"), &message);
+        assert!(slow.killed.load(Ordering::Relaxed), "the second did not");
+        assert_eq!(broker.disconnected.load(Ordering::Relaxed), 1, "counted once");
+        assert_eq!(drain(&inbox.unwrap()).len(), 4 + 13 + 7 + 47, "only the first was kept");
     }
 }

@@ -1,11 +1,11 @@
 //! A connection's modes: MULTI's queue and EXEC, Pub/Sub subscriptions and message
 //! delivery, and CLIENT REPLY's silencing. Part of [`super::Connection`].
 
-use super::{Connection, MESSAGES_PER_WAKE_MAX, Skip};
+use super::{Connection, Skip};
 
 use crate::command::blocking::{BlockingCommand, timed_out};
 use crate::command::{Command, PubSubCommand, ReplyMode, TransactionCommand, table};
-use crate::protocol::{Frame, encode};
+use crate::protocol::Frame;
 use crate::shell::blocking;
 use crate::shell::pubsub::Inbox;
 use crate::shell::transaction::{self, Slot};
@@ -86,9 +86,14 @@ impl Connection {
                 if inbox.is_some() {
                     self.inbox = inbox;
                 }
+                self.subscriptions = broker.subscriptions(self.info.id);
                 reply
             }
-            PubSubCommand::Unsubscribe(kind, names) => broker.unsubscribe(self.info.id, kind, names),
+            PubSubCommand::Unsubscribe(kind, names) => {
+                let reply = broker.unsubscribe(self.info.id, kind, names);
+                self.subscriptions = broker.subscriptions(self.info.id);
+                reply
+            }
             PubSubCommand::Publish { shard, channel, message } => {
                 let received = broker.publish(shard, &channel, &message);
                 if let Some(replication) = &self.access.state.replication {
@@ -132,7 +137,8 @@ impl Connection {
                 .collect(),
             ),
         };
-        self.subscriptions = broker.subscriptions(self.info.id);
+        // Only (un)subscribing changes what this client holds: PUBLISH, the hot path,
+        // does not look it up again.
         reply
     }
 
@@ -199,14 +205,19 @@ impl Connection {
         }
     }
 
-    /// Write a Pub/Sub message, and the ones already waiting behind it.
-    pub(super) async fn deliver(&mut self, first: Frame) -> std::io::Result<()> {
-        encode(&first, self.protocol, &mut self.write_buf);
-        for _ in 1..MESSAGES_PER_WAKE_MAX {
-            let Some(frame) = self.inbox.as_mut().and_then(Inbox::try_next) else { break };
-            encode(&frame, self.protocol, &mut self.write_buf);
+    /// Write every Pub/Sub message waiting in the inbox, with one write. They count
+    /// against the subscriber's limit until written (or the connection fails).
+    pub(super) async fn deliver(&mut self) -> std::io::Result<()> {
+        let Some(inbox) = self.inbox.clone() else { return Ok(()) };
+        let taken = inbox.take_into(&mut self.write_buf);
+        let written = self.write_buffered().await;
+        inbox.written(taken);
+        // The mailbox's buffer came along: once a burst that grew it is written, an idle
+        // subscriber does not keep its memory.
+        if self.write_buf.is_empty() && self.write_buf.capacity() > super::WRITE_BUFFER_BYTES_MAX {
+            self.write_buf = bytes::BytesMut::new();
         }
-        self.write_buffered().await
+        written
     }
 }
 
@@ -227,13 +238,11 @@ pub(super) fn allowed_while_subscribed(command: &Command) -> bool {
     )
 }
 
-/// The next Pub/Sub message, or never when the client subscribes to nothing.
-pub(super) async fn next_message(inbox: &mut Option<Inbox>) -> Frame {
+/// Returns once Pub/Sub messages wait in the inbox; never when the client subscribes
+/// to nothing. Takes nothing: safe to drop in a `select!`.
+pub(super) async fn messages_waiting(inbox: &Option<Inbox>) {
     match inbox {
-        Some(inbox) => match inbox.next().await {
-            Some(frame) => frame,
-            None => std::future::pending().await,
-        },
+        Some(inbox) => inbox.ready().await,
         None => std::future::pending().await,
     }
 }
