@@ -65,10 +65,14 @@ pub enum Bug {
     /// while an edge to it was created in another) and shows the endpoint as a bare
     /// node: queries return the edge and a node that was deleted.
     GraphEdgeOutlivesEndpoint,
+    /// Keyspace notifications: a collection created by its first element (SADD, HSET,
+    /// RPUSH, ZADD) raises its command's event but no `new`; only a key created as a
+    /// string does.
+    NewOnlyForStrings,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 20] = [
+    pub const ALL: [Bug; 21] = [
         Bug::TtlNeverFires,
         Bug::SetKeepsIncrements,
         Bug::PersistIgnored,
@@ -89,6 +93,7 @@ impl Bug {
         Bug::ListOrderByArrival,
         Bug::MergedDeleteStaysIndexed,
         Bug::GraphEdgeOutlivesEndpoint,
+        Bug::NewOnlyForStrings,
     ];
 
     /// Whether the bug lives in replication (the simulator must run replicated nodes
@@ -137,6 +142,7 @@ impl Bug {
             Bug::ListOrderByArrival => "list-order-by-arrival",
             Bug::MergedDeleteStaysIndexed => "merged-delete-stays-indexed",
             Bug::GraphEdgeOutlivesEndpoint => "graph-edge-outlives-endpoint",
+            Bug::NewOnlyForStrings => "new-only-for-strings",
         }
     }
 

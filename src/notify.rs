@@ -269,6 +269,17 @@ impl Notifier {
         !self.pending.is_empty()
     }
 
+    /// Where the events raised from now on will start, for [`Notifier::take_since`].
+    pub fn mark(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// The events raised since `mark`, in the order raised (those before it stay, for
+    /// the shell to publish with the rest of the batch).
+    pub fn take_since(&mut self, mark: usize) -> Vec<KeyEvent> {
+        if mark >= self.pending.len() { Vec::new() } else { self.pending.split_off(mark) }
+    }
+
     /// Every event raised since the last call, in the order raised.
     pub fn take(&mut self) -> Vec<KeyEvent> {
         std::mem::take(&mut self.pending)
@@ -317,6 +328,20 @@ pub fn set_all_new<'a>(keys: impl Iterator<Item = &'a Bytes>) -> Vec<KeyEvent> {
             events.push(KeyEvent::new(Class::New, "new", key.clone()));
         }
         events.push(KeyEvent::new(Class::String, "set", key.clone()));
+    }
+    events
+}
+
+/// The events of a multi-key command whose keys were looked up on several shards, put
+/// in argument order: `per_position[i]` holds what the lookup of the `i`th key raised
+/// (`expired`, `keymiss`, the write's own events). `failed_at` is the first key whose
+/// lookup failed (WRONGTYPE): Redis stops there, so no key after it raises `keymiss`
+/// (an expiry the shard carried out there is still told).
+pub fn in_argument_order(per_position: Vec<Vec<KeyEvent>>, failed_at: Option<usize>) -> Vec<KeyEvent> {
+    let mut events = Vec::with_capacity(per_position.iter().map(Vec::len).sum());
+    for (position, raised) in per_position.into_iter().enumerate() {
+        let looked_up = failed_at.is_none_or(|failed| position <= failed);
+        events.extend(raised.into_iter().filter(|e| looked_up || e.class != Class::KeyMiss));
     }
     events
 }
@@ -391,6 +416,38 @@ mod tests {
             ]
         );
         assert_eq!(event.channels(Flags::parse("E$").unwrap()).count(), 1);
+    }
+
+    #[test]
+    fn events_gathered_from_several_shards_come_out_in_argument_order() {
+        let event = |event: &'static str, key: &'static str| KeyEvent::new(Class::Generic, event, Bytes::from_static(key.as_bytes()));
+        let miss = |key: &'static str| KeyEvent::new(Class::KeyMiss, "keymiss", Bytes::from_static(key.as_bytes()));
+        let per_position = vec![vec![event("del", "a")], vec![], vec![event("expired", "c"), miss("c")], vec![miss("d")]];
+        let names = |events: Vec<KeyEvent>| events.into_iter().map(|e| (e.event, e.key)).collect::<Vec<_>>();
+        let key = |k: &'static str| Bytes::from_static(k.as_bytes());
+        assert_eq!(
+            names(in_argument_order(per_position.clone(), None)),
+            [("del", key("a")), ("expired", key("c")), ("keymiss", key("c")), ("keymiss", key("d"))]
+        );
+        assert_eq!(
+            names(in_argument_order(per_position, Some(1))),
+            [("del", key("a")), ("expired", key("c"))],
+            "no keymiss past the key that failed; its expiry stays"
+        );
+    }
+
+    #[test]
+    fn take_since_leaves_the_events_raised_before_the_mark() {
+        let mut notifier = Notifier::default();
+        notifier.set_flags(Flags::parse("Kg").unwrap());
+        notifier.raise(Class::Generic, "del", b"before");
+        let mark = notifier.mark();
+        assert!(notifier.take_since(mark).is_empty());
+        notifier.raise(Class::Generic, "del", b"after");
+        let since: Vec<_> = notifier.take_since(mark).into_iter().map(|e| e.key).collect();
+        assert_eq!(since, [Bytes::from_static(b"after")]);
+        let rest: Vec<_> = notifier.take().into_iter().map(|e| e.key).collect();
+        assert_eq!(rest, [Bytes::from_static(b"before")]);
     }
 
     #[test]

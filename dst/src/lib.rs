@@ -12,7 +12,8 @@
 //!   [`model_zsets`], [`model_lists`]: its sets, sorted sets and lists).
 //! - [`oracle`]: the converged result of replicated writes (replication runs);
 //!   [`oracle_collections`]: of replicated hashes, sets, sorted sets and lists
-//!   (membership and values), [`oracle_lists`]: of replicated lists' order.
+//!   (membership and values), [`oracle_lists`]: of replicated lists' order;
+//!   [`oracle_notify`]: the keyspace notifications every node raises.
 //! - [`workload`]: the random commands clients send; [`graph`]: the graph workload of
 //!   `--graph` runs and the reference semantics of a replicated graph.
 //! - [`faults`]: fault classes and their weights.
@@ -27,6 +28,7 @@ pub mod model_zsets;
 pub mod oracle;
 pub mod oracle_collections;
 pub mod oracle_lists;
+pub mod oracle_notify;
 pub mod sim;
 pub mod storage;
 pub mod workload;

@@ -193,7 +193,7 @@ impl Shard {
             ShardOp::StoreZset { .. } => true,
             ShardOp::ListMulti(_) => true,
             ShardOp::Keyspace(KeyspaceCommand::Flush) => true,
-            ShardOp::Quiet(op) => Self::is_write(op),
+            ShardOp::Quiet(op) | ShardOp::Split(op) => Self::is_write(op),
             _ => false,
         }
     }
@@ -261,7 +261,7 @@ impl Shard {
             self.raise_key_misses(&op, now_ms);
         }
         // Tested before matching, so that the common op is not moved for them.
-        if matches!(op, ShardOp::Quiet(_) | ShardOp::Notify(_)) {
+        if matches!(op, ShardOp::Quiet(_) | ShardOp::Notify(_) | ShardOp::Split(_)) {
             return self.apply_notification_op(op, now_ms);
         }
         self.ops_applied += 1;
@@ -435,7 +435,7 @@ impl Shard {
             }
             ShardOp::WatchTokens(keys) => return ShardReply::Tokens(keys.iter().map(|k| kv.watch_token(k, now_ms)).collect()),
             ShardOp::Transaction { .. } => unreachable!("a transaction is applied by Shard::apply"),
-            ShardOp::Quiet(_) | ShardOp::Notify(_) => unreachable!("applied above"),
+            ShardOp::Quiet(_) | ShardOp::Notify(_) | ShardOp::Split(_) => unreachable!("applied above"),
             ShardOp::MerkleLeaves => return ShardReply::Merkle(self.kv.keys.merkle().cloned().unwrap_or_default()),
             ShardOp::ExportLeaves(leaves) => {
                 let mut deltas = Vec::new();

@@ -47,24 +47,120 @@ impl Shard {
                 self.kv.notify.raise_all(events);
                 ShardReply::Count(0)
             }
+            ShardOp::Split(op) => self.apply_split(*op, now_ms),
             other => self.apply_op(other, now_ms),
         }
     }
 
-    /// `keymiss` (class `m`) for each key a read command finds missing, raised before
-    /// the command runs, as Redis raises it when its lookup misses (after `expired` if
-    /// the lookup expired the key). Covers the single-key reads, MGET, EXISTS and TOUCH.
+    /// `ShardOp::Split`: the op one key at a time, each key's events taken as it ran
+    /// (the events of earlier ops in the batch stay pending, for the shell thread to
+    /// publish as usual). The parts run in one step, so the op stays atomic here.
+    fn apply_split(&mut self, op: ShardOp, now_ms: u64) -> ShardReply {
+        let parts = split_per_key(op);
+        let mut events = Vec::with_capacity(parts.len());
+        let mut joined: Option<ShardReply> = None;
+        let mut failed = None;
+        for (i, part) in parts.into_iter().enumerate() {
+            let mark = self.kv.notify.mark();
+            let reply = self.apply_op(part, now_ms);
+            events.push(self.kv.notify.take_since(mark));
+            if failed.is_none() && matches!(&reply, ShardReply::Frame(f) if f.is_error()) {
+                failed = Some(i);
+            }
+            joined = Some(match joined {
+                None => reply,
+                Some(so_far) => join(so_far, reply),
+            });
+        }
+        let reply = joined.unwrap_or(ShardReply::Count(0));
+        ShardReply::Split { reply: Box::new(reply), events, failed }
+    }
+
+    /// `keymiss` (class `m`) for each key a read finds missing, raised before the
+    /// command runs, as Redis raises it when its lookup misses (after `expired` if the
+    /// lookup expired the key), in the order of the keys. Covers the single-key reads,
+    /// MGET, EXISTS, TOUCH, COPY's source and the sources of the multi-key reads and
+    /// STORE commands (SINTER.., ZUNION.., ZRANGESTORE, BITOP, LCS). Redis looks no
+    /// further than a key of a type the command refuses (it answers WRONGTYPE there).
     pub(super) fn raise_key_misses(&mut self, op: &ShardOp, now_ms: u64) {
-        let keys: &[Bytes] = match op {
-            ShardOp::Key(cmd) if !cmd.is_write() => std::slice::from_ref(cmd.key()),
-            ShardOp::MGet(keys) | ShardOp::CountExisting(keys) => keys,
+        use crate::command::ZsetMulti;
+        use crate::engine::kv::{KeyKind, KeyState};
+        let (keys, accepts): (&[Bytes], fn(Option<KeyKind>) -> bool) = match op {
+            ShardOp::Key(cmd) if reads_its_key(cmd) => (std::slice::from_ref(cmd.key()), |_| true),
+            ShardOp::MGet(keys) | ShardOp::CountExisting(keys) => (keys, |_| true),
+            ShardOp::Copy { src, dst, .. } if src != dst => (std::slice::from_ref(src), |_| true),
+            ShardOp::Snapshot(src) => (std::slice::from_ref(src), |_| true),
+            ShardOp::ZsetMulti(ZsetMulti::RangeStore { src, .. }) | ShardOp::ZsetRange { key: src, .. } => (std::slice::from_ref(src), |_| true),
+            ShardOp::SetAlgebra { keys, .. } | ShardOp::SetMemberLists(keys) => (keys, |kind| kind == Some(KeyKind::Set)),
+            ShardOp::ZsetMulti(ZsetMulti::Algebra { keys, .. }) | ShardOp::ScoredLists(keys) => {
+                (keys, |kind| matches!(kind, Some(KeyKind::Set | KeyKind::Zset)))
+            }
+            ShardOp::BitOp { keys, .. } | ShardOp::StringValues(keys) => (keys, |kind| kind == Some(KeyKind::String)),
             _ => return,
         };
         for key in keys {
-            if self.kv.live(key, key_hash(key), now_ms).is_none() {
-                self.kv.notify.raise(Class::KeyMiss, "keymiss", key);
+            match self.kv.live(key, key_hash(key), now_ms).map(KeyState::kind) {
+                None => self.kv.notify.raise(Class::KeyMiss, "keymiss", key),
+                Some(kind) if !accepts(kind) => break,
+                Some(_) => {}
             }
         }
+    }
+}
+
+/// Whether a single-key command looks its key up for reading, as Redis's
+/// `lookupKeyRead` does: the reads but OBJECT and MEMORY USAGE (which look quietly),
+/// and the writes that answer the old value (GETDEL, GETEX, SET ... GET, GETSET).
+fn reads_its_key(cmd: &crate::command::KeyCommand) -> bool {
+    use crate::command::{KeyCommand, SetReply};
+    match cmd {
+        KeyCommand::Object { .. } | KeyCommand::MemoryUsage(_) => false,
+        KeyCommand::GetDel(_) | KeyCommand::GetEx { .. } | KeyCommand::Set { reply: SetReply::OldValue, .. } => true,
+        other => !other.is_write(),
+    }
+}
+
+/// The parts of a `ShardOp::Split`: one op per key for the ops a multi-key command
+/// sends a shard (MGET, MSET, DEL, EXISTS/TOUCH, and the reads of the multi-key
+/// commands); any other op is one part.
+fn split_per_key(op: ShardOp) -> Vec<ShardOp> {
+    match op {
+        ShardOp::MGet(keys) => keys.into_iter().map(|k| ShardOp::MGet(vec![k])).collect(),
+        ShardOp::MSet(pairs) => pairs.into_iter().map(|p| ShardOp::MSet(vec![p])).collect(),
+        ShardOp::Del(keys) => keys.into_iter().map(|k| ShardOp::Del(vec![k])).collect(),
+        ShardOp::CountExisting(keys) => keys.into_iter().map(|k| ShardOp::CountExisting(vec![k])).collect(),
+        ShardOp::SetMemberLists(keys) => keys.into_iter().map(|k| ShardOp::SetMemberLists(vec![k])).collect(),
+        ShardOp::ScoredLists(keys) => keys.into_iter().map(|k| ShardOp::ScoredLists(vec![k])).collect(),
+        ShardOp::StringValues(keys) => keys.into_iter().map(|k| ShardOp::StringValues(vec![k])).collect(),
+        other => vec![other],
+    }
+}
+
+/// Two parts' replies as the op whole answers: counts add up, lists follow each other,
+/// the first error stands (an op whole stops at its first error), and MSET's OK stays.
+fn join(so_far: ShardReply, next: ShardReply) -> ShardReply {
+    use crate::protocol::Frame;
+    match (so_far, next) {
+        (ShardReply::Frame(error), _) if error.is_error() => ShardReply::Frame(error),
+        (_, ShardReply::Frame(error)) if error.is_error() => ShardReply::Frame(error),
+        (ShardReply::Count(a), ShardReply::Count(b)) => ShardReply::Count(a + b),
+        (ShardReply::Frame(Frame::Array(mut a)), ShardReply::Frame(Frame::Array(b))) => {
+            a.extend(b);
+            ShardReply::Frame(Frame::Array(a))
+        }
+        (ShardReply::MemberLists(mut a), ShardReply::MemberLists(b)) => {
+            a.extend(b);
+            ShardReply::MemberLists(a)
+        }
+        (ShardReply::ScoredLists(mut a), ShardReply::ScoredLists(b)) => {
+            a.extend(b);
+            ShardReply::ScoredLists(a)
+        }
+        (ShardReply::Values(mut a), ShardReply::Values(b)) => {
+            a.extend(b);
+            ShardReply::Values(a)
+        }
+        (so_far, _) => so_far,
     }
 }
 

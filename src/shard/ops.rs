@@ -140,6 +140,11 @@ pub enum ShardOp {
     /// Raise these keyspace notifications, as a command across shards decided them
     /// (`crate::notify`); each is published if its class is on. Replies `Count(0)`.
     Notify(Vec<crate::notify::KeyEvent>),
+    /// This shard's part of a multi-key command across shards (MGET, MSET, DEL, EXISTS,
+    /// TOUCH, the reads of SINTER, ZUNION, BITOP, LCS), run one key at a time so that
+    /// the events each key raised come back with the reply (`ShardReply::Split`) for
+    /// the shell to publish in argument order. Sent only while notifications are on.
+    Split(Box<ShardOp>),
     /// FT.*: this shard's part of a search index (`engine::vector`).
     Vector(crate::engine::vector::VectorOp),
 }
@@ -172,7 +177,7 @@ impl ShardOp {
                 })
                 .collect(),
             ShardOp::Transaction { ops, .. } => ops.iter().flat_map(ShardOp::written_keys).collect(),
-            ShardOp::Quiet(op) => op.written_keys(),
+            ShardOp::Quiet(op) | ShardOp::Split(op) => op.written_keys(),
             _ => Vec::new(),
         }
     }
@@ -242,6 +247,14 @@ pub enum ShardReply {
     Transaction(Option<Vec<ShardReply>>),
     /// FT.*: this shard's answer (`engine::vector`).
     Vector(crate::engine::vector::VectorReply),
+    /// `Split`'s answer: the reply the op answers whole, the events each of its keys
+    /// raised (one list per key, in the op's order), and the first key whose part
+    /// answered an error.
+    Split {
+        reply: Box<ShardReply>,
+        events: Vec<Vec<crate::notify::KeyEvent>>,
+        failed: Option<usize>,
+    },
 }
 
 impl ShardReply {

@@ -17,6 +17,7 @@ use crate::engine::kv::keyspace::SLOT_SPACE;
 use crate::notify::{self, Class, KeyEvent};
 use crate::protocol::Frame;
 use crate::shard::{ShardOp, ShardReply};
+use crate::shell::coordinator::Parked;
 
 /// A coordinator's internal step (a probe, RENAME's delete of its source): it raises
 /// no keyspace notification of its own; the command's are raised by `ShardOp::Notify`.
@@ -28,6 +29,38 @@ pub fn quiet(op: ShardOp) -> ShardOp {
 /// for the steps that only decide its events.
 pub fn notifying(access: &impl Shards) -> bool {
     access.state().runtime.notify_keyspace_events() != notify::Flags::NONE
+}
+
+/// One op per shard group, `positions[g]` the argument positions of group `g`'s keys.
+/// With notifications on and several groups, each part runs one key at a time and the
+/// events come back with it: they are published here, in argument order, before the
+/// reply (see `shell::notify::unsplit` for `until_wrong_type`). Otherwise each shard
+/// publishes its part's events itself.
+pub async fn run_in_order(access: &impl Shards, groups: Vec<(usize, ShardOp)>, positions: &[Vec<usize>], until_wrong_type: bool) -> Vec<ShardReply> {
+    let split = groups.len() > 1 && notifying(access);
+    let ops = groups.into_iter().map(|(shard, op)| (shard, super::notify::split(op, split))).collect();
+    let replies = access.run_groups(ops).await;
+    if !split {
+        return replies;
+    }
+    let (replies, events) = super::notify::unsplit(replies, positions, until_wrong_type);
+    super::notify::publish(access.state(), events);
+    replies
+}
+
+/// [`run_in_order`] for a coordinator's step (the shards parked): the events are
+/// raised on shard `on` (published at once, before the command's next step).
+pub fn read_in_order(parked: &mut Parked, groups: Vec<(usize, ShardOp)>, positions: &[Vec<usize>], notifying: bool, on: usize) -> Vec<ShardReply> {
+    let split = groups.len() > 1 && notifying;
+    let replies: Vec<ShardReply> = groups.into_iter().map(|(shard, op)| parked.apply(shard, super::notify::split(op, split))).collect();
+    if !split {
+        return replies;
+    }
+    let (replies, events) = super::notify::unsplit(replies, positions, true);
+    if !events.is_empty() {
+        parked.apply(on, ShardOp::Notify(events));
+    }
+    replies
 }
 
 fn count(reply: &ShardReply) -> Result<i64, Frame> {
@@ -55,7 +88,7 @@ pub async fn multi(access: &impl Shards, command: MultiKeyCommand) -> Frame {
             let total = keys.len();
             let groups = access.group(keys, |k| k);
             let (ops, positions): (Vec<_>, Vec<_>) = groups.into_iter().map(|(s, (keys, pos))| ((s, ShardOp::MGet(keys)), pos)).unzip();
-            let replies = access.run_groups(ops).await;
+            let replies = run_in_order(access, ops, &positions, false).await;
             let mut values = vec![Frame::Null; total];
             for (reply, positions) in replies.into_iter().zip(positions) {
                 match reply {
@@ -71,16 +104,20 @@ pub async fn multi(access: &impl Shards, command: MultiKeyCommand) -> Frame {
         }
         MultiKeyCommand::MSet(pairs) => {
             let groups = access.group(pairs, |p| &p.0);
-            let replies = access.run_groups(groups.into_iter().map(|(s, (pairs, _))| (s, ShardOp::MSet(pairs))).collect()).await;
+            let (ops, positions): (Vec<_>, Vec<_>) = groups.into_iter().map(|(s, (pairs, pos))| ((s, ShardOp::MSet(pairs)), pos)).unzip();
+            let replies = run_in_order(access, ops, &positions, false).await;
             replies.into_iter().map(ShardReply::into_frame).find(Frame::is_error).unwrap_or(Frame::ok())
         }
         MultiKeyCommand::Del(keys) => {
             let groups = access.group(keys, |k| k);
-            sum_counts(&access.run_groups(groups.into_iter().map(|(s, (keys, _))| (s, ShardOp::Del(keys))).collect()).await)
+            let (ops, positions): (Vec<_>, Vec<_>) = groups.into_iter().map(|(s, (keys, pos))| ((s, ShardOp::Del(keys)), pos)).unzip();
+            sum_counts(&run_in_order(access, ops, &positions, false).await)
         }
         MultiKeyCommand::Exists(keys) | MultiKeyCommand::Touch(keys) => {
             let groups = access.group(keys, |k| k);
-            sum_counts(&access.run_groups(groups.into_iter().map(|(s, (keys, _))| (s, ShardOp::CountExisting(keys))).collect()).await)
+            let (ops, positions): (Vec<_>, Vec<_>) =
+                groups.into_iter().map(|(s, (keys, pos))| ((s, ShardOp::CountExisting(keys)), pos)).unzip();
+            sum_counts(&run_in_order(access, ops, &positions, false).await)
         }
         MultiKeyCommand::MSetNx(pairs) => {
             // Across shards the writes run quietly and the events follow in argument
@@ -124,7 +161,8 @@ pub async fn multi(access: &impl Shards, command: MultiKeyCommand) -> Frame {
             let notifying = notifying(access);
             access
                 .run_atomic(vec![from, to], move |parked| {
-                    let snapshot = match parked.apply(from, ShardOp::Snapshot(src.clone())) {
+                    // RENAME's lookup of its source raises no `keymiss` (Redis's does not).
+                    let snapshot = match parked.apply(from, quiet(ShardOp::Snapshot(src.clone()))) {
                         ShardReply::Snapshot(Some(snapshot)) => snapshot,
                         ShardReply::Snapshot(None) => return crate::engine::kv::KvEngine::no_such_key(),
                         other => return other.into_frame(),
@@ -265,12 +303,9 @@ async fn set_algebra(access: &impl Shards, op: SetAlgebra, keys: Vec<Bytes>, out
             let notifying = notifying(access);
             access
                 .run_atomic(shards, move |parked| {
-                    let mut replies = Vec::with_capacity(groups.len());
-                    let mut positions = Vec::with_capacity(groups.len());
-                    for (shard, (keys, pos)) in groups {
-                        replies.push(parked.apply(shard, ShardOp::SetMemberLists(keys)));
-                        positions.push(pos);
-                    }
+                    let (reads, positions): (Vec<_>, Vec<_>) =
+                        groups.into_iter().map(|(shard, (keys, pos))| ((shard, ShardOp::SetMemberLists(keys)), pos)).unzip();
+                    let replies = read_in_order(parked, reads, &positions, notifying, to);
                     let lists = match gather(replies, positions) {
                         Ok(lists) => lists,
                         Err(error) => return error,
@@ -284,7 +319,7 @@ async fn set_algebra(access: &impl Shards, op: SetAlgebra, keys: Vec<Bytes>, out
         output => {
             let (ops, positions): (Vec<_>, Vec<_>) =
                 groups.into_iter().map(|(shard, (keys, pos))| ((shard, ShardOp::SetMemberLists(keys)), pos)).unzip();
-            match gather(access.run_groups(ops).await, positions) {
+            match gather(run_in_order(access, ops, &positions, true).await, positions) {
                 Ok(lists) => crate::engine::kv::sets::algebra_reply(&output, crate::engine::kv::sets::combine(op, lists, limit), &limits),
                 Err(error) => error,
             }
@@ -319,11 +354,15 @@ async fn bitop(access: &impl Shards, op: BitOp, dst: Bytes, keys: Vec<Bytes>) ->
     let total = keys.len();
     let groups: Vec<_> = access.group(keys, |k| k).into_iter().collect();
     let to = access.shard_of(&dst);
+    let notifying = notifying(access);
     access
         .run_atomic(shards, move |parked| {
             let mut values = vec![Bytes::new(); total];
-            for (shard, (keys, positions)) in groups {
-                match parked.apply(shard, ShardOp::StringValues(keys)) {
+            let (reads, positions): (Vec<_>, Vec<_>) =
+                groups.into_iter().map(|(shard, (keys, pos))| ((shard, ShardOp::StringValues(keys)), pos)).unzip();
+            let replies = read_in_order(parked, reads, &positions, notifying, to);
+            for (reply, positions) in replies.into_iter().zip(positions) {
+                match reply {
                     ShardReply::Values(found) => {
                         for (value, position) in found.into_iter().zip(positions) {
                             values[position] = value.unwrap_or_default();
@@ -342,8 +381,18 @@ async fn bitop(access: &impl Shards, op: BitOp, dst: Bytes, keys: Vec<Bytes>) ->
 async fn lcs(access: &impl Shards, cmd: LcsCommand) -> Frame {
     let groups = access.group(vec![cmd.a, cmd.b], |k| k);
     let (ops, positions): (Vec<_>, Vec<_>) = groups.into_iter().map(|(s, (keys, pos))| ((s, ShardOp::StringValues(keys)), pos)).unzip();
+    // Redis looks both keys up before it checks their types: each key's `keymiss` stands
+    // alone, so the read is split even on one shard while notifications are on.
+    let split = notifying(access);
+    let ops = ops.into_iter().map(|(shard, op)| (shard, super::notify::split(op, split))).collect();
+    let mut replies = access.run_groups(ops).await;
+    if split {
+        let (whole, events) = super::notify::unsplit(replies, &positions, false);
+        super::notify::publish(access.state(), events);
+        replies = whole;
+    }
     let mut values = [Bytes::new(), Bytes::new()];
-    for (reply, positions) in access.run_groups(ops).await.into_iter().zip(positions) {
+    for (reply, positions) in replies.into_iter().zip(positions) {
         match reply {
             ShardReply::Values(found) => {
                 for (value, position) in found.into_iter().zip(positions) {

@@ -82,11 +82,20 @@ async fn look_up(access: &impl Shards, pattern: &[u8], elements: &[Bytes]) -> Ve
             }
         }
     }
-    // String keys: one MGET per shard (MGET answers nil for another type, as wanted).
+    // String keys: one MGET per shard (MGET answers nil for another type, as wanted),
+    // their `keymiss` events in element order.
     let groups = access.group(strings, |(_, key)| key);
-    for (shard, (targets, _)) in groups {
-        let keys = targets.iter().map(|(_, key)| key.clone()).collect();
-        if let ShardReply::Frame(Frame::Array(found)) = access.run_one(shard, ShardOp::MGet(keys)).await {
+    let mut reads = Vec::with_capacity(groups.len());
+    let mut positions = Vec::with_capacity(groups.len());
+    let mut targets_by_group = Vec::with_capacity(groups.len());
+    for (shard, (targets, pos)) in groups {
+        reads.push((shard, ShardOp::MGet(targets.iter().map(|(_, key)| key.clone()).collect())));
+        positions.push(pos);
+        targets_by_group.push(targets);
+    }
+    let replies = super::fanout::run_in_order(access, reads, &positions, false).await;
+    for (targets, reply) in targets_by_group.into_iter().zip(replies) {
+        if let ShardReply::Frame(Frame::Array(found)) = reply {
             for ((i, _), value) in targets.into_iter().zip(found) {
                 if let Frame::Bulk(value) = value {
                     values[i] = Some(value);

@@ -49,16 +49,13 @@ pub async fn zset_multi(access: &impl Shards, cmd: ZsetMulti) -> Frame {
             match output {
                 ZOutput::Store(dst) => {
                     let to = access.shard_of(&dst);
-                    let event = super::fanout::notifying(access)
-                        .then(|| KeyEvent::new(Class::Zset, crate::engine::kv::zsets::store_event(Some(op)), dst.clone()));
+                    let notifying = super::fanout::notifying(access);
+                    let event = notifying.then(|| KeyEvent::new(Class::Zset, crate::engine::kv::zsets::store_event(Some(op)), dst.clone()));
                     access
                         .run_atomic(shards, move |parked| {
-                            let mut replies = Vec::with_capacity(groups.len());
-                            let mut positions = Vec::with_capacity(groups.len());
-                            for (shard, (keys, pos)) in groups {
-                                replies.push(parked.apply(shard, ShardOp::ScoredLists(keys)));
-                                positions.push(pos);
-                            }
+                            let (reads, positions): (Vec<_>, Vec<_>) =
+                                groups.into_iter().map(|(shard, (keys, pos))| ((shard, ShardOp::ScoredLists(keys)), pos)).unzip();
+                            let replies = super::fanout::read_in_order(parked, reads, &positions, notifying, to);
                             match gather(total, replies, positions) {
                                 Ok(lists) => {
                                     let members = zset_query::combine(op, lists, weights.as_deref(), aggregate, 0);
@@ -72,7 +69,7 @@ pub async fn zset_multi(access: &impl Shards, cmd: ZsetMulti) -> Frame {
                 output => {
                     let (ops, positions): (Vec<_>, Vec<_>) =
                         groups.into_iter().map(|(shard, (keys, pos))| ((shard, ShardOp::ScoredLists(keys)), pos)).unzip();
-                    match gather(total, access.run_groups(ops).await, positions) {
+                    match gather(total, super::fanout::run_in_order(access, ops, &positions, true).await, positions) {
                         Ok(lists) => algebra_reply(&output, zset_query::combine(op, lists, weights.as_deref(), aggregate, limit)),
                         Err(error) => error,
                     }

@@ -58,8 +58,9 @@ impl Sim {
             Command::Multi(MultiKeyCommand::MGet(keys)) => {
                 let expected = n.model.mget(&keys, now);
                 let mut values = vec![Frame::Null; keys.len()];
-                for (shard, (group, positions)) in group_by_shard(&keys, shards, |k| k) {
-                    if let ShardReply::Frame(Frame::Array(items)) = n.shards[shard].apply(ShardOp::MGet(group), now) {
+                let (groups, positions) = per_shard(group_by_shard(&keys, shards, |k| k), ShardOp::MGet);
+                for (reply, positions) in run_in_order(n, groups, &positions, now).into_iter().zip(positions) {
+                    if let ShardReply::Frame(Frame::Array(items)) = reply {
                         for (item, p) in items.into_iter().zip(positions) {
                             values[p] = item;
                         }
@@ -69,22 +70,20 @@ impl Sim {
             }
             Command::Multi(MultiKeyCommand::MSet(pairs)) => {
                 let expected = n.model.mset(&pairs, now);
-                let mut reply = Frame::ok();
-                for (shard, (group, _)) in group_by_shard(&pairs, shards, |p| &p.0) {
-                    let frame = n.shards[shard].apply(ShardOp::MSet(group), now).into_frame();
-                    if frame.is_error() {
-                        reply = frame;
-                    }
-                }
+                let (groups, positions) = per_shard(group_by_shard(&pairs, shards, |p| &p.0), ShardOp::MSet);
+                let replies = run_in_order(n, groups, &positions, now);
+                let reply = replies.into_iter().map(ShardReply::into_frame).find(Frame::is_error).unwrap_or(Frame::ok());
                 (reply, Some(expected))
             }
             Command::Multi(MultiKeyCommand::Del(keys)) => {
                 let expected = n.model.del(&keys, now);
-                (sum_counts(n, group_by_shard(&keys, shards, |k| k), ShardOp::Del, now), Some(expected))
+                let (groups, positions) = per_shard(group_by_shard(&keys, shards, |k| k), ShardOp::Del);
+                (sum_counts(run_in_order(n, groups, &positions, now)), Some(expected))
             }
             Command::Multi(MultiKeyCommand::Exists(keys)) => {
                 let expected = n.model.exists(&keys, now);
-                (sum_counts(n, group_by_shard(&keys, shards, |k| k), ShardOp::CountExisting, now), Some(expected))
+                let (groups, positions) = per_shard(group_by_shard(&keys, shards, |k| k), ShardOp::CountExisting);
+                (sum_counts(run_in_order(n, groups, &positions, now)), Some(expected))
             }
             Command::Keyspace(KeyspaceCommand::DbSize) => {
                 let total = n.shards.iter_mut().map(|s| match s.apply(ShardOp::Keyspace(KeyspaceCommand::DbSize), now) {
@@ -171,10 +170,32 @@ fn group_by_shard<T: Clone>(items: &[T], shards: usize, key: impl Fn(&T) -> &Byt
     groups
 }
 
-fn sum_counts(node: &mut Node, groups: Groups<Bytes>, op: fn(Vec<Bytes>) -> ShardOp, now: u64) -> Frame {
+/// Each group's op, and the argument positions of its keys.
+fn per_shard<T>(groups: Groups<T>, op: fn(Vec<T>) -> ShardOp) -> (Vec<(usize, ShardOp)>, Vec<Vec<usize>>) {
+    groups.into_iter().map(|(shard, (items, positions))| ((shard, op(items)), positions)).unzip()
+}
+
+/// One op per shard, as the shell runs a multi-key command's parts
+/// (`shell::fanout::run_in_order`): across shards each part runs one key at a time
+/// and the events come back in argument order, into `node.raised` for the oracle.
+fn run_in_order(node: &mut Node, groups: Vec<(usize, ShardOp)>, positions: &[Vec<usize>], now: u64) -> Vec<ShardReply> {
+    let split = groups.len() > 1;
+    let replies = groups
+        .into_iter()
+        .map(|(shard, op)| node.shards[shard].apply(meridian::shell::notify::split(op, split), now))
+        .collect();
+    if !split {
+        return replies;
+    }
+    let (replies, events) = meridian::shell::notify::unsplit(replies, positions, false);
+    node.raised.extend(events);
+    replies
+}
+
+fn sum_counts(replies: Vec<ShardReply>) -> Frame {
     let mut total = 0;
-    for (shard, (keys, _)) in groups {
-        match node.shards[shard].apply(op(keys), now) {
+    for reply in replies {
+        match reply {
             ShardReply::Count(c) => total += c,
             other => return other.into_frame(),
         }

@@ -17,6 +17,7 @@ mod finish;
 mod indexes;
 mod graph_writes;
 mod inject;
+mod notifications;
 mod persist;
 mod replicate;
 mod report;
@@ -62,6 +63,9 @@ struct Node {
     drift_anchor_ms: u64,
     storage: NodeStorage,
     repl: Option<ReplNode>,
+    /// Keyspace notifications a command across shards gathered in argument order, for
+    /// the oracle (`notifications`).
+    raised: Vec<meridian::notify::KeyEvent>,
 }
 
 impl Node {
@@ -220,6 +224,7 @@ impl Sim {
                     ..NodeStorage::default()
                 },
                 repl: cfg.replicate.then(|| ReplNode::new(cfg.nodes, i, i as u64)),
+                raised: Vec::new(),
             })
             .collect();
         let clients = (0..cfg.clients).map(|i| Client { region: i % cfg.nodes, in_flight: false }).collect();
@@ -437,9 +442,11 @@ impl Sim {
             let before = self.contexts_before(node, &args);
             let collections_before = self.collection_contexts_before(node, &args);
             let graph_before = self.graph_context_before(node, &args);
+            let notify_before = self.notify_before(node, &args);
             let local = self.nodes[node].local_ms(self.now);
             let (actual, _) = self.execute(node, args.clone());
             self.log(format!("c{client} n{node} {line} -> {actual:?}"));
+            self.notify_after(node, &line, notify_before, false);
             self.record_writes(node, &args, before, local);
             self.record_collection_writes(node, &args, collections_before, &actual);
             self.record_graph_write(node, &args, graph_before, &actual);
@@ -456,6 +463,7 @@ impl Sim {
             self.send(region, client_region, Event::Reply { client, node });
             return;
         }
+        let notify_before = self.notify_before(node, &args);
         let (actual, expected) = self.execute(node, args);
         self.log(format!("c{client} n{node} {line} -> {actual:?}"));
         if let Some(expected) = expected
@@ -464,6 +472,7 @@ impl Sim {
             self.fail(format!("n{node} answered {actual:?} to `{line}`, the model says {expected:?}"));
             return;
         }
+        self.notify_after(node, &line, notify_before, true);
         let region = self.nodes[node].region;
         self.send(region, client_region, Event::Reply { client, node });
     }
@@ -475,6 +484,8 @@ impl Sim {
             return;
         }
         let local = n.local_ms(now);
+        let due = self.notify_tick_before(node, local);
+        let n = &mut self.nodes[node];
         for shard in &mut n.shards {
             shard.tick(local);
             let keys = &shard.kv.keys;
@@ -485,6 +496,7 @@ impl Sim {
             }
         }
         n.model.tick(local);
+        self.notify_tick_after(node, due);
         if (now / TICK_MS).is_multiple_of(indexes::AUDIT_EVERY_TICKS) {
             self.audit_indexes(node, "checkpoint");
         }

@@ -122,6 +122,8 @@ impl Sim {
         let parts = meridian::shard::split_by_shard(deltas, shards);
         let mut positions = vec![0u64; shards];
         let mut all = true;
+        self.nodes[node].notify_on();
+        self.nodes[node].take_events();
         for (shard, part) in parts.into_iter().enumerate() {
             if part.is_empty() {
                 continue;
@@ -130,6 +132,7 @@ impl Sim {
                 ShardReply::Count(position) => positions[shard] = position as u64,
                 _ => all = false,
             }
+            self.notify_merged(node, shard);
         }
         all.then_some(positions)
     }

@@ -235,7 +235,11 @@ impl KvEngine {
     fn commit_shipping(&mut self, ctx: &mut WriteCtx, key: Bytes, hash: u64, mut state: KeyState, whole: bool) {
         // A key that appears raises `new` before the command's own event (Redis adds
         // the key, then notifies the command).
-        if self.notify.wants(&[Class::New]) && state.exists() && self.keys.get(&key, hash).is_none() {
+        if self.notify.wants(&[Class::New])
+            && state.exists()
+            && self.keys.get(&key, hash).is_none()
+            && !(crate::bugs::active(crate::bugs::Bug::NewOnlyForStrings) && state.has_collection())
+        {
             self.notify.raise(Class::New, "new", &key);
         }
         // A key written again after a delete: the write has seen the delete, and all
