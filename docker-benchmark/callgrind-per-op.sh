@@ -24,6 +24,8 @@
 # `publish`: PUBLISH of a 16-byte message to SUBSCRIBERS (default 1) subscribed sockets
 # that read everything (bench-lists-pubsub.py's readers; the run fails if one is short),
 # so the figure is the cost of one PUBLISH and all its deliveries.
+# lrange_100 (_300, _500, _600) reads a preloaded list of LRANGE_PRELOAD (1000)
+# elements: the -t form would push into it as many times as it reads.
 # CACHE_SIM=1 also simulates the caches and prints last-level data misses per command
 # (experimental: see docs/benchmarks.md for why its figures are not usable yet)
 # (DLmr + DLmw: a proxy for the memory stalls that instruction counts do not show).
@@ -123,7 +125,22 @@ measure() {
             [[ "$n" == "$expected" ]] || { echo "a subscriber read $n of $expected bytes" >&2; exit 1; }
         done
     else
-        redis-benchmark -p "$port" -t "$test" -n "$count" -r "$KEYSPACE" -P "$PIPELINE" -c "$CLIENTS" -d 64 -q >/dev/null
+        case "$test" in
+            lrange_*)
+                # redis-benchmark -t lrange_N first runs as many LPUSHes as LRANGEs into
+                # one list (so a difference of two runs would count an LPUSH per LRANGE
+                # too). Instead: a list of LRANGE_PRELOAD elements, loaded the same way in
+                # both runs so it cancels out, then `count` LRANGEs alone, with
+                # redis-benchmark's own ranges (lrange_500 reads 450 elements).
+                local last=$((${test#lrange_} - 1))
+                [[ "$test" == lrange_500 ]] && last=449
+                redis-benchmark -p "$port" -t lpush -n "${LRANGE_PRELOAD:-1000}" -P 64 -c 1 -d 64 -q >/dev/null
+                redis-benchmark -p "$port" -n "$count" -P "$PIPELINE" -c "$CLIENTS" -q lrange mylist 0 "$last" >/dev/null
+                ;;
+            *)
+                redis-benchmark -p "$port" -t "$test" -n "$count" -r "$KEYSPACE" -P "$PIPELINE" -c "$CLIENTS" -d 64 -q >/dev/null
+                ;;
+        esac
     fi
     kill -TERM "$SERVER_PID"
     wait "$SERVER_PID" 2>/dev/null || true

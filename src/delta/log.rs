@@ -9,6 +9,9 @@
 use super::codec;
 use super::{Delta, EncodedDeltas, SEGMENT_ENTRIES_MAX};
 use crate::crdt::VersionVector;
+use bytes::Bytes;
+
+use crate::engine::kv::collection_writes::Part;
 use crate::engine::kv::{DeltaSink, KeyState};
 use crate::routing::ShardScope;
 
@@ -100,6 +103,16 @@ impl DeltaSink for DeltaLog {
     fn key_part_changed(&mut self, key: &[u8], part: &KeyState) {
         // The log keeps every delta in order: a part is logged as a state is.
         self.key_changed(key, part);
+    }
+
+    fn key_elements_changed(&mut self, key: &[u8], part: Part, elements: &[(Bytes, KeyState)]) {
+        self.produced += 1;
+        if self.recording {
+            // The part delta's stamp: its elements' newest (what `max_hlc` of
+            // `KeyState::part_delta` reads from the contexts they join).
+            let newest = elements.iter().map(|(_, state)| state.max_hlc()).max().unwrap_or_default();
+            self.recorded.push_with(newest, |w| codec::write_part_delta(w, key, part, elements));
+        }
     }
 
     fn flushed(&mut self, seen: &VersionVector, scope: ShardScope) {

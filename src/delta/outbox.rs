@@ -16,10 +16,13 @@
 //! ten milliseconds of writes that have long been evicted and must be read back from
 //! memory, and the peers get a steady stream instead of bursts.
 
+use bytes::Bytes;
+
 use crate::crdt::{NodeId, VersionVector};
 use crate::delta::Delta;
 use crate::delta::outgoing::Outgoing;
 use crate::engine::kv::KeyState;
+use crate::engine::kv::collection_writes::Part;
 use crate::routing::ShardScope;
 
 /// Each key's newest item in the window's deltas, as (hash of the key, item): the key
@@ -116,6 +119,13 @@ impl Outbox {
     /// all shipped.
     pub fn key_part_changed(&mut self, key: &[u8], part: &KeyState) {
         self.deltas.push_key(self.own, key, part);
+        self.enforce_bound();
+    }
+
+    /// [`Outbox::key_part_changed`] written straight from the elements (see
+    /// `DeltaSink::key_elements_changed`).
+    pub fn key_elements_changed(&mut self, key: &[u8], part: Part, elements: &[(Bytes, KeyState)]) {
+        self.deltas.push_part(self.own, key, part, elements);
         self.enforce_bound();
     }
 

@@ -13,6 +13,7 @@ use crate::crdt::{Hlc, NodeId};
 use crate::delta::Delta;
 use crate::delta::codec::{self, DecodeError, Writer};
 use crate::engine::kv::KeyState;
+use crate::engine::kv::collection_writes::Part;
 
 /// One encoded delta: where it ends in the buffer, and this node's newest stamp in it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -52,6 +53,14 @@ impl Outgoing {
     pub fn push_key(&mut self, own: NodeId, key: &[u8], state: &KeyState) {
         let own_stamp = state.newest_stamp_of(own);
         self.push_with(own_stamp, |w| codec::write_key_delta(w, key, state));
+    }
+
+    /// Append the delta of a write to some elements of one collection part, written
+    /// straight from them (`codec::write_part_delta`).
+    pub fn push_part(&mut self, own: NodeId, key: &[u8], part: Part, elements: &[(Bytes, KeyState)]) {
+        // What `newest_stamp_of` reads from `KeyState::part_delta`: the contexts joined.
+        let own_stamp = elements.iter().map(|(_, state)| state.newest_stamp_of(own)).max().unwrap_or_default();
+        self.push_with(own_stamp, |w| codec::write_part_delta(w, key, part, elements));
     }
 
     /// Append any delta.

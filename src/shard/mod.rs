@@ -15,6 +15,7 @@ use crate::crdt::{Hlc, VersionVector};
 use crate::crdt::{HlcClock, NodeId};
 use crate::delta::outbox::{Outbox, OutboxBatch};
 use crate::delta::{Delta, DeltaLog, EncodedDeltas};
+use crate::engine::kv::collection_writes::Part;
 use crate::engine::kv::{DeltaSink, KeyState, KvEngine, WriteCtx};
 use crate::protocol::Frame;
 use crate::routing;
@@ -119,6 +120,15 @@ impl DeltaSink for ShardSinks<'_> {
         }
         if let Some(outbox) = self.outbox.as_deref_mut() {
             outbox.key_part_changed(key, part);
+        }
+    }
+
+    fn key_elements_changed(&mut self, key: &[u8], part: Part, elements: &[(Bytes, KeyState)]) {
+        if !crate::bugs::active(crate::bugs::Bug::HashFieldsNotPersisted) {
+            self.log.key_elements_changed(key, part, elements);
+        }
+        if let Some(outbox) = self.outbox.as_deref_mut() {
+            outbox.key_elements_changed(key, part, elements);
         }
     }
 

@@ -128,7 +128,13 @@ impl KvEngine {
                 }
                 shipped.push((name.clone(), element));
             }
-            ctx.deltas.key_part_changed(stored_key, &KeyState::part_delta(part, shipped));
+            if part == Part::List {
+                // A list's writes name each element once (new positions, or elements a
+                // walk saw once): the sink writes the delta straight from them.
+                ctx.deltas.key_elements_changed(stored_key, part, &shipped);
+            } else {
+                ctx.deltas.key_part_changed(stored_key, &KeyState::part_delta(part, shipped));
+            }
             state.exists()
         });
         match updated {

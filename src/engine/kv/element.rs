@@ -87,6 +87,16 @@ impl Stored {
 
 impl<'a> ElementRef<'a> {
     /// The element's state as a [`KeyState`] (built for the compact form).
+    /// The view of `state` in the form [`Stored::from_state`] would store it (compact
+    /// whenever it is one value at one dot), without storing it.
+    pub fn of_state(state: &'a KeyState) -> ElementRef<'a> {
+        match state.plain_value() {
+            Some((dot, StrVal::Int(n))) => ElementRef::Int(dot, *n),
+            Some((dot, StrVal::Raw(bytes))) => ElementRef::Raw(dot, bytes),
+            None => ElementRef::Full(state),
+        }
+    }
+
     pub fn to_state(self) -> KeyState {
         match self {
             ElementRef::Int(dot, n) => KeyState::with_value(dot, StrVal::Int(n), None),
@@ -246,6 +256,7 @@ mod tests {
             assert_eq!(view.causal_context(), state.causal_context());
             assert_eq!(view.newest_dot(), state.newest_dot());
             assert_eq!(view.digest(b"field"), merkle::digest(b"field", &state));
+            assert_eq!(ElementRef::of_state(&state), view);
             assert_eq!(Stored::from_owned(state.clone()), stored);
             assert_eq!(stored.into_state(), state);
         }
@@ -264,6 +275,7 @@ mod tests {
         for state in [counted, removed, concurrent] {
             let stored = Stored::from_state(&state);
             assert!(matches!(stored, Stored::Full(_)), "{state:?}");
+            assert_eq!(ElementRef::of_state(&state), stored.view());
             assert_eq!(stored.view().digest(b"m"), merkle::digest(b"m", &state));
             assert_eq!(stored.view().exists(), state.exists());
             assert_eq!(stored.into_state(), state);

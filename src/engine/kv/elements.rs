@@ -408,19 +408,21 @@ impl Elements {
         write(&mut state);
         debug_assert!(state.is_element(), "an element holds neither a TTL nor elements");
         canonical(&mut state, &self.removed);
-        let stored = Stored::from_state(&state);
-        let new_digest = stored.view().digest(name);
-        stored.view().add_context_to(&mut self.seen);
+        let view = ElementRef::of_state(&state);
+        let new_digest = view.digest(name);
+        view.add_context_to(&mut self.seen);
         let repacked = match &mut self.table {
-            Table::Packed(packed) => packed.with_element(name, stored.view(), self.pack_limit),
+            Table::Packed(packed) => packed.with_element(name, view, self.pack_limit),
             Table::Map(_) => None,
             Table::List(list) => {
-                list.put(name, stored);
+                // Encoded straight into its chunk, never boxed on the way.
+                list.put_view(name, view);
                 self.digest ^= old_digest ^ new_digest;
                 self.account(was_live, state.exists());
                 return state;
             }
         };
+        let stored = Stored::from_state(&state);
         match repacked {
             Some(packed) => self.table = Table::Packed(packed),
             None => {

@@ -88,6 +88,15 @@ impl ListTable {
 
     /// The chunk that holds `name` if any does: the last whose first name is ≤ it.
     fn chunk_for(&self, name: &[u8]) -> Option<usize> {
+        // A push lands past the last chunk's first name or before the first chunk's:
+        // answered without a search.
+        let last = self.chunks.len().checked_sub(1)?;
+        if self.chunks[last].first() <= name {
+            return Some(last);
+        }
+        if name < self.chunks[0].first() {
+            return None;
+        }
         self.chunks.partition_point(|c| c.first() <= name).checked_sub(1)
     }
 
@@ -104,32 +113,45 @@ impl ListTable {
         &self.arrivals
     }
 
-    /// Insert or replace the entry `name`; returns whether it was present.
-    pub fn put(&mut self, name: &[u8], stored: Stored) -> bool {
+    fn note_arrival(&mut self, name: &[u8]) {
         if crate::bugs::active(crate::bugs::Bug::ListOrderByArrival) && !self.arrivals.iter().any(|n| n.as_slice() == name) {
             self.arrivals.push(Name::from_slice(name));
         }
-        if is_compact(stored.view()) {
-            let was_other = self.take_other(name).is_some();
-            let was_chunked = self.put_chunked(name, stored.view());
-            debug_assert!(!(was_other && was_chunked));
-            was_other || was_chunked
-        } else {
-            let was_chunked = self.take_chunked(name).is_some();
-            if stored.view().exists() {
-                self.others_live += 1;
-            }
-            let was_other = match self.others.insert(Bytes::copy_from_slice(name), stored) {
-                Some(old) => {
-                    if old.view().exists() {
-                        self.others_live -= 1;
-                    }
-                    true
-                }
-                None => false,
-            };
-            was_chunked || was_other
+    }
+
+    /// [`ListTable::put`] from a view: a compact element is encoded straight into its
+    /// chunk (a push never builds the element's stored form just to encode it).
+    pub fn put_view(&mut self, name: &[u8], element: ElementRef<'_>) -> bool {
+        if !is_compact(element) {
+            return self.put(name, Stored::from_view(element));
         }
+        self.note_arrival(name);
+        let was_other = !self.others.is_empty() && self.take_other(name).is_some();
+        let was_chunked = self.put_chunked(name, element);
+        debug_assert!(!(was_other && was_chunked));
+        was_other || was_chunked
+    }
+
+    /// Insert or replace the entry `name`; returns whether it was present.
+    pub fn put(&mut self, name: &[u8], stored: Stored) -> bool {
+        if is_compact(stored.view()) {
+            return self.put_view(name, stored.view());
+        }
+        self.note_arrival(name);
+        let was_chunked = self.take_chunked(name).is_some();
+        if stored.view().exists() {
+            self.others_live += 1;
+        }
+        let was_other = match self.others.insert(Bytes::copy_from_slice(name), stored) {
+            Some(old) => {
+                if old.view().exists() {
+                    self.others_live -= 1;
+                }
+                true
+            }
+            None => false,
+        };
+        was_chunked || was_other
     }
 
     /// Remove the entry `name`, returning it.
@@ -151,6 +173,10 @@ impl ListTable {
             Some(i) => i,
             // Before every chunk, or none yet: a new first chunk if the first is full.
             None if self.chunks.first().is_none_or(|c| c.count as usize >= CHUNK_ENTRIES_MAX) => {
+                // The full chunk grew in place (pushes at the head): its spare room goes.
+                if let Some(full) = self.chunks.first_mut() {
+                    full.bytes.shrink_to_fit();
+                }
                 self.chunks.insert(0, Chunk::build([(name, element)]));
                 self.chunked += 1;
                 return false;

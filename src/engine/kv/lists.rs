@@ -111,6 +111,12 @@ fn normalise_range(start: i64, stop: i64, len: i64) -> Option<(usize, usize)> {
     Some((start as usize, stop.min(len - 1) as usize))
 }
 
+/// The name of the element at `end` of a list (the true end, whatever order reads see:
+/// the planted bug reorders reads) and the list's length: where a push goes.
+fn list_end(list: &Elements, end: End) -> (Option<Name>, usize) {
+    (table(list).edge(end == End::Right), list.len())
+}
+
 fn element_value(element: &Bytes) -> StrVal {
     StrVal::from_bytes(element.clone())
 }
@@ -129,10 +135,18 @@ pub(super) fn push_positions(edge: Option<&[u8]>, end: End, count: usize, dot: D
         End::Left => position::between(None, edge, dot, Placement::BeforeHigh),
     };
     let below = |k: usize| Bytes::from(position::below(&anchor, k as u64, dot));
-    let names: Vec<Bytes> = match end {
-        End::Right => std::iter::once(Bytes::from(anchor.clone())).chain((1..count).map(below)).collect(),
-        End::Left => (1..count).rev().map(below).chain(std::iter::once(Bytes::from(anchor.clone()))).collect(),
-    };
+    let mut names: Vec<Bytes> = Vec::with_capacity(count);
+    match end {
+        End::Right => {
+            names.push(Bytes::new());
+            names.extend((1..count).map(below));
+            names[0] = Bytes::from(anchor);
+        }
+        End::Left => {
+            names.extend((1..count).rev().map(below));
+            names.push(Bytes::from(anchor));
+        }
+    }
     debug_assert!(match end {
         End::Right => names.windows(2).all(|w| w[0] < w[1]),
         End::Left => names.windows(2).all(|w| w[0] > w[1]),
@@ -181,22 +195,25 @@ impl KvEngine {
 
     /// LPUSH/RPUSH (and the X forms): the new length.
     fn list_push(&mut self, ctx: &mut WriteCtx, key: Bytes, end: End, elements: Vec<Bytes>, only_if_exists: bool) -> Result<Frame, Frame> {
-        let existing = self.list_elements(&key, ctx.now_ms)?;
-        if existing.is_none() && only_if_exists {
-            return Ok(Frame::Integer(0));
-        }
-        Ok(Frame::Integer(self.push_elements(ctx, key, end, elements)))
+        let (edge, len) = match self.list_elements(&key, ctx.now_ms)? {
+            Some(list) => list_end(list, end),
+            None if only_if_exists => return Ok(Frame::Integer(0)),
+            None => (None, 0),
+        };
+        Ok(Frame::Integer(self.push_at(ctx, key, end, elements, edge, len)))
     }
 
     /// Push `elements` at `end` of the list `key` (created if missing; the caller has
     /// checked its type). Returns the new length.
     pub fn push_elements(&mut self, ctx: &mut WriteCtx, key: Bytes, end: End, elements: Vec<Bytes>) -> i64 {
+        let (edge, len) = self.list_elements(&key, ctx.now_ms).ok().flatten().map_or((None, 0), |list| list_end(list, end));
+        self.push_at(ctx, key, end, elements, edge, len)
+    }
+
+    /// [`KvEngine::push_elements`] onto a list whose `end` element is `edge` and whose
+    /// length is `len` (what the caller's lookup of the key found).
+    fn push_at(&mut self, ctx: &mut WriteCtx, key: Bytes, end: End, elements: Vec<Bytes>, edge: Option<Name>, len: usize) -> i64 {
         let dot = ctx.next_dot();
-        let (edge, len) = match self.list_elements(&key, ctx.now_ms).ok().flatten() {
-            // The true end, whatever order reads see (the planted bug reorders reads).
-            Some(list) => (table(list).edge(end == End::Right), list.len()),
-            None => (None, 0),
-        };
         let names = push_positions(edge.as_deref(), end, elements.len(), dot);
         let event_key = self.notify.key_for(&[Class::List], &key);
         self.write_elements_at(ctx, dot, key, Part::List, &names, false, |i, dot, _, s| {
@@ -403,21 +420,55 @@ pub fn pop_event(end: End) -> &'static str {
     if end == End::Left { "lpop" } else { "rpop" }
 }
 
-/// The values LRANGE returns, in order.
+/// Up to `take` live elements from the `skip`-th (`rev`: from the tail), in walk
+/// order: [`walk_from`] without copying each name out (a read that wants values only).
+fn for_each_value(list: &Elements, skip: usize, rev: bool, take: usize, mut f: impl FnMut(ElementRef<'_>)) {
+    if crate::bugs::active(crate::bugs::Bug::ListOrderByArrival) {
+        return walk_from(list, skip, rev).take(take).for_each(|(_, e)| f(e));
+    }
+    let mut walk = table(list).walk_from(skip, rev);
+    for _ in 0..take {
+        let Some((_, element)) = walk.next_entry() else { break };
+        f(element);
+    }
+}
+
+/// The values LRANGE returns, in order. They are copied into one buffer that every
+/// reply string shares (one allocation per reply rather than one per element).
 fn range_values(list: &Elements, start: i64, stop: i64) -> Vec<Frame> {
     let len = list.len() as i64;
     let Some((start, stop)) = normalise_range(start, stop, len) else {
         return Vec::new();
     };
     let take = stop - start + 1;
+    let mut buffer: Vec<u8> = Vec::new();
+    let mut ends: Vec<usize> = Vec::with_capacity(take);
+    let mut copy = |element: ElementRef<'_>| {
+        match element {
+            ElementRef::Raw(_, value) => buffer.extend_from_slice(value),
+            ElementRef::Int(_, n) => buffer.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
+            full => buffer.extend_from_slice(&value_of(full)),
+        }
+        ends.push(buffer.len());
+    };
     // From the nearer end, as Redis does.
-    if start as i64 > len - 1 - stop as i64 {
-        let mut picked: Vec<Frame> = walk_from(list, len as usize - 1 - stop, true).take(take).map(|(_, e)| Frame::Bulk(value_of(e))).collect();
-        picked.reverse();
-        picked
+    let rev = start as i64 > len - 1 - stop as i64;
+    if rev {
+        for_each_value(list, len as usize - 1 - stop, true, take, &mut copy);
     } else {
-        walk_from(list, start, false).take(take).map(|(_, e)| Frame::Bulk(value_of(e))).collect()
+        for_each_value(list, start, false, take, &mut copy);
     }
+    let shared = Bytes::from(buffer);
+    let mut frames: Vec<Frame> = Vec::with_capacity(ends.len());
+    let mut begin = 0;
+    for &end in &ends {
+        frames.push(Frame::Bulk(shared.slice(begin..end)));
+        begin = end;
+    }
+    if rev {
+        frames.reverse();
+    }
+    frames
 }
 
 /// LPOS: positions of `element` by Redis's rules (RANK, COUNT, MAXLEN).

@@ -51,6 +51,13 @@ pub trait DeltaSink {
     /// Part of the key's state (some elements of a collection, or the key without its
     /// elements): joined with what came before, it supersedes nothing.
     fn key_part_changed(&mut self, key: &[u8], part: &KeyState);
+    /// Some elements of one collection part, each with its new state (names distinct):
+    /// the same delta as [`DeltaSink::key_part_changed`] with
+    /// `KeyState::part_delta(part, elements)`. A sink that encodes writes it straight
+    /// from the elements (`codec::write_part_delta`) instead of building that state.
+    fn key_elements_changed(&mut self, key: &[u8], part: collection_writes::Part, elements: &[(Bytes, KeyState)]) {
+        self.key_part_changed(key, &KeyState::part_delta(part, elements.iter().cloned()));
+    }
     fn flushed(&mut self, seen: &VersionVector, scope: ShardScope);
 }
 

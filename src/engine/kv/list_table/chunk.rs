@@ -90,6 +90,34 @@ pub(super) fn encode_entry(out: &mut Vec<u8>, prev: Option<&[u8]>, name: &[u8], 
     }
 }
 
+/// Bytes [`encode_entry`] writes for an entry at most: a tag, a name in full or as
+/// three varint steps, an explicit dot, and the value with its length.
+fn entry_bytes_max(name: &[u8], element: ElementRef<'_>) -> usize {
+    let value = match element {
+        ElementRef::Raw(_, value) => value.len(),
+        _ => 0,
+    };
+    1 + name.len().max(2 * VARINT_MAX) + VARINT_MAX + 2 * VARINT_MAX + value + VARINT_MAX
+}
+
+const VARINT_MAX: usize = 10;
+
+/// Replace `bytes[range]` with `with`, moving what follows once (`Vec::splice` fills
+/// the gap byte by byte and may move the tail twice).
+fn replace_range(bytes: &mut Vec<u8>, range: std::ops::Range<usize>, with: &[u8]) {
+    let (start, end, len) = (range.start, range.end, bytes.len());
+    debug_assert!(start <= end && end <= len);
+    let new_end = start + with.len();
+    if new_end > end {
+        bytes.resize(len + (new_end - end), 0);
+        bytes.copy_within(end..len, new_end);
+    } else if new_end < end {
+        bytes.copy_within(end..len, new_end);
+        bytes.truncate(len - (end - new_end));
+    }
+    bytes[start..new_end].copy_from_slice(with);
+}
+
 /// Decodes a chunk's entries in order; `name` is the current entry's name.
 pub(super) struct Decoder<'a> {
     bytes: &'a [u8],
@@ -179,35 +207,33 @@ impl Chunk {
     }
 
     /// Insert `name` (or replace it) at its place, not past the last entry: the bytes
-    /// before it stay, the entry after it is recoded against it, the rest is copied.
+    /// before it stay, the entry after it is recoded against it, the rest moves over in
+    /// place (a push at the head is one move of the chunk's bytes, as a listpack's is).
     /// Returns whether it replaced an entry. May leave one entry over the bound (the
     /// caller splits).
     pub(super) fn splice_in(&mut self, name: &[u8], element: ElementRef<'_>) -> bool {
         debug_assert!(name <= self.last.as_slice());
         let mut decoder = Decoder::new(self);
         let mut prev: Option<Name> = None;
-        let mut middle = Vec::new();
-        let (start, rest, replaced) = loop {
+        let (start, rest, middle, replaced) = loop {
             let (start, old) = decoder.next_entry().expect("a name not past the last has a place");
             match decoder.name.as_slice().cmp(name) {
                 std::cmp::Ordering::Less => prev = Some(decoder.name.clone()),
                 // The entry after keeps its coding: it was coded against this same name.
                 std::cmp::Ordering::Equal => {
+                    let mut middle = Vec::with_capacity(entry_bytes_max(name, element));
                     encode_entry(&mut middle, prev.as_deref(), name, element);
-                    break (start, decoder.at, true);
+                    break (start, decoder.at, middle, true);
                 }
                 std::cmp::Ordering::Greater => {
+                    let mut middle = Vec::with_capacity(entry_bytes_max(name, element) + entry_bytes_max(&decoder.name, old));
                     encode_entry(&mut middle, prev.as_deref(), name, element);
                     encode_entry(&mut middle, Some(name), &decoder.name, old);
-                    break (start, decoder.at, false);
+                    break (start, decoder.at, middle, false);
                 }
             }
         };
-        let mut bytes = Vec::with_capacity(start + middle.len() + self.bytes.len() - rest);
-        bytes.extend_from_slice(&self.bytes[..start]);
-        bytes.extend_from_slice(&middle);
-        bytes.extend_from_slice(&self.bytes[rest..]);
-        self.bytes = bytes;
+        replace_range(&mut self.bytes, start..rest, &middle);
         if !replaced {
             self.count += 1;
         }
@@ -215,7 +241,7 @@ impl Chunk {
     }
 
     /// Remove `name`, returning it: the entry after it is recoded against the one
-    /// before, the rest is copied.
+    /// before, the rest moves over.
     pub(super) fn splice_out(&mut self, name: &[u8]) -> Option<Stored> {
         let mut decoder = Decoder::new(self);
         let mut prev: Option<Name> = None;
@@ -227,19 +253,16 @@ impl Chunk {
                 std::cmp::Ordering::Greater => return None,
             }
         };
-        let mut middle = Vec::new();
-        let rest = match decoder.next_entry() {
+        let (rest, middle) = match decoder.next_entry() {
             Some((_, next)) => {
+                let mut middle = Vec::with_capacity(entry_bytes_max(&decoder.name, next));
                 encode_entry(&mut middle, prev.as_deref(), &decoder.name, next);
-                decoder.at
+                (decoder.at, middle)
             }
-            None => self.bytes.len(),
+            None => (self.bytes.len(), Vec::new()),
         };
-        let mut bytes = Vec::with_capacity(start + middle.len() + self.bytes.len() - rest);
-        bytes.extend_from_slice(&self.bytes[..start]);
-        bytes.extend_from_slice(&middle);
-        bytes.extend_from_slice(&self.bytes[rest..]);
-        self.bytes = bytes;
+        // In place: the rest moves over (a pop at the head is one move, as in a listpack).
+        replace_range(&mut self.bytes, start..rest, &middle);
         self.count -= 1;
         if self.last.as_slice() == name {
             self.last = prev.unwrap_or_default();
