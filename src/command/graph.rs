@@ -79,7 +79,7 @@ pub fn parse_config(a: &[Bytes]) -> Result<GraphConfigCommand, Frame> {
         return if a.len() == 3 { Ok(GraphConfigCommand::Get(a[2].clone())) } else { Err(wrong()) };
     }
     if a[1].eq_ignore_ascii_case(b"set") {
-        if a.len() < 4 || a.len() % 2 != 0 {
+        if a.len() < 4 || !a.len().is_multiple_of(2) {
             return Err(wrong());
         }
         return Ok(GraphConfigCommand::Set(a[2..].chunks(2).map(|p| (p[0].clone(), p[1].clone())).collect()));

@@ -127,9 +127,10 @@ impl Env<'_> {
             other => return Err(format!("Type mismatch: expected List or Null but was {}", other.type_name())),
         };
         let mut inner = row.clone();
+        inner.insert(var.to_owned(), Value::Null);
         let mut out = Vec::with_capacity(items.len());
         for item in items {
-            inner.insert(var.to_owned(), item);
+            *inner.get_mut(var).expect("the variable was bound above") = item;
             if let Some(f) = filter
                 && truth(&self.eval(f, &inner)?)? != Some(true)
             {
