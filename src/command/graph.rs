@@ -1,4 +1,4 @@
-//! GRAPH.QUERY, GRAPH.RO_QUERY, GRAPH.EXPLAIN and GRAPH.DELETE: their typed form and argument checks.
+//! GRAPH.QUERY, GRAPH.RO_QUERY, GRAPH.EXPLAIN, GRAPH.DELETE and GRAPH.CONFIG: their typed form and argument checks.
 //! The query text is parsed and run by the graph engine (`engine::graph`), inside the
 //! shard that owns the key; GRAPH.LIST is a keyspace command.
 
@@ -61,4 +61,28 @@ pub fn parse(id: CmdId, a: &mut [Bytes]) -> Result<GraphCommand, Frame> {
         }
     }
     Ok(GraphCommand::Query { key, query, read_only: id == CmdId::GraphRoQuery, compact })
+}
+
+/// GRAPH.CONFIG: a server setting, answered by the shell (src/shell/graph_config.rs).
+#[derive(Clone, Debug, PartialEq)]
+pub enum GraphConfigCommand {
+    /// `GET name` or `GET *`.
+    Get(Bytes),
+    /// `SET name value [name value ...]`: every pair checked before any is applied.
+    Set(Vec<(Bytes, Bytes)>),
+}
+
+/// FalkorDB's argument checks and error texts for GRAPH.CONFIG.
+pub fn parse_config(a: &[Bytes]) -> Result<GraphConfigCommand, Frame> {
+    let wrong = || Frame::static_error("ERR wrong number of arguments for 'graph.CONFIG' command");
+    if a[1].eq_ignore_ascii_case(b"get") {
+        return if a.len() == 3 { Ok(GraphConfigCommand::Get(a[2].clone())) } else { Err(wrong()) };
+    }
+    if a[1].eq_ignore_ascii_case(b"set") {
+        if a.len() < 4 || !a.len().is_multiple_of(2) {
+            return Err(wrong());
+        }
+        return Ok(GraphConfigCommand::Set(a[2..].chunks(2).map(|p| (p[0].clone(), p[1].clone())).collect()));
+    }
+    Err(Frame::static_error("Unknown subcommand for GRAPH.CONFIG"))
 }

@@ -432,6 +432,8 @@ pub enum Command {
     Command(CommandCommand),
     Info(Vec<Bytes>),
     Config(ConfigCommand),
+    /// GRAPH.CONFIG GET|SET (FalkorDB's graph settings).
+    GraphConfig(graph::GraphConfigCommand),
     Function(FunctionCommand),
     Time,
     /// A subcommand's HELP text, answered as Redis does: one status line each.

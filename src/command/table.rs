@@ -195,6 +195,7 @@ pub enum CmdId {
     GraphDelete,
     GraphExplain,
     GraphList,
+    GraphConfig,
 }
 
 #[derive(Debug)]

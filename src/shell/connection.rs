@@ -542,6 +542,7 @@ impl Connection {
                 }
                 info::config(self.state(), command)
             }
+            Command::GraphConfig(command) => super::graph_config::execute(&command),
             // No scripting: no function to list or to flush.
             Command::Function(crate::command::FunctionCommand::Flush) => Frame::ok(),
             Command::Function(crate::command::FunctionCommand::List) => Frame::Array(Vec::new()),

@@ -11,6 +11,7 @@ pub mod clients;
 pub mod connection;
 pub mod coordinator;
 pub mod fanout;
+pub mod graph_config;
 pub mod graph_time;
 pub mod info;
 pub mod list_fanout;

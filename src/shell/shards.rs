@@ -29,7 +29,11 @@ pub fn apply_local_one(shard: &SharedShard, state: &ServerState, op: ShardOp, no
     shard.set_string_bytes_max(state.runtime.proto_max_bulk_len());
     shard.set_encoding_limits(state.runtime.encoding_limits());
     super::notify::sync_flags(&mut shard, state);
-    let reply = super::graph_time::timed(super::graph_time::is_graph_query(&op), || shard.apply(op, now_ms));
+    let graph_query = super::graph_time::is_graph_query(&op);
+    let mut reply = super::graph_time::timed(graph_query, || shard.apply(op, now_ms));
+    if graph_query {
+        super::graph_config::limit_rows(&mut reply);
+    }
     let written = if wrote(&reply) { written } else { Vec::new() };
     super::notify::publish_raised(&mut shard, state);
     wake_batcher_if_ready(&mut shard, state);
@@ -53,7 +57,11 @@ pub fn apply_local(shard: &SharedShard, state: &ServerState, ops: Vec<ShardOp>) 
         .into_iter()
         .map(|op| {
             let keys = if waking { op.written_keys() } else { Vec::new() };
-            let reply = super::graph_time::timed(super::graph_time::is_graph_query(&op), || shard.apply(op, now));
+            let graph_query = super::graph_time::is_graph_query(&op);
+            let mut reply = super::graph_time::timed(graph_query, || shard.apply(op, now));
+            if graph_query {
+                super::graph_config::limit_rows(&mut reply);
+            }
             if !keys.is_empty() && wrote(&reply) {
                 written.extend(keys);
             }

@@ -304,3 +304,24 @@ MATCH p = (a:SP {k:1})-[:R]->(b) WITH p, b RETURN b.k, length(p)
 MATCH p = (a:SP {k:1})-[:R*1..2]->(b) RETURN count(p)
 MATCH p = (a:SP {k:4})-[:R]->(b) RETURN startNode(relationships(p)[0]).k, nodes(p)[1].k
 CREATE p = (:X)-[:R]->(:X) RETURN length(p)
+// List comprehensions: [x IN list], [x IN list WHERE p], [x IN list | e], both, nested
+RETURN [x IN range(1, 10) WHERE x % 2 = 0 | x * 10] AS both, [x IN [1, 2, 3] WHERE x > 1] AS filtered, [x IN [1, 2, 3] | x + 1] AS mapped, [x IN ['a', 'b']] AS bare
+RETURN [x IN [] | x] AS empty, [x IN null | x] AS nothing, [x IN [1, null, 3] WHERE x > 1] AS nulls
+RETURN [x IN [[1, 2], [3]] | [y IN x | y * 2]] AS nested, size([x IN range(1, 100) WHERE x % 7 = 0]) AS sevens
+WITH 7 AS x RETURN [x IN [1, 2] | x] AS inner, x AS outer
+RETURN [x IN 5 | x]
+RETURN [x IN [1, 2] WHERE 1]
+CREATE (:LC {k:1, tags:['a','b','c']})-[:T {w:1}]->(:LC {k:2, tags:['b']})-[:T {w:2}]->(:LC {k:3}), (:LC {k:1})-[:U]->(:LC {k:4})
+MATCH (n:LC) RETURN n.k, [t IN n.tags WHERE t <> 'b' | toUpper(t)] AS up ORDER BY n.k, size(up)
+MATCH (n:LC) WITH n ORDER BY n.k WITH collect(n.k) AS ks RETURN [k IN ks WHERE k > 1 | k * k] AS squares
+MATCH (n:LC) RETURN [k IN collect(n.k) WHERE k < 3] AS small
+MATCH (n:LC) WHERE size([t IN n.tags WHERE t = 'b']) > 0 RETURN n.k ORDER BY n.k
+UNWIND [x IN range(1, 5) | x * x] AS sq RETURN sum(sq)
+// Pattern comprehensions: [(a)-[:R]->(b) WHERE p | e]. Two in one projection use different
+// variables: FalkorDB answers the second wrongly when they share names (docs/graph.md).
+MATCH (a:LC) RETURN a.k, [(a)-[:T]->(b) | b.k] AS next ORDER BY a.k, size(next)
+MATCH (a:LC) RETURN a.k, [(a)-->(b) WHERE b.k > 2 | b.k] AS far ORDER BY a.k, size(far)
+MATCH (a:LC) RETURN a.k, [(a)-[r]->(b) WHERE r.w = 2 | type(r)] AS ty ORDER BY a.k, size(ty)
+MATCH (a:LC) RETURN a.k, [(a)<-[:T]-(b) | b.k + 100] AS prev, size([(a)-[:T*1..2]->(c) | c.k]) AS reach ORDER BY a.k, reach
+MATCH (a:LC) RETURN a.k, [p = (a)-[:T]->() | length(p)] AS lens ORDER BY a.k, size(lens)
+MATCH (a:LC {k:2}) RETURN size([(a)-[r:T]-(b:LC) | r.w * b.k]) AS prods, [(a)-[s:T]-(c:LC) WHERE c.k = 3 | s.w * c.k] AS three

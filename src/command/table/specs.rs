@@ -1270,4 +1270,5 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!(GraphExplain, "graph.explain", 3, ["readonly"], 1, 1, 1, "module", "1.0.0", "Shows the plan of a query without running it."),
     spec!(GraphDelete, "graph.delete", 2, ["write"], 1, 1, 1, "module", "1.0.0", "Deletes a graph."),
     spec!(GraphList, "graph.list", 1, ["readonly"], 0, 0, 0, "module", "1.0.0", "Lists the graphs."),
+    spec!(GraphConfig, "graph.config", -3, [], 0, 0, 0, "module", "1.0.0", "Gets or sets a graph setting."),
 ];

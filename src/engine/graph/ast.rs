@@ -91,7 +91,7 @@ pub enum SetItem {
 }
 
 /// A path pattern: a node, then relationship-node steps.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Pattern {
     /// `p = (…)`: the variable the matched path is bound to (MATCH only).
     pub path: Option<String>,
@@ -99,7 +99,7 @@ pub struct Pattern {
     pub steps: Vec<(RelPat, NodePat)>,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct NodePat {
     pub var: Option<String>,
     pub labels: Vec<String>,
@@ -116,7 +116,7 @@ pub enum Direction {
     Both,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct RelPat {
     pub var: Option<String>,
     pub types: Vec<String>,
@@ -185,6 +185,20 @@ pub enum Expr {
         min: u32,
         max: u32,
     },
+    /// `[var IN list WHERE filter | map]`: `filter` and `map` are each optional.
+    ListComp {
+        var: String,
+        list: Box<Expr>,
+        filter: Option<Box<Expr>>,
+        map: Option<Box<Expr>>,
+    },
+    /// `[(a)-[:R]->(b) WHERE filter | map]`: `map` over every match of the pattern,
+    /// the variables already in scope bound.
+    PatternComp {
+        pattern: Box<Pattern>,
+        filter: Option<Box<Expr>>,
+        map: Box<Expr>,
+    },
 }
 
 pub const AGGREGATES: [&str; 6] = ["count", "sum", "avg", "min", "max", "collect"];
@@ -209,6 +223,9 @@ impl Expr {
             Expr::List(items) => items.iter().any(Expr::has_aggregate),
             Expr::Map(entries) => entries.iter().any(|(_, e)| e.has_aggregate()),
             Expr::Call { args, .. } => args.iter().any(Expr::has_aggregate),
+            // The list may aggregate (`[x IN collect(n) | …]`); the body runs per item.
+            Expr::ListComp { list, .. } => list.has_aggregate(),
+            Expr::PatternComp { .. } => false,
             Expr::Case { subject, arms, default } => {
                 subject.as_ref().is_some_and(|e| e.has_aggregate())
                     || arms.iter().any(|(a, b)| a.has_aggregate() || b.has_aggregate())

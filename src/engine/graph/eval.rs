@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use super::ast::{BinOp, Direction, Expr};
+use super::exec::Exec;
 use super::store::{ElemId, GraphView};
 use super::value::Value;
 
@@ -19,6 +20,9 @@ pub const LIST_LEN_MAX: usize = 10_000_000;
 pub struct Env<'a> {
     pub graph: &'a GraphView,
     pub params: &'a HashMap<String, Value>,
+    /// What matches a pattern comprehension's pattern; `None` where no pattern can be
+    /// matched (a query's `CYPHER` parameters are evaluated before any graph is read).
+    pub matcher: Option<&'a Exec>,
 }
 
 impl Env<'_> {
@@ -81,6 +85,20 @@ impl Env<'_> {
                     _ => return Err("shortestPath expects its end points to be nodes".to_owned()),
                 }
             }
+            Expr::ListComp { var, list, filter, map } => self.list_comprehension(var, list, filter.as_deref(), map.as_deref(), row)?,
+            Expr::PatternComp { pattern, filter, map } => {
+                let matcher = self.matcher.ok_or("pattern comprehensions are not supported here")?;
+                let mut out = Vec::new();
+                for found in matcher.pattern_matches(pattern, row)? {
+                    if let Some(f) = filter
+                        && !self.holds(f, &found)?
+                    {
+                        continue;
+                    }
+                    out.push(self.eval(map, &found)?);
+                }
+                Value::List(out)
+            }
             Expr::Case { subject, arms, default } => {
                 let subject = subject.as_ref().map(|s| self.eval(s, row)).transpose()?;
                 for (when, then) in arms {
@@ -98,6 +116,32 @@ impl Env<'_> {
                 }
             }
         })
+    }
+
+    /// `[var IN list WHERE filter | map]`: the row is copied once and `var` rebound per
+    /// item (it shadows a variable of the same name, as in FalkorDB).
+    fn list_comprehension(&self, var: &str, list: &Expr, filter: Option<&Expr>, map: Option<&Expr>, row: &Row) -> Result<Value, String> {
+        let items = match self.eval(list, row)? {
+            Value::List(items) => items,
+            Value::Null => return Ok(Value::Null),
+            other => return Err(format!("Type mismatch: expected List or Null but was {}", other.type_name())),
+        };
+        let mut inner = row.clone();
+        inner.insert(var.to_owned(), Value::Null);
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            *inner.get_mut(var).expect("the variable was bound above") = item;
+            if let Some(f) = filter
+                && truth(&self.eval(f, &inner)?)? != Some(true)
+            {
+                continue;
+            }
+            out.push(match map {
+                Some(m) => self.eval(m, &inner)?,
+                None => inner[var].clone(),
+            });
+        }
+        Ok(Value::List(out))
     }
 
     /// Breadth-first search from `from` to `to` over edges of `types` in `dir`: the first

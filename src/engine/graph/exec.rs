@@ -71,7 +71,7 @@ impl Exec {
     }
 
     fn env(&self) -> Env<'_> {
-        Env { graph: &self.graph, params: &self.params }
+        Env { graph: &self.graph, params: &self.params, matcher: Some(self) }
     }
 
     pub fn run(&mut self, query: &Query) -> Result<Outcome, String> {
@@ -197,6 +197,14 @@ impl Exec {
             }
         }
         Ok(out)
+    }
+
+    /// Every match of a pattern comprehension's pattern from `row` (its variables in
+    /// scope bound), each row extended by the pattern's own variables.
+    pub(super) fn pattern_matches(&self, pattern: &Pattern, row: &Row) -> Result<Vec<Row>, String> {
+        let mut found = Vec::new();
+        self.match_patterns(std::slice::from_ref(pattern), None, 0, row.clone(), &mut Vec::new(), &mut found)?;
+        Ok(found)
     }
 
     /// `filter` is the MATCH's WHERE: only a hint for choosing start nodes by index

@@ -125,7 +125,7 @@ fn current_view(kv: &mut KvEngine, key: &Bytes, now_ms: u64) -> Result<(Option<u
 /// another).
 fn bind_params(graph: &GraphView, parsed: &parser::Parsed) -> Result<HashMap<String, value::Value>, String> {
     let empty = HashMap::new();
-    let env = Env { graph, params: &empty };
+    let env = Env { graph, params: &empty, matcher: None };
     let mut params = HashMap::new();
     for (name, expr) in &parsed.params {
         params.insert(name.clone(), env.eval(expr, &Row::new())?);

@@ -184,6 +184,11 @@ fn replace_aggregates(env: &Env, expr: &Expr, group: &[Row]) -> Result<Expr, Str
             args: args.iter().map(|e| replace_aggregates(env, e, group)).collect::<Result<_, _>>()?,
             star: *star,
         },
+        // Only the list may aggregate (Expr::has_aggregate); the body is per item.
+        Expr::ListComp { var, list, filter, map } => {
+            Expr::ListComp { var: var.clone(), list: r(list)?, filter: filter.clone(), map: map.clone() }
+        }
+        Expr::PatternComp { .. } => expr.clone(),
         Expr::Case { subject, arms, default } => Expr::Case {
             subject: subject.as_deref().map(r).transpose()?,
             arms: arms

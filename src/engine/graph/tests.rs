@@ -9,11 +9,26 @@ fn unsupported_constructs_are_errors_that_name_them() {
         ("MERGE p = (a)-[:R]->(b) RETURN p", "Named paths"),
         ("MATCH (a) RETURN a UNION MATCH (b) RETURN b", "UNION"),
         ("MATCH (a) WHERE a.name =~ 'x.*' RETURN a", "Regular expressions"),
-        ("RETURN [x IN range(1,3) | x]", "List comprehensions"),
+        ("MATCH (a) RETURN [(a)-->(b)]", "pattern comprehension needs a projection"),
     ] {
         let err = parse(query).err().unwrap_or_else(|| panic!("{query} parsed"));
         assert!(err.contains(names), "{query}: {err}");
     }
+}
+
+#[test]
+fn comprehensions_parse_and_list_literals_stay_lists() {
+    use super::ast::{Clause, Expr};
+    let first_item = |q: &str| match parse(q).expect("parses").query.clauses.into_iter().last() {
+        Some(Clause::Return(p)) => p.items[0].0.clone(),
+        other => panic!("{q}: {other:?}"),
+    };
+    assert!(matches!(first_item("RETURN [x IN [1] WHERE x > 0 | x]"), Expr::ListComp { filter: Some(_), map: Some(_), .. }));
+    assert!(matches!(first_item("RETURN [x IN [1]]"), Expr::ListComp { filter: None, map: None, .. }));
+    assert!(matches!(first_item("MATCH (a) RETURN [p = (a)-->(b) WHERE b.x = 1 | length(p)]"), Expr::PatternComp { filter: Some(_), .. }));
+    // A parenthesised expression and a comparison are list items, not patterns.
+    assert!(matches!(first_item("RETURN [(1), (2 + 3)]"), Expr::List(items) if items.len() == 2));
+    assert!(matches!(first_item("WITH 1 AS x RETURN [x = (1)]"), Expr::List(items) if items.len() == 1));
 }
 
 #[test]

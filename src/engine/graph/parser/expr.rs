@@ -219,8 +219,11 @@ impl Parser<'_> {
                 self.advance();
                 let mut items = Vec::new();
                 if !self.eat_punct("]") {
-                    if matches!(self.peek(), Tok::Ident(_)) && self.is_kw_at(1, "IN") {
-                        return Err("List comprehensions are not supported yet".to_owned());
+                    if matches!(self.peek(), Tok::Ident(_) | Tok::Quoted(_)) && self.is_kw_at(1, "IN") {
+                        return self.list_comprehension();
+                    }
+                    if let Some(comp) = self.pattern_comprehension()? {
+                        return Ok(comp);
                     }
                     loop {
                         items.push(self.expr()?);
@@ -283,6 +286,45 @@ impl Parser<'_> {
             }
             _ => Err(self.unexpected()),
         }
+    }
+
+    /// `[var IN list WHERE filter | map]`, the `[` already read.
+    fn list_comprehension(&mut self) -> Result<Expr, String> {
+        let var = self.name()?;
+        self.expect_kw("IN")?;
+        let list = Box::new(self.expr()?);
+        let filter = if self.eat_kw("WHERE") { Some(Box::new(self.expr()?)) } else { None };
+        let map = if self.eat_punct("|") { Some(Box::new(self.expr()?)) } else { None };
+        self.expect_punct("]")?;
+        Ok(Expr::ListComp { var, list, filter, map })
+    }
+
+    /// `[(a)-[:R]->(b) WHERE filter | map]` or `[p = (a)-->(b) | map]`, the `[` already
+    /// read; `None` (nothing consumed) where the list is a list literal instead: a
+    /// pattern has at least one relationship, which `[(1), x = (2)]` cannot parse as.
+    fn pattern_comprehension(&mut self) -> Result<Option<Expr>, String> {
+        let named = matches!(self.peek(), Tok::Ident(_) | Tok::Quoted(_))
+            && matches!(self.peek_at(1), Tok::Punct("="))
+            && matches!(self.peek_at(2), Tok::Punct("("));
+        if !named && !self.is_punct("(") {
+            return Ok(None);
+        }
+        let (pos, depth) = (self.pos, self.depth);
+        let pattern = match self.pattern() {
+            Ok(p) if !p.steps.is_empty() && (self.is_kw("WHERE") || self.is_punct("|") || self.is_punct("]")) => p,
+            _ => {
+                self.pos = pos;
+                self.depth = depth;
+                return Ok(None);
+            }
+        };
+        let filter = if self.eat_kw("WHERE") { Some(Box::new(self.expr()?)) } else { None };
+        if !self.eat_punct("|") {
+            return Err("A pattern comprehension needs a projection: [pattern WHERE predicate | expression]".to_owned());
+        }
+        let map = Box::new(self.expr()?);
+        self.expect_punct("]")?;
+        Ok(Some(Expr::PatternComp { pattern: Box::new(pattern), filter, map }))
     }
 
     fn call(&mut self, name: String) -> Result<Expr, String> {
