@@ -10,6 +10,10 @@ use super::{Shard, ShardOp, ShardReply};
 use crate::engine::kv::key_hash;
 use crate::notify::{self, Class, Flags, KeyEvent, Notifier};
 
+
+/// Which types of key a multi-key read looks past (it stops at the first other one).
+type AcceptsKind = fn(Option<crate::engine::kv::KeyKind>) -> bool;
+
 impl Shard {
     /// `notify-keyspace-events` may change at run time (CONFIG SET).
     pub fn set_notify_flags(&mut self, flags: Flags) {
@@ -85,7 +89,7 @@ impl Shard {
     pub(super) fn raise_key_misses(&mut self, op: &ShardOp, now_ms: u64) {
         use crate::command::ZsetMulti;
         use crate::engine::kv::{KeyKind, KeyState};
-        let (keys, accepts): (&[Bytes], fn(Option<KeyKind>) -> bool) = match op {
+        let (keys, accepts): (&[Bytes], AcceptsKind) = match op {
             ShardOp::Key(cmd) if reads_its_key(cmd) => (std::slice::from_ref(cmd.key()), |_| true),
             ShardOp::MGet(keys) | ShardOp::CountExisting(keys) => (keys, |_| true),
             ShardOp::Copy { src, dst, .. } if src != dst => (std::slice::from_ref(src), |_| true),

@@ -42,7 +42,8 @@ impl PackLimit {
     }
 }
 
-const _: () = assert!(PACKED_ENTRIES_MAX <= u8::MAX as usize && PACKED_BYTES_MAX <= u8::MAX as usize);
+const _: () = assert!(PACKED_ENTRIES_MAX <= u8::MAX as usize, "a PackLimit holds its entries in a byte");
+const _: () = assert!(PACKED_BYTES_MAX <= u8::MAX as usize, "a PackLimit holds its bytes in a byte");
 
 /// Distinct dots a packed collection may hold (the tag keeps one bit for the kind).
 const PACKED_DOTS_MAX: usize = 127;
