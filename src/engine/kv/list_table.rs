@@ -35,7 +35,7 @@ use super::position::TRIPLE_BYTES;
 
 mod chunk;
 
-use chunk::Chunk;
+use chunk::{Chunk, Decoder};
 
 /// Elements in one chunk at most (Redis's quicklist nodes hold ~128 small elements at
 /// its default `list-max-listpack-size -2`, 8 KiB).
@@ -297,6 +297,8 @@ impl ListTable {
             live_only,
             chunks_left: self.chunks.len(),
             buffer: Vec::new(),
+            decoder: None,
+            tail_only_of: None,
             taken: 0,
             others: others.peekable(),
             current: None,
@@ -337,7 +339,16 @@ pub struct Walk<'a> {
     /// Chunks not yet decoded (the next is at the front, or the back when `rev`).
     chunks_left: usize,
     /// The decoded chunk, in list order; `taken` of it consumed from the walk's side.
+    /// Forward, entries are decoded one at a time as the walk reaches them (`decoder`),
+    /// so a walk that stops early (LPOP, LINDEX 0, LRANGE 0 9) decodes only what it
+    /// reads; backward, a chunk's entries are coded against the one before, so the
+    /// whole chunk is decoded and reversed.
     buffer: Vec<(Name, ElementRef<'a>)>,
+    decoder: Option<Decoder<'a>>,
+    /// Backward: the chunk whose last entry alone is in `buffer` (read without
+    /// decoding, so RPOP and LINDEX -1 decode nothing); the rest of it is decoded only
+    /// if the walk goes on.
+    tail_only_of: Option<usize>,
     taken: usize,
     others: std::iter::Peekable<Box<dyn Iterator<Item = (&'a Bytes, &'a Stored)> + 'a>>,
     /// The entry last returned, when it came from the side map.
@@ -347,17 +358,54 @@ pub struct Walk<'a> {
 impl<'a> Walk<'a> {
     /// The next chunk entry without consuming it.
     fn peek_chunked(&mut self) -> Option<&(Name, ElementRef<'a>)> {
+        if !self.rev {
+            return self.peek_chunked_forward();
+        }
         while self.taken == self.buffer.len() {
+            if let Some(i) = self.tail_only_of.take() {
+                // The walk goes on past the chunk's last entry: the rest of it, backward.
+                self.buffer = self.table.chunks[i].decode();
+                self.buffer.pop();
+                self.buffer.reverse();
+                self.taken = 0;
+                continue;
+            }
             if self.chunks_left == 0 {
                 return None;
             }
-            let next = if self.rev { self.chunks_left - 1 } else { self.table.chunks.len() - self.chunks_left };
+            let next = self.chunks_left - 1;
             self.chunks_left -= 1;
-            self.buffer = self.table.chunks[next].decode();
-            if self.rev {
-                self.buffer.reverse();
+            let chunk = &self.table.chunks[next];
+            self.buffer.clear();
+            if let Some(element) = chunk.last_element() {
+                self.buffer.push((chunk.last.clone(), element));
+                self.tail_only_of = Some(next);
             }
             self.taken = 0;
+        }
+        self.buffer.get(self.taken)
+    }
+
+    /// [`Walk::peek_chunked`] forward: the buffer holds the one entry decoded last.
+    fn peek_chunked_forward(&mut self) -> Option<&(Name, ElementRef<'a>)> {
+        if self.taken == self.buffer.len() {
+            self.buffer.clear();
+            self.taken = 0;
+            loop {
+                if let Some(decoder) = &mut self.decoder
+                    && let Some((_, element)) = decoder.next_entry()
+                {
+                    self.buffer.push((decoder.name.clone(), element));
+                    break;
+                }
+                if self.chunks_left == 0 {
+                    self.decoder = None;
+                    return None;
+                }
+                let next = self.table.chunks.len() - self.chunks_left;
+                self.chunks_left -= 1;
+                self.decoder = Some(Decoder::new(&self.table.chunks[next]));
+            }
         }
         self.buffer.get(self.taken)
     }

@@ -37,6 +37,10 @@ fn set_last_triple(name: &mut [u8], (digit, hlc, node): (u64, u64, u16)) {
 pub(super) struct Chunk {
     pub(super) bytes: Vec<u8>,
     pub(super) count: u16,
+    /// Where the last entry starts in `bytes` (0 when empty): with `last`, the tail
+    /// entry is read without decoding the chunk (RPOP, LINDEX -1, a tail element's
+    /// lookup before its write).
+    last_at: u32,
     /// The last entry's name (appends are coded against it without decoding).
     pub(super) last: Name,
 }
@@ -182,10 +186,66 @@ impl Chunk {
         debug_assert!(self.count == 0 || self.last.as_slice() < name, "chunk names ascend");
         debug_assert!((self.count as usize) < CHUNK_ENTRIES_MAX);
         let prev = (self.count > 0).then_some(self.last.as_slice());
+        let at = self.bytes.len();
         encode_entry(&mut self.bytes, prev, name, element);
+        self.last_at = at as u32;
         self.count += 1;
         self.last.clear();
         self.last.extend_from_slice(name);
+        self.debug_check_last_at();
+    }
+
+    /// The last entry's element, read at `last_at` (its name is `last`): the name's
+    /// coding is skipped, not decoded, since the name is known.
+    pub(super) fn last_element(&self) -> Option<ElementRef<'_>> {
+        if self.count == 0 {
+            return None;
+        }
+        let bytes = &self.bytes;
+        let mut at = self.last_at as usize;
+        let tag = bytes[at];
+        at += 1;
+        match tag & 3 {
+            NAME_FULL => {
+                let len = get_var(bytes, &mut at) as usize;
+                at += len;
+            }
+            kind => {
+                get_var(bytes, &mut at);
+                get_var(bytes, &mut at);
+                if kind == NAME_STEP_NODE {
+                    get_var(bytes, &mut at);
+                }
+            }
+        }
+        let dot = if tag & DOT_EXPLICIT != 0 {
+            let hlc = get_var(bytes, &mut at);
+            let node = get_var(bytes, &mut at) as u16;
+            Dot::new(Hlc(hlc), node)
+        } else {
+            let (_, hlc, node) = last_triple(&self.last);
+            Dot::new(Hlc(hlc), node)
+        };
+        Some(get_value(bytes, &mut at, dot, tag & VALUE_INT != 0))
+    }
+
+    /// Debug builds: `last_at` and `last` name the entry a full decode ends on.
+    fn debug_check_last_at(&self) {
+        if cfg!(debug_assertions) {
+            let mut decoder = Decoder::new(self);
+            let mut last = None;
+            while let Some((start, element)) = decoder.next_entry() {
+                last = Some((start, element));
+            }
+            match last {
+                None => debug_assert_eq!(self.count, 0),
+                Some((start, element)) => {
+                    debug_assert_eq!(start, self.last_at as usize, "last_at points at the last entry");
+                    debug_assert_eq!(decoder.name.as_slice(), self.last.as_slice());
+                    debug_assert_eq!(self.last_element(), Some(element));
+                }
+            }
+        }
     }
 
     /// The first entry's name, stored in full.
@@ -215,28 +275,37 @@ impl Chunk {
         debug_assert!(name <= self.last.as_slice());
         let mut decoder = Decoder::new(self);
         let mut prev: Option<Name> = None;
-        let (start, rest, middle, replaced) = loop {
+        // `last_in_middle`: where the last entry starts in `middle`, if it is recoded.
+        let (start, rest, middle, replaced, last_in_middle) = loop {
             let (start, old) = decoder.next_entry().expect("a name not past the last has a place");
+            let is_last = decoder.name.as_slice() == self.last.as_slice();
             match decoder.name.as_slice().cmp(name) {
                 std::cmp::Ordering::Less => prev = Some(decoder.name.clone()),
                 // The entry after keeps its coding: it was coded against this same name.
                 std::cmp::Ordering::Equal => {
                     let mut middle = Vec::with_capacity(entry_bytes_max(name, element));
                     encode_entry(&mut middle, prev.as_deref(), name, element);
-                    break (start, decoder.at, middle, true);
+                    break (start, decoder.at, middle, true, is_last.then_some(0));
                 }
                 std::cmp::Ordering::Greater => {
                     let mut middle = Vec::with_capacity(entry_bytes_max(name, element) + entry_bytes_max(&decoder.name, old));
                     encode_entry(&mut middle, prev.as_deref(), name, element);
+                    let second = middle.len();
                     encode_entry(&mut middle, Some(name), &decoder.name, old);
-                    break (start, decoder.at, middle, false);
+                    break (start, decoder.at, middle, false, is_last.then_some(second));
                 }
             }
         };
         replace_range(&mut self.bytes, start..rest, &middle);
+        self.last_at = match last_in_middle {
+            Some(offset) => (start + offset) as u32,
+            // The last entry is past the edit: it moved by the edit's growth.
+            None => (self.last_at as usize + middle.len() - (rest - start)) as u32,
+        };
         if !replaced {
             self.count += 1;
         }
+        self.debug_check_last_at();
         replaced
     }
 
@@ -245,34 +314,48 @@ impl Chunk {
     pub(super) fn splice_out(&mut self, name: &[u8]) -> Option<Stored> {
         let mut decoder = Decoder::new(self);
         let mut prev: Option<Name> = None;
+        let mut prev_start = 0;
         let (start, taken) = loop {
             let (start, element) = decoder.next_entry()?;
             match decoder.name.as_slice().cmp(name) {
-                std::cmp::Ordering::Less => prev = Some(decoder.name.clone()),
+                std::cmp::Ordering::Less => {
+                    prev = Some(decoder.name.clone());
+                    prev_start = start;
+                }
                 std::cmp::Ordering::Equal => break (start, Stored::from_view(element)),
                 std::cmp::Ordering::Greater => return None,
             }
         };
-        let (rest, middle) = match decoder.next_entry() {
+        let (rest, middle, next_is_last) = match decoder.next_entry() {
             Some((_, next)) => {
                 let mut middle = Vec::with_capacity(entry_bytes_max(&decoder.name, next));
                 encode_entry(&mut middle, prev.as_deref(), &decoder.name, next);
-                (decoder.at, middle)
+                (decoder.at, middle, decoder.name.as_slice() == self.last.as_slice())
             }
-            None => (self.bytes.len(), Vec::new()),
+            None => (self.bytes.len(), Vec::new(), false),
         };
         // In place: the rest moves over (a pop at the head is one move, as in a listpack).
         replace_range(&mut self.bytes, start..rest, &middle);
         self.count -= 1;
-        if self.last.as_slice() == name {
+        self.last_at = if self.last.as_slice() == name {
+            // The entry before is the last now (none: the chunk is empty).
             self.last = prev.unwrap_or_default();
-        }
+            prev_start as u32
+        } else if next_is_last {
+            start as u32
+        } else {
+            (self.last_at as usize + middle.len() - (rest - start)) as u32
+        };
+        self.debug_check_last_at();
         Some(taken)
     }
 
     pub(super) fn find(&self, name: &[u8]) -> Option<ElementRef<'_>> {
-        if name > self.last.as_slice() {
-            return None;
+        match name.cmp(self.last.as_slice()) {
+            std::cmp::Ordering::Greater => return None,
+            // The tail entry (the one RPOP writes) is read where it starts.
+            std::cmp::Ordering::Equal => return self.last_element(),
+            std::cmp::Ordering::Less => {}
         }
         let mut decoder = Decoder::new(self);
         while let Some((_, element)) = decoder.next_entry() {
