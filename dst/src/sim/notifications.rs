@@ -49,6 +49,23 @@ pub(super) struct Before {
     keys: Vec<Bytes>,
     write: bool,
     views: Vec<KeyView>,
+    /// Each view's key as the model held it, TTL passed or not.
+    held_before: Vec<Option<crate::model::ModelEntry>>,
+}
+
+/// The model's view of `key` after a write: as [`view_of`], except that an entry the
+/// write itself stored with a TTL already passed (`SET k v PXAT <past>`) is there. Redis
+/// 7.0 stores it (raising `new` if it created the key, never `del`) and expires it at
+/// the next lookup; the model drops it at once.
+/// Also says whether the model cannot tell (`KeyView::after_unknown`).
+fn view_after(model: &Model, key: &Bytes, now: u64, held_before: Option<&crate::model::ModelEntry>) -> (Option<crate::model::ModelEntry>, bool) {
+    match model.keys.get(key) {
+        Some(e) if e.expire_at_ms.is_some_and(|at| now > at) => {
+            let unchanged = Some(e) == held_before;
+            ((!unchanged).then(|| e.clone()), unchanged)
+        }
+        other => (other.cloned(), false),
+    }
 }
 
 impl Node {
@@ -81,14 +98,16 @@ impl Sim {
         let (keys, write) = keys_of(args)?;
         let now = n.local_ms(self.now);
         let mut views: Vec<KeyView> = Vec::new();
+        let mut held_before = Vec::new();
         for key in &keys {
             if views.iter().any(|v| v.key == *key) {
                 continue;
             }
             let (expired_before, before) = view_of(&n.model, key, now);
-            views.push(KeyView { key: key.clone(), expired_before, before, after: None });
+            views.push(KeyView { key: key.clone(), expired_before, before, after: None, after_unknown: false });
+            held_before.push(n.model.keys.get(key).cloned());
         }
-        Some(Before { keys, write, views })
+        Some(Before { keys, write, views, held_before })
     }
 
     /// After a command: check what it raised. `exact`: the model follows this node
@@ -100,8 +119,8 @@ impl Sim {
         let Some(mut before) = before else { return };
         let now = n.local_ms(self.now);
         if exact {
-            for view in &mut before.views {
-                view.after = view_of(&n.model, &view.key, now).1;
+            for (view, held) in before.views.iter_mut().zip(&before.held_before) {
+                (view.after, view.after_unknown) = view_after(&n.model, &view.key, now, held.as_ref());
             }
         } else {
             before.views.clear();
