@@ -11,21 +11,22 @@ use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::command::{KeyCommand, KeyspaceCommand, ObjectField, SetCondition, SetOutput, SetReply, TtlChange};
-use crate::crdt::{Hlc, VersionVector};
+use crate::crdt::Hlc;
 use crate::crdt::{HlcClock, NodeId};
 use crate::delta::outbox::{Outbox, OutboxBatch};
 use crate::delta::{Delta, DeltaLog, EncodedDeltas};
-use crate::engine::kv::collection_writes::Part;
-use crate::engine::kv::{DeltaSink, KeyState, KvEngine, WriteCtx};
+use crate::engine::kv::{DeltaSink, KvEngine, WriteCtx};
 use crate::protocol::Frame;
 use crate::routing;
 
 mod notify;
 mod ops;
 mod replay;
+mod sinks;
 
 pub use ops::{ShardOp, ShardReply, ShardStats};
 pub use replay::{merge_recovered, split_by_shard};
+use sinks::ShardSinks;
 
 /// Keys expired per shard per tick at most, so one tick's work is bounded.
 pub const EXPIRE_KEYS_PER_TICK_MAX: usize = 1_000;
@@ -97,47 +98,6 @@ pub struct Shard {
     definitions_epoch: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
     /// The keyspace's count of definition changes when last announced.
     definitions_announced: u64,
-}
-
-/// Where a local write's delta goes: the persistence log, and the outbox when there
-/// are peers.
-struct ShardSinks<'a> {
-    log: &'a mut DeltaLog,
-    outbox: Option<&'a mut Outbox>,
-}
-
-impl DeltaSink for ShardSinks<'_> {
-    fn key_changed(&mut self, key: &[u8], state: &KeyState) {
-        self.log.key_changed(key, state);
-        if let Some(outbox) = self.outbox.as_deref_mut() {
-            outbox.key_changed(key, state);
-        }
-    }
-
-    fn key_part_changed(&mut self, key: &[u8], part: &KeyState) {
-        if !crate::bugs::active(crate::bugs::Bug::HashFieldsNotPersisted) {
-            self.log.key_part_changed(key, part);
-        }
-        if let Some(outbox) = self.outbox.as_deref_mut() {
-            outbox.key_part_changed(key, part);
-        }
-    }
-
-    fn key_elements_changed(&mut self, key: &[u8], part: Part, elements: &[(Bytes, KeyState)]) {
-        if !crate::bugs::active(crate::bugs::Bug::HashFieldsNotPersisted) {
-            self.log.key_elements_changed(key, part, elements);
-        }
-        if let Some(outbox) = self.outbox.as_deref_mut() {
-            outbox.key_elements_changed(key, part, elements);
-        }
-    }
-
-    fn flushed(&mut self, seen: &VersionVector, scope: routing::ShardScope) {
-        self.log.flushed(seen, scope);
-        if let Some(outbox) = self.outbox.as_deref_mut() {
-            outbox.flushed(seen, scope);
-        }
-    }
 }
 
 impl Shard {

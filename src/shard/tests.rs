@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::crdt::Dot;
-use crate::engine::kv::StrVal;
+use crate::engine::kv::{KeyState, StrVal};
 
 #[test]
 fn a_merge_refused_while_the_delta_log_is_full_hands_the_deltas_back_untouched() {

@@ -1,0 +1,53 @@
+//! Where a shard's local writes send their deltas: the persistence log, and the
+//! outbox when the node has peers. Part of [`super::Shard`]; owns no state of its own
+//! and never decides anything (the planted bug `hash-fields-not-persisted` aside).
+
+use bytes::Bytes;
+
+use crate::crdt::VersionVector;
+use crate::delta::DeltaLog;
+use crate::delta::outbox::Outbox;
+use crate::engine::kv::collection_writes::Part;
+use crate::engine::kv::{DeltaSink, KeyState};
+use crate::routing;
+
+/// Where a local write's delta goes: the persistence log, and the outbox when there
+/// are peers.
+pub(super) struct ShardSinks<'a> {
+    pub(super) log: &'a mut DeltaLog,
+    pub(super) outbox: Option<&'a mut Outbox>,
+}
+
+impl DeltaSink for ShardSinks<'_> {
+    fn key_changed(&mut self, key: &[u8], state: &KeyState) {
+        self.log.key_changed(key, state);
+        if let Some(outbox) = self.outbox.as_deref_mut() {
+            outbox.key_changed(key, state);
+        }
+    }
+
+    fn key_part_changed(&mut self, key: &[u8], part: &KeyState) {
+        if !crate::bugs::active(crate::bugs::Bug::HashFieldsNotPersisted) {
+            self.log.key_part_changed(key, part);
+        }
+        if let Some(outbox) = self.outbox.as_deref_mut() {
+            outbox.key_part_changed(key, part);
+        }
+    }
+
+    fn key_elements_changed(&mut self, key: &[u8], part: Part, elements: &[(Bytes, KeyState)]) {
+        if !crate::bugs::active(crate::bugs::Bug::HashFieldsNotPersisted) {
+            self.log.key_elements_changed(key, part, elements);
+        }
+        if let Some(outbox) = self.outbox.as_deref_mut() {
+            outbox.key_elements_changed(key, part, elements);
+        }
+    }
+
+    fn flushed(&mut self, seen: &VersionVector, scope: routing::ShardScope) {
+        self.log.flushed(seen, scope);
+        if let Some(outbox) = self.outbox.as_deref_mut() {
+            outbox.flushed(seen, scope);
+        }
+    }
+}
