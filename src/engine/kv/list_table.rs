@@ -88,16 +88,25 @@ impl ListTable {
 
     /// The chunk that holds `name` if any does: the last whose first name is ≤ it.
     fn chunk_for(&self, name: &[u8]) -> Option<usize> {
-        // A push lands past the last chunk's first name or before the first chunk's:
-        // answered without a search.
+        // A push lands past the last chunk's first name or before the first chunk's, a
+        // pop takes from the first or the last chunk: answered without a search.
         let last = self.chunks.len().checked_sub(1)?;
         if self.chunks[last].first() <= name {
             return Some(last);
         }
-        if name < self.chunks[0].first() {
-            return None;
+        if name <= self.chunks[0].last.as_slice() {
+            return (self.chunks[0].first() <= name).then_some(0);
         }
-        self.chunks.partition_point(|c| c.first() <= name).checked_sub(1)
+        // The search compares the last names, held in the chunks' headers (one
+        // contiguous array), not the first ones, which are in each chunk's bytes (a
+        // cache miss per step). `j` is the first chunk whose last name is ≥ `name`:
+        // it holds `name` if its first name is ≤ it, else `name` falls in the gap
+        // after chunk `j - 1` (which holds the names up to its last, all < `name`).
+        // `j` is in 1..=last here: chunk 0's last is < `name` and chunk `last`'s first
+        // is > it.
+        let j = self.chunks.partition_point(|c| c.last.as_slice() < name);
+        debug_assert!((1..=last).contains(&j));
+        Some(if self.chunks[j].first() <= name { j } else { j - 1 })
     }
 
     /// An entry by name, tombstones included.
@@ -540,6 +549,57 @@ mod tests {
             assert!(table.chunks.iter().all(|c| c.count > 0 && c.count as usize <= CHUNK_ENTRIES_MAX));
             assert_eq!(table.edge(false).map(|n| n.to_vec()), live.first().cloned());
             assert_eq!(table.edge(true).map(|n| n.to_vec()), live.last().cloned());
+        }
+    }
+
+    /// Pushes and pops at both ends (the queue workloads that take the chunk's fast
+    /// paths: a tail pop cut at `last_at` with the offsets kept, a head pop leaving an
+    /// unused prefix), by writers on several nodes (so names step with and without a
+    /// node change), read back against a model; a queue that pushes at one end and
+    /// pops at the other keeps its chunk's bytes bounded by what it holds.
+    #[test]
+    fn pops_at_both_ends_read_back_and_stay_bounded() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        for round in 0..12 {
+            let mut table = ListTable::default();
+            let mut model: std::collections::VecDeque<(Vec<u8>, Stored)> = std::collections::VecDeque::new();
+            let nodes = if round % 3 == 0 { 1 } else { 3 };
+            // Rounds alternate a balanced mix (length wanders) and a queue held near 60.
+            let queue = round % 2 == 1;
+            for step in 0..4000u64 {
+                let d = dot(1000 + 2 * step, rng.random_range(1..=nodes));
+                let value = vec![b'v'; rng.random_range(1..40)];
+                let push = if queue { model.len() < 60 } else { rng.random_bool(0.5) };
+                let at_tail = rng.random_bool(0.5);
+                if push {
+                    let stored = raw(d, &value);
+                    if at_tail || queue {
+                        let n = position::between(model.back().map(|(n, _)| n.as_slice()), None, d, Placement::AfterLow);
+                        assert!(!table.put(&n, stored.clone()));
+                        model.push_back((n, stored));
+                    } else {
+                        let n = position::between(None, model.front().map(|(n, _)| n.as_slice()), d, Placement::BeforeHigh);
+                        assert!(!table.put(&n, stored.clone()));
+                        model.push_front((n, stored));
+                    }
+                } else if let Some((n, stored)) = if at_tail && !queue { model.pop_back() } else { model.pop_front() } {
+                    assert_eq!(table.remove(&n), Some(stored), "round {round} step {step}");
+                }
+                if step % 97 == 0 || model.len() < 3 {
+                    let want: Vec<Vec<u8>> = model.iter().map(|(n, _)| n.clone()).collect();
+                    assert_eq!(names_of(&table), want, "round {round} step {step}");
+                    assert_eq!(table.edge(true).map(|n| n.to_vec()), want.last().cloned());
+                    for (n, s) in model.iter().take(3).chain(model.iter().rev().take(3)) {
+                        assert_eq!(table.get(n), Some(s.view()));
+                    }
+                }
+            }
+            if queue {
+                // ~60 entries of at most ~60 bytes each, in at most two chunks: the
+                // unused prefix a head pop leaves is reclaimed, not accumulated.
+                let (bytes, chunks) = table.chunk_bytes();
+                assert!(bytes < 2 * 60 * 64 + chunks * 256, "round {round}: {bytes} bytes in {chunks} chunks");
+            }
         }
     }
 

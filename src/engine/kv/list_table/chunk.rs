@@ -43,6 +43,20 @@ pub(super) struct Chunk {
     last_at: u32,
     /// The last entry's name (appends are coded against it without decoding).
     pub(super) last: Name,
+    /// Where every entry starts, in order, once a pop at the tail needed the entry
+    /// before the last (entries are coded forward, so that takes a scan): kept while
+    /// only appends and tail pops edit the chunk, so a run of RPOPs scans each chunk
+    /// once instead of once per pop. Any other edit drops it. At most
+    /// [`CHUNK_ENTRIES_MAX`] + 1 offsets (4 bytes each), and only on chunks popped at
+    /// the tail.
+    starts: Option<Box<Vec<u32>>>,
+    /// Where the first entry starts: a pop at the head writes the entry after it (now
+    /// first, so coded in full) over the popped entry's bytes when it fits there, and
+    /// leaves the bytes before it unused rather than moving the whole chunk (LPOP
+    /// runs in amortised constant time, where a listpack moves its rest). The unused
+    /// prefix is reclaimed (the entries moved down) before an insert, and by a head
+    /// pop once it exceeds the bytes in use, so it never exceeds them for long.
+    head: u32,
 }
 
 /// Append one entry coded against `prev` (the previous entry's name, `None` first).
@@ -131,7 +145,7 @@ pub(super) struct Decoder<'a> {
 
 impl<'a> Decoder<'a> {
     pub(super) fn new(chunk: &'a Chunk) -> Decoder<'a> {
-        Decoder { bytes: &chunk.bytes, at: 0, name: Name::new() }
+        Decoder { bytes: &chunk.bytes, at: chunk.head as usize, name: Name::new() }
     }
 
     /// The next entry (its name is then in `self.name`), with the offset it starts at.
@@ -189,6 +203,9 @@ impl Chunk {
         let at = self.bytes.len();
         encode_entry(&mut self.bytes, prev, name, element);
         self.last_at = at as u32;
+        if let Some(starts) = &mut self.starts {
+            starts.push(at as u32);
+        }
         self.count += 1;
         self.last.clear();
         self.last.extend_from_slice(name);
@@ -245,13 +262,17 @@ impl Chunk {
                     debug_assert_eq!(self.last_element(), Some(element));
                 }
             }
+            if let Some(starts) = &self.starts {
+                debug_assert_eq!(starts.as_slice(), self.entry_starts().as_slice(), "starts names every entry's offset");
+            }
         }
     }
 
     /// The first entry's name, stored in full.
     pub(super) fn first(&self) -> &[u8] {
-        debug_assert_eq!(self.bytes[0] & 3, NAME_FULL);
-        let mut at = 1;
+        let head = self.head as usize;
+        debug_assert_eq!(self.bytes[head] & 3, NAME_FULL);
+        let mut at = head + 1;
         let len = get_var(&self.bytes, &mut at) as usize;
         &self.bytes[at..at + len]
     }
@@ -273,6 +294,8 @@ impl Chunk {
     /// caller splits).
     pub(super) fn splice_in(&mut self, name: &[u8], element: ElementRef<'_>) -> bool {
         debug_assert!(name <= self.last.as_slice());
+        self.starts = None;
+        self.reclaim_head();
         let mut decoder = Decoder::new(self);
         let mut prev: Option<Name> = None;
         // `last_in_middle`: where the last entry starts in `middle`, if it is recoded.
@@ -312,6 +335,10 @@ impl Chunk {
     /// Remove `name`, returning it: the entry after it is recoded against the one
     /// before, the rest moves over.
     pub(super) fn splice_out(&mut self, name: &[u8]) -> Option<Stored> {
+        if self.count > 0 && name == self.last.as_slice() {
+            return self.pop_last();
+        }
+        self.starts = None;
         let mut decoder = Decoder::new(self);
         let mut prev: Option<Name> = None;
         let mut prev_start = 0;
@@ -334,9 +361,30 @@ impl Chunk {
             }
             None => (self.bytes.len(), Vec::new(), false),
         };
-        // In place: the rest moves over (a pop at the head is one move, as in a listpack).
-        replace_range(&mut self.bytes, start..rest, &middle);
         self.count -= 1;
+        if start == self.head as usize && middle.len() <= rest - start {
+            // The head entry went: its successor, coded in full now, ends where it
+            // ended, and the bytes before it go unused (nothing moves).
+            let new_head = rest - middle.len();
+            self.bytes[new_head..rest].copy_from_slice(&middle);
+            self.head = new_head as u32;
+            if next_is_last {
+                self.last_at = new_head as u32;
+            }
+            if self.count == 0 {
+                *self = Chunk::default();
+            } else if 2 * new_head > self.bytes.len() {
+                // More unused than used: move the entries down (each byte moves about
+                // once over a run of pops, and a queue that appends at the tail while
+                // it pops at the head stays within twice its size).
+                self.reclaim_head();
+            }
+            self.debug_check_last_at();
+            return Some(taken);
+        }
+        // In place: the rest moves over (offsets are absolute: an unused prefix stays
+        // as it is).
+        replace_range(&mut self.bytes, start..rest, &middle);
         self.last_at = if self.last.as_slice() == name {
             // The entry before is the last now (none: the chunk is empty).
             self.last = prev.unwrap_or_default();
@@ -348,6 +396,80 @@ impl Chunk {
         };
         self.debug_check_last_at();
         Some(taken)
+    }
+
+    /// Remove the last entry (RPOP): the bytes are cut where it starts, with no
+    /// recoding and no move. The entry before it becomes the last: where it starts
+    /// comes from `starts` (built by one scan, then kept), and its name from the
+    /// removed entry's step when that is a step on the same node (a run of pushes by
+    /// one node), else from a decode up to it.
+    fn pop_last(&mut self) -> Option<Stored> {
+        let taken = Stored::from_view(self.last_element()?);
+        let removed_at = self.last_at as usize;
+        let tag = self.bytes[removed_at];
+        if self.starts.is_none() {
+            self.starts = Some(Box::new(self.entry_starts()));
+        }
+        let starts = self.starts.as_mut().expect("just made");
+        let popped = starts.pop();
+        debug_assert_eq!(popped, Some(removed_at as u32), "starts ends at the last entry");
+        let new_last_at = starts.last().copied();
+        self.count -= 1;
+        match new_last_at {
+            None => {
+                debug_assert_eq!(self.count, 0);
+                *self = Chunk::default();
+            }
+            Some(new_last_at) => {
+                if tag & 3 == NAME_STEP {
+                    // The removed name is the one before it with its last triple
+                    // stepped: step it back.
+                    let mut at = removed_at + 1;
+                    let digit_step = get_var(&self.bytes, &mut at);
+                    let hlc_step = unzigzag(get_var(&self.bytes, &mut at)) as u64;
+                    let (digit, hlc, node) = last_triple(&self.last);
+                    set_last_triple(&mut self.last, (digit - digit_step, hlc.wrapping_sub(hlc_step), node));
+                } else {
+                    let mut decoder = Decoder::new(self);
+                    while let Some((start, _)) = decoder.next_entry() {
+                        if start == new_last_at as usize {
+                            break;
+                        }
+                    }
+                    self.last = decoder.name;
+                }
+                self.bytes.truncate(removed_at);
+                self.last_at = new_last_at;
+            }
+        }
+        self.debug_check_last_at();
+        Some(taken)
+    }
+
+    /// Give back the unused prefix a head pop left (see `head`) by moving the entries
+    /// to the front: before an insert, so that pushes and pops at the head in turn do
+    /// not grow the chunk.
+    fn reclaim_head(&mut self) {
+        let head = self.head as usize;
+        if head == 0 {
+            return;
+        }
+        self.bytes.drain(..head);
+        self.last_at -= head as u32;
+        self.head = 0;
+        if let Some(starts) = &mut self.starts {
+            starts.iter_mut().for_each(|start| *start -= head as u32);
+        }
+    }
+
+    /// Where each entry starts, by a decode of the whole chunk.
+    fn entry_starts(&self) -> Vec<u32> {
+        let mut starts = Vec::with_capacity(self.count as usize);
+        let mut decoder = Decoder::new(self);
+        while let Some((start, _)) = decoder.next_entry() {
+            starts.push(start as u32);
+        }
+        starts
     }
 
     pub(super) fn find(&self, name: &[u8]) -> Option<ElementRef<'_>> {
