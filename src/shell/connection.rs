@@ -80,6 +80,7 @@ pub async fn serve(
         info: info.clone(),
         access: ShardAccess::new(home, shard, state.clone()),
         pending: Vec::new(),
+        local_run: Vec::new(),
         replies: Vec::new(),
         encoded: 0,
         closing: false,
@@ -123,6 +124,12 @@ struct Connection {
     info: Arc<ClientInfo>,
     access: ShardAccess,
     pending: Vec<PendingBatch>,
+    /// Single-key operations for the home shard, with their reply slots, run as one
+    /// batch when the pipeline (or the run of such commands in it) ends: the pipeline
+    /// is parsed, then run, then encoded, stage by stage, so each stage's code stays in
+    /// the instruction cache across the batch instead of all of it being fetched again
+    /// for every command. At most `PIPELINE_COMMANDS_MAX`.
+    local_run: Vec<(usize, ShardOp)>,
     /// Replies of the pipeline being run, in request order; `None` while in flight.
     replies: Vec<Option<Frame>>,
     /// Replies already encoded into `write_buf`.
@@ -287,6 +294,10 @@ impl Connection {
             last_command = index.or(last_command);
             self.dispatch(index, args).await;
             if self.write_buf.len() >= WRITE_BUFFER_BYTES_MAX {
+                // What was read is run before anything is written (a client that goes
+                // away mid-write still had its commands run, as Redis runs them).
+                self.flush_local_run();
+                self.encode_ready();
                 self.write_out_partial().await?;
             }
         }
@@ -376,6 +387,7 @@ impl Connection {
     async fn dispatch(&mut self, index: Option<usize>, args: Vec<Bytes>) {
         // As Redis: clients a write woke are served before any other command runs.
         if self.state().waiters.is_serving() {
+            self.flush_local_run();
             self.state().waiters.settled().await;
         }
         let slot = self.replies.len();
@@ -427,7 +439,13 @@ impl Connection {
                 let shard = self.access.shard_of(command.key());
                 if shard == self.access.home {
                     let op = ShardOp::Key(command);
-                    Some(super::shards::apply_local_one(&self.access.shard, self.state(), op, self.now_ms).into_frame())
+                    if self.may_defer_local() {
+                        self.local_run.push((slot, op));
+                        None
+                    } else {
+                        self.flush_local_run();
+                        Some(super::shards::apply_local_one(&self.access.shard, self.state(), op, self.now_ms).into_frame())
+                    }
                 } else {
                     self.queue(shard, ShardOp::Key(command), slot);
                     None
@@ -460,8 +478,33 @@ impl Connection {
         }
     }
 
-    /// Send every queued batch, wait for all replies, and file them in their slots.
+    /// Whether a home-shard operation may wait in `local_run` for the rest of the
+    /// pipeline. Not while a client is blocked anywhere: a write that wakes one must be
+    /// followed by that client's turn before this connection's next command (as Redis
+    /// serves it), which a batch would delay. Not while subscribed: a RESP3 subscriber's
+    /// keyspace notifications and replies interleave as each command runs.
+    fn may_defer_local(&self) -> bool {
+        self.subscriptions == 0 && !self.state().waiters.is_active()
+    }
+
+    /// Run the deferred home-shard operations as one batch, in order, and file their
+    /// replies (see `local_run`).
+    fn flush_local_run(&mut self) {
+        if self.local_run.is_empty() {
+            return;
+        }
+        let (slots, ops): (Vec<usize>, Vec<ShardOp>) = std::mem::take(&mut self.local_run).into_iter().unzip();
+        let replies = super::shards::apply_local_at(&self.access.shard, self.state(), ops, self.now_ms);
+        debug_assert_eq!(replies.len(), slots.len());
+        for (slot, reply) in slots.into_iter().zip(replies) {
+            self.replies[slot] = Some(reply.into_frame());
+        }
+    }
+
+    /// Send every queued batch, wait for all replies, and file them in their slots
+    /// (the home shard's deferred run first).
     async fn flush_pending(&mut self) {
+        self.flush_local_run();
         if self.pending.is_empty() {
             return;
         }

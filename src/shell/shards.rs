@@ -45,7 +45,11 @@ pub fn apply_local_one(shard: &SharedShard, state: &ServerState, op: ShardOp, no
 
 /// Apply a batch on the shard owned by this thread.
 pub fn apply_local(shard: &SharedShard, state: &ServerState, ops: Vec<ShardOp>) -> Vec<ShardReply> {
-    let now = super::now_ms();
+    apply_local_at(shard, state, ops, super::now_ms())
+}
+
+/// [`apply_local`] at a time the caller read (a connection reads it once per pipeline).
+pub fn apply_local_at(shard: &SharedShard, state: &ServerState, ops: Vec<ShardOp>, now: u64) -> Vec<ShardReply> {
     // Blocked clients are woken by writes to their keys, local or merged from a peer.
     let waking = state.waiters.is_active();
     let mut written: Vec<Bytes> = Vec::new();
