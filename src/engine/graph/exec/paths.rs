@@ -20,17 +20,28 @@ use super::{Exec, pattern_vars};
 /// The most shortest paths one `allShortestPaths` enumerates for one pair of ends.
 pub const ALL_SHORTEST_PATHS_MAX: usize = 100_000;
 
-/// A query's allShortestPaths patterns are in MATCH, with both ends bound by an earlier
-/// clause (FalkorDB decides this from the query's text, before it runs, so a query that
-/// would match no row is refused too).
+/// A query's allShortestPaths patterns are in MATCH, with both ends bound before the
+/// run of consecutive (non-optional) MATCH clauses it is in: FalkorDB plans such a run as one pattern,
+/// so `MATCH (a), (b) MATCH p = allShortestPaths((a)-->(b))` is refused and needs a
+/// `WITH a, b` (or any other clause) between. FalkorDB decides this from the query's
+/// text, before it runs, so a query that would match no row is refused too.
 pub fn check_scopes(query: &Query) -> Result<(), String> {
     let mut bound: Vec<String> = Vec::new();
+    // What was bound before the current run of MATCH clauses.
+    let mut resolved: Vec<String> = Vec::new();
+    let mut in_match_run = false;
     for clause in &query.clauses {
+        // An OPTIONAL MATCH is an operation of its own: it sees all bound before it.
+        let plain = matches!(clause, Clause::Match { optional: false, .. });
+        if matches!(clause, Clause::Match { optional: true, .. }) || (plain && !in_match_run) {
+            resolved = bound.clone();
+        }
+        in_match_run = plain;
         match clause {
             Clause::Match { patterns, .. } => {
                 for p in patterns.iter().filter(|p| p.all_shortest) {
                     let ends = [p.start.var.as_ref(), p.steps.first().and_then(|(_, end)| end.var.as_ref())];
-                    if !ends.iter().all(|v| v.is_some_and(|v| bound.contains(v))) {
+                    if !ends.iter().all(|v| v.is_some_and(|v| resolved.contains(v))) {
                         return Err(UNRESOLVED_ENDS.to_owned());
                     }
                 }
