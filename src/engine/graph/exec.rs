@@ -3,7 +3,8 @@
 //! record element writes, WITH/RETURN project, see `project.rs`).
 //!
 //! The executor owns the query's statistics and its [`Writes`]; the caller turns the
-//! writes into one delta. It never reads a clock: new element ids come from the dot the
+//! writes into one delta. Under GRAPH.PROFILE it also counts the records each plan
+//! operation produces (`explain.rs`); allShortestPaths is `paths.rs`. It never reads a clock: new element ids come from the dot the
 //! caller hands in. Every loop is bounded by the rows it is given or by
 //! [`ROWS_MAX`].
 
@@ -25,9 +26,9 @@ mod plan;
 mod procedures;
 mod update;
 
+use explain::Part;
 pub use explain::{Counts, Plan};
 pub use paths::{ALL_SHORTEST_PATHS_MAX, check_scopes};
-use explain::Part;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -90,39 +91,6 @@ impl Exec {
             profile: None,
             clause_at: Cell::new(0),
             counting: Cell::new(false),
-        }
-    }
-
-    /// Count the records each plan operation produces from now on (GRAPH.PROFILE).
-    pub fn start_profiling(&mut self) {
-        self.profile = Some(RefCell::default());
-    }
-
-    /// The counts kept since [`Exec::start_profiling`] (empty without it).
-    pub fn take_counts(&mut self) -> Counts {
-        self.profile.take().map(RefCell::into_inner).unwrap_or_default()
-    }
-
-    /// `n` more records produced by `part` of the running clause, when profiling.
-    fn count(&self, part: Part, n: usize) {
-        if let Some(counts) = &self.profile
-            && self.counting.get()
-        {
-            *counts.borrow_mut().entry((self.clause_at.get(), part)).or_default() += n as u64;
-        }
-    }
-
-    /// A projection's counts, recorded as its plan operations' (explain.rs).
-    fn count_projection(&self, c: &ProjCounts) {
-        for (part, n) in [
-            (Part::Project, c.projected),
-            (Part::Distinct, c.distinct),
-            (Part::Sort, c.sorted),
-            (Part::Skip, c.skipped),
-            (Part::Limit, c.limited),
-            (Part::ProjFilter, c.filtered),
-        ] {
-            self.count(part, n);
         }
     }
 

@@ -293,10 +293,13 @@ mod paths_and_profile {
     fn profile_counts_each_operations_records_and_runs_the_writes() {
         let mut shard = Shard::new(ShardConfig::new(0, 1));
         let create = profile(&mut shard, "UNWIND range(1, 5) AS x CREATE (:P {x: x})");
-        assert_eq!(create, vec![
-            "Create | Records produced: 0, Execution time: 0.000000 ms",
-            "    Unwind | Records produced: 5, Execution time: 0.000000 ms",
-        ]);
+        assert_eq!(
+            create,
+            vec![
+                "Create | Records produced: 0, Execution time: 0.000000 ms",
+                "    Unwind | Records produced: 5, Execution time: 0.000000 ms",
+            ]
+        );
         assert_eq!(ints(&query(&mut shard, "MATCH (p:P) RETURN count(p)")), vec![5]);
         let read = profile(&mut shard, "MATCH (p:P) WHERE p.x > 1 RETURN p.x ORDER BY p.x SKIP 1 LIMIT 2");
         let counts: Vec<(&str, &str)> = read
@@ -306,14 +309,17 @@ mod paths_and_profile {
                 (op.trim(), rest.split(',').next().unwrap_or_default())
             })
             .collect();
-        assert_eq!(counts, vec![
-            ("Results", "2"),
-            ("Limit", "2"),
-            ("Skip", "2"),
-            ("Sort", "3"),
-            ("Project", "4"),
-            ("Filter", "4"),
-            ("Node By Label Scan | (p:P)", "5"),
-        ]);
+        assert_eq!(
+            counts,
+            vec![
+                ("Results", "2"),
+                ("Limit", "2"),
+                ("Skip", "2"),
+                ("Sort", "3"),
+                ("Project", "4"),
+                ("Filter", "4"),
+                ("Node By Label Scan | (p:P)", "5"),
+            ]
+        );
     }
 }

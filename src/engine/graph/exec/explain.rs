@@ -11,10 +11,12 @@
 //! ([`Exec::count`]) and only read here. The engine reads no clock, so a profile's
 //! execution times are 0.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 
 use super::super::ast::{Clause, Direction, NodePat, Pattern, Projection, Query, RelPat};
 use super::super::eval::Row;
+use super::super::project::ProjCounts;
 use super::super::value::Value;
 use super::plan::Start;
 use super::{Exec, pattern_vars};
@@ -57,6 +59,39 @@ struct Op {
 }
 
 impl Exec {
+    /// Count the records each plan operation produces from now on (GRAPH.PROFILE).
+    pub fn start_profiling(&mut self) {
+        self.profile = Some(RefCell::default());
+    }
+
+    /// The counts kept since [`Exec::start_profiling`] (empty without it).
+    pub fn take_counts(&mut self) -> Counts {
+        self.profile.take().map(RefCell::into_inner).unwrap_or_default()
+    }
+
+    /// `n` more records produced by `part` of the running clause, when profiling.
+    pub(super) fn count(&self, part: Part, n: usize) {
+        if let Some(counts) = &self.profile
+            && self.counting.get()
+        {
+            *counts.borrow_mut().entry((self.clause_at.get(), part)).or_default() += n as u64;
+        }
+    }
+
+    /// A projection's counts, recorded as its plan operations' (explain.rs).
+    pub(super) fn count_projection(&self, c: &ProjCounts) {
+        for (part, n) in [
+            (Part::Project, c.projected),
+            (Part::Distinct, c.distinct),
+            (Part::Sort, c.sorted),
+            (Part::Skip, c.skipped),
+            (Part::Limit, c.limited),
+            (Part::ProjFilter, c.filtered),
+        ] {
+            self.count(part, n);
+        }
+    }
+
     pub fn explain(&self, query: &Query) -> Vec<String> {
         let ops = self.plan(query);
         ops.iter().rev().enumerate().map(|(depth, op)| format!("{}{}", "    ".repeat(depth), op.text)).collect()
@@ -169,7 +204,7 @@ impl Exec {
             }
         }
         // A query that ends with CALL answers the call's rows, as through RETURN.
-        if let Some((last, Clause::Call { .. })) = query.clauses.iter().enumerate().last() {
+        if let Some((last, Clause::Call { .. })) = query.clauses.iter().enumerate().next_back() {
             ops.push(Op { text: "Results".to_owned(), clause: last, part: Part::Clause });
         }
         // Results passes on what the operation below it produced.
