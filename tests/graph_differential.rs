@@ -2,7 +2,9 @@
 //! and the FalkorDB module), over TCP: every query of the corpus in
 //! tests/graph/corpus.cypher runs on both, in order, on one graph each, and the replies
 //! must match: the header, the rows (as a multiset unless the query orders them), the
-//! statistics (less the plan-cache and timing lines), and errors as errors. Node and
+//! statistics (less the plan-cache and timing lines), and errors as errors; a line
+//! starting `PROFILE ` runs as GRAPH.PROFILE and its plan lines must match but for
+//! the execution times (see `comparable_profile`). Node and
 //! edge ids are left out of the comparison: FalkorDB's are row numbers it reuses,
 //! Meridian's are stable across regions (docs/graph.md), and the properties of a node
 //! are compared by name (FalkorDB prints them in schema order).
@@ -92,6 +94,43 @@ fn comparable(reply: redis::RedisResult<Value>, ordered: bool) -> Norm {
     Norm::List(parts)
 }
 
+/// A GRAPH.PROFILE reply compared: each line's operation, indentation and record count
+/// exactly; its execution time only for its shape (`Execution time: 0.123456 ms`),
+/// since times cannot match. Anything else (an error, a malformed line) compares as
+/// itself.
+fn comparable_profile(reply: redis::RedisResult<Value>) -> Norm {
+    let Ok(Value::Array(lines)) = reply else { return comparable(reply, true) };
+    Norm::List(
+        lines
+            .iter()
+            .map(|line| {
+                let Some(line) = text(line) else { return norm(line) };
+                match line.split_once(", Execution time: ") {
+                    Some((op, time)) if timed_ms(time) => Norm::Text(format!("{op}, Execution time: <ms>")),
+                    _ => Norm::Text(line),
+                }
+            })
+            .collect(),
+    )
+}
+
+/// `0.123456 ms`: digits, a point, digits, ` ms`.
+fn timed_ms(time: &str) -> bool {
+    let Some(number) = time.strip_suffix(" ms") else { return false };
+    let Some((whole, fraction)) = number.split_once('.') else { return false };
+    [whole, fraction].iter().all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+}
+
+#[test]
+fn profile_lines_keep_operations_and_counts_and_only_the_time_shape() {
+    let line = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+    let reply = |time: &str| Ok(Value::Array(vec![line(&format!("Results | Records produced: 2, Execution time: {time}"))]));
+    assert_eq!(comparable_profile(reply("0.000000 ms")), comparable_profile(reply("12.345678 ms")));
+    assert_ne!(comparable_profile(reply("0.000000 ms")), comparable_profile(reply("fast")));
+    let other = Ok(Value::Array(vec![line("Results | Records produced: 3, Execution time: 0.000000 ms")]));
+    assert_ne!(comparable_profile(reply("0.000000 ms")), comparable_profile(other));
+}
+
 fn corpus() -> Vec<String> {
     include_str!("graph/corpus.cypher")
         .lines()
@@ -131,15 +170,20 @@ fn graph_queries_answer_as_falkordb_answers() {
     assert!(queries.len() >= 200, "the corpus holds {} queries", queries.len());
     let mut mismatches = Vec::new();
     for (i, query) in queries.iter().enumerate() {
-        // `RO ` runs the rest as GRAPH.RO_QUERY.
-        let (command, query) = match query.strip_prefix("RO ") {
-            Some(rest) => ("GRAPH.RO_QUERY", rest),
-            None => ("GRAPH.QUERY", query.as_str()),
+        // `RO ` runs the rest as GRAPH.RO_QUERY, `PROFILE ` as GRAPH.PROFILE.
+        let (command, query) = match (query.strip_prefix("RO "), query.strip_prefix("PROFILE ")) {
+            (Some(rest), _) => ("GRAPH.RO_QUERY", rest),
+            (_, Some(rest)) => ("GRAPH.PROFILE", rest),
+            _ => ("GRAPH.QUERY", query.as_str()),
         };
         let ordered = query.to_ascii_uppercase().contains("ORDER BY");
         let run = |con: &mut redis::Connection| redis::cmd(command).arg("g").arg(query).query::<Value>(con);
         let (want, got) = (run(&mut f), run(&mut m));
-        let (want_n, got_n) = (comparable(want.clone(), ordered), comparable(got.clone(), ordered));
+        let (want_n, got_n) = if command == "GRAPH.PROFILE" {
+            (comparable_profile(want.clone()), comparable_profile(got.clone()))
+        } else {
+            (comparable(want.clone(), ordered), comparable(got.clone(), ordered))
+        };
         if want_n != got_n {
             mismatches.push(format!("#{i} {query}\n  FalkorDB: {want:?}\n  Meridian: {got:?}"));
         }

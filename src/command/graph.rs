@@ -1,4 +1,4 @@
-//! GRAPH.QUERY, GRAPH.RO_QUERY, GRAPH.EXPLAIN, GRAPH.DELETE and GRAPH.CONFIG: their typed form and argument checks.
+//! GRAPH.QUERY, GRAPH.RO_QUERY, GRAPH.EXPLAIN, GRAPH.PROFILE, GRAPH.DELETE and GRAPH.CONFIG: their typed form and argument checks.
 //! The query text is parsed and run by the graph engine (`engine::graph`), inside the
 //! shard that owns the key; GRAPH.LIST is a keyspace command.
 
@@ -23,12 +23,21 @@ pub enum GraphCommand {
         key: Bytes,
         query: Bytes,
     },
+    /// GRAPH.PROFILE: the query is run (its writes too) and its plan answered with the
+    /// records each operation produced.
+    Profile {
+        key: Bytes,
+        query: Bytes,
+    },
 }
 
 impl GraphCommand {
     pub fn key(&self) -> &Bytes {
         match self {
-            GraphCommand::Query { key, .. } | GraphCommand::Delete(key) | GraphCommand::Explain { key, .. } => key,
+            GraphCommand::Query { key, .. }
+            | GraphCommand::Delete(key)
+            | GraphCommand::Explain { key, .. }
+            | GraphCommand::Profile { key, .. } => key,
         }
     }
 
@@ -45,6 +54,10 @@ pub fn parse(id: CmdId, a: &mut [Bytes]) -> Result<GraphCommand, Frame> {
     let query = std::mem::take(&mut a[2]);
     if id == CmdId::GraphExplain {
         return Ok(GraphCommand::Explain { key, query });
+    }
+    if id == CmdId::GraphProfile {
+        // FalkorDB's PROFILE ignores what follows the query (`--compact`, TIMEOUT, ...).
+        return Ok(GraphCommand::Profile { key, query });
     }
     let mut compact = false;
     let mut i = 3;

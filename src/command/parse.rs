@@ -242,7 +242,7 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
         CmdId::Keys => Ok(Command::Keyspace(KeyspaceCommand::Keys(take(a, 1)))),
         CmdId::GraphList => Ok(Command::Keyspace(KeyspaceCommand::GraphList)),
         CmdId::GraphConfig => Ok(Command::GraphConfig(super::graph::parse_config(a)?)),
-        CmdId::GraphQuery | CmdId::GraphRoQuery | CmdId::GraphDelete | CmdId::GraphExplain => {
+        CmdId::GraphQuery | CmdId::GraphRoQuery | CmdId::GraphDelete | CmdId::GraphExplain | CmdId::GraphProfile => {
             key(KeyCommand::Graph(super::graph::parse(spec.id, a)?))
         }
         CmdId::Scan => parse_scan(a),

@@ -194,6 +194,7 @@ pub enum CmdId {
     GraphRoQuery,
     GraphDelete,
     GraphExplain,
+    GraphProfile,
     GraphList,
     GraphConfig,
 }

@@ -325,3 +325,54 @@ MATCH (a:LC) RETURN a.k, [(a)-[r]->(b) WHERE r.w = 2 | type(r)] AS ty ORDER BY a
 MATCH (a:LC) RETURN a.k, [(a)<-[:T]-(b) | b.k + 100] AS prev, size([(a)-[:T*1..2]->(c) | c.k]) AS reach ORDER BY a.k, reach
 MATCH (a:LC) RETURN a.k, [p = (a)-[:T]->() | length(p)] AS lens ORDER BY a.k, size(lens)
 MATCH (a:LC {k:2}) RETURN size([(a)-[r:T]-(b:LC) | r.w * b.k]) AS prods, [(a)-[s:T]-(c:LC) WHERE c.k = 3 | s.w * c.k] AS three
+// allShortestPaths (MATCH, ends bound by an earlier clause) and GRAPH.PROFILE (`PROFILE `)
+CREATE (a:ASP {v:1}), (b:ASP {v:2}), (c:ASP {v:3}), (d:ASP {v:4}), (e:ASP {v:5}), (f:ASP {v:6}), (g:ASP {v:7}), (a)-[:R]->(b), (a)-[:R]->(c), (b)-[:R]->(d), (c)-[:R]->(d), (d)-[:S]->(e), (a)-[:S]->(f), (f)-[:S]->(e), (e)-[:R]->(a)
+MATCH (a:ASP {v:1}), (b:ASP {v:4}) WITH a, b MATCH p = allShortestPaths((a)-[:R*]->(b)) RETURN [n IN nodes(p) | n.v] AS vs, length(p) AS len ORDER BY vs
+MATCH (a:ASP {v:1}), (b:ASP {v:5}) WITH a, b MATCH p = allShortestPaths((a)-[*]->(b)) RETURN [n IN nodes(p) | n.v] AS vs, [r IN relationships(p) | type(r)] AS ts ORDER BY vs
+MATCH (a:ASP {v:2}), (b:ASP {v:5}) WITH a, b MATCH p = allShortestPaths((a)-[*]->(b)) RETURN [n IN nodes(p) | n.v] AS vs ORDER BY vs
+MATCH (a:ASP {v:1}), (b:ASP {v:5}) WITH a, b MATCH p = allShortestPaths((a)-[*]-(b)) RETURN [n IN nodes(p) | n.v] AS vs ORDER BY vs
+MATCH (a:ASP {v:4}), (b:ASP {v:1}) WITH a, b MATCH p = allShortestPaths((a)-[*]-(b)) RETURN [n IN nodes(p) | n.v] AS vs ORDER BY vs
+MATCH (a:ASP {v:4}), (b:ASP {v:1}) WITH a, b MATCH p = allShortestPaths((a)<-[:R*]-(b)) RETURN [n IN nodes(p) | n.v] AS vs ORDER BY vs
+MATCH (a:ASP {v:1}), (b:ASP {v:5}) WITH a, b MATCH p = allShortestPaths((a)<-[*]-(b)) RETURN [n IN nodes(p) | n.v] AS vs
+MATCH (a:ASP {v:5}), (b:ASP {v:6}) WITH a, b MATCH p = allShortestPaths((a)-[:R*]->(b)) RETURN p
+MATCH (a:ASP {v:1}), (b:ASP {v:7}) WITH a, b MATCH p = allShortestPaths((a)-[*]-(b)) RETURN count(p)
+MATCH (a:ASP {v:1}), (b:ASP {v:5}) WITH a, b MATCH p = allShortestPaths((a)-[*..1]->(b)) RETURN count(p)
+MATCH (a:ASP {v:1}), (b:ASP {v:4}) WITH a, b MATCH p = allShortestPaths((a)-[:R*..2]->(b)) RETURN count(p)
+MATCH (a:ASP), (b:ASP) WITH a, b MATCH p = allShortestPaths((a)-[:R*]->(b)) RETURN a.v, b.v, length(p) ORDER BY a.v, b.v
+MATCH (a:ASP), (b:ASP) WITH a, b MATCH p = allShortestPaths((a)-[:R|S*]-(b)) RETURN a.v, b.v, count(p) AS n, min(length(p)) AS len ORDER BY a.v, b.v
+MATCH (a:ASP {v:1}), (b:ASP {v:5}) WITH a, b MATCH p = allShortestPaths((a)-[:R|S*]->(b)) WHERE length(p) > 1 RETURN count(p)
+MATCH (a:ASP {v:1}), (b:ASP {v:5}) WITH a, b OPTIONAL MATCH p = allShortestPaths((a)-[:X*]->(b)) RETURN a.v, p
+MATCH (a:ASP {v:1}), (b:ASP {v:5}) WITH a, b MATCH allShortestPaths((a)-[*]->(b:ASP)) RETURN a.v, b.v
+MATCH (a:ASP {v:1}) WITH a MATCH p = allShortestPaths((a)-[*]->(a)) RETURN length(p), size(nodes(p))
+MATCH (a:ASP {v:1}), (b:ASP {v:5}) WITH a, b MATCH p = allShortestPaths((a)-[* {w:1}]->(b)) RETURN count(p)
+MATCH (a:ASP {v:1}), (b:ASP {v:5}) MATCH p = allShortestPaths((a)-[*]->(b)) RETURN p
+MATCH p = allShortestPaths((a:ASP {v:1})-[*]->(b:ASP {v:5})) RETURN p
+MATCH (a:ASP {v:1}) WITH a MATCH p = allShortestPaths((a)-[*]->(b)) RETURN p
+MATCH (a:ASP {v:1}), (b:ASP {v:5}) RETURN allShortestPaths((a)-[*]->(b))
+MATCH (a:ASP {v:1}), (b:ASP {v:5}) WITH a, b MATCH p = allShortestPaths((a)-[*2..]->(b)) RETURN p
+MATCH (a:ASP {v:1}), (b:ASP {v:5}) WITH a, b MATCH p = allShortestPaths((a)-[*0..]->(b)) RETURN p
+MATCH (a:ASP {v:1}), (b:ASP {v:5}) WITH a, b MATCH p = allShortestPaths((a)-[*]->(c)-[*]->(b)) RETURN p
+MATCH (a:ASP {v:1}), (b:ASP {v:5}) UNWIND [1, 2] AS x MATCH p = allShortestPaths((a)-[*]->(b)) RETURN x, length(p) ORDER BY x
+MATCH (a:ASP {v:1}) WITH a MATCH (b:ASP {v:5}) MATCH p = allShortestPaths((a)-[*]->(b)) RETURN length(p)
+MATCH (a:ASP {v:1}) WITH a MATCH (b:ASP {v:4}) OPTIONAL MATCH p = allShortestPaths((a)-[:R*]->(b)) RETURN length(p)
+MATCH (a:ASP {v:1}), (b:ASP {v:4}) WITH * MATCH p = allShortestPaths((a)-[:R*]->(b)) RETURN count(p)
+PROFILE MATCH (n:ASP) WHERE n.v > 2 RETURN n.v ORDER BY n.v
+PROFILE MATCH (n:ASP {v:1}) RETURN n.v
+PROFILE MATCH (a:ASP)-[:R]->(b) RETURN a.v, b.v
+PROFILE MATCH (a:ASP)-[r:S]->(b:ASP) RETURN a.v, type(r), b.v
+PROFILE MATCH (a:ASP {v:1})-[:R*1..3]->(b) RETURN b.v
+PROFILE MATCH (n:ASP) RETURN n.v ORDER BY n.v SKIP 1 LIMIT 2
+PROFILE MATCH (n:ASP) RETURN DISTINCT n.v % 2 AS odd
+PROFILE MATCH (n:ASP) WITH n.v AS v WHERE v > 2 RETURN v
+PROFILE MATCH (n:ASP) RETURN n.v % 2 AS k, count(*) AS c ORDER BY k
+PROFILE MATCH (a:ASP) WITH a OPTIONAL MATCH (a)-[:S]->(b) RETURN a.v, b.v
+PROFILE CALL db.labels()
+PROFILE UNWIND range(1, 3) AS x CREATE (:PF {x: x})
+PROFILE UNWIND range(4, 5) AS x CREATE (t:PF {x: x}) RETURN t.x
+PROFILE MATCH (t:PF) WHERE t.x < 3 SET t.y = 1
+PROFILE MATCH (t:PF) WHERE t.x > 3 SET t.y = 2 RETURN t.x, t.y ORDER BY t.x
+MATCH (t:PF) RETURN t.x, t.y ORDER BY t.x
+PROFILE MATCH (t:PF) DELETE t
+MATCH (t:PF) RETURN count(t)
+PROFILE MATCH (a:ASP {v:1}) WITH a MATCH (b:ASP {v:4}) WITH a, b MATCH p = allShortestPaths((a)-[:R*]->(b)) RETURN length(p)
+PROFILE MATCH (n RETURN n

@@ -1268,6 +1268,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!(GraphQuery, "graph.query", -3, ["write", "denyoom"], 1, 1, 1, "module", "1.0.0", "Runs an openCypher query on a graph."),
     spec!(GraphRoQuery, "graph.ro_query", -3, ["readonly"], 1, 1, 1, "module", "1.0.0", "Runs a read-only openCypher query on a graph."),
     spec!(GraphExplain, "graph.explain", 3, ["readonly"], 1, 1, 1, "module", "1.0.0", "Shows the plan of a query without running it."),
+    spec!(GraphProfile, "graph.profile", -3, ["write", "denyoom"], 1, 1, 1, "module", "1.0.0", "Runs a query and shows its plan with the records each operation produced."),
     spec!(GraphDelete, "graph.delete", 2, ["write"], 1, 1, 1, "module", "1.0.0", "Deletes a graph."),
     spec!(GraphList, "graph.list", 1, ["readonly"], 0, 0, 0, "module", "1.0.0", "Lists the graphs."),
     spec!(GraphConfig, "graph.config", -3, [], 0, 0, 0, "module", "1.0.0", "Gets or sets a graph setting."),

@@ -97,6 +97,9 @@ pub struct Pattern {
     pub path: Option<String>,
     pub start: NodePat,
     pub steps: Vec<(RelPat, NodePat)>,
+    /// `allShortestPaths((a)-[:R*]->(b))` (MATCH only): one variable-length step whose
+    /// ends are bound by an earlier clause; every path of the fewest hops.
+    pub all_shortest: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -3,15 +3,17 @@
 //! record element writes, WITH/RETURN project, see `project.rs`).
 //!
 //! The executor owns the query's statistics and its [`Writes`]; the caller turns the
-//! writes into one delta. It never reads a clock: new element ids come from the dot the
+//! writes into one delta. Under GRAPH.PROFILE it also counts the records each plan
+//! operation produces (`explain.rs`); allShortestPaths is `paths.rs`. It never reads a clock: new element ids come from the dot the
 //! caller hands in. Every loop is bounded by the rows it is given or by
 //! [`ROWS_MAX`].
 
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap};
 
 use super::ast::*;
 use super::eval::{Env, Row};
-use super::project::{Projected, project};
+use super::project::{ProjCounts, Projected, project};
 use super::store::{self, EdgeData, ElemId, GraphView, NodeData, Writes};
 use super::value::Value;
 
@@ -19,9 +21,14 @@ use super::value::Value;
 pub const ROWS_MAX: usize = 1_000_000;
 
 mod explain;
+mod paths;
 mod plan;
 mod procedures;
 mod update;
+
+use explain::Part;
+pub use explain::{Counts, Plan};
+pub use paths::{ALL_SHORTEST_PATHS_MAX, check_scopes};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -59,6 +66,13 @@ pub struct Exec {
     /// The dot new ids are made from, and the next index under it.
     id_base: (u64, u16),
     next_seq: u32,
+    /// GRAPH.PROFILE: the records each plan operation produced (explain.rs); `None`
+    /// when not profiling. A cell: matching reads the graph through `&self`.
+    profile: Option<RefCell<Counts>>,
+    /// The clause running now, and whether the matching running now is that clause's
+    /// own (not a pattern comprehension's inside it), for [`Exec::count`].
+    clause_at: Cell<usize>,
+    counting: Cell<bool>,
 }
 
 pub(super) fn too_many() -> String {
@@ -67,7 +81,17 @@ pub(super) fn too_many() -> String {
 
 impl Exec {
     pub fn new(graph: GraphView, params: HashMap<String, Value>, id_base: (u64, u16)) -> Self {
-        Exec { graph, params, writes: Writes::default(), stats: Stats::default(), id_base, next_seq: 0 }
+        Exec {
+            graph,
+            params,
+            writes: Writes::default(),
+            stats: Stats::default(),
+            id_base,
+            next_seq: 0,
+            profile: None,
+            clause_at: Cell::new(0),
+            counting: Cell::new(false),
+        }
     }
 
     fn env(&self) -> Env<'_> {
@@ -75,12 +99,16 @@ impl Exec {
     }
 
     pub fn run(&mut self, query: &Query) -> Result<Outcome, String> {
+        paths::check_scopes(query)?;
         let mut rows: Vec<Row> = vec![Row::new()];
         let mut result = None;
         // A query that ends with CALL answers the rows of what the call binds.
         let mut called: Option<Vec<String>> = None;
-        for clause in &query.clauses {
+        for (c, clause) in query.clauses.iter().enumerate() {
             called = None;
+            self.clause_at.set(c);
+            self.counting.set(true);
+            let mut proj_counts = ProjCounts::default();
             rows = match clause {
                 Clause::Match { optional, patterns, filter } => self.match_clause(rows, patterns, filter.as_ref(), *optional)?,
                 Clause::Create(patterns) => {
@@ -145,12 +173,18 @@ impl Exec {
                     self.drop_index(label, props)?;
                     rows
                 }
-                Clause::With(proj) => project(&self.env(), rows, proj)?.into_rows(),
+                Clause::With(proj) => project(&self.env(), rows, proj, &mut proj_counts)?.into_rows(),
                 Clause::Return(proj) => {
-                    result = Some(project(&self.env(), rows, proj)?);
+                    result = Some(project(&self.env(), rows, proj, &mut proj_counts)?);
                     Vec::new()
                 }
             };
+            self.counting.set(true);
+            match clause {
+                Clause::Match { .. } | Clause::CreateIndex { .. } | Clause::DropIndex { .. } => {}
+                Clause::With(_) | Clause::Return(_) => self.count_projection(&proj_counts),
+                _ => self.count(Part::Clause, rows.len()),
+            }
         }
         if let Some(columns) = called {
             let rows = rows.into_iter().map(|r| columns.iter().map(|c| r.get(c).cloned().unwrap_or(Value::Null)).collect()).collect();
@@ -173,6 +207,7 @@ impl Exec {
             let mut found = Vec::new();
             self.match_patterns(patterns, filter, 0, row.clone(), &mut Vec::new(), &mut found)?;
             let before = out.len();
+            self.counting.set(false);
             for r in found {
                 // An error in the predicate is an error, never a dropped row.
                 let keep = match filter {
@@ -183,6 +218,10 @@ impl Exec {
                     out.push(r);
                 }
             }
+            self.counting.set(true);
+            if filter.is_some() {
+                self.count(Part::Filter, out.len() - before);
+            }
             if optional && out.len() == before {
                 let mut r = row;
                 for p in patterns {
@@ -192,6 +231,7 @@ impl Exec {
                 }
                 out.push(r);
             }
+            self.count(Part::Optional, out.len() - before);
             if out.len() > ROWS_MAX {
                 return Err(too_many());
             }
@@ -203,7 +243,11 @@ impl Exec {
     /// scope bound), each row extended by the pattern's own variables.
     pub(super) fn pattern_matches(&self, pattern: &Pattern, row: &Row) -> Result<Vec<Row>, String> {
         let mut found = Vec::new();
-        self.match_patterns(std::slice::from_ref(pattern), None, 0, row.clone(), &mut Vec::new(), &mut found)?;
+        // Not an operation of the plan: PROFILE does not count it.
+        let counting = self.counting.replace(false);
+        let matched = self.match_patterns(std::slice::from_ref(pattern), None, 0, row.clone(), &mut Vec::new(), &mut found);
+        self.counting.set(counting);
+        matched?;
         Ok(found)
     }
 
@@ -225,7 +269,14 @@ impl Exec {
             out.push(row);
             return Ok(());
         };
-        for start in self.node_candidates(&p.start, &row, filter)? {
+        if p.all_shortest {
+            for r in self.all_shortest_rows(p, &row)? {
+                self.count(Part::Step(i, 0), 1);
+                self.match_patterns(patterns, filter, i + 1, r, used, out)?;
+            }
+            return Ok(());
+        }
+        for start in self.node_candidates(&p.start, &row, filter, i)? {
             let mut r = row.clone();
             if let Some(v) = &p.start.var {
                 r.insert(v.clone(), Value::Node(start));
@@ -279,6 +330,7 @@ impl Exec {
                 if let Some(v) = &rel.var {
                     r.insert(v.clone(), Value::List(edges.iter().map(|e| Value::Edge(*e)).collect()));
                 }
+                self.count(Part::Step(i, step), 1);
                 let before = used.len();
                 used.extend(edges);
                 self.match_steps(patterns, filter, i, step + 1, origin, end, r, used, out)?;
@@ -302,6 +354,7 @@ impl Exec {
                 }
             }
             let Some(r) = self.bind_node(next, other, r)? else { continue };
+            self.count(Part::Step(i, step), 1);
             used.push(edge);
             self.match_steps(patterns, filter, i, step + 1, origin, other, r, used, out)?;
             used.pop();
@@ -529,8 +582,7 @@ impl Exec {
     fn merge(&mut self, rows: Vec<Row>, pattern: &Pattern, on_create: &[SetItem], on_match: &[SetItem]) -> Result<Vec<Row>, String> {
         let mut out = Vec::new();
         for row in rows {
-            let mut found = Vec::new();
-            self.match_patterns(std::slice::from_ref(pattern), None, 0, row.clone(), &mut Vec::new(), &mut found)?;
+            let found = self.pattern_matches(pattern, &row)?;
             if found.is_empty() {
                 let mut r = row;
                 self.create_pattern(pattern, &mut r)?;

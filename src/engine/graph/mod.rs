@@ -96,7 +96,14 @@ pub fn command(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: GraphCommand) -> Fram
             Ok(frame) => frame,
             Err(message) => Frame::error(message),
         },
-        GraphCommand::Query { key, query, read_only, compact } => match run_query(kv, ctx, key, &query, read_only, compact) {
+        GraphCommand::Query { key, query, read_only, compact } => {
+            let answer = if compact { Answer::Compact } else { Answer::Verbose };
+            match run_query(kv, ctx, key, &query, read_only, answer) {
+                Ok(frame) => frame,
+                Err(message) => Frame::error(message),
+            }
+        }
+        GraphCommand::Profile { key, query } => match run_query(kv, ctx, key, &query, false, Answer::Profile) {
             Ok(frame) => frame,
             Err(message) => Frame::error(message),
         },
@@ -137,6 +144,7 @@ fn bind_params(graph: &GraphView, parsed: &parser::Parsed) -> Result<HashMap<Str
 fn explain(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, text: &[u8]) -> Result<Frame, String> {
     let text = std::str::from_utf8(text).map_err(|_| "errMsg: the query is not valid UTF-8".to_owned())?;
     let parsed = parser::parse(text).map_err(|e| format!("errMsg: {e}"))?;
+    exec::check_scopes(&parsed.query)?;
     let (digest, graph) = current_view(kv, &key, ctx.now_ms)?;
     let params = bind_params(&graph, &parsed)?;
     let exec = Exec::new(graph, params, (0, 0));
@@ -147,7 +155,20 @@ fn explain(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, text: &[u8]) -> Re
     Ok(Frame::Array(lines.iter().map(|l| Frame::bulk_str(l)).collect()))
 }
 
-fn run_query(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, text: &[u8], read_only: bool, compact: bool) -> Result<Frame, String> {
+/// What a query run answers.
+#[derive(Copy, Clone, PartialEq)]
+enum Answer {
+    /// FalkorDB's verbose result set.
+    Verbose,
+    /// `--compact`: FalkorDB's compact result set.
+    Compact,
+    /// GRAPH.PROFILE: the plan with the records each operation produced.
+    Profile,
+}
+
+/// Run a query (GRAPH.QUERY, GRAPH.RO_QUERY, GRAPH.PROFILE: a profiled query writes as
+/// any other, as FalkorDB's does).
+fn run_query(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, text: &[u8], read_only: bool, answer: Answer) -> Result<Frame, String> {
     let text = std::str::from_utf8(text).map_err(|_| "errMsg: the query is not valid UTF-8".to_owned())?;
     let parsed = parser::parse(text).map_err(|e| format!("errMsg: {e}"))?;
     let writes = parsed.query.clauses.iter().any(|c| c.is_write());
@@ -161,6 +182,11 @@ fn run_query(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, text: &[u8], rea
     let dot = writes.then(|| ctx.next_dot());
     let id_base = dot.map_or((0, 0), |dot| (dot.hlc.0, dot.node));
     let mut exec = Exec::new(graph, params, id_base);
+    // The plan is chosen against the graph before the query changes it, as FalkorDB's is.
+    let plan = (answer == Answer::Profile).then(|| {
+        exec.start_profiling();
+        exec.plan_for_profile(&parsed.query)
+    });
     let outcome = exec.run(&parsed.query)?;
     let (names, values) = std::mem::take(&mut exec.writes).into_parts();
     if let Some(dot) = dot.filter(|_| !names.is_empty()) {
@@ -170,7 +196,14 @@ fn run_query(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, text: &[u8], rea
         });
     }
     // The core reads no clock: the shell puts the execution time in.
-    let frame = reply::result_set(&exec.graph, &outcome, compact);
+    let frame = match answer {
+        Answer::Profile => {
+            let counts = exec.take_counts();
+            let lines = plan.map(|plan| exec.profile(&plan, &counts)).unwrap_or_default();
+            Frame::Array(lines.iter().map(|l| Frame::bulk_str(l)).collect())
+        }
+        Answer::Verbose | Answer::Compact => reply::result_set(&exec.graph, &outcome, answer == Answer::Compact),
+    };
     // The view holds the query's own writes: it is the decoded new state.
     if let Some(digest) = graph_digest(kv, &key, ctx.now_ms)? {
         // Checked where it is cheap (small graphs, debug builds: every test).

@@ -15,6 +15,9 @@ mod expr;
 
 const DEPTH_MAX: usize = 200;
 
+/// FalkorDB's error for an allShortestPaths whose ends an earlier clause did not bind.
+pub const UNRESOLVED_ENDS: &str = "Source and destination must already be resolved to call allShortestPaths";
+
 /// A parsed query and its `CYPHER name=value` parameters.
 pub struct Parsed {
     pub query: Query,
@@ -423,6 +426,10 @@ impl Parser<'_> {
             path = Some(self.name()?);
             self.expect_punct("=")?;
         }
+        if self.is_kw("allShortestPaths") && matches!(self.peek_at(1), Tok::Punct("(")) {
+            self.advance();
+            return self.all_shortest_paths(path);
+        }
         if self.is_kw("shortestPath") || self.is_kw("allShortestPaths") {
             return Err("FalkorDB currently only supports shortestPaths in WITH or RETURN clauses".to_owned());
         }
@@ -432,7 +439,32 @@ impl Parser<'_> {
             let rel = self.rel_pat()?;
             steps.push((rel, self.node_pat()?));
         }
-        Ok(Pattern { path, start, steps })
+        Ok(Pattern { path, start, steps, all_shortest: false })
+    }
+
+    /// `allShortestPaths((a)-[:R*..max]->(b))`, the keyword read: one relationship,
+    /// minimum length 1, an open maximum unbounded (the search is breadth-first and
+    /// bounded by the graph and by `ALL_SHORTEST_PATHS_MAX`). That `a` and `b` are bound
+    /// by an earlier clause is checked against the query's scopes (exec/paths.rs).
+    fn all_shortest_paths(&mut self, path: Option<String>) -> Result<Pattern, String> {
+        self.expect_punct("(")?;
+        let start = self.node_pat()?;
+        self.open_hops_max = Some(u32::MAX);
+        let rel = self.rel_pat();
+        self.open_hops_max = None;
+        let mut rel = rel?;
+        let end = self.node_pat()?;
+        if !self.is_punct(")") {
+            // FalkorDB's words for a pattern of more than one relationship.
+            return Err(UNRESOLVED_ENDS.to_owned());
+        }
+        self.expect_punct(")")?;
+        let (min, max) = rel.hops.unwrap_or((1, 1));
+        if min != 1 {
+            return Err("allShortestPaths(...) does not support a minimal length different from 1".to_owned());
+        }
+        rel.hops = Some((min, max));
+        Ok(Pattern { path, start, steps: vec![(rel, end)], all_shortest: true })
     }
 
     fn node_pat(&mut self) -> Result<NodePat, String> {

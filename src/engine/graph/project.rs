@@ -29,7 +29,20 @@ struct Out {
     group: Vec<Row>,
 }
 
-pub fn project(env: &Env, rows: Vec<Row>, proj: &Projection) -> Result<Projected, String> {
+/// The rows each step of a projection passed on (GRAPH.PROFILE's counts). FalkorDB
+/// sorts with a limit as a top-k: its Sort passes on at most `skip + limit` rows, and
+/// these counts say the same.
+#[derive(Debug, Default, PartialEq)]
+pub struct ProjCounts {
+    pub projected: usize,
+    pub distinct: usize,
+    pub sorted: usize,
+    pub skipped: usize,
+    pub limited: usize,
+    pub filtered: usize,
+}
+
+pub fn project(env: &Env, rows: Vec<Row>, proj: &Projection, counts: &mut ProjCounts) -> Result<Projected, String> {
     let mut items: Vec<(Expr, String)> = Vec::new();
     if proj.star {
         let mut vars: Vec<String> = rows.first().map(|r| r.keys().cloned().collect()).unwrap_or_default();
@@ -82,6 +95,7 @@ pub fn project(env: &Env, rows: Vec<Row>, proj: &Projection) -> Result<Projected
             outs.push(Out { values, rep: row, group: Vec::new() });
         }
     }
+    counts.projected = outs.len();
     if proj.distinct {
         let mut seen = std::collections::HashSet::new();
         outs.retain(|o| {
@@ -90,6 +104,7 @@ pub fn project(env: &Env, rows: Vec<Row>, proj: &Projection) -> Result<Projected
             seen.insert(key)
         });
     }
+    counts.distinct = outs.len();
     if !proj.order.is_empty() {
         let mut keyed = Vec::with_capacity(outs.len());
         for o in outs {
@@ -136,7 +151,9 @@ pub fn project(env: &Env, rows: Vec<Row>, proj: &Projection) -> Result<Projected
     };
     let skip = count(&proj.skip, "SKIP")?.unwrap_or(0);
     let limit = count(&proj.limit, "LIMIT")?.unwrap_or(usize::MAX);
+    counts.sorted = if proj.limit.is_some() { outs.len().min(skip.saturating_add(limit)) } else { outs.len() };
     let mut rows: Vec<Vec<Value>> = outs.into_iter().skip(skip).take(limit).map(|o| o.values).collect();
+    (counts.skipped, counts.limited) = (rows.len(), rows.len());
     if let Some(filter) = &proj.filter {
         let mut kept = Vec::with_capacity(rows.len());
         for values in rows {
@@ -147,6 +164,7 @@ pub fn project(env: &Env, rows: Vec<Row>, proj: &Projection) -> Result<Projected
         }
         rows = kept;
     }
+    counts.filtered = rows.len();
     Ok(Projected { columns, rows })
 }
 

@@ -198,3 +198,128 @@ fn hostile_queries_are_errors_or_answers_never_a_crash() {
     assert!(parse(&signs).is_ok(), "a long run of signs parses without recursion");
     assert!(parse(&deep_parens).is_err(), "nesting beyond the bound is refused");
 }
+
+mod paths_and_profile {
+    //! allShortestPaths and GRAPH.PROFILE through a real shard.
+
+    use bytes::Bytes;
+
+    use crate::command::KeyCommand;
+    use crate::command::graph::GraphCommand;
+    use crate::engine::graph::exec::ALL_SHORTEST_PATHS_MAX;
+    use crate::protocol::Frame;
+    use crate::shard::{Shard, ShardConfig, ShardOp, ShardReply};
+
+    fn run(shard: &mut Shard, cmd: GraphCommand) -> Frame {
+        match shard.apply(ShardOp::Key(KeyCommand::Graph(cmd)), 1_000) {
+            ShardReply::Frame(frame) => frame,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn query(shard: &mut Shard, text: &str) -> Frame {
+        let (key, query) = (Bytes::from_static(b"g"), Bytes::from(text.to_owned()));
+        run(shard, GraphCommand::Query { key, query, read_only: false, compact: false })
+    }
+
+    fn profile(shard: &mut Shard, text: &str) -> Vec<String> {
+        match run(shard, GraphCommand::Profile { key: Bytes::from_static(b"g"), query: Bytes::from(text.to_owned()) }) {
+            Frame::Array(lines) => lines
+                .iter()
+                .map(|l| match l {
+                    Frame::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
+                    other => panic!("{other:?}"),
+                })
+                .collect(),
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+
+    /// The first column of a result set's rows, as integers.
+    fn ints(frame: &Frame) -> Vec<i64> {
+        let Frame::Array(parts) = frame else { panic!("{frame:?}") };
+        let Some(Frame::Array(rows)) = parts.get(1) else { panic!("{frame:?}") };
+        rows.iter()
+            .map(|r| match r {
+                Frame::Array(cells) => match cells[0] {
+                    Frame::Integer(n) => n,
+                    ref other => panic!("{other:?}"),
+                },
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    /// `k` diamonds in a row (s -> {x, y} -> t, t the next s): `2^k` shortest paths
+    /// from the first node to the last, every one of length `2k`.
+    fn diamonds(shard: &mut Shard, k: usize) {
+        query(shard, &format!("UNWIND range(0, {k}) AS i CREATE (:D {{i: i}})"));
+        query(shard, "MATCH (s:D), (t:D) WHERE t.i = s.i + 1 CREATE (s)-[:E]->(:M)-[:E]->(t), (s)-[:E]->(:M)-[:E]->(t)");
+    }
+
+    fn between_ends(k: usize, rel: &str) -> String {
+        format!("MATCH (a:D {{i: 0}}), (b:D {{i: {k}}}) WITH a, b MATCH p = allShortestPaths((a){rel}(b)) RETURN length(p)")
+    }
+
+    #[test]
+    fn all_shortest_paths_finds_every_equal_length_path_and_only_those() {
+        let mut shard = Shard::new(ShardConfig::new(0, 1));
+        diamonds(&mut shard, 4);
+        // A longer way round must not count: 0 -> 4 in 9 hops.
+        let detour = "-[:E]->(:L)".repeat(8);
+        query(&mut shard, &format!("MATCH (a:D {{i: 0}}), (b:D {{i: 4}}) CREATE (a){detour}-[:E]->(b)"));
+        assert_eq!(ints(&query(&mut shard, &between_ends(4, "-[:E*]->"))), vec![8; 16]);
+        assert_eq!(ints(&query(&mut shard, &between_ends(4, "-[*]-"))), vec![8; 16]);
+        // Against the direction of every edge there is no path; a maximum below 8 none.
+        assert!(ints(&query(&mut shard, &between_ends(4, "<-[:E*]-"))).is_empty());
+        assert!(ints(&query(&mut shard, &between_ends(4, "-[:E*..7]->"))).is_empty());
+        // The shortcut made shorter than the diamonds: then it is the only path.
+        query(&mut shard, "MATCH (a:D {i: 0}), (b:D {i: 4}) CREATE (a)-[:E]->(b)");
+        assert_eq!(ints(&query(&mut shard, &between_ends(4, "-[:E*]->"))), vec![1]);
+    }
+
+    #[test]
+    fn all_shortest_paths_past_its_bound_is_an_error_not_a_runaway() {
+        let mut shard = Shard::new(ShardConfig::new(0, 1));
+        // 2^17 = 131,072 shortest paths: more than the bound.
+        let k = 17;
+        assert!(1usize << k > ALL_SHORTEST_PATHS_MAX);
+        diamonds(&mut shard, k);
+        let reply = query(&mut shard, &between_ends(k, "-[:E*]->"));
+        assert!(matches!(&reply, Frame::Error(e) if String::from_utf8_lossy(e).contains("allShortestPaths found more than")), "{reply:?}");
+    }
+
+    #[test]
+    fn profile_counts_each_operations_records_and_runs_the_writes() {
+        let mut shard = Shard::new(ShardConfig::new(0, 1));
+        let create = profile(&mut shard, "UNWIND range(1, 5) AS x CREATE (:P {x: x})");
+        assert_eq!(
+            create,
+            vec![
+                "Create | Records produced: 0, Execution time: 0.000000 ms",
+                "    Unwind | Records produced: 5, Execution time: 0.000000 ms",
+            ]
+        );
+        assert_eq!(ints(&query(&mut shard, "MATCH (p:P) RETURN count(p)")), vec![5]);
+        let read = profile(&mut shard, "MATCH (p:P) WHERE p.x > 1 RETURN p.x ORDER BY p.x SKIP 1 LIMIT 2");
+        let counts: Vec<(&str, &str)> = read
+            .iter()
+            .map(|l| {
+                let (op, rest) = l.split_once(" | Records produced: ").expect(l);
+                (op.trim(), rest.split(',').next().unwrap_or_default())
+            })
+            .collect();
+        assert_eq!(
+            counts,
+            vec![
+                ("Results", "2"),
+                ("Limit", "2"),
+                ("Skip", "2"),
+                ("Sort", "3"),
+                ("Project", "4"),
+                ("Filter", "4"),
+                ("Node By Label Scan | (p:P)", "5"),
+            ]
+        );
+    }
+}

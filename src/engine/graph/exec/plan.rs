@@ -11,6 +11,7 @@ use super::super::eval::Row;
 use super::super::index::{self, Lookup};
 use super::super::store::{self, ElemId};
 use super::super::value::Value;
+use super::explain::Part;
 use super::{Exec, Schema};
 
 /// How a pattern's start node is found (GRAPH.EXPLAIN prints it).
@@ -27,7 +28,9 @@ pub enum Start {
 }
 
 impl Exec {
-    pub(super) fn node_candidates(&self, np: &NodePat, row: &Row, filter: Option<&Expr>) -> Result<Vec<ElemId>, String> {
+    /// The nodes `np` may start at (`pattern`: its index in the MATCH, for PROFILE's
+    /// counts of the scan and of the property-map filter above it).
+    pub(super) fn node_candidates(&self, np: &NodePat, row: &Row, filter: Option<&Expr>, pattern: usize) -> Result<Vec<ElemId>, String> {
         if let Some(v) = &np.var {
             match row.get(v) {
                 Some(Value::Node(id)) => return Ok(if self.node_fits(np, *id, row)? { vec![*id] } else { Vec::new() }),
@@ -38,6 +41,7 @@ impl Exec {
         }
         let (_, ids) = self.start(np, row, filter);
         let mut out = Vec::new();
+        self.count(Part::Scan(pattern), ids.as_ref().map_or(self.graph.nodes.len(), Vec::len));
         match ids {
             Some(ids) => {
                 for id in ids {
@@ -54,6 +58,7 @@ impl Exec {
                 }
             }
         }
+        self.count(Part::PropFilter(pattern), out.len());
         Ok(out)
     }
 
