@@ -493,12 +493,13 @@ impl Connection {
         if self.local_run.is_empty() {
             return;
         }
-        let (slots, ops): (Vec<usize>, Vec<ShardOp>) = std::mem::take(&mut self.local_run).into_iter().unzip();
-        let replies = super::shards::apply_local_at(&self.access.shard, self.state(), ops, self.now_ms);
-        debug_assert_eq!(replies.len(), slots.len());
-        for (slot, reply) in slots.into_iter().zip(replies) {
-            self.replies[slot] = Some(reply.into_frame());
-        }
+        let mut run = std::mem::take(&mut self.local_run);
+        let replies = &mut self.replies;
+        super::shards::apply_local_each(&self.access.shard, &self.access.state, self.now_ms, run.drain(..), |slot, reply| {
+            replies[slot] = Some(reply.into_frame());
+        });
+        // The vector is kept for the next pipeline's run.
+        self.local_run = run;
     }
 
     /// Send every queued batch, wait for all replies, and file them in their slots

@@ -24,32 +24,29 @@ pub type SharedShard = Rc<RefCell<Shard>>;
 /// Apply one operation on the shard owned by this thread at `now_ms` (a connection
 /// reads the clock once per pipeline, not once per command).
 pub fn apply_local_one(shard: &SharedShard, state: &ServerState, op: ShardOp, now_ms: u64) -> ShardReply {
-    let written = if state.waiters.is_active() { op.written_keys() } else { Vec::new() };
-    let mut shard = shard.borrow_mut();
-    shard.set_string_bytes_max(state.runtime.proto_max_bulk_len());
-    shard.set_encoding_limits(state.runtime.encoding_limits());
-    super::notify::sync_flags(&mut shard, state);
-    let graph_query = super::graph_time::is_graph_query(&op);
-    let mut reply = super::graph_time::timed(graph_query, || shard.apply(op, now_ms));
-    if graph_query {
-        super::graph_config::limit_rows(&mut reply);
-    }
-    let written = if wrote(&reply) { written } else { Vec::new() };
-    super::notify::publish_raised(&mut shard, state);
-    wake_batcher_if_ready(&mut shard, state);
-    if !written.is_empty() {
-        state.waiters.wake(&written);
-    }
-    reply
+    let mut reply = None;
+    apply_local_each(shard, state, now_ms, [((), op)], |(), r| reply = Some(r));
+    reply.expect("one reply per operation")
 }
 
 /// Apply a batch on the shard owned by this thread.
 pub fn apply_local(shard: &SharedShard, state: &ServerState, ops: Vec<ShardOp>) -> Vec<ShardReply> {
-    apply_local_at(shard, state, ops, super::now_ms())
+    let mut replies = Vec::with_capacity(ops.len());
+    apply_local_each(shard, state, super::now_ms(), ops.into_iter().map(|op| ((), op)), |(), reply| replies.push(reply));
+    replies
 }
 
-/// [`apply_local`] at a time the caller read (a connection reads it once per pipeline).
-pub fn apply_local_at(shard: &SharedShard, state: &ServerState, ops: Vec<ShardOp>, now: u64) -> Vec<ShardReply> {
+/// Apply operations in order on the shard owned by this thread, under one borrow of
+/// it, handing each reply to `answer` with the tag its operation came with (a
+/// connection's reply slot): no vector of replies is built, and the operations are
+/// moved once.
+pub fn apply_local_each<T>(
+    shard: &SharedShard,
+    state: &ServerState,
+    now: u64,
+    ops: impl IntoIterator<Item = (T, ShardOp)>,
+    mut answer: impl FnMut(T, ShardReply),
+) {
     // Blocked clients are woken by writes to their keys, local or merged from a peer.
     let waking = state.waiters.is_active();
     let mut written: Vec<Bytes> = Vec::new();
@@ -57,27 +54,23 @@ pub fn apply_local_at(shard: &SharedShard, state: &ServerState, ops: Vec<ShardOp
     shard.set_string_bytes_max(state.runtime.proto_max_bulk_len());
     shard.set_encoding_limits(state.runtime.encoding_limits());
     super::notify::sync_flags(&mut shard, state);
-    let replies = ops
-        .into_iter()
-        .map(|op| {
-            let keys = if waking { op.written_keys() } else { Vec::new() };
-            let graph_query = super::graph_time::is_graph_query(&op);
-            let mut reply = super::graph_time::timed(graph_query, || shard.apply(op, now));
-            if graph_query {
-                super::graph_config::limit_rows(&mut reply);
-            }
-            if !keys.is_empty() && wrote(&reply) {
-                written.extend(keys);
-            }
-            reply
-        })
-        .collect();
+    for (tag, op) in ops {
+        let keys = if waking { op.written_keys() } else { Vec::new() };
+        let graph_query = super::graph_time::is_graph_query(&op);
+        let mut reply = super::graph_time::timed(graph_query, || shard.apply(op, now));
+        if graph_query {
+            super::graph_config::limit_rows(&mut reply);
+        }
+        if !keys.is_empty() && wrote(&reply) {
+            written.extend(keys);
+        }
+        answer(tag, reply);
+    }
     super::notify::publish_raised(&mut shard, state);
     wake_batcher_if_ready(&mut shard, state);
     if !written.is_empty() {
         state.waiters.wake(&written);
     }
-    replies
 }
 
 /// Whether an operation that may write its keys did: a nil or an error says it did
