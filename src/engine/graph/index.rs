@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
 
 use super::store::{ElemId, NodeData, Rank};
-use super::view::Nodes;
 use super::value::Value;
+use super::view::Nodes;
 
 /// An indexed value, ordered within its kind. Integers and floats share one kind
 /// (`1 = 1.0` in Cypher), keyed by their f64: two integers past 2^53 may share a key,

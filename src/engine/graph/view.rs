@@ -127,9 +127,15 @@ impl Nodes {
 #[derive(Debug, Default)]
 pub struct GraphView {
     pub nodes: Nodes,
+    /// Each edge slot's id, in ascending order so that an id finds its slot by binary
+    /// search (no hash map of a million edges). An edge appended out of order (its
+    /// writer's clock behind an id already here: rare) holds a copy of the previous id
+    /// here and its own in `unordered`, until the view is next rebuilt.
     edge_ids: Vec<ElemId>,
+    unordered: HashMap<ElemId, u32, FixedState>,
+    unordered_ids: HashMap<u32, ElemId, FixedState>,
     edges: Vec<EdgeSlot>,
-    edge_at: SlotMap,
+    live_edges: usize,
     /// Properties of the edges that have any, by edge slot.
     edge_props: HashMap<u32, Props, FixedState>,
     /// Interned relationship type names: an edge holds the index.
@@ -147,11 +153,36 @@ pub struct GraphView {
 
 impl GraphView {
     pub fn edge_count(&self) -> usize {
-        self.edge_at.len()
+        self.live_edges
     }
 
     pub fn edge(&self, id: ElemId) -> Option<EdgeData<'_>> {
-        self.edge_at.get(&id).map(|&slot| self.edge_data(slot))
+        self.edge_slot(id).map(|slot| self.edge_data(slot))
+    }
+
+    /// The live slot of edge `id`.
+    fn edge_slot(&self, id: ElemId) -> Option<u32> {
+        let slot = match self.unordered.get(&id) {
+            Some(slot) => *slot,
+            None => {
+                // The first slot holding `id` is its own (copies come after it).
+                let at = self.edge_ids.partition_point(|x| *x < id);
+                if self.edge_ids.get(at) != Some(&id) || self.unordered_ids.contains_key(&(at as u32)) {
+                    return None;
+                }
+                at as u32
+            }
+        };
+        (self.edges[slot as usize].src != DEAD).then_some(slot)
+    }
+
+    fn edge_id(&self, slot: u32) -> ElemId {
+        if !self.unordered_ids.is_empty()
+            && let Some(id) = self.unordered_ids.get(&slot)
+        {
+            return *id;
+        }
+        self.edge_ids[slot as usize]
     }
 
     fn edge_data(&self, slot: u32) -> EdgeData<'_> {
@@ -166,14 +197,14 @@ impl GraphView {
 
     /// Live edges, in slot order.
     pub fn edges(&self) -> impl Iterator<Item = (ElemId, EdgeData<'_>)> + '_ {
-        self.edge_ids.iter().zip(&self.edges).enumerate().filter(|(_, (_, e))| e.src != DEAD).map(|(slot, (id, _))| (*id, self.edge_data(slot as u32)))
+        (0..self.edges.len() as u32).filter(|s| self.edges[*s as usize].src != DEAD).map(|s| (self.edge_id(s), self.edge_data(s)))
     }
 
     /// Add an edge between two nodes of the view; false (and nothing added) when an
     /// endpoint is not there: the view never holds a dangling edge.
     pub fn add_edge(&mut self, id: ElemId, typ: &str, src: ElemId, dst: ElemId) -> bool {
         let (Some(s), Some(d)) = (self.nodes.slot(&src), self.nodes.slot(&dst)) else { return false };
-        if self.edge_at.contains_key(&id) {
+        if self.edge_slot(id).is_some() {
             return true;
         }
         let typ = match self.type_at.get(typ) {
@@ -185,9 +216,16 @@ impl GraphView {
             }
         };
         let slot = self.edges.len() as u32;
-        self.edge_ids.push(id);
+        match self.edge_ids.last() {
+            Some(last) if *last >= id => {
+                self.edge_ids.push(*last);
+                self.unordered.insert(id, slot);
+                self.unordered_ids.insert(slot, id);
+            }
+            _ => self.edge_ids.push(id),
+        }
         self.edges.push(EdgeSlot { typ, src: s, dst: d });
-        self.edge_at.insert(id, slot);
+        self.live_edges += 1;
         self.nodes.out[s as usize].push((slot, d));
         self.nodes.inc[d as usize].push((slot, s));
         true
@@ -195,7 +233,8 @@ impl GraphView {
 
     /// Remove an edge; its properties come back.
     pub fn remove_edge(&mut self, id: ElemId) -> Option<Props> {
-        let slot = self.edge_at.remove(&id)?;
+        let slot = self.edge_slot(id)?;
+        self.live_edges -= 1;
         let e = std::mem::replace(&mut self.edges[slot as usize], EdgeSlot { typ: 0, src: DEAD, dst: DEAD });
         self.nodes.out[e.src as usize].retain(|(s, _)| *s != slot);
         self.nodes.inc[e.dst as usize].retain(|(s, _)| *s != slot);
@@ -209,7 +248,7 @@ impl GraphView {
         let attached: Vec<u32> = self.nodes.out[slot].iter().chain(&self.nodes.inc[slot]).map(|(e, _)| *e).collect();
         for e in attached {
             if self.edges[e as usize].src != DEAD {
-                self.remove_edge(self.edge_ids[e as usize]);
+                self.remove_edge(self.edge_id(e));
             }
         }
         self.nodes.out[slot] = Vec::new();
@@ -221,8 +260,7 @@ impl GraphView {
     pub fn edges_of(&self, node: ElemId) -> Vec<ElemId> {
         let Some(slot) = self.nodes.slot(&node) else { return Vec::new() };
         let slot = slot as usize;
-        let all: BTreeSet<ElemId> =
-            self.nodes.out[slot].iter().chain(&self.nodes.inc[slot]).map(|(e, _)| self.edge_ids[*e as usize]).collect();
+        let all: BTreeSet<ElemId> = self.nodes.out[slot].iter().chain(&self.nodes.inc[slot]).map(|(e, _)| self.edge_id(*e)).collect();
         all.into_iter().collect()
     }
 
@@ -240,14 +278,14 @@ impl GraphView {
         if matches!(dir, Direction::Out | Direction::Both) {
             for &(e, far) in &self.nodes.out[slot as usize] {
                 if fits(e) {
-                    hops.push((self.edge_ids[e as usize], self.nodes.ids[far as usize]));
+                    hops.push((self.edge_id(e), self.nodes.ids[far as usize]));
                 }
             }
         }
         if matches!(dir, Direction::In | Direction::Both) {
             for &(e, far) in &self.nodes.inc[slot as usize] {
                 if fits(e) && !(dir == Direction::Both && far == slot) {
-                    hops.push((self.edge_ids[e as usize], self.nodes.ids[far as usize]));
+                    hops.push((self.edge_id(e), self.nodes.ids[far as usize]));
                 }
             }
         }
@@ -273,7 +311,7 @@ impl GraphView {
         match value {
             Value::Node(id) => self.nodes.get_mut(id).map(|n| &mut n.props),
             Value::Edge(id) => {
-                let slot = *self.edge_at.get(id)?;
+                let slot = self.edge_slot(*id)?;
                 Some(self.edge_props.entry(slot).or_default())
             }
             _ => None,
@@ -283,27 +321,30 @@ impl GraphView {
     /// Whether dead slots (deleted elements since the last decode) outweigh the live
     /// ones enough that [`Self::compacted`] is worth its linear cost.
     pub fn is_sparse(&self) -> bool {
-        let dead = self.nodes.dead_slots() + (self.edges.len() - self.edge_at.len());
-        dead > 1024 && dead > self.nodes.len() + self.edge_count()
+        let dead = self.nodes.dead_slots() + (self.edges.len() - self.live_edges);
+        (dead > 1024 && dead > self.nodes.len() + self.edge_count()) || self.unordered.len() > 1024
     }
 
     /// The same graph with no dead slots: what a fresh decode would build.
     pub fn compacted(self) -> GraphView {
-        let mut out = GraphView { labels: self.labels, types: self.types, attrs: self.attrs, indexes: self.indexes, ..GraphView::default() };
+        // Edges in id order: the rebuilt view needs no `unordered` entries.
+        let mut live: Vec<(ElemId, u32)> =
+            (0..self.edges.len() as u32).filter(|s| self.edges[*s as usize].src != DEAD).map(|s| (self.edge_id(s), s)).collect();
+        live.sort_unstable();
+        let mut out =
+            GraphView { labels: self.labels, types: self.types, attrs: self.attrs, indexes: self.indexes, ..GraphView::default() };
         let mut nodes = self.nodes;
         for (id, data) in nodes.ids.iter().zip(nodes.data.iter_mut()) {
             if let Some(data) = data.take() {
                 out.nodes.insert(*id, data);
             }
         }
-        for (slot, (id, e)) in self.edge_ids.iter().zip(&self.edges).enumerate() {
-            if e.src == DEAD {
-                continue;
-            }
+        for (id, slot) in live {
+            let e = self.edges[slot as usize];
             let (typ, src, dst) = (&self.type_names[e.typ as usize], nodes.ids[e.src as usize], nodes.ids[e.dst as usize]);
-            if out.add_edge(*id, typ, src, dst)
-                && let Some(props) = self.edge_props.get(&(slot as u32)).filter(|p| !p.is_empty())
-                && let Some(mine) = out.props_of_mut(&Value::Edge(*id))
+            if out.add_edge(id, typ, src, dst)
+                && let Some(props) = self.edge_props.get(&slot).filter(|p| !p.is_empty())
+                && let Some(mine) = out.props_of_mut(&Value::Edge(id))
             {
                 *mine = props.clone();
             }
@@ -333,5 +374,56 @@ impl PartialEq for GraphView {
             && self.types == other.types
             && self.attrs == other.attrs
             && self.indexes == other.indexes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(hlc: u64) -> ElemId {
+        ElemId { hlc, node: 1, seq: 0 }
+    }
+
+    /// Edges appended out of id order (a writer whose clock is behind) are still found
+    /// by id, removed, and put in order by a rebuild that changes nothing a query sees.
+    #[test]
+    fn edges_out_of_id_order_are_found_removed_and_rebuilt() {
+        let mut view = GraphView::default();
+        for n in [1, 2, 3] {
+            view.nodes.insert(id(n), NodeData::default());
+        }
+        // Edge ids 50, 20 (out of order), 60, 10 (out of order), 70.
+        let edges = [(50, 1, 2, "A"), (20, 2, 3, "B"), (60, 1, 3, "A"), (10, 3, 1, "B"), (70, 1, 1, "A")];
+        for (e, s, d, t) in edges {
+            assert!(view.add_edge(id(e), t, id(s), id(d)));
+        }
+        assert!(!view.add_edge(id(80), "A", id(1), id(9)), "an edge to a missing node is refused");
+        for (e, s, d, t) in edges {
+            let data = view.edge(id(e)).expect("every edge is found by id");
+            assert_eq!((data.typ, data.src, data.dst), (t, id(s), id(d)), "edge {e}");
+        }
+        assert!(view.edge(id(55)).is_none() && view.edge(id(80)).is_none());
+        let mut out: Vec<ElemId> = view.hops(id(1), Direction::Out, &["A".to_owned()]).into_iter().map(|(e, _)| e).collect();
+        out.sort();
+        assert_eq!(out, vec![id(50), id(60), id(70)]);
+        // The self-loop is one hop when followed both ways.
+        assert_eq!(view.hops(id(1), Direction::Both, &[]).len(), 4);
+        assert_eq!(view.edges_of(id(3)), vec![id(10), id(20), id(60)]);
+
+        view.props_of_mut(&Value::Edge(id(10))).expect("edge 10 is there").insert("w".to_owned(), Value::Int(7));
+        assert_eq!(view.remove_edge(id(20)).map(|p| p.len()), Some(0));
+        assert!(view.edge(id(20)).is_none() && view.remove_edge(id(20)).is_none());
+        assert_eq!(view.edge_count(), 4);
+        assert_eq!(view.remove_node(id(2)), Some(NodeData::default()));
+        assert!(view.edge(id(50)).is_none(), "removing a node removes its edges");
+        assert_eq!(view.edge_count(), 3);
+
+        let rebuilt = std::mem::take(&mut view).compacted();
+        assert!(rebuilt.unordered.is_empty() && rebuilt.edges.len() == 3);
+        assert_eq!(rebuilt.edge(id(10)).map(|e| e.props.get("w").cloned()), Some(Some(Value::Int(7))));
+        let ids: Vec<ElemId> = rebuilt.edges().map(|(e, _)| e).collect();
+        assert_eq!(ids, vec![id(10), id(60), id(70)], "a rebuilt view holds its edges in id order");
+        assert_eq!(rebuilt.edges_of(id(1)), vec![id(10), id(60), id(70)]);
     }
 }
