@@ -158,17 +158,13 @@ impl Env<'_> {
             depth += 1;
             let mut next = Vec::new();
             for at in frontier {
-                let adjacent = if dir == Direction::In { self.graph.inc.get(&at) } else { self.graph.out.get(&at) };
-                for e in adjacent.into_iter().flatten() {
-                    let Some(edge) = self.graph.edges.get(e) else { continue };
-                    if !types.is_empty() && !types.contains(&edge.typ) {
-                        continue;
-                    }
-                    let other = if dir == Direction::In { edge.src } else { edge.dst };
+                // An undirected search follows edges out of each node, as before.
+                let along = if dir == Direction::In { Direction::In } else { Direction::Out };
+                for (e, other) in self.graph.hops(at, along, types) {
                     if other == from || parent.contains_key(&other) || !self.graph.nodes.contains_key(&other) {
                         continue;
                     }
-                    parent.insert(other, (at, *e));
+                    parent.insert(other, (at, e));
                     if other == to {
                         let (mut nodes, mut edges) = (vec![to], Vec::new());
                         let mut cur = to;

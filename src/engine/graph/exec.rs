@@ -14,7 +14,7 @@ use std::collections::{BTreeSet, HashMap};
 use super::ast::*;
 use super::eval::{Env, Row};
 use super::project::{ProjCounts, Projected, project};
-use super::store::{self, EdgeData, ElemId, GraphView, NodeData, Writes};
+use super::store::{self, ElemId, GraphView, NodeData, Writes};
 use super::value::Value;
 
 /// The most rows a clause may produce: a query is bounded work for its shard.
@@ -294,8 +294,10 @@ impl Exec {
         let mut nodes = Vec::with_capacity(edges.len() + 1);
         nodes.push(origin.node);
         for e in &edges {
-            let (at, data) = (nodes[nodes.len() - 1], &self.graph.edges[e]);
-            nodes.push(if data.src == at { data.dst } else { data.src });
+            let at = nodes[nodes.len() - 1];
+            // A used edge is in the view (the query holds no dangling edge).
+            let far = self.graph.edge(*e).map_or(at, |data| if data.src == at { data.dst } else { data.src });
+            nodes.push(far);
         }
         Value::Path(nodes, edges)
     }
@@ -395,33 +397,20 @@ impl Exec {
         Ok(())
     }
 
-    /// The edges a relationship pattern may follow from `at`, with the node at the far end.
+    /// The edges a relationship pattern may follow from `at` (of its types), with the
+    /// node at the far end.
     fn hops_from(&self, rel: &RelPat, at: ElemId) -> Vec<(ElemId, ElemId)> {
-        let mut hops = Vec::new();
-        if matches!(rel.dir, Direction::Out | Direction::Both) {
-            for e in self.graph.out.get(&at).into_iter().flatten() {
-                hops.push((*e, self.graph.edges[e].dst));
-            }
-        }
-        if matches!(rel.dir, Direction::In | Direction::Both) {
-            for e in self.graph.inc.get(&at).into_iter().flatten() {
-                let edge = &self.graph.edges[e];
-                // A self-loop followed both ways is one hop.
-                if rel.dir == Direction::Both && edge.src == edge.dst {
-                    continue;
-                }
-                hops.push((*e, edge.src));
-            }
-        }
-        hops
+        self.graph.hops(at, rel.dir, &rel.types)
     }
 
+    /// Whether an edge [`Self::hops_from`] gave fits the pattern's property map (its
+    /// type was checked there).
     fn edge_fits(&self, rel: &RelPat, edge: ElemId, row: &Row) -> Result<bool, String> {
-        let data = &self.graph.edges[&edge];
-        if !rel.types.is_empty() && !rel.types.contains(&data.typ) {
-            return Ok(false);
+        if rel.props.is_empty() {
+            return Ok(true);
         }
-        self.props_fit(&rel.props, &data.props, row)
+        let Some(data) = self.graph.edge(edge) else { return Ok(false) };
+        self.props_fit(&rel.props, data.props, row)
     }
 
     fn props_fit(&self, wanted: &[(String, Expr)], have: &std::collections::BTreeMap<String, Value>, row: &Row) -> Result<bool, String> {
@@ -569,9 +558,7 @@ impl Exec {
         let id = self.new_id()?;
         self.add_to_schema(Schema::Type, &typ);
         self.writes.set(store::edge_name(id), store::encode_edge(&typ, src, dst), true);
-        self.graph.edges.insert(id, EdgeData { typ, src, dst, props: Default::default() });
-        self.graph.out.entry(src).or_default().insert(id);
-        self.graph.inc.entry(dst).or_default().insert(id);
+        self.graph.add_edge(id, &typ, src, dst);
         self.stats.rels_created += 1;
         for (k, v) in props {
             self.set_prop(&Value::Edge(id), &k, v, true);

@@ -58,11 +58,11 @@ pub fn call(graph: &GraphView, name: &str, args: Vec<Value>) -> Result<Value, St
             other => return Err(mismatch("Node", &other)),
         },
         "type" => match a0 {
-            Value::Edge(id) => graph.edges.get(&id).map_or(Value::Null, |e| Value::Str(e.typ.clone())),
+            Value::Edge(id) => graph.edge(id).map_or(Value::Null, |e| Value::Str(e.typ.to_owned())),
             other => return Err(mismatch("Edge", &other)),
         },
         "startnode" | "endnode" => match a0 {
-            Value::Edge(id) => graph.edges.get(&id).map_or(Value::Null, |e| Value::Node(if name == "startnode" { e.src } else { e.dst })),
+            Value::Edge(id) => graph.edge(id).map_or(Value::Null, |e| Value::Node(if name == "startnode" { e.src } else { e.dst })),
             other => return Err(mismatch("Edge", &other)),
         },
         "properties" => match a0 {

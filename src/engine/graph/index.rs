@@ -13,6 +13,7 @@ use std::ops::Bound;
 
 use super::store::{ElemId, NodeData, Rank};
 use super::value::Value;
+use super::view::Nodes;
 
 /// An indexed value, ordered within its kind. Integers and floats share one kind
 /// (`1 = 1.0` in Cypher), keyed by their f64: two integers past 2^53 may share a key,
@@ -71,7 +72,7 @@ impl Indexes {
     }
 
     /// Declare an index and fill it from `nodes`.
-    pub fn declare(&mut self, label: &str, prop: &str, rank: Rank, nodes: &BTreeMap<ElemId, NodeData>) {
+    pub fn declare(&mut self, label: &str, prop: &str, rank: Rank, nodes: &Nodes) {
         let mut entries = Entries::new();
         for id in self.by_label.get(label).into_iter().flatten() {
             if let Some(k) = nodes.get(id).and_then(|n| n.props.get(prop)).and_then(key) {

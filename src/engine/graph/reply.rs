@@ -91,13 +91,13 @@ pub fn value(graph: &GraphView, v: &Value) -> Frame {
             ])
         }
         Value::Edge(id) => {
-            let edge = graph.edges.get(id);
+            let edge = graph.edge(*id);
             Frame::Array(vec![
                 pair("id", Frame::Integer(id.visible())),
-                pair("type", edge.map_or(Frame::Null, |e| Frame::bulk_str(&e.typ))),
+                pair("type", edge.map_or(Frame::Null, |e| Frame::bulk_str(e.typ))),
                 pair("src_node", edge.map_or(Frame::Null, |e| Frame::Integer(e.src.visible()))),
                 pair("dest_node", edge.map_or(Frame::Null, |e| Frame::Integer(e.dst.visible()))),
-                pair("properties", props(graph, edge.map(|e| &e.props))),
+                pair("properties", props(graph, edge.map(|e| e.props))),
             ])
         }
     }
@@ -174,16 +174,16 @@ mod compact {
                 (NODE, Frame::Array(vec![Frame::Integer(id.visible()), Frame::Array(labels), props]))
             }
             Value::Edge(id) => {
-                let edge = graph.edges.get(id);
-                let field = |f: &dyn Fn(&super::super::store::EdgeData) -> i64| edge.map_or(Frame::Null, |e| Frame::Integer(f(e)));
+                let edge = graph.edge(*id);
+                let field = |f: &dyn Fn(&super::super::store::EdgeData) -> i64| edge.map_or(Frame::Null, |e| Frame::Integer(f(&e)));
                 (
                     EDGE,
                     Frame::Array(vec![
                         Frame::Integer(id.visible()),
-                        field(&|e| index(&schema.types, &e.typ)),
+                        field(&|e| index(&schema.types, e.typ)),
                         field(&|e| e.src.visible()),
                         field(&|e| e.dst.visible()),
-                        props(graph, schema, edge.map(|e| &e.props)),
+                        props(graph, schema, edge.map(|e| e.props)),
                     ]),
                 )
             }

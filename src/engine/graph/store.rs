@@ -14,20 +14,22 @@
 //! - `A` name: the property name exists in the schema; properties print in the order
 //!   their names entered it (the element's dot, then its index in the writing query).
 //!
-//! [`GraphView`] is a query's in-memory picture of the converged elements. It leaves
+//! [`GraphView::load`] decodes the elements into a query's picture of the graph (the
+//! compact structure is in `view.rs`). It leaves
 //! out every edge whose endpoint is gone (a node deleted in one region while an edge to
 //! it was created in another): no query ever sees a dangling edge. Properties whose
 //! element is gone are left out the same way.
 //!
 //! This module decodes and buffers; it never reads a clock or does I/O.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use bytes::Bytes;
 
-use super::index::Indexes;
 use super::value::Value;
 use crate::engine::kv::elements::Elements;
+
+pub use super::view::{EdgeData, GraphView, NodeData};
 
 /// A node's or an edge's identity: the dot of the write that created it and its index
 /// among the elements that write created. Unique in the cluster, never reused.
@@ -160,38 +162,6 @@ pub fn encode_value(value: &Value) -> Bytes {
     Bytes::from(out)
 }
 
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct NodeData {
-    pub labels: Vec<String>,
-    pub props: BTreeMap<String, Value>,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct EdgeData {
-    pub typ: String,
-    pub src: ElemId,
-    pub dst: ElemId,
-    pub props: BTreeMap<String, Value>,
-}
-
-/// A graph as one query sees it, with the query's own writes applied as it goes.
-#[derive(Debug, Default, PartialEq)]
-pub struct GraphView {
-    pub nodes: BTreeMap<ElemId, NodeData>,
-    pub edges: BTreeMap<ElemId, EdgeData>,
-    /// Edges leaving and entering each node, in id order.
-    pub out: HashMap<ElemId, BTreeSet<ElemId>>,
-    pub inc: HashMap<ElemId, BTreeSet<ElemId>>,
-    /// The labels of the graph's schema, each with its [`Rank`].
-    pub labels: HashMap<String, Rank>,
-    /// The relationship types of the schema, each with its rank.
-    pub types: HashMap<String, Rank>,
-    /// The property names of the schema, each with its rank.
-    pub attrs: HashMap<String, Rank>,
-    /// Nodes by label and the declared indexes (derived: see [`super::index`]).
-    pub indexes: Indexes,
-}
-
 impl GraphView {
     /// Decode a graph part. Elements that do not decode are skipped (they cannot come
     /// from this code; a newer writer's element kinds are ignored, not misread).
@@ -201,6 +171,8 @@ impl GraphView {
             return view;
         };
         let mut props: Vec<(ElemId, String, Value)> = Vec::new();
+        let mut nodes: Vec<(ElemId, NodeData)> = Vec::new();
+        let mut edges: Vec<(ElemId, String, ElemId, ElemId)> = Vec::new();
         let mut declared: Vec<(String, String, Rank)> = Vec::new();
         for (name, state) in elements.iter() {
             let Some(value) = state.read() else { continue };
@@ -232,7 +204,7 @@ impl GraphView {
                 b'N' => {
                     let (Some(id), Some((Value::List(labels), _))) = (ElemId::from_bytes(rest), Value::decode(&value)) else { continue };
                     let labels = labels.into_iter().filter_map(|l| if let Value::Str(s) = l { Some(s) } else { None }).collect();
-                    view.nodes.insert(id, NodeData { labels, props: BTreeMap::new() });
+                    nodes.push((id, NodeData { labels, props: BTreeMap::new() }));
                 }
                 b'E' => {
                     let (Some(id), Some(src), Some(dst)) =
@@ -241,7 +213,7 @@ impl GraphView {
                         continue;
                     };
                     let Some((Value::Str(typ), _)) = Value::decode(&value[2 * ID_BYTES..]) else { continue };
-                    view.edges.insert(id, EdgeData { typ, src, dst, props: BTreeMap::new() });
+                    edges.push((id, typ, src, dst));
                 }
                 b'P' => {
                     let (Some(id), Some(key), Some((v, _))) =
@@ -254,86 +226,42 @@ impl GraphView {
                 _ => {}
             }
         }
+        // Slots are filled in id order: scans then run in id order.
+        nodes.sort_unstable_by_key(|(id, _)| *id);
+        edges.sort_unstable_by_key(|(id, ..)| *id);
         // The read-time rule of DESIGN §5: an edge whose endpoint is gone is not there.
         if crate::bugs::active(crate::bugs::Bug::GraphEdgeOutlivesEndpoint) {
             // Planted: the edge stays and its missing endpoint shows as a bare node.
-            let missing: Vec<ElemId> =
-                view.edges.values().flat_map(|e| [e.src, e.dst]).filter(|id| !view.nodes.contains_key(id)).collect();
-            for id in missing {
-                view.nodes.entry(id).or_default();
-            }
-        } else {
-            let nodes = &view.nodes;
-            view.edges.retain(|_, e| nodes.contains_key(&e.src) && nodes.contains_key(&e.dst));
+            let known: HashSet<ElemId> = nodes.iter().map(|(id, _)| *id).collect();
+            let mut missing: Vec<ElemId> = edges.iter().flat_map(|e| [e.2, e.3]).filter(|id| !known.contains(id)).collect();
+            missing.sort_unstable();
+            missing.dedup();
+            nodes.extend(missing.into_iter().map(|id| (id, NodeData::default())));
+            nodes.sort_unstable_by_key(|(id, _)| *id);
+        }
+        for (id, node) in nodes {
+            view.nodes.insert(id, node);
+        }
+        // An edge whose endpoint is not a node of the view is left out here.
+        for (id, typ, src, dst) in edges {
+            view.add_edge(id, &typ, src, dst);
         }
         for (id, key, v) in props {
-            if let Some(node) = view.nodes.get_mut(&id) {
-                node.props.insert(key, v);
-            } else if let Some(edge) = view.edges.get_mut(&id) {
-                edge.props.insert(key, v);
+            let target = if view.nodes.contains_key(&id) { Value::Node(id) } else { Value::Edge(id) };
+            if let Some(props) = view.props_of_mut(&target) {
+                props.insert(key, v);
             }
         }
-        for (id, node) in &view.nodes {
-            view.indexes.add_node(*id, node);
+        let ids: Vec<ElemId> = view.nodes.keys().copied().collect();
+        for id in ids {
+            if let Some(node) = view.nodes.get(&id) {
+                view.indexes.add_node(id, node);
+            }
         }
         for (label, prop, rank) in declared {
             view.indexes.declare(&label, &prop, rank, &view.nodes);
         }
-        for (id, edge) in &view.edges {
-            view.out.entry(edge.src).or_default().insert(*id);
-            view.inc.entry(edge.dst).or_default().insert(*id);
-        }
         view
-    }
-
-    /// The edges touching `node`, each once (a self-loop is both out and in).
-    pub fn edges_of(&self, node: ElemId) -> Vec<ElemId> {
-        let mut all: BTreeSet<ElemId> = self.out.get(&node).cloned().unwrap_or_default();
-        if let Some(inc) = self.inc.get(&node) {
-            all.extend(inc.iter().copied());
-        }
-        all.into_iter().collect()
-    }
-
-    /// Properties in schema order (as FalkorDB prints them).
-    pub fn ordered<'a>(&self, props: &'a BTreeMap<String, Value>) -> Vec<(&'a String, &'a Value)> {
-        let mut out: Vec<_> = props.iter().collect();
-        out.sort_by_key(|(k, _)| (self.attrs.get(*k).copied().unwrap_or((u64::MAX, u16::MAX, i64::MAX)), (*k).clone()));
-        out
-    }
-
-    pub fn props_of(&self, value: &Value) -> Option<&BTreeMap<String, Value>> {
-        match value {
-            Value::Node(id) => self.nodes.get(id).map(|n| &n.props),
-            Value::Edge(id) => self.edges.get(id).map(|e| &e.props),
-            _ => None,
-        }
-    }
-
-    pub fn props_of_mut(&mut self, value: &Value) -> Option<&mut BTreeMap<String, Value>> {
-        match value {
-            Value::Node(id) => self.nodes.get_mut(id).map(|n| &mut n.props),
-            Value::Edge(id) => self.edges.get_mut(id).map(|e| &mut e.props),
-            _ => None,
-        }
-    }
-
-    pub fn remove_edge(&mut self, id: ElemId) -> Option<EdgeData> {
-        let edge = self.edges.remove(&id)?;
-        // No empty sets are left behind: the view stays equal to a fresh decode.
-        if let Some(out) = self.out.get_mut(&edge.src) {
-            out.remove(&id);
-            if out.is_empty() {
-                self.out.remove(&edge.src);
-            }
-        }
-        if let Some(inc) = self.inc.get_mut(&edge.dst) {
-            inc.remove(&id);
-            if inc.is_empty() {
-                self.inc.remove(&edge.dst);
-            }
-        }
-        Some(edge)
     }
 }
 

@@ -87,8 +87,8 @@ mod convergence {
         let nodes: Vec<ElemId> = part.iter().filter(|(n, _)| n[0] == b'N').filter_map(|(n, _)| ElemId::from_bytes(&n[1..])).collect();
         let view = GraphView::load(Some(part));
         let stored_edges = part.iter().filter(|(n, _)| n[0] == b'E').count();
-        assert!(view.edges.values().all(|e| nodes.contains(&e.src) && nodes.contains(&e.dst)), "a query would see a dangling edge");
-        stored_edges - view.edges.len()
+        assert!(view.edges().all(|(_, e)| nodes.contains(&e.src) && nodes.contains(&e.dst)), "a query would see a dangling edge");
+        stored_edges - view.edge_count()
     }
 
     #[test]

@@ -147,10 +147,8 @@ impl Exec {
                 for edge in self.graph.edges_of(id) {
                     self.delete_edge(edge);
                 }
-                let node = self.graph.nodes.remove(&id).unwrap_or_default();
+                let node = self.graph.remove_node(id).unwrap_or_default();
                 self.graph.indexes.remove_node(id, &node);
-                self.graph.out.remove(&id);
-                self.graph.inc.remove(&id);
                 for k in node.props.keys() {
                     self.writes.remove(store::prop_name(id, k));
                 }
@@ -168,8 +166,8 @@ impl Exec {
     }
 
     fn delete_edge(&mut self, id: ElemId) {
-        let Some(edge) = self.graph.remove_edge(id) else { return };
-        for k in edge.props.keys() {
+        let Some(props) = self.graph.remove_edge(id) else { return };
+        for k in props.keys() {
             self.writes.remove(store::prop_name(id, k));
         }
         self.writes.remove(store::edge_name(id));
