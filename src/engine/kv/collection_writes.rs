@@ -6,6 +6,7 @@
 //! No I/O, no clock: the dot comes from the write context.
 
 use bytes::Bytes;
+use smallvec::SmallVec;
 
 use super::packed::PackLimit;
 use super::value::KeyKind;
@@ -45,6 +46,13 @@ impl Part {
         2 + self as u8
     }
 }
+
+/// Names (and their writes) a command keeps without allocating: one, as HSET, SADD and
+/// ZADD of a single element name (the common case); more spill to the heap.
+pub const NAMES_INLINE: usize = 4;
+
+/// A command's element names, inline while few (see [`NAMES_INLINE`]).
+pub type Names = SmallVec<[Bytes; NAMES_INLINE]>;
 
 impl KvEngine {
     /// How far a collection of `part` packs under this node's settings: a hash by
@@ -112,7 +120,7 @@ impl KvEngine {
         let updated = self.keys.update(&key, hash, |stored_key, state| {
             let elements = state.part_mut(part);
             elements.set_pack_limit(pack_limit);
-            let mut shipped = Vec::with_capacity(names.len());
+            let mut shipped: SmallVec<[(Bytes, KeyState); 1]> = SmallVec::with_capacity(names.len());
             for (i, name) in names.iter().enumerate() {
                 let planted = crate::bugs::active(crate::bugs::Bug::HdelShipsOldField);
                 let before = if planted { elements.get(name).map(|e| e.to_state()) } else { None };
@@ -170,8 +178,9 @@ impl KvEngine {
 /// HSET and HDEL may name an element more than once and act on it once. A linear scan
 /// while the command names few (the common case, no allocation), a hash map beyond: one
 /// command naming 100,000 members must not cost 10^10 comparisons while its shard waits.
+/// The first few names sit inline: a command naming one element (most) allocates nothing.
 pub struct NameIndex<'a> {
-    few: Vec<(&'a Bytes, usize)>,
+    few: SmallVec<[(&'a Bytes, usize); NAMES_INLINE]>,
     many: Option<hashbrown::HashMap<&'a Bytes, usize, foldhash::fast::RandomState>>,
 }
 
@@ -179,7 +188,7 @@ impl<'a> NameIndex<'a> {
     const LINEAR_MAX: usize = 16;
 
     pub fn new() -> Self {
-        NameIndex { few: Vec::new(), many: None }
+        NameIndex { few: SmallVec::new(), many: None }
     }
 
     pub fn get(&self, name: &Bytes) -> Option<usize> {
