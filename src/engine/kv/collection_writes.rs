@@ -326,7 +326,11 @@ mod shipped_delta_tests {
         ];
         let zsets = vec![
             ZsetCommand::Add { key: b("z"), flags: ZAddFlags::default(), pairs: vec![(1.0, b("a")), (2.0, b("b"))] },
-            ZsetCommand::Add { key: b("z"), flags: ZAddFlags::default(), pairs: vec![(3.0, b("a")), (f64::INFINITY, b("c")), (0.25, b("a"))] },
+            ZsetCommand::Add {
+                key: b("z"),
+                flags: ZAddFlags::default(),
+                pairs: vec![(3.0, b("a")), (f64::INFINITY, b("c")), (0.25, b("a"))],
+            },
             ZsetCommand::IncrBy { key: b("z"), by: 2.5, member: b("b") },
             ZsetCommand::IncrBy { key: b("z"), by: -1.0, member: b("d") },
             ZsetCommand::Rem { key: b("z"), members: vec![b("a"), b("nope")] },
