@@ -6,6 +6,7 @@
 //! No I/O, no clock: the dot comes from the write context.
 
 use bytes::Bytes;
+use smallvec::SmallVec;
 
 use super::packed::PackLimit;
 use super::value::KeyKind;
@@ -45,6 +46,13 @@ impl Part {
         2 + self as u8
     }
 }
+
+/// Names (and their writes) a command keeps without allocating: one, as HSET, SADD and
+/// ZADD of a single element name (the common case); more spill to the heap.
+pub const NAMES_INLINE: usize = 4;
+
+/// A command's element names, inline while few (see [`NAMES_INLINE`]).
+pub type Names = SmallVec<[Bytes; NAMES_INLINE]>;
 
 impl KvEngine {
     /// How far a collection of `part` packs under this node's settings: a hash by
@@ -112,7 +120,7 @@ impl KvEngine {
         let updated = self.keys.update(&key, hash, |stored_key, state| {
             let elements = state.part_mut(part);
             elements.set_pack_limit(pack_limit);
-            let mut shipped = Vec::with_capacity(names.len());
+            let mut shipped: SmallVec<[(Bytes, KeyState); 1]> = SmallVec::with_capacity(names.len());
             for (i, name) in names.iter().enumerate() {
                 let planted = crate::bugs::active(crate::bugs::Bug::HdelShipsOldField);
                 let before = if planted { elements.get(name).map(|e| e.to_state()) } else { None };
@@ -128,12 +136,17 @@ impl KvEngine {
                 }
                 shipped.push((name.clone(), element));
             }
-            if part == Part::List {
-                // A list's writes name each element once (new positions, or elements a
-                // walk saw once): the sink writes the delta straight from them.
-                ctx.deltas.key_elements_changed(stored_key, part, &shipped);
-            } else {
+            if part == Part::Graph {
+                // A query's writes are collected by its own module: built as a part
+                // state, which keeps one entry per name whatever it hands over.
                 ctx.deltas.key_part_changed(stored_key, &KeyState::part_delta(part, shipped));
+            } else {
+                // Every other caller names each element once (HSET, SADD, ZADD and the
+                // removes keep a name's last write; a list's names are new positions or
+                // ones a walk saw once): the sink writes the delta straight from the
+                // elements, the bytes `KeyState::part_delta` would encode (tested in
+                // `delta::codec`), without building a one-element collection per write.
+                ctx.deltas.key_elements_changed(stored_key, part, &shipped);
             }
             state.exists()
         });
@@ -165,8 +178,9 @@ impl KvEngine {
 /// HSET and HDEL may name an element more than once and act on it once. A linear scan
 /// while the command names few (the common case, no allocation), a hash map beyond: one
 /// command naming 100,000 members must not cost 10^10 comparisons while its shard waits.
+/// The first few names sit inline: a command naming one element (most) allocates nothing.
 pub struct NameIndex<'a> {
-    few: Vec<(&'a Bytes, usize)>,
+    few: SmallVec<[(&'a Bytes, usize); NAMES_INLINE]>,
     many: Option<hashbrown::HashMap<&'a Bytes, usize, foldhash::fast::RandomState>>,
 }
 
@@ -174,7 +188,7 @@ impl<'a> NameIndex<'a> {
     const LINEAR_MAX: usize = 16;
 
     pub fn new() -> Self {
-        NameIndex { few: Vec::new(), many: None }
+        NameIndex { few: SmallVec::new(), many: None }
     }
 
     pub fn get(&self, name: &Bytes) -> Option<usize> {
@@ -238,5 +252,110 @@ mod distinct_tests {
         let firsts: Vec<bool> = names.iter().map(|n| distinct.first(n)).collect();
         assert_eq!(firsts.iter().filter(|f| **f).count(), 40);
         assert!(firsts[..40].iter().all(|f| *f) && !firsts[40..].iter().any(|f| *f));
+    }
+}
+
+#[cfg(test)]
+mod shipped_delta_tests {
+    use bytes::Bytes;
+
+    use super::Part;
+    use crate::command::hash::{HSetReply, HashCommand};
+    use crate::command::set::SetCommand;
+    use crate::command::zset::{ZAddFlags, ZsetCommand};
+    use crate::crdt::{HlcClock, VersionVector};
+    use crate::delta::codec::{self, Writer};
+    use crate::engine::kv::{DeltaSink, KeyState, KvEngine, WriteCtx};
+    use crate::routing::ShardScope;
+
+    /// Encodes every element write both ways, straight from the elements and from the
+    /// one-part state they used to be shipped as, and keeps both.
+    #[derive(Default)]
+    struct BothWays {
+        pairs: Vec<(Part, Vec<u8>, Vec<u8>)>,
+    }
+
+    impl DeltaSink for BothWays {
+        fn key_changed(&mut self, _: &[u8], _: &KeyState) {}
+        fn key_part_changed(&mut self, _: &[u8], _: &KeyState) {}
+        fn key_elements_changed(&mut self, key: &[u8], part: Part, elements: &[(Bytes, KeyState)]) {
+            let (mut direct, mut built) = (Writer::default(), Writer::default());
+            codec::write_part_delta(&mut direct, key, part, elements);
+            codec::write_key_delta(&mut built, key, &KeyState::part_delta(part, elements.iter().cloned()));
+            self.pairs.push((part, direct.buf, built.buf));
+        }
+        fn flushed(&mut self, _: &VersionVector, _: ShardScope) {}
+    }
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    #[test]
+    fn hash_set_and_zset_writes_ship_the_bytes_their_part_state_encodes() {
+        let mut kv = KvEngine { keep_tombstones: true, ..KvEngine::default() };
+        let mut sink = BothWays::default();
+        let mut clock = HlcClock::new();
+        let mut picks = {
+            let mut n = 7u64;
+            move || {
+                n = n.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                n >> 33
+            }
+        };
+        let many: Vec<(Bytes, Bytes)> = (0..600).map(|i| (b(&format!("f{i}")), b(&format!("v{i}")))).collect();
+        let hashes = vec![
+            HashCommand::Set { key: b("h"), pairs: vec![(b("a"), b("1")), (b("b"), b("x"))], reply: HSetReply::Added },
+            // Existing and new fields, one named twice, an integer and a string value.
+            HashCommand::Set { key: b("h"), pairs: vec![(b("a"), b("2")), (b("c"), b("y")), (b("a"), b("z"))], reply: HSetReply::Added },
+            HashCommand::IncrBy { key: b("h"), field: b("n"), by: 5 },
+            HashCommand::IncrBy { key: b("h"), field: b("n"), by: -2 },
+            HashCommand::IncrByFloat { key: b("h"), field: b("fl"), by: 1.5 },
+            HashCommand::Del { key: b("h"), fields: vec![b("b"), b("b"), b("missing"), b("n")] },
+            // Back over a tombstone, then past the packed form's limits.
+            HashCommand::Set { key: b("h"), pairs: vec![(b("b"), b("again"))], reply: HSetReply::Added },
+            HashCommand::Set { key: b("h"), pairs: many, reply: HSetReply::Added },
+            HashCommand::Set { key: b("h"), pairs: vec![(b("f3"), b("w")), (b("new"), b("v"))], reply: HSetReply::Added },
+        ];
+        let sets = vec![
+            SetCommand::Add { key: b("s"), members: vec![b("a"), b("b")] },
+            SetCommand::Add { key: b("s"), members: vec![b("b"), b("c"), b("c"), b("12")] },
+            SetCommand::Rem { key: b("s"), members: vec![b("a"), b("x"), b("a")] },
+            SetCommand::Add { key: b("s"), members: vec![b("a")] },
+            SetCommand::Pop { key: b("s"), count: Some(2) },
+        ];
+        let zsets = vec![
+            ZsetCommand::Add { key: b("z"), flags: ZAddFlags::default(), pairs: vec![(1.0, b("a")), (2.0, b("b"))] },
+            ZsetCommand::Add {
+                key: b("z"),
+                flags: ZAddFlags::default(),
+                pairs: vec![(3.0, b("a")), (f64::INFINITY, b("c")), (0.25, b("a"))],
+            },
+            ZsetCommand::IncrBy { key: b("z"), by: 2.5, member: b("b") },
+            ZsetCommand::IncrBy { key: b("z"), by: -1.0, member: b("d") },
+            ZsetCommand::Rem { key: b("z"), members: vec![b("a"), b("nope")] },
+            ZsetCommand::Pop { key: b("z"), max: false, count: Some(1) },
+        ];
+        let element_writes = hashes.len() + sets.len() + zsets.len() - 3;
+        {
+            let mut ctx = WriteCtx { clock: &mut clock, node: 1, now_ms: 1_000, string_bytes_max: 1 << 20, deltas: &mut sink };
+            for cmd in hashes {
+                kv.hash_command(&mut ctx, cmd, &mut picks);
+            }
+            for cmd in sets {
+                kv.set_command(&mut ctx, cmd, &mut picks);
+            }
+            for cmd in zsets {
+                kv.zset_command(&mut ctx, cmd, &mut picks);
+            }
+        }
+        // Each command but the three that created their key wrote elements in place.
+        assert_eq!(sink.pairs.len(), element_writes);
+        for part in [Part::Hash, Part::Set, Part::Zset] {
+            assert!(sink.pairs.iter().any(|(p, _, _)| *p == part), "{part:?} wrote no elements");
+        }
+        for (i, (part, direct, built)) in sink.pairs.iter().enumerate() {
+            assert_eq!(direct, built, "write {i} ({part:?})");
+        }
     }
 }

@@ -385,13 +385,17 @@ impl Elements {
     /// element's new state: the delta to ship. `write` gets the current state (a fresh
     /// one if the element does not exist, its tombstone if it was removed).
     pub fn write(&mut self, name: &[u8], write: impl FnOnce(&mut KeyState)) -> KeyState {
+        // Where the map form holds the element: found once, stored back at that index
+        // (a name is hashed and probed once per write, not once per step).
+        let mut map_index = None;
         let (mut state, old_digest) = match &mut self.table {
             Table::Packed(packed) => match packed.find(name) {
                 Some((_, element)) => (element.to_state(), element.digest(name)),
                 None => (KeyState::new(), 0),
             },
             Table::Map(map) => match map.get_full_mut(name) {
-                Some((_, stored_name, slot)) => {
+                Some((index, stored_name, slot)) => {
+                    map_index = Some(index);
                     let old_digest = slot.view().digest(stored_name);
                     (std::mem::replace(slot, Stored::PLACEHOLDER).into_state(), old_digest)
                 }
@@ -427,8 +431,13 @@ impl Elements {
             Some(packed) => self.table = Table::Packed(packed),
             None => {
                 // The map form: the element did not pack, or the collection never does.
+                // A packed collection that no longer packs has no index yet: it is
+                // unpacked here and the name looked up in the new map.
+                let was_map = matches!(self.table, Table::Map(_));
                 let map = unpacked(&mut self.table);
-                let index = match map.get_index_of(name) {
+                let found = if was_map { map_index } else { map.get_index_of(name) };
+                debug_assert_eq!(found, map.get_index_of(name), "the element's index is where it was found");
+                let index = match found {
                     Some(index) => index,
                     None => map.insert_full(ElementName::from(name), Stored::PLACEHOLDER).0,
                 };

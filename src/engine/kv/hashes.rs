@@ -7,7 +7,9 @@
 
 use bytes::Bytes;
 
-use super::collection_writes::{DistinctNames, Part};
+use smallvec::SmallVec;
+
+use super::collection_writes::{DistinctNames, NAMES_INLINE, Names, Part};
 use super::element::ElementRef;
 use super::elements::{Elements, ORDERED_ENTRIES_MAX};
 use super::glob::glob_match;
@@ -108,17 +110,18 @@ impl KvEngine {
         result.unwrap_or_else(|error| error)
     }
 
-    /// Apply field writes at one dot (see `collection_writes`).
-    fn write_fields(&mut self, ctx: &mut WriteCtx, key: Bytes, writes: Vec<(Bytes, FieldWrite)>) {
-        let increments = writes.iter().any(|(_, w)| w.increments());
-        let (names, writes): (Vec<Bytes>, Vec<FieldWrite>) = writes.into_iter().unzip();
-        self.write_elements(ctx, key, Part::Hash, &names, increments, |i, dot, incarnation, s| writes[i].apply(dot, incarnation, s));
+    /// Apply `writes[i]` to field `names[i]`, each at one dot (see `collection_writes`).
+    fn write_fields(&mut self, ctx: &mut WriteCtx, key: Bytes, names: &[Bytes], writes: &[FieldWrite]) {
+        debug_assert_eq!(names.len(), writes.len());
+        let increments = writes.iter().any(FieldWrite::increments);
+        self.write_elements(ctx, key, Part::Hash, names, increments, |i, dot, incarnation, s| writes[i].apply(dot, incarnation, s));
     }
 
     fn hset(&mut self, ctx: &mut WriteCtx, key: Bytes, pairs: Vec<(Bytes, Bytes)>, reply: HSetReply) -> Result<Frame, Frame> {
         let existing = self.hash_fields(&key, ctx.now_ms)?;
         // A field named twice takes its last value and counts once.
-        let mut writes: Vec<(Bytes, FieldWrite)> = Vec::with_capacity(pairs.len());
+        let mut names = Names::with_capacity(pairs.len());
+        let mut writes: SmallVec<[FieldWrite; NAMES_INLINE]> = SmallVec::with_capacity(pairs.len());
         let mut distinct = DistinctNames::new();
         let mut added = 0;
         for (field, value) in pairs.iter().rev() {
@@ -130,11 +133,13 @@ impl KvEngine {
             } else if reply == HSetReply::IfAbsent {
                 return Ok(Frame::Integer(0));
             }
-            writes.push((field.clone(), FieldWrite::Set(StrVal::from_bytes(value.clone()))));
+            names.push(field.clone());
+            writes.push(FieldWrite::Set(StrVal::from_bytes(value.clone())));
         }
+        names.reverse();
         writes.reverse();
         let event_key = self.event_key(Class::Hash, &key);
-        self.write_fields(ctx, key, writes);
+        self.write_fields(ctx, key, &names, &writes);
         self.raise_collection_event(Class::Hash, "hset", event_key);
         Ok(match reply {
             HSetReply::Added => Frame::Integer(added),
@@ -147,17 +152,18 @@ impl KvEngine {
         let Some(existing) = self.hash_fields(&key, ctx.now_ms)? else {
             return Ok(Frame::Integer(0));
         };
-        let mut writes: Vec<(Bytes, FieldWrite)> = Vec::new();
+        let mut names = Names::new();
         let mut distinct = DistinctNames::new();
         for field in &fields {
             if existing.get(field).is_some() && distinct.first(field) {
-                writes.push((field.clone(), FieldWrite::Delete));
+                names.push(field.clone());
             }
         }
-        let removed = writes.len() as i64;
+        let removed = names.len() as i64;
         if removed > 0 {
             let event_key = self.event_key(Class::Hash, &key);
-            self.write_fields(ctx, key, writes);
+            let deletes: SmallVec<[FieldWrite; NAMES_INLINE]> = names.iter().map(|_| FieldWrite::Delete).collect();
+            self.write_fields(ctx, key, &names, &deletes);
             self.raise_collection_event(Class::Hash, "hdel", event_key);
         }
         Ok(Frame::Integer(removed))
@@ -171,7 +177,7 @@ impl KvEngine {
         };
         let next = current.checked_add(by).ok_or_else(|| errors::error(errors::OVERFLOW))?;
         let event_key = self.event_key(Class::Hash, &key);
-        self.write_fields(ctx, key, vec![(field, FieldWrite::IncrBy(by))]);
+        self.write_fields(ctx, key, std::slice::from_ref(&field), &[FieldWrite::IncrBy(by)]);
         self.raise_collection_event(Class::Hash, "hincrby", event_key);
         Ok(Frame::Integer(next))
     }
@@ -185,7 +191,7 @@ impl KvEngine {
         if !(current + by).is_finite() {
             return Err(errors::error(errors::NAN_OR_INFINITY));
         }
-        self.write_fields(ctx, key.clone(), vec![(field.clone(), FieldWrite::IncrByFloat(by))]);
+        self.write_fields(ctx, key.clone(), std::slice::from_ref(&field), &[FieldWrite::IncrByFloat(by)]);
         let event_key = self.event_key(Class::Hash, &key);
         self.raise_collection_event(Class::Hash, "hincrbyfloat", event_key);
         let written = self.hash_fields(&key, ctx.now_ms)?.and_then(|h| h.get(&field)).and_then(|s| s.read());

@@ -17,7 +17,7 @@
 
 use bytes::Bytes;
 
-use super::collection_writes::{DistinctNames, Part};
+use super::collection_writes::{DistinctNames, Names, Part};
 use super::elements::{Elements, ORDERED_ENTRIES_MAX};
 use super::glob::glob_match;
 use super::value::{KeyKind, MEMBER_MARK, SetTtl, parse_canonical_i64};
@@ -194,7 +194,7 @@ impl KvEngine {
 
     fn sadd(&mut self, ctx: &mut WriteCtx, key: Bytes, members: Vec<Bytes>) -> Result<Frame, Frame> {
         let existing = self.set_members(&key, ctx.now_ms)?;
-        let mut unique: Vec<Bytes> = Vec::with_capacity(members.len());
+        let mut unique = Names::with_capacity(members.len());
         let mut distinct = DistinctNames::new();
         let mut added = 0;
         for member in &members {
@@ -218,7 +218,7 @@ impl KvEngine {
         let Some(existing) = self.set_members(&key, ctx.now_ms)? else {
             return Ok(Frame::Integer(0));
         };
-        let mut present: Vec<Bytes> = Vec::new();
+        let mut present = Names::new();
         let mut distinct = DistinctNames::new();
         for member in &members {
             if existing.get(member).is_some() && distinct.first(member) {

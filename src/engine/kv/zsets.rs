@@ -14,7 +14,9 @@
 
 use bytes::Bytes;
 
-use super::collection_writes::{DistinctNames, NameIndex, Part};
+use smallvec::SmallVec;
+
+use super::collection_writes::{DistinctNames, NAMES_INLINE, NameIndex, Names, Part};
 use super::elements::{Elements, ORDERED_ENTRIES_MAX};
 use super::glob::glob_match;
 use super::score_order::ScoreOrder;
@@ -144,10 +146,11 @@ impl KvEngine {
     }
 
     /// Apply member writes at one dot (see `collection_writes`).
-    fn write_zset_members(&mut self, ctx: &mut WriteCtx, key: Bytes, writes: Vec<(Bytes, MemberWrite)>) {
-        let increments = writes.iter().any(|(_, w)| matches!(w, MemberWrite::Incr(_)));
-        let (names, writes): (Vec<Bytes>, Vec<MemberWrite>) = writes.into_iter().unzip();
-        self.write_elements(ctx, key, Part::Zset, &names, increments, |i, dot, incarnation, s| writes[i].apply(dot, incarnation, s));
+    /// `writes[i]` to member `names[i]`.
+    fn write_zset_members(&mut self, ctx: &mut WriteCtx, key: Bytes, names: &[Bytes], writes: &[MemberWrite]) {
+        debug_assert_eq!(names.len(), writes.len());
+        let increments = writes.iter().any(|w| matches!(w, MemberWrite::Incr(_)));
+        self.write_elements(ctx, key, Part::Zset, names, increments, |i, dot, incarnation, s| writes[i].apply(dot, incarnation, s));
     }
 
     /// ZADD (and ZINCRBY, as ZADD INCR), member by member as Redis's `zsetAdd`.
@@ -155,7 +158,7 @@ impl KvEngine {
         let existing = self.zset_members(&key, ctx.now_ms)?;
         // Each member's current score as the command goes (a member named twice sees
         // its first write), and the write it ends with.
-        let mut writes: Vec<(Bytes, MemberWrite, Option<f64>)> = Vec::with_capacity(pairs.len());
+        let mut writes: SmallVec<[(Bytes, MemberWrite, Option<f64>); NAMES_INLINE]> = SmallVec::with_capacity(pairs.len());
         let (mut added, mut changed) = (0, 0);
         let mut incr_result = None;
         let mut written = NameIndex::new();
@@ -213,7 +216,8 @@ impl KvEngine {
         if !writes.is_empty() {
             // Redis notifies when a member was added or its score changed.
             let event_key = if added + changed > 0 { self.event_key(Class::Zset, &key) } else { None };
-            self.write_zset_members(ctx, key, writes.into_iter().map(|(m, w, _)| (m, w)).collect());
+            let (names, writes): (Names, SmallVec<[MemberWrite; NAMES_INLINE]>) = writes.into_iter().map(|(m, w, _)| (m, w)).unzip();
+            self.write_zset_members(ctx, key, &names, &writes);
             self.raise_collection_event(Class::Zset, if flags.incr { "zincr" } else { "zadd" }, event_key);
         }
         Ok(if flags.incr {
@@ -227,7 +231,7 @@ impl KvEngine {
         let Some(existing) = self.zset_members(&key, ctx.now_ms)? else {
             return Ok(Frame::Integer(0));
         };
-        let mut present: Vec<Bytes> = Vec::new();
+        let mut present = Names::new();
         let mut distinct = DistinctNames::new();
         for member in &members {
             if existing.get(member).is_some() && distinct.first(member) {
@@ -235,15 +239,16 @@ impl KvEngine {
             }
         }
         let removed = present.len() as i64;
-        self.remove_members(ctx, key, present, "zrem");
+        self.remove_members(ctx, key, &present, "zrem");
         Ok(Frame::Integer(removed))
     }
 
     /// Remove members (if any) and raise the command's `event`, then `del` if none is left.
-    fn remove_members(&mut self, ctx: &mut WriteCtx, key: Bytes, members: Vec<Bytes>, event: &'static str) {
+    fn remove_members(&mut self, ctx: &mut WriteCtx, key: Bytes, members: &[Bytes], event: &'static str) {
         if !members.is_empty() {
             let event_key = self.event_key(Class::Zset, &key);
-            self.write_zset_members(ctx, key, members.into_iter().map(|m| (m, MemberWrite::Remove)).collect());
+            let removes: SmallVec<[MemberWrite; NAMES_INLINE]> = members.iter().map(|_| MemberWrite::Remove).collect();
+            self.write_zset_members(ctx, key, members, &removes);
             self.raise_collection_event(Class::Zset, event, event_key);
         }
     }
@@ -265,7 +270,8 @@ impl KvEngine {
         };
         let popped: Vec<Scored> =
             order_of(existing).iter(max).take(count.min(usize::MAX as u64) as usize).map(|(s, m)| (Bytes::copy_from_slice(m), s)).collect();
-        self.remove_members(ctx, key, popped.iter().map(|(m, _)| m.clone()).collect(), if max { "zpopmax" } else { "zpopmin" });
+        let names: Names = popped.iter().map(|(m, _)| m.clone()).collect();
+        self.remove_members(ctx, key, &names, if max { "zpopmax" } else { "zpopmin" });
         Ok(Some(popped))
     }
 
@@ -280,7 +286,7 @@ impl KvEngine {
             ZRange::Score(..) => "zremrangebyscore",
             ZRange::Lex(..) => "zremrangebylex",
         };
-        self.remove_members(ctx, key, doomed, event);
+        self.remove_members(ctx, key, &doomed, event);
         Ok(Frame::Integer(removed))
     }
 
