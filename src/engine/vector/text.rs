@@ -62,7 +62,8 @@ const LANGUAGES: [(&str, Algorithm); 18] = [
 ];
 
 /// The languages RediSearch knows that have no stemmer here.
-const OTHER_LANGUAGES: [&str; 11] = ["armenian", "basque", "catalan", "chinese", "hindi", "indonesian", "irish", "lithuanian", "nepali", "serbian", "yiddish"];
+const OTHER_LANGUAGES: [&str; 11] =
+    ["armenian", "basque", "catalan", "chinese", "hindi", "indonesian", "irish", "lithuanian", "nepali", "serbian", "yiddish"];
 
 impl Language {
     /// A LANGUAGE argument; RediSearch's languages without a stemmer here (chinese,
@@ -221,19 +222,35 @@ mod tests {
         let mut next = 1;
         let got = positioned(b"Running foxes run, the fox runs", Language::default(), false, &mut next);
         let show: Vec<(String, Vec<u32>)> = got.into_iter().map(|(t, p)| (String::from_utf8_lossy(&t).into_owned(), p)).collect();
-        let want: Vec<(String, Vec<u32>)> = [("+fox", vec![2]), ("+run", vec![1, 5]), ("fox", vec![4]), ("foxes", vec![2]), ("run", vec![3]), ("running", vec![1]), ("runs", vec![5])]
-            .into_iter()
-            .map(|(t, p)| (t.to_string(), p))
-            .collect();
+        let want: Vec<(String, Vec<u32>)> = [
+            ("+fox", vec![2]),
+            ("+run", vec![1, 5]),
+            ("fox", vec![4]),
+            ("foxes", vec![2]),
+            ("run", vec![3]),
+            ("running", vec![1]),
+            ("runs", vec![5]),
+        ]
+        .into_iter()
+        .map(|(t, p)| (t.to_string(), p))
+        .collect();
         assert_eq!(show, want);
         assert_eq!(next, 6, "the next field goes on from the last position");
         let mut next = 1;
-        assert!(positioned(b"running foxes", Language::default(), true, &mut next).iter().all(|(t, _)| t[0] != STEM_MARK), "NOSTEM keeps no stems");
+        assert!(
+            positioned(b"running foxes", Language::default(), true, &mut next).iter().all(|(t, _)| t[0] != STEM_MARK),
+            "NOSTEM keeps no stems"
+        );
     }
 
     #[test]
     fn a_query_term_stands_for_itself_its_marked_stem_and_its_stem() {
-        let show = |t: &str| expansions(&Bytes::copy_from_slice(t.as_bytes()), Language::default()).iter().map(|t| String::from_utf8_lossy(t).into_owned()).collect::<Vec<_>>();
+        let show = |t: &str| {
+            expansions(&Bytes::copy_from_slice(t.as_bytes()), Language::default())
+                .iter()
+                .map(|t| String::from_utf8_lossy(t).into_owned())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(show("foxes"), ["foxes", "+fox", "fox"]);
         assert_eq!(show("run"), ["run", "+run"]);
         assert_eq!(Language::parse(b"GERMAN").expect("german").stem(b"katzen").as_deref(), Some(&b"katz"[..]));

@@ -19,7 +19,11 @@ const PHRASE_STARTS_MAX: usize = 100_000;
 /// encoded positions and what it adds to the term's frequency (each occurrence adds
 /// `max(1, floor(weight))`, a stem `max(1, floor(weight * 0.2))`, as RediSearch counts);
 /// `freqs` sums each term over the document's fields.
-pub(super) fn field_terms(terms: Vec<(Bytes, Vec<u32>)>, weight: f64, freqs: &mut std::collections::HashMap<Bytes, u32>) -> (Vec<Bytes>, Vec<(Vec<u8>, u32)>) {
+pub(super) fn field_terms(
+    terms: Vec<(Bytes, Vec<u32>)>,
+    weight: f64,
+    freqs: &mut std::collections::HashMap<Bytes, u32>,
+) -> (Vec<Bytes>, Vec<(Vec<u8>, u32)>) {
     let mut tags = Vec::with_capacity(terms.len());
     let mut text = Vec::with_capacity(terms.len());
     for (term, positions) in terms {
@@ -79,17 +83,35 @@ impl Index {
                 Some((i, def)) if matches!(def.kind, FieldKind::Text { .. }) => vec![self.positions[i]],
                 Some(_) => return Err(format!("Field `{}` is not a TEXT field", String::from_utf8_lossy(name))),
             },
-            None => self.def.fields.iter().enumerate().filter(|(_, f)| matches!(f.kind, FieldKind::Text { .. })).map(|(i, _)| self.positions[i]).collect(),
+            None => self
+                .def
+                .fields
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| matches!(f.kind, FieldKind::Text { .. }))
+                .map(|(i, _)| self.positions[i])
+                .collect(),
         }))
     }
 
     /// A full-text term: on one TEXT field, or on every TEXT field (`field` `None`);
     /// expanded to its stems unless `verbatim`; a prefix expands over the terms indexed.
-    pub(super) fn compile_text(&self, field: Option<&Bytes>, term: &Bytes, prefix: bool, verbatim: bool, language: Language) -> Result<Compiled, String> {
+    pub(super) fn compile_text(
+        &self,
+        field: Option<&Bytes>,
+        term: &Bytes,
+        prefix: bool,
+        verbatim: bool,
+        language: Language,
+    ) -> Result<Compiled, String> {
         let Some(fields) = self.text_fields(field)? else { return Ok(Compiled::Nothing) };
         let term = Bytes::from(term.to_ascii_lowercase());
         let terms = if prefix {
-            let mut found: Vec<Bytes> = fields.iter().flat_map(|&p| self.expand_prefixes(p, std::slice::from_ref(&term), true)).filter(|t| t.first() != Some(&STEM_MARK)).collect();
+            let mut found: Vec<Bytes> = fields
+                .iter()
+                .flat_map(|&p| self.expand_prefixes(p, std::slice::from_ref(&term), true))
+                .filter(|t| t.first() != Some(&STEM_MARK))
+                .collect();
             found.sort_unstable();
             found.dedup();
             found
@@ -134,7 +156,13 @@ impl Index {
                 None => return false,
             }
         }
-        positions[0].iter().take(PHRASE_STARTS_MAX).any(|&start| positions.iter().enumerate().skip(1).all(|(k, p)| start.checked_add(k as u32).is_some_and(|want| p.binary_search(&want).is_ok())))
+        positions[0].iter().take(PHRASE_STARTS_MAX).any(|&start| {
+            positions
+                .iter()
+                .enumerate()
+                .skip(1)
+                .all(|(k, p)| start.checked_add(k as u32).is_some_and(|want| p.binary_search(&want).is_ok()))
+        })
     }
 
     /// The text terms of doc `id` a text node matched, with their frequencies.
@@ -180,7 +208,9 @@ impl Index {
     /// intersection or phrase, or fewer than two children matched.
     fn slop(&self, doc: &Doc, filter: &Compiled, id: u32) -> u32 {
         let children: Vec<Vec<u32>> = match filter {
-            Compiled::Text(fields, terms) => terms.iter().filter(|t| doc.has_in(fields, t)).filter_map(|t| doc.text_term(&self.is_text, t).map(|(_, p)| p)).collect(),
+            Compiled::Text(fields, terms) => {
+                terms.iter().filter(|t| doc.has_in(fields, t)).filter_map(|t| doc.text_term(&self.is_text, t).map(|(_, p)| p)).collect()
+            }
             Compiled::Phrase(_, terms) => terms.iter().map(|t| doc.text_term(&self.is_text, t).map_or_else(Vec::new, |(_, p)| p)).collect(),
             Compiled::And(parts) | Compiled::Or(parts) => parts
                 .iter()
