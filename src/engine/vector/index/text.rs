@@ -156,7 +156,8 @@ impl Index {
                 None => return false,
             }
         }
-        positions[0].iter().take(PHRASE_STARTS_MAX).any(|&start| {
+        let Some(starts) = positions.first() else { return false };
+        starts.iter().take(PHRASE_STARTS_MAX).any(|&start| {
             positions
                 .iter()
                 .enumerate()
