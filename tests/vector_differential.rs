@@ -156,8 +156,13 @@ fn script(seed: u64) -> Vec<Step> {
             ],
         ),
     ];
-    // TEXT with NOSTEM: Meridian does not stem (docs/vector.md), so that is the case
-    // both must answer alike.
+    // TEXT with NOSTEM; and stemmed TEXT (RediSearch's default, English) with a field
+    // WEIGHT beside a NOSTEM one (a phrase may span the two: positions run through the
+    // TEXT fields in schema order).
+    steps.push(step(
+        Check::Exact,
+        &[b"FT.CREATE", b"stx", b"PREFIX", b"1", b"doc:", b"SCHEMA", b"title", b"TEXT", b"WEIGHT", b"2", b"color", b"TEXT", b"NOSTEM", b"kind", b"TAG", b"SEPARATOR", b";"],
+    ));
     steps.push(step(
         Check::Exact,
         &[
@@ -705,6 +710,47 @@ fn script(seed: u64) -> Vec<Step> {
             ],
         ),
         (Check::Exact, vec![b"FT.SEARCH", b"txt", b"@color:{red}", b"RETURN", b"1", b"title", b"LIMIT", b"0", b"3", d2, b"2"]),
+        // Stemming, phrases and TFIDF text scores (term frequency, the document's
+        // highest frequency, WEIGHT, the distance between terms): compared exactly,
+        // scores and order included.
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"fox", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"foxes", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"running", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"run", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"@title:jump", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"friend", b"WITHSCORES", b"LIMIT", b"0", b"4", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"foxes", b"VERBATIM", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"@color:reddish", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"@color:reds", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"txt", b"foxes", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"txt", b"jump", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"\"quick brown\"", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"\"brown quick\"", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"\"jumping fox\"", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"\"fox green\"", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"@title:\"fox green\"", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"@title:\"Hello, World!\" @kind:{a}", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"\"world of running\" | \"hello there\"", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"-\"hello world\"", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"5", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"hello world", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"quick fox", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"world | brown", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"@kind:{b}", b"WITHSCORES", b"NOCONTENT", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"hello", b"LIMIT", b"0", b"100", b"RETURN", b"1", b"title", d2, b"2"]),
+        // SORTBY a TEXT field (the value as written), with and without WITHSCORES.
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"@kind:{x}", b"SORTBY", b"title", b"RETURN", b"1", b"title", b"LIMIT", b"0", b"100", d2, b"2"]),
+        (Check::Exact, vec![b"FT.CREATE", b"srt", b"PREFIX", b"1", b"note:", b"SCHEMA", b"title", b"TEXT", b"body", b"TEXT", b"SORTABLE"]),
+        (Check::Exact, vec![b"HSET", b"note:1", b"title", b"Zebra crossing", b"body", b"walking zebras"]),
+        (Check::Exact, vec![b"HSET", b"note:2", b"title", b"apple pie", b"body", b"Baked apples"]),
+        (Check::Exact, vec![b"HSET", b"note:3", b"title", b"Apple tart", b"body", b"apple"]),
+        (Check::Exact, vec![b"HSET", b"note:4", b"title", b"mango", b"body", b"walked"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"srt", b"*", b"SORTBY", b"title", b"DESC", b"WITHSCORES", b"NOCONTENT", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"srt", b"*", b"SORTBY", b"title", b"RETURN", b"1", b"title", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"srt", b"*", b"SORTBY", b"body", b"DESC", b"RETURN", b"1", b"body", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"srt", b"apple | walk", b"WITHSCORES", b"SORTBY", b"body", b"NOCONTENT", d2, b"2"]),
+        (Check::Exact, vec![b"FT.SEARCH", b"srt", b"apple | walk", b"WITHSCORES", b"NOCONTENT", d2, b"2"]),
+        // Unsupported text options are errors that name them.
+        (Check::Exact, vec![b"FT.SEARCH", b"stx", b"hello", b"LANGUAGE", b"klingon"]),
         // FT.INFO, FT._LIST.
         (Check::Info, vec![b"FT.INFO", b"flat"]),
         (Check::Info, vec![b"FT.INFO", b"hnsw"]),

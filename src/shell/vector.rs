@@ -387,7 +387,7 @@ async fn search(access: &impl Shards, name: Bytes, raw: Bytes, query: Arc<Search
         }
     }
     // Relevance (RediSearch's default scorer; 0 for KNN) with the node's counts.
-    let mut scored: Vec<(f64, Hit)> = hits.into_iter().map(|hit| (if query.knn.is_some() { 0.0 } else { score(&hit.terms, docs, &counts) }, hit)).collect();
+    let mut scored: Vec<(f64, Hit)> = hits.into_iter().map(|hit| (if query.knn.is_some() { 0.0 } else { score(&hit.terms, hit.divisor, docs, &counts) }, hit)).collect();
     if let Some(knn) = &query.knn {
         // Each shard sent its own k nearest: the node's k nearest are among them.
         scored.sort_by(|(_, a), (_, b)| a.score.unwrap_or(f32::INFINITY).total_cmp(&b.score.unwrap_or(f32::INFINITY)).then_with(|| a.key.cmp(&b.key)));

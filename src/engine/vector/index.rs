@@ -6,7 +6,11 @@
 //! is a function of the shard's data. Never writes data and never reads a clock: the
 //! caller hands in what is live.
 
+mod bitmap;
 mod terms;
+mod text;
+
+use bitmap::{find_within, has, ids};
 
 use bytes::Bytes;
 use hashbrown::HashMap;
@@ -15,6 +19,7 @@ use super::distance::{Metric, normalize};
 use super::hnsw::{Near, VectorStore};
 use super::query::{Filter, SearchQuery};
 use super::schema::{Algorithm, ElementType, FieldKind, IndexDef};
+use super::text::Language;
 pub use terms::{Term, score};
 
 /// A filtered HNSW search turns into an exact scan when at most this share of the
@@ -29,8 +34,14 @@ struct Doc {
     /// Per vector field: the slot and a hash of the blob it came from (an update with the
     /// same blob keeps its slot).
     slots: Vec<Option<(u32, u64)>>,
-    /// Per tag field: the tags (lower-cased unless CASESENSITIVE).
+    /// Per tag field: the tags (lower-cased unless CASESENSITIVE); per TEXT field: its
+    /// distinct terms and `+stem`s, sorted.
     tags: Vec<Vec<Bytes>>,
+    /// Per TEXT field, beside each term: its positions (`text::encode_positions`) and
+    /// what it adds to the term's frequency. Empty for a TAG field.
+    text: Vec<Vec<(Vec<u8>, u32)>>,
+    /// The highest term frequency of the document (RediSearch divides scores by it).
+    max_freq: u32,
     /// Per numeric field.
     numbers: Vec<Option<f64>>,
 }
@@ -39,6 +50,8 @@ struct Doc {
 struct Parsed {
     vectors: Vec<Option<(Vec<f32>, u64)>>,
     tags: Vec<Vec<Bytes>>,
+    text: Vec<Vec<(Vec<u8>, u32)>>,
+    max_freq: u32,
     numbers: Vec<Option<f64>>,
 }
 
@@ -56,6 +69,9 @@ pub struct Hit {
     /// What the hit matched through, for its relevance score (`terms::score`); empty
     /// when neither WITHSCORES nor the order needs it.
     pub terms: Vec<Term>,
+    /// What the score is divided by: the document's highest term frequency times the
+    /// distance between the query's terms in it (RediSearch's TFIDF; `text::slop`).
+    pub divisor: u32,
     pub sort: Option<SortValue>,
     /// `None` when the content was not asked for or not needed for this page.
     pub fields: Option<Vec<(Bytes, Bytes)>>,
@@ -85,6 +101,12 @@ enum Compiled {
     /// A filter on a field the schema does not have: matches nothing (as RediSearch).
     Nothing,
     Tag(usize, Vec<Bytes>),
+    /// A full-text term: any of these terms (its expansions) in any of these TEXT
+    /// fields (tag positions).
+    Text(Vec<usize>, Vec<Bytes>),
+    /// An exact phrase: these terms, each in one of these fields, at consecutive
+    /// positions.
+    Phrase(Vec<usize>, Vec<Bytes>),
     Range(usize, f64, bool, f64, bool),
     /// VECTOR_RANGE: the docs within the radius, with their distances.
     Within(HashMap<u32, f32, foldhash::fast::FixedState>),
@@ -109,8 +131,15 @@ pub struct Index {
     postings: Vec<HashMap<Bytes, hashbrown::HashSet<u32>, foldhash::fast::FixedState>>,
     /// Per numeric field: the value of every doc id (NaN: none), a column to scan.
     columns: Vec<Vec<f64>>,
+    /// Whether each tag position is a TEXT field's.
+    is_text: Vec<bool>,
+    /// Per full-text term (and `+stem`): how many documents have it in any TEXT field
+    /// (RediSearch keeps one inverted index per term across fields; its IDF uses this).
+    text_docs: HashMap<Bytes, usize, foldhash::fast::FixedState>,
     pub indexing_failures: u64,
     live_docs: usize,
+    /// The stemmer of the TEXT fields (FT.CREATE's LANGUAGE, else English).
+    language: Language,
 }
 
 impl Index {
@@ -118,7 +147,13 @@ impl Index {
         let mut positions = Vec::new();
         let (mut vectors, mut tags, mut numbers) = (0, 0, 0);
         let mut stores = Vec::new();
+        let mut is_text = Vec::new();
         for field in &def.fields {
+            match field.kind {
+                FieldKind::Text { .. } => is_text.push(true),
+                FieldKind::Tag { .. } => is_text.push(false),
+                _ => {}
+            }
             let counter = match &field.kind {
                 FieldKind::Vector(p) => {
                     stores.push((VectorStore::new(p.dim, p.metric, p.element, p.algorithm == Algorithm::Hnsw, p.m, p.ef_construction, p.initial_cap), Vec::new()));
@@ -134,6 +169,8 @@ impl Index {
         Index {
             postings: (0..tags).map(|_| HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0))).collect(),
             columns: vec![Vec::new(); numbers],
+            is_text,
+            text_docs: HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0)),
             def,
             raw,
             docs: Vec::new(),
@@ -143,6 +180,7 @@ impl Index {
             positions,
             indexing_failures: 0,
             live_docs: 0,
+            language: Language::default(),
         }
     }
 
@@ -184,7 +222,7 @@ impl Index {
                     })
                 })
                 .collect();
-            out.insert(key.clone(), format!("key {:?} tags {:?} numbers {:?} vectors {vectors:?}", doc.key, doc.tags, doc.numbers));
+            out.insert(key.clone(), format!("key {:?} tags {:?} text {:?} max_freq {} numbers {:?} vectors {vectors:?}", doc.key, doc.tags, doc.text, doc.max_freq, doc.numbers));
         }
         out
     }
@@ -209,7 +247,7 @@ impl Index {
         let id = match self.by_key.get(key) {
             Some(&id) => id,
             None => {
-                let doc = Doc { key: key.clone(), slots: vec![None; self.stores.len()], tags: Vec::new(), numbers: Vec::new() };
+                let doc = Doc { key: key.clone(), slots: vec![None; self.stores.len()], tags: Vec::new(), text: Vec::new(), max_freq: 0, numbers: Vec::new() };
                 let id = match self.free.pop() {
                     Some(id) => {
                         self.docs[id as usize] = Some(doc);
@@ -226,13 +264,18 @@ impl Index {
             }
         };
         let Some(doc) = self.docs[id as usize].as_mut() else { return };
-        unpost(&mut self.postings, &mut self.columns, id, doc);
+        unpost(&mut self.postings, &mut self.columns, &mut self.text_docs, &self.is_text, id, doc);
         doc.tags = parsed.tags;
+        doc.text = parsed.text;
+        doc.max_freq = parsed.max_freq;
         doc.numbers = parsed.numbers;
         for (field, tags) in doc.tags.iter().enumerate() {
             for tag in tags {
                 self.postings[field].entry(tag.clone()).or_default().insert(id);
             }
+        }
+        for term in text::distinct_terms(&doc.tags, &self.is_text) {
+            *self.text_docs.entry(term).or_default() += 1;
         }
         for (field, value) in doc.numbers.iter().enumerate() {
             let column = &mut self.columns[field];
@@ -262,7 +305,7 @@ impl Index {
     fn remove(&mut self, key: &Bytes) {
         let Some(id) = self.by_key.remove(key) else { return };
         let Some(doc) = self.docs[id as usize].take() else { return };
-        unpost(&mut self.postings, &mut self.columns, id, &doc);
+        unpost(&mut self.postings, &mut self.columns, &mut self.text_docs, &self.is_text, id, &doc);
         for (field, slot) in doc.slots.iter().enumerate() {
             if let Some((slot, _)) = slot {
                 self.stores[field].0.delete(*slot);
@@ -276,13 +319,21 @@ impl Index {
     /// of the wrong size, a number that does not parse): RediSearch leaves such a
     /// document out and counts a failure.
     fn parse(&self, get: FieldReader) -> Result<Parsed, ()> {
-        let mut parsed = Parsed { vectors: Vec::new(), tags: Vec::new(), numbers: Vec::new() };
+        let mut parsed = Parsed { vectors: Vec::new(), tags: Vec::new(), text: Vec::new(), max_freq: 0, numbers: Vec::new() };
+        // Positions run on through the TEXT fields in schema order (as RediSearch's).
+        let mut next_position = 1u32;
+        let mut freqs: std::collections::HashMap<Bytes, u32> = std::collections::HashMap::new();
+        // Seen against RediSearch 2.x: each VECTOR field with a value that comes after a
+        // TEXT field in the schema adds 1 to the document's highest term frequency (its
+        // scores' divisor); a VECTOR field before every TEXT field does not.
+        let (mut text_seen, mut vectors_after_text) = (false, 0u32);
         for field in &self.def.fields {
             let value = get(&field.path);
             match &field.kind {
                 FieldKind::Vector(p) => parsed.vectors.push(match value {
                     None => None,
                     Some(blob) => {
+                        vectors_after_text += u32::from(text_seen);
                         let mut v = decode_vector(&blob, p.element, p.dim).ok_or(())?;
                         if p.metric == Metric::Cosine {
                             normalize(&mut v);
@@ -290,7 +341,9 @@ impl Index {
                         Some((v, xxhash_rust::xxh3::xxh3_64(&blob)))
                     }
                 }),
-                FieldKind::Tag { separator, case_sensitive } => parsed.tags.push(match value {
+                FieldKind::Tag { separator, case_sensitive } => {
+                    parsed.text.push(Vec::new());
+                    parsed.tags.push(match value {
                     None => Vec::new(),
                     Some(text) => text
                         .split(|b| b == separator)
@@ -298,18 +351,28 @@ impl Index {
                         .filter(|t| !t.is_empty())
                         .map(|t| if *case_sensitive { Bytes::copy_from_slice(t) } else { Bytes::from(t.to_ascii_lowercase()) })
                         .collect(),
-                }),
-                FieldKind::Text { .. } => parsed.tags.push(value.map_or_else(Vec::new, |text| super::text::terms(&text))),
+                    })
+                }
+                FieldKind::Text { nostem, weight } => {
+                    text_seen = true;
+                    let terms = value.map_or_else(Vec::new, |text| super::text::positioned(&text, self.language, *nostem, &mut next_position));
+                    let (tags, text) = text::field_terms(terms, *weight, &mut freqs);
+                    parsed.tags.push(tags);
+                    parsed.text.push(text);
+                }
                 FieldKind::Numeric => parsed.numbers.push(match value {
                     None => None,
                     Some(text) => Some(std::str::from_utf8(&text).ok().and_then(|t| t.trim().parse::<f64>().ok()).filter(|v| !v.is_nan()).ok_or(())?),
                 }),
             }
         }
+        parsed.max_freq = freqs.values().copied().max().map_or(0, |m| m.saturating_add(vectors_after_text));
         Ok(parsed)
     }
 
-    fn compile(&self, filter: &Filter) -> Result<Compiled, String> {
+    /// A filter with its fields resolved; `verbatim`: text terms are not expanded to
+    /// their stems; `language`: the stemmer for them.
+    fn compile(&self, filter: &Filter, verbatim: bool, language: Language) -> Result<Compiled, String> {
         Ok(match filter {
             Filter::All => Compiled::All,
             Filter::Tag { field, values } => {
@@ -339,10 +402,11 @@ impl Index {
                 let (position, vector, _) = self.query_vector(field, blob)?;
                 Compiled::Within(self.within(position, &vector, *radius))
             }
-            Filter::Text { field, term, prefix } => self.compile_text(field.as_ref(), term, *prefix)?,
-            Filter::Not(inner) => Compiled::Not(Box::new(self.compile(inner)?)),
-            Filter::And(parts) => Compiled::And(parts.iter().map(|p| self.compile(p)).collect::<Result<_, _>>()?),
-            Filter::Or(parts) => Compiled::Or(parts.iter().map(|p| self.compile(p)).collect::<Result<_, _>>()?),
+            Filter::Text { field, term, prefix } => self.compile_text(field.as_ref(), term, *prefix, verbatim, language)?,
+            Filter::Phrase { field, terms } => self.compile_phrase(field.as_ref(), terms)?,
+            Filter::Not(inner) => Compiled::Not(Box::new(self.compile(inner, verbatim, language)?)),
+            Filter::And(parts) => Compiled::And(parts.iter().map(|p| self.compile(p, verbatim, language)).collect::<Result<_, _>>()?),
+            Filter::Or(parts) => Compiled::Or(parts.iter().map(|p| self.compile(p, verbatim, language)).collect::<Result<_, _>>()?),
         })
     }
 
@@ -350,7 +414,7 @@ impl Index {
     /// says whether a key is still there now (a key past its TTL that active expiry has
     /// not removed yet is not) and reads its fields for the reply.
     pub fn search(&mut self, query: &SearchQuery, read: ContentReader, live: &dyn Fn(&Bytes) -> bool) -> Result<Found, String> {
-        let filter = self.compile(&query.filter)?;
+        let filter = self.compile(&query.filter, query.verbatim, query.language.unwrap_or(self.language))?;
         let mut counts = Vec::new();
         self.term_counts(&filter, &mut counts);
         let page_end = query.offset.saturating_add(query.num);
@@ -359,7 +423,7 @@ impl Index {
                 let (position, vector, default_ef) = self.query_vector(&knn.field, &knn.blob)?;
                 let ef = knn.ef_runtime.unwrap_or(default_ef);
                 let near = self.knn(position, &filter, &vector, knn.k, ef, live);
-                let hits: Vec<Hit> = near.into_iter().map(|(key, d)| Hit { key, score: Some(d), terms: Vec::new(), sort: None, fields: None }).collect();
+                let hits: Vec<Hit> = near.into_iter().map(|(key, d)| Hit { key, score: Some(d), terms: Vec::new(), divisor: 1, sort: None, fields: None }).collect();
                 (hits.len(), hits)
             }
             None => {
@@ -370,7 +434,7 @@ impl Index {
                 // Without SORTBY the node orders by relevance score, then key. When every
                 // match scores alike, only this shard's first `page_end` keys can make
                 // the page; otherwise the node needs them all to rank them.
-                let uniform = terms::uniform(&query.filter);
+                let uniform = self.uniform(&query.filter);
                 // In key order whatever the case: a shard's answer is then a function of
                 // its documents, not of the order ids were handed out in (the
                 // simulator's audit compares it with a rebuild's).
@@ -384,10 +448,12 @@ impl Index {
                     .into_iter()
                     .map(|(key, id)| {
                         let mut terms = Vec::new();
+                        let mut divisor = 1;
                         if scored {
                             self.terms(&filter, id, &mut terms);
+                            divisor = self.divisor(&filter, id);
                         }
-                        Hit { key, score: distances.and_then(|d| d.get(&id).copied()), terms, sort: None, fields: None }
+                        Hit { key, score: distances.and_then(|d| d.get(&id).copied()), terms, divisor, sort: None, fields: None }
                     })
                     .collect();
                 (total, hits)
@@ -404,7 +470,10 @@ impl Index {
                     hit.sort = Some(match (&def.kind, doc) {
                         (FieldKind::Numeric, Some(d)) => d.numbers[self.positions[i]].map_or(SortValue::Missing, SortValue::Number),
                         (FieldKind::Tag { .. }, Some(d)) => d.tags[self.positions[i]].first().cloned().map_or(SortValue::Missing, SortValue::Text),
-                        (FieldKind::Text { .. }, _) => return Err("SORTBY a TEXT field is not supported by Meridian yet".into()),
+                        // The value as written: the index keeps terms, not values.
+                        (FieldKind::Text { .. }, Some(_)) => read(&hit.key)
+                            .and_then(|fields| fields.into_iter().find(|(name, _)| *name == def.path).map(|(_, value)| value))
+                            .map_or(SortValue::Missing, |value| SortValue::Text(if def.sortable { Bytes::from(value.to_ascii_lowercase()) } else { value })),
                         _ => SortValue::Missing,
                     });
                 }
@@ -413,7 +482,7 @@ impl Index {
         if !query.nocontent {
             // Without SORTBY (and with uniform scores) only the first `page_end` hits of
             // a shard can make the page.
-            let wanted = if query.sort_by.is_some() || (query.knn.is_none() && !terms::uniform(&query.filter)) { hits.len() } else { page_end.min(hits.len()) };
+            let wanted = if query.sort_by.is_some() || (query.knn.is_none() && !self.uniform(&query.filter)) { hits.len() } else { page_end.min(hits.len()) };
             for hit in hits.iter_mut().take(wanted) {
                 hit.fields = read(&hit.key);
             }
@@ -452,91 +521,25 @@ impl Index {
         out.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
         out
     }
+}
 
-    /// The docs passing a filter, as a bitmap over doc ids.
-    fn eval(&self, filter: &Compiled) -> Vec<u64> {
-        let words = self.docs.len().div_ceil(64);
-        match filter {
-            Compiled::All => {
-                let mut bits = vec![0u64; words];
-                for (id, doc) in self.docs.iter().enumerate() {
-                    if doc.is_some() {
-                        bits[id / 64] |= 1 << (id % 64);
-                    }
-                }
-                bits
+/// Take a doc's tags, terms and numbers out of the postings, term counts and columns.
+fn unpost(
+    postings: &mut [HashMap<Bytes, hashbrown::HashSet<u32>, foldhash::fast::FixedState>],
+    columns: &mut [Vec<f64>],
+    text_docs: &mut HashMap<Bytes, usize, foldhash::fast::FixedState>,
+    is_text: &[bool],
+    id: u32,
+    doc: &Doc,
+) {
+    for term in text::distinct_terms(&doc.tags, is_text) {
+        if let Some(count) = text_docs.get_mut(&term) {
+            *count -= 1;
+            if *count == 0 {
+                text_docs.remove(&term);
             }
-            Compiled::Nothing => vec![0u64; words],
-            Compiled::Within(distances) => {
-                let mut bits = vec![0u64; words];
-                for &id in distances.keys() {
-                    bits[id as usize / 64] |= 1 << (id % 64);
-                }
-                bits
-            }
-            Compiled::Tag(field, values) => {
-                let mut bits = vec![0u64; words];
-                for value in values {
-                    for &id in self.postings[*field].get(value).into_iter().flatten() {
-                        bits[id as usize / 64] |= 1 << (id % 64);
-                    }
-                }
-                bits
-            }
-            Compiled::Range(field, lo, lo_ex, hi, hi_ex) => {
-                let mut bits = vec![0u64; words];
-                for (id, &n) in self.columns[*field].iter().enumerate() {
-                    // NaN (no value) fails every comparison.
-                    let above = if *lo_ex { n > *lo } else { n >= *lo };
-                    let below = if *hi_ex { n < *hi } else { n <= *hi };
-                    if above && below {
-                        bits[id / 64] |= 1 << (id % 64);
-                    }
-                }
-                bits
-            }
-            Compiled::Not(inner) => {
-                let all = self.eval(&Compiled::All);
-                let inner = self.eval(inner);
-                all.iter().zip(inner).map(|(a, i)| a & !i).collect()
-            }
-            Compiled::And(parts) => parts.iter().map(|p| self.eval(p)).reduce(|a, b| a.iter().zip(b).map(|(x, y)| x & y).collect()).unwrap_or_else(|| self.eval(&Compiled::All)),
-            Compiled::Or(parts) => parts.iter().map(|p| self.eval(p)).reduce(|a, b| a.iter().zip(b).map(|(x, y)| x | y).collect()).unwrap_or_else(|| vec![0u64; words]),
         }
     }
-}
-
-/// The distances of the (one) VECTOR_RANGE inside a filter.
-fn find_within(filter: &Compiled) -> Option<&HashMap<u32, f32, foldhash::fast::FixedState>> {
-    match filter {
-        Compiled::Within(d) => Some(d),
-        Compiled::Not(inner) => find_within(inner),
-        Compiled::And(parts) | Compiled::Or(parts) => parts.iter().find_map(find_within),
-        _ => None,
-    }
-}
-
-fn has(bits: &[u64], id: u32) -> bool {
-    bits.get(id as usize / 64).is_some_and(|w| w & (1 << (id % 64)) != 0)
-}
-
-/// The doc ids set in a bitmap, ascending.
-fn ids(bits: &[u64]) -> impl Iterator<Item = u32> + '_ {
-    bits.iter().enumerate().flat_map(|(w, &word)| {
-        let mut word = word;
-        std::iter::from_fn(move || {
-            if word == 0 {
-                return None;
-            }
-            let bit = word.trailing_zeros();
-            word &= word - 1;
-            Some((w * 64) as u32 + bit)
-        })
-    })
-}
-
-/// Take a doc's tags and numbers out of the postings and columns.
-fn unpost(postings: &mut [HashMap<Bytes, hashbrown::HashSet<u32>, foldhash::fast::FixedState>], columns: &mut [Vec<f64>], id: u32, doc: &Doc) {
     for (field, tags) in doc.tags.iter().enumerate() {
         for tag in tags {
             if let Some(set) = postings[field].get_mut(tag) {

@@ -3,12 +3,15 @@
 //! Owns the query grammar (DIALECT 2): `*`, `@tag:{a|b|pre*}`, `@num:[lo hi]` (with `(`
 //! for an exclusive bound and `-inf`/`+inf`), `@vec:[VECTOR_RANGE r $blob]` (with
 //! `=>{$YIELD_DISTANCE_AS: name}`), juxtaposition for AND, `|` for OR, `-` for NOT,
-//! parentheses, and `=>[KNN k @field $param [EF_RUNTIME n] [AS alias]]`. `$name`
-//! parameters come from PARAMS. Anything else (full-text terms, GEO, ...) is an error
-//! naming it: a query must never run with part of its filter ignored.
+//! parentheses, full-text terms (`hello`, `@title:hello`, `hel*`), exact phrases
+//! (`"a b"`, `@title:"a b"`) and `=>[KNN k @field $param [EF_RUNTIME n] [AS alias]]`.
+//! `$name` parameters come from PARAMS. Anything else (fuzzy, optional terms, GEO, ...)
+//! is an error naming it: a query must never run with part of its filter ignored.
 //! Pure parsing: it knows no index and no data.
 
 use bytes::Bytes;
+
+use super::text::Language;
 
 /// How deep parentheses and negations may nest (bounds the recursion).
 pub const NESTING_MAX: usize = 64;
@@ -27,6 +30,9 @@ pub enum Filter {
     /// A full-text term (lower-cased) on one TEXT field or on all (`field` `None`);
     /// `prefix`: any term starting with it (`hel*`).
     Text { field: Option<Bytes>, term: Bytes, prefix: bool },
+    /// An exact phrase: these terms (lower-cased, never stemmed; a stop word in it
+    /// matches nothing, as in RediSearch's DIALECT 2) at consecutive positions.
+    Phrase { field: Option<Bytes>, terms: Vec<Bytes> },
     /// Documents whose vector is within `radius` of `blob` (VECTOR_RANGE); the distance
     /// is returned under `yield_as` when given.
     VectorRange { field: Bytes, radius: f64, blob: Bytes, yield_as: Option<Bytes> },
@@ -63,6 +69,10 @@ pub struct SearchQuery {
     pub sort_by: Option<SortBy>,
     /// WITHSCORES: each hit's relevance score goes with it.
     pub with_scores: bool,
+    /// VERBATIM: text terms are not expanded to their stems.
+    pub verbatim: bool,
+    /// LANGUAGE: the stemmer for the query's terms (else the index's).
+    pub language: Option<Language>,
 }
 
 impl SearchQuery {
@@ -104,7 +114,8 @@ pub fn parse_search(args: &[Bytes]) -> Result<SearchQuery, String> {
         return Err("wrong number of arguments for 'FT.SEARCH' command".into());
     };
     let mut params: Vec<(Bytes, Bytes)> = Vec::new();
-    let mut out = SearchQuery { filter: Filter::All, knn: None, offset: 0, num: 10, nocontent: false, return_fields: None, sort_by: None, with_scores: false };
+    let mut out = SearchQuery { filter: Filter::All, knn: None, offset: 0, num: 10, nocontent: false, return_fields: None, sort_by: None, with_scores: false, verbatim: false, language: None };
+    let mut nostopwords = false;
     let mut i = 1;
     while i < args.len() {
         let arg = &args[i];
@@ -114,9 +125,23 @@ pub fn parse_search(args: &[Bytes]) -> Result<SearchQuery, String> {
         } else if eq(arg, "WITHSCORES") {
             out.with_scores = true;
             i += 1;
-        } else if eq(arg, "VERBATIM") || eq(arg, "NOSTOPWORDS") {
-            // Only change how text terms are processed, and text is refused anyway.
+        } else if eq(arg, "VERBATIM") {
+            out.verbatim = true;
             i += 1;
+        } else if eq(arg, "NOSTOPWORDS") {
+            nostopwords = true;
+            i += 1;
+        } else if eq(arg, "LANGUAGE") {
+            let name = args.get(i + 1).ok_or("Bad arguments for LANGUAGE: Expected an argument, but none provided")?;
+            out.language = Some(Language::parse(name)?);
+            i += 2;
+        } else if eq(arg, "SCORER") {
+            match args.get(i + 1) {
+                Some(name) if eq(name, "TFIDF") => {}
+                Some(name) => return Err(format!("SCORER {} is not supported by Meridian (only TFIDF)", String::from_utf8_lossy(name).to_uppercase())),
+                None => return Err("Bad arguments for SCORER: Expected an argument, but none provided".into()),
+            }
+            i += 2;
         } else if eq(arg, "RETURN") {
             let n = number(args.get(i + 1)).ok_or("Bad arguments for RETURN: Expected an argument, but none provided")?;
             // `n` comes from the client: compared without an addition that could wrap.
@@ -168,7 +193,7 @@ pub fn parse_search(args: &[Bytes]) -> Result<SearchQuery, String> {
             return Err(format!("{} is not supported by Meridian's FT.SEARCH", String::from_utf8_lossy(arg).to_uppercase()));
         }
     }
-    let (filter, knn) = Parser { text: query, pos: 0, params: &params, text_field: None }.query()?;
+    let (filter, knn) = Parser { text: query, pos: 0, params: &params, text_field: None, nostopwords }.query()?;
     out.filter = filter;
     out.knn = knn;
     if out.vector_range().is_some() {
@@ -197,6 +222,8 @@ struct Parser<'a> {
     params: &'a [(Bytes, Bytes)],
     /// Inside `@field:( ... )`: the TEXT field bare terms apply to.
     text_field: Option<Bytes>,
+    /// NOSTOPWORDS: a stop word in the query is a term (which no document has).
+    nostopwords: bool,
 }
 
 /// What a query stop word parses to: no condition (AND leaves it out).
@@ -307,7 +334,7 @@ impl Parser<'_> {
             }
             Some(b'@') => self.field_filter(),
             Some(b'~') => Err("Optional terms (~) are not supported by Meridian".into()),
-            Some(b'"') => Err("Exact phrases (\"...\") are not supported by Meridian yet".into()),
+            Some(b'"') => self.phrase(self.text_field.clone()),
             Some(b'%') => Err("Fuzzy terms (%...%) are not supported by Meridian".into()),
             Some(_) => self.term(self.text_field.clone()),
             None => Err(self.syntax()),
@@ -363,9 +390,29 @@ impl Parser<'_> {
                 self.expect(b')')?;
                 Ok(inner)
             }
+            Some(b'"') => self.phrase(Some(field)),
             Some(_) => self.term(Some(field)),
             None => Err(self.syntax()),
         }
+    }
+
+    /// An exact phrase at the cursor (`"a b"`): its words as a document's are cut.
+    fn phrase(&mut self, field: Option<Bytes>) -> Result<Filter, String> {
+        self.skip_ws();
+        self.pos += 1;
+        let start = self.pos;
+        let Some(len) = self.text[start..].iter().position(|&b| b == b'"') else {
+            return Err(self.syntax());
+        };
+        self.pos = start + len + 1;
+        let terms: Vec<Bytes> = self.text[start..start + len]
+            .split(|&b| super::text::is_separator(b))
+            .filter(|w| !w.is_empty())
+            .take(super::text::TERMS_MAX)
+            .map(|w| Bytes::from(w.to_ascii_lowercase()))
+            .collect();
+        // Quoted words are never expanded to stems, even a single one (as RediSearch).
+        Ok(if terms.is_empty() { Filter::Or(Vec::new()) } else { Filter::Phrase { field, terms } })
     }
 
     /// A full-text term (`hello`, `hel*`) at the cursor; a stop word is no condition.
@@ -382,7 +429,7 @@ impl Parser<'_> {
         let prefix = self.text.get(self.pos) == Some(&b'*');
         if prefix {
             self.pos += 1;
-        } else if super::text::is_stop_word(&term) {
+        } else if !self.nostopwords && super::text::is_stop_word(&term) {
             return Ok(neutral());
         }
         Ok(Filter::Text { field, term, prefix })

@@ -63,8 +63,8 @@ pub enum FieldKind {
     Vector(VectorParams),
     Tag { separator: u8, case_sensitive: bool },
     Numeric,
-    /// Full text, cut into terms (`text.rs`); never stemmed (`nostem` records what the
-    /// definition said).
+    /// Full text, cut into terms (`text.rs`); `nostem`: words are indexed without their
+    /// `+stem`s; `weight`: what each occurrence adds to a term's frequency.
     Text { nostem: bool, weight: f64 },
 }
 

@@ -4,11 +4,14 @@
 //!
 //! Scores: RediSearch's default scorer (TFIDF) sums, over the leaves a document matched
 //! through (a leaf under a NOT counts nothing), a term's weight: 1 for `*` and for a
-//! numeric range, `logb(1 + N / df)` for a tag (N: documents in the index, df: those
-//! carrying the tag; `logb` is the floor of log2), 0 for a vector clause; then divides
-//! by the document's highest term frequency, which is 1 without TEXT fields. N and df
-//! must be the node's, so a shard reports the terms of each hit (`Term`) and its own
-//! counts (`term_counts`), and the node scores (`score`). Never reads data or a clock.
+//! numeric range, `logb(1 + N / df)` for a tag, `tf * logb(1 + N / df)` for a text term
+//! (N: documents in the index plus one, RediSearch's doc-table size; df: those carrying
+//! the tag, or the term in any TEXT field; tf: the term's frequency in the document;
+//! `logb` is the floor of log2), 0 for a vector clause; then divides by the document's
+//! highest term frequency and by the distance between the matched terms
+//! (`text::divisor`). N and df must be the node's, so a shard reports the terms of each
+//! hit (`Term`) and its own counts (`term_counts`), and the node scores (`score`).
+//! Never reads data or a clock.
 
 use bytes::Bytes;
 use hashbrown::HashMap;
@@ -29,37 +32,48 @@ pub enum Term {
     One,
     /// A tag of the `n`-th TAG field.
     Tag(usize, Bytes),
+    /// A full-text term (or `+stem`) with its frequency in the hit; in the counts, with
+    /// frequency 0 (the count is of documents, whatever their frequency).
+    Text(Bytes, u32),
 }
 
-/// A hit's relevance score from its terms, given the node's document count and each
-/// tag's document count.
-pub fn score(terms: &[Term], docs: usize, counts: &std::collections::HashMap<Term, usize>) -> f64 {
-    terms
+/// A hit's relevance score from its terms and divisor, given the node's document count
+/// and each term's document count.
+pub fn score(terms: &[Term], divisor: u32, docs: usize, counts: &std::collections::HashMap<Term, usize>) -> f64 {
+    // RediSearch's N is its doc table's size: the documents plus one.
+    let idf = |df: usize| (1.0 + (docs + 1) as f64 / df.max(1) as f64).log2().floor().max(0.0);
+    let sum: f64 = terms
         .iter()
         .map(|term| match term {
             Term::One => 1.0,
-            Term::Tag(..) => {
-                let df = counts.get(term).copied().unwrap_or(1).max(1);
-                (1.0 + docs as f64 / df as f64).log2().floor().max(0.0)
-            }
+            Term::Tag(..) => idf(counts.get(term).copied().unwrap_or(1)),
+            Term::Text(text, freq) => f64::from(*freq) * idf(counts.get(&Term::Text(text.clone(), 0)).copied().unwrap_or(1)),
         })
-        .sum()
+        .sum();
+    sum / f64::from(divisor.max(1))
 }
 
 /// Whether every document that passes `filter` matches it through the same terms (so
 /// all score alike and key order is score order). Decided on the query, not on a
 /// shard's expansion of it, so that every shard decides alike.
-pub fn uniform(filter: &Filter) -> bool {
+fn uniform(filter: &Filter) -> bool {
     match filter {
         Filter::All | Filter::Range { .. } | Filter::Not(_) | Filter::VectorRange { .. } => true,
         Filter::Tag { values, .. } => values.len() <= 1,
-        Filter::TagPrefix { .. } | Filter::Text { .. } => false,
+        Filter::TagPrefix { .. } | Filter::Text { .. } | Filter::Phrase { .. } => false,
         Filter::And(parts) => parts.iter().all(uniform),
         Filter::Or(parts) => parts.is_empty(),
     }
 }
 
 impl Index {
+    /// Whether every hit of `filter` scores alike here: the query's terms are the same
+    /// for all (`uniform`), and no document's score is divided by its own highest term
+    /// frequency (an index without TEXT fields).
+    pub(super) fn uniform(&self, filter: &Filter) -> bool {
+        !self.is_text.contains(&true) && uniform(filter)
+    }
+
     /// The (store position, decoded and normalised vector, default EF_RUNTIME) of a
     /// query blob for vector field `field`; RediSearch's errors for a wrong one.
     pub(super) fn query_vector(&self, field: &[u8], blob: &[u8]) -> Result<(usize, Vec<f32>, usize), String> {
@@ -115,26 +129,6 @@ impl Index {
         out
     }
 
-    /// A full-text term: on one TEXT field, or on every TEXT field (`field` `None`);
-    /// a prefix expands over the terms indexed.
-    pub(super) fn compile_text(&self, field: Option<&Bytes>, term: &Bytes, prefix: bool) -> Result<Compiled, String> {
-        let positions: Vec<usize> = match field {
-            Some(name) => match self.def.field(name) {
-                None => return Ok(Compiled::Nothing),
-                Some((i, def)) if matches!(def.kind, FieldKind::Text { .. }) => vec![self.positions[i]],
-                Some(_) => return Err(format!("Field `{}` is not a TEXT field", String::from_utf8_lossy(name))),
-            },
-            None => self.def.fields.iter().enumerate().filter(|(_, f)| matches!(f.kind, FieldKind::Text { .. })).map(|(i, _)| self.positions[i]).collect(),
-        };
-        let term = Bytes::from(term.to_ascii_lowercase());
-        Ok(Compiled::Or(
-            positions
-                .into_iter()
-                .map(|p| Compiled::Tag(p, if prefix { self.expand_prefixes(p, std::slice::from_ref(&term), true) } else { vec![term.clone()] }))
-                .collect(),
-        ))
-    }
-
     /// Whether doc `id` passes `filter`, and if so the terms it matched through
     /// (appended to `out`; left as it was when it does not pass).
     pub(super) fn terms(&self, filter: &Compiled, id: u32, out: &mut Vec<Term>) -> bool {
@@ -153,6 +147,7 @@ impl Index {
                 }
                 out.len() > mark
             }
+            Compiled::Text(..) | Compiled::Phrase(..) => self.text_terms(filter, id, out),
             Compiled::Range(field, lo, lo_ex, hi, hi_ex) => {
                 let n = self.columns[*field].get(id as usize).copied().unwrap_or(f64::NAN);
                 let passes = (if *lo_ex { n > *lo } else { n >= *lo }) && (if *hi_ex { n < *hi } else { n <= *hi });
@@ -182,6 +177,11 @@ impl Index {
             Compiled::Tag(field, values) => {
                 for value in values {
                     out.push((Term::Tag(*field, value.clone()), self.postings[*field].get(value).map_or(0, |ids| ids.len())));
+                }
+            }
+            Compiled::Text(_, terms) | Compiled::Phrase(_, terms) => {
+                for term in terms {
+                    out.push((Term::Text(term.clone(), 0), self.text_docs.get(term).copied().unwrap_or(0)));
                 }
             }
             Compiled::Not(inner) => self.term_counts(inner, out),

@@ -64,8 +64,39 @@ fn text_terms_parse_with_fields_prefixes_and_stop_words() {
 }
 
 #[test]
+fn phrases_parse_to_their_words_stop_words_kept() {
+    let words = |w: &[&str]| w.iter().map(|t| Bytes::copy_from_slice(t.as_bytes())).collect::<Vec<_>>();
+    let q = parse("\"Hello, World!\" @title:\"world of running\"", &[]).expect("parses");
+    assert_eq!(
+        q.filter,
+        Filter::And(vec![
+            Filter::Phrase { field: None, terms: words(&["hello", "world"]) },
+            Filter::Phrase { field: Some("title".into()), terms: words(&["world", "of", "running"]) },
+        ])
+    );
+    assert_eq!(parse("\"  \"", &[]).expect("parses").filter, Filter::Or(Vec::new()));
+}
+
+#[test]
+fn verbatim_language_and_nostopwords_are_kept_for_the_index() {
+    let args: Vec<Bytes> = ["the fox", "VERBATIM", "NOSTOPWORDS", "LANGUAGE", "german", "SCORER", "TFIDF"]
+        .iter()
+        .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+        .collect();
+    let q = parse_search(&args).expect("parses");
+    assert!(q.verbatim);
+    assert_eq!(q.language.map(|l| l.name()), Some("german"));
+    let Filter::And(parts) = &q.filter else { panic!("NOSTOPWORDS keeps `the` as a term") };
+    assert_eq!(parts.len(), 2);
+    let args: Vec<Bytes> = ["x", "LANGUAGE", "klingon"].iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
+    assert_eq!(parse_search(&args).unwrap_err(), "No such language");
+}
+
+#[test]
 fn unsupported_query_parts_are_errors_never_ignored() {
-    assert!(parse("\"hello world\"", &[]).unwrap_err().contains("phrase"));
+    assert!(parse("%hello%", &[]).unwrap_err().contains("Fuzzy"));
+    assert!(parse("~hello", &[]).unwrap_err().contains("Optional"));
+    assert!(parse("\"hello world", &[]).unwrap_err().contains("Syntax error"));
     assert!(parse("@v:[VECTOR_RANGE 0.1 $b]=>{$FOO: 1}", &[("b", "x")]).is_err());
     assert!(parse("@v:[VECTOR_RANGE 1 $b] | @w:[VECTOR_RANGE 1 $b]", &[("b", "x")]).unwrap_err().contains("More than one"));
     assert!(parse("*=>[KNN 3 @v $b HYBRID_POLICY ADHOC_BF]", &[("b", "x")]).unwrap_err().contains("HYBRID_POLICY"));
