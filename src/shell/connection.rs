@@ -80,7 +80,6 @@ pub async fn serve(
         info: info.clone(),
         access: ShardAccess::new(home, shard, state.clone()),
         pending: Vec::new(),
-        local_run: Vec::new(),
         replies: Vec::new(),
         encoded: 0,
         closing: false,
@@ -124,12 +123,6 @@ struct Connection {
     info: Arc<ClientInfo>,
     access: ShardAccess,
     pending: Vec<PendingBatch>,
-    /// Single-key operations for the home shard, with their reply slots, run as one
-    /// batch when the pipeline (or the run of such commands in it) ends: the pipeline
-    /// is parsed, then run, then encoded, stage by stage, so each stage's code stays in
-    /// the instruction cache across the batch instead of all of it being fetched again
-    /// for every command. At most `PIPELINE_COMMANDS_MAX`.
-    local_run: Vec<(usize, ShardOp)>,
     /// Replies of the pipeline being run, in request order; `None` while in flight.
     replies: Vec<Option<Frame>>,
     /// Replies already encoded into `write_buf`.
@@ -294,10 +287,6 @@ impl Connection {
             last_command = index.or(last_command);
             self.dispatch(index, args).await;
             if self.write_buf.len() >= WRITE_BUFFER_BYTES_MAX {
-                // What was read is run before anything is written (a client that goes
-                // away mid-write still had its commands run, as Redis runs them).
-                self.flush_local_run();
-                self.encode_ready();
                 self.write_out_partial().await?;
             }
         }
@@ -387,7 +376,6 @@ impl Connection {
     async fn dispatch(&mut self, index: Option<usize>, args: Vec<Bytes>) {
         // As Redis: clients a write woke are served before any other command runs.
         if self.state().waiters.is_serving() {
-            self.flush_local_run();
             self.state().waiters.settled().await;
         }
         let slot = self.replies.len();
@@ -439,13 +427,7 @@ impl Connection {
                 let shard = self.access.shard_of(command.key());
                 if shard == self.access.home {
                     let op = ShardOp::Key(command);
-                    if self.may_defer_local() {
-                        self.local_run.push((slot, op));
-                        None
-                    } else {
-                        self.flush_local_run();
-                        Some(super::shards::apply_local_one(&self.access.shard, self.state(), op, self.now_ms).into_frame())
-                    }
+                    Some(super::shards::apply_local_one(&self.access.shard, self.state(), op, self.now_ms).into_frame())
                 } else {
                     self.queue(shard, ShardOp::Key(command), slot);
                     None
@@ -478,34 +460,8 @@ impl Connection {
         }
     }
 
-    /// Whether a home-shard operation may wait in `local_run` for the rest of the
-    /// pipeline. Not while a client is blocked anywhere: a write that wakes one must be
-    /// followed by that client's turn before this connection's next command (as Redis
-    /// serves it), which a batch would delay. Not while subscribed: a RESP3 subscriber's
-    /// keyspace notifications and replies interleave as each command runs.
-    fn may_defer_local(&self) -> bool {
-        self.subscriptions == 0 && !self.state().waiters.is_active()
-    }
-
-    /// Run the deferred home-shard operations as one batch, in order, and file their
-    /// replies (see `local_run`).
-    fn flush_local_run(&mut self) {
-        if self.local_run.is_empty() {
-            return;
-        }
-        let mut run = std::mem::take(&mut self.local_run);
-        let replies = &mut self.replies;
-        super::shards::apply_local_each(&self.access.shard, &self.access.state, self.now_ms, run.drain(..), |slot, reply| {
-            replies[slot] = Some(reply.into_frame());
-        });
-        // The vector is kept for the next pipeline's run.
-        self.local_run = run;
-    }
-
-    /// Send every queued batch, wait for all replies, and file them in their slots
-    /// (the home shard's deferred run first).
+    /// Send every queued batch, wait for all replies, and file them in their slots.
     async fn flush_pending(&mut self) {
-        self.flush_local_run();
         if self.pending.is_empty() {
             return;
         }
