@@ -1,0 +1,190 @@
+//! Tests of the list table: reads against a model through random edits, pops at both
+//! ends, memory per element.
+
+use super::*;
+use crate::crdt::{Dot, Hlc};
+use crate::engine::kv::position::{self, Placement};
+use crate::engine::kv::value::{KeyState, StrVal};
+use rand::{Rng, SeedableRng};
+
+fn dot(hlc: u64, node: u16) -> Dot {
+    Dot::new(Hlc(hlc), node)
+}
+
+fn raw(d: Dot, v: &[u8]) -> Stored {
+    Stored::Raw { hlc: d.hlc, node: d.node, value: Box::from(v) }
+}
+
+fn names_of(table: &ListTable) -> Vec<Vec<u8>> {
+    table.walk(false, false).map(|(n, _)| n.to_vec()).collect()
+}
+
+/// The table against a plain sorted map, through random puts, replaces and removes
+/// (compact and not), reading back in both directions and from every index.
+#[test]
+fn a_table_reads_as_a_sorted_map_through_random_changes() {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+    for round in 0..20 {
+        let mut table = ListTable::default();
+        let mut model: BTreeMap<Vec<u8>, Stored> = BTreeMap::new();
+        let mut names: Vec<Vec<u8>> = Vec::new();
+        for step in 0..1500u64 {
+            let d = dot(100 + step, rng.random_range(1..4));
+            match rng.random_range(0..10) {
+                0..=5 => {
+                    // A push at an end or an insert between two names.
+                    let i = rng.random_range(0..=names.len());
+                    let low = i.checked_sub(1).map(|j| names[j].clone());
+                    let high = names.get(i).cloned();
+                    let name = position::between(low.as_deref(), high.as_deref(), d, Placement::Middle);
+                    let below: Vec<Vec<u8>> = (1..rng.random_range(1..4u64)).map(|k| position::below(&name, k, d)).collect();
+                    for n in std::iter::once(name).chain(below) {
+                        let value = format!("v{step}").into_bytes();
+                        let stored =
+                            if step % 7 == 0 { Stored::Int { hlc: d.hlc, node: d.node, value: step as i64 } } else { raw(d, &value) };
+                        assert!(!table.put(&n, stored.clone()));
+                        model.insert(n.clone(), stored);
+                        let at = names.binary_search(&n).expect_err("new name");
+                        names.insert(at, n);
+                    }
+                }
+                6 if !names.is_empty() => {
+                    // An LSET (explicit dot) or a tombstone / concurrent values.
+                    let n = names[rng.random_range(0..names.len())].clone();
+                    let stored = if rng.random_bool(0.5) {
+                        raw(d, b"lset")
+                    } else {
+                        let mut state = KeyState::with_value(d, StrVal::from_bytes(Bytes::from_static(b"x")), None);
+                        if rng.random_bool(0.5) {
+                            state.delete(dot(d.hlc.0 + 1, d.node));
+                        } else {
+                            state.merge(&KeyState::with_value(dot(d.hlc.0, d.node + 10), StrVal::Int(3), None));
+                        }
+                        Stored::from_owned(state)
+                    };
+                    assert!(table.put(&n, stored.clone()));
+                    model.insert(n, stored);
+                }
+                _ if !names.is_empty() => {
+                    let n = names.remove(rng.random_range(0..names.len()));
+                    assert_eq!(table.remove(&n), model.remove(&n));
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(table.entries_len(), model.len(), "round {round}");
+        assert_eq!(names_of(&table), model.keys().cloned().collect::<Vec<_>>());
+        for (n, s) in &model {
+            assert_eq!(table.get(n), Some(s.view()));
+        }
+        let live: Vec<Vec<u8>> = model.iter().filter(|(_, s)| s.view().exists()).map(|(n, _)| n.clone()).collect();
+        let back: Vec<Vec<u8>> = table.walk(true, true).map(|(n, _)| n.to_vec()).collect();
+        assert_eq!(back.iter().rev().cloned().collect::<Vec<_>>(), live);
+        for skip in [0, 1, 127, 128, 129, live.len() / 2, live.len()] {
+            let from: Vec<Vec<u8>> = table.walk_from(skip, false).map(|(n, _)| n.to_vec()).collect();
+            assert_eq!(from, live[skip.min(live.len())..].to_vec());
+            let from_tail: Vec<Vec<u8>> = table.walk_from(skip, true).map(|(n, _)| n.to_vec()).collect();
+            let want: Vec<Vec<u8>> = live.iter().rev().skip(skip).cloned().collect();
+            assert_eq!(from_tail, want);
+        }
+        assert!(table.chunks.iter().all(|c| c.count > 0 && c.count as usize <= CHUNK_ENTRIES_MAX));
+        assert_eq!(table.edge(false).map(|n| n.to_vec()), live.first().cloned());
+        assert_eq!(table.edge(true).map(|n| n.to_vec()), live.last().cloned());
+    }
+}
+
+/// Pushes and pops at both ends (the queue workloads that take the chunk's fast
+/// paths: a tail pop cut at `last_at` with the offsets kept, a head pop leaving an
+/// unused prefix), by writers on several nodes (so names step with and without a
+/// node change), read back against a model; a queue that pushes at one end and
+/// pops at the other keeps its chunk's bytes bounded by what it holds.
+#[test]
+fn pops_at_both_ends_read_back_and_stay_bounded() {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+    for round in 0..12 {
+        let mut table = ListTable::default();
+        let mut model: std::collections::VecDeque<(Vec<u8>, Stored)> = std::collections::VecDeque::new();
+        let nodes = if round % 3 == 0 { 1 } else { 3 };
+        // Rounds alternate a balanced mix (length wanders) and a queue held near 60.
+        let queue = round % 2 == 1;
+        for step in 0..4000u64 {
+            let d = dot(1000 + 2 * step, rng.random_range(1..=nodes));
+            let value = vec![b'v'; rng.random_range(1..40)];
+            let push = if queue { model.len() < 60 } else { rng.random_bool(0.5) };
+            let at_tail = rng.random_bool(0.5);
+            if push {
+                let stored = raw(d, &value);
+                if at_tail || queue {
+                    let n = position::between(model.back().map(|(n, _)| n.as_slice()), None, d, Placement::AfterLow);
+                    assert!(!table.put(&n, stored.clone()));
+                    model.push_back((n, stored));
+                } else {
+                    let n = position::between(None, model.front().map(|(n, _)| n.as_slice()), d, Placement::BeforeHigh);
+                    assert!(!table.put(&n, stored.clone()));
+                    model.push_front((n, stored));
+                }
+            } else if let Some((n, stored)) = if at_tail && !queue { model.pop_back() } else { model.pop_front() } {
+                assert_eq!(table.remove(&n), Some(stored), "round {round} step {step}");
+            }
+            if step % 97 == 0 || model.len() < 3 {
+                let want: Vec<Vec<u8>> = model.iter().map(|(n, _)| n.clone()).collect();
+                assert_eq!(names_of(&table), want, "round {round} step {step}");
+                assert_eq!(table.edge(true).map(|n| n.to_vec()), want.last().cloned());
+                for (n, s) in model.iter().take(3).chain(model.iter().rev().take(3)) {
+                    assert_eq!(table.get(n), Some(s.view()));
+                }
+            }
+        }
+        if queue {
+            // ~60 entries of at most ~60 bytes each, in at most two chunks: the
+            // unused prefix a head pop leaves is reclaimed, not accumulated.
+            let (bytes, chunks) = table.chunk_bytes();
+            assert!(bytes < 2 * 60 * 64 + chunks * 256, "round {round}: {bytes} bytes in {chunks} chunks");
+        }
+    }
+}
+
+#[test]
+fn a_push_of_a_thousand_costs_about_its_values() {
+    let mut table = ListTable::default();
+    let d = dot(1 << 20, 1);
+    let anchor = position::between(None, None, d, Placement::AfterLow);
+    let mut names = vec![anchor.clone()];
+    names.extend((1..1000).map(|k| position::below(&anchor, k, d)));
+    for (i, n) in names.iter().enumerate() {
+        table.put(n, raw(d, format!("member:{i:09}").as_bytes()));
+    }
+    let (bytes, _) = table.chunk_bytes();
+    // A 16-byte value, its length, a tag, a digit step and an HLC step.
+    assert!(bytes < 1000 * 24, "{bytes}");
+    assert_eq!(names_of(&table), names);
+    // Consecutive single-element pushes, one HLC apart.
+    let mut table = ListTable::default();
+    let mut last: Option<Vec<u8>> = None;
+    for i in 0..1000u64 {
+        let d = dot((1 << 20) + 3 * i, 2);
+        let n = position::between(last.as_deref(), None, d, Placement::AfterLow);
+        table.put(&n, raw(d, b"0123456789abcdef"));
+        last = Some(n);
+    }
+    let (bytes, _) = table.chunk_bytes();
+    assert!(bytes < 1000 * 24, "{bytes}");
+}
+
+#[test]
+fn retain_keeps_what_it_is_told_in_order() {
+    let mut table = ListTable::default();
+    let mut last: Option<Vec<u8>> = None;
+    let mut names = Vec::new();
+    for i in 0..600u64 {
+        let d = dot(10 + i, 1);
+        let n = position::between(last.as_deref(), None, d, Placement::AfterLow);
+        table.put(&n, raw(d, b"v"));
+        names.push(n.clone());
+        last = Some(n);
+    }
+    table.retain(|_, stored| stored.view().newest_dot().is_some_and(|d| !d.hlc.0.is_multiple_of(3)));
+    let want: Vec<Vec<u8>> = names.iter().enumerate().filter(|(i, _)| !(10 + *i as u64).is_multiple_of(3)).map(|(_, n)| n.clone()).collect();
+    assert_eq!(names_of(&table), want);
+    assert_eq!(table.entries_len(), want.len());
+}
