@@ -49,7 +49,7 @@ pub(super) struct Chunk {
     /// once instead of once per pop. Any other edit drops it. At most
     /// [`CHUNK_ENTRIES_MAX`] + 1 offsets (4 bytes each), and only on chunks popped at
     /// the tail.
-    starts: Option<Box<Vec<u32>>>,
+    starts: Option<Vec<u32>>,
     /// Where the first entry starts: a pop at the head writes the entry after it (now
     /// first, so coded in full) over the popped entry's bytes when it fits there, and
     /// leaves the bytes before it unused rather than moving the whole chunk (LPOP
@@ -408,7 +408,7 @@ impl Chunk {
         let removed_at = self.last_at as usize;
         let tag = self.bytes[removed_at];
         if self.starts.is_none() {
-            self.starts = Some(Box::new(self.entry_starts()));
+            self.starts = Some(self.entry_starts());
         }
         let starts = self.starts.as_mut().expect("just made");
         let popped = starts.pop();
