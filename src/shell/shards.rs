@@ -25,28 +25,21 @@ pub type SharedShard = Rc<RefCell<Shard>>;
 /// reads the clock once per pipeline, not once per command).
 pub fn apply_local_one(shard: &SharedShard, state: &ServerState, op: ShardOp, now_ms: u64) -> ShardReply {
     let mut reply = None;
-    apply_local_each(shard, state, now_ms, [((), op)], |(), r| reply = Some(r));
+    apply_local_each(shard, state, now_ms, [op], |r| reply = Some(r));
     reply.expect("one reply per operation")
 }
 
 /// Apply a batch on the shard owned by this thread.
 pub fn apply_local(shard: &SharedShard, state: &ServerState, ops: Vec<ShardOp>) -> Vec<ShardReply> {
     let mut replies = Vec::with_capacity(ops.len());
-    apply_local_each(shard, state, super::now_ms(), ops.into_iter().map(|op| ((), op)), |(), reply| replies.push(reply));
+    apply_local_each(shard, state, super::now_ms(), ops, |reply| replies.push(reply));
     replies
 }
 
 /// Apply operations in order on the shard owned by this thread, under one borrow of
-/// it, handing each reply to `answer` with the tag its operation came with (a
-/// connection's reply slot): no vector of replies is built, and the operations are
-/// moved once.
-pub fn apply_local_each<T>(
-    shard: &SharedShard,
-    state: &ServerState,
-    now: u64,
-    ops: impl IntoIterator<Item = (T, ShardOp)>,
-    mut answer: impl FnMut(T, ShardReply),
-) {
+/// it, handing each reply to `answer` in turn: the one path a single operation and a
+/// batch share.
+fn apply_local_each(shard: &SharedShard, state: &ServerState, now: u64, ops: impl IntoIterator<Item = ShardOp>, mut answer: impl FnMut(ShardReply)) {
     // Blocked clients are woken by writes to their keys, local or merged from a peer.
     let waking = state.waiters.is_active();
     let mut written: Vec<Bytes> = Vec::new();
@@ -54,7 +47,7 @@ pub fn apply_local_each<T>(
     shard.set_string_bytes_max(state.runtime.proto_max_bulk_len());
     shard.set_encoding_limits(state.runtime.encoding_limits());
     super::notify::sync_flags(&mut shard, state);
-    for (tag, op) in ops {
+    for op in ops {
         let keys = if waking { op.written_keys() } else { Vec::new() };
         let graph_query = super::graph_time::is_graph_query(&op);
         let mut reply = super::graph_time::timed(graph_query, || shard.apply(op, now));
@@ -64,7 +57,7 @@ pub fn apply_local_each<T>(
         if !keys.is_empty() && wrote(&reply) {
             written.extend(keys);
         }
-        answer(tag, reply);
+        answer(reply);
     }
     super::notify::publish_raised(&mut shard, state);
     wake_batcher_if_ready(&mut shard, state);
