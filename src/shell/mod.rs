@@ -22,6 +22,7 @@ pub mod notify;
 pub mod peer_link;
 pub mod persistence;
 pub mod pubsub;
+pub mod repl_driver;
 pub mod replication;
 pub mod restore;
 pub mod router;
@@ -286,7 +287,7 @@ pub fn run(config: Config) -> Result<(), String> {
                 replication.repl_port
             );
             let interval = std::time::Duration::from_millis(state.config.repl_batch_ms);
-            Some(replication::start(replication, repl_listener, router.clone(), interval, durable_positions)?)
+            Some(repl_driver::start(replication, repl_listener, router.clone(), interval, durable_positions)?)
         }
         None => None,
     };

@@ -1,19 +1,19 @@
-//! The replication driver: gathers the shards' outboxes into batches every
-//! `--repl-batch-ms`, queues them for every peer, and runs the peer links (see
-//! `peer_link`). It runs on its own thread with its own small runtime, so a slow or
-//! dead peer never stalls a shard. What to send and how to check it is decided in
-//! `crate::replication`; this file moves bytes.
+//! The replication state and its batcher: gathers the shards' outboxes into batches
+//! every `--repl-batch-ms` and queues them for every peer; the peer links (`peer_link`)
+//! carry them. Both run on the replication thread that `repl_driver` starts, so a slow
+//! or dead peer never stalls a shard. What to send and how to check it is decided in
+//! `crate::replication`; this file moves bytes. It never starts links itself: the flow
+//! runs one way, `repl_driver` → `peer_link` → here.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::Notify;
 
 use bytes::Bytes;
 
 use super::now_ms;
-use super::peer_link;
 use super::router::Router;
 use crate::config::Config;
 use crate::crdt::Hlc;
@@ -157,13 +157,8 @@ impl Replication {
     }
 }
 
-pub struct Driver {
-    pub shutdown: oneshot::Sender<()>,
-    pub thread: std::thread::JoinHandle<()>,
-}
-
 /// Bind the replication listener (so a bad port fails start-up with a clear error)
-/// and describe the peers. The links start with [`start`].
+/// and describe the peers. The links start with `repl_driver::start`.
 pub fn prepare(config: &Config, pubsub: Arc<super::pubsub::Broker>) -> Result<(Arc<Replication>, Option<std::net::TcpListener>), String> {
     let listener = match config.repl_port {
         None => None,
@@ -223,52 +218,10 @@ pub fn prepare(config: &Config, pubsub: Arc<super::pubsub::Broker>) -> Result<(A
     Ok((Arc::new(replication), listener))
 }
 
-/// Start the driver thread: the listener, one dialer per peer, and the batcher.
-pub fn start(
-    replication: Arc<Replication>,
-    listener: Option<std::net::TcpListener>,
-    router: Router,
-    batch_interval: Duration,
-    durability: Option<Arc<super::persistence::Durability>>,
-) -> Result<Driver, String> {
-    replication.stamp_ceiling.store(stamp_ceiling(durability.as_deref()).0, Ordering::Release);
-    let (shutdown, shutdown_rx) = oneshot::channel::<()>();
-    let thread = std::thread::Builder::new()
-        .name("meridian-repl".into())
-        .spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-                Ok(runtime) => runtime,
-                Err(e) => {
-                    tracing::error!("cannot start the replication runtime: {e}");
-                    return;
-                }
-            };
-            runtime.block_on(async move {
-                if let Some(listener) = listener {
-                    match tokio::net::TcpListener::from_std(listener) {
-                        Ok(listener) => {
-                            tokio::spawn(peer_link::accept_loop(listener, replication.clone(), router.clone()));
-                        }
-                        Err(e) => tracing::error!("replication listener: {e}"),
-                    }
-                }
-                for peer in &replication.peers {
-                    tokio::spawn(peer_link::dial_loop(peer.clone(), replication.clone(), router.clone()));
-                }
-                tokio::select! {
-                    _ = batch_loop(replication, router, batch_interval, durability) => {}
-                    _ = shutdown_rx => {}
-                }
-            });
-        })
-        .map_err(|e| format!("cannot start the replication thread: {e}"))?;
-    Ok(Driver { shutdown, thread })
-}
-
 /// Every batch interval, or sooner when a shard's outbox fills to its eager size: take
 /// every shard's outbox, cut the deltas into frames, and queue each frame for every
 /// peer; then collect the tombstones that became stable.
-async fn batch_loop(
+pub(super) async fn batch_loop(
     replication: Arc<Replication>,
     router: Router,
     interval: Duration,
@@ -373,7 +326,7 @@ async fn batch_loop(
 }
 
 /// The highest own stamp that may leave now: without persistence, any.
-fn stamp_ceiling(durability: Option<&super::persistence::Durability>) -> Hlc {
+pub(super) fn stamp_ceiling(durability: Option<&super::persistence::Durability>) -> Hlc {
     match durability {
         Some(d) => reservation::ceiling(Hlc(d.durable_hlc.load(Ordering::Acquire))),
         None => Hlc(u64::MAX),
