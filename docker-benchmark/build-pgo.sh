@@ -53,7 +53,8 @@ for pipeline in 16 1; do
     bench -P "${pipeline}" -r 100000 ZADD zset:1 __rand_int__ m:__rand_int__
     bench -P "${pipeline}" -r 100000 ZSCORE zset:1 m:__rand_int__
 done
-redis-cli -p "${port}" SHUTDOWN NOSAVE >/dev/null 2>&1 || kill "${server}"
+# SIGTERM: a clean exit, which is when the instrumented binary writes its profile.
+kill -TERM "${server}"
 wait "${server}" 2>/dev/null || true
 
 "${profdata}" merge -o "${PROFILE_DIR}/merged.profdata" "${PROFILE_DIR}"
