@@ -9,7 +9,6 @@
 use super::codec;
 use super::{Delta, EncodedDeltas, SEGMENT_ENTRIES_MAX};
 use crate::crdt::VersionVector;
-use bytes::Bytes;
 
 use crate::engine::kv::collection_writes::Part;
 use crate::engine::kv::{DeltaSink, KeyState};
@@ -105,7 +104,7 @@ impl DeltaSink for DeltaLog {
         self.key_changed(key, part);
     }
 
-    fn key_elements_changed(&mut self, key: &[u8], part: Part, elements: &[(Bytes, KeyState)]) {
+    fn key_elements_changed(&mut self, key: &[u8], part: Part, elements: &[(&[u8], KeyState)]) {
         self.produced += 1;
         if self.recording {
             // The part delta's stamp: its elements' newest (what `max_hlc` of

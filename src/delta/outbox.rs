@@ -16,8 +16,6 @@
 //! ten milliseconds of writes that have long been evicted and must be read back from
 //! memory, and the peers get a steady stream instead of bursts.
 
-use bytes::Bytes;
-
 use crate::crdt::{NodeId, VersionVector};
 use crate::delta::Delta;
 use crate::delta::outgoing::Outgoing;
@@ -124,7 +122,7 @@ impl Outbox {
 
     /// [`Outbox::key_part_changed`] written straight from the elements (see
     /// `DeltaSink::key_elements_changed`).
-    pub fn key_elements_changed(&mut self, key: &[u8], part: Part, elements: &[(Bytes, KeyState)]) {
+    pub fn key_elements_changed(&mut self, key: &[u8], part: Part, elements: &[(&[u8], KeyState)]) {
         self.deltas.push_part(self.own, key, part, elements);
         self.enforce_bound();
     }

@@ -57,7 +57,7 @@ impl Outgoing {
 
     /// Append the delta of a write to some elements of one collection part, written
     /// straight from them (`codec::write_part_delta`).
-    pub fn push_part(&mut self, own: NodeId, key: &[u8], part: Part, elements: &[(Bytes, KeyState)]) {
+    pub fn push_part(&mut self, own: NodeId, key: &[u8], part: Part, elements: &[(&[u8], KeyState)]) {
         // What `newest_stamp_of` reads from `KeyState::part_delta`: the contexts joined.
         let own_stamp = elements.iter().map(|(_, state)| state.newest_stamp_of(own)).max().unwrap_or_default();
         self.push_with(own_stamp, |w| codec::write_part_delta(w, key, part, elements));

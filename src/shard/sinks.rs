@@ -2,8 +2,6 @@
 //! outbox when the node has peers. Part of [`super::Shard`]; owns no state of its own
 //! and never decides anything (the planted bug `hash-fields-not-persisted` aside).
 
-use bytes::Bytes;
-
 use crate::crdt::VersionVector;
 use crate::delta::DeltaLog;
 use crate::delta::outbox::Outbox;
@@ -35,7 +33,7 @@ impl DeltaSink for ShardSinks<'_> {
         }
     }
 
-    fn key_elements_changed(&mut self, key: &[u8], part: Part, elements: &[(Bytes, KeyState)]) {
+    fn key_elements_changed(&mut self, key: &[u8], part: Part, elements: &[(&[u8], KeyState)]) {
         if !crate::bugs::active(crate::bugs::Bug::HashFieldsNotPersisted) {
             self.log.key_elements_changed(key, part, elements);
         }

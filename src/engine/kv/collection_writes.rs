@@ -85,18 +85,20 @@ impl KvEngine {
 
     /// Apply `write(i, dot, incarnation, element)` to the element named `names[i]`, for
     /// every `i`, at one dot. `increments`: some write adds to a counter (it needs the
-    /// process's counter incarnation). The caller has checked the key's type.
+    /// process's counter incarnation). The caller has checked the key's type. Returns
+    /// how many of the elements were not live before and are now (HSET's and SADD's
+    /// reply), found by the write's own lookup of each element.
     pub(crate) fn write_elements(
         &mut self,
         ctx: &mut WriteCtx,
         key: Bytes,
         part: Part,
-        names: &[Bytes],
+        names: &[impl AsRef<[u8]>],
         increments: bool,
         write: impl Fn(usize, Dot, Hlc, &mut KeyState),
-    ) {
+    ) -> usize {
         let dot = ctx.next_dot();
-        self.write_elements_at(ctx, dot, key, part, names, increments, write);
+        self.write_elements_at(ctx, dot, key, part, names, increments, write)
     }
 
     /// [`KvEngine::write_elements`] at a dot the caller took (a list names its new
@@ -108,11 +110,12 @@ impl KvEngine {
         dot: Dot,
         key: Bytes,
         part: Part,
-        names: &[Bytes],
+        names: &[impl AsRef<[u8]>],
         increments: bool,
         write: impl Fn(usize, Dot, Hlc, &mut KeyState),
-    ) {
+    ) -> usize {
         debug_assert!(!names.is_empty());
+        let mut added = 0;
         let hash = key_hash(&key);
         let incarnation = if increments { self.incarnation(dot) } else { Hlc::ZERO };
         let keep_tombstones = self.keep_tombstones;
@@ -120,26 +123,29 @@ impl KvEngine {
         let updated = self.keys.update(&key, hash, |stored_key, state| {
             let elements = state.part_mut(part);
             elements.set_pack_limit(pack_limit);
-            let mut shipped: SmallVec<[(Bytes, KeyState); 1]> = SmallVec::with_capacity(names.len());
+            let mut shipped: SmallVec<[(&[u8], KeyState); 1]> = SmallVec::with_capacity(names.len());
             for (i, name) in names.iter().enumerate() {
+                let name = name.as_ref();
                 let planted = crate::bugs::active(crate::bugs::Bug::HdelShipsOldField);
                 let before = if planted { elements.get(name).map(|e| e.to_state()) } else { None };
-                let mut element = elements.write(name, |s| write(i, dot, incarnation, s));
-                if !element.exists() {
-                    if let Some(before) = before {
-                        element = before;
-                    }
-                    if !keep_tombstones {
-                        // A lone node has no one to tell: a removed element leaves nothing.
-                        elements.drop_tombstone(name);
-                    }
+                // A lone node has no one to tell: a removed element leaves nothing here
+                // (its tombstone is still the delta persisted and shipped).
+                let written = elements.write_element(name, keep_tombstones, |s| write(i, dot, incarnation, s));
+                let mut element = written.state;
+                if element.exists() {
+                    added += usize::from(!written.was_live);
+                } else if let Some(before) = before {
+                    element = before;
                 }
-                shipped.push((name.clone(), element));
+                shipped.push((name, element));
             }
             if part == Part::Graph {
                 // A query's writes are collected by its own module: built as a part
                 // state, which keeps one entry per name whatever it hands over.
-                ctx.deltas.key_part_changed(stored_key, &KeyState::part_delta(part, shipped));
+                ctx.deltas.key_part_changed(
+                    stored_key,
+                    &KeyState::part_delta(part, shipped.into_iter().map(|(n, s)| (Bytes::copy_from_slice(n), s))),
+                );
             } else {
                 // Every other caller names each element once (HSET, SADD, ZADD and the
                 // removes keep a name's last write; a list's names are new positions or
@@ -165,12 +171,14 @@ impl KvEngine {
                 let elements = state.part_mut(part);
                 elements.set_pack_limit(pack_limit);
                 for (i, name) in names.iter().enumerate() {
-                    elements.write(name, |s| write(i, dot, incarnation, s));
+                    let written = elements.write_element(name.as_ref(), true, |s| write(i, dot, incarnation, s));
+                    added += usize::from(!written.was_live && written.state.exists());
                 }
                 // The keyspace notes element tombstones wherever a state is stored.
                 self.commit_new(ctx, key, hash, state);
             }
         }
+        added
     }
 }
 
@@ -278,10 +286,14 @@ mod shipped_delta_tests {
     impl DeltaSink for BothWays {
         fn key_changed(&mut self, _: &[u8], _: &KeyState) {}
         fn key_part_changed(&mut self, _: &[u8], _: &KeyState) {}
-        fn key_elements_changed(&mut self, key: &[u8], part: Part, elements: &[(Bytes, KeyState)]) {
+        fn key_elements_changed(&mut self, key: &[u8], part: Part, elements: &[(&[u8], KeyState)]) {
             let (mut direct, mut built) = (Writer::default(), Writer::default());
             codec::write_part_delta(&mut direct, key, part, elements);
-            codec::write_key_delta(&mut built, key, &KeyState::part_delta(part, elements.iter().cloned()));
+            codec::write_key_delta(
+                &mut built,
+                key,
+                &KeyState::part_delta(part, elements.iter().map(|(n, s)| (Bytes::copy_from_slice(n), s.clone()))),
+            );
             self.pairs.push((part, direct.buf, built.buf));
         }
         fn flushed(&mut self, _: &VersionVector, _: ShardScope) {}
@@ -357,5 +369,83 @@ mod shipped_delta_tests {
         for (i, (part, direct, built)) in sink.pairs.iter().enumerate() {
             assert_eq!(direct, built, "write {i} ({part:?})");
         }
+    }
+}
+
+#[cfg(test)]
+mod lone_removal_tests {
+    use bytes::Bytes;
+
+    use super::Part;
+    use crate::command::list::{End, ListCommand};
+    use crate::crdt::{HlcClock, VersionVector};
+    use crate::engine::kv::elements::Elements;
+    use crate::engine::kv::{DeltaSink, KeyState, KvEngine, WriteCtx, key_hash};
+    use crate::routing::ShardScope;
+
+    /// Keeps every delta as the key state it stands for (element writes arrive through
+    /// the trait's default, which builds that state).
+    #[derive(Default)]
+    struct Deltas(Vec<(Bytes, KeyState)>);
+
+    impl DeltaSink for Deltas {
+        fn key_changed(&mut self, key: &[u8], state: &KeyState) {
+            self.0.push((Bytes::copy_from_slice(key), state.clone()));
+        }
+        fn key_part_changed(&mut self, key: &[u8], part: &KeyState) {
+            self.key_changed(key, part);
+        }
+        fn flushed(&mut self, _: &VersionVector, _: ShardScope) {}
+    }
+
+    fn list_of(kv: &KvEngine, key: &[u8]) -> Option<Elements> {
+        kv.keys.get(key, key_hash(key)).and_then(|e| e.state.list_elements().cloned())
+    }
+
+    #[test]
+    fn pops_on_a_lone_node_leave_no_tombstone_and_ship_removals_a_peer_converges_on() {
+        let key = Bytes::from_static(b"q");
+        let mut lone = KvEngine::default();
+        assert!(!lone.keep_tombstones, "a node without peers keeps none");
+        let mut peer = KvEngine { keep_tombstones: true, ..KvEngine::default() };
+        let mut sink = Deltas::default();
+        let mut clock = HlcClock::new();
+        let push = |end, values: &[&str]| ListCommand::Push {
+            key: key.clone(),
+            end,
+            elements: values.iter().map(|v| Bytes::copy_from_slice(v.as_bytes())).collect(),
+            only_if_exists: false,
+        };
+        let pop = |end, count| ListCommand::Pop { key: key.clone(), end, count };
+        let commands = [
+            push(End::Right, &["a", "b", "c", "d", "e"]),
+            pop(End::Left, None),
+            pop(End::Right, None),
+            push(End::Left, &["x"]),
+            pop(End::Right, Some(2)),
+            pop(End::Left, Some(1)),
+            pop(End::Left, Some(5)),
+        ];
+        for (step, cmd) in commands.into_iter().enumerate() {
+            let mut ctx = WriteCtx { clock: &mut clock, node: 1, now_ms: 1_000, string_bytes_max: 1 << 20, deltas: &mut sink };
+            lone.list_command(&mut ctx, cmd);
+            for (key, state) in sink.0.drain(..) {
+                peer.merge_key(key, state);
+            }
+            let live = lone.list_values(&key, 1_000).ok().flatten().unwrap_or_default();
+            assert_eq!(live, peer.list_values(&key, 1_000).ok().flatten().unwrap_or_default(), "step {step}: the peer converges");
+            let Some(list) = list_of(&lone, &key) else {
+                assert!(live.is_empty(), "step {step}");
+                continue;
+            };
+            assert_eq!(list.tombstones(), 0, "step {step}: a lone node keeps no tombstone");
+            // The digest is that of the live elements alone, as if no removal had happened.
+            let entries = list.live_named().into_iter().map(|(name, e)| (name, e.to_state())).collect();
+            let rebuilt = Elements::from_entries(Part::List, list.removed().clone(), entries).expect("valid entries");
+            assert_eq!(list.digest(), rebuilt.digest(), "step {step}");
+        }
+        // Every element went, and the peer holds the removals as tombstones.
+        assert!(list_of(&lone, &key).is_none());
+        assert!(list_of(&peer, &key).is_none_or(|l| l.is_empty() && l.tombstones() == 6));
     }
 }

@@ -129,6 +129,15 @@ impl<'a> Iterator for Entries<'a> {
     }
 }
 
+/// What [`Elements::write_element`] did to one element.
+pub struct ElementWrite {
+    /// The element's new state: the delta to ship (a removal's tombstone, even where
+    /// none is kept).
+    pub state: KeyState,
+    /// Whether the element was live before the write (what HSET and SADD count).
+    pub was_live: bool,
+}
+
 /// A collection's elements, live and removed, with what whole-key removes have seen.
 #[derive(Clone, Debug)]
 pub struct Elements {
@@ -385,6 +394,15 @@ impl Elements {
     /// element's new state: the delta to ship. `write` gets the current state (a fresh
     /// one if the element does not exist, its tombstone if it was removed).
     pub fn write(&mut self, name: &[u8], write: impl FnOnce(&mut KeyState)) -> KeyState {
+        self.write_element(name, true, write).state
+    }
+
+    /// [`Elements::write`], saying whether the element was live before, and keeping
+    /// no tombstone when `keep_tombstone` is false (a node without peers: a removal
+    /// still returns its tombstone, the delta that persists and replicates it, but
+    /// leaves nothing here). A list's element is then taken out of its chunk directly,
+    /// never stored as a tombstone in the side map first.
+    pub fn write_element(&mut self, name: &[u8], keep_tombstone: bool, write: impl FnOnce(&mut KeyState)) -> ElementWrite {
         // Where the map form holds the element: found once, stored back at that index
         // (a name is hashed and probed once per write, not once per step).
         let mut map_index = None;
@@ -413,17 +431,23 @@ impl Elements {
         debug_assert!(state.is_element(), "an element holds neither a TTL nor elements");
         canonical(&mut state, &self.removed);
         let view = ElementRef::of_state(&state);
-        let new_digest = view.digest(name);
         view.add_context_to(&mut self.seen);
         let repacked = match &mut self.table {
             Table::Packed(packed) => packed.with_element(name, view, self.pack_limit),
             Table::Map(_) => None,
             Table::List(list) => {
-                // Encoded straight into its chunk, never boxed on the way.
-                list.put_view(name, view);
-                self.digest ^= old_digest ^ new_digest;
+                if !keep_tombstone && !state.exists() {
+                    // Gone without a trace: the digest loses the old entry and gains
+                    // none (as a tombstone stored and dropped again would leave it).
+                    list.discard(name);
+                    self.digest ^= old_digest;
+                } else {
+                    // Encoded straight into its chunk, never boxed on the way.
+                    list.put_view(name, view);
+                    self.digest ^= old_digest ^ view.digest(name);
+                }
                 self.account(was_live, state.exists());
-                return state;
+                return ElementWrite { state, was_live };
             }
         };
         let stored = Stored::from_state(&state);
@@ -448,9 +472,12 @@ impl Elements {
                 *slot = stored;
             }
         }
-        self.digest ^= old_digest ^ new_digest;
+        self.digest ^= old_digest ^ view.digest(name);
         self.account(was_live, state.exists());
-        state
+        if !keep_tombstone && !state.exists() {
+            self.drop_tombstone(name);
+        }
+        ElementWrite { state, was_live }
     }
 
     fn account(&mut self, was_live: bool, is_live: bool) {

@@ -111,27 +111,27 @@ impl KvEngine {
     }
 
     /// Apply `writes[i]` to field `names[i]`, each at one dot (see `collection_writes`).
-    fn write_fields(&mut self, ctx: &mut WriteCtx, key: Bytes, names: &[Bytes], writes: &[FieldWrite]) {
+    /// Returns how many fields were added (see [`KvEngine::write_elements`]).
+    fn write_fields(&mut self, ctx: &mut WriteCtx, key: Bytes, names: &[Bytes], writes: &[FieldWrite]) -> usize {
         debug_assert_eq!(names.len(), writes.len());
         let increments = writes.iter().any(FieldWrite::increments);
-        self.write_elements(ctx, key, Part::Hash, names, increments, |i, dot, incarnation, s| writes[i].apply(dot, incarnation, s));
+        self.write_elements(ctx, key, Part::Hash, names, increments, |i, dot, incarnation, s| writes[i].apply(dot, incarnation, s))
     }
 
     fn hset(&mut self, ctx: &mut WriteCtx, key: Bytes, pairs: Vec<(Bytes, Bytes)>, reply: HSetReply) -> Result<Frame, Frame> {
         let existing = self.hash_fields(&key, ctx.now_ms)?;
+        // HSETNX writes nothing over a live field; HSET counts the fields it adds from
+        // its write, which looks each field up once anyway.
+        if reply == HSetReply::IfAbsent && pairs.iter().any(|(field, _)| existing.and_then(|h| h.get(field)).is_some()) {
+            return Ok(Frame::Integer(0));
+        }
         // A field named twice takes its last value and counts once.
         let mut names = Names::with_capacity(pairs.len());
         let mut writes: SmallVec<[FieldWrite; NAMES_INLINE]> = SmallVec::with_capacity(pairs.len());
         let mut distinct = DistinctNames::new();
-        let mut added = 0;
         for (field, value) in pairs.iter().rev() {
             if !distinct.first(field) {
                 continue;
-            }
-            if existing.and_then(|h| h.get(field)).is_none() {
-                added += 1;
-            } else if reply == HSetReply::IfAbsent {
-                return Ok(Frame::Integer(0));
             }
             names.push(field.clone());
             writes.push(FieldWrite::Set(StrVal::from_bytes(value.clone())));
@@ -139,10 +139,10 @@ impl KvEngine {
         names.reverse();
         writes.reverse();
         let event_key = self.event_key(Class::Hash, &key);
-        self.write_fields(ctx, key, &names, &writes);
+        let added = self.write_fields(ctx, key, &names, &writes);
         self.raise_collection_event(Class::Hash, "hset", event_key);
         Ok(match reply {
-            HSetReply::Added => Frame::Integer(added),
+            HSetReply::Added => Frame::Integer(added as i64),
             HSetReply::Ok => Frame::ok(),
             HSetReply::IfAbsent => Frame::Integer(1),
         })

@@ -147,7 +147,7 @@ impl ListTable {
             return self.put_view(name, stored.view());
         }
         self.note_arrival(name);
-        let was_chunked = self.take_chunked(name).is_some();
+        let was_chunked = self.take_chunked_with(name, |_| ()).is_some();
         if stored.view().exists() {
             self.others_live += 1;
         }
@@ -223,11 +223,21 @@ impl ListTable {
     }
 
     fn take_chunked(&mut self, name: &[u8]) -> Option<Stored> {
+        self.take_chunked_with(name, Stored::from_view)
+    }
+
+    /// Remove the entry `name` and keep nothing of it (no copy of its value): returns
+    /// whether it was present.
+    pub fn discard(&mut self, name: &[u8]) -> bool {
+        self.take_other(name).is_some() || self.take_chunked_with(name, |_| ()).is_some()
+    }
+
+    fn take_chunked_with<R>(&mut self, name: &[u8], taken: impl FnOnce(ElementRef<'_>) -> R) -> Option<R> {
         let i = self.chunk_for(name)?;
         if name > self.chunks[i].last.as_slice() {
             return None;
         }
-        let taken = self.chunks[i].splice_out(name)?;
+        let taken = self.chunks[i].splice_out(name, taken)?;
         if self.chunks[i].count == 0 {
             self.chunks.remove(i);
         }
@@ -298,18 +308,17 @@ impl ListTable {
 
     /// The entries in list order (`rev`: from the tail); `live_only` skips tombstones.
     pub fn walk(&self, rev: bool, live_only: bool) -> Walk<'_> {
-        let others: Box<dyn Iterator<Item = (&Bytes, &Stored)> + '_> =
-            if rev { Box::new(self.others.iter().rev()) } else { Box::new(self.others.iter()) };
         Walk {
             table: self,
             rev,
             live_only,
             chunks_left: self.chunks.len(),
-            buffer: Vec::new(),
+            buffer: SmallVec::new(),
             decoder: None,
             tail_only_of: None,
             taken: 0,
-            others: others.peekable(),
+            others: self.others.iter(),
+            others_next: None,
             current: None,
         }
     }
@@ -351,20 +360,31 @@ pub struct Walk<'a> {
     /// Forward, entries are decoded one at a time as the walk reaches them (`decoder`),
     /// so a walk that stops early (LPOP, LINDEX 0, LRANGE 0 9) decodes only what it
     /// reads; backward, a chunk's entries are coded against the one before, so the
-    /// whole chunk is decoded and reversed.
-    buffer: Vec<(Name, ElementRef<'a>)>,
+    /// whole chunk is decoded and reversed. Inline while it holds one entry (a forward
+    /// walk's, a backward walk's tail): a walk that reads one element (a pop)
+    /// allocates nothing.
+    buffer: SmallVec<[(Name, ElementRef<'a>); 1]>,
     decoder: Option<Decoder<'a>>,
     /// Backward: the chunk whose last entry alone is in `buffer` (read without
     /// decoding, so RPOP and LINDEX -1 decode nothing); the rest of it is decoded only
     /// if the walk goes on.
     tail_only_of: Option<usize>,
     taken: usize,
-    others: std::iter::Peekable<Box<dyn Iterator<Item = (&'a Bytes, &'a Stored)> + 'a>>,
+    /// The side map's entries, taken from the front (the back when `rev`), and the
+    /// next of them once peeked (not boxed: a walk per pop allocates nothing for it).
+    others: std::collections::btree_map::Iter<'a, Bytes, Stored>,
+    others_next: Option<Option<(&'a Bytes, &'a Stored)>>,
     /// The entry last returned, when it came from the side map.
     current: Option<(&'a [u8], ElementRef<'a>)>,
 }
 
 impl<'a> Walk<'a> {
+    /// The next side-map entry without consuming it.
+    fn peek_other(&mut self) -> Option<(&'a Bytes, &'a Stored)> {
+        let (others, rev) = (&mut self.others, self.rev);
+        *self.others_next.get_or_insert_with(|| if rev { others.next_back() } else { others.next() })
+    }
+
     /// The next chunk entry without consuming it.
     fn peek_chunked(&mut self) -> Option<&(Name, ElementRef<'a>)> {
         if !self.rev {
@@ -373,7 +393,7 @@ impl<'a> Walk<'a> {
         while self.taken == self.buffer.len() {
             if let Some(i) = self.tail_only_of.take() {
                 // The walk goes on past the chunk's last entry: the rest of it, backward.
-                self.buffer = self.table.chunks[i].decode();
+                self.buffer = SmallVec::from_vec(self.table.chunks[i].decode());
                 self.buffer.pop();
                 self.buffer.reverse();
                 self.taken = 0;
@@ -423,7 +443,7 @@ impl<'a> Walk<'a> {
     pub fn next_entry(&mut self) -> Option<(&[u8], ElementRef<'a>)> {
         loop {
             let rev = self.rev;
-            let other: Option<&'a [u8]> = self.others.peek().map(|&(n, _)| n.as_ref());
+            let other: Option<&'a [u8]> = self.peek_other().map(|(n, _)| n.as_ref());
             let from_others = match (other, self.peek_chunked().map(|(n, _)| n.as_slice())) {
                 (None, None) => return None,
                 (Some(_), None) => true,
@@ -431,7 +451,7 @@ impl<'a> Walk<'a> {
                 (Some(other), Some(chunked)) => (other < chunked) != rev,
             };
             if from_others {
-                let (name, stored) = self.others.next().expect("peeked");
+                let (name, stored) = self.others_next.take().flatten().expect("peeked");
                 if self.live_only && !stored.view().exists() {
                     continue;
                 }

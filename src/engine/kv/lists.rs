@@ -22,6 +22,7 @@
 //! will call once woken.
 
 use bytes::Bytes;
+use smallvec::SmallVec;
 
 use super::collection_writes::Part;
 use super::element::ElementRef;
@@ -59,16 +60,38 @@ fn value_is(element: ElementRef<'_>, want: &[u8]) -> bool {
 
 /// Live elements in list order (`rev`: from the tail), from the `skip`-th: the order
 /// every read, pop and removal walks (the simulator reads lists through it too).
-pub fn walk_from(list: &Elements, skip: usize, rev: bool) -> Box<dyn Iterator<Item = (Name, ElementRef<'_>)> + '_> {
+pub fn walk_from(list: &Elements, skip: usize, rev: bool) -> ListWalk<'_> {
     if crate::bugs::active(crate::bugs::Bug::ListOrderByArrival) {
-        return Box::new(arrival_order(list, rev).into_iter().skip(skip));
+        return ListWalk::Arrival(arrival_order(list, rev).into_iter().skip(skip));
     }
-    Box::new(table(list).walk_from(skip, rev))
+    ListWalk::Table(table(list).walk_from(skip, rev))
 }
 
 /// [`walk_from`] the first element.
-pub fn walk(list: &Elements, rev: bool) -> Box<dyn Iterator<Item = (Name, ElementRef<'_>)> + '_> {
+pub fn walk(list: &Elements, rev: bool) -> ListWalk<'_> {
     walk_from(list, 0, rev)
+}
+
+/// What [`walk_from`] returns: the table's own walk, or the planted bug's order. An
+/// enum, not a boxed iterator: a pop walks once per command and allocates nothing
+/// for it.
+// The table's walk is the large variant and the one always used (the other exists only
+// under a planted bug): boxing it would put back the allocation this enum removes.
+#[allow(clippy::large_enum_variant)]
+pub enum ListWalk<'a> {
+    Table(super::list_table::Walk<'a>),
+    Arrival(std::iter::Skip<std::vec::IntoIter<(Name, ElementRef<'a>)>>),
+}
+
+impl<'a> Iterator for ListWalk<'a> {
+    type Item = (Name, ElementRef<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            ListWalk::Table(walk) => walk.next(),
+            ListWalk::Arrival(walk) => walk.next(),
+        }
+    }
 }
 
 /// The planted bug `list-order-by-arrival`: positions compared by their digits alone,
@@ -232,15 +255,21 @@ impl KvEngine {
             return Ok(None);
         };
         let take = count.min(list.len() as u64) as usize;
-        let (names, values): (Vec<Bytes>, Vec<Bytes>) =
-            walk(list, end == End::Right).take(take).map(|(n, e)| (Bytes::copy_from_slice(&n), value_of(e))).unzip();
+        // The names stay inline (the write borrows them): a pop of one element copies
+        // no name to the heap.
+        let mut names: SmallVec<[Name; 1]> = SmallVec::with_capacity(take);
+        let mut values = Vec::with_capacity(take);
+        for (name, element) in walk(list, end == End::Right).take(take) {
+            names.push(name);
+            values.push(value_of(element));
+        }
         self.remove_list_elements(ctx, key, &names, pop_event(end));
         Ok(Some(values))
     }
 
     /// Remove these live elements (what the write saw) at one dot, and raise the
     /// command's `event` (then `del` if the list is gone) when one went.
-    fn remove_list_elements(&mut self, ctx: &mut WriteCtx, key: Bytes, names: &[Bytes], event: &'static str) {
+    fn remove_list_elements(&mut self, ctx: &mut WriteCtx, key: Bytes, names: &[impl AsRef<[u8]>], event: &'static str) {
         if !names.is_empty() {
             let event_key = self.event_key(Class::List, &key);
             self.write_elements(ctx, key, Part::List, names, false, |_, dot, _, s| s.delete(dot));

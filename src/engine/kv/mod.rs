@@ -55,8 +55,8 @@ pub trait DeltaSink {
     /// the same delta as [`DeltaSink::key_part_changed`] with
     /// `KeyState::part_delta(part, elements)`. A sink that encodes writes it straight
     /// from the elements (`codec::write_part_delta`) instead of building that state.
-    fn key_elements_changed(&mut self, key: &[u8], part: collection_writes::Part, elements: &[(Bytes, KeyState)]) {
-        self.key_part_changed(key, &KeyState::part_delta(part, elements.iter().cloned()));
+    fn key_elements_changed(&mut self, key: &[u8], part: collection_writes::Part, elements: &[(&[u8], KeyState)]) {
+        self.key_part_changed(key, &KeyState::part_delta(part, elements.iter().map(|(n, s)| (Bytes::copy_from_slice(n), s.clone()))));
     }
     fn flushed(&mut self, seen: &VersionVector, scope: ShardScope);
 }
@@ -179,6 +179,11 @@ impl KvEngine {
 
     /// Look a key up for reading, expiring it lazily.
     pub fn live(&mut self, key: &[u8], hash: u64, now_ms: u64) -> Option<&KeyState> {
+        // While no key carries a TTL none can have expired: one lookup, not two (the
+        // borrow of a found entry cannot outlive the branch that may remove it).
+        if self.keys.expiring() == 0 {
+            return self.keys.get(key, hash).map(|e| &e.state);
+        }
         let expired = match self.keys.get(key, hash) {
             None => return None,
             Some(entry) => Self::is_expired(&entry.state, now_ms),

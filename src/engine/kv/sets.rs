@@ -188,30 +188,28 @@ impl KvEngine {
     }
 
     /// Apply member writes at one dot (see `collection_writes`).
-    fn write_members(&mut self, ctx: &mut WriteCtx, key: Bytes, members: &[Bytes], write: MemberWrite) {
-        self.write_elements(ctx, key, Part::Set, members, false, |_, dot, _, s| write.apply(dot, s));
+    /// Returns how many members were added (see [`KvEngine::write_elements`]).
+    fn write_members(&mut self, ctx: &mut WriteCtx, key: Bytes, members: &[Bytes], write: MemberWrite) -> usize {
+        self.write_elements(ctx, key, Part::Set, members, false, |_, dot, _, s| write.apply(dot, s))
     }
 
     fn sadd(&mut self, ctx: &mut WriteCtx, key: Bytes, members: Vec<Bytes>) -> Result<Frame, Frame> {
-        let existing = self.set_members(&key, ctx.now_ms)?;
+        // The type check; what is added is counted by the write's own lookups.
+        self.set_members(&key, ctx.now_ms)?;
         let mut unique = Names::with_capacity(members.len());
         let mut distinct = DistinctNames::new();
-        let mut added = 0;
         for member in &members {
-            if !distinct.first(member) {
-                continue;
+            if distinct.first(member) {
+                unique.push(member.clone());
             }
-            if existing.and_then(|s| s.get(member)).is_none() {
-                added += 1;
-            }
-            unique.push(member.clone());
         }
         // Every member named gets a new dot, present or not: add wins over a concurrent
-        // SREM of the older one. Redis notifies only when a member was added.
-        let event_key = if added > 0 { self.event_key(Class::Set, &key) } else { None };
-        self.write_members(ctx, key, &unique, MemberWrite::Add);
-        self.raise_collection_event(Class::Set, "sadd", event_key);
-        Ok(Frame::Integer(added))
+        // SREM of the older one. Redis notifies only when a member was added: the key
+        // is copied for the event before the write (which takes it) and raised after.
+        let event_key = self.event_key(Class::Set, &key);
+        let added = self.write_members(ctx, key, &unique, MemberWrite::Add);
+        self.raise_collection_event(Class::Set, "sadd", if added > 0 { event_key } else { None });
+        Ok(Frame::Integer(added as i64))
     }
 
     fn srem(&mut self, ctx: &mut WriteCtx, key: Bytes, members: Vec<Bytes>) -> Result<Frame, Frame> {

@@ -6,7 +6,7 @@
 
 use super::{CHUNK_ENTRIES_MAX, Name};
 use crate::crdt::{Dot, Hlc};
-use crate::engine::kv::element::{ElementRef, Stored};
+use crate::engine::kv::element::ElementRef;
 use crate::engine::kv::packed::{get_value, get_var, put_var, unzigzag, zigzag};
 use crate::engine::kv::position::TRIPLE_BYTES;
 
@@ -332,11 +332,12 @@ impl Chunk {
         replaced
     }
 
-    /// Remove `name`, returning it: the entry after it is recoded against the one
-    /// before, the rest moves over.
-    pub(super) fn splice_out(&mut self, name: &[u8]) -> Option<Stored> {
+    /// Remove `name`, handing its element to `taken` before its bytes go (a removal
+    /// that keeps nothing, as a pop on a node without peers, copies nothing out): the
+    /// entry after it is recoded against the one before, the rest moves over.
+    pub(super) fn splice_out<R>(&mut self, name: &[u8], taken: impl FnOnce(ElementRef<'_>) -> R) -> Option<R> {
         if self.count > 0 && name == self.last.as_slice() {
-            return self.pop_last();
+            return self.pop_last(taken);
         }
         self.starts = None;
         let mut decoder = Decoder::new(self);
@@ -349,7 +350,7 @@ impl Chunk {
                     prev = Some(decoder.name.clone());
                     prev_start = start;
                 }
-                std::cmp::Ordering::Equal => break (start, Stored::from_view(element)),
+                std::cmp::Ordering::Equal => break (start, taken(element)),
                 std::cmp::Ordering::Greater => return None,
             }
         };
@@ -403,8 +404,8 @@ impl Chunk {
     /// comes from `starts` (built by one scan, then kept), and its name from the
     /// removed entry's step when that is a step on the same node (a run of pushes by
     /// one node), else from a decode up to it.
-    fn pop_last(&mut self) -> Option<Stored> {
-        let taken = Stored::from_view(self.last_element()?);
+    fn pop_last<R>(&mut self, taken: impl FnOnce(ElementRef<'_>) -> R) -> Option<R> {
+        let taken = taken(self.last_element()?);
         let removed_at = self.last_at as usize;
         let tag = self.bytes[removed_at];
         if self.starts.is_none() {
