@@ -19,10 +19,11 @@ use super::shards::Shards;
 use crate::command::hash::{HSetReply, HashCommand};
 use crate::command::vector::{VectorCommand, error};
 use crate::command::{KeyCommand, KeyspaceCommand, MultiKeyCommand};
-use crate::engine::vector::schema::{self, Algorithm, FieldKind};
+use crate::engine::vector::schema::{self, Algorithm, FieldKind, IndexDef};
+use crate::engine::vector::text::Language;
 use crate::engine::vector::aggregate::{self, AggregateQuery};
 use crate::engine::vector::definitions::{Definition, DefinitionCache};
-use crate::engine::vector::index::score;
+use crate::engine::vector::scorer::{NodeStats, format_relevance, score};
 use crate::engine::vector::{DEF_FIELD, DEF_KEY_PREFIX, Hit, SearchQuery, SortValue, Term, VectorOp, VectorReply, def_key, format_double, format_score};
 use crate::protocol::Frame;
 use crate::shard::{ShardOp, ShardReply};
@@ -347,11 +348,7 @@ async fn info(access: &impl Shards, name: Bytes, definition: Arc<Definition>, re
         pair("index_options", Frame::Array(Vec::new())),
         pair(
             "index_definition",
-            Frame::Map(vec![
-                (s("key_type"), s("HASH")),
-                (s("prefixes"), Frame::Array(if def.prefixes.is_empty() { vec![s("")] } else { def.prefixes.iter().cloned().map(word).collect() })),
-                (s("default_score"), if resp3 { Frame::Double(1.0) } else { Frame::bulk_str("1") }),
-            ]),
+            Frame::Map(index_definition(def, resp3)),
         ),
         pair("attributes", Frame::Array(attributes)),
         pair("num_docs", Frame::Integer(docs as i64)),
@@ -365,19 +362,43 @@ async fn info(access: &impl Shards, name: Bytes, definition: Arc<Definition>, re
     ])
 }
 
+/// FT.INFO's `index_definition`, in RediSearch's order; a language, a score or a field
+/// only when it is not the default (a score of 0 is left out too, as RediSearch does).
+fn index_definition(def: &IndexDef, resp3: bool) -> Vec<(Frame, Frame)> {
+    let s = Frame::simple;
+    let mut out = vec![
+        (s("key_type"), s("HASH")),
+        (s("prefixes"), Frame::Array(if def.prefixes.is_empty() { vec![s("")] } else { def.prefixes.iter().cloned().map(word).collect() })),
+    ];
+    if def.language != Language::default() {
+        out.push((s("default_language"), s(def.language.name())));
+    }
+    if let Some(field) = &def.language_field {
+        out.push((s("language_field"), word(field.clone())));
+    }
+    if def.score != 0.0 {
+        out.push((s("default_score"), if resp3 { Frame::Double(def.score) } else { Frame::bulk_str(&format_relevance(def.score)) }));
+    }
+    if let Some(field) = &def.score_field {
+        out.push((s("score_field"), word(field.clone())));
+    }
+    out
+}
+
 async fn search(access: &impl Shards, name: Bytes, raw: Bytes, query: Arc<SearchQuery>, resp3: bool) -> Frame {
     let replies = access.run_everywhere(|| ShardOp::Vector(VectorOp::Search { name: name.clone(), raw: raw.clone(), query: query.clone() })).await;
     let replies = match vector_replies(replies) {
         Ok(r) => r,
         Err(e) => return e,
     };
-    let (mut total, mut docs) = (0, 0);
+    let (mut total, mut docs, mut total_len) = (0, 0, 0);
     let mut counts: HashMap<Term, usize> = HashMap::new();
     let mut hits: Vec<Hit> = Vec::new();
     for reply in replies {
         if let VectorReply::Hits(found) = reply {
             total += found.total;
             docs += found.docs;
+            total_len += found.total_len;
             // A shard lists a term once per mention in the query: count it once.
             let shard: HashMap<Term, usize> = found.counts.into_iter().collect();
             for (term, count) in shard {
@@ -386,8 +407,10 @@ async fn search(access: &impl Shards, name: Bytes, raw: Bytes, query: Arc<Search
             hits.extend(found.hits);
         }
     }
-    // Relevance (RediSearch's default scorer; 0 for KNN) with the node's counts.
-    let mut scored: Vec<(f64, Hit)> = hits.into_iter().map(|hit| (if query.knn.is_some() { 0.0 } else { score(&hit.terms, hit.divisor, docs, &counts) }, hit)).collect();
+    // Relevance (the query's SCORER; 0 for KNN) with the node's counts.
+    let node = NodeStats { docs, total_len, counts: &counts };
+    let mut scored: Vec<(f64, Hit)> =
+        hits.into_iter().map(|hit| (if query.knn.is_some() { 0.0 } else { score(query.scorer, &hit.terms, &hit.stats, &node) }, hit)).collect();
     if let Some(knn) = &query.knn {
         // Each shard sent its own k nearest: the node's k nearest are among them.
         scored.sort_by(|(_, a), (_, b)| a.score.unwrap_or(f32::INFINITY).total_cmp(&b.score.unwrap_or(f32::INFINITY)).then_with(|| a.key.cmp(&b.key)));
@@ -427,7 +450,7 @@ async fn search(access: &impl Shards, name: Bytes, raw: Bytes, query: Arc<Search
     for (relevance, hit) in page {
         out.push(Frame::Bulk(hit.key.clone()));
         if query.with_scores {
-            out.push(Frame::bulk_str(&format_score(relevance as f32)));
+            out.push(Frame::bulk_str(&format_relevance(relevance)));
         }
         if !query.nocontent {
             out.push(Frame::Array(content(&query, hit)));

@@ -1,6 +1,7 @@
 //! The audit of a shard's indexes against its data: an index must equal the one
-//! rebuilt from the shard's keys now (same documents with the same tags, numbers and
-//! vectors; same filter answers; same exact KNN answers). The simulator runs it at
+//! rebuilt from the shard's keys now (same documents with the same tags, terms,
+//! numbers and vectors; same postings and term counts; same filter answers, with what
+//! their scores are computed from; same exact KNN answers). The simulator runs it at
 //! checkpoints and at the end of every run; tests run it after each kind of
 //! maintenance.
 //!
@@ -55,6 +56,12 @@ impl VectorEngine {
             if partial || mine.len() > AUDIT_DOCS_MAX {
                 continue;
             }
+            // The postings and counts must be what the documents imply: a posting left
+            // behind by a delete or an update would not show in the documents.
+            let (mine, fresh) = (index.describe_postings(), rebuilt.describe_postings());
+            if mine != fresh {
+                return Err(format!("index {:?}: postings differ from its rebuild's: {mine} / rebuilt {fresh}", String::from_utf8_lossy(name)));
+            }
             for query in audit_queries(&index.def) {
                 let args: Vec<Bytes> = query.iter().map(|a| Bytes::copy_from_slice(a)).collect();
                 let parsed = parse_search(&args).map_err(|e| format!("audit query {query:?} does not parse: {e}"))?;
@@ -69,13 +76,14 @@ impl VectorEngine {
     }
 }
 
-/// (key, distance bits) of every hit, or the error text.
-fn answer(index: &mut Index, query: &super::SearchQuery, kv: &KvEngine, now_ms: u64) -> Result<Vec<(Bytes, Option<u32>)>, String> {
+/// Every hit (key, distance bits, and what its relevance score is computed from), the
+/// total and the shard's counts, as text; or the error text.
+fn answer(index: &mut Index, query: &super::SearchQuery, kv: &KvEngine, now_ms: u64) -> Result<Vec<String>, String> {
     let live = |key: &Bytes| kv.keys.get(key, key_hash(key)).is_some_and(|e| !expired(&e.state, now_ms));
     let mut read = |_: &Bytes| -> Option<Vec<(Bytes, Bytes)>> { None };
-    let super::index::Found { total, hits, .. } = index.search(query, &mut read, &live)?;
-    let mut out: Vec<(Bytes, Option<u32>)> = hits.into_iter().map(|h| (h.key, h.score.map(f32::to_bits))).collect();
-    out.push((Bytes::from(total.to_string()), None));
+    let super::index::Found { total, hits, docs, total_len, counts } = index.search(query, &mut read, &live)?;
+    let mut out: Vec<String> = hits.into_iter().map(|h| format!("{:?} {:?} {:?} {:?}", h.key, h.score.map(f32::to_bits), h.terms, h.stats)).collect();
+    out.push(format!("total {total} docs {docs} length {total_len} counts {counts:?}"));
     Ok(out)
 }
 
@@ -102,6 +110,14 @@ fn audit_queries(def: &IndexDef) -> Vec<Vec<Vec<u8>>> {
         if matches!(field.kind, FieldKind::Tag { .. }) {
             out.push(tail(format!("@{f}:{{v1|v2|1}}"), None));
             out.push(tail(format!("-@{f}:{{v0}}"), None));
+        } else if matches!(field.kind, FieldKind::Text { .. }) {
+            // Terms, stems, prefixes, fuzzy and optional terms, scored (WITHSCORES:
+            // each hit's terms, frequencies, length and slop are compared too).
+            for query in [format!("@{f}:v1"), format!("@{f}:(v2|5)"), "v*".into(), "%v1%".into(), format!("3 ~@{f}:v0"), "-v0".into()] {
+                let mut args = tail(query, None);
+                args.push(b"WITHSCORES".to_vec());
+                out.push(args);
+            }
         } else if matches!(field.kind, FieldKind::Numeric) {
             out.push(tail(format!("@{f}:[-5 (5]"), None));
         } else if let FieldKind::Vector(p) = &field.kind {

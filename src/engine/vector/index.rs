@@ -7,6 +7,7 @@
 //! caller hands in what is live.
 
 mod bitmap;
+mod near;
 mod terms;
 mod text;
 
@@ -18,9 +19,10 @@ use hashbrown::HashMap;
 use super::distance::{Metric, normalize};
 use super::hnsw::{Near, VectorStore};
 use super::query::{Filter, SearchQuery};
+use super::scorer::{DocStats, Scorer};
 use super::schema::{Algorithm, ElementType, FieldKind, IndexDef};
 use super::text::Language;
-pub use terms::{Term, score};
+pub use terms::Term;
 
 /// A filtered HNSW search turns into an exact scan when at most this share of the
 /// documents passes the filter: walking the graph past many rejected nodes costs more
@@ -42,6 +44,11 @@ struct Doc {
     text: Vec<Vec<(Vec<u8>, u32)>>,
     /// The highest term frequency of the document (RediSearch divides scores by it).
     max_freq: u32,
+    /// The document's length: its words, each counting its field's weight (BM25's and
+    /// TFIDF.DOCNORM's).
+    len: u32,
+    /// The document's score (SCORE_FIELD's value, else the index's SCORE).
+    score: f64,
     /// Per numeric field.
     numbers: Vec<Option<f64>>,
 }
@@ -52,6 +59,8 @@ struct Parsed {
     tags: Vec<Vec<Bytes>>,
     text: Vec<Vec<(Vec<u8>, u32)>>,
     max_freq: u32,
+    len: u32,
+    score: f64,
     numbers: Vec<Option<f64>>,
 }
 
@@ -69,21 +78,22 @@ pub struct Hit {
     /// What the hit matched through, for its relevance score (`terms::score`); empty
     /// when neither WITHSCORES nor the order needs it.
     pub terms: Vec<Term>,
-    /// What the score is divided by: the document's highest term frequency times the
-    /// distance between the query's terms in it (RediSearch's TFIDF; `text::slop`).
-    pub divisor: u32,
+    /// The document's figures its score needs besides its terms (`scorer::score`).
+    pub stats: DocStats,
     pub sort: Option<SortValue>,
     /// `None` when the content was not asked for or not needed for this page.
     pub fields: Option<Vec<(Bytes, Bytes)>>,
 }
 
 /// One shard's answer to a search: its matches, and what the node needs to score them
-/// (the shard's document count, and how many of its documents carry each tag term).
+/// (the shard's document count and their total length, and how many of its documents
+/// carry each term).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Found {
     pub total: usize,
     pub hits: Vec<Hit>,
     pub docs: usize,
+    pub total_len: u64,
     pub counts: Vec<(Term, usize)>,
 }
 
@@ -102,8 +112,10 @@ enum Compiled {
     Nothing,
     Tag(usize, Vec<Bytes>),
     /// A full-text term: any of these terms (its expansions) in any of these TEXT
-    /// fields (tag positions).
-    Text(Vec<usize>, Vec<Bytes>),
+    /// fields (tag positions). `true`: a prefix's or fuzzy term's expansions, of which a
+    /// document counts only the first it has (RediSearch's quick-exit union), in term
+    /// order.
+    Text(Vec<usize>, Vec<Bytes>, bool),
     /// An exact phrase: these terms, each in one of these fields, at consecutive
     /// positions.
     Phrase(Vec<usize>, Vec<Bytes>),
@@ -111,8 +123,26 @@ enum Compiled {
     /// VECTOR_RANGE: the docs within the radius, with their distances.
     Within(HashMap<u32, f32, foldhash::fast::FixedState>),
     Not(Box<Compiled>),
-    And(Vec<Compiled>),
+    /// Every doc passes; those passing the inner filter score what it adds.
+    Optional(Box<Compiled>),
+    /// An intersection, and the SLOP/INORDER its matched terms must satisfy.
+    And(Vec<Compiled>, Option<Proximity>),
     Or(Vec<Compiled>),
+}
+
+/// SLOP and INORDER: how close, and in which order, an intersection's terms must be.
+#[derive(Clone, Copy, Debug)]
+struct Proximity {
+    slop: u32,
+    in_order: bool,
+}
+
+/// How a query's filter is compiled: VERBATIM, the stemmer, SLOP/INORDER.
+#[derive(Clone, Copy)]
+struct Mode {
+    verbatim: bool,
+    language: Language,
+    near: Option<Proximity>,
 }
 
 pub struct Index {
@@ -138,7 +168,10 @@ pub struct Index {
     text_docs: HashMap<Bytes, usize, foldhash::fast::FixedState>,
     pub indexing_failures: u64,
     live_docs: usize,
-    /// The stemmer of the TEXT fields (FT.CREATE's LANGUAGE, else English).
+    /// The sum of the live documents' lengths (BM25's average document length).
+    total_len: u64,
+    /// The stemmer of the TEXT fields (FT.CREATE's LANGUAGE, else English) for a
+    /// document without a LANGUAGE_FIELD of its own.
     language: Language,
 }
 
@@ -171,7 +204,6 @@ impl Index {
             columns: vec![Vec::new(); numbers],
             is_text,
             text_docs: HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0)),
-            def,
             raw,
             docs: Vec::new(),
             free: Vec::new(),
@@ -180,7 +212,9 @@ impl Index {
             positions,
             indexing_failures: 0,
             live_docs: 0,
-            language: Language::default(),
+            total_len: 0,
+            language: def.language,
+            def,
         }
     }
 
@@ -222,9 +256,28 @@ impl Index {
                     })
                 })
                 .collect();
-            out.insert(key.clone(), format!("key {:?} tags {:?} text {:?} max_freq {} numbers {:?} vectors {vectors:?}", doc.key, doc.tags, doc.text, doc.max_freq, doc.numbers));
+            out.insert(key.clone(), format!(
+                    "key {:?} tags {:?} text {:?} max_freq {} len {} score {} numbers {:?} vectors {vectors:?}",
+                    doc.key, doc.tags, doc.text, doc.max_freq, doc.len, doc.score, doc.numbers
+                ));
         }
         out
+    }
+
+    /// The postings (per tag or TEXT field, per term: the keys carrying it), the
+    /// per-term document counts and the total length, as text: what the documents
+    /// imply, which an index maintained write by write must still hold (`audit`).
+    pub fn describe_postings(&self) -> String {
+        let mut postings = std::collections::BTreeMap::new();
+        for (field, terms) in self.postings.iter().enumerate() {
+            for (term, ids) in terms {
+                let mut keys: Vec<Option<&Bytes>> = ids.iter().map(|&id| self.docs.get(id as usize).and_then(Option::as_ref).map(|d| &d.key)).collect();
+                keys.sort_unstable();
+                postings.insert((field, term.clone()), keys);
+            }
+        }
+        let counts: std::collections::BTreeMap<&Bytes, &usize> = self.text_docs.iter().collect();
+        format!("postings {postings:?} term documents {counts:?} total length {}", self.total_len)
     }
 
     /// Bring the document of `key` in line with its hash fields now (`None`: the key
@@ -247,7 +300,7 @@ impl Index {
         let id = match self.by_key.get(key) {
             Some(&id) => id,
             None => {
-                let doc = Doc { key: key.clone(), slots: vec![None; self.stores.len()], tags: Vec::new(), text: Vec::new(), max_freq: 0, numbers: Vec::new() };
+                let doc = Doc { key: key.clone(), slots: vec![None; self.stores.len()], tags: Vec::new(), text: Vec::new(), max_freq: 0, len: 0, score: 1.0, numbers: Vec::new() };
                 let id = match self.free.pop() {
                     Some(id) => {
                         self.docs[id as usize] = Some(doc);
@@ -268,6 +321,9 @@ impl Index {
         doc.tags = parsed.tags;
         doc.text = parsed.text;
         doc.max_freq = parsed.max_freq;
+        self.total_len = self.total_len - u64::from(doc.len) + u64::from(parsed.len);
+        doc.len = parsed.len;
+        doc.score = parsed.score;
         doc.numbers = parsed.numbers;
         for (field, tags) in doc.tags.iter().enumerate() {
             for tag in tags {
@@ -306,6 +362,7 @@ impl Index {
         let Some(id) = self.by_key.remove(key) else { return };
         let Some(doc) = self.docs[id as usize].take() else { return };
         unpost(&mut self.postings, &mut self.columns, &mut self.text_docs, &self.is_text, id, &doc);
+        self.total_len -= u64::from(doc.len);
         for (field, slot) in doc.slots.iter().enumerate() {
             if let Some((slot, _)) = slot {
                 self.stores[field].0.delete(*slot);
@@ -319,7 +376,23 @@ impl Index {
     /// of the wrong size, a number that does not parse): RediSearch leaves such a
     /// document out and counts a failure.
     fn parse(&self, get: FieldReader) -> Result<Parsed, ()> {
-        let mut parsed = Parsed { vectors: Vec::new(), tags: Vec::new(), text: Vec::new(), max_freq: 0, numbers: Vec::new() };
+        let mut parsed = Parsed { vectors: Vec::new(), tags: Vec::new(), text: Vec::new(), max_freq: 0, len: 0, score: self.def.score, numbers: Vec::new() };
+        // LANGUAGE_FIELD: a language RediSearch does not know leaves the index's (as
+        // RediSearch); one it knows that has no stemmer here fails the document rather
+        // than stemming it wrongly.
+        let language = match self.def.language_field.as_ref().and_then(|f| get(f)) {
+            None => self.language,
+            Some(name) => match Language::parse(&name) {
+                Ok(language) => language,
+                Err(e) if e == "No such language" => self.language,
+                Err(_) => return Err(()),
+            },
+        };
+        // SCORE_FIELD: a value that is not a number leaves the index's SCORE (as
+        // RediSearch).
+        if let Some(value) = self.def.score_field.as_ref().and_then(|f| get(f)) {
+            parsed.score = std::str::from_utf8(&value).ok().and_then(|t| t.trim().parse::<f64>().ok()).filter(|v| !v.is_nan()).unwrap_or(self.def.score);
+        }
         // Positions run on through the TEXT fields in schema order (as RediSearch's).
         let mut next_position = 1u32;
         let mut freqs: std::collections::HashMap<Bytes, u32> = std::collections::HashMap::new();
@@ -355,8 +428,8 @@ impl Index {
                 }
                 FieldKind::Text { nostem, weight } => {
                     text_seen = true;
-                    let terms = value.map_or_else(Vec::new, |text| super::text::positioned(&text, self.language, *nostem, &mut next_position));
-                    let (tags, text) = text::field_terms(terms, *weight, &mut freqs);
+                    let terms = value.map_or_else(Vec::new, |text| super::text::positioned(&text, language, *nostem, &mut next_position));
+                    let (tags, text) = text::field_terms(terms, *weight, &mut freqs, &mut parsed.len);
                     parsed.tags.push(tags);
                     parsed.text.push(text);
                 }
@@ -370,9 +443,8 @@ impl Index {
         Ok(parsed)
     }
 
-    /// A filter with its fields resolved; `verbatim`: text terms are not expanded to
-    /// their stems; `language`: the stemmer for them.
-    fn compile(&self, filter: &Filter, verbatim: bool, language: Language) -> Result<Compiled, String> {
+    /// A filter with its fields resolved, as `mode` says.
+    fn compile(&self, filter: &Filter, mode: Mode) -> Result<Compiled, String> {
         Ok(match filter {
             Filter::All => Compiled::All,
             Filter::Tag { field, values } => {
@@ -402,11 +474,13 @@ impl Index {
                 let (position, vector, _) = self.query_vector(field, blob)?;
                 Compiled::Within(self.within(position, &vector, *radius))
             }
-            Filter::Text { field, term, prefix } => self.compile_text(field.as_ref(), term, *prefix, verbatim, language)?,
+            Filter::Text { field, term, prefix } => self.compile_text(field.as_ref(), term, *prefix, mode.verbatim, mode.language)?,
+            Filter::Fuzzy { field, term, distance } => self.compile_fuzzy(field.as_ref(), term, *distance)?,
             Filter::Phrase { field, terms } => self.compile_phrase(field.as_ref(), terms)?,
-            Filter::Not(inner) => Compiled::Not(Box::new(self.compile(inner, verbatim, language)?)),
-            Filter::And(parts) => Compiled::And(parts.iter().map(|p| self.compile(p, verbatim, language)).collect::<Result<_, _>>()?),
-            Filter::Or(parts) => Compiled::Or(parts.iter().map(|p| self.compile(p, verbatim, language)).collect::<Result<_, _>>()?),
+            Filter::Not(inner) => Compiled::Not(Box::new(self.compile(inner, mode)?)),
+            Filter::Optional(inner) => Compiled::Optional(Box::new(self.compile(inner, mode)?)),
+            Filter::And(parts) => Compiled::And(parts.iter().map(|p| self.compile(p, mode)).collect::<Result<_, _>>()?, mode.near),
+            Filter::Or(parts) => Compiled::Or(parts.iter().map(|p| self.compile(p, mode)).collect::<Result<_, _>>()?),
         })
     }
 
@@ -414,7 +488,13 @@ impl Index {
     /// says whether a key is still there now (a key past its TTL that active expiry has
     /// not removed yet is not) and reads its fields for the reply.
     pub fn search(&mut self, query: &SearchQuery, read: ContentReader, live: &dyn Fn(&Bytes) -> bool) -> Result<Found, String> {
-        let filter = self.compile(&query.filter, query.verbatim, query.language.unwrap_or(self.language))?;
+        // INORDER without SLOP allows any distance (RediSearch: the largest slop).
+        let near = match (query.slop, query.in_order) {
+            (None, false) => None,
+            (slop, in_order) => Some(Proximity { slop: slop.unwrap_or(i32::MAX as u32), in_order }),
+        };
+        let mode = Mode { verbatim: query.verbatim, language: query.language.unwrap_or(self.language), near };
+        let filter = self.compile(&query.filter, mode)?;
         let mut counts = Vec::new();
         self.term_counts(&filter, &mut counts);
         let page_end = query.offset.saturating_add(query.num);
@@ -423,7 +503,7 @@ impl Index {
                 let (position, vector, default_ef) = self.query_vector(&knn.field, &knn.blob)?;
                 let ef = knn.ef_runtime.unwrap_or(default_ef);
                 let near = self.knn(position, &filter, &vector, knn.k, ef, live);
-                let hits: Vec<Hit> = near.into_iter().map(|(key, d)| Hit { key, score: Some(d), terms: Vec::new(), divisor: 1, sort: None, fields: None }).collect();
+                let hits: Vec<Hit> = near.into_iter().map(|(key, d)| Hit { key, score: Some(d), terms: Vec::new(), stats: DocStats::default(), sort: None, fields: None }).collect();
                 (hits.len(), hits)
             }
             None => {
@@ -448,12 +528,15 @@ impl Index {
                     .into_iter()
                     .map(|(key, id)| {
                         let mut terms = Vec::new();
-                        let mut divisor = 1;
+                        let mut stats = DocStats::default();
                         if scored {
                             self.terms(&filter, id, &mut terms);
-                            divisor = self.divisor(&filter, id);
+                            stats = self.doc_stats(&filter, id);
+                            if query.scorer == Scorer::Dismax {
+                                stats.dismax = self.dismax(&filter, id);
+                            }
                         }
-                        Hit { key, score: distances.and_then(|d| d.get(&id).copied()), terms, divisor, sort: None, fields: None }
+                        Hit { key, score: distances.and_then(|d| d.get(&id).copied()), terms, stats, sort: None, fields: None }
                     })
                     .collect();
                 (total, hits)
@@ -487,7 +570,7 @@ impl Index {
                 hit.fields = read(&hit.key);
             }
         }
-        Ok(Found { total, hits, docs: self.live_docs, counts })
+        Ok(Found { total, hits, docs: self.live_docs, total_len: self.total_len, counts })
     }
 
     /// The `k` nearest documents passing `filter` by vector field `field`, with their

@@ -23,6 +23,7 @@ pub mod hnsw;
 pub mod index;
 pub mod query;
 pub mod schema;
+pub mod scorer;
 pub mod text;
 
 use std::collections::BTreeMap;

@@ -3,14 +3,16 @@
 //! Owns the query grammar (DIALECT 2): `*`, `@tag:{a|b|pre*}`, `@num:[lo hi]` (with `(`
 //! for an exclusive bound and `-inf`/`+inf`), `@vec:[VECTOR_RANGE r $blob]` (with
 //! `=>{$YIELD_DISTANCE_AS: name}`), juxtaposition for AND, `|` for OR, `-` for NOT,
-//! parentheses, full-text terms (`hello`, `@title:hello`, `hel*`), exact phrases
+//! parentheses, full-text terms (`hello`, `@title:hello`, `hel*`), fuzzy terms
+//! (`%term%`, `%%term%%`, `%%%term%%%`), optional clauses (`~x`), exact phrases
 //! (`"a b"`, `@title:"a b"`) and `=>[KNN k @field $param [EF_RUNTIME n] [AS alias]]`.
-//! `$name` parameters come from PARAMS. Anything else (fuzzy, optional terms, GEO, ...)
-//! is an error naming it: a query must never run with part of its filter ignored.
+//! `$name` parameters come from PARAMS. Anything else (GEO, tag suffixes, ...) is an
+//! error naming it: a query must never run with part of its filter ignored.
 //! Pure parsing: it knows no index and no data.
 
 use bytes::Bytes;
 
+use super::scorer::Scorer;
 use super::text::Language;
 
 /// How deep parentheses and negations may nest (bounds the recursion).
@@ -33,6 +35,12 @@ pub enum Filter {
     /// An exact phrase: these terms (lower-cased, never stemmed; a stop word in it
     /// matches nothing, as in RediSearch's DIALECT 2) at consecutive positions.
     Phrase { field: Option<Bytes>, terms: Vec<Bytes> },
+    /// A fuzzy term (`%term%`): any indexed term within `distance` (1 to 3) edits of
+    /// it (Levenshtein), on one TEXT field or on all.
+    Fuzzy { field: Option<Bytes>, term: Bytes, distance: u8 },
+    /// An optional clause (`~x`): every document passes; those that match `x` score
+    /// what `x` adds.
+    Optional(Box<Filter>),
     /// Documents whose vector is within `radius` of `blob` (VECTOR_RANGE); the distance
     /// is returned under `yield_as` when given.
     VectorRange { field: Bytes, radius: f64, blob: Bytes, yield_as: Option<Bytes> },
@@ -73,6 +81,12 @@ pub struct SearchQuery {
     pub verbatim: bool,
     /// LANGUAGE: the stemmer for the query's terms (else the index's).
     pub language: Option<Language>,
+    /// SCORER: how hits are ranked and scored (TFIDF unless named).
+    pub scorer: Scorer,
+    /// SLOP: in every intersection, at most this many words between the matched terms.
+    pub slop: Option<u32>,
+    /// INORDER: in every intersection, the matched terms in the query's order.
+    pub in_order: bool,
 }
 
 impl SearchQuery {
@@ -81,7 +95,7 @@ impl SearchQuery {
         fn find(filter: &Filter) -> Option<&Filter> {
             match filter {
                 Filter::VectorRange { .. } => Some(filter),
-                Filter::Not(inner) => find(inner),
+                Filter::Not(inner) | Filter::Optional(inner) => find(inner),
                 Filter::And(parts) | Filter::Or(parts) => parts.iter().find_map(find),
                 _ => None,
             }
@@ -114,7 +128,7 @@ pub fn parse_search(args: &[Bytes]) -> Result<SearchQuery, String> {
         return Err("wrong number of arguments for 'FT.SEARCH' command".into());
     };
     let mut params: Vec<(Bytes, Bytes)> = Vec::new();
-    let mut out = SearchQuery { filter: Filter::All, knn: None, offset: 0, num: 10, nocontent: false, return_fields: None, sort_by: None, with_scores: false, verbatim: false, language: None };
+    let mut out = SearchQuery { filter: Filter::All, knn: None, offset: 0, num: 10, nocontent: false, return_fields: None, sort_by: None, with_scores: false, verbatim: false, language: None, scorer: Scorer::Tfidf, slop: None, in_order: false };
     let mut nostopwords = false;
     let mut i = 1;
     while i < args.len() {
@@ -136,12 +150,22 @@ pub fn parse_search(args: &[Bytes]) -> Result<SearchQuery, String> {
             out.language = Some(Language::parse(name)?);
             i += 2;
         } else if eq(arg, "SCORER") {
-            match args.get(i + 1) {
-                Some(name) if eq(name, "TFIDF") => {}
-                Some(name) => return Err(format!("SCORER {} is not supported by Meridian (only TFIDF)", String::from_utf8_lossy(name).to_uppercase())),
-                None => return Err("Bad arguments for SCORER: Expected an argument, but none provided".into()),
+            let name = args.get(i + 1).ok_or("Bad arguments for SCORER: Expected an argument, but none provided")?;
+            out.scorer = Scorer::parse(name)?;
+            i += 2;
+        } else if eq(arg, "SLOP") {
+            let arg = args.get(i + 1).ok_or("Bad arguments for SLOP: Expected an argument, but none provided")?;
+            match std::str::from_utf8(arg).ok().and_then(|a| a.parse::<i64>().ok()) {
+                // RediSearch takes -1 as "no slop".
+                Some(-1) => out.slop = None,
+                Some(n) if (0..=i64::from(i32::MAX)).contains(&n) => out.slop = Some(n as u32),
+                Some(_) => return Err("Bad arguments for SLOP: a negative SLOP other than -1 is not supported by Meridian".into()),
+                None => return Err("Bad arguments for SLOP: Could not convert argument to expected type".into()),
             }
             i += 2;
+        } else if eq(arg, "INORDER") {
+            out.in_order = true;
+            i += 1;
         } else if eq(arg, "RETURN") {
             let n = number(args.get(i + 1)).ok_or("Bad arguments for RETURN: Expected an argument, but none provided")?;
             // `n` comes from the client: compared without an addition that could wrap.
@@ -210,7 +234,7 @@ pub fn parse_search(args: &[Bytes]) -> Result<SearchQuery, String> {
 fn count_ranges(filter: &Filter) -> usize {
     match filter {
         Filter::VectorRange { .. } => 1,
-        Filter::Not(inner) => count_ranges(inner),
+        Filter::Not(inner) | Filter::Optional(inner) => count_ranges(inner),
         Filter::And(parts) | Filter::Or(parts) => parts.iter().map(count_ranges).sum(),
         _ => 0,
     }
@@ -333,9 +357,17 @@ impl Parser<'_> {
                 Ok(Filter::All)
             }
             Some(b'@') => self.field_filter(),
-            Some(b'~') => Err("Optional terms (~) are not supported by Meridian".into()),
+            Some(b'~') => {
+                self.pos += 1;
+                if depth + 1 > NESTING_MAX {
+                    return Err("Query is too deeply nested".into());
+                }
+                let inner = self.unary(depth + 1)?;
+                // An optional stop word is no condition either.
+                Ok(if is_neutral(&inner) { inner } else { Filter::Optional(Box::new(inner)) })
+            }
             Some(b'"') => self.phrase(self.text_field.clone()),
-            Some(b'%') => Err("Fuzzy terms (%...%) are not supported by Meridian".into()),
+            Some(b'%') => self.fuzzy(self.text_field.clone()),
             Some(_) => self.term(self.text_field.clone()),
             None => Err(self.syntax()),
         }
@@ -391,6 +423,7 @@ impl Parser<'_> {
                 Ok(inner)
             }
             Some(b'"') => self.phrase(Some(field)),
+            Some(b'%') => self.fuzzy(Some(field)),
             Some(_) => self.term(Some(field)),
             None => Err(self.syntax()),
         }
@@ -413,6 +446,29 @@ impl Parser<'_> {
             .collect();
         // Quoted words are never expanded to stems, even a single one (as RediSearch).
         Ok(if terms.is_empty() { Filter::Or(Vec::new()) } else { Filter::Phrase { field, terms } })
+    }
+
+    /// A fuzzy term at the cursor: `%term%` (1 edit), `%%term%%` (2), `%%%term%%%` (3).
+    fn fuzzy(&mut self, field: Option<Bytes>) -> Result<Filter, String> {
+        self.skip_ws();
+        let opening = self.text[self.pos..].iter().take_while(|&&b| b == b'%').count();
+        if opening > 3 {
+            return Err(self.syntax());
+        }
+        self.pos += opening;
+        self.skip_ws();
+        let start = self.pos;
+        while self.pos < self.text.len() && !super::text::is_separator(self.text[self.pos]) {
+            self.pos += 1;
+        }
+        let term = Bytes::from(self.text[start..self.pos].to_ascii_lowercase());
+        self.skip_ws();
+        let closing = self.text[self.pos..].iter().take_while(|&&b| b == b'%').count();
+        if term.is_empty() || closing != opening {
+            return Err(self.syntax());
+        }
+        self.pos += closing;
+        Ok(Filter::Fuzzy { field, term, distance: opening as u8 })
     }
 
     /// A full-text term (`hello`, `hel*`) at the cursor; a stop word is no condition.

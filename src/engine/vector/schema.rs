@@ -8,6 +8,7 @@
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use super::distance::Metric;
+use super::text::Language;
 
 /// Most fields a schema may declare (RediSearch allows 1024 attributes).
 pub const FIELDS_MAX: usize = 1024;
@@ -82,6 +83,14 @@ pub struct FieldDef {
 pub struct IndexDef {
     pub prefixes: Vec<Bytes>,
     pub fields: Vec<FieldDef>,
+    /// LANGUAGE: the stemmer of documents (and queries) without a language of their own.
+    pub language: Language,
+    /// LANGUAGE_FIELD: the hash field naming a document's language.
+    pub language_field: Option<Bytes>,
+    /// SCORE: the score of documents without one of their own (0 to 1).
+    pub score: f64,
+    /// SCORE_FIELD: the hash field holding a document's score.
+    pub score_field: Option<Bytes>,
 }
 
 impl IndexDef {
@@ -112,6 +121,7 @@ fn usize_arg(arg: Option<&Bytes>, what: &str) -> Result<usize, String> {
 /// where it has one, and otherwise name what Meridian does not support.
 pub fn parse(args: &[Bytes]) -> Result<IndexDef, String> {
     let mut prefixes = Vec::new();
+    let (mut language, mut language_field, mut score, mut score_field) = (Language::default(), None, 1.0, None);
     let mut i = 0;
     while i < args.len() && !eq(&args[i], "SCHEMA") {
         let arg = &args[i];
@@ -129,10 +139,21 @@ pub fn parse(args: &[Bytes]) -> Result<IndexDef, String> {
             }
             prefixes.extend(args[i + 2..i + 2 + count].iter().cloned());
             i += 2 + count;
-        } else if eq(arg, "SCORE") && args.get(i + 1).is_some_and(|v| std::str::from_utf8(v).ok().and_then(|t| t.parse::<f64>().ok()) == Some(1.0)) {
-            // The default document score only weighs full-text ranking, which Meridian
-            // does not do; redis-py sends the default (1.0) with every definition. Any
-            // other value would change answers elsewhere, so it is refused below.
+        } else if eq(arg, "SCORE") {
+            let value = args.get(i + 1).and_then(|v| std::str::from_utf8(v).ok()?.parse::<f64>().ok());
+            score = value.filter(|v| (0.0..=1.0).contains(v)).ok_or_else(|| err("Invalid score"))?;
+            i += 2;
+        } else if eq(arg, "LANGUAGE") {
+            let name = args.get(i + 1).ok_or_else(|| err("Invalid language"))?;
+            language = Language::parse(name).map_err(|e| if e == "No such language" { err("Invalid language") } else { e })?;
+            i += 2;
+        } else if eq(arg, "LANGUAGE_FIELD") || eq(arg, "SCORE_FIELD") {
+            let field = args.get(i + 1).cloned().ok_or_else(|| err(format!("Bad arguments for {}: missing value", String::from_utf8_lossy(arg).to_uppercase())))?;
+            if eq(arg, "LANGUAGE_FIELD") {
+                language_field = Some(field);
+            } else {
+                score_field = Some(field);
+            }
             i += 2;
         } else {
             return Err(err(format!("{} is not supported by Meridian's FT.CREATE", String::from_utf8_lossy(arg).to_uppercase())));
@@ -145,7 +166,7 @@ pub fn parse(args: &[Bytes]) -> Result<IndexDef, String> {
     if fields.is_empty() {
         return Err(err("Fields arguments are missing"));
     }
-    Ok(IndexDef { prefixes, fields })
+    Ok(IndexDef { prefixes, fields, language, language_field, score, score_field })
 }
 
 fn parse_fields(args: &[Bytes]) -> Result<Vec<FieldDef>, String> {

@@ -38,7 +38,7 @@ impl Index {
                 }
                 bits
             }
-            Compiled::Text(fields, terms) => {
+            Compiled::Text(fields, terms, _) => {
                 let mut bits = vec![0u64; words];
                 for field in fields {
                     for term in terms {
@@ -67,11 +67,21 @@ impl Index {
                 let inner = self.eval(inner);
                 all.iter().zip(inner).map(|(a, i)| a & !i).collect()
             }
-            Compiled::And(parts) => parts
-                .iter()
-                .map(|p| self.eval(p))
-                .reduce(|a, b| a.iter().zip(b).map(|(x, y)| x & y).collect())
-                .unwrap_or_else(|| self.eval(&Compiled::All)),
+            Compiled::Optional(_) => self.eval(&Compiled::All),
+            Compiled::And(parts, near) => {
+                let mut bits = parts
+                    .iter()
+                    .map(|p| self.eval(p))
+                    .reduce(|a, b| a.iter().zip(b).map(|(x, y)| x & y).collect())
+                    .unwrap_or_else(|| self.eval(&Compiled::All));
+                if let Some(near) = near {
+                    let failing: Vec<u32> = ids(&bits).filter(|&id| !self.near(parts, *near, id)).collect();
+                    for id in failing {
+                        bits[id as usize / 64] &= !(1 << (id % 64));
+                    }
+                }
+                bits
+            }
             Compiled::Or(parts) => parts
                 .iter()
                 .map(|p| self.eval(p))
@@ -85,8 +95,8 @@ impl Index {
 pub(super) fn find_within(filter: &Compiled) -> Option<&HashMap<u32, f32, foldhash::fast::FixedState>> {
     match filter {
         Compiled::Within(d) => Some(d),
-        Compiled::Not(inner) => find_within(inner),
-        Compiled::And(parts) | Compiled::Or(parts) => parts.iter().find_map(find_within),
+        Compiled::Not(inner) | Compiled::Optional(inner) => find_within(inner),
+        Compiled::And(parts, _) | Compiled::Or(parts) => parts.iter().find_map(find_within),
         _ => None,
     }
 }

@@ -1,16 +1,13 @@
 //! The query-side helpers of an index that are not the KNN walk: the query vector of a
-//! KNN or VECTOR_RANGE clause, the docs within a range, tag prefix expansion, and the
-//! relevance score RediSearch's default scorer gives a hit.
+//! KNN or VECTOR_RANGE clause, the docs within a range, tag prefix expansion, and what
+//! a hit matched through, for its relevance score.
 //!
-//! Scores: RediSearch's default scorer (TFIDF) sums, over the leaves a document matched
-//! through (a leaf under a NOT counts nothing), a term's weight: 1 for `*` and for a
-//! numeric range, `logb(1 + N / df)` for a tag, `tf * logb(1 + N / df)` for a text term
-//! (N: documents in the index plus one, RediSearch's doc-table size; df: those carrying
-//! the tag, or the term in any TEXT field; tf: the term's frequency in the document;
-//! `logb` is the floor of log2), 0 for a vector clause; then divides by the document's
-//! highest term frequency and by the distance between the matched terms
-//! (`text::divisor`). N and df must be the node's, so a shard reports the terms of each
-//! hit (`Term`) and its own counts (`term_counts`), and the node scores (`score`).
+//! Scores (`scorer.rs`) sum, over the leaves a document matched through (a leaf under a
+//! NOT counts nothing), a weight that depends on the leaf's kind, its frequency in the
+//! document and its document count (df). The df and the document count must be the
+//! node's, so a shard reports the terms of each hit (`Term`) and its own counts
+//! (`term_counts`), and the node scores. DISMAX needs no count but the query's tree
+//! (unions take their best child), so a shard computes it (`dismax`).
 //! Never reads data or a clock.
 
 use bytes::Bytes;
@@ -26,31 +23,19 @@ const MIN_PREFIX: usize = 2;
 /// Most tags one prefix expands to (RediSearch's MAXEXPANSIONS default).
 const MAX_EXPANSIONS: usize = 200;
 
-/// A leaf a document matched through: `One` weighs 1; a tag weighs by its rarity.
+/// A leaf a document matched through (how each weighs is the scorer's,
+/// `scorer::score`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Term {
-    One,
+    /// `*`.
+    All,
+    /// A numeric range.
+    Range,
     /// A tag of the `n`-th TAG field.
     Tag(usize, Bytes),
     /// A full-text term (or `+stem`) with its frequency in the hit; in the counts, with
     /// frequency 0 (the count is of documents, whatever their frequency).
     Text(Bytes, u32),
-}
-
-/// A hit's relevance score from its terms and divisor, given the node's document count
-/// and each term's document count.
-pub fn score(terms: &[Term], divisor: u32, docs: usize, counts: &std::collections::HashMap<Term, usize>) -> f64 {
-    // RediSearch's N is its doc table's size: the documents plus one.
-    let idf = |df: usize| (1.0 + (docs + 1) as f64 / df.max(1) as f64).log2().floor().max(0.0);
-    let sum: f64 = terms
-        .iter()
-        .map(|term| match term {
-            Term::One => 1.0,
-            Term::Tag(..) => idf(counts.get(term).copied().unwrap_or(1)),
-            Term::Text(text, freq) => f64::from(*freq) * idf(counts.get(&Term::Text(text.clone(), 0)).copied().unwrap_or(1)),
-        })
-        .sum();
-    sum / f64::from(divisor.max(1))
 }
 
 /// Whether every document that passes `filter` matches it through the same terms (so
@@ -60,7 +45,7 @@ fn uniform(filter: &Filter) -> bool {
     match filter {
         Filter::All | Filter::Range { .. } | Filter::Not(_) | Filter::VectorRange { .. } => true,
         Filter::Tag { values, .. } => values.len() <= 1,
-        Filter::TagPrefix { .. } | Filter::Text { .. } | Filter::Phrase { .. } => false,
+        Filter::TagPrefix { .. } | Filter::Text { .. } | Filter::Fuzzy { .. } | Filter::Phrase { .. } | Filter::Optional(_) => false,
         Filter::And(parts) => parts.iter().all(uniform),
         Filter::Or(parts) => parts.is_empty(),
     }
@@ -68,10 +53,11 @@ fn uniform(filter: &Filter) -> bool {
 
 impl Index {
     /// Whether every hit of `filter` scores alike here: the query's terms are the same
-    /// for all (`uniform`), and no document's score is divided by its own highest term
-    /// frequency (an index without TEXT fields).
+    /// for all (`uniform`), no document's score is divided by its own highest term
+    /// frequency (an index without TEXT fields), and none has a score of its own (no
+    /// SCORE_FIELD).
     pub(super) fn uniform(&self, filter: &Filter) -> bool {
-        !self.is_text.contains(&true) && uniform(filter)
+        !self.is_text.contains(&true) && self.def.score_field.is_none() && uniform(filter)
     }
 
     /// The (store position, decoded and normalised vector, default EF_RUNTIME) of a
@@ -135,7 +121,7 @@ impl Index {
         let mark = out.len();
         let passes = match filter {
             Compiled::All => {
-                out.push(Term::One);
+                out.push(Term::All);
                 true
             }
             Compiled::Nothing => false,
@@ -152,7 +138,7 @@ impl Index {
                 let n = self.columns[*field].get(id as usize).copied().unwrap_or(f64::NAN);
                 let passes = (if *lo_ex { n > *lo } else { n >= *lo }) && (if *hi_ex { n < *hi } else { n <= *hi });
                 if passes {
-                    out.push(Term::One);
+                    out.push(Term::Range);
                 }
                 passes
             }
@@ -162,7 +148,11 @@ impl Index {
                 out.truncate(mark);
                 passes
             }
-            Compiled::And(parts) => parts.iter().all(|p| self.terms(p, id, out)),
+            Compiled::Optional(inner) => {
+                self.terms(inner, id, out);
+                true
+            }
+            Compiled::And(parts, near) => parts.iter().all(|p| self.terms(p, id, out)) && near.is_none_or(|near| self.near(parts, near, id)),
             Compiled::Or(parts) => parts.iter().fold(false, |any, p| self.terms(p, id, out) | any),
         };
         if !passes {
@@ -179,14 +169,43 @@ impl Index {
                     out.push((Term::Tag(*field, value.clone()), self.postings[*field].get(value).map_or(0, |ids| ids.len())));
                 }
             }
-            Compiled::Text(_, terms) | Compiled::Phrase(_, terms) => {
+            Compiled::Text(_, terms, _) | Compiled::Phrase(_, terms) => {
                 for term in terms {
                     out.push((Term::Text(term.clone(), 0), self.text_docs.get(term).copied().unwrap_or(0)));
                 }
             }
-            Compiled::Not(inner) => self.term_counts(inner, out),
-            Compiled::And(parts) | Compiled::Or(parts) => parts.iter().for_each(|p| self.term_counts(p, out)),
+            Compiled::Not(inner) | Compiled::Optional(inner) => self.term_counts(inner, out),
+            Compiled::And(parts, _) | Compiled::Or(parts) => parts.iter().for_each(|p| self.term_counts(p, out)),
             _ => {}
+        }
+    }
+
+    /// RediSearch's DISMAX of doc `id` (which passes `filter`): a term counts its
+    /// frequency (a tag, a range or `*` 1), an intersection or a phrase sums its
+    /// children, a union (an OR, a term's expansions, a multi-value tag) takes the
+    /// highest, a NOT and a vector clause count 0.
+    pub(super) fn dismax(&self, filter: &Compiled, id: u32) -> f64 {
+        let mut terms = Vec::new();
+        match filter {
+            Compiled::All | Compiled::Range(..) | Compiled::Tag(..) => f64::from(u8::from(self.terms(filter, id, &mut terms))),
+            Compiled::Text(..) => {
+                self.text_terms(filter, id, &mut terms);
+                terms.iter().map(|t| if let Term::Text(_, f) = t { f64::from(*f) } else { 0.0 }).fold(0.0, f64::max)
+            }
+            Compiled::Phrase(..) => {
+                self.text_terms(filter, id, &mut terms);
+                terms.iter().map(|t| if let Term::Text(_, f) = t { f64::from(*f) } else { 0.0 }).sum()
+            }
+            Compiled::Nothing | Compiled::Within(_) | Compiled::Not(_) => 0.0,
+            Compiled::Optional(inner) => {
+                if self.terms(inner, id, &mut terms) {
+                    self.dismax(inner, id)
+                } else {
+                    0.0
+                }
+            }
+            Compiled::And(parts, _) => parts.iter().map(|p| self.dismax(p, id)).sum(),
+            Compiled::Or(parts) => parts.iter().filter(|p| self.terms(p, id, &mut Vec::new())).map(|p| self.dismax(p, id)).fold(0.0, f64::max),
         }
     }
 }

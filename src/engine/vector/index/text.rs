@@ -6,6 +6,7 @@
 use bytes::Bytes;
 
 use super::{Compiled, Doc, Index, Term};
+use crate::engine::vector::scorer::DocStats;
 use crate::engine::vector::schema::FieldKind;
 use crate::engine::vector::text::{self as words, Language, STEM_MARK};
 
@@ -14,15 +15,19 @@ use crate::engine::vector::text::{self as words, Language, STEM_MARK};
 const STEM_FACTOR: f64 = 0.2;
 /// Most candidate positions a phrase check walks per document (bounds one check).
 const PHRASE_STARTS_MAX: usize = 100_000;
+/// Most terms a fuzzy term expands to (RediSearch's MAXPREFIXEXPANSIONS default).
+const EXPANSIONS_MAX: usize = 200;
 
 /// One field's terms as a document keeps them: the sorted terms, and beside each its
 /// encoded positions and what it adds to the term's frequency (each occurrence adds
 /// `max(1, floor(weight))`, a stem `max(1, floor(weight * 0.2))`, as RediSearch counts);
-/// `freqs` sums each term over the document's fields.
+/// `freqs` sums each term over the document's fields; `len` adds what the words (not
+/// the stems) add (RediSearch's document length).
 pub(super) fn field_terms(
     terms: Vec<(Bytes, Vec<u32>)>,
     weight: f64,
     freqs: &mut std::collections::HashMap<Bytes, u32>,
+    len: &mut u32,
 ) -> (Vec<Bytes>, Vec<(Vec<u8>, u32)>) {
     let mut tags = Vec::with_capacity(terms.len());
     let mut text = Vec::with_capacity(terms.len());
@@ -31,6 +36,9 @@ pub(super) fn field_terms(
         let each = (factor.floor() as u32).max(1);
         let freq = each.saturating_mul(positions.len() as u32);
         *freqs.entry(term.clone()).or_default() += freq;
+        if term.first() != Some(&STEM_MARK) {
+            *len = len.saturating_add(freq);
+        }
         tags.push(term);
         text.push((words::encode_positions(&positions), freq));
     }
@@ -120,7 +128,20 @@ impl Index {
         } else {
             words::expansions(&term, language)
         };
-        Ok(Compiled::Text(fields, terms))
+        Ok(Compiled::Text(fields, terms, prefix))
+    }
+
+    /// A fuzzy term: the terms indexed in its fields (stems included, as RediSearch's
+    /// term trie holds them) within `distance` edits, in byte order, at most
+    /// `EXPANSIONS_MAX`.
+    pub(super) fn compile_fuzzy(&self, field: Option<&Bytes>, term: &Bytes, distance: u8) -> Result<Compiled, String> {
+        let Some(fields) = self.text_fields(field)? else { return Ok(Compiled::Nothing) };
+        let mut found: Vec<Bytes> =
+            fields.iter().flat_map(|&p| self.postings[p].keys()).filter(|t| levenshtein_within(term, t, usize::from(distance))).cloned().collect();
+        found.sort_unstable();
+        found.dedup();
+        found.truncate(EXPANSIONS_MAX);
+        Ok(Compiled::Text(fields, found, true))
     }
 
     /// An exact phrase on one TEXT field or on all.
@@ -170,12 +191,10 @@ impl Index {
     pub(super) fn text_terms(&self, filter: &Compiled, id: u32, out: &mut Vec<Term>) -> bool {
         let Some(doc) = self.docs.get(id as usize).and_then(Option::as_ref) else { return false };
         match filter {
-            Compiled::Text(fields, terms) => {
+            Compiled::Text(fields, terms, first) => {
                 let mark = out.len();
-                for term in terms {
-                    if doc.has_in(fields, term)
-                        && let Some((freq, _)) = doc.text_term(&self.is_text, term)
-                    {
+                for term in matched(doc, fields, terms, *first) {
+                    if let Some((freq, _)) = doc.text_term(&self.is_text, term) {
                         out.push(Term::Text(term.clone(), freq));
                     }
                 }
@@ -195,11 +214,11 @@ impl Index {
         }
     }
 
-    /// What doc `id`'s score is divided by: its highest term frequency (at least 1)
-    /// times the distance between the query's matched parts (RediSearch's slop).
-    pub(super) fn divisor(&self, filter: &Compiled, id: u32) -> u32 {
-        let Some(doc) = self.docs.get(id as usize).and_then(Option::as_ref) else { return 1 };
-        doc.max_freq.max(1).saturating_mul(self.slop(doc, filter, id))
+    /// Doc `id`'s figures for its score: its highest term frequency and length, and
+    /// the distance between the query's matched parts in it (RediSearch's slop).
+    pub(super) fn doc_stats(&self, filter: &Compiled, id: u32) -> DocStats {
+        let Some(doc) = self.docs.get(id as usize).and_then(Option::as_ref) else { return DocStats::default() };
+        DocStats { max_freq: doc.max_freq.max(1), slop: self.slop(doc, filter, id), len: doc.len, score: doc.score, dismax: 0.0 }
     }
 
     /// RediSearch's distance between the children of the query's root that matched:
@@ -209,11 +228,11 @@ impl Index {
     /// intersection or phrase, or fewer than two children matched.
     fn slop(&self, doc: &Doc, filter: &Compiled, id: u32) -> u32 {
         let children: Vec<Vec<u32>> = match filter {
-            Compiled::Text(fields, terms) => {
-                terms.iter().filter(|t| doc.has_in(fields, t)).filter_map(|t| doc.text_term(&self.is_text, t).map(|(_, p)| p)).collect()
+            Compiled::Text(fields, terms, first) => {
+                matched(doc, fields, terms, *first).filter_map(|t| doc.text_term(&self.is_text, t).map(|(_, p)| p)).collect()
             }
             Compiled::Phrase(_, terms) => terms.iter().map(|t| doc.text_term(&self.is_text, t).map_or_else(Vec::new, |(_, p)| p)).collect(),
-            Compiled::And(parts) | Compiled::Or(parts) => parts
+            Compiled::And(parts, _) | Compiled::Or(parts) => parts
                 .iter()
                 .filter(|p| self.terms(p, id, &mut Vec::new()))
                 .map(|p| {
@@ -235,10 +254,10 @@ impl Index {
 
     /// The positions of the text terms a matched filter node matched in doc `id`
     /// (none under a NOT, none for tags, numbers or vectors).
-    fn positions_of(&self, doc: &Doc, filter: &Compiled, id: u32, out: &mut Vec<u32>) {
+    pub(super) fn positions_of(&self, doc: &Doc, filter: &Compiled, id: u32, out: &mut Vec<u32>) {
         match filter {
-            Compiled::Text(fields, terms) => {
-                for term in terms.iter().filter(|t| doc.has_in(fields, t)) {
+            Compiled::Text(fields, terms, first) => {
+                for term in matched(doc, fields, terms, *first) {
                     out.extend(doc.text_term(&self.is_text, term).map(|(_, p)| p).unwrap_or_default());
                 }
             }
@@ -247,14 +266,44 @@ impl Index {
                     out.extend(doc.text_term(&self.is_text, term).map(|(_, p)| p).unwrap_or_default());
                 }
             }
-            Compiled::And(parts) | Compiled::Or(parts) => {
+            Compiled::And(parts, _) | Compiled::Or(parts) => {
                 for part in parts.iter().filter(|p| self.terms(p, id, &mut Vec::new())) {
                     self.positions_of(doc, part, id, out);
                 }
             }
+            Compiled::Optional(inner) if self.terms(inner, id, &mut Vec::new()) => self.positions_of(doc, inner, id, out),
             _ => {}
         }
     }
+}
+
+/// The terms of a text node doc has in `fields`: all of them, or (a prefix's or fuzzy
+/// term's quick-exit union) only the first.
+fn matched<'a>(doc: &'a Doc, fields: &'a [usize], terms: &'a [Bytes], first: bool) -> impl Iterator<Item = &'a Bytes> + 'a {
+    terms.iter().filter(move |t| doc.has_in(fields, t)).take(if first { 1 } else { usize::MAX })
+}
+
+/// Whether `a` and `b` are at most `max` edits apart (insertions, deletions,
+/// substitutions of bytes): one row of the Levenshtein table at a time, given up as
+/// soon as a whole row exceeds `max`.
+fn levenshtein_within(a: &[u8], b: &[u8], max: usize) -> bool {
+    if a.len().abs_diff(b.len()) > max {
+        return false;
+    }
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, &ca) in a.iter().enumerate() {
+        let mut next = Vec::with_capacity(row.len());
+        next.push(i + 1);
+        for (j, &cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            next.push((row[j] + cost).min(row[j + 1] + 1).min(next[j] + 1));
+        }
+        if next.iter().all(|&d| d > max) {
+            return false;
+        }
+        row = next;
+    }
+    row[b.len()] <= max
 }
 
 /// The closest two positions of two sorted lists, walked as RediSearch walks them: it
@@ -277,7 +326,19 @@ fn min_delta(a: &[u32], b: &[u32]) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::min_delta;
+    use super::{levenshtein_within, min_delta};
+
+    #[test]
+    fn edit_distances_are_bounded_as_asked() {
+        assert!(levenshtein_within(b"hello", b"hello", 0));
+        assert!(levenshtein_within(b"hello", b"hullo", 1));
+        assert!(levenshtein_within(b"hello", b"hellos", 1));
+        assert!(levenshtein_within(b"run", b"+run", 1));
+        assert!(!levenshtein_within(b"ab", b"bar", 1));
+        assert!(levenshtein_within(b"ab", b"bar", 2));
+        assert!(levenshtein_within(b"hel", b"fox", 3));
+        assert!(!levenshtein_within(b"hel", b"wide", 3));
+    }
 
     #[test]
     fn the_closest_positions_of_two_lists_are_found() {

@@ -94,8 +94,8 @@ fn verbatim_language_and_nostopwords_are_kept_for_the_index() {
 
 #[test]
 fn unsupported_query_parts_are_errors_never_ignored() {
-    assert!(parse("%hello%", &[]).unwrap_err().contains("Fuzzy"));
-    assert!(parse("~hello", &[]).unwrap_err().contains("Optional"));
+    assert!(parse("%%%%hello%%%%", &[]).unwrap_err().contains("Syntax error"));
+    assert!(parse("%%hello%", &[]).unwrap_err().contains("Syntax error"));
     assert!(parse("\"hello world", &[]).unwrap_err().contains("Syntax error"));
     assert!(parse("@v:[VECTOR_RANGE 0.1 $b]=>{$FOO: 1}", &[("b", "x")]).is_err());
     assert!(parse("@v:[VECTOR_RANGE 1 $b] | @w:[VECTOR_RANGE 1 $b]", &[("b", "x")]).unwrap_err().contains("More than one"));
@@ -103,6 +103,21 @@ fn unsupported_query_parts_are_errors_never_ignored() {
     assert!(parse("@t:{*ab}", &[]).is_err());
     assert!(parse("@t:{a*b}", &[]).is_err());
     assert!(parse("(@t:{a}", &[]).is_err());
+}
+
+#[test]
+fn fuzzy_and_optional_terms_slop_inorder_and_scorers_parse() {
+    let q = parse("%%Hello%% ~@title:world ~the", &[]).expect("parses");
+    let Filter::And(parts) = &q.filter else { panic!("and: {:?}", q.filter) };
+    assert_eq!(parts[0], Filter::Fuzzy { field: None, term: "hello".into(), distance: 2 });
+    assert_eq!(parts[1], Filter::Optional(Box::new(Filter::Text { field: Some("title".into()), term: "world".into(), prefix: false })));
+    assert_eq!(parts.len(), 2, "an optional stop word is no condition");
+    assert_eq!(parse("@title:% fox %", &[]).expect("parses").filter, Filter::Fuzzy { field: Some("title".into()), term: "fox".into(), distance: 1 });
+    let args: Vec<Bytes> = ["a b", "SLOP", "2", "INORDER", "SCORER", "BM25"].iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
+    let q = parse_search(&args).expect("parses");
+    assert_eq!((q.slop, q.in_order, q.scorer), (Some(2), true, Scorer::Bm25));
+    let args: Vec<Bytes> = ["a b", "SLOP", "-2"].iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
+    assert!(parse_search(&args).is_err());
 }
 
 #[test]
