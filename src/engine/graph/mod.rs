@@ -20,6 +20,7 @@ pub mod index;
 pub mod lexer;
 pub mod parser;
 pub mod project;
+pub mod props;
 pub mod reply;
 pub mod store;
 pub mod value;

@@ -70,7 +70,7 @@ fn pair(key: &str, value: Frame) -> Frame {
     Frame::Array(vec![Frame::bulk_str(key), value])
 }
 
-fn props(graph: &GraphView, props: Option<&std::collections::BTreeMap<String, Value>>) -> Frame {
+fn props(graph: &GraphView, props: Option<&crate::engine::graph::view::Props>) -> Frame {
     let Some(props) = props else { return Frame::Array(Vec::new()) };
     Frame::Array(graph.ordered(props).into_iter().map(|(k, v)| Frame::Array(vec![Frame::bulk_str(k), value(graph, v)])).collect())
 }
@@ -196,7 +196,7 @@ mod compact {
         entries.get(entry).copied().unwrap_or(-1)
     }
 
-    fn props(graph: &GraphView, schema: &Schema, props: Option<&std::collections::BTreeMap<String, Value>>) -> Frame {
+    fn props(graph: &GraphView, schema: &Schema, props: Option<&crate::engine::graph::view::Props>) -> Frame {
         let Some(props) = props else { return Frame::Array(Vec::new()) };
         Frame::Array(
             graph

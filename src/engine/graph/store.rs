@@ -22,14 +22,18 @@
 //!
 //! This module decodes and buffers; it never reads a clock or does I/O.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
+
+use foldhash::fast::FixedState;
 
 use bytes::Bytes;
 
 use super::value::Value;
+use crate::engine::kv::element::ElementRef;
 use crate::engine::kv::elements::Elements;
 
-pub use super::view::{EdgeData, GraphView, NodeData};
+pub use super::view::{EdgeData, GraphView, NodeData, Props};
 
 /// A node's or an edge's identity: the dot of the write that created it and its index
 /// among the elements that write created. Unique in the cluster, never reused.
@@ -162,6 +166,73 @@ pub fn encode_value(value: &Value) -> Bytes {
     Bytes::from(out)
 }
 
+/// The elements of a graph part, decoded as [`GraphView::load`] walks them (schema
+/// entries go straight into the view).
+#[derive(Default)]
+struct Decoded {
+    props: Vec<(ElemId, String, Value)>,
+    nodes: Vec<(ElemId, NodeData)>,
+    edges: Vec<(ElemId, String, ElemId, ElemId)>,
+    declared: Vec<(String, String, Rank)>,
+}
+
+impl Decoded {
+    /// Decode one live element; one that does not decode is skipped (it cannot come
+    /// from this code; a newer writer's element kinds are ignored, not misread).
+    fn add(&mut self, view: &mut GraphView, name: &[u8], state: ElementRef<'_>) {
+        let Some(value) = state.read() else { return };
+        let value = value.to_bytes();
+        let Some((&tag, rest)) = name.split_first() else { return };
+        match tag {
+            b'I' => {
+                let (Some((label, prop)), Some(dot), Some((Value::Int(seq), _))) =
+                    (index_entry(rest), state.newest_dot(), Value::decode(&value))
+                else {
+                    return;
+                };
+                self.declared.push((label, prop, (dot.hlc.0, dot.node, seq)));
+            }
+            b'L' | b'T' | b'A' => {
+                let (Ok(entry), Some(dot)) = (std::str::from_utf8(rest), state.newest_dot()) else { return };
+                // Labels written before they had ranks hold "1": they rank by dot.
+                let seq = match Value::decode(&value) {
+                    Some((Value::Int(seq), _)) => seq,
+                    _ => 0,
+                };
+                let entries = match tag {
+                    b'L' => &mut view.labels,
+                    b'T' => &mut view.types,
+                    _ => &mut view.attrs,
+                };
+                entries.insert(entry.to_owned(), (dot.hlc.0, dot.node, seq));
+            }
+            b'N' => {
+                let (Some(id), Some((Value::List(labels), _))) = (ElemId::from_bytes(rest), Value::decode(&value)) else { return };
+                let labels = labels.into_iter().filter_map(|l| if let Value::Str(s) = l { Some(s) } else { None }).collect();
+                self.nodes.push((id, NodeData { labels, props: Props::new() }));
+            }
+            b'E' => {
+                let (Some(id), Some(src), Some(dst)) =
+                    (ElemId::from_bytes(rest), ElemId::from_bytes(&value), value.get(ID_BYTES..).and_then(ElemId::from_bytes))
+                else {
+                    return;
+                };
+                let Some((Value::Str(typ), _)) = Value::decode(&value[2 * ID_BYTES..]) else { return };
+                self.edges.push((id, typ, src, dst));
+            }
+            b'P' => {
+                let (Some(id), Some(key), Some((v, _))) =
+                    (ElemId::from_bytes(rest), rest.get(ID_BYTES..).and_then(|k| std::str::from_utf8(k).ok()), Value::decode(&value))
+                else {
+                    return;
+                };
+                self.props.push((id, key.to_owned(), v));
+            }
+            _ => {}
+        }
+    }
+}
+
 impl GraphView {
     /// Decode a graph part. Elements that do not decode are skipped (they cannot come
     /// from this code; a newer writer's element kinds are ignored, not misread).
@@ -170,62 +241,14 @@ impl GraphView {
         let Some(elements) = elements else {
             return view;
         };
-        let mut props: Vec<(ElemId, String, Value)> = Vec::new();
-        let mut nodes: Vec<(ElemId, NodeData)> = Vec::new();
-        let mut edges: Vec<(ElemId, String, ElemId, ElemId)> = Vec::new();
-        let mut declared: Vec<(String, String, Rank)> = Vec::new();
-        for (name, state) in elements.iter() {
-            let Some(value) = state.read() else { continue };
-            let value = value.to_bytes();
-            let Some((&tag, rest)) = name.split_first() else { continue };
-            match tag {
-                b'I' => {
-                    let (Some((label, prop)), Some(dot), Some((Value::Int(seq), _))) =
-                        (index_entry(rest), state.newest_dot(), Value::decode(&value))
-                    else {
-                        continue;
-                    };
-                    declared.push((label, prop, (dot.hlc.0, dot.node, seq)));
-                }
-                b'L' | b'T' | b'A' => {
-                    let (Ok(entry), Some(dot)) = (std::str::from_utf8(rest), state.newest_dot()) else { continue };
-                    // Labels written before they had ranks hold "1": they rank by dot.
-                    let seq = match Value::decode(&value) {
-                        Some((Value::Int(seq), _)) => seq,
-                        _ => 0,
-                    };
-                    let entries = match tag {
-                        b'L' => &mut view.labels,
-                        b'T' => &mut view.types,
-                        _ => &mut view.attrs,
-                    };
-                    entries.insert(entry.to_owned(), (dot.hlc.0, dot.node, seq));
-                }
-                b'N' => {
-                    let (Some(id), Some((Value::List(labels), _))) = (ElemId::from_bytes(rest), Value::decode(&value)) else { continue };
-                    let labels = labels.into_iter().filter_map(|l| if let Value::Str(s) = l { Some(s) } else { None }).collect();
-                    nodes.push((id, NodeData { labels, props: BTreeMap::new() }));
-                }
-                b'E' => {
-                    let (Some(id), Some(src), Some(dst)) =
-                        (ElemId::from_bytes(rest), ElemId::from_bytes(&value), value.get(ID_BYTES..).and_then(ElemId::from_bytes))
-                    else {
-                        continue;
-                    };
-                    let Some((Value::Str(typ), _)) = Value::decode(&value[2 * ID_BYTES..]) else { continue };
-                    edges.push((id, typ, src, dst));
-                }
-                b'P' => {
-                    let (Some(id), Some(key), Some((v, _))) =
-                        (ElemId::from_bytes(rest), rest.get(ID_BYTES..).and_then(|k| std::str::from_utf8(k).ok()), Value::decode(&value))
-                    else {
-                        continue;
-                    };
-                    props.push((id, key.to_owned(), v));
-                }
-                _ => {}
+        let mut decoded = Decoded::default();
+        // A graph's elements are in chunks (see `Elements::for_each_entry`).
+        elements.for_each_entry(|name, state| {
+            if state.exists() {
+                decoded.add(&mut view, name, state);
             }
-        }
+        });
+        let Decoded { props, mut nodes, mut edges, declared } = decoded;
         // Slots are filled in id order: scans then run in id order.
         nodes.sort_unstable_by_key(|(id, _)| *id);
         edges.sort_unstable_by_key(|(id, ..)| *id);
@@ -271,38 +294,44 @@ impl GraphView {
 pub struct Writes {
     names: Vec<Bytes>,
     values: Vec<Option<Bytes>>,
-    index: HashMap<Bytes, usize>,
-    /// Names this query created: removing one of them again needs no write at all.
-    created: BTreeSet<Bytes>,
+    /// Whether this query created the name: removing it again needs no write at all.
+    created: Vec<bool>,
+    /// Where each name is in `names` (a fixed seed: names are this query's own ids and
+    /// the client's property names, and the map never outlives the query).
+    index: HashMap<Bytes, usize, FixedState>,
 }
 
 impl Writes {
     pub fn set(&mut self, name: Bytes, value: Bytes, creates: bool) {
-        if creates {
-            self.created.insert(name.clone());
-        }
-        self.put(name, Some(value));
+        let i = self.put(name, Some(value));
+        self.created[i] |= creates;
     }
 
     pub fn remove(&mut self, name: Bytes) {
-        if self.created.contains(&name) {
-            if let Some(i) = self.index.get(&name) {
-                // Created and removed by the same query: nothing to ship. A tombstone
-                // value (None) with no dot of its own would remove nothing anyway.
-                self.values[*i] = None;
-            }
+        if let Some(&i) = self.index.get(&name)
+            && self.created[i]
+        {
+            // Created and removed by the same query: nothing to ship. A tombstone
+            // value (None) with no dot of its own would remove nothing anyway.
+            self.values[i] = None;
             return;
         }
         self.put(name, None);
     }
 
-    fn put(&mut self, name: Bytes, value: Option<Bytes>) {
-        match self.index.get(&name) {
-            Some(i) => self.values[*i] = value,
-            None => {
-                self.index.insert(name.clone(), self.names.len());
-                self.names.push(name);
+    fn put(&mut self, name: Bytes, value: Option<Bytes>) -> usize {
+        match self.index.entry(name) {
+            Entry::Occupied(at) => {
+                self.values[*at.get()] = value;
+                *at.get()
+            }
+            Entry::Vacant(at) => {
+                let i = self.names.len();
+                self.names.push(at.key().clone());
+                at.insert(i);
                 self.values.push(value);
+                self.created.push(false);
+                i
             }
         }
     }
@@ -310,7 +339,12 @@ impl Writes {
     /// The writes to make: names, and each name's value (`None`: remove it). Names
     /// created and removed within the query are left out.
     pub fn into_parts(self) -> (Vec<Bytes>, Vec<Option<Bytes>>) {
-        let created = self.created;
-        self.names.into_iter().zip(self.values).filter(|(n, v)| v.is_some() || !created.contains(n)).unzip()
+        self.names
+            .into_iter()
+            .zip(self.values)
+            .zip(self.created)
+            .filter(|((_, v), created)| v.is_some() || !created)
+            .map(|(w, _)| w)
+            .unzip()
     }
 }

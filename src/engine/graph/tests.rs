@@ -84,9 +84,10 @@ mod convergence {
     fn hidden_dangling_edges(shard: &Shard) -> usize {
         let Some(entry) = shard.kv.keys.get(b"g", crate::engine::kv::key_hash(b"g")) else { return 0 };
         let Some(part) = entry.state.part(Part::Graph) else { return 0 };
-        let nodes: Vec<ElemId> = part.iter().filter(|(n, _)| n[0] == b'N').filter_map(|(n, _)| ElemId::from_bytes(&n[1..])).collect();
+        let live = part.live_named();
+        let nodes: Vec<ElemId> = live.iter().filter(|(n, _)| n[0] == b'N').filter_map(|(n, _)| ElemId::from_bytes(&n[1..])).collect();
         let view = GraphView::load(Some(part));
-        let stored_edges = part.iter().filter(|(n, _)| n[0] == b'E').count();
+        let stored_edges = live.iter().filter(|(n, _)| n[0] == b'E').count();
         assert!(view.edges().all(|(_, e)| nodes.contains(&e.src) && nodes.contains(&e.dst)), "a query would see a dangling edge");
         stored_edges - view.edge_count()
     }
@@ -117,7 +118,10 @@ mod convergence {
                 };
                 let reply = query(&mut replicas[r], &text, now_ms);
                 let expected_error = |e: &str| e.contains("already indexed") || e.contains("no such index");
-                assert!(!reply.is_error() || matches!(&reply, Frame::Error(e) if expected_error(&String::from_utf8_lossy(e))), "{text}: {reply:?}");
+                assert!(
+                    !reply.is_error() || matches!(&reply, Frame::Error(e) if expected_error(&String::from_utf8_lossy(e))),
+                    "{text}: {reply:?}"
+                );
                 own[r].extend(replicas[r].drain_deltas().decode().expect("the log decodes"));
                 if rng.random_bool(0.2) {
                     // One replica hears everything another has written so far.

@@ -17,7 +17,7 @@
 //!
 //! Pure data structure: no clock, no I/O, never touches the stored elements.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 
 use foldhash::fast::FixedState;
 
@@ -26,10 +26,10 @@ use super::index::Indexes;
 use super::store::{ElemId, Rank};
 use super::value::Value;
 
-pub type Props = BTreeMap<String, Value>;
+pub use super::props::Props;
 
 /// The properties of an edge that has none (most edges).
-static NO_PROPS: Props = BTreeMap::new();
+static NO_PROPS: Props = Props::new();
 
 type SlotMap = HashMap<ElemId, u32, FixedState>;
 

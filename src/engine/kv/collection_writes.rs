@@ -139,21 +139,17 @@ impl KvEngine {
                 }
                 shipped.push((name, element));
             }
-            if part == Part::Graph {
-                // A query's writes are collected by its own module: built as a part
-                // state, which keeps one entry per name whatever it hands over.
-                ctx.deltas.key_part_changed(
-                    stored_key,
-                    &KeyState::part_delta(part, shipped.into_iter().map(|(n, s)| (Bytes::copy_from_slice(n), s))),
-                );
-            } else {
-                // Every other caller names each element once (HSET, SADD, ZADD and the
-                // removes keep a name's last write; a list's names are new positions or
-                // ones a walk saw once): the sink writes the delta straight from the
-                // elements, the bytes `KeyState::part_delta` would encode (tested in
-                // `delta::codec`), without building a one-element collection per write.
-                ctx.deltas.key_elements_changed(stored_key, part, &shipped);
-            }
+            // Every caller names each element once (HSET, SADD, ZADD and the removes
+            // keep a name's last write; a list's names are new positions or ones a walk
+            // saw once; a graph query's `store::Writes` keeps one entry per name): the
+            // sink writes the delta straight from the elements, the bytes
+            // `KeyState::part_delta` would encode (tested in `delta::codec`), without
+            // building a collection of them per write.
+            debug_assert!(
+                part != Part::Graph || names.iter().map(|n| n.as_ref()).collect::<std::collections::HashSet<&[u8]>>().len() == names.len(),
+                "a graph query names each element once"
+            );
+            ctx.deltas.key_elements_changed(stored_key, part, &shipped);
             state.exists()
         });
         match updated {

@@ -31,8 +31,9 @@
 //! it as a [`KeyState`] and stores it back. Order is insertion order while the collection is small, as
 //! Redis's listpack keeps it, so small hashes reply exactly as Redis does. A list's
 //! elements are held in position order in chunks instead (`list_table.rs`,
-//! `elements/list_form.rs`): its names exist only while a chunk is decoded, so code that
-//! may see a list walks entries with [`Elements::for_each_entry`], never `entries()`.
+//! `elements/list_form.rs`), and so are a graph's, in name order: their names exist only
+//! while a chunk is decoded, so code that may see a list or a graph walks entries with
+//! [`Elements::for_each_entry`], never `entries()`.
 //!
 //! Pure data: no I/O, no clock.
 
@@ -75,10 +76,12 @@ fn new_map() -> Box<ElementMap> {
 enum Table {
     /// A small hash's or set's compact elements in one allocation (`packed.rs`).
     Packed(Packed),
-    /// Everything else but a list: a sorted set, a graph, a collection past the packed
-    /// form's limits or holding an element it cannot pack (a tombstone, a counter).
+    /// Everything else but a list or a graph: a sorted set, a delta, a collection past
+    /// the packed form's limits or holding an element it cannot pack (a tombstone, a
+    /// counter).
     Map(Box<ElementMap>),
-    /// A list's elements in position order, packed in chunks (`list_table.rs`).
+    /// A list's elements in position order, or a graph's in name order, packed in
+    /// chunks (`list_table.rs`; see [`chunked`]).
     List(Box<ListTable>),
 }
 
@@ -164,6 +167,15 @@ pub struct Elements {
     order: Option<Box<ScoreOrder>>,
 }
 
+/// Whether a part's elements are held in name-ordered chunks (`list_table.rs`): a
+/// list's (its names are positions: name order is list order) and a graph's (a million
+/// small elements named by ids that mostly grow: in a chunk an edge costs its bytes and
+/// a few more, where a map entry adds a slot, an index entry and two allocations, ~150
+/// bytes). Deltas stay in the map form (see [`Elements::only`]).
+fn chunked(part: Part) -> bool {
+    matches!(part, Part::List | Part::Graph)
+}
+
 /// A member's score for the order index, if it is live.
 fn live_score(state: &KeyState) -> Option<f64> {
     state.exists().then(|| state.score())
@@ -221,7 +233,7 @@ impl Elements {
         let packs = matches!(part, Part::Hash | Part::Set);
         let table = match part {
             _ if packs => Table::Packed(Packed::default()),
-            Part::List => Table::List(Box::default()),
+            _ if chunked(part) => Table::List(Box::default()),
             _ => Table::Map(new_map()),
         };
         Elements { table, packs, order, ..Elements::default() }
@@ -501,7 +513,7 @@ impl Elements {
     /// Rebuild from decoded entries (codec): counts, contexts and digest recomputed.
     pub fn from_entries(part: Part, removed: VersionVector, entries: Vec<(Bytes, KeyState)>) -> Result<Elements, &'static str> {
         let mut elements = Elements { removed, ..Elements::for_part(part) };
-        if part != Part::List {
+        if !chunked(part) {
             elements.table = Table::Map(new_map());
         }
         for (name, state) in entries {
@@ -513,7 +525,7 @@ impl Elements {
             elements.account(false, state.exists());
             let named_twice = match &mut elements.table {
                 Table::List(list) => {
-                    if !super::position::is_valid(&name) {
+                    if part == Part::List && !super::position::is_valid(&name) {
                         return Err("a list element whose name is no position");
                     }
                     list.put(&name, Stored::from_owned(state))

@@ -193,10 +193,13 @@ impl KvEngine {
             .map_or(0, |h| if h.is_packed() { h.packed_bytes() } else { h.entries().map(|(m, _)| element + m.len()).sum() });
         let order_entry = std::mem::size_of::<(f64, Bytes)>();
         let scored: usize = state.zset_members().map_or(0, |z| z.entries().map(|(m, _)| element + order_entry + m.len()).sum());
-        // A list's chunks, and its elements held outside them as map entries.
-        let listed: usize = state.list_elements().and_then(|l| l.list()).map_or(0, |l| {
-            l.chunk_bytes().0 + l.others().map(|(p, s)| element + std::mem::size_of::<Bytes>() + p.len() + value_bytes(s.view())).sum::<usize>()
-        });
+        // A list's or a graph's chunks, and its elements held outside them as map entries.
+        let chunked = |l: &super::list_table::ListTable| {
+            l.chunk_bytes().0
+                + l.others().map(|(p, s)| element + std::mem::size_of::<Bytes>() + p.len() + value_bytes(s.view())).sum::<usize>()
+        };
+        let listed: usize = state.list_elements().and_then(|l| l.list()).map_or(0, chunked)
+            + state.part(Part::Graph).and_then(|g| g.list()).map_or(0, chunked);
         let scored = scored + listed;
         let string = if state.kind() == Some(KeyKind::String) { state.read().map_or(0, |v| v.len()) } else { 0 };
         Frame::Integer((ENTRY_BYTES + std::mem::size_of::<KeyState>() + key.len() + string + fields + members + scored) as i64)
@@ -228,10 +231,15 @@ impl KvEngine {
                 SnapshotValue::Hash(state.hash()?.iter().filter_map(|(f, s)| Some((Bytes::copy_from_slice(f), s.read()?))).collect())
             }
             KeyKind::Set => SnapshotValue::Set(state.set_members()?.iter().map(|(m, _)| Bytes::copy_from_slice(m)).collect()),
-            KeyKind::Zset => SnapshotValue::Zset(state.zset_members()?.score_order()?.iter(false).map(|(s, m)| (Bytes::copy_from_slice(m), s)).collect()),
-            KeyKind::Graph => SnapshotValue::Graph(
-                state.part(Part::Graph)?.iter().filter_map(|(n, s)| Some((Bytes::copy_from_slice(n), s.read()?))).collect(),
-            ),
+            KeyKind::Zset => {
+                SnapshotValue::Zset(state.zset_members()?.score_order()?.iter(false).map(|(s, m)| (Bytes::copy_from_slice(m), s)).collect())
+            }
+            KeyKind::Graph => {
+                // A graph's elements are in chunks: walked, not iterated (`elements.rs`).
+                let mut elements = Vec::new();
+                state.part(Part::Graph)?.for_each_entry(|n, s| elements.extend(s.read().map(|v| (Bytes::copy_from_slice(n), v))));
+                SnapshotValue::Graph(elements)
+            }
             KeyKind::List => {
                 let list = state.list_elements()?;
                 SnapshotValue::List(super::lists::walk(list, false).filter_map(|(_, e)| Some(e.read()?.to_bytes())).collect())

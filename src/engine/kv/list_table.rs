@@ -3,7 +3,9 @@
 //! listpacks, and the few elements with more history than one value at one dot (a
 //! tombstone, concurrent LSETs) in a side map. The element semantics are those of
 //! `elements.rs` (this is one of its table forms); the order is the byte order of the
-//! position names (`position.rs`).
+//! position names (`position.rs`). A graph's elements are stored here too, in the byte
+//! order of their names (`graph/store.rs`): nothing below needs a name to be a position
+//! (one that is not is coded in full, or stepped as bytes, see `chunk.rs`).
 //!
 //! Why chunks: an element held as a map entry costs a hash slot, an index entry, a
 //! name allocation and a value allocation (~350 bytes for a 16-byte value); in a chunk
@@ -17,10 +19,14 @@
 //! Entry layout, in name order: `[tag u8]`, then the name (tag bits 0–1: `0` full,
 //! `[len varint][bytes]`; `1` the previous name with its last triple's digit and HLC
 //! stepped, `[digit step varint][hlc step zigzag varint]`; `2` the same plus
-//! `[node varint]`), then the dot (bit 2: `0` the name's last triple; `1`
-//! `[hlc varint][node varint]`), then the value (bit 3: `0` bytes `[len varint][bytes]`;
-//! `1` an integer, zigzag varint). A chunk's first entry always has its name in full,
-//! so a chunk's first name is read without decoding.
+//! `[node varint]`; `3` the previous name with its graph id stepped, `[hlc step zigzag
+//! varint][node varint][seq step zigzag varint]`), then the dot (bit 2: `0` implied,
+//! `1` `[hlc varint][node varint]`; implied is the name's last triple, or with bit 4
+//! the `(hlc, node)` of its graph id), then the value (bit 3: `0` bytes `[len
+//! varint][bytes]`; `1` an integer, zigzag varint). A chunk's first entry always has
+//! its name in full, so a chunk's first name is read without decoding. A graph's edge
+//! created with the ones before it in a query so costs a tag, three bytes of name and
+//! its value.
 //!
 //! Must never: hold a non-compact element in a chunk, an empty chunk, a chunk over
 //! [`CHUNK_ENTRIES_MAX`], or one name twice; do I/O.
@@ -209,9 +215,16 @@ impl ListTable {
             self.chunked += 1;
         }
         if self.chunks[i].count as usize > CHUNK_ENTRIES_MAX {
-            // Split in two halves (once per half a chunk of inserts into it).
+            // Split in two halves (once per half a chunk of inserts into it), or right
+            // after the new entry when the next name is of another kind (another first
+            // byte): a graph's new nodes all land just before its first property, and
+            // then go on as appends to the left part instead of splices into a chunk.
             let entries = self.chunks[i].decode();
-            let half = entries.len() / 2;
+            let at = entries.iter().position(|(n, _)| n.as_slice() == name).map_or(entries.len(), |at| at + 1);
+            let half = match entries.get(at) {
+                Some((next, _)) if next.first() != name.first() => at,
+                _ => entries.len() / 2,
+            };
             let halves = [
                 Chunk::build(entries[..half].iter().map(|(n, e)| (n.as_slice(), *e))),
                 Chunk::build(entries[half..].iter().map(|(n, e)| (n.as_slice(), *e))),

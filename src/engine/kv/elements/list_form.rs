@@ -1,11 +1,12 @@
-//! The list form of a collection's table: how [`Elements`] reaches a list's chunks
-//! (`list_table.rs`) and merges one element into them. Part of [`super::Elements`];
-//! a list's elements never take the map or packed form.
+//! The list form of a collection's table: how [`Elements`] reaches a list's (or a
+//! graph's) chunks (`list_table.rs`) and merges one element into them. Part of
+//! [`super::Elements`]; a list's elements never take the map or packed form, nor do a
+//! graph's, but in a delta (see [`Elements::only`]).
 
 use super::*;
 
 impl Elements {
-    /// A list's elements in position order (`None` for other parts).
+    /// A list's elements in position order, a graph's in name order (`None` for other parts).
     pub fn list(&self) -> Option<&ListTable> {
         match &self.table {
             Table::List(list) => Some(list),

@@ -13,8 +13,45 @@ use crate::engine::kv::position::TRIPLE_BYTES;
 const NAME_FULL: u8 = 0;
 const NAME_STEP: u8 = 1;
 const NAME_STEP_NODE: u8 = 2;
+/// The previous name with its id stepped (see [`id_of`]): `[hlc step zigzag varint]
+/// [node varint][seq step zigzag varint]`.
+const NAME_ID_STEP: u8 = 3;
 const DOT_EXPLICIT: u8 = 1 << 2;
 const VALUE_INT: u8 = 1 << 3;
+/// The dot is the `(hlc, node)` of the name's id (see [`id_of`]).
+const DOT_ID: u8 = 1 << 4;
+
+/// Where an id ends in a name that carries one after a one-byte tag.
+const ID_END: usize = 1 + 8 + 2 + 4;
+
+/// The id `(hlc, node, seq)` of a name laid out as `[tag][hlc u64][node u16][seq u32]…`,
+/// as a graph's element names are (`graph/store.rs`): consecutive elements of a graph
+/// differ in their id alone, and an element's dot is usually its id's. Any name of
+/// that length reads as one; the coding is exact whatever the bytes mean.
+fn id_of(name: &[u8]) -> Option<(u64, u16, u32)> {
+    let id = name.get(1..ID_END)?;
+    Some((
+        u64::from_be_bytes(id[..8].try_into().expect("eight bytes")),
+        u16::from_be_bytes([id[8], id[9]]),
+        u32::from_be_bytes(id[10..14].try_into().expect("four bytes")),
+    ))
+}
+
+fn set_id(name: &mut [u8], (hlc, node, seq): (u64, u16, u32)) {
+    name[1..9].copy_from_slice(&hlc.to_be_bytes());
+    name[9..11].copy_from_slice(&node.to_be_bytes());
+    name[11..ID_END].copy_from_slice(&seq.to_be_bytes());
+}
+
+/// The dot of an entry coded without an explicit one (`tag`'s dot bits).
+fn implied_dot(tag: u8, name: &[u8]) -> Dot {
+    if tag & DOT_ID != 0 {
+        let (hlc, node, _) = id_of(name).expect("coded only for a name with an id");
+        return Dot::new(Hlc(hlc), node);
+    }
+    let (_, hlc, node) = last_triple(name);
+    Dot::new(Hlc(hlc), node)
+}
 
 /// The last triple of a position: `(digit, hlc, node)`.
 fn last_triple(name: &[u8]) -> (u64, u64, u16) {
@@ -69,23 +106,48 @@ pub(super) fn encode_entry(out: &mut Vec<u8>, prev: Option<&[u8]>, name: &[u8], 
     // A name shorter than a triple is no position (a test or a bad peer made it): it
     // is stored in full with its dot, and the codec refuses it when it is read back.
     let triple = (name.len() >= TRIPLE_BYTES).then(|| last_triple(name));
-    let dot_tag = if triple.is_some_and(|(_, hlc, node)| Dot::new(Hlc(hlc), node) == dot) { 0 } else { DOT_EXPLICIT };
+    let id = id_of(name);
+    let dot_tag = if triple.is_some_and(|(_, hlc, node)| Dot::new(Hlc(hlc), node) == dot) {
+        0
+    } else if id.is_some_and(|(hlc, node, _)| Dot::new(Hlc(hlc), node) == dot) {
+        DOT_ID
+    } else {
+        DOT_EXPLICIT
+    };
     let step = triple.and_then(|(digit, hlc, node)| {
         let prev = prev.filter(|p| p.len() == name.len() && p[..p.len() - TRIPLE_BYTES] == name[..name.len() - TRIPLE_BYTES])?;
         let (p_digit, p_hlc, p_node) = last_triple(prev);
         digit.checked_sub(p_digit).map(|d| (d, zigzag(hlc.wrapping_sub(p_hlc) as i64), p_node != node, node))
     });
+    // Not a position's step: an id's, when only the id differs from the previous name.
+    let id_step = match (step, id, prev) {
+        (None, Some((hlc, node, seq)), Some(prev))
+            if prev.len() == name.len() && prev[0] == name[0] && prev[ID_END..] == name[ID_END..] =>
+        {
+            let (p_hlc, _, p_seq) = id_of(prev).expect("same length");
+            Some((zigzag(hlc.wrapping_sub(p_hlc) as i64), node, zigzag(i64::from(seq.wrapping_sub(p_seq) as i32))))
+        }
+        _ => None,
+    };
     let name_tag = match step {
+        None if id_step.is_some() => NAME_ID_STEP,
         None => NAME_FULL,
         Some((_, _, false, _)) => NAME_STEP,
         Some((_, _, true, _)) => NAME_STEP_NODE,
     };
     out.push(name_tag | dot_tag | value_tag);
     match step {
-        None => {
-            put_var(out, name.len() as u64);
-            out.extend_from_slice(name);
-        }
+        None => match id_step {
+            Some((hlc_step, node, seq_step)) => {
+                put_var(out, hlc_step);
+                put_var(out, u64::from(node));
+                put_var(out, seq_step);
+            }
+            None => {
+                put_var(out, name.len() as u64);
+                out.extend_from_slice(name);
+            }
+        },
         Some((digit_step, hlc_step, node_differs, node)) => {
             put_var(out, digit_step);
             put_var(out, hlc_step);
@@ -164,6 +226,13 @@ impl<'a> Decoder<'a> {
                 self.name.extend_from_slice(&bytes[self.at..self.at + len]);
                 self.at += len;
             }
+            NAME_ID_STEP => {
+                let (hlc, _, seq) = id_of(&self.name).expect("an id step follows a name with an id");
+                let hlc = hlc.wrapping_add(unzigzag(get_var(bytes, &mut self.at)) as u64);
+                let node = get_var(bytes, &mut self.at) as u16;
+                let seq = seq.wrapping_add(unzigzag(get_var(bytes, &mut self.at)) as i32 as u32);
+                set_id(&mut self.name, (hlc, node, seq));
+            }
             kind => {
                 let (digit, hlc, node) = last_triple(&self.name);
                 let digit = digit + get_var(bytes, &mut self.at);
@@ -177,8 +246,7 @@ impl<'a> Decoder<'a> {
             let node = get_var(bytes, &mut self.at) as u16;
             Dot::new(Hlc(hlc), node)
         } else {
-            let (_, hlc, node) = last_triple(&self.name);
-            Dot::new(Hlc(hlc), node)
+            implied_dot(tag, &self.name)
         };
         let element = get_value(bytes, &mut self.at, dot, tag & VALUE_INT != 0);
         Some((start, element))
@@ -230,7 +298,7 @@ impl Chunk {
             kind => {
                 get_var(bytes, &mut at);
                 get_var(bytes, &mut at);
-                if kind == NAME_STEP_NODE {
+                if kind != NAME_STEP {
                     get_var(bytes, &mut at);
                 }
             }
@@ -240,8 +308,7 @@ impl Chunk {
             let node = get_var(bytes, &mut at) as u16;
             Dot::new(Hlc(hlc), node)
         } else {
-            let (_, hlc, node) = last_triple(&self.last);
-            Dot::new(Hlc(hlc), node)
+            implied_dot(tag, &self.last)
         };
         Some(get_value(bytes, &mut at, dot, tag & VALUE_INT != 0))
     }

@@ -1,5 +1,5 @@
 //! Tests of the list table: reads against a model through random edits, pops at both
-//! ends, memory per element.
+//! ends, memory per element; a graph's elements (names that are ids) the same way.
 
 use super::*;
 use crate::crdt::{Dot, Hlc};
@@ -184,7 +184,90 @@ fn retain_keeps_what_it_is_told_in_order() {
         last = Some(n);
     }
     table.retain(|_, stored| stored.view().newest_dot().is_some_and(|d| !d.hlc.0.is_multiple_of(3)));
-    let want: Vec<Vec<u8>> = names.iter().enumerate().filter(|(i, _)| !(10 + *i as u64).is_multiple_of(3)).map(|(_, n)| n.clone()).collect();
+    let want: Vec<Vec<u8>> =
+        names.iter().enumerate().filter(|(i, _)| !(10 + *i as u64).is_multiple_of(3)).map(|(_, n)| n.clone()).collect();
     assert_eq!(names_of(&table), want);
     assert_eq!(table.entries_len(), want.len());
+}
+
+/// A graph element's name (`graph/store.rs`): a tag, an id, a property name.
+fn graph_name(tag: u8, (hlc, node, seq): (u64, u16, u32), key: &str) -> Vec<u8> {
+    let mut name = vec![tag];
+    name.extend_from_slice(&hlc.to_be_bytes());
+    name.extend_from_slice(&node.to_be_bytes());
+    name.extend_from_slice(&seq.to_be_bytes());
+    name.extend_from_slice(key.as_bytes());
+    name
+}
+
+/// A graph's elements in the table (names coded as id steps, dots as the id's): read
+/// back against a model through creates in id order (a node and its property at a
+/// time, as a bulk load writes them: every node lands just before the properties),
+/// edges, later writes to older elements' properties (an explicit dot), removes
+/// anywhere and at the tail.
+#[test]
+fn a_graphs_elements_read_back_as_a_sorted_map() {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    let mut table = ListTable::default();
+    let mut model: BTreeMap<Vec<u8>, Stored> = BTreeMap::new();
+    let mut ids = Vec::new();
+    for step in 0..6000u64 {
+        // Fifty elements per write: one HLC, ids apart in their sequence number.
+        let hlc = (1 << 40) + step / 50 * 65536;
+        let id = (hlc, rng.random_range(1..3), (step % 50) as u32);
+        let mut put = |name: Vec<u8>, stored: Stored| {
+            table.put(&name, stored.clone());
+            model.insert(name, stored);
+        };
+        match rng.random_range(0..10) {
+            0..=5 => {
+                let created = dot(id.0, id.1);
+                put(graph_name(b'N', id, ""), raw(created, b"labels"));
+                let key = ["i", "age", "a-longer-name"][rng.random_range(0..3)];
+                put(graph_name(b'P', id, key), Stored::Int { hlc: created.hlc, node: created.node, value: step as i64 });
+                ids.push(id);
+            }
+            6 if !ids.is_empty() => {
+                let old = ids[rng.random_range(0..ids.len())];
+                put(graph_name(b'P', old, "i"), raw(dot(hlc + 7, 3), b"later"));
+            }
+            7 => put(graph_name(b'E', id, ""), raw(dot(id.0, id.1), &[7; 31])),
+            _ if !model.is_empty() => {
+                let at = if rng.random_bool(0.3) { model.len() - 1 } else { rng.random_range(0..model.len()) };
+                let n = model.keys().nth(at).cloned().expect("in range");
+                assert_eq!(table.remove(&n), model.remove(&n), "step {step}");
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(names_of(&table), model.keys().cloned().collect::<Vec<_>>());
+    for (n, s) in &model {
+        assert_eq!(table.get(n), Some(s.view()));
+    }
+    assert!(table.chunks.iter().all(|c| c.count > 0 && c.count as usize <= CHUNK_ENTRIES_MAX));
+}
+
+/// A bulk load's shape (nodes each with a property, then edges, ids ascending): the
+/// nodes' run before the properties splits there and goes on as appends, so chunks
+/// stay full, and an edge costs its value and a few bytes.
+#[test]
+fn a_graph_bulk_load_fills_its_chunks_and_costs_about_its_values() {
+    let mut table = ListTable::default();
+    for seq in 0..10_000u32 {
+        let id = ((1 << 40) + u64::from(seq / 5000) * 65536, 1, seq);
+        let created = dot(id.0, id.1);
+        table.put(&graph_name(b'N', id, ""), raw(created, b"\x06\x01\x02\x01N"));
+        table.put(&graph_name(b'P', id, "i"), raw(created, &[3, 1, 2, 3, 4, 5, 6, 7, 8]));
+    }
+    let (_, chunks) = table.chunk_bytes();
+    assert!(chunks <= 20_000 / CHUNK_ENTRIES_MAX + 3, "{chunks} chunks");
+    let (before, _) = table.chunk_bytes();
+    for seq in 0..10_000u32 {
+        let id = ((1 << 41) + u64::from(seq / 5000) * 65536, 1, seq);
+        table.put(&graph_name(b'E', id, ""), raw(dot(id.0, id.1), &[7; 31]));
+    }
+    let (after, _) = table.chunk_bytes();
+    // A 31-byte value, its length, a tag and a three-byte id step.
+    assert!(after - before < 10_000 * 40, "{} bytes an edge", (after - before) / 10_000);
+    assert_eq!(table.entries_len(), 30_000);
 }
