@@ -539,7 +539,7 @@ impl KeyState {
         let self_ctx = self.string_context();
         let other_ctx = other.string_context();
         let theirs = other.values();
-        if !(theirs.is_empty() && self.values().is_empty()) && !self.same_values(theirs) {
+        if !self.same_values(theirs) {
             self.full_mut().value.merge_entries(&self_ctx, theirs.iter(), &other_ctx);
         }
         if !(self.ttl().is_empty() && other.ttl().is_empty()) {
@@ -561,9 +561,9 @@ impl KeyState {
         self.settle();
     }
 
-    /// Whether `theirs` holds exactly the values held here (a merge of a state with
-    /// itself, or with a delta this replica already holds, changes no value: the
-    /// registers keep what both sides have).
+    /// Whether `theirs` holds exactly the values held here, none included (a merge of
+    /// a state with itself, or with a delta this replica already holds, changes no
+    /// value: the registers keep what both sides have).
     fn same_values(&self, theirs: Values<'_>) -> bool {
         let mine = self.values();
         mine.len() == theirs.len() && mine.iter().zip(theirs.iter()).all(|(a, b)| a.0 == b.0)
