@@ -100,6 +100,11 @@ impl<V: CounterValue> Counter<V> {
         Self::default()
     }
 
+    /// One writer's slot and no floor (a key state's compact counter, unpacked).
+    pub fn with_slot(slot: Slot<V>) -> Self {
+        Counter { slots: SmallVec::from_buf([slot]), floor: None }
+    }
+
     /// Merge `from` into the floor, creating it only when something is absorbed.
     fn raise_floor(&mut self, from: &[Slot<V>]) {
         if from.is_empty() {

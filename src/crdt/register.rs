@@ -79,18 +79,31 @@ impl<T: Clone + PartialEq> MvRegister<T> {
     /// never seen its dot. `self_ctx` and `other_ctx` are the full causal contexts of the
     /// two key states being merged.
     pub fn merge(&mut self, self_ctx: &VersionVector, other: &Self, other_ctx: &VersionVector) {
+        self.merge_entries(self_ctx, other.entries.iter().map(|(d, v)| (*d, v)), other_ctx);
+    }
+
+    /// [`MvRegister::merge`] with the other side's entries given in dot order (a key
+    /// state's compact form holds its one entry outside any register).
+    pub fn merge_entries<'a>(
+        &mut self,
+        self_ctx: &VersionVector,
+        other: impl Iterator<Item = (Dot, &'a T)> + Clone,
+        other_ctx: &VersionVector,
+    ) where
+        T: 'a,
+    {
         let mut merged: SmallVec<[(Dot, T); 1]> = SmallVec::new();
         for entry in &self.entries {
-            let in_other = other.entries.iter().any(|o| o.0 == entry.0);
+            let in_other = other.clone().any(|o| o.0 == entry.0);
             if in_other || !other_ctx.covers(entry.0) {
                 merged.push(entry.clone());
             }
         }
-        for entry in &other.entries {
-            let in_self = self.entries.iter().any(|s| s.0 == entry.0);
-            debug_assert!(!in_self || self.entries.iter().any(|s| s.0 == entry.0 && s.1 == entry.1), "one dot must name one value");
-            if !in_self && !self_ctx.covers(entry.0) {
-                merged.push(entry.clone());
+        for (dot, value) in other {
+            let in_self = self.entries.iter().any(|s| s.0 == dot);
+            debug_assert!(!in_self || self.entries.iter().any(|s| s.0 == dot && s.1 == *value), "one dot must name one value");
+            if !in_self && !self_ctx.covers(dot) {
+                merged.push((dot, value.clone()));
             }
         }
         merged.sort_by_key(|a| a.0);

@@ -210,7 +210,7 @@ fn holds_increment(shards: &[meridian::shard::Shard], key: &Bytes, dot: Dot) -> 
     let Some(state) = shard.kv.keys.get(key, key_hash(key)).map(|e| &e.state).or_else(|| shard.kv.keys.tombstone(key)) else {
         return shard.kv.forgotten().covers(dot);
     };
-    state.counter_slots().any(|(node, incarnation, hlc)| node == dot.node && incarnation <= dot.hlc && hlc >= dot.hlc)
+    state.counter_slots().into_iter().any(|(node, incarnation, hlc)| node == dot.node && incarnation <= dot.hlc && hlc >= dot.hlc)
 }
 
 fn written_keys(args: &[Bytes]) -> Vec<Bytes> {

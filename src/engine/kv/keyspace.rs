@@ -65,11 +65,12 @@ pub fn leaf_of(hash: u64) -> u16 {
 
 type TombstoneMap = hashbrown::HashMap<Bytes, KeyState, foldhash::fast::FixedState>;
 
-/// One live key: boxed in its sub-table, 96 bytes (a jemalloc size class; asserted
-/// below): its key (held inline up to 22 bytes, see [`StoredKey`]), its state (the
-/// value register with one dot and value inline, one pointer for the rare context and
-/// TTL, one each for counters and collections) and its digest. A string key written
-/// once by one node has one other allocation, its value's bytes (none for an integer).
+/// One live key: boxed in its sub-table, 64 bytes (a jemalloc size class; asserted
+/// below): its key (held inline up to 22 bytes, see [`StoredKey`]), its state (32
+/// bytes: a value at one dot or a one-writer counter inline, anything else boxed; see
+/// `value/repr.rs`) and its digest. A string key written by one node has one other
+/// allocation, its value's bytes (none for an integer); a counter only `INCRBY` has
+/// written by one node has none.
 pub struct Entry {
     pub key: StoredKey,
     pub state: KeyState,
@@ -80,12 +81,12 @@ pub struct Entry {
     digest: u64,
 }
 
-const _: () = assert!(std::mem::size_of::<Entry>() <= 96, "a key's entry must stay in jemalloc's 96-byte class");
+const _: () = assert!(std::mem::size_of::<Entry>() <= 64, "a key's entry must stay in jemalloc's 64-byte class");
 
 impl Entry {
     /// The key's hash, computed again rather than stored: it is needed only when a
     /// table grows or splits and by anti-entropy's leaf scans, and 8 bytes a key take a
-    /// string entry past jemalloc's 128-byte size class.
+    /// key's entry past jemalloc's 64-byte size class.
     pub fn hash(&self) -> u64 {
         key_hash(&self.key)
     }

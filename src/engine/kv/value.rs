@@ -23,12 +23,16 @@ use collections::Collections;
 
 mod collections;
 mod meta;
+mod repr;
 mod score;
 mod sparse;
 mod strval;
 
 use meta::KeyMeta;
+use repr::{Full, Repr};
 use sparse::Sparse;
+
+pub use repr::{Slots, Values};
 
 pub use score::score_value;
 pub use strval::{COPY_VALUE_BYTES_MAX, StrVal, format_float, parse_canonical_i64, parse_f64, parse_i64};
@@ -64,33 +68,30 @@ pub struct KeyStateParts {
     pub ttl: Vec<(Dot, TtlWrite)>,
 }
 
-/// A state's parts, borrowed (what the encoder writes; no copies on the write path).
+/// A state's parts, borrowed (what the encoder writes; no copies on the write path but
+/// a compact counter's one slot, unpacked on the stack).
 pub struct KeyStatePartsRef<'a> {
     pub ctx: &'a VersionVector,
-    pub values: &'a [(Dot, StrVal)],
-    pub int_slots: &'a [Slot<i64>],
-    pub int_floor: &'a [Slot<i64>],
+    pub values: Values<'a>,
+    pub int_slots: Slots<'a, i64>,
+    pub int_floor: Slots<'a, i64>,
     pub float_slots: &'a [Slot<f64>],
     pub float_floor: &'a [Slot<f64>],
     pub ttl: &'a [(Dot, TtlWrite)],
 }
 
-/// The full replicated state of one string key (also its delta).
-#[derive(Clone, Debug, Default, PartialEq)]
+/// The full replicated state of one key (also its delta). Its fields (explicit
+/// context, TTL register, value register, counters, collection parts) are held in one
+/// of the forms of `value/repr.rs`: a value at one dot or a one-writer counter inline,
+/// anything else boxed. Equality is by fields, whatever the forms (see `repr.rs`).
+#[derive(Clone, Debug, Default)]
 pub struct KeyState {
-    /// The explicit causal context and the TTL register, off the state until either
-    /// holds something (see [`KeyMeta`]).
-    meta: Sparse<KeyMeta>,
-    value: MvRegister<StrVal>,
-    counters: Option<Box<Counters>>,
-    /// The collection parts (a hash's fields, a set's or sorted set's members): `None`
-    /// for a string key and for every element state, so those pay one pointer.
-    collections: Option<Box<Collections>>,
+    repr: Repr,
 }
 
-// What a string key's entry is made of (see `keyspace.rs`): the register with its one
-// dot and value inline, and one pointer each for the rare parts.
-const _: () = assert!(std::mem::size_of::<KeyState>() <= 64);
+// What a key's entry is made of (see `keyspace.rs`): 32 bytes, which with the key and
+// the digest make jemalloc's 64-byte class.
+const _: () = assert!(std::mem::size_of::<KeyState>() == 32);
 // A counter's box (jemalloc's 64-byte class): one writer's slot inline, the floor and
 // INCRBYFLOAT's counter off it until used.
 const _: () = assert!(std::mem::size_of::<Counters>() <= 64);
@@ -117,8 +118,7 @@ impl KeyState {
 
     /// A fresh key holding `value`, written at `dot`.
     pub fn with_value(dot: Dot, value: StrVal, expire_at_ms: Option<u64>) -> KeyState {
-        let mut state = KeyState::new();
-        state.value.write(dot, value);
+        let mut state = KeyState::one_value(dot, value);
         if let Some(at_ms) = expire_at_ms {
             state.ttl_update(|t| t.write(dot, TtlWrite::At(at_ms)));
         }
@@ -132,6 +132,7 @@ impl KeyState {
             part.remove_observed(seen, true);
         }
         self.remove_covered(seen, true);
+        self.settle();
     }
 
     /// [`KeyState::remove_observed`] of an element by its collection's whole-key
@@ -143,14 +144,23 @@ impl KeyState {
     /// absorbed where it ran, and ships as the element's floor.
     pub fn remove_covered_values(&mut self, seen: &VersionVector) {
         self.remove_covered(seen, false);
+        self.settle();
     }
 
     fn remove_covered(&mut self, seen: &VersionVector, absorb_counters: bool) {
         let mut ctx = self.string_context();
-        let empty: MvRegister<StrVal> = MvRegister::new();
-        self.value.merge(&ctx, &empty, seen);
-        self.ttl_update(|t| t.merge(&ctx, &TtlRegister::new(), seen));
-        if absorb_counters && let Some(c) = self.counters.as_deref_mut() {
+        // Only what `seen` covers goes: a state it covers none of keeps its form.
+        if self.values().dots().any(|d| seen.covers(d)) {
+            let empty: MvRegister<StrVal> = MvRegister::new();
+            self.full_mut().value.merge(&ctx, &empty, seen);
+        }
+        if !self.ttl().is_empty() {
+            self.ttl_update(|t| t.merge(&ctx, &TtlRegister::new(), seen));
+        }
+        if absorb_counters
+            && self.has_counters()
+            && let Some(c) = self.full_mut().counters.as_deref_mut()
+        {
             c.ints.absorb_covered(seen);
             c.floats.update(|f| f.absorb_covered(seen));
         }
@@ -163,8 +173,8 @@ impl KeyState {
         if self.collections().any(|part| part.any_entry(|_, element| element.has_dot_covered_by(seen))) {
             return true;
         }
-        self.value.dots().chain(self.ttl().dots()).any(|d| seen.covers(d))
-            || self.counters.as_deref().is_some_and(|c| {
+        self.values().dots().chain(self.ttl().dots()).any(|d| seen.covers(d))
+            || self.counters().is_some_and(|c| {
                 c.ints
                     .slots()
                     .iter()
@@ -176,12 +186,11 @@ impl KeyState {
 
     /// Every counter slot and floor held: (node, incarnation, stamp of its newest
     /// increment). A floor is the part of a slot a SET or DEL absorbed.
-    pub fn counter_slots(&self) -> impl Iterator<Item = (crate::crdt::NodeId, crate::crdt::Hlc, crate::crdt::Hlc)> + '_ {
-        self.counters.as_deref().into_iter().flat_map(|c| {
-            let ints = c.ints.slots().iter().chain(c.ints.floor()).map(|s| (s.node, s.incarnation, s.hlc));
-            let floats = c.floats.slots().iter().chain(c.floats.floor()).map(|s| (s.node, s.incarnation, s.hlc));
-            ints.chain(floats)
-        })
+    pub fn counter_slots(&self) -> Vec<(crate::crdt::NodeId, crate::crdt::Hlc, crate::crdt::Hlc)> {
+        let Some(c) = self.counters() else { return Vec::new() };
+        let ints = c.ints.slots().iter().chain(c.ints.floor()).map(|s| (s.node, s.incarnation, s.hlc));
+        let floats = c.floats.slots().iter().chain(c.floats.floor()).map(|s| (s.node, s.incarnation, s.hlc));
+        ints.chain(floats).collect()
     }
 
     /// What is left of this state once it expires: removal metadata that, merged
@@ -203,15 +212,18 @@ impl KeyState {
         self.remove_elements(safe, by);
         let seen = self.string_context();
         self.remove_covered(&seen, true);
+        self.settle();
     }
 
     pub fn parts(&self) -> KeyStatePartsRef<'_> {
-        let counters = self.counters.as_deref();
+        let (int_slots, int_floor) = self.int_slots();
+        // Float counters are held in the full form only.
+        let counters = self.full_counters();
         KeyStatePartsRef {
             ctx: self.ctx(),
-            values: self.value.entries(),
-            int_slots: counters.map_or(&[], |c| c.ints.slots()),
-            int_floor: counters.map_or(&[], |c| c.ints.floor()),
+            values: self.values(),
+            int_slots,
+            int_floor,
             float_slots: counters.map_or(&[], |c| c.floats.slots()),
             float_floor: counters.map_or(&[], |c| c.floats.floor()),
             ttl: self.ttl().entries(),
@@ -231,10 +243,12 @@ impl KeyState {
             None
         };
         let meta = KeyMeta { ctx: VersionVector::from_dots(parts.ctx)?, ttl: MvRegister::from_entries(parts.ttl)? };
-        let mut state = KeyState { meta: Sparse::from(meta), value: MvRegister::from_entries(parts.values)?, counters, collections: None };
+        let full = Full { meta: Sparse::from(meta), value: MvRegister::from_entries(parts.values)?, counters, collections: None };
+        let mut state = KeyState { repr: Repr::Full(Box::new(full)) };
         if !state.ctx().is_empty() {
             state.normalize_context();
         }
+        state.settle();
         Ok(state)
     }
 
@@ -248,17 +262,17 @@ impl KeyState {
     /// sharing them, which costs no reference count and, for a `Bytes` made from a
     /// `Vec`, no allocation of its shared header on the first read.
     pub fn read_borrowed(&self) -> Option<std::borrow::Cow<'_, StrVal>> {
-        let folds_counters = self.counters.as_deref().is_some_and(|c| c.ints.has_unabsorbed() || c.floats.has_unabsorbed());
+        let folds_counters = self.counters().is_some_and(|c| c.ints.has_unabsorbed() || c.floats.has_unabsorbed());
         if folds_counters {
             return self.read().map(std::borrow::Cow::Owned);
         }
-        self.value.winner().map(|(_, v)| std::borrow::Cow::Borrowed(v))
+        self.values().winner().map(|(_, v)| std::borrow::Cow::Borrowed(v))
     }
 
     /// The value a GET returns, or `None` when the key does not exist.
     pub fn read(&self) -> Option<StrVal> {
-        let base = self.value.winner().map(|(_, v)| v);
-        let Some(counters) = self.counters.as_deref() else {
+        let base = self.values().winner().map(|(_, v)| v);
+        let Some(counters) = self.counters() else {
             return base.cloned();
         };
         let has_ints = counters.ints.has_unabsorbed();
@@ -305,16 +319,16 @@ impl KeyState {
 
     /// Number of concurrent register values kept (1 for a plain string).
     pub fn concurrent_values(&self) -> usize {
-        self.value.len()
+        self.values().len()
     }
 
     /// The newest stamp anywhere in this state (cheaper than the full context).
     pub fn max_hlc(&self) -> crate::crdt::Hlc {
         let mut max = self.ctx().max_hlc();
-        for dot in self.value.dots().chain(self.ttl().dots()) {
+        for dot in self.values().dots().chain(self.ttl().dots()) {
             max = max.max(dot.hlc);
         }
-        if let Some(c) = &self.counters {
+        if let Some(c) = self.counters() {
             for (_, hlc) in c.ints.observed().chain(c.floats.observed()) {
                 max = max.max(hlc);
             }
@@ -329,10 +343,10 @@ impl KeyState {
     /// without building the context (the replication batcher asks it of every delta).
     pub fn newest_stamp_of(&self, node: crate::crdt::NodeId) -> crate::crdt::Hlc {
         let mut newest = self.ctx().get(node);
-        for dot in self.value.dots().chain(self.ttl().dots()).filter(|d| d.node == node) {
+        for dot in self.values().dots().chain(self.ttl().dots()).filter(|d| d.node == node) {
             newest = newest.max(dot.hlc);
         }
-        if let Some(c) = &self.counters {
+        if let Some(c) = self.counters() {
             for (_, hlc) in c.ints.observed().chain(c.floats.observed()).filter(|(n, _)| *n == node) {
                 newest = newest.max(hlc);
             }
@@ -362,10 +376,10 @@ impl KeyState {
 
     fn implied_context(&self) -> VersionVector {
         let mut ctx = VersionVector::new();
-        for dot in self.value.dots().chain(self.ttl().dots()) {
+        for dot in self.values().dots().chain(self.ttl().dots()) {
             ctx.add(dot);
         }
-        if let Some(c) = &self.counters {
+        if let Some(c) = self.counters() {
             for (node, hlc) in c.ints.observed().chain(c.floats.observed()) {
                 ctx.add(Dot::new(hlc, node));
             }
@@ -397,7 +411,10 @@ impl KeyState {
     }
 
     fn absorb_counters(&mut self) {
-        if let Some(c) = self.counters.as_deref_mut() {
+        if !self.has_counters() {
+            return;
+        }
+        if let Some(c) = self.full_mut().counters.as_deref_mut() {
             c.ints.absorb_all();
             c.floats.update(|f| f.absorb_all());
         }
@@ -405,9 +422,23 @@ impl KeyState {
 
     /// SET and every command that writes a whole new value (APPEND, SETRANGE, GETSET...).
     pub fn set(&mut self, dot: Dot, value: StrVal, ttl: SetTtl) {
+        // The common overwrite, without a move to the full form and back: a state of
+        // nothing or of one value by the writing node becomes the new value alone (the
+        // old dot is this node's, so the new one implies it; no TTL to keep or clear).
+        let value = match ttl {
+            SetTtl::Clear | SetTtl::Keep => match self.overwrite_compact(dot, value) {
+                Ok(()) => return,
+                Err(value) => value,
+            },
+            SetTtl::At(_) => value,
+        };
+        self.set_full(dot, value, ttl);
+    }
+
+    fn set_full(&mut self, dot: Dot, value: StrVal, ttl: SetTtl) {
         self.remove_observed_elements(dot);
         self.mutate(dot, |s| {
-            s.value.write(dot, value);
+            s.full_mut().value.write(dot, value);
             if !crate::bugs::active(crate::bugs::Bug::SetKeepsIncrements) {
                 s.absorb_counters();
             }
@@ -417,19 +448,27 @@ impl KeyState {
                 SetTtl::At(at_ms) => s.ttl_update(|t| t.write(dot, TtlWrite::At(at_ms))),
             }
         });
+        self.settle();
     }
 
     /// INCRBY: the caller has checked that the current value is an integer and that the
     /// result does not overflow.
     /// `incarnation`: when the writing process began incrementing (see `crdt::counter`).
     pub fn incr_by(&mut self, dot: Dot, incarnation: Hlc, by: i64) {
-        self.mutate(dot, |s| s.counters.get_or_insert_with(Default::default).ints.add(dot.node, incarnation, dot.hlc, by));
+        // A compact counter (or nothing) by this incarnation adds in place, as the full
+        // form would (see `repr.rs`).
+        if self.incr_compact(dot, incarnation, by) {
+            return;
+        }
+        self.mutate(dot, |s| s.full_mut().counters.get_or_insert_with(Default::default).ints.add(dot.node, incarnation, dot.hlc, by));
+        self.settle();
     }
 
     /// INCRBYFLOAT: the caller has checked the current value is a number and the result is
     /// finite.
     pub fn incr_by_float(&mut self, dot: Dot, incarnation: Hlc, by: f64) {
-        self.mutate(dot, |s| s.counters.get_or_insert_with(Default::default).floats.update(|f| f.add(dot.node, incarnation, dot.hlc, by)));
+        self.mutate(dot, |s| s.full_mut().counters.get_or_insert_with(Default::default).floats.update(|f| f.add(dot.node, incarnation, dot.hlc, by)));
+        self.settle();
     }
 
     /// DEL: remove everything observed. The result is a tombstone unless it merged
@@ -437,10 +476,13 @@ impl KeyState {
     pub fn delete(&mut self, dot: Dot) {
         self.remove_observed_elements(dot);
         self.mutate(dot, |s| {
-            s.value.clear();
+            if !s.values().is_empty() {
+                s.full_mut().value.clear();
+            }
             s.absorb_counters();
             s.ttl_set(TtlRegister::new());
         });
+        self.settle();
         debug_assert!(!self.exists());
     }
 
@@ -449,7 +491,7 @@ impl KeyState {
     /// [`Elements::remove_held`]). The engine first calls [`KeyState::remove_elements`]
     /// with what is causally stable too, which makes the claim (and what ships) smaller.
     fn remove_observed_elements(&mut self, dot: Dot) {
-        if self.collections.is_none() {
+        if self.colls().is_none() {
             return;
         }
         let mut own = VersionVector::new();
@@ -465,16 +507,19 @@ impl KeyState {
             part.remove_held(safe, by);
         }
         self.normalize_collections();
+        self.settle();
     }
 
     /// EXPIRE family with a future instant.
     pub fn expire_at(&mut self, dot: Dot, at_ms: u64) {
         self.mutate(dot, |s| s.ttl_update(|t| t.write(dot, TtlWrite::At(at_ms))));
+        self.settle();
     }
 
     /// PERSIST.
     pub fn persist(&mut self, dot: Dot) {
         self.mutate(dot, |s| s.ttl_update(|t| t.write(dot, TtlWrite::Persist)));
+        self.settle();
     }
 
     /// Join with another replica's state (or a delta) of the same key.
@@ -493,19 +538,35 @@ impl KeyState {
         }
         let self_ctx = self.string_context();
         let other_ctx = other.string_context();
-        self.value.merge(&self_ctx, &other.value, &other_ctx);
-        self.ttl_update(|t| t.merge(&self_ctx, other.ttl(), &other_ctx));
-        match (self.counters.as_deref_mut(), other.counters.as_deref()) {
-            (Some(mine), Some(theirs)) => {
-                mine.ints.merge(&theirs.ints);
-                mine.floats.update(|f| f.merge(&theirs.floats));
+        let theirs = other.values();
+        if !self.same_values(theirs) {
+            self.full_mut().value.merge_entries(&self_ctx, theirs.iter(), &other_ctx);
+        }
+        if !(self.ttl().is_empty() && other.ttl().is_empty()) {
+            self.ttl_update(|t| t.merge(&self_ctx, other.ttl(), &other_ctx));
+        }
+        if let Some(theirs) = other.counters() {
+            let mine = &mut self.full_mut().counters;
+            match mine.as_deref_mut() {
+                Some(mine) => {
+                    mine.ints.merge(&theirs.ints);
+                    mine.floats.update(|f| f.merge(&theirs.floats));
+                }
+                None => *mine = Some(Box::new(theirs.into_owned())),
             }
-            (None, Some(theirs)) => self.counters = Some(Box::new(theirs.clone())),
-            _ => {}
         }
         let mut ctx = self_ctx;
         ctx.merge(&other_ctx);
         self.set_normalized_context(ctx);
+        self.settle();
+    }
+
+    /// Whether `theirs` holds exactly the values held here, none included (a merge of
+    /// a state with itself, or with a delta this replica already holds, changes no
+    /// value: the registers keep what both sides have).
+    fn same_values(&self, theirs: Values<'_>) -> bool {
+        let mine = self.values();
+        mine.len() == theirs.len() && mine.iter().zip(theirs.iter()).all(|(a, b)| a.0 == b.0)
     }
 
     /// Feed every field, in a fixed little-endian encoding, to a digest (the Merkle
@@ -521,9 +582,10 @@ impl KeyState {
         for d in self.ctx().iter() {
             dot(d, feed);
         }
-        feed(&(self.value.len() as u32).to_le_bytes());
-        for (d, value) in self.value.entries() {
-            dot(*d, feed);
+        let values = self.values();
+        feed(&(values.len() as u32).to_le_bytes());
+        for (d, value) in values.iter() {
+            dot(d, feed);
             match value {
                 StrVal::Int(n) => {
                     feed(&[0]);
@@ -558,7 +620,7 @@ impl KeyState {
             feed(&(part.entries_len() as u64).to_le_bytes());
             feed(&part.digest().to_le_bytes());
         }
-        if let Some(c) = self.counters.as_deref().filter(|c| !(c.ints.is_empty() && c.floats.is_empty())) {
+        if let Some(c) = self.counters().filter(|c| !(c.ints.is_empty() && c.floats.is_empty())) {
             for slots in [c.ints.slots(), c.ints.floor()] {
                 feed(&(slots.len() as u32).to_le_bytes());
                 for s in slots {

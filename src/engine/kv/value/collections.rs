@@ -7,7 +7,7 @@ use bytes::Bytes;
 
 use super::super::collection_writes::Part;
 use super::super::elements::Elements;
-use super::{KeyKind, KeyState};
+use super::{Full, KeyKind, KeyState, Repr};
 use crate::crdt::{Dot, VersionVector};
 
 /// A key's collection parts. Almost every collection key holds one part, stored with
@@ -91,41 +91,48 @@ impl KeyState {
     /// The key-level part of this state (value, counters, TTL, what whole-key removes
     /// saw) without the elements: the delta of a change to the key alone.
     pub fn without_elements(&self) -> KeyState {
-        let mut delta = KeyState { meta: self.meta.clone(), value: self.value.clone(), counters: self.counters.clone(), collections: None };
+        let Repr::Full(full) = &self.repr else { return self.clone() };
+        let key_level = Full { meta: full.meta.clone(), value: full.value.clone(), counters: full.counters.clone(), collections: None };
+        let mut delta = KeyState { repr: Repr::Full(Box::new(key_level)) };
         for (part, elements) in self.collection_parts() {
             delta.set_part(part, Some(elements.without_entries()));
         }
+        delta.settle();
         delta
     }
 
     /// The collection parts held, with which part each is.
     pub fn collection_parts(&self) -> impl Iterator<Item = (Part, &Elements)> + '_ {
-        self.collections.as_deref().into_iter().flat_map(Collections::iter)
+        self.colls().into_iter().flat_map(Collections::iter)
     }
 
     /// The collection part `part`, if the key has ever held one.
     pub fn part(&self, part: Part) -> Option<&Elements> {
-        self.collections.as_deref()?.get(part)
+        self.colls()?.get(part)
     }
 
     /// The collection part `part` (created if absent).
     pub fn part_mut(&mut self, part: Part) -> &mut Elements {
-        let collections = self.collections.get_or_insert_with(|| Box::new(Collections::One(part, Elements::for_part(part))));
+        let collections = self.full_mut().collections.get_or_insert_with(|| Box::new(Collections::One(part, Elements::for_part(part))));
         collections.get_or_insert_with(part, || Elements::for_part(part))
     }
 
     fn set_part(&mut self, part: Part, elements: Option<Elements>) {
-        match (elements, self.collections.as_deref_mut()) {
-            (Some(elements), Some(collections)) => {
-                let mut elements = Some(elements);
-                let slot = collections.get_or_insert_with(part, || elements.take().expect("made once"));
-                if let Some(elements) = elements {
-                    *slot = elements;
+        match elements {
+            Some(elements) => {
+                let held = &mut self.full_mut().collections;
+                match held.as_deref_mut() {
+                    Some(collections) => {
+                        let mut elements = Some(elements);
+                        let slot = collections.get_or_insert_with(part, || elements.take().expect("made once"));
+                        if let Some(elements) = elements {
+                            *slot = elements;
+                        }
+                    }
+                    None => *held = Some(Box::new(Collections::One(part, elements))),
                 }
             }
-            (Some(elements), None) => self.collections = Some(Box::new(Collections::One(part, elements))),
-            (None, Some(_)) => self.drop_parts(|held, _| held == part),
-            (None, None) => {}
+            None => self.drop_parts(|held, _| held == part),
         }
     }
 
@@ -133,6 +140,7 @@ impl KeyState {
     pub fn with_part(mut self, part: Part, elements: Option<Elements>) -> KeyState {
         self.set_part(part, elements);
         self.normalize_collections();
+        self.settle();
         self
     }
 
@@ -158,12 +166,12 @@ impl KeyState {
     }
 
     pub(super) fn collections_mut(&mut self) -> impl Iterator<Item = &mut Elements> + '_ {
-        self.collections.as_deref_mut().into_iter().flat_map(Collections::iter_mut)
+        self.colls_mut().into_iter().flat_map(Collections::iter_mut)
     }
 
     /// Whether the key has a collection part (its writes ship element-sized deltas).
     pub fn has_collection(&self) -> bool {
-        self.collections.is_some()
+        self.colls().is_some()
     }
 
     /// Element tombstones held over every collection part.
@@ -185,7 +193,11 @@ impl KeyState {
     /// Drop the explicit context entries `covered` covers (an element under its
     /// collection's `removed` context, which says it already).
     pub fn strip_context_covered_by(&mut self, covered: &VersionVector) {
+        if !self.has_context_covered_by(covered) {
+            return;
+        }
         self.ctx_update(|c| c.remove_covered_by(covered));
+        self.settle();
     }
 
     /// Join `dot` to the explicit context with no write of its own (a whole-key
@@ -194,6 +206,7 @@ impl KeyState {
     pub fn witness(&mut self, dot: Dot) {
         self.ctx_update(|c| c.add(dot));
         self.normalize_context();
+        self.settle();
     }
 
     /// Whether `covered` covers some explicit context entry.
@@ -205,23 +218,24 @@ impl KeyState {
     /// context, counters, TTL or elements): the compact form of an element (see
     /// `element.rs`).
     pub fn plain_value(&self) -> Option<(Dot, &super::StrVal)> {
-        if !self.ctx().is_empty() || self.counters.is_some() || !self.ttl().is_empty() || self.collections.is_some() {
+        if !self.ctx().is_empty() || self.has_counters() || !self.ttl().is_empty() || self.has_collection() {
             return None;
         }
-        match self.value.entries() {
-            [(dot, value)] => Some((*dot, value)),
-            _ => None,
+        let values = self.values();
+        if values.len() != 1 {
+            return None;
         }
+        values.winner()
     }
 
     /// Whether this is a valid element state: no TTL, no elements of its own.
     pub fn is_element(&self) -> bool {
-        self.ttl().is_empty() && self.collections.is_none()
+        self.ttl().is_empty() && !self.has_collection()
     }
 
     /// Nothing at all: no value, no history.
     pub fn is_blank(&self) -> bool {
-        self.ctx().is_empty() && self.value.is_empty() && self.counters.is_none() && self.ttl().is_empty() && !self.has_collection()
+        self.ctx().is_empty() && self.values().is_empty() && !self.has_counters() && self.ttl().is_empty() && !self.has_collection()
     }
 
     /// A hash's fields, if the key has ever held one.
@@ -260,23 +274,29 @@ impl KeyState {
 
     /// Drop the collection parts `drop` picks (nothing moves when it picks none).
     fn drop_parts(&mut self, mut drop: impl FnMut(Part, &Elements) -> bool) {
-        let Some(collections) = self.collections.as_deref() else { return };
+        let Some(collections) = self.colls() else { return };
         if !collections.iter().any(|(part, elements)| drop(part, elements)) {
             return;
         }
-        let collections = self.collections.take().map(|c| *c);
-        self.collections = collections.and_then(|c| c.without(drop)).map(Box::new);
+        let held = &mut self.full_mut().collections;
+        let collections = held.take().map(|c| *c);
+        *held = collections.and_then(|c| c.without(drop)).map(Box::new);
     }
 
     /// Whether the string part (a value or unabsorbed increments) exists.
     pub(super) fn string_exists(&self) -> bool {
-        !self.value.is_empty() || self.counters.as_ref().is_some_and(|c| c.ints.has_unabsorbed() || c.floats.has_unabsorbed())
+        match self.repr {
+            Repr::Str { .. } => true,
+            // One slot and no floor: its increments are unabsorbed.
+            Repr::Count { .. } => true,
+            _ => !self.values().is_empty() || self.counters().is_some_and(|c| c.ints.has_unabsorbed() || c.floats.has_unabsorbed()),
+        }
     }
 
     /// The newest dot of the string part (values and increments).
     pub fn newest_dot(&self) -> Option<Dot> {
-        let mut newest = self.value.dots().max();
-        if let Some(c) = &self.counters {
+        let mut newest = self.values().dots().max();
+        if let Some(c) = self.counters() {
             let slots =
                 c.ints.slots().iter().map(|s| Dot::new(s.hlc, s.node)).chain(c.floats.slots().iter().map(|s| Dot::new(s.hlc, s.node)));
             newest = newest.max(slots.max());

@@ -27,33 +27,33 @@ impl KeyMeta {
 impl KeyState {
     /// The explicit causal context (see [`KeyMeta`]).
     pub(super) fn ctx(&self) -> &VersionVector {
-        &self.meta.ctx
+        &self.meta_ref().ctx
     }
 
     pub(super) fn ctx_set(&mut self, ctx: VersionVector) {
         if ctx.is_empty() && self.ctx().is_empty() {
             return;
         }
-        self.meta.update(|m| m.ctx = ctx);
+        self.full_mut().meta.update(|m| m.ctx = ctx);
     }
 
     pub(super) fn ctx_update(&mut self, f: impl FnOnce(&mut VersionVector)) {
-        self.meta.update(|m| f(&mut m.ctx));
+        self.full_mut().meta.update(|m| f(&mut m.ctx));
     }
 
     /// The TTL register (see [`KeyMeta`]).
     pub(super) fn ttl(&self) -> &TtlRegister {
-        &self.meta.ttl
+        &self.meta_ref().ttl
     }
 
     pub(super) fn ttl_set(&mut self, ttl: TtlRegister) {
         if ttl.is_empty() && self.ttl().is_empty() {
             return;
         }
-        self.meta.update(|m| m.ttl = ttl);
+        self.full_mut().meta.update(|m| m.ttl = ttl);
     }
 
     pub(super) fn ttl_update(&mut self, f: impl FnOnce(&mut TtlRegister)) {
-        self.meta.update(|m| f(&mut m.ttl));
+        self.full_mut().meta.update(|m| f(&mut m.ttl));
     }
 }

@@ -26,12 +26,12 @@ impl KeyState {
     /// `+inf` and `-inf`) leave the register's value, as a non-number hides counters in
     /// [`KeyState::read`]. A member state never holds a register that is not a number.
     pub fn score(&self) -> f64 {
-        let base = match self.value.winner() {
+        let base = match self.values().winner() {
             Some((_, StrVal::Int(n))) => *n as f64,
             Some((_, value)) => value.as_f64().unwrap_or(0.0),
             None => 0.0,
         };
-        let Some(counters) = self.counters.as_deref() else {
+        let Some(counters) = self.counters() else {
             return normalize(base);
         };
         let mut total = base;
