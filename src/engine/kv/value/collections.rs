@@ -91,9 +91,14 @@ impl KeyState {
     /// The key-level part of this state (value, counters, TTL, what whole-key removes
     /// saw) without the elements: the delta of a change to the key alone.
     pub fn without_elements(&self) -> KeyState {
-        let Repr::Full(full) = &self.repr else { return self.clone() };
-        let key_level = Full { meta: full.meta.clone(), value: full.value.clone(), counters: full.counters.clone(), collections: None };
-        let mut delta = KeyState { repr: Repr::Full(Box::new(key_level)) };
+        let mut delta = match &self.repr {
+            Repr::Full(full) => {
+                let key_level = Full { meta: full.meta.clone(), value: full.value.clone(), counters: full.counters.clone(), collections: None };
+                KeyState { repr: Repr::Full(Box::new(key_level)) }
+            }
+            Repr::Coll(_) => KeyState::default(),
+            _ => return self.clone(),
+        };
         for (part, elements) in self.collection_parts() {
             delta.set_part(part, Some(elements.without_entries()));
         }
@@ -113,7 +118,14 @@ impl KeyState {
 
     /// The collection part `part` (created if absent).
     pub fn part_mut(&mut self, part: Part) -> &mut Elements {
-        let collections = self.full_mut().collections.get_or_insert_with(|| Box::new(Collections::One(part, Elements::for_part(part))));
+        // A new collection key, or one that is nothing else, keeps the compact form.
+        if matches!(self.repr, Repr::Empty) {
+            self.repr = Repr::Coll(Box::new(Collections::One(part, Elements::for_part(part))));
+        }
+        let collections = match self.repr {
+            Repr::Coll(_) => self.colls_mut().expect("a collection key"),
+            _ => self.full_mut().collections.get_or_insert_with(|| Box::new(Collections::One(part, Elements::for_part(part)))),
+        };
         collections.get_or_insert_with(part, || Elements::for_part(part))
     }
 
@@ -148,6 +160,7 @@ impl KeyState {
     pub fn part_delta(part: Part, elements: impl IntoIterator<Item = (Bytes, KeyState)>) -> KeyState {
         let mut delta = KeyState::default();
         delta.set_part(part, Some(Elements::only(part, elements)));
+        delta.settle();
         delta
     }
 
@@ -281,6 +294,7 @@ impl KeyState {
         let held = &mut self.full_mut().collections;
         let collections = held.take().map(|c| *c);
         *held = collections.and_then(|c| c.without(drop)).map(Box::new);
+        self.settle();
     }
 
     /// Whether the string part (a value or unabsorbed increments) exists.

@@ -1,4 +1,4 @@
-//! How a [`KeyState`] is stored: two compact forms for the states almost every key
+//! How a [`KeyState`] is stored: compact forms for the states almost every key
 //! holds, and the full state boxed for the rest (issue 16's key memory). Owns only the
 //! storage: which form holds a state, the moves between forms, and the read views over
 //! them. What the fields mean, and every CRDT rule, is `value.rs`'s; this module never
@@ -9,6 +9,8 @@
 //!   deleted, and most element states.
 //! - `Count`: one writer's counter slot with no floor, nothing else: a key only
 //!   `INCRBY` has written, by one node incarnation, never SET or deleted since.
+//! - `Coll`: collection parts and nothing else (a hash, set, sorted set or list key),
+//!   the parts' own allocation without a full box around it.
 //! - `Full`: anything else, boxed ([`Full`], the fields as they always were).
 //!
 //! A state is *settled* into the smallest form that holds it after every public
@@ -66,6 +68,9 @@ pub(super) enum Repr {
         hlc: Hlc,
         sum: i64,
     },
+    /// Collection parts and nothing else (a hash, set, sorted set or list key whose
+    /// string part never held anything): the parts' one allocation, no full box.
+    Coll(Box<Collections>),
     Full(Box<Full>),
 }
 
@@ -156,7 +161,7 @@ impl KeyState {
         match &self.repr {
             Repr::Full(full) => Values::Slice(full.value.entries()),
             Repr::Str { node, hlc, value } => Values::One(Dot::new(*hlc, *node), value),
-            Repr::Empty | Repr::Count { .. } => Values::Slice(&[]),
+            Repr::Empty | Repr::Count { .. } | Repr::Coll(_) => Values::Slice(&[]),
         }
     }
 
@@ -212,6 +217,7 @@ impl KeyState {
     pub(super) fn colls_mut(&mut self) -> Option<&mut Collections> {
         match &mut self.repr {
             Repr::Full(full) => full.collections.as_deref_mut(),
+            Repr::Coll(collections) => Some(collections),
             _ => None,
         }
     }
@@ -254,6 +260,7 @@ impl KeyState {
     pub(super) fn colls(&self) -> Option<&Collections> {
         match &self.repr {
             Repr::Full(full) => full.collections.as_deref(),
+            Repr::Coll(collections) => Some(collections),
             _ => None,
         }
     }
@@ -266,8 +273,10 @@ impl KeyState {
             if let Some(slot) = self.count_slot() {
                 full.counters = Some(Box::new(Counters { ints: Counter::with_slot(slot), floats: Sparse::default() }));
             }
-            if let Repr::Str { node, hlc, value } = std::mem::take(&mut self.repr) {
-                full.value.write(Dot::new(hlc, node), value);
+            match std::mem::take(&mut self.repr) {
+                Repr::Str { node, hlc, value } => full.value.write(Dot::new(hlc, node), value),
+                Repr::Coll(collections) => full.collections = Some(collections),
+                _ => {}
             }
             self.repr = Repr::Full(full);
         }
@@ -280,7 +289,16 @@ impl KeyState {
     /// Move a full state that a compact form can hold into it (after every mutation).
     pub(super) fn settle(&mut self) {
         let Repr::Full(full) = &mut self.repr else { return };
-        if full.collections.is_some() || !full.meta.is_empty() {
+        if !full.meta.is_empty() {
+            return;
+        }
+        if full.collections.is_some() {
+            if full.value.is_empty()
+                && full.counters.is_none()
+                && let Some(collections) = full.collections.take()
+            {
+                self.repr = Repr::Coll(collections);
+            }
             return;
         }
         let compact = match (full.value.len(), full.counters.as_deref()) {
@@ -313,6 +331,7 @@ impl KeyState {
             Repr::Empty => "empty",
             Repr::Str { .. } => "str",
             Repr::Count { .. } => "count",
+            Repr::Coll(_) => "coll",
             Repr::Full(_) => "full",
         }
     }
@@ -387,6 +406,23 @@ mod tests {
         near.incr_by(dot(1, 1), Hlc::from_parts(1, 0), 1);
         near.incr_by(dot((1 << 24) - 1, 1), Hlc::from_parts(1, 0), 1);
         assert_eq!(near.form(), "count");
+    }
+
+    #[test]
+    fn a_collection_key_holds_its_parts_without_a_full_box() {
+        let mut h = KeyState::new();
+        let _delta = h.hash_mut().write(b"f", |s| s.set(dot(1, 1), StrVal::raw("v"), SetTtl::Clear));
+        assert_eq!(h.form(), "coll");
+        assert!(h.hash().is_some_and(|e| !e.is_empty()));
+        let mut full = h.clone();
+        full.full_mut();
+        assert_eq!(full, h);
+        let mut settled = full.clone();
+        settled.settle();
+        assert_eq!(settled.form(), "coll");
+        // A SET over the hash replaces it: the string form again.
+        h.set(dot(2, 1), StrVal::raw("s"), SetTtl::Clear);
+        assert_eq!(h.kind(), Some(crate::engine::kv::value::KeyKind::String));
     }
 
     #[test]
