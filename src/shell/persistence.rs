@@ -376,6 +376,14 @@ async fn feed_checkpoint(router: &Router, streamer: &mut Streamer, cursor: &mut 
     }
 }
 
+/// Copy the streamer's figures to what INFO reads.
+fn publish_stats(info: &Mutex<PersistenceInfo>, streamer: &Streamer) {
+    if let Ok(mut shared) = info.lock() {
+        shared.stats = streamer.stats.clone();
+        shared.fenced = streamer.fenced().map(str::to_string);
+    }
+}
+
 fn streamer_node(streamer: &Streamer) -> u16 {
     streamer.node_id()
 }
@@ -440,6 +448,9 @@ async fn run(
             }
             let result = execute(store.as_ref(), op).await;
             streamer.complete(result, now_ms());
+            // INFO's figures first, then the waiters: a writer acknowledged by this
+            // segment may ask INFO next, and must see the segment counted.
+            publish_stats(&info, &streamer);
             durability.durable_hlc.fetch_max(streamer.durable_hlc().0, Ordering::Release);
             if let Some(positions) = group.on_stored(streamer.durable_segment()) {
                 for (slot, position) in durability.stored.iter().zip(positions) {
@@ -448,10 +459,7 @@ async fn run(
                 durability.advanced.notify_waiters();
             }
         }
-        if let Ok(mut shared) = info.lock() {
-            shared.stats = streamer.stats.clone();
-            shared.fenced = streamer.fenced().map(str::to_string);
-        }
+        publish_stats(&info, &streamer);
         if let Some(reason) = streamer.fenced() {
             tracing::error!("FENCED: {reason}. This process stops now so that it cannot overwrite the other writer's data.");
             std::process::exit(3);
