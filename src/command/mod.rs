@@ -435,6 +435,10 @@ pub enum Command {
     /// GRAPH.CONFIG GET|SET (FalkorDB's graph settings).
     GraphConfig(graph::GraphConfigCommand),
     Function(FunctionCommand),
+    /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE]: stop as on SIGTERM (`abort`: SHUTDOWN ABORT).
+    Shutdown {
+        abort: bool,
+    },
     Time,
     /// A subcommand's HELP text, answered as Redis does: one status line each.
     Help(&'static [&'static str]),

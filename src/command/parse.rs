@@ -231,7 +231,9 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
         | CmdId::LMove
         | CmdId::RPopLPush
         | CmdId::LMPop => super::list::parse(spec.id, spec.name, a),
-        CmdId::FtCreate | CmdId::FtSearch | CmdId::FtInfo | CmdId::FtList | CmdId::FtDropIndex | CmdId::FtAlter | CmdId::FtAggregate => super::vector::parse(spec.id, a),
+        CmdId::FtCreate | CmdId::FtSearch | CmdId::FtInfo | CmdId::FtList | CmdId::FtDropIndex | CmdId::FtAlter | CmdId::FtAggregate => {
+            super::vector::parse(spec.id, a)
+        }
 
         CmdId::DbSize => Ok(Command::Keyspace(KeyspaceCommand::DbSize)),
         CmdId::FlushDb | CmdId::FlushAll => match a.len() {
@@ -292,6 +294,7 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
         CmdId::Info => Ok(Command::Info(args.split_off(1))),
         CmdId::Config => parse_config(a),
         CmdId::Time => Ok(Command::Time),
+        CmdId::Shutdown => parse_shutdown(a),
         CmdId::Function => parse_function(a),
         CmdId::WaitAof => {
             let local = int(&a[1])?;
@@ -422,6 +425,29 @@ fn parse_expire(id: CmdId, name: &'static str, a: &mut [Bytes]) -> Parsed {
     let ms = if seconds { amount.checked_mul(1000).ok_or_else(|| errors::invalid_expire(name))? } else { amount };
     let absolute = matches!(id, CmdId::ExpireAt | CmdId::PExpireAt);
     Ok(Command::Key(KeyCommand::Expire { key: take(a, 1), ms, absolute, condition, command: name }))
+}
+
+/// SHUTDOWN's options, checked as Redis 7 checks them: NOSAVE with SAVE, or ABORT with
+/// anything, is a syntax error.
+fn parse_shutdown(a: &mut [Bytes]) -> Parsed {
+    const OPTIONS_MAX: usize = 5;
+    if a.len() > OPTIONS_MAX + 1 {
+        return Err(errors::error(errors::SYNTAX));
+    }
+    let (mut nosave, mut save, mut other, mut abort) = (false, false, false, false);
+    for option in &a[1..] {
+        match () {
+            _ if eq(option, "nosave") => nosave = true,
+            _ if eq(option, "save") => save = true,
+            _ if eq(option, "now") || eq(option, "force") => other = true,
+            _ if eq(option, "abort") => abort = true,
+            _ => return Err(errors::error(errors::SYNTAX)),
+        }
+    }
+    if (abort && (nosave || save || other)) || (nosave && save) {
+        return Err(errors::error(errors::SYNTAX));
+    }
+    Ok(Command::Shutdown { abort })
 }
 
 fn parse_memory(a: &mut [Bytes]) -> Parsed {

@@ -45,6 +45,7 @@ pub enum CmdId {
     DbSize,
     FlushDb,
     FlushAll,
+    Shutdown,
     Time,
     Function,
     Memory,
@@ -228,6 +229,11 @@ impl CommandSpec {
         self.flags.contains(&"denyoom")
     }
 
+    /// Refused between MULTI and EXEC (Redis's `no_multi`).
+    pub fn is_no_multi(&self) -> bool {
+        self.flags.contains(&"no_multi")
+    }
+
     /// Answered while the node loads its data (Redis's `loading`); the rest get `-LOADING`.
     pub fn allowed_while_loading(&self) -> bool {
         self.flags.contains(&"loading")
@@ -272,9 +278,7 @@ pub fn index_of(name: &[u8]) -> Option<usize> {
     if name.len() > NAME_BYTES_MAX {
         return None;
     }
-    BY_NAME
-        .find(name_hash(name), |&i| COMMANDS[usize::from(i)].name.as_bytes().eq_ignore_ascii_case(name))
-        .map(|&i| usize::from(i))
+    BY_NAME.find(name_hash(name), |&i| COMMANDS[usize::from(i)].name.as_bytes().eq_ignore_ascii_case(name)).map(|&i| usize::from(i))
 }
 
 /// The key arguments of a full command line (name at index 0), from its key spec.

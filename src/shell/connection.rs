@@ -433,6 +433,19 @@ impl Connection {
                     None
                 }
             }
+            Ok(Command::Shutdown { abort: false }) => {
+                // Everything before it is answered; SHUTDOWN itself is not: as Redis, the
+                // client sees its connection close when the process exits, after the
+                // last segment is stored (the same path as SIGTERM).
+                self.flush_pending().await;
+                self.encode_ready();
+                let _ = self.write_buffered().await;
+                tracing::warn!(client = self.info.id, "SHUTDOWN asked by a client: stopping as on SIGTERM");
+                self.state().shutdown.notify_one();
+                // This task ends with its shard thread, after the final store.
+                std::future::pending::<()>().await;
+                None
+            }
             Ok(command) => {
                 // A barrier: everything before it is answered first.
                 self.flush_pending().await;
@@ -547,6 +560,9 @@ impl Connection {
             Command::Function(crate::command::FunctionCommand::Flush) => Frame::ok(),
             Command::Function(crate::command::FunctionCommand::List) => Frame::Array(Vec::new()),
             Command::Help(lines) => Frame::Array(lines.iter().map(|line| Frame::simple(line)).collect()),
+            // A shutdown never waits for anything (replicas, a save), so none is ever
+            // in progress to abort.
+            Command::Shutdown { .. } => Frame::static_error("ERR No shutdown in progress."),
             Command::Time => {
                 let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
                 Frame::Array(vec![
@@ -567,7 +583,6 @@ impl Connection {
             Command::Key(_) => Frame::static_error("ERR internal: key command reached the barrier path"),
         }
     }
-
 }
 
 /// Whether more of a client's bytes may be read now (it has not closed its side and its

@@ -119,6 +119,13 @@ pub struct ServerState {
     pub memory: Arc<memory::MemoryGauge>,
     /// FT.* index definitions, decoded, so that a query makes one hop (`vector.rs`).
     pub vector_definitions: vector::Definitions,
+    /// SHUTDOWN was asked for: the accept loop stops as on SIGTERM (a stored permit, so
+    /// a request that comes before the loop waits is not lost).
+    pub shutdown: tokio::sync::Notify,
+    /// Set once the node stops serving (signal or SHUTDOWN), before the final store:
+    /// client commands are refused from then on, so none is acknowledged after the
+    /// shards' deltas were drained for the last segment (it would be lost).
+    pub stopping: std::sync::atomic::AtomicBool,
 }
 
 fn run_id() -> String {
@@ -128,7 +135,7 @@ fn run_id() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Start the server and serve until SIGINT or SIGTERM.
+/// Start the server and serve until SIGINT, SIGTERM or SHUTDOWN.
 pub fn run(config: Config) -> Result<(), String> {
     // Recovery runs on this thread, the data path on the shard threads: both carry the
     // planted bug, if any.
@@ -257,6 +264,8 @@ pub fn run(config: Config) -> Result<(), String> {
         replication: replication.clone(),
         memory: Arc::new(memory::MemoryGauge::default()),
         vector_definitions,
+        shutdown: tokio::sync::Notify::new(),
+        stopping: std::sync::atomic::AtomicBool::new(false),
         config,
     });
     state.memory.sample();
@@ -311,6 +320,9 @@ pub fn run(config: Config) -> Result<(), String> {
     runtime.block_on(accept_until_signal(listener, state.clone()))?;
 
     tracing::info!("shutting down");
+    // Before the final store drains the shards (the flag reaches each shard thread
+    // ahead of the drain request, through the driver's messages).
+    state.stopping.store(true, Ordering::SeqCst);
     if let Some(replicator) = replicator {
         let _ = replicator.shutdown.send(());
         let _ = replicator.thread.join();
@@ -344,6 +356,7 @@ async fn accept_until_signal(listener: std::net::TcpListener, state: Arc<ServerS
         tokio::select! {
             _ = terminate.recv() => return Ok(()),
             _ = interrupt.recv() => return Ok(()),
+            _ = state.shutdown.notified() => return Ok(()),
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
                     state.stats.connections_received.fetch_add(1, Ordering::Relaxed);

@@ -39,7 +39,13 @@ pub fn apply_local(shard: &SharedShard, state: &ServerState, ops: Vec<ShardOp>) 
 /// Apply operations in order on the shard owned by this thread, under one borrow of
 /// it, handing each reply to `answer` in turn: the one path a single operation and a
 /// batch share.
-fn apply_local_each(shard: &SharedShard, state: &ServerState, now: u64, ops: impl IntoIterator<Item = ShardOp>, mut answer: impl FnMut(ShardReply)) {
+fn apply_local_each(
+    shard: &SharedShard,
+    state: &ServerState,
+    now: u64,
+    ops: impl IntoIterator<Item = ShardOp>,
+    mut answer: impl FnMut(ShardReply),
+) {
     // Blocked clients are woken by writes to their keys, local or merged from a peer.
     let waking = state.waiters.is_active();
     let mut written: Vec<Bytes> = Vec::new();
@@ -47,7 +53,12 @@ fn apply_local_each(shard: &SharedShard, state: &ServerState, now: u64, ops: imp
     shard.set_string_bytes_max(state.runtime.proto_max_bulk_len());
     shard.set_encoding_limits(state.runtime.encoding_limits());
     super::notify::sync_flags(&mut shard, state);
+    let stopping = state.stopping.load(std::sync::atomic::Ordering::SeqCst);
     for op in ops {
+        if stopping && matches!(op, ShardOp::Key(_)) {
+            answer(ShardReply::Frame(Frame::static_error(SHUTTING_DOWN)));
+            continue;
+        }
         let keys = if waking { op.written_keys() } else { Vec::new() };
         let graph_query = super::graph_time::is_graph_query(&op);
         let mut reply = super::graph_time::timed(graph_query, || shard.apply(op, now));

@@ -82,6 +82,10 @@ impl TransactionState {
             self.dirty = true;
             return Err(errors::wrong_arity(spec.name));
         }
+        if spec.is_no_multi() {
+            self.dirty = true;
+            return Err(Frame::static_error("ERR Command not allowed inside a transaction"));
+        }
         if queued.len() >= QUEUED_COMMANDS_MAX {
             self.dirty = true;
             return Err(Frame::static_error("ERR too many commands queued in this transaction"));
