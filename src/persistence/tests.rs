@@ -76,7 +76,7 @@ fn recover(store: &mut MemoryStore, accept_loss: bool) -> Result<(Shard, Recover
 }
 
 fn contents(shard: &Shard) -> Vec<(Bytes, Option<Bytes>)> {
-    let mut out: Vec<_> = shard.kv.keys.iter().map(|e| (e.key.to_bytes(), e.state.read().map(|v| v.to_bytes()))).collect();
+    let mut out: Vec<_> = shard.kv.keys.iter().map(|e| (e.key_to_bytes(), e.state().read().map(|v| v.to_bytes()))).collect();
     out.sort();
     out
 }

@@ -355,7 +355,7 @@ impl Shard {
                 self.checkpoint_scan_open = true;
                 let mut deltas = Vec::new();
                 let next = kv.keys.scan(cursor.min(crate::engine::kv::keyspace::SLOT_SPACE - 1), count, |e| {
-                    deltas.push(Delta::Key { key: e.key.to_bytes(), state: e.state.clone() })
+                    deltas.push(Delta::Key { key: e.key_to_bytes(), state: e.state().clone() })
                 });
                 // The last chunk also carries the tombstones: a checkpoint replaces the
                 // segments before it, and a delete must outlive them.

@@ -189,7 +189,7 @@ impl Shard {
         match self.kv.keys.get(key, key_hash(key)) {
             None => (false, 0),
             Some(entry) if entry.kept_digest() != 0 => (true, entry.kept_digest()),
-            Some(entry) => (true, crate::engine::kv::merkle::digest(key, &entry.state)),
+            Some(entry) => (true, crate::engine::kv::merkle::digest(key, entry.state())),
         }
     }
 

@@ -37,7 +37,7 @@ fn a_removed_set_member_leaves_a_tombstone_until_the_removal_is_stable() {
     assert_eq!(shard.apply(add, 10), ShardReply::Frame(Frame::Integer(2)));
     let rem = set(crate::command::SetCommand::Rem { key: b("s"), members: vec![b("a")] });
     assert_eq!(shard.apply(rem, 11), ShardReply::Frame(Frame::Integer(1)));
-    let state = |shard: &Shard| shard.kv.keys.get(b"s", crate::engine::kv::key_hash(b"s")).map(|e| e.state.clone()).expect("s");
+    let state = |shard: &Shard| shard.kv.keys.get(b"s", crate::engine::kv::key_hash(b"s")).map(|e| e.state().clone()).expect("s");
     assert_eq!(state(&shard).element_tombstones(), 1);
     let stable = state(&shard).causal_context();
     assert_eq!(shard.apply(ShardOp::ForgetStable(stable), 12), ShardReply::Count(1));

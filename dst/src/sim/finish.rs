@@ -83,14 +83,14 @@ pub(super) fn live_entries(n: &Node, local: u64) -> BTreeMap<Bytes, ModelEntry> 
     let mut actual = BTreeMap::new();
     for shard in &n.shards {
         for entry in shard.kv.keys.iter() {
-            let expire_at_ms = entry.state.expire_at_ms();
+            let expire_at_ms = entry.state().expire_at_ms();
             if expire_at_ms.is_some_and(|at| local > at) {
                 continue;
             }
             let (mut set, mut zset, mut list) = (None, None, None);
-            let (value, hash) = match entry.state.kind() {
+            let (value, hash) = match entry.state().kind() {
                 Some(meridian::engine::kv::KeyKind::Hash) => {
-                    let fields = entry.state.hash().map(|h| {
+                    let fields = entry.state().hash().map(|h| {
                         h.iter()
                             .map(|(f, s)| (Bytes::copy_from_slice(f), s.read().map(|v| v.to_bytes().to_vec()).unwrap_or_default()))
                             .collect()
@@ -98,24 +98,24 @@ pub(super) fn live_entries(n: &Node, local: u64) -> BTreeMap<Bytes, ModelEntry> 
                     (Vec::new(), fields)
                 }
                 Some(meridian::engine::kv::KeyKind::Set) => {
-                    set = entry.state.set_members().map(|s| s.iter().map(|(m, _)| Bytes::copy_from_slice(m)).collect());
+                    set = entry.state().set_members().map(|s| s.iter().map(|(m, _)| Bytes::copy_from_slice(m)).collect());
                     (Vec::new(), None)
                 }
                 Some(meridian::engine::kv::KeyKind::Zset) => {
                     zset = entry
-                        .state
+                        .state()
                         .zset_members()
                         .and_then(|z| z.score_order())
                         .map(|o| o.iter(false).map(|(s, m)| (Bytes::copy_from_slice(m), s)).collect());
                     (Vec::new(), None)
                 }
                 Some(meridian::engine::kv::KeyKind::List) => {
-                    list = entry.state.list_elements().map(list_values);
+                    list = entry.state().list_elements().map(list_values);
                     (Vec::new(), None)
                 }
-                _ => (entry.state.read().map(|v| v.to_bytes().to_vec()).unwrap_or_default(), None),
+                _ => (entry.state().read().map(|v| v.to_bytes().to_vec()).unwrap_or_default(), None),
             };
-            actual.insert(entry.key.to_bytes(), ModelEntry { value, expire_at_ms, hash, set, zset, list });
+            actual.insert(entry.key_to_bytes(), ModelEntry { value, expire_at_ms, hash, set, zset, list });
         }
     }
     actual

@@ -550,7 +550,7 @@ impl Sim {
             .shards
             .iter()
             .flat_map(|s| s.kv.keys.iter())
-            .map(|e| e.state.hash().map_or(0, |h| h.tombstones()) + e.state.set_members().map_or(0, |m| m.tombstones()))
+            .map(|e| e.state().hash().map_or(0, |h| h.tombstones()) + e.state().set_members().map_or(0, |m| m.tombstones()))
             .sum();
         if element_left > 0 {
             self.fail(format!("{element_left} hash field or set member tombstones left after quiescence: collection made no progress"));
@@ -571,7 +571,7 @@ fn full_state(node: &Node) -> BTreeMap<Bytes, KeyState> {
     let mut all = BTreeMap::new();
     for shard in &node.shards {
         for entry in shard.kv.keys.iter() {
-            all.insert(entry.key.to_bytes(), entry.state.clone());
+            all.insert(entry.key_to_bytes(), entry.state().clone());
         }
         for (key, state) in shard.kv.keys.tombstones() {
             all.insert(key.clone(), state.clone());

@@ -16,7 +16,7 @@ use crate::oracle::{Op, OpKind, Ttl};
 
 pub(super) fn state_of(node: &Node, key: &[u8]) -> Option<KeyState> {
     let shard = &node.shards[shard_for_key(key, node.shards.len())];
-    shard.kv.keys.get(key, key_hash(key)).map(|e| e.state.clone()).or_else(|| shard.kv.keys.tombstone(key).cloned())
+    shard.kv.keys.get(key, key_hash(key)).map(|e| e.state().clone()).or_else(|| shard.kv.keys.tombstone(key).cloned())
 }
 
 pub(super) fn context_of(node: &Node, key: &[u8]) -> VersionVector {
@@ -26,7 +26,7 @@ pub(super) fn context_of(node: &Node, key: &[u8]) -> VersionVector {
 /// Whether `key` is live on `node` at its local time `local_ms` (what a write there sees).
 fn exists_on(node: &Node, key: &[u8], local_ms: u64) -> bool {
     let shard = &node.shards[shard_for_key(key, node.shards.len())];
-    shard.kv.keys.get(key, key_hash(key)).is_some_and(|e| e.state.expire_at_ms().is_none_or(|at| local_ms <= at))
+    shard.kv.keys.get(key, key_hash(key)).is_some_and(|e| e.state().expire_at_ms().is_none_or(|at| local_ms <= at))
 }
 
 impl Sim {
@@ -185,7 +185,7 @@ impl Sim {
 /// key with neither entry nor tombstone, what its shard forgot covers it).
 pub(super) fn holds(shards: &[meridian::shard::Shard], key: &Bytes, dot: Dot) -> bool {
     let shard = &shards[shard_for_key(key, shards.len())];
-    match shard.kv.keys.get(key, key_hash(key)).map(|e| &e.state).or_else(|| shard.kv.keys.tombstone(key)) {
+    match shard.kv.keys.get(key, key_hash(key)).map(|e| e.state()).or_else(|| shard.kv.keys.tombstone(key)) {
         Some(state) => state.causal_context().covers(dot),
         None => shard.kv.forgotten().covers(dot),
     }
@@ -207,7 +207,7 @@ pub(super) struct Orphaned {
 /// neither entry nor tombstone, what its shard forgot covers it (absorbed, collected).
 fn holds_increment(shards: &[meridian::shard::Shard], key: &Bytes, dot: Dot) -> bool {
     let shard = &shards[shard_for_key(key, shards.len())];
-    let Some(state) = shard.kv.keys.get(key, key_hash(key)).map(|e| &e.state).or_else(|| shard.kv.keys.tombstone(key)) else {
+    let Some(state) = shard.kv.keys.get(key, key_hash(key)).map(|e| e.state()).or_else(|| shard.kv.keys.tombstone(key)) else {
         return shard.kv.forgotten().covers(dot);
     };
     state.counter_slots().into_iter().any(|(node, incarnation, hlc)| node == dot.node && incarnation <= dot.hlc && hlc >= dot.hlc)

@@ -116,7 +116,7 @@ pub fn command(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: GraphCommand) -> Fram
 
 /// The keys of this shard that hold graphs (GRAPH.LIST).
 pub fn graph_keys(kv: &mut KvEngine, now_ms: u64) -> Vec<Bytes> {
-    let keys: Vec<Bytes> = kv.keys.iter().filter(|e| e.state.kind() == Some(KeyKind::Graph)).map(|e| e.key.to_bytes()).collect();
+    let keys: Vec<Bytes> = kv.keys.iter().filter(|e| e.state().kind() == Some(KeyKind::Graph)).map(|e| e.key_to_bytes()).collect();
     keys.into_iter().filter(|k| kv.live(k, key_hash(k), now_ms).is_some()).collect()
 }
 

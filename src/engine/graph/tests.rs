@@ -83,7 +83,7 @@ mod convergence {
     /// Edge elements whose endpoint node is gone, as stored (not as queries see them).
     fn hidden_dangling_edges(shard: &Shard) -> usize {
         let Some(entry) = shard.kv.keys.get(b"g", crate::engine::kv::key_hash(b"g")) else { return 0 };
-        let Some(part) = entry.state.part(Part::Graph) else { return 0 };
+        let Some(part) = entry.state().part(Part::Graph) else { return 0 };
         let live = part.live_named();
         let nodes: Vec<ElemId> = live.iter().filter(|(n, _)| n[0] == b'N').filter_map(|(n, _)| ElemId::from_bytes(&n[1..])).collect();
         let view = GraphView::load(Some(part));

@@ -395,7 +395,7 @@ mod lone_removal_tests {
     }
 
     fn list_of(kv: &KvEngine, key: &[u8]) -> Option<Elements> {
-        kv.keys.get(key, key_hash(key)).and_then(|e| e.state.list_elements().cloned())
+        kv.keys.get(key, key_hash(key)).and_then(|e| e.state().list_elements().cloned())
     }
 
     #[test]

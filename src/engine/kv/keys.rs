@@ -334,7 +334,7 @@ impl KvEngine {
         let mut seen = crate::crdt::VersionVector::new();
         seen.add(dot);
         for entry in self.keys.iter() {
-            seen.merge(&entry.state.causal_context());
+            seen.merge(&entry.state().causal_context());
         }
         let safe = self.whole_key_safe(Some(dot));
         let claim = match &safe {
@@ -342,7 +342,7 @@ impl KvEngine {
             None => seen,
         };
         let beyond: Vec<(Bytes, KeyState)> =
-            self.keys.iter().filter(|e| !claim.dominates(&e.state.causal_context())).map(|e| (e.key.to_bytes(), e.state.clone())).collect();
+            self.keys.iter().filter(|e| !claim.dominates(&e.state().causal_context())).map(|e| (e.key_to_bytes(), e.state().clone())).collect();
         ctx.deltas.flushed(&claim, self.scope);
         self.record_flush(&claim, self.scope);
         self.keys.clear();
@@ -361,8 +361,8 @@ impl KvEngine {
         let match_all = pattern == b"*";
         self.keys
             .iter()
-            .filter(|e| !Self::is_expired(&e.state, now_ms) && (match_all || glob_match(pattern, &e.key)))
-            .map(|e| e.key.to_bytes())
+            .filter(|e| !Self::is_expired(e.state(), now_ms) && (match_all || glob_match(pattern, e.key())))
+            .map(|e| e.key_to_bytes())
             .collect()
     }
 
@@ -371,16 +371,16 @@ impl KvEngine {
     pub fn scan(&self, cursor: u64, count: usize, pattern: Option<&[u8]>, type_filter: Option<&[u8]>, now_ms: u64) -> (Vec<Bytes>, u64) {
         let mut keys = Vec::new();
         let next = self.keys.scan(cursor.min(SLOT_SPACE - 1), count, |e| {
-            if Self::is_expired(&e.state, now_ms) {
+            if Self::is_expired(e.state(), now_ms) {
                 return;
             }
-            if pattern.is_some_and(|p| !glob_match(p, &e.key)) {
+            if pattern.is_some_and(|p| !glob_match(p, e.key())) {
                 return;
             }
-            if type_filter.is_some_and(|t| !t.eq_ignore_ascii_case(type_name(&e.state).as_bytes())) {
+            if type_filter.is_some_and(|t| !t.eq_ignore_ascii_case(type_name(e.state()).as_bytes())) {
                 return;
             }
-            keys.push(e.key.to_bytes());
+            keys.push(e.key_to_bytes());
         });
         (keys, next)
     }
@@ -390,7 +390,7 @@ impl KvEngine {
         const TRIES_MAX: usize = 100;
         for _ in 0..TRIES_MAX {
             let entry = self.keys.random_entry(picks())?;
-            let key = entry.key.to_bytes();
+            let key = entry.key_to_bytes();
             if self.live(&key, key_hash(&key), now_ms).is_some() {
                 return Some(key);
             }

@@ -28,7 +28,6 @@ use std::hash::BuildHasher;
 use bytes::Bytes;
 use hashbrown::HashTable;
 
-use super::stored_key::StoredKey;
 use super::value::KeyState;
 use crate::engine::kv::merkle::{self, MerkleLeaves};
 
@@ -65,43 +64,28 @@ pub fn leaf_of(hash: u64) -> u16 {
 
 type TombstoneMap = hashbrown::HashMap<Bytes, KeyState, foldhash::fast::FixedState>;
 
-/// One live key: boxed in its sub-table, 64 bytes (a jemalloc size class; asserted
-/// below): its key (held inline up to 22 bytes, see [`StoredKey`]), its state (32
-/// bytes: a value at one dot or a one-writer counter inline, anything else boxed; see
-/// `value/repr.rs`) and its digest. A string key written by one node has one other
-/// allocation, its value's bytes (none for an integer); a counter only `INCRBY` has
-/// written by one node has none.
-pub struct Entry {
-    pub key: StoredKey,
-    pub state: KeyState,
-    /// `merkle::digest(key, state)` while the Merkle leaves are kept, else 0. Kept so
-    /// that a write takes the old state out of its leaf without reading it again: the
-    /// old value's bytes are cold in a big keyspace, and rehashing them cost a cache
-    /// miss per overwrite (8 bytes per key buy that back).
-    digest: u64,
-}
+mod entry;
 
-const _: () = assert!(std::mem::size_of::<Entry>() <= 64, "a key's entry must stay in jemalloc's 64-byte class");
+pub use entry::Entry;
 
 impl Entry {
     /// The key's hash, computed again rather than stored: it is needed only when a
-    /// table grows or splits and by anti-entropy's leaf scans, and 8 bytes a key take a
-    /// key's entry past jemalloc's 64-byte size class.
+    /// table grows or splits and by anti-entropy's leaf scans, and 8 bytes a key would
+    /// take a short key's entry past jemalloc's 48-byte size class (see `entry.rs`).
     pub fn hash(&self) -> u64 {
-        key_hash(&self.key)
-    }
-
-    /// `merkle::digest(key, state)`, kept while the Merkle leaves are (else 0).
-    pub fn kept_digest(&self) -> u64 {
-        self.digest
+        key_hash(self.key())
     }
 }
 
 pub struct Keyspace {
-    /// Entries are boxed: a table keeps some buckets empty (hashbrown grows at 7/8
-    /// full, and a split table starts half empty), and an empty bucket of pointers costs
-    /// 8 bytes where one of inline entries cost the entry's whole size.
-    tables: Vec<HashTable<Box<Entry>>>,
+    /// Entries are one allocation each (`entry.rs`): a table keeps some buckets empty
+    /// (hashbrown grows at 7/8 full, and a split table starts half empty), and an empty
+    /// bucket of pointers costs 8 bytes where one of inline entries would cost a whole
+    /// entry. Each entry has room for its Merkle digest exactly while `merkle` is kept:
+    /// the digest lets a write take the old state out of its leaf without reading it
+    /// again (the old value's bytes are cold in a big keyspace, a cache miss per
+    /// overwrite); a node without peers keeps no leaves and pays no room for it.
+    tables: Vec<HashTable<Entry>>,
     slot_bits: u32,
     len: usize,
     expiring: usize,
@@ -198,9 +182,15 @@ impl Keyspace {
     /// Keep Merkle leaves from now on (replication), starting from what is stored.
     pub fn enable_merkle(&mut self) {
         let mut leaves = MerkleLeaves::new();
-        for entry in self.tables.iter_mut().flat_map(|t| t.iter_mut()) {
-            entry.digest = merkle::digest(&entry.key, &entry.state);
-            leaves.toggle(leaf_of(entry.hash()), entry.digest);
+        for table in &mut self.tables {
+            // Every entry is made again with room for its digest.
+            let entries: Vec<Entry> = table.drain().collect();
+            for entry in entries {
+                let digest = merkle::digest(entry.key(), entry.state());
+                let hash = entry.hash();
+                leaves.toggle(leaf_of(hash), digest);
+                table.insert_unique(hash, entry.with_digest(Some(digest)), |e| e.hash());
+            }
         }
         for (key, state) in &self.tombstones {
             leaves.toggle(leaf_of(key_hash(key)), merkle::digest(key, state));
@@ -218,9 +208,10 @@ impl Keyspace {
         }
     }
 
-    /// The digest an entry holding `state` stores (0 while no leaves are kept).
-    fn digest_to_store(&self, key: &[u8], state: &KeyState) -> u64 {
-        if self.merkle.is_some() { merkle::digest(key, state) } else { 0 }
+    /// The digest an entry holding `state` stores (`None`, and no room for one, while
+    /// no leaves are kept).
+    fn digest_to_store(&self, key: &[u8], state: &KeyState) -> Option<u64> {
+        self.merkle.is_some().then(|| merkle::digest(key, state))
     }
 
     /// An entry's state changed from the one digested as `old` to the one digested as
@@ -295,7 +286,7 @@ impl Keyspace {
         };
         for table in &self.tables[first..=last] {
             for entry in table.iter().filter(|e| leaf_of(e.hash()) == leaf) {
-                visit(&entry.key, &entry.state);
+                visit(entry.key(), entry.state());
             }
         }
         for (key, state) in &self.tombstones {
@@ -337,7 +328,7 @@ impl Keyspace {
     }
 
     pub fn get(&self, key: &[u8], hash: u64) -> Option<&Entry> {
-        self.tables[self.table_index(hash)].find(hash, |e| e.key.as_bytes() == key).map(|e| &**e)
+        self.tables[self.table_index(hash)].find(hash, |e| e.key() == key)
     }
 
     /// Insert or replace the state of `key`; keeps the TTL count and expiry index right.
@@ -349,28 +340,29 @@ impl Keyspace {
         let index = self.table_index(hash);
         let digest = self.digest_to_store(key, &state);
         let merkle = &mut self.merkle;
-        let (stored_key, old_expiry) = match self.tables[index].find_mut(hash, |e| e.key.as_bytes() == key) {
+        let (stored_key, old_expiry) = match self.tables[index].find_mut(hash, |e| e.key() == key) {
             Some(entry) => {
-                debug_assert_eq!(entry.digest, merkle.as_ref().map_or(0, |_| merkle::digest(key, &entry.state)), "stale digest");
-                if let Some(leaves) = merkle {
-                    leaves.toggle(leaf_of(hash), entry.digest ^ digest);
+                debug_assert_eq!(entry.kept_digest(), merkle.as_ref().map_or(0, |_| merkle::digest(key, entry.state())), "stale digest");
+                if let (Some(leaves), Some(digest)) = (merkle.as_mut(), digest) {
+                    leaves.toggle(leaf_of(hash), entry.kept_digest() ^ digest);
+                    entry.set_digest(digest);
                 }
-                entry.digest = digest;
-                let old = entry.state.expire_at_ms();
-                Self::note_element_tombstones(&mut self.element_tombstone_keys, &entry.key, &state);
-                Self::note_change(&mut self.changes, &entry.key);
-                entry.state = state;
+                let old = entry.state().expire_at_ms();
+                let (stored, slot) = entry.key_and_state_mut();
+                Self::note_element_tombstones(&mut self.element_tombstone_keys, stored, &state);
+                Self::note_change(&mut self.changes, stored);
+                *slot = state;
                 // The expiry index needs the key only when the TTL changed.
-                (if old != new_expiry { Some(entry.key.to_bytes()) } else { None }, old)
+                (if old != new_expiry { Some(entry.key_to_bytes()) } else { None }, old)
             }
             None => {
-                if let Some(leaves) = merkle {
+                if let (Some(leaves), Some(digest)) = (merkle.as_mut(), digest) {
                     leaves.toggle(leaf_of(hash), digest);
                 }
                 Self::note_element_tombstones(&mut self.element_tombstone_keys, key, &state);
                 Self::note_change(&mut self.changes, key);
                 let for_index = new_expiry.is_some().then(|| Bytes::copy_from_slice(key));
-                self.tables[index].insert_unique(hash, Box::new(Entry { key: StoredKey::new(key), state, digest }), |e| e.hash());
+                self.tables[index].insert_unique(hash, Entry::new(key, state, digest), |e| e.hash());
                 self.len += 1;
                 (for_index, None)
             }
@@ -380,19 +372,19 @@ impl Keyspace {
         }
         self.maybe_grow();
         let index = self.table_index(hash);
-        self.tables[index].find(hash, |e| e.key.as_bytes() == key).expect("the entry just stored")
+        self.tables[index].find(hash, |e| e.key() == key).expect("the entry just stored")
     }
 
     /// Insert a key known to be absent (a decoded key): no lookup.
     pub fn insert_new_owned(&mut self, key: Bytes, hash: u64, state: KeyState) {
         let index = self.table_index(hash);
-        debug_assert!(self.tables[index].find(hash, |e| e.key.as_bytes() == key).is_none());
+        debug_assert!(self.tables[index].find(hash, |e| e.key() == key).is_none());
         let expiry = state.expire_at_ms();
         let digest = self.digest_to_store(&key, &state);
-        self.merkle_replace(hash, 0, digest);
+        self.merkle_replace(hash, 0, digest.unwrap_or(0));
         Self::note_element_tombstones(&mut self.element_tombstone_keys, &key, &state);
         Self::note_change(&mut self.changes, &key);
-        self.tables[index].insert_unique(hash, Box::new(Entry { key: StoredKey::new(&key), state, digest }), |e| e.hash());
+        self.tables[index].insert_unique(hash, Entry::new(&key, state, digest), |e| e.hash());
         self.len += 1;
         self.track_expiry(key, None, expiry);
         self.maybe_grow();
@@ -403,20 +395,21 @@ impl Keyspace {
     /// and the state. `None` when the key is absent.
     pub fn update<R>(&mut self, key: &[u8], hash: u64, f: impl FnOnce(&[u8], &mut KeyState) -> R) -> Option<R> {
         let index = self.table_index(hash);
-        let entry = self.tables[index].find_mut(hash, |e| e.key.as_bytes() == key)?;
-        debug_assert_eq!(entry.digest, self.merkle.as_ref().map_or(0, |_| merkle::digest(key, &entry.state)), "stale digest");
-        let old = entry.state.expire_at_ms();
-        let result = f(&entry.key, &mut entry.state);
-        Self::note_element_tombstones(&mut self.element_tombstone_keys, &entry.key, &entry.state);
-        Self::note_change(&mut self.changes, &entry.key);
-        let new = entry.state.expire_at_ms();
+        let entry = self.tables[index].find_mut(hash, |e| e.key() == key)?;
+        debug_assert_eq!(entry.kept_digest(), self.merkle.as_ref().map_or(0, |_| merkle::digest(key, entry.state())), "stale digest");
+        let old = entry.state().expire_at_ms();
+        let (stored, state) = entry.key_and_state_mut();
+        let result = f(stored, state);
+        Self::note_element_tombstones(&mut self.element_tombstone_keys, stored, state);
+        Self::note_change(&mut self.changes, stored);
+        let new = state.expire_at_ms();
         if let Some(leaves) = &mut self.merkle {
-            let digest = merkle::digest(key, &entry.state);
-            leaves.toggle(leaf_of(hash), entry.digest ^ digest);
-            entry.digest = digest;
+            let digest = merkle::digest(key, entry.state());
+            leaves.toggle(leaf_of(hash), entry.kept_digest() ^ digest);
+            entry.set_digest(digest);
         }
         if old != new {
-            let stored_key = entry.key.to_bytes();
+            let stored_key = entry.key_to_bytes();
             self.track_expiry(stored_key, old, new);
         }
         Some(result)
@@ -443,7 +436,7 @@ impl Keyspace {
             .tables
             .iter()
             .flat_map(|t| t.iter())
-            .filter_map(|e| e.state.expire_at_ms().map(|at| Reverse((at, e.key.to_bytes()))))
+            .filter_map(|e| e.state().expire_at_ms().map(|at| Reverse((at, e.key_to_bytes()))))
             .collect();
         debug_assert_eq!(live.len(), self.expiring);
         self.expiry_heap = BinaryHeap::from(live);
@@ -451,17 +444,16 @@ impl Keyspace {
 
     pub fn remove(&mut self, key: &[u8], hash: u64) -> Option<KeyState> {
         let index = self.table_index(hash);
-        let entry = self.tables[index].find_entry(hash, |e| e.key.as_bytes() == key).ok()?;
+        let entry = self.tables[index].find_entry(hash, |e| e.key() == key).ok()?;
         let (removed, _) = entry.remove();
-        let removed = *removed;
-        Self::note_change(&mut self.changes, &removed.key);
-        debug_assert_eq!(removed.digest, self.digest_to_store(key, &removed.state), "stale digest");
-        self.merkle_replace(hash, removed.digest, 0);
+        Self::note_change(&mut self.changes, removed.key());
+        debug_assert_eq!(removed.kept_digest(), self.digest_to_store(key, removed.state()).unwrap_or(0), "stale digest");
+        self.merkle_replace(hash, removed.kept_digest(), 0);
         self.len -= 1;
-        if removed.state.expire_at_ms().is_some() {
+        if removed.state().expire_at_ms().is_some() {
             self.expiring -= 1;
         }
-        Some(removed.state)
+        Some(removed.into_state())
     }
 
     /// Remove every live key; tombstones stay (they still guard against old writes).
@@ -489,7 +481,7 @@ impl Keyspace {
         // Split every table in two by the next hash bit; slot ranges refine in place,
         // so SCAN cursors issued before stay valid.
         let bits = self.slot_bits + 1;
-        let mut tables: Vec<HashTable<Box<Entry>>> = (0..1usize << bits).map(|_| HashTable::new()).collect();
+        let mut tables: Vec<HashTable<Entry>> = (0..1usize << bits).map(|_| HashTable::new()).collect();
         for table in self.tables.drain(..) {
             for entry in table {
                 let hash = entry.hash();
@@ -512,7 +504,7 @@ impl Keyspace {
             }
             let Some(Reverse((at_ms, key))) = self.expiry_heap.pop() else { break };
             let hash = key_hash(&key);
-            if self.get(&key, hash).is_some_and(|e| e.state.expire_at_ms() == Some(at_ms)) {
+            if self.get(&key, hash).is_some_and(|e| e.state().expire_at_ms() == Some(at_ms)) {
                 due.push(key);
             }
         }
@@ -546,7 +538,7 @@ impl Keyspace {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &Entry> {
-        self.tables.iter().flat_map(|t| t.iter().map(|e| &**e))
+        self.tables.iter().flat_map(|t| t.iter())
     }
 
     /// The `n`-th entry of a random non-empty table, chosen from `pick` (a random u64).
@@ -556,7 +548,7 @@ impl Keyspace {
         }
         let start = (pick as usize) % self.tables.len();
         let table = (0..self.tables.len()).map(|i| &self.tables[(start + i) % self.tables.len()]).find(|t| !t.is_empty())?;
-        table.iter().nth(((pick >> 32) as usize) % table.len()).map(|e| &**e)
+        table.iter().nth(((pick >> 32) as usize) % table.len())
     }
 
     /// Heap entries in the expiry index (for the bound assertions in tests).

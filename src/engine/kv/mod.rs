@@ -23,7 +23,6 @@ pub mod packed;
 pub mod position;
 pub mod score_order;
 pub mod sets;
-pub mod stored_key;
 pub mod strings;
 pub mod value;
 #[cfg(test)]
@@ -182,17 +181,17 @@ impl KvEngine {
         // While no key carries a TTL none can have expired: one lookup, not two (the
         // borrow of a found entry cannot outlive the branch that may remove it).
         if self.keys.expiring() == 0 {
-            return self.keys.get(key, hash).map(|e| &e.state);
+            return self.keys.get(key, hash).map(|e| e.state());
         }
         let expired = match self.keys.get(key, hash) {
             None => return None,
-            Some(entry) => Self::is_expired(&entry.state, now_ms),
+            Some(entry) => Self::is_expired(entry.state(), now_ms),
         };
         if expired {
             self.remove_expired(key, hash);
             return None;
         }
-        self.keys.get(key, hash).map(|e| &e.state)
+        self.keys.get(key, hash).map(|e| e.state())
     }
 
     fn remove_expired(&mut self, key: &[u8], hash: u64) {
@@ -217,7 +216,7 @@ impl KvEngine {
 
     /// Remove the key if it has expired (the lazy half of expiry).
     fn expire_if_due(&mut self, key: &[u8], hash: u64, now_ms: u64) {
-        if self.keys.get(key, hash).is_some_and(|e| Self::is_expired(&e.state, now_ms)) {
+        if self.keys.get(key, hash).is_some_and(|e| Self::is_expired(e.state(), now_ms)) {
             self.remove_expired(key, hash);
         }
     }
@@ -225,7 +224,7 @@ impl KvEngine {
     /// The current state of a key for a write (expired keys count as absent).
     fn take_for_write(&mut self, key: &[u8], hash: u64, now_ms: u64) -> Option<KeyState> {
         self.live(key, hash, now_ms)?;
-        self.keys.get(key, hash).map(|e| e.state.clone())
+        self.keys.get(key, hash).map(|e| e.state().clone())
     }
 
     /// Store the result of a write and emit its delta. A state that no longer exists is
@@ -284,9 +283,9 @@ impl KvEngine {
             // The delta names the keyspace's own copy of the key: no copy of it, and no
             // client read buffer kept alive by a slice of it.
             if part_only {
-                ctx.deltas.key_part_changed(&entry.key, &entry.state.without_elements());
+                ctx.deltas.key_part_changed(entry.key(), &entry.state().without_elements());
             } else {
-                ctx.deltas.key_changed(&entry.key, &entry.state);
+                ctx.deltas.key_changed(entry.key(), entry.state());
             }
         } else {
             let key = Bytes::copy_from_slice(&key);
@@ -311,10 +310,10 @@ impl KvEngine {
         let updated = self.keys.update(key, hash, |_, state| write(state));
         assert!(updated.is_some(), "a key-level write to a key that is not there");
         let entry = self.keys.get(key, hash).expect("the key just updated");
-        if entry.state.has_collection() {
-            ctx.deltas.key_part_changed(&entry.key, &entry.state.without_elements());
+        if entry.state().has_collection() {
+            ctx.deltas.key_part_changed(entry.key(), &entry.state().without_elements());
         } else {
-            ctx.deltas.key_changed(&entry.key, &entry.state);
+            ctx.deltas.key_changed(entry.key(), entry.state());
         }
     }
 
@@ -420,11 +419,11 @@ impl KvEngine {
     /// Replay a FLUSHALL: remove, from every key in its scope, what the flush had seen.
     pub fn merge_flush(&mut self, seen: &VersionVector, scope: ShardScope) {
         self.record_flush(seen, scope);
-        let keys: Vec<Bytes> = self.keys.iter().filter(|e| scope.contains(&e.key)).map(|e| e.key.to_bytes()).collect();
+        let keys: Vec<Bytes> = self.keys.iter().filter(|e| scope.contains(e.key())).map(|e| e.key_to_bytes()).collect();
         for key in keys {
             let hash = key_hash(&key);
             let Some(entry) = self.keys.get(&key, hash) else { continue };
-            let mut state = entry.state.clone();
+            let mut state = entry.state().clone();
             state.remove_observed(seen);
             if state.exists() {
                 self.keys.put(&key, hash, state);
@@ -547,7 +546,7 @@ impl KvEngine {
         let mut removed = 0;
         for key in due {
             let hash = key_hash(&key);
-            if self.keys.get(&key, hash).is_some_and(|e| Self::is_expired(&e.state, now_ms)) {
+            if self.keys.get(&key, hash).is_some_and(|e| Self::is_expired(e.state(), now_ms)) {
                 self.remove_expired(&key, hash);
                 removed += 1;
             }

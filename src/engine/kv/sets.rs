@@ -330,7 +330,7 @@ impl KvEngine {
         }
         let mut sets = Vec::with_capacity(keys.len());
         for key in keys {
-            match self.keys.get(key, key_hash(key)).and_then(|e| e.state.set_members()).filter(|s| !s.is_empty()) {
+            match self.keys.get(key, key_hash(key)).and_then(|e| e.state().set_members()).filter(|s| !s.is_empty()) {
                 Some(set) => sets.push(set),
                 None => return Ok(Vec::new()),
             }

@@ -86,7 +86,7 @@ impl KvEngine {
         self.expire_if_due(&key, hash, ctx.now_ms);
         let event_key = self.notify.key_for(&[Class::String, Class::Generic], &key);
         if reply == SetReply::OldValue
-            && let Err(e) = check_string(self.keys.get(&key, hash).map(|e| &e.state))
+            && let Err(e) = check_string(self.keys.get(&key, hash).map(|e| e.state()))
         {
             return e;
         }

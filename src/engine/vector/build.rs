@@ -36,7 +36,7 @@ impl Build {
     /// Start a build of `index`'s definition over the keys `kv` holds now.
     pub fn start(index: &Index, kv: &KvEngine, shadow: Option<Index>) -> Build {
         let mut keys: Vec<Bytes> =
-            kv.keys.iter().map(|e| e.key.as_bytes()).filter(|k| !k.starts_with(DEF_KEY_PREFIX) && index.def.covers(k)).map(Bytes::copy_from_slice).collect();
+            kv.keys.iter().map(|e| e.key()).filter(|k| !k.starts_with(DEF_KEY_PREFIX) && index.def.covers(k)).map(Bytes::copy_from_slice).collect();
         keys.sort_unstable();
         Build { keys, next: 0, shadow }
     }
@@ -57,7 +57,7 @@ impl Build {
         let target = self.shadow.as_mut().unwrap_or(live);
         for key in &self.keys[self.next..end] {
             let hash = key_hash(key);
-            let state = kv.keys.get(key, hash).map(|e| &e.state);
+            let state = kv.keys.get(key, hash).map(|e| e.state());
             // A key gone since the build started is left out (or removed: a write
             // during the build may have indexed it, and its delete was followed too).
             let reader = hash_reader(state);

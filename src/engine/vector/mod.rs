@@ -179,10 +179,10 @@ impl VectorEngine {
                 }
                 let Some(index) = self.indexes.get_mut(&name) else { return VectorReply::Error("internal: index vanished".into()) };
                 let keys = &kv.keys;
-                let live = |key: &Bytes| keys.get(key, key_hash(key)).is_some_and(|e| !expired(&e.state, now_ms));
+                let live = |key: &Bytes| keys.get(key, key_hash(key)).is_some_and(|e| !expired(e.state(), now_ms));
                 let mut read = |key: &Bytes| {
-                    let entry = keys.get(key, key_hash(key)).filter(|e| !expired(&e.state, now_ms))?;
-                    let fields = entry.state.hash()?;
+                    let entry = keys.get(key, key_hash(key)).filter(|e| !expired(e.state(), now_ms))?;
+                    let fields = entry.state().hash()?;
                     Some(fields.iter().filter_map(|(f, s)| s.read().map(|v| (Bytes::copy_from_slice(f), v.to_bytes()))).collect())
                 };
                 match index.search(&query, &mut read, &live) {
@@ -252,7 +252,7 @@ impl VectorEngine {
                 continue;
             }
             let hash = key_hash(key);
-            let state = kv.keys.get(key, hash).map(|e| &e.state);
+            let state = kv.keys.get(key, hash).map(|e| e.state());
             if merged && state.is_none() && crate::bugs::active(crate::bugs::Bug::MergedDeleteStaysIndexed) {
                 continue;
             }

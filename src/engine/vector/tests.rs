@@ -155,7 +155,7 @@ fn documents_merged_from_a_peer_are_indexed_and_a_merged_delete_removes_them() {
     let ship = |from: &Shard, key: &str| {
         let key = b(key);
         let hash = crate::engine::kv::key_hash(&key);
-        let state = from.kv.keys.get(&key, hash).map(|e| e.state.clone()).or_else(|| from.kv.keys.tombstone(&key).cloned()).expect("a state");
+        let state = from.kv.keys.get(&key, hash).map(|e| e.state().clone()).or_else(|| from.kv.keys.tombstone(&key).cloned()).expect("a state");
         ShardOp::MergeRemote(vec![Delta::Key { key, state }])
     };
     reader.apply(ship(&writer, "doc:1"), 11);
@@ -213,7 +213,7 @@ fn a_shard_announces_every_change_to_a_definition_key_and_nothing_else() {
     // A definition created on a peer arrives as a merged key.
     let mut peer = replicating_shard(2);
     hset(&mut peer, &def_key, vec![(b("schema"), definition("FLAT"))], 20);
-    let state = peer.kv.keys.get(def_key.as_bytes(), crate::engine::kv::key_hash(def_key.as_bytes())).expect("stored").state.clone();
+    let state = peer.kv.keys.get(def_key.as_bytes(), crate::engine::kv::key_hash(def_key.as_bytes())).expect("stored").state().clone();
     shard.apply(ShardOp::MergeRemote(vec![Delta::Key { key: b(&def_key), state: state.clone() }]), 21);
     assert_eq!(now(), 4, "a peer's definition");
     shard.merge_delta(Delta::Key { key: b(&def_key), state });

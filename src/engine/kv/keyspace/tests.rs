@@ -21,7 +21,7 @@ fn scan_returns_every_key_present_throughout_despite_growth() {
     let mut extra = 0;
     loop {
         cursor = ks.scan(cursor, 10, |e| {
-            seen.insert(e.key.to_bytes());
+            seen.insert(e.key_to_bytes());
         });
         // Grow the keyspace a lot mid-iteration: the directory splits several times.
         for _ in 0..300 {
