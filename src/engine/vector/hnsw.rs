@@ -239,7 +239,7 @@ impl VectorStore {
         let mut entries = vec![nearest];
         for layer in (0..=level.min(self.top_level)).rev() {
             let mut scratch = std::mem::take(&mut self.scratch);
-            let found = self.search_layer(&mut scratch, vector, &entries, self.ef_construction, layer, &|_| true);
+            let found = self.search_layer(&mut scratch, vector, &entries, self.ef_construction, layer, |_| true);
             self.scratch = scratch;
             let width = if layer == 0 { self.m0 } else { self.m };
             let chosen = self.select(&found, self.m);
@@ -317,6 +317,9 @@ impl VectorStore {
 
     /// The `ef` nearest slots to `query` on `layer` that `accept` takes (all slots are
     /// walked through, only accepted ones are kept), nearest first.
+    ///
+    /// `accept` is generic, not `&dyn Fn`: it runs for every slot the walk keeps, and a
+    /// static call inlines (`|_| true` while inserting costs nothing then).
     fn search_layer(
         &self,
         scratch: &mut Scratch,
@@ -324,8 +327,11 @@ impl VectorStore {
         entries: &[Near],
         ef: usize,
         layer: usize,
-        accept: &dyn Fn(u32) -> bool,
+        accept: impl Fn(u32) -> bool,
     ) -> Vec<Near> {
+        if ef == 0 {
+            return Vec::new();
+        }
         let Scratch { visited, candidates, results } = scratch;
         visited.begin(self.slots());
         candidates.clear();
@@ -348,14 +354,18 @@ impl VectorStore {
                     continue;
                 }
                 let d = self.distance_to(query, n);
-                let worst = results.peek().map_or(f32::INFINITY, |w| w.0);
-                if results.len() < ef || d < worst {
-                    candidates.push(Reverse(Near(d, n)));
-                    if accept(n) {
+                let full = results.len() >= ef;
+                if full && results.peek().is_some_and(|worst| d >= worst.0) {
+                    continue;
+                }
+                candidates.push(Reverse(Near(d, n)));
+                if accept(n) {
+                    // Full: the new one replaces the worst in one sift (a push and a pop
+                    // cost two); the heap keeps the same `ef` nearest either way.
+                    if let Some(mut worst) = results.peek_mut().filter(|_| full) {
+                        *worst = Near(d, n);
+                    } else {
                         results.push(Near(d, n));
-                        if results.len() > ef {
-                            results.pop();
-                        }
                     }
                 }
             }
@@ -366,7 +376,7 @@ impl VectorStore {
     }
 
     /// The `k` nearest accepted slots through the graph, searching `ef` wide.
-    pub fn search_graph(&mut self, query: &[f32], k: usize, ef: usize, accept: &dyn Fn(u32) -> bool) -> Vec<Near> {
+    pub fn search_graph(&mut self, query: &[f32], k: usize, ef: usize, accept: impl Fn(u32) -> bool) -> Vec<Near> {
         debug_assert!(self.graph);
         if ef >= self.live() {
             // As wide as the live slots: a walk cannot beat a scan, and it could miss a
@@ -381,7 +391,7 @@ impl VectorStore {
         }
         let mut scratch = std::mem::take(&mut self.scratch);
         let deleted = &self.deleted;
-        let mut found = self.search_layer(&mut scratch, query, &[nearest], ef.max(k), 0, &|slot| !deleted[slot as usize] && accept(slot));
+        let mut found = self.search_layer(&mut scratch, query, &[nearest], ef.max(k), 0, |slot| !deleted[slot as usize] && accept(slot));
         self.scratch = scratch;
         found.truncate(k);
         found
@@ -438,7 +448,7 @@ mod tests {
         let mut hits = 0;
         for q in &queries {
             let exact = store.search_exact(q, 10, 0..store.slots() as u32);
-            let found = store.search_graph(q, 10, 64, &|_| true);
+            let found = store.search_graph(q, 10, 64, |_| true);
             assert!(found.iter().all(|n| n.1 % 3 != 0), "a deleted slot was returned");
             hits += found.iter().filter(|n| exact.contains(n)).count();
         }
@@ -453,7 +463,7 @@ mod tests {
         for (i, v) in data.iter().enumerate() {
             store.insert(v, (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
         }
-        let found = store.search_graph(&data[0], 10, 20, &|slot| slot % 7 == 0);
+        let found = store.search_graph(&data[0], 10, 20, |slot| slot % 7 == 0);
         assert!(!found.is_empty() && found.iter().all(|n| n.1 % 7 == 0));
     }
 }

@@ -179,7 +179,12 @@ impl VectorEngine {
                 }
                 let Some(index) = self.indexes.get_mut(&name) else { return VectorReply::Error("internal: index vanished".into()) };
                 let keys = &kv.keys;
-                let live = |key: &Bytes| keys.get(key, key_hash(key)).is_some_and(|e| !expired(e.state(), now_ms));
+                // Every indexed document's key is in the keyspace (the indexes followed
+                // every change just before this op), so only a TTL can make one not
+                // live: with no key carrying one, skip the lookup (a hash and a probe
+                // for every slot a KNN walk keeps).
+                let any_ttl = keys.expiring() > 0;
+                let live = |key: &Bytes| !any_ttl || keys.get(key, key_hash(key)).is_some_and(|e| !expired(e.state(), now_ms));
                 let mut read = |key: &Bytes| {
                     let entry = keys.get(key, key_hash(key)).filter(|e| !expired(e.state(), now_ms))?;
                     let fields = entry.state().hash()?;

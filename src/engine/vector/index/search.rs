@@ -159,7 +159,7 @@ impl Index {
                 }
                 _ => {
                     let accept = |slot: u32| passes(slot) && doc_of(slot).is_some_and(|d| live(&d.key));
-                    store.search_graph(query, k, ef, &accept)
+                    store.search_graph(query, k, ef, accept)
                 }
             }
         };
