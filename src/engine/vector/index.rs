@@ -394,6 +394,9 @@ impl Index {
         if let Some(value) = self.def.score_field.as_ref().and_then(|f| get(f)) {
             parsed.score = std::str::from_utf8(&value).ok().and_then(|t| t.trim().parse::<f64>().ok()).filter(|v| !v.is_nan()).unwrap_or(self.def.score);
         }
+        // RediSearch keeps a document's score as a C `float`: 0.9 scores 0.8999999761...
+        // (seen in tests/vector_differential/text_scorers.rs).
+        parsed.score = f64::from(parsed.score as f32);
         // Positions run on through the TEXT fields in schema order (as RediSearch's).
         let mut next_position = 1u32;
         let mut freqs: std::collections::HashMap<Bytes, u32> = std::collections::HashMap::new();
