@@ -69,10 +69,14 @@ pub enum Bug {
     /// RPUSH, ZADD) raises its command's event but no `new`; only a key created as a
     /// string does.
     NewOnlyForStrings,
+    /// An FT.* index follows a rewrite of an indexed hash by adding the new TEXT terms
+    /// but leaving the old ones in the postings: a search for a word the document no
+    /// longer holds still finds it, and the index no longer equals its rebuild.
+    TextUpdateKeepsOldTerms,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 21] = [
+    pub const ALL: [Bug; 22] = [
         Bug::TtlNeverFires,
         Bug::SetKeepsIncrements,
         Bug::PersistIgnored,
@@ -94,6 +98,7 @@ impl Bug {
         Bug::MergedDeleteStaysIndexed,
         Bug::GraphEdgeOutlivesEndpoint,
         Bug::NewOnlyForStrings,
+        Bug::TextUpdateKeepsOldTerms,
     ];
 
     /// Whether the bug lives in replication (the simulator must run replicated nodes
@@ -143,6 +148,7 @@ impl Bug {
             Bug::MergedDeleteStaysIndexed => "merged-delete-stays-indexed",
             Bug::GraphEdgeOutlivesEndpoint => "graph-edge-outlives-endpoint",
             Bug::NewOnlyForStrings => "new-only-for-strings",
+            Bug::TextUpdateKeepsOldTerms => "text-update-keeps-old-terms",
         }
     }
 

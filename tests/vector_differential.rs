@@ -14,6 +14,8 @@
 //! installs it).
 
 mod common;
+#[path = "vector_differential/text_scorers.rs"]
+mod text_scorers;
 
 use common::start_meridian;
 use rand::{Rng, SeedableRng};
@@ -955,5 +957,10 @@ fn ft_commands_answer_as_redisearch_answers_on_resp2_and_resp3() {
     assert!(steps.len() > 100, "the script holds {} steps", steps.len());
     let mut mismatches = differences(&peer, 2, &steps);
     mismatches.extend(differences(&peer, 3, &steps));
+    // The scorers' steps on servers of their own: their scores depend on every
+    // document of their index and nothing else, whatever the script above did.
+    let text = text_scorers::steps();
+    mismatches.extend(differences(&peer, 2, &text));
+    mismatches.extend(differences(&peer, 3, &text));
     assert!(mismatches.is_empty(), "{} replies differ from RediSearch's:\n{}", mismatches.len(), mismatches.join("\n"));
 }

@@ -76,6 +76,23 @@ fn every_nodes_indexes_equal_their_rebuilds_at_the_end_of_a_run() {
     }
 }
 
+/// The TEXT index (`dst_text`): a planted bug that leaves a rewritten document's old
+/// terms in the postings is caught by the index audit itself (its message names the
+/// postings), on a single node and under replication faults, within a few seeds; and
+/// the same runs pass without it (the sweeps).
+#[test]
+fn a_text_update_that_keeps_old_terms_is_caught_by_the_index_audit() {
+    for replicate in [false, true] {
+        let config = SimConfig { bug: Some(Bug::TextUpdateKeepsOldTerms), replicate, ..SimConfig::default() };
+        let caught = (0..SEEDS_TO_CATCH_A_BUG).find_map(|seed| run(SimConfig { seed, ..config.clone() }).failure);
+        let reason = caught.unwrap_or_else(|| panic!("the planted bug survived {SEEDS_TO_CATCH_A_BUG} seeds (replicate: {replicate})"));
+        assert!(
+            reason.contains("\"dst_text\": postings differ"),
+            "caught, but not by the text postings audit (replicate: {replicate}): {reason}"
+        );
+    }
+}
+
 /// Graph runs: every replication fault but crashes, so that the graph is checked
 /// exactly (a run with a restart checks it for safety only: see `dst/src/graph.rs`).
 fn graph_faults() -> FaultWeights {

@@ -25,13 +25,18 @@ const BUILD_KEYS_PER_STEP: usize = 2;
 pub(super) const AUDIT_EVERY_TICKS: u64 = 50;
 
 /// The indexes every node keeps, over the workload's hash fields `f0`..`f3` (whose
-/// values are short strings and numbers: a two-byte value is a valid FLOAT16 vector of
-/// one dimension, a number a valid NUMERIC, anything else a counted indexing failure).
-/// HNSW's EF_RUNTIME exceeds any shard's document count, so its answers are exact.
-const DEFINITIONS: [(&str, &str); 3] = [
+/// values are short strings, numbers and a few sentences and language names, see
+/// `workload::hash_value`: a two-byte value is a valid FLOAT16 vector of one
+/// dimension, a number a valid NUMERIC, anything else a counted indexing failure; every
+/// value is TEXT, numbers cut at `-` and `.`). HNSW's EF_RUNTIME exceeds any shard's
+/// document count, so its answers are exact. `dst_text` covers text postings, term
+/// positions and frequencies, field weights, stemming (with a document's language from
+/// `f3`), and the document score (from `f1`).
+const DEFINITIONS: [(&str, &str); 4] = [
     ("dst_tags", "ON HASH PREFIX 3 h { n SCHEMA f0 TAG f1 TAG SEPARATOR . f2 TAG CASESENSITIVE f3 AS t3 TAG"),
     ("dst_flat", "ON HASH SCHEMA f0 TAG f1 NUMERIC f2 VECTOR FLAT 6 TYPE FLOAT16 DIM 1 DISTANCE_METRIC L2"),
     ("dst_hnsw", "ON HASH SCHEMA f3 VECTOR HNSW 12 TYPE FLOAT16 DIM 1 DISTANCE_METRIC IP M 4 EF_CONSTRUCTION 8 EF_RUNTIME 1000 f0 TAG"),
+    ("dst_text", "ON HASH LANGUAGE_FIELD f3 SCORE_FIELD f1 SCHEMA f0 TEXT NOSTEM WEIGHT 2 f2 TEXT f1 TAG"),
 ];
 
 impl Sim {

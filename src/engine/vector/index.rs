@@ -318,7 +318,8 @@ impl Index {
             }
         };
         let Some(doc) = self.docs[id as usize].as_mut() else { return };
-        unpost(&mut self.postings, &mut self.columns, &mut self.text_docs, &self.is_text, id, doc);
+        let keep_old_terms = crate::bugs::active(crate::bugs::Bug::TextUpdateKeepsOldTerms);
+        unpost(&mut self.postings, &mut self.columns, &mut self.text_docs, &self.is_text, id, doc, keep_old_terms);
         doc.tags = parsed.tags;
         doc.text = parsed.text;
         doc.max_freq = parsed.max_freq;
@@ -362,7 +363,7 @@ impl Index {
     fn remove(&mut self, key: &Bytes) {
         let Some(id) = self.by_key.remove(key) else { return };
         let Some(doc) = self.docs[id as usize].take() else { return };
-        unpost(&mut self.postings, &mut self.columns, &mut self.text_docs, &self.is_text, id, &doc);
+        unpost(&mut self.postings, &mut self.columns, &mut self.text_docs, &self.is_text, id, &doc, false);
         self.total_len -= u64::from(doc.len);
         for (field, slot) in doc.slots.iter().enumerate() {
             if let Some((slot, _)) = slot {
@@ -394,6 +395,9 @@ impl Index {
         if let Some(value) = self.def.score_field.as_ref().and_then(|f| get(f)) {
             parsed.score = std::str::from_utf8(&value).ok().and_then(|t| t.trim().parse::<f64>().ok()).filter(|v| !v.is_nan()).unwrap_or(self.def.score);
         }
+        // RediSearch keeps a document's score as a C `float`: 0.9 scores 0.8999999761...
+        // (seen in tests/vector_differential/text_scorers.rs).
+        parsed.score = f64::from(parsed.score as f32);
         // Positions run on through the TEXT fields in schema order (as RediSearch's).
         let mut next_position = 1u32;
         let mut freqs: std::collections::HashMap<Bytes, u32> = std::collections::HashMap::new();
@@ -445,7 +449,9 @@ impl Index {
     }
 }
 
-/// Take a doc's tags, terms and numbers out of the postings, term counts and columns.
+/// Take a doc's tags, terms and numbers out of the postings, term counts and columns
+/// (`keep_text_postings`: only under the planted bug `text-update-keeps-old-terms`,
+/// which leaves the TEXT postings in place).
 fn unpost(
     postings: &mut [HashMap<Bytes, hashbrown::HashSet<u32>, foldhash::fast::FixedState>],
     columns: &mut [Vec<f64>],
@@ -453,6 +459,7 @@ fn unpost(
     is_text: &[bool],
     id: u32,
     doc: &Doc,
+    keep_text_postings: bool,
 ) {
     for term in text::distinct_terms(&doc.tags, is_text) {
         if let Some(count) = text_docs.get_mut(&term) {
@@ -463,6 +470,9 @@ fn unpost(
         }
     }
     for (field, tags) in doc.tags.iter().enumerate() {
+        if keep_text_postings && is_text.get(field).copied().unwrap_or(false) {
+            continue;
+        }
         for tag in tags {
             if let Some(set) = postings[field].get_mut(tag) {
                 set.remove(&id);

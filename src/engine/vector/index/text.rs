@@ -6,8 +6,8 @@
 use bytes::Bytes;
 
 use super::{Compiled, Doc, Index, Term};
-use crate::engine::vector::scorer::DocStats;
 use crate::engine::vector::schema::FieldKind;
+use crate::engine::vector::scorer::DocStats;
 use crate::engine::vector::text::{self as words, Language, STEM_MARK};
 
 /// What a stem adds to its term's frequency, per occurrence and field weight
@@ -102,6 +102,21 @@ impl Index {
         }))
     }
 
+    /// Where a prefix or a fuzzy term looks for its expansions: every TEXT field, even
+    /// under `@field:` (RediSearch expands over its one term trie, then matches in the
+    /// field). Expanding over the field's terms alone would leave out, on a shard where
+    /// a term is only in another field, that term's document count, and the node's sum
+    /// (the score's df) would fall short of RediSearch's.
+    fn expansion_fields(&self) -> Vec<usize> {
+        self.def
+            .fields
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| matches!(f.kind, FieldKind::Text { .. }))
+            .map(|(i, _)| self.positions[i])
+            .collect()
+    }
+
     /// A full-text term: on one TEXT field, or on every TEXT field (`field` `None`);
     /// expanded to its stems unless `verbatim`; a prefix expands over the terms indexed.
     pub(super) fn compile_text(
@@ -115,7 +130,8 @@ impl Index {
         let Some(fields) = self.text_fields(field)? else { return Ok(Compiled::Nothing) };
         let term = Bytes::from(term.to_ascii_lowercase());
         let terms = if prefix {
-            let mut found: Vec<Bytes> = fields
+            let mut found: Vec<Bytes> = self
+                .expansion_fields()
                 .iter()
                 .flat_map(|&p| self.expand_prefixes(p, std::slice::from_ref(&term), true))
                 .filter(|t| t.first() != Some(&STEM_MARK))
@@ -136,8 +152,13 @@ impl Index {
     /// `EXPANSIONS_MAX`.
     pub(super) fn compile_fuzzy(&self, field: Option<&Bytes>, term: &Bytes, distance: u8) -> Result<Compiled, String> {
         let Some(fields) = self.text_fields(field)? else { return Ok(Compiled::Nothing) };
-        let mut found: Vec<Bytes> =
-            fields.iter().flat_map(|&p| self.postings[p].keys()).filter(|t| levenshtein_within(term, t, usize::from(distance))).cloned().collect();
+        let mut found: Vec<Bytes> = self
+            .expansion_fields()
+            .iter()
+            .flat_map(|&p| self.postings[p].keys())
+            .filter(|t| levenshtein_within(term, t, usize::from(distance)))
+            .cloned()
+            .collect();
         found.sort_unstable();
         found.dedup();
         found.truncate(EXPANSIONS_MAX);
