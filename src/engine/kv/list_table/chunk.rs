@@ -69,6 +69,10 @@ fn set_last_triple(name: &mut [u8], (digit, hlc, node): (u64, u64, u16)) {
     name[at + 16..at + 18].copy_from_slice(&node.to_be_bytes());
 }
 
+/// The most a new end chunk reserves up front (see [`Chunk::first_of_run`]): a chunk of
+/// big values regrows as it fills rather than reserving its neighbour's megabytes.
+const RUN_ROOM_BYTES_MAX: usize = 16 * 1024;
+
 /// Up to [`CHUNK_ENTRIES_MAX`] compact elements in name order, in one allocation.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Chunk {
@@ -263,6 +267,16 @@ impl Chunk {
         chunk
     }
 
+    /// A chunk of one entry with room for `room_bytes` (at most [`RUN_ROOM_BYTES_MAX`]):
+    /// the next chunk of a run of pushes at one end, which the pushes fill about as far
+    /// as they filled its full neighbour (`room_bytes`), so its bytes are allocated once
+    /// instead of regrown seven or eight times on the way to ~1 KiB.
+    pub(super) fn first_of_run(name: &[u8], element: ElementRef<'_>, room_bytes: usize) -> Chunk {
+        let mut chunk = Chunk { bytes: Vec::with_capacity(room_bytes.min(RUN_ROOM_BYTES_MAX)), ..Chunk::default() };
+        chunk.append(name, element);
+        chunk
+    }
+
     /// Add an entry after the last one (the caller keeps names ascending).
     pub(super) fn append(&mut self, name: &[u8], element: ElementRef<'_>) {
         debug_assert!(self.count == 0 || self.last.as_slice() < name, "chunk names ascend");
@@ -348,7 +362,7 @@ impl Chunk {
         let mut out = Vec::with_capacity(self.count as usize);
         let mut decoder = Decoder::new(self);
         while let Some((_, element)) = decoder.next_entry() {
-            out.push((decoder.name.clone(), element));
+            out.push((Name::from_slice(&decoder.name), element));
         }
         debug_assert_eq!(out.len(), self.count as usize);
         out
@@ -370,7 +384,7 @@ impl Chunk {
             let (start, old) = decoder.next_entry().expect("a name not past the last has a place");
             let is_last = decoder.name.as_slice() == self.last.as_slice();
             match decoder.name.as_slice().cmp(name) {
-                std::cmp::Ordering::Less => prev = Some(decoder.name.clone()),
+                std::cmp::Ordering::Less => prev = Some(Name::from_slice(&decoder.name)),
                 // The entry after keeps its coding: it was coded against this same name.
                 std::cmp::Ordering::Equal => {
                     let mut middle = Vec::with_capacity(entry_bytes_max(name, element));
@@ -414,7 +428,7 @@ impl Chunk {
             let (start, element) = decoder.next_entry()?;
             match decoder.name.as_slice().cmp(name) {
                 std::cmp::Ordering::Less => {
-                    prev = Some(decoder.name.clone());
+                    prev = Some(Name::from_slice(&decoder.name));
                     prev_start = start;
                 }
                 std::cmp::Ordering::Equal => break (start, taken(element)),
