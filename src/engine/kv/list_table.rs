@@ -192,10 +192,11 @@ impl ListTable {
             None if self.chunks.front().is_none_or(|c| c.count as usize >= CHUNK_ENTRIES_MAX) => {
                 // The full chunk grew in place (pushes at the head): its spare room goes.
                 let room = self.chunks.front_mut().map_or(0, |full| {
+                    full.reclaim_head();
                     full.bytes.shrink_to_fit();
                     full.bytes.len()
                 });
-                self.chunks.push_front(Chunk::first_of_run(name, element, room));
+                self.chunks.push_front(Chunk::first_of_front_run(name, element, room));
                 self.chunked += 1;
                 return false;
             }

@@ -277,6 +277,22 @@ impl Chunk {
         chunk
     }
 
+    /// [`Chunk::first_of_run`] for a run of pushes at the head: the entry sits at the end
+    /// of `room_bytes` (at most [`RUN_ROOM_BYTES_MAX`]), and the room before it is the
+    /// unused prefix that the next pushes write into without moving anything (see
+    /// [`Chunk::prepend_in_place`]).
+    pub(super) fn first_of_front_run(name: &[u8], element: ElementRef<'_>, room_bytes: usize) -> Chunk {
+        let mut entry = Vec::with_capacity(entry_bytes_max(name, element));
+        encode_entry(&mut entry, None, name, element);
+        let prefix = room_bytes.min(RUN_ROOM_BYTES_MAX).saturating_sub(entry.len());
+        let mut bytes = Vec::with_capacity(prefix + entry.len());
+        bytes.resize(prefix, 0);
+        bytes.extend_from_slice(&entry);
+        let chunk = Chunk { bytes, count: 1, last_at: prefix as u32, last: Name::from_slice(name), starts: None, head: prefix as u32 };
+        chunk.debug_check_last_at();
+        chunk
+    }
+
     /// Add an entry after the last one (the caller keeps names ascending).
     pub(super) fn append(&mut self, name: &[u8], element: ElementRef<'_>) {
         debug_assert!(self.count == 0 || self.last.as_slice() < name, "chunk names ascend");
@@ -376,6 +392,9 @@ impl Chunk {
     pub(super) fn splice_in(&mut self, name: &[u8], element: ElementRef<'_>) -> bool {
         debug_assert!(name <= self.last.as_slice());
         self.starts = None;
+        if name < self.first() && self.prepend_in_place(name, element) {
+            return false;
+        }
         self.reclaim_head();
         let mut decoder = Decoder::new(self);
         let mut prev: Option<Name> = None;
@@ -528,10 +547,39 @@ impl Chunk {
         Some(taken)
     }
 
+    /// Insert `name` before the first entry into the unused prefix (see `head`) when the
+    /// new entry and the old first one, recoded against it, fit where the old one ended:
+    /// nothing moves (a run of LPUSHes into a chunk made by [`Chunk::first_of_front_run`]
+    /// writes each entry once, where a listpack moves its whole rest per push). Returns
+    /// false, changing nothing, when they do not fit.
+    fn prepend_in_place(&mut self, name: &[u8], element: ElementRef<'_>) -> bool {
+        let mut decoder = Decoder::new(self);
+        let Some((start, old)) = decoder.next_entry() else { return false };
+        debug_assert_eq!(start, self.head as usize);
+        let rest = decoder.at;
+        let mut middle = Vec::with_capacity(entry_bytes_max(name, element) + entry_bytes_max(&decoder.name, old));
+        encode_entry(&mut middle, None, name, element);
+        let second = middle.len();
+        encode_entry(&mut middle, Some(name), &decoder.name, old);
+        if middle.len() > rest {
+            return false;
+        }
+        let new_head = rest - middle.len();
+        self.bytes[new_head..rest].copy_from_slice(&middle);
+        if self.count == 1 {
+            // The old first entry was the last too: it starts in the middle now.
+            self.last_at = (new_head + second) as u32;
+        }
+        self.head = new_head as u32;
+        self.count += 1;
+        self.debug_check_last_at();
+        true
+    }
+
     /// Give back the unused prefix a head pop left (see `head`) by moving the entries
-    /// to the front: before an insert, so that pushes and pops at the head in turn do
-    /// not grow the chunk.
-    fn reclaim_head(&mut self) {
+    /// to the front: before an insert that does not fit in it, so that pushes and pops
+    /// at the head in turn do not grow the chunk, and when a chunk is full.
+    pub(super) fn reclaim_head(&mut self) {
         let head = self.head as usize;
         if head == 0 {
             return;
