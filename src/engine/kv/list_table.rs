@@ -39,8 +39,10 @@ use smallvec::SmallVec;
 use super::element::{ElementRef, Stored};
 
 mod chunk;
+mod entry;
 
-use chunk::{Chunk, Decoder};
+use chunk::Chunk;
+use entry::Decoder;
 
 /// Elements in one chunk at most (Redis's quicklist nodes hold ~128 small elements at
 /// its default `list-max-listpack-size -2`, 8 KiB).
