@@ -163,7 +163,9 @@ measure() {
             }
             /PROGRAM TOTALS/ { total = sum() }
             index($0, timer) && !seen { periodic = sum(); seen = 1 }
-            END { printf "%d\n", total - periodic }'
+            # %.0f, not %d: mawk (Debian'"'"'s awk) prints any %d past 2^31 - 1 as 2147483647,
+            # which turned a long run'"'"'s totals (N2 = 600000) into nonsense per-op figures.
+            END { printf "%.0f\n", total - periodic }'
 }
 
 unit=Ir

@@ -48,7 +48,7 @@ impl Replica {
     fn push(&mut self, end: End, values: &[String]) -> Vec<Bytes> {
         let dot = self.dot();
         let edge = self.state.list_elements().and_then(|l| l.list()).and_then(|t| t.edge(end == End::Right));
-        let names = push_positions(edge.as_deref(), end, values.len(), dot);
+        let names: Vec<Bytes> = push_positions(edge.as_deref(), end, values.len(), dot).iter().map(|n| Bytes::copy_from_slice(n)).collect();
         self.write(dot, &names, |i, s| s.set(dot, StrVal::from_bytes(Bytes::from(values[i].clone())), SetTtl::Keep));
         names
     }

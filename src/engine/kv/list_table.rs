@@ -31,24 +31,25 @@
 //! Must never: hold a non-compact element in a chunk, an empty chunk, a chunk over
 //! [`CHUNK_ENTRIES_MAX`], or one name twice; do I/O.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use bytes::Bytes;
 use smallvec::SmallVec;
 
 use super::element::{ElementRef, Stored};
-use super::position::TRIPLE_BYTES;
 
 mod chunk;
+mod entry;
 
-use chunk::{Chunk, Decoder};
+use chunk::Chunk;
+use entry::Decoder;
 
 /// Elements in one chunk at most (Redis's quicklist nodes hold ~128 small elements at
 /// its default `list-max-listpack-size -2`, 8 KiB).
 pub const CHUNK_ENTRIES_MAX: usize = 128;
 
 /// A position name, held inline up to two levels (a push's elements below its anchor).
-pub type Name = SmallVec<[u8; 2 * TRIPLE_BYTES]>;
+pub type Name = super::position::Position;
 
 /// Whether an element can live in a chunk (one value at one dot).
 fn is_compact(element: ElementRef<'_>) -> bool {
@@ -59,7 +60,10 @@ fn is_compact(element: ElementRef<'_>) -> bool {
 /// docs). Every name is in exactly one of the two.
 #[derive(Clone, Debug, Default)]
 pub struct ListTable {
-    chunks: Vec<Chunk>,
+    /// In name order. A deque, not a `Vec`: a new head chunk (every 128th LPUSH) and an
+    /// emptied head chunk (every 128th LPOP) would otherwise move every chunk's header,
+    /// ~110 bytes per 128 elements of the list (0.9 MB at a million elements).
+    chunks: VecDeque<Chunk>,
     /// Elements that are not one value at one dot (tombstones, concurrent values).
     others: BTreeMap<Bytes, Stored>,
     /// Entries in chunks.
@@ -187,12 +191,14 @@ impl ListTable {
         let i = match self.chunk_for(name) {
             Some(i) => i,
             // Before every chunk, or none yet: a new first chunk if the first is full.
-            None if self.chunks.first().is_none_or(|c| c.count as usize >= CHUNK_ENTRIES_MAX) => {
+            None if self.chunks.front().is_none_or(|c| c.count as usize >= CHUNK_ENTRIES_MAX) => {
                 // The full chunk grew in place (pushes at the head): its spare room goes.
-                if let Some(full) = self.chunks.first_mut() {
+                let room = self.chunks.front_mut().map_or(0, |full| {
+                    full.reclaim_head();
                     full.bytes.shrink_to_fit();
-                }
-                self.chunks.insert(0, Chunk::build([(name, element)]));
+                    full.bytes.len()
+                });
+                self.chunks.push_front(Chunk::first_of_front_run(name, element, room));
                 self.chunked += 1;
                 return false;
             }
@@ -205,7 +211,8 @@ impl ListTable {
                 chunk.append(name, element);
             } else {
                 chunk.bytes.shrink_to_fit();
-                self.chunks.insert(i + 1, Chunk::build([(name, element)]));
+                let room = chunk.bytes.len();
+                self.chunks.insert(i + 1, Chunk::first_of_run(name, element, room));
             }
             self.chunked += 1;
             return false;
@@ -230,7 +237,9 @@ impl ListTable {
                 Chunk::build(entries[half..].iter().map(|(n, e)| (n.as_slice(), *e))),
             ];
             drop(entries);
-            self.chunks.splice(i..=i, halves);
+            let [left, right] = halves;
+            self.chunks[i] = left;
+            self.chunks.insert(i + 1, right);
         }
         replaced
     }
@@ -313,8 +322,8 @@ impl ListTable {
     /// chunk when every live element is in one (a push's neighbour).
     pub fn edge(&self, tail: bool) -> Option<Name> {
         if self.others_live == 0 {
-            let chunk = if tail { self.chunks.last() } else { self.chunks.first() };
-            return chunk.map(|c| if tail { c.last.clone() } else { Name::from_slice(c.first()) });
+            let chunk = if tail { self.chunks.back() } else { self.chunks.front() };
+            return chunk.map(|c| if tail { Name::from_slice(&c.last) } else { Name::from_slice(c.first()) });
         }
         self.walk(tail, true).next().map(|(n, _)| n)
     }
@@ -420,7 +429,7 @@ impl<'a> Walk<'a> {
             let chunk = &self.table.chunks[next];
             self.buffer.clear();
             if let Some(element) = chunk.last_element() {
-                self.buffer.push((chunk.last.clone(), element));
+                self.buffer.push((Name::from_slice(&chunk.last), element));
                 self.tail_only_of = Some(next);
             }
             self.taken = 0;
@@ -437,7 +446,7 @@ impl<'a> Walk<'a> {
                 if let Some(decoder) = &mut self.decoder
                     && let Some((_, element)) = decoder.next_entry()
                 {
-                    self.buffer.push((decoder.name.clone(), element));
+                    self.buffer.push((Name::from_slice(&decoder.name), element));
                     break;
                 }
                 if self.chunks_left == 0 {

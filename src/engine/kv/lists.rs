@@ -148,26 +148,27 @@ fn element_value(element: &Bytes) -> StrVal {
 /// `edge` (the last one for the tail, the first for the head), in push order. They form
 /// one block (an anchor and positions below it), so a concurrent push elsewhere never
 /// lands among them: for RPUSH the first element is the anchor, for LPUSH the last (the
-/// new head), each later one (earlier one) below it in list order.
-pub(super) fn push_positions(edge: Option<&[u8]>, end: End, count: usize, dot: Dot) -> Vec<Bytes> {
+/// new head), each later one (earlier one) below it in list order. Inline for a push of
+/// one element (the common one): its name costs no allocation.
+pub(super) fn push_positions(edge: Option<&[u8]>, end: End, count: usize, dot: Dot) -> SmallVec<[Name; 1]> {
     if count == 0 {
-        return Vec::new();
+        return SmallVec::new();
     }
     let anchor = match end {
-        End::Right => position::between(edge, None, dot, Placement::AfterLow),
-        End::Left => position::between(None, edge, dot, Placement::BeforeHigh),
+        End::Right => position::between_inline(edge, None, dot, Placement::AfterLow),
+        End::Left => position::between_inline(None, edge, dot, Placement::BeforeHigh),
     };
-    let below = |k: usize| Bytes::from(position::below(&anchor, k as u64, dot));
-    let mut names: Vec<Bytes> = Vec::with_capacity(count);
+    let below = |k: usize| position::below_inline(&anchor, k as u64, dot);
+    let mut names: SmallVec<[Name; 1]> = SmallVec::with_capacity(count);
     match end {
         End::Right => {
-            names.push(Bytes::new());
+            names.push(Name::new());
             names.extend((1..count).map(below));
-            names[0] = Bytes::from(anchor);
+            names[0] = anchor;
         }
         End::Left => {
             names.extend((1..count).rev().map(below));
-            names.push(Bytes::from(anchor));
+            names.push(anchor);
         }
     }
     debug_assert!(match end {

@@ -27,6 +27,8 @@
 //!
 //! Pure data: no I/O, no clock.
 
+use smallvec::SmallVec;
+
 use crate::crdt::Dot;
 
 /// Bytes of one `(digit, hlc, node)` triple.
@@ -37,6 +39,10 @@ pub const FIRST_DIGIT: u64 = 1 << 63;
 /// peer or storage can make us hold). Reaching it needs ~64 inserts per level into
 /// one gap, 64 levels deep.
 pub const LEVELS_MAX: usize = 4096;
+
+/// A position held inline up to two levels (a push's anchor and the positions below
+/// it): a push makes its names without a heap allocation.
+pub type Position = SmallVec<[u8; 2 * TRIPLE_BYTES]>;
 
 /// Where the new digit goes within a gap at its level.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -63,10 +69,13 @@ fn triple_at(path: &[u8], level: usize) -> Option<Triple> {
     Some(Triple { digit: u64_at(0), hlc: u64_at(8), node: u16::from_be_bytes([bytes[16], bytes[17]]) })
 }
 
-fn push_triple(out: &mut Vec<u8>, t: Triple) {
-    out.extend_from_slice(&t.digit.to_be_bytes());
-    out.extend_from_slice(&t.hlc.to_be_bytes());
-    out.extend_from_slice(&t.node.to_be_bytes());
+fn push_triple(out: &mut Position, t: Triple) {
+    // One copy of the whole triple (a small vector's append is not free per call).
+    let mut bytes = [0u8; TRIPLE_BYTES];
+    bytes[..8].copy_from_slice(&t.digit.to_be_bytes());
+    bytes[8..16].copy_from_slice(&t.hlc.to_be_bytes());
+    bytes[16..].copy_from_slice(&t.node.to_be_bytes());
+    out.extend_from_slice(&bytes);
 }
 
 fn levels(path: &[u8]) -> usize {
@@ -90,8 +99,13 @@ pub fn is_valid(name: &[u8]) -> bool {
 /// at an anchor and the rest below it, so that a concurrent push elsewhere never lands
 /// between them. `k` is at least 1 (no final digit is 0).
 pub fn below(anchor: &[u8], k: u64, dot: Dot) -> Vec<u8> {
+    below_inline(anchor, k, dot).to_vec()
+}
+
+/// [`below`], inline while two levels deep.
+pub fn below_inline(anchor: &[u8], k: u64, dot: Dot) -> Position {
     debug_assert!(k >= 1 && is_valid(anchor));
-    let mut out = Vec::with_capacity(anchor.len() + TRIPLE_BYTES);
+    let mut out = Position::with_capacity(anchor.len() + TRIPLE_BYTES);
     out.extend_from_slice(anchor);
     push_triple(&mut out, Triple { digit: k, hlc: dot.hlc.0, node: dot.node });
     out
@@ -100,8 +114,13 @@ pub fn below(anchor: &[u8], k: u64, dot: Dot) -> Vec<u8> {
 /// A new position strictly between `low` and `high` (`None`: the list's start or end),
 /// made by the write at `dot`. The caller guarantees `low < high`.
 pub fn between(low: Option<&[u8]>, high: Option<&[u8]>, dot: Dot, placement: Placement) -> Vec<u8> {
+    between_inline(low, high, dot, placement).to_vec()
+}
+
+/// [`between`], inline while two levels deep (a push's, always one level).
+pub fn between_inline(low: Option<&[u8]>, high: Option<&[u8]>, dot: Dot, placement: Placement) -> Position {
     debug_assert!(matches!((low, high), (Some(l), Some(h)) if l < h) || low.is_none() || high.is_none());
-    let mut out = Vec::with_capacity(TRIPLE_BYTES);
+    let mut out = Position::new();
     let own = |digit: u64| Triple { digit, hlc: dot.hlc.0, node: dot.node };
     if low.is_none() && high.is_none() {
         push_triple(&mut out, own(FIRST_DIGIT));
@@ -236,14 +255,14 @@ mod tests {
     #[test]
     fn adjacent_digits_descend_and_fillers_leave_room() {
         // Two positions with adjacent digits: the new one goes one level down.
-        let mut low = Vec::new();
+        let mut low = Position::new();
         push_triple(&mut low, Triple { digit: 10, hlc: 1, node: 1 });
-        let mut high = Vec::new();
+        let mut high = Position::new();
         push_triple(&mut high, Triple { digit: 11, hlc: 1, node: 1 });
         let id = check_between(Some(&low), Some(&high), dot(2, 2), Placement::Middle);
         assert_eq!(levels(&id), 2);
         // Below a position whose first digit is 1 and above the start: a filler.
-        let mut one = Vec::new();
+        let mut one = Position::new();
         push_triple(&mut one, Triple { digit: 1, hlc: 1, node: 1 });
         let id = check_between(None, Some(&one), dot(2, 2), Placement::BeforeHigh);
         assert_eq!(triple_at(&id, 0).map(|t| t.digit), Some(0));

@@ -171,6 +171,45 @@ fn a_push_of_a_thousand_costs_about_its_values() {
     assert!(bytes < 1000 * 24, "{bytes}");
 }
 
+/// A run of LPUSHes writes into the room a new head chunk keeps before its first entry
+/// (`Chunk::first_of_front_run`): read back in order through head pops, pushes of a
+/// longer value (that room runs out) and a pop at the tail, and costs about its values
+/// once the run is over.
+#[test]
+fn lpushes_into_a_head_chunks_room_read_back_in_order() {
+    let mut table = ListTable::default();
+    let mut model: std::collections::VecDeque<(Vec<u8>, Stored)> = std::collections::VecDeque::new();
+    for step in 0..3000u64 {
+        let d = dot((1 << 20) + 2 * step, 1 + (step % 3 == 0) as u16);
+        if step % 11 == 5 {
+            let (n, stored) = model.pop_front().expect("pushes outnumber pops");
+            assert_eq!(table.remove(&n), Some(stored), "step {step}");
+        } else if step % 101 == 7 {
+            let (n, stored) = model.pop_back().expect("pushes outnumber pops");
+            assert_eq!(table.remove(&n), Some(stored), "step {step}");
+        } else {
+            let value = if step % 400 < 40 { vec![b'w'; 90] } else { format!("{step:016}").into_bytes() };
+            let n = position::between(None, model.front().map(|(n, _)| n.as_slice()), d, Placement::BeforeHigh);
+            let stored = raw(d, &value);
+            assert!(!table.put(&n, stored.clone()));
+            model.push_front((n, stored));
+        }
+        if step % 50 == 0 {
+            let want: Vec<Vec<u8>> = model.iter().map(|(n, _)| n.clone()).collect();
+            assert_eq!(names_of(&table), want, "step {step}");
+            for (n, s) in model.iter().take(3).chain(model.iter().rev().take(3)) {
+                assert_eq!(table.get(n), Some(s.view()), "step {step}");
+            }
+        }
+    }
+    let values: Vec<Stored> = table.walk(false, false).map(|(_, e)| Stored::from_view(e)).collect();
+    assert_eq!(values, model.iter().map(|(_, s)| s.clone()).collect::<Vec<_>>());
+    // Full chunks hold no room: ~2,500 entries of ~20-110 bytes, plus one head chunk's room.
+    let (bytes, chunks) = table.chunk_bytes();
+    let values_bytes: usize = model.iter().map(|(_, s)| s.view().read().map_or(0, |v| v.to_bytes().len())).sum();
+    assert!(bytes < values_bytes + model.len() * 16 + chunks * 160 + 16 * 1024, "{bytes} bytes for {values_bytes} of values");
+}
+
 #[test]
 fn retain_keeps_what_it_is_told_in_order() {
     let mut table = ListTable::default();
