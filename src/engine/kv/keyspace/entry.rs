@@ -124,13 +124,30 @@ impl Entry {
         unsafe { self.ptr.as_ptr().add(at).cast::<u64>().read_unaligned() as usize }
     }
 
+    /// Where the key's bytes start and how many there are, from the header alone (every
+    /// table probe compares a key: no `Layout` is built on that path).
+    #[inline]
+    fn key_span(&self) -> (usize, usize) {
+        let header = self.header();
+        let digest_bytes = if header & DIGEST_FLAG != 0 { 8 } else { 0 };
+        let short = header & !DIGEST_FLAG;
+        if short != LONG {
+            return (STATE_BYTES + 1 + digest_bytes, usize::from(short));
+        }
+        let at = STATE_BYTES + 1 + digest_bytes;
+        // SAFETY: a long key's length is stored at `at` (see `shape`).
+        let len = unsafe { self.ptr.as_ptr().add(at).cast::<u64>().read_unaligned() as usize };
+        (at + 8, len)
+    }
+
     /// The key's bytes.
+    #[inline]
     pub fn key(&self) -> &[u8] {
-        let shape = self.shape();
-        let len = shape.layout.size() - shape.key_at;
-        // SAFETY: the key's bytes fill the allocation from `key_at` to its end, and live
-        // as long as `self`.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(shape.key_at), len) }
+        let (at, len) = self.key_span();
+        debug_assert_eq!((at, at + len), (self.shape().key_at, self.shape().layout.size()));
+        // SAFETY: the key's bytes fill the allocation from `at` to its end, and live as
+        // long as `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(at), len) }
     }
 
     /// A copy of the key, for what outlives the entry (a reply, the expiry index).
@@ -145,12 +162,11 @@ impl Entry {
 
     /// The key and its state, the state mutably (they do not overlap).
     pub fn key_and_state_mut(&mut self) -> (&[u8], &mut KeyState) {
-        let shape = self.shape();
-        let len = shape.layout.size() - shape.key_at;
-        // SAFETY: the state (bytes 0..STATE_BYTES) and the key (bytes key_at..) are
-        // disjoint parts of the allocation, which `&mut self` borrows exclusively.
+        let (at, len) = self.key_span();
+        // SAFETY: the state (bytes 0..STATE_BYTES) and the key (bytes at..) are disjoint
+        // parts of the allocation, which `&mut self` borrows exclusively.
         unsafe {
-            let key = std::slice::from_raw_parts(self.ptr.as_ptr().add(shape.key_at), len);
+            let key = std::slice::from_raw_parts(self.ptr.as_ptr().add(at), len);
             (key, &mut *self.ptr.as_ptr().cast::<KeyState>())
         }
     }
@@ -161,11 +177,11 @@ impl Entry {
 
     /// The digest kept with the entry, or 0 when it has no room for one.
     pub fn kept_digest(&self) -> u64 {
-        match self.shape().digest_at {
-            // SAFETY: the digest is stored at `at` (see `shape`).
-            Some(at) => unsafe { self.ptr.as_ptr().add(at).cast::<u64>().read_unaligned() },
-            None => 0,
+        if !self.has_digest() {
+            return 0;
         }
+        // SAFETY: a digest, when present, follows the header byte (see `shape`).
+        unsafe { self.ptr.as_ptr().add(STATE_BYTES + 1).cast::<u64>().read_unaligned() }
     }
 
     /// Store `digest` in the entry's room for one (it must have some).
