@@ -129,25 +129,24 @@ impl KeyState {
         }
         if let Some(c) = self.counters().filter(|c| !(c.ints.is_empty() && c.floats.is_empty())) {
             for slots in [c.ints.slots(), c.ints.floor()] {
-                feed(&(slots.len() as u32).to_le_bytes());
-                for s in slots {
-                    feed(&s.node.to_le_bytes());
-                    feed(&s.incarnation.0.to_le_bytes());
-                    feed(&s.hlc.0.to_le_bytes());
-                    feed(&s.since.0.to_le_bytes());
-                    feed(&s.sum.to_le_bytes());
-                }
+                feed_slots(slots, |sum| sum.to_le_bytes(), feed);
             }
             for slots in [c.floats.slots(), c.floats.floor()] {
-                feed(&(slots.len() as u32).to_le_bytes());
-                for s in slots {
-                    feed(&s.node.to_le_bytes());
-                    feed(&s.incarnation.0.to_le_bytes());
-                    feed(&s.hlc.0.to_le_bytes());
-                    feed(&s.since.0.to_le_bytes());
-                    feed(&s.sum.to_bits().to_le_bytes());
-                }
+                feed_slots(slots, |sum| sum.to_bits().to_le_bytes(), feed);
             }
         }
+    }
+}
+
+/// One counter's slots, fed to the digest: their count, then each slot's identity and
+/// its sum as `sum_bytes` gives it (an integer's little-endian bytes, a float's bits).
+fn feed_slots<V>(slots: &[Slot<V>], sum_bytes: impl Fn(&V) -> [u8; 8], feed: &mut impl FnMut(&[u8])) {
+    feed(&(slots.len() as u32).to_le_bytes());
+    for s in slots {
+        feed(&s.node.to_le_bytes());
+        feed(&s.incarnation.0.to_le_bytes());
+        feed(&s.hlc.0.to_le_bytes());
+        feed(&s.since.0.to_le_bytes());
+        feed(&sum_bytes(&s.sum));
     }
 }
