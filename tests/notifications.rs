@@ -479,11 +479,16 @@ fn every_scenario_publishes_the_notifications_redis_publishes() {
     assert!(mismatches.is_empty(), "notifications differ from redis-server's:\n{}", mismatches.join("\n"));
 }
 
-/// Read one notification's (channel, message), or `None` after `wait`.
+/// Read one notification's (channel, message), or `None` after `wait`. Any other
+/// failure (a closed connection, a bad frame) fails the test with its cause rather
+/// than passing for silence.
 fn next_message(pubsub: &mut redis::PubSub, wait: Duration) -> Option<(String, String)> {
-    pubsub.set_read_timeout(Some(wait)).unwrap();
-    let message = pubsub.get_message().ok()?;
-    Some((message.get_channel_name().to_string(), message.get_payload::<String>().unwrap()))
+    pubsub.set_read_timeout(Some(wait.max(Duration::from_millis(1)))).unwrap();
+    match pubsub.get_message() {
+        Ok(message) => Some((message.get_channel_name().to_string(), message.get_payload::<String>().unwrap())),
+        Err(e) if e.is_timeout() => None,
+        Err(e) => panic!("reading a notification failed: {e:?}"),
+    }
 }
 
 fn expired(key: &str) -> Option<(String, String)> {

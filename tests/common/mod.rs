@@ -38,11 +38,58 @@ impl Drop for ServerGuard {
     }
 }
 
-/// An unused loopback port. Racy by nature (another process may take it before the
-/// server binds), which is acceptable for tests on one machine.
+/// An unused loopback port, never one this test process handed out before: the tests
+/// of one binary run in parallel, and the kernel may offer a port released a moment
+/// ago to the next caller before the first server has bound it (two servers on one
+/// port, and a test talking to another test's server). Still racy against other
+/// processes, which the wait for a server checks (`serving_pid`).
 pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-    listener.local_addr().expect("local addr").port()
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    static HANDED_OUT: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let handed_out = handed_out.get_or_insert_with(HashSet::new);
+    for _ in 0..1000 {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+        let port = listener.local_addr().expect("local addr").port();
+        if handed_out.insert(port) {
+            return port;
+        }
+    }
+    panic!("no fresh ephemeral port in 1000 tries");
+}
+
+/// The process id the server on `port` reports in `INFO server` (`None` when it does
+/// not answer it, e.g. before AUTH).
+pub fn serving_pid(port: u16) -> Option<u32> {
+    use std::io::{Read, Write};
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_millis(500))).ok()?;
+    stream.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n").ok()?;
+    let mut reply = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !reply.ends_with(b"\r\n\r\n") && reply.len() < 64 * 1024 {
+        let n = stream.read(&mut chunk).ok()?;
+        if n == 0 {
+            break;
+        }
+        reply.extend_from_slice(&chunk[..n]);
+    }
+    let text = String::from_utf8_lossy(&reply);
+    text.lines().find_map(|line| line.strip_prefix("process_id:")).and_then(|pid| pid.trim().parse().ok())
+}
+
+/// Whether `child` itself serves `port`: it answers PING, and the process that answers
+/// is `child` (another test's server on the same port would answer PING too). Panics
+/// when another process answers: the test would talk to the wrong server.
+fn child_serves(child: &Child, port: u16) -> bool {
+    if !answers_ping(port) {
+        return false;
+    }
+    match serving_pid(port) {
+        Some(pid) if pid != child.id() => panic!("port {port} is served by process {pid}, not by the server just started ({})", child.id()),
+        _ => true,
+    }
 }
 
 /// Wait until the server serves: it accepts connections while it loads its data (and
@@ -50,7 +97,7 @@ pub fn free_port() -> u16 {
 fn wait_until_listening(child: &mut Child, port: u16) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        if answers_ping(port) {
+        if child_serves(child, port) {
             return;
         }
         if let Ok(Some(status)) = child.try_wait() {
@@ -370,7 +417,7 @@ pub fn answers_ping(port: u16) -> bool {
 pub fn wait_until_serving_or_exit(child: &mut Child, port: u16, timeout: Duration) -> Result<(), String> {
     let deadline = Instant::now() + timeout;
     loop {
-        if answers_ping(port) {
+        if child_serves(child, port) {
             return Ok(());
         }
         if let Ok(Some(status)) = child.try_wait() {
