@@ -481,14 +481,26 @@ impl Keyspace {
         // Split every table in two by the next hash bit; slot ranges refine in place,
         // so SCAN cursors issued before stay valid.
         let bits = self.slot_bits + 1;
-        let mut tables: Vec<HashTable<Entry>> = (0..1usize << bits).map(|_| HashTable::new()).collect();
-        for table in self.tables.drain(..) {
-            for entry in table {
-                let hash = entry.hash();
-                let index = (slot_position(hash) >> (32 - bits)) as usize;
-                tables[index].insert_unique(hash, entry, |e| e.hash());
+        let mut tables: Vec<HashTable<Entry>> = Vec::with_capacity(1usize << bits);
+        // Table `i` splits into tables `2i` and `2i + 1`. Each child is made with room for
+        // exactly what it receives: a child grown from empty would rehash four or five
+        // times on the way, and every rehash hashes each entry's key again (a read of the
+        // entry, cold in a big keyspace). Same bucket counts as growing there, so no
+        // memory changes.
+        let mut moved: Vec<(u64, Entry)> = Vec::with_capacity(2 * KEYS_PER_TABLE_MAX);
+        for (parent, table) in self.tables.drain(..).enumerate() {
+            moved.extend(table.into_iter().map(|entry| (entry.hash(), entry)));
+            let child_of = |hash: u64| (slot_position(hash) >> (32 - bits)) as usize;
+            let high = moved.iter().filter(|(hash, _)| child_of(*hash) & 1 == 1).count();
+            let mut children = [HashTable::with_capacity(moved.len() - high), HashTable::with_capacity(high)];
+            for (hash, entry) in moved.drain(..) {
+                let index = child_of(hash);
+                debug_assert_eq!(index >> 1, parent, "a key leaves its parent table's slot range");
+                children[index & 1].insert_unique(hash, entry, |e| e.hash());
             }
+            tables.extend(children);
         }
+        assert_eq!(tables.len(), 1usize << bits);
         self.tables = tables;
         self.slot_bits = bits;
     }

@@ -78,3 +78,33 @@ fn expiry_index_stays_bounded_under_ttl_rewrites() {
     assert!(ks.expiry_index_len() <= 2 + EXPIRY_HEAP_SLACK + 1);
     assert_eq!(ks.pop_expired(2_000_000, 10), vec![key]);
 }
+
+#[test]
+fn a_split_finds_every_key_and_sizes_each_table_as_growth_would() {
+    let mut ks = Keyspace::new();
+    let mut splits = 0;
+    for i in 0..20_000 {
+        let key = Bytes::from(format!("key:{i:010}"));
+        let bits = ks.slot_bits;
+        ks.put(&key, key_hash(&key), state(None));
+        if ks.slot_bits == bits {
+            continue;
+        }
+        splits += 1;
+        // Right after a split: each child holds what it was made for, in the bucket
+        // count a table grown from empty to that many entries has (no memory change).
+        for table in &ks.tables {
+            let mut grown: HashTable<u64> = HashTable::new();
+            for n in 0..table.len() as u64 {
+                grown.insert_unique(n, n, |n| *n);
+            }
+            assert_eq!(table.capacity(), grown.capacity(), "a child of {} entries", table.len());
+        }
+        for j in 0..=i {
+            let key = format!("key:{j:010}");
+            assert!(ks.get(key.as_bytes(), key_hash(key.as_bytes())).is_some(), "{key} lost in split {splits}");
+        }
+    }
+    assert!(splits >= 4, "the directory split {splits} times");
+    assert_eq!(ks.len(), 20_000);
+}
