@@ -72,7 +72,8 @@ fn pops_match(keep_tombstones: bool) {
     let mut general = KvEngine { keep_tombstones, ..KvEngine::default() };
     let (mut fast_sink, mut general_sink) = (Encoded::default(), Encoded::default());
     let (mut fast_clock, mut general_clock) = (HlcClock::new(), HlcClock::new());
-    let value = |i: usize| if i % 3 == 0 { Bytes::from(i.to_string()) } else { Bytes::from(format!("v{i}-{}", "x".repeat(i % 40))) };
+    let value =
+        |i: usize| if i.is_multiple_of(3) { Bytes::from(i.to_string()) } else { Bytes::from(format!("v{i}-{}", "x".repeat(i % 40))) };
     // Multi-element pushes, then runs of single ones (LPUSH's writes into a head chunk's
     // unused prefix, a new end chunk every 128).
     let mut pushes: Vec<(End, usize)> = vec![(End::Right, 300), (End::Left, 200), (End::Right, 1), (End::Left, 130), (End::Right, 2)];
