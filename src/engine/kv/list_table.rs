@@ -151,6 +151,52 @@ impl ListTable {
         was_other || was_chunked
     }
 
+    /// [`ListTable::put_view`] of a new name past the tail (`tail`) or before the head
+    /// of every chunked entry (a push's: its name is new, made from the push's own
+    /// dot): the end chunk is reached directly, with no search for the name's chunk.
+    /// Other cases (no chunk yet, a non-compact element, a planted bug that records
+    /// arrivals) go through [`ListTable::put_view`].
+    pub fn put_at_end(&mut self, tail: bool, name: &[u8], element: ElementRef<'_>) {
+        debug_assert!(self.get(name).is_none(), "a push's name is new");
+        if !is_compact(element) || crate::bugs::active(crate::bugs::Bug::ListOrderByArrival) {
+            self.put_view(name, element);
+            return;
+        }
+        if tail {
+            let Some(i) = self.chunks.len().checked_sub(1) else {
+                self.put_view(name, element);
+                return;
+            };
+            let chunk = &mut self.chunks[i];
+            debug_assert!(name > chunk.last.as_slice(), "a tail push lands past every chunk");
+            // As `put_chunked` appends past the last chunk's last entry.
+            if (chunk.count as usize) < CHUNK_ENTRIES_MAX {
+                chunk.append(name, element);
+            } else {
+                chunk.bytes.shrink_to_fit();
+                let room = chunk.bytes.len();
+                self.chunks.push_back(Chunk::first_of_run(name, element, room));
+            }
+        } else {
+            let Some(front) = self.chunks.front_mut() else {
+                self.put_view(name, element);
+                return;
+            };
+            debug_assert!(name < front.first(), "a head push lands before every chunk");
+            if front.count as usize >= CHUNK_ENTRIES_MAX {
+                // As `put_chunked` starts a new first chunk before a full one.
+                front.reclaim_head();
+                front.bytes.shrink_to_fit();
+                let room = front.bytes.len();
+                self.chunks.push_front(Chunk::first_of_front_run(name, element, room));
+            } else {
+                let replaced = front.splice_in(name, element);
+                debug_assert!(!replaced && front.count as usize <= CHUNK_ENTRIES_MAX);
+            }
+        }
+        self.chunked += 1;
+    }
+
     /// Insert or replace the entry `name`; returns whether it was present.
     pub fn put(&mut self, name: &[u8], stored: Stored) -> bool {
         if is_compact(stored.view()) {
@@ -242,6 +288,31 @@ impl ListTable {
             self.chunks.insert(i + 1, right);
         }
         replaced
+    }
+
+    /// Whether every live element is in a chunk (none in the side map): then the live
+    /// head and tail are the first and the last chunk entries (what a pop takes).
+    pub fn live_all_chunked(&self) -> bool {
+        self.others_live == 0
+    }
+
+    /// Take the entry at the head (`tail`: at the tail) out of its chunk, handing its
+    /// name and element to `taken` before its bytes go: a pop finds, reads and removes
+    /// its element in one step (no lookup by name, no second search for the removal).
+    /// The caller has checked [`ListTable::live_all_chunked`], so the entry taken is the
+    /// live end of the list. `None` when no chunk holds an entry.
+    pub fn pop_end<R>(&mut self, tail: bool, taken: impl FnOnce(&[u8], ElementRef<'_>) -> R) -> Option<(Name, R)> {
+        debug_assert!(self.live_all_chunked(), "a pop from a chunk end needs every live element chunked");
+        let i = if tail { self.chunks.len().checked_sub(1)? } else { 0 };
+        let chunk = self.chunks.get_mut(i)?;
+        debug_assert!(chunk.count > 0, "no chunk is empty");
+        let name = if tail { chunk.last.clone() } else { Name::from_slice(chunk.first()) };
+        let taken = chunk.splice_out(&name, |element| taken(&name, element))?;
+        if chunk.count == 0 {
+            self.chunks.remove(i);
+        }
+        self.chunked -= 1;
+        Some((name, taken))
     }
 
     fn take_chunked(&mut self, name: &[u8]) -> Option<Stored> {

@@ -240,9 +240,13 @@ impl KvEngine {
         let dot = ctx.next_dot();
         let names = push_positions(edge.as_deref(), end, elements.len(), dot);
         let event_key = self.notify.key_for(&[Class::List], &key);
-        self.write_elements_at(ctx, dot, key, Part::List, &names, false, |i, dot, _, s| {
-            s.set(dot, element_value(&elements[i]), SetTtl::Keep)
-        });
+        // Onto a list that exists: straight to its end chunk (`list_ends.rs`).
+        let pushed = len > 0 && self.push_at_end(ctx, &key, end, dot, &names, &elements);
+        if !pushed {
+            self.write_elements_at(ctx, dot, key, Part::List, &names, false, |i, dot, _, s| {
+                s.set(dot, element_value(&elements[i]), SetTtl::Keep)
+            });
+        }
         self.notify.raise_for(Class::List, push_event(end), event_key.as_ref());
         (len + elements.len()) as i64
     }
@@ -256,6 +260,10 @@ impl KvEngine {
             return Ok(None);
         };
         let take = count.min(list.len() as u64) as usize;
+        let planted = crate::bugs::active(crate::bugs::Bug::ListOrderByArrival) || crate::bugs::active(crate::bugs::Bug::HdelShipsOldField);
+        if take > 0 && !planted && table(list).live_all_chunked() {
+            return Ok(Some(self.pop_at_end(ctx, key, end, take)));
+        }
         // The names stay inline (the write borrows them): a pop of one element copies
         // no name to the heap.
         let mut names: SmallVec<[Name; 1]> = SmallVec::with_capacity(take);
@@ -536,3 +544,11 @@ fn list_pos(list: Option<&Elements>, element: &Bytes, options: PosOptions) -> Fr
         None => found.pop().unwrap_or(Frame::Null),
     }
 }
+
+// The pushes and pops that reach a chunk end directly (no lookup by name).
+#[path = "list_ends.rs"]
+mod list_ends;
+
+#[cfg(test)]
+#[path = "list_pop_tests.rs"]
+mod list_pop_tests;

@@ -4,6 +4,7 @@
 //! graph's, but in a delta (see [`Elements::only`]).
 
 use super::*;
+use crate::engine::kv::list_table::Name as ListName;
 
 impl Elements {
     /// A list's elements in position order, a graph's in name order (`None` for other parts).
@@ -12,6 +13,65 @@ impl Elements {
             Table::List(list) => Some(list),
             _ => None,
         }
+    }
+
+    /// A push's write to a list: the element `name` is new (named after the push's own
+    /// dot) and lands past the tail (`tail`) or before the head, so it is neither
+    /// looked up first nor searched for: [`Elements::write_element`] of an absent
+    /// element (the same state, digest and context) with its chunk reached directly
+    /// ([`ListTable::put_at_end`]). Returns the element's state, the delta to ship.
+    pub fn push_list_element(&mut self, tail: bool, name: &[u8], write: impl FnOnce(&mut KeyState)) -> KeyState {
+        let Table::List(list) = &mut self.table else { unreachable!("a list's table") };
+        let mut state = KeyState::new();
+        write(&mut state);
+        debug_assert!(state.is_element(), "an element holds neither a TTL nor elements");
+        debug_assert!(state.exists(), "a push writes a value");
+        canonical(&mut state, &self.removed);
+        let view = ElementRef::of_state(&state);
+        view.add_context_to(&mut self.seen);
+        list.put_at_end(tail, name, view);
+        self.digest ^= view.digest(name);
+        self.account(false, state.exists());
+        state
+    }
+
+    /// A pop's write to a list: take the live element at the head (`tail`: at the
+    /// tail), hand it to `read` (the reply's copy of its value), and remove it at `dot`
+    /// as [`Elements::write_element`] with `KeyState::delete` would (the same state,
+    /// digest, context and tombstone, kept only when `keep_tombstone`), but with no
+    /// lookup by name: the element is read and cut from its chunk end in one step.
+    /// Returns its name, what `read` returned and the removal's delta (the tombstone).
+    /// `None`, changing nothing, unless every live element is chunked (see
+    /// [`ListTable::live_all_chunked`]; the caller then walks and writes by name).
+    pub fn pop_list_end<R>(
+        &mut self,
+        tail: bool,
+        dot: Dot,
+        keep_tombstone: bool,
+        read: impl FnOnce(ElementRef<'_>) -> R,
+    ) -> Option<(ListName, R, KeyState)> {
+        let Table::List(list) = &mut self.table else { return None };
+        if !list.live_all_chunked() {
+            return None;
+        }
+        let (name, (value, mut state, old_digest)) =
+            list.pop_end(tail, |name, element| (read(element), element.to_state(), element.digest(name)))?;
+        // A chunked element is one value at one dot: live, never blank.
+        debug_assert!(state.exists() && !state.is_blank());
+        state.delete(dot);
+        debug_assert!(state.is_element(), "an element holds neither a TTL nor elements");
+        canonical(&mut state, &self.removed);
+        let view = ElementRef::of_state(&state);
+        view.add_context_to(&mut self.seen);
+        if !keep_tombstone && !state.exists() {
+            // Gone without a trace (a node without peers), as write_element leaves it.
+            self.digest ^= old_digest;
+        } else {
+            list.put_view(&name, view);
+            self.digest ^= old_digest ^ view.digest(&name);
+        }
+        self.account(true, state.exists());
+        Some((name, value, state))
     }
 
     /// [`Elements::merge_element`] for a list: `held` is the element this list held
