@@ -9,7 +9,7 @@ use bytes::Bytes;
 use smallvec::SmallVec;
 
 use super::packed::PackLimit;
-use super::value::KeyKind;
+use super::value::{KeyKind, StrVal};
 use super::{KeyState, KvEngine, WriteCtx, key_hash};
 use crate::crdt::{Dot, Hlc};
 use crate::notify::Class;
@@ -101,6 +101,24 @@ impl KvEngine {
         self.write_elements_at(ctx, dot, key, part, names, increments, write)
     }
 
+    /// [`KvEngine::write_elements`] where `set_value(i)` says which writes set a value
+    /// (`Some(value)`: `write(i, ..)` is `KeyState::set(dot, value, SetTtl::Keep)`),
+    /// so that those are done in place where they can be (`Elements::set_plain`: HSET,
+    /// SADD and ZADD over a large collection).
+    pub(crate) fn write_elements_setting(
+        &mut self,
+        ctx: &mut WriteCtx,
+        key: Bytes,
+        part: Part,
+        names: &[impl AsRef<[u8]>],
+        increments: bool,
+        set_value: impl Fn(usize) -> Option<StrVal>,
+        write: impl Fn(usize, Dot, Hlc, &mut KeyState),
+    ) -> usize {
+        let dot = ctx.next_dot();
+        self.write_elements_inner(ctx, dot, key, part, names, increments, set_value, write)
+    }
+
     /// [`KvEngine::write_elements`] at a dot the caller took (a list names its new
     /// elements after the dot that writes them).
     #[allow(clippy::too_many_arguments)]
@@ -112,6 +130,21 @@ impl KvEngine {
         part: Part,
         names: &[impl AsRef<[u8]>],
         increments: bool,
+        write: impl Fn(usize, Dot, Hlc, &mut KeyState),
+    ) -> usize {
+        self.write_elements_inner(ctx, dot, key, part, names, increments, |_| None, write)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write_elements_inner(
+        &mut self,
+        ctx: &mut WriteCtx,
+        dot: Dot,
+        key: Bytes,
+        part: Part,
+        names: &[impl AsRef<[u8]>],
+        increments: bool,
+        set_value: impl Fn(usize) -> Option<StrVal>,
         write: impl Fn(usize, Dot, Hlc, &mut KeyState),
     ) -> usize {
         debug_assert!(!names.is_empty());
@@ -130,7 +163,11 @@ impl KvEngine {
                 let before = if planted { elements.get(name).map(|e| e.to_state()) } else { None };
                 // A lone node has no one to tell: a removed element leaves nothing here
                 // (its tombstone is still the delta persisted and shipped).
-                let written = elements.write_element(name, keep_tombstones, |s| write(i, dot, incarnation, s));
+                let in_place = if elements.sets_in_place() { set_value(i) } else { None };
+                let written = match in_place.map(|value| elements.set_plain(name, dot, value)) {
+                    Some(Ok(written)) => written,
+                    _ => elements.write_element(name, keep_tombstones, |s| write(i, dot, incarnation, s)),
+                };
                 let mut element = written.state;
                 if element.exists() {
                     added += usize::from(!written.was_live);

@@ -198,27 +198,22 @@ impl<'a> ElementRef<'a> {
     /// the element's state, fed without building it for the compact form (the bytes
     /// [`KeyState::feed_digest`] feeds for a state of one value at one dot).
     pub fn digest(self, name: &[u8]) -> u64 {
-        fn plain(feed: &mut dyn FnMut(&[u8]), dot: Dot) {
-            feed(&0u32.to_le_bytes()); // no explicit context
-            feed(&1u32.to_le_bytes()); // one value
-            feed(&dot.hlc.0.to_le_bytes());
-            feed(&dot.node.to_le_bytes());
+        // No explicit context, one value at `dot`, the value's tag and its integer or
+        // length; then a string's bytes, then no TTL write (`merkle::digest_plain`).
+        const _: () = assert!(std::mem::size_of::<NodeId>() == 2, "a dot's node feeds 2 bytes");
+        fn head(dot: Dot, tag: u8, word: [u8; 8]) -> [u8; merkle::PLAIN_HEAD_BYTES] {
+            let mut head = [0u8; merkle::PLAIN_HEAD_BYTES];
+            head[4..8].copy_from_slice(&1u32.to_le_bytes());
+            head[8..16].copy_from_slice(&dot.hlc.0.to_le_bytes());
+            head[16..18].copy_from_slice(&dot.node.to_le_bytes());
+            head[18] = tag;
+            head[19..27].copy_from_slice(&word);
+            head
         }
         match self {
             ElementRef::Full(state) => merkle::digest(name, state),
-            ElementRef::Int(dot, n) => merkle::digest_fed(name, |feed| {
-                plain(feed, dot);
-                feed(&[0]);
-                feed(&n.to_le_bytes());
-                feed(&0u32.to_le_bytes()); // no TTL write
-            }),
-            ElementRef::Raw(dot, value) => merkle::digest_fed(name, |feed| {
-                plain(feed, dot);
-                feed(&[1]);
-                feed(&(value.len() as u64).to_le_bytes());
-                feed(value);
-                feed(&0u32.to_le_bytes()); // no TTL write
-            }),
+            ElementRef::Int(dot, n) => merkle::digest_plain(name, &head(dot, 0, n.to_le_bytes()), &[]),
+            ElementRef::Raw(dot, value) => merkle::digest_plain(name, &head(dot, 1, (value.len() as u64).to_le_bytes()), value),
         }
     }
 }
@@ -226,8 +221,8 @@ impl<'a> ElementRef<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::Bytes;
     use crate::engine::kv::value::SetTtl;
+    use bytes::Bytes;
 
     fn dot(ms: u64, node: NodeId) -> Dot {
         Dot::new(Hlc::from_parts(ms, 3), node)
@@ -240,6 +235,8 @@ mod tests {
             KeyState::with_value(dot(7, 9), StrVal::raw(Bytes::from_static(b"value-00000001")), None),
             KeyState::with_value(dot(8, 1), StrVal::raw(Bytes::new()), None),
             KeyState::with_value(dot(8, 1), StrVal::raw(Bytes::from_static(b"1.5e0")), None),
+            // Past the digest's stack buffer (`merkle::digest_plain`).
+            KeyState::with_value(dot(9, 4), StrVal::raw(Bytes::from(vec![7u8; 300])), None),
         ]
     }
 
@@ -256,6 +253,8 @@ mod tests {
             assert_eq!(view.causal_context(), state.causal_context());
             assert_eq!(view.newest_dot(), state.newest_dot());
             assert_eq!(view.digest(b"field"), merkle::digest(b"field", &state));
+            let long_name = [b'n'; 200];
+            assert_eq!(view.digest(&long_name), merkle::digest(&long_name, &state));
             assert_eq!(ElementRef::of_state(&state), view);
             assert_eq!(Stored::from_owned(state.clone()), stored);
             assert_eq!(stored.into_state(), state);

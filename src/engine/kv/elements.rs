@@ -51,6 +51,7 @@ use crate::crdt::{Dot, Hlc, NodeId, VersionVector};
 
 mod list_form;
 mod merge;
+mod plain_write;
 mod removal;
 
 /// Up to this many entries (Redis's default `hash-max-listpack-entries`) a removal

@@ -115,7 +115,13 @@ impl KvEngine {
     fn write_fields(&mut self, ctx: &mut WriteCtx, key: Bytes, names: &[Bytes], writes: &[FieldWrite]) -> usize {
         debug_assert_eq!(names.len(), writes.len());
         let increments = writes.iter().any(FieldWrite::increments);
-        self.write_elements(ctx, key, Part::Hash, names, increments, |i, dot, incarnation, s| writes[i].apply(dot, incarnation, s))
+        let set_value = |i: usize| match &writes[i] {
+            FieldWrite::Set(value) => Some(value.clone()),
+            _ => None,
+        };
+        self.write_elements_setting(ctx, key, Part::Hash, names, increments, set_value, |i, dot, incarnation, s| {
+            writes[i].apply(dot, incarnation, s)
+        })
     }
 
     fn hset(&mut self, ctx: &mut WriteCtx, key: Bytes, pairs: Vec<(Bytes, Bytes)>, reply: HSetReply) -> Result<Frame, Frame> {

@@ -39,14 +39,38 @@ pub fn digest(key: &[u8], state: &KeyState) -> u64 {
     if digest == 0 { 1 } else { digest }
 }
 
-/// [`digest`] of a key whose state's fields `feed_state` feeds itself (a collection's
-/// compact element, which has no [`KeyState`] to feed them).
-pub fn digest_fed(key: &[u8], feed_state: impl FnOnce(&mut dyn FnMut(&[u8]))) -> u64 {
-    let mut buf = Gather::new();
-    buf.put(&(key.len() as u64).to_le_bytes());
-    buf.put(key);
-    feed_state(&mut |bytes| buf.put(bytes));
-    let digest = xxhash_rust::xxh3::xxh3_64(buf.as_slice());
+/// The bytes before a plain element's value in its digest (see [`digest_plain`]).
+pub const PLAIN_HEAD_BYTES: usize = 4 + 4 + 8 + 2 + 1 + 8;
+
+/// Fed bytes up to which [`digest_plain`] gathers on the stack: a field or member name
+/// and a short value (the common element) fit.
+const PLAIN_INLINE_BYTES: usize = 128;
+
+/// [`digest`] of a key whose state's fed bytes are `head`, then `value`, then a zero
+/// `u32`: a collection's plain element, which has no [`KeyState`] to feed them
+/// (`element.rs` says what the head holds). Gathered with two copies where feeding
+/// makes an indirect call and a copy per field: an element write digests two.
+pub fn digest_plain(key: &[u8], head: &[u8; PLAIN_HEAD_BYTES], value: &[u8]) -> u64 {
+    let total = 8 + key.len() + PLAIN_HEAD_BYTES + value.len() + 4;
+    let mut inline = [0u8; PLAIN_INLINE_BYTES];
+    let mut spilled;
+    let buf: &mut [u8] = if total <= PLAIN_INLINE_BYTES {
+        &mut inline[..total]
+    } else {
+        spilled = vec![0u8; total];
+        &mut spilled
+    };
+    let (len, rest) = buf.split_at_mut(8);
+    len.copy_from_slice(&(key.len() as u64).to_le_bytes());
+    let (name, rest) = rest.split_at_mut(key.len());
+    name.copy_from_slice(key);
+    let (fixed, rest) = rest.split_at_mut(PLAIN_HEAD_BYTES);
+    fixed.copy_from_slice(head);
+    let (bytes, trailer) = rest.split_at_mut(value.len());
+    bytes.copy_from_slice(value);
+    // The trailer is the zero `u32` the buffer already holds (no TTL write).
+    debug_assert_eq!(trailer, &[0u8; 4]);
+    let digest = xxhash_rust::xxh3::xxh3_64(buf);
     if digest == 0 { 1 } else { digest }
 }
 

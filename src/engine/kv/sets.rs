@@ -190,7 +190,8 @@ impl KvEngine {
     /// Apply member writes at one dot (see `collection_writes`).
     /// Returns how many members were added (see [`KvEngine::write_elements`]).
     fn write_members(&mut self, ctx: &mut WriteCtx, key: Bytes, members: &[Bytes], write: MemberWrite) -> usize {
-        self.write_elements(ctx, key, Part::Set, members, false, |_, dot, _, s| write.apply(dot, s))
+        let set_value = |_| matches!(write, MemberWrite::Add).then_some(MEMBER_MARK);
+        self.write_elements_setting(ctx, key, Part::Set, members, false, set_value, |_, dot, _, s| write.apply(dot, s))
     }
 
     fn sadd(&mut self, ctx: &mut WriteCtx, key: Bytes, members: Vec<Bytes>) -> Result<Frame, Frame> {

@@ -150,7 +150,13 @@ impl KvEngine {
     fn write_zset_members(&mut self, ctx: &mut WriteCtx, key: Bytes, names: &[Bytes], writes: &[MemberWrite]) {
         debug_assert_eq!(names.len(), writes.len());
         let increments = writes.iter().any(|w| matches!(w, MemberWrite::Incr(_)));
-        self.write_elements(ctx, key, Part::Zset, names, increments, |i, dot, incarnation, s| writes[i].apply(dot, incarnation, s));
+        let set_value = |i: usize| match writes[i] {
+            MemberWrite::Score(score) => Some(score_value(score)),
+            _ => None,
+        };
+        self.write_elements_setting(ctx, key, Part::Zset, names, increments, set_value, |i, dot, incarnation, s| {
+            writes[i].apply(dot, incarnation, s)
+        });
     }
 
     /// ZADD (and ZINCRBY, as ZADD INCR), member by member as Redis's `zsetAdd`.

@@ -1,0 +1,139 @@
+//! The common element write done in place: a value set (HSET, SADD, ZADD) over no
+//! element, or over a plain one (one value at one dot, `element.rs`) this node wrote
+//! at an older stamp. Part of [`super::Elements`].
+//!
+//! Why: [`Elements::write_element`] takes the element out as a [`KeyState`], changes
+//! it, puts it in canonical form and stores it back (~2,500 instructions an HSET on a
+//! large hash). For this case the result is known without any of that: the new value
+//! alone at the new dot, exactly what `KeyState::set(dot, value, SetTtl::Keep)` leaves
+//! there (its own compact overwrite: the new dot implies the old one, which is the
+//! same node's), with no context to strip under `removed`. Every other case (a packed
+//! or chunked table, an element with more history, another node's value) goes the
+//! general way, so both paths leave the same collection (tested below and by the
+//! shipped-delta tests of `collection_writes.rs`).
+//!
+//! Must never: store anything `write_element` would not, or skip the digest, the
+//! counts, the contexts or the score order it keeps.
+
+use super::*;
+use crate::engine::kv::value::StrVal;
+
+/// `value` at `dot` in the stored form (the value's allocation moves in).
+fn stored_at(dot: Dot, value: StrVal) -> Stored {
+    match value {
+        StrVal::Int(value) => Stored::Int { hlc: dot.hlc, node: dot.node, value },
+        StrVal::Raw(value) => Stored::Raw { hlc: dot.hlc, node: dot.node, value },
+    }
+}
+
+impl Elements {
+    /// Whether [`Elements::set_plain`] may apply here at all (the map form): callers
+    /// skip building the value for it otherwise.
+    pub fn sets_in_place(&self) -> bool {
+        matches!(self.table, Table::Map(_))
+    }
+
+    /// Set element `name` to `value` at `dot` in place, when the result is the new
+    /// value alone (see the module docs), and return the element's new state (the
+    /// delta to ship). `Err(value)` hands the value back where the general path
+    /// ([`Elements::write_element`] with `KeyState::set`) must run instead.
+    pub fn set_plain(&mut self, name: &[u8], dot: Dot, value: StrVal) -> Result<ElementWrite, StrVal> {
+        let Table::Map(map) = &mut self.table else { return Err(value) };
+        // The delta's copy, made once the fast path is sure to apply.
+        let shipped;
+        let (index, was_live, old_digest, old_score) = match map.get_full_mut(name) {
+            Some((index, stored_name, slot)) => {
+                match slot {
+                    Stored::Int { hlc, node, .. } | Stored::Raw { hlc, node, .. } if *node == dot.node && *hlc < dot.hlc => {}
+                    _ => return Err(value),
+                }
+                let old = slot.view();
+                shipped = KeyState::with_value(dot, value.clone(), None);
+                debug_assert!(old.exists(), "a plain element is live");
+                let old_score = self.order.is_some().then(|| old.score());
+                let old_digest = old.digest(stored_name);
+                *slot = stored_at(dot, value);
+                (index, true, old_digest, old_score)
+            }
+            None => {
+                shipped = KeyState::with_value(dot, value.clone(), None);
+                (map.insert_full(ElementName::from(name), stored_at(dot, value)).0, false, 0, None)
+            }
+        };
+        let (stored_name, slot) = map.get_index_mut(index).expect("index just found or inserted");
+        let new = slot.view();
+        if let Some(order) = self.order.as_deref_mut() {
+            order.update(stored_name, old_score, Some(new.score()));
+        }
+        self.digest ^= old_digest ^ new.digest(name);
+        self.seen.add(dot);
+        self.account(was_live, true);
+        debug_assert_eq!(ElementRef::of_state(&shipped), self.lookup(name).expect("just written"));
+        Ok(ElementWrite { state: shipped, was_live })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::kv::value::SetTtl;
+
+    fn dot(ms: u64, node: NodeId) -> Dot {
+        Dot::new(Hlc::from_parts(ms, 0), node)
+    }
+
+    fn value(i: u64) -> StrVal {
+        if i % 3 == 0 { StrVal::Int(i as i64) } else { StrVal::raw(format!("v{i}")) }
+    }
+
+    /// Writes `(name, node, value)` both ways, at growing stamps, and checks that the
+    /// two collections stay equal entry by entry, digest, counts and order included.
+    fn both_ways(part: Part, writes: &[(&str, NodeId, u64)]) {
+        let (mut fast, mut general) = (Elements::for_part(part), Elements::for_part(part));
+        // Past the packed form (where the fast path does not apply) for hashes and sets.
+        for i in 0..600u64 {
+            let name = format!("pre{i}");
+            for elements in [&mut fast, &mut general] {
+                elements.write(name.as_bytes(), |s| s.set(dot(1 + i, 1), value(i), SetTtl::Keep));
+            }
+        }
+        let mut fast_taken = 0;
+        for (step, (name, node, v)) in writes.iter().enumerate() {
+            let at = dot(1_000 + step as u64, *node);
+            let expected = general.write_element(name.as_bytes(), true, |s| s.set(at, value(*v), SetTtl::Keep));
+            let written = match fast.set_plain(name.as_bytes(), at, value(*v)) {
+                Ok(written) => {
+                    fast_taken += 1;
+                    written
+                }
+                Err(back) => fast.write_element(name.as_bytes(), true, |s| s.set(at, back, SetTtl::Keep)),
+            };
+            assert_eq!(written.state, expected.state, "step {step}");
+            assert_eq!(written.was_live, expected.was_live, "step {step}");
+            assert!(fast == general, "step {step}");
+            assert_eq!(fast.context(), general.context(), "step {step}");
+            if part == Part::Zset {
+                let order =
+                    |e: &Elements| e.score_order().expect("zset").iter(false).map(|(s, n)| (n.to_vec(), s.to_bits())).collect::<Vec<_>>();
+                assert_eq!(order(&fast), order(&general), "step {step}");
+            }
+        }
+        assert!(fast_taken > 0, "the fast path ran");
+    }
+
+    #[test]
+    fn a_set_in_place_leaves_what_the_general_write_leaves() {
+        let writes = [
+            ("new", 1, 1),
+            ("new", 1, 2),  // own older plain value: in place
+            ("pre7", 1, 3), // preloaded, own: in place
+            ("pre8", 2, 4), // another node's write over ours: general
+            ("pre8", 2, 6), // its own older value now: in place
+            ("pre8", 1, 5), // back to node 1 over node 2's: general
+            ("x", 3, 9),
+        ];
+        for part in [Part::Hash, Part::Set, Part::Zset] {
+            both_ways(part, &writes);
+        }
+    }
+}
