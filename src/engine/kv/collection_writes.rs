@@ -105,6 +105,7 @@ impl KvEngine {
     /// (`Some(value)`: `write(i, ..)` is `KeyState::set(dot, value, SetTtl::Keep)`),
     /// so that those are done in place where they can be (`Elements::set_plain`: HSET,
     /// SADD and ZADD over a large collection).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn write_elements_setting(
         &mut self,
         ctx: &mut WriteCtx,

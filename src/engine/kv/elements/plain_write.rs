@@ -83,7 +83,7 @@ mod tests {
     }
 
     fn value(i: u64) -> StrVal {
-        if i % 3 == 0 { StrVal::Int(i as i64) } else { StrVal::raw(format!("v{i}")) }
+        if i.is_multiple_of(3) { StrVal::Int(i as i64) } else { StrVal::raw(format!("v{i}")) }
     }
 
     /// Writes `(name, node, value)` both ways, at growing stamps, and checks that the
