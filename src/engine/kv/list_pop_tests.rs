@@ -60,6 +60,11 @@ fn push_by_names(kv: &mut KvEngine, ctx: &mut WriteCtx, key: &Bytes, end: End, e
     });
 }
 
+/// The write context of step `step` on one of the two engines.
+fn ctx_at<'a>(clock: &'a mut HlcClock, deltas: &'a mut Encoded, step: u64) -> WriteCtx<'a> {
+    WriteCtx { clock, node: 1, now_ms: 1_000 + step, string_bytes_max: 1 << 20, deltas }
+}
+
 fn state_of(kv: &KvEngine, key: &[u8]) -> Option<KeyState> {
     kv.keys.get(key, key_hash(key)).map(|e| e.state().clone())
 }
@@ -96,18 +101,11 @@ fn pops_match(keep_tombstones: bool) {
             let elements: Vec<Bytes> = (0..n).map(|i| value(i + round * 7)).collect();
             step += 1;
             {
-                let mut ctx =
-                    WriteCtx { clock: &mut fast_clock, node: 1, now_ms: 1_000 + step, string_bytes_max: 1 << 20, deltas: &mut fast_sink };
+                let mut ctx = ctx_at(&mut fast_clock, &mut fast_sink, step);
                 fast.list_command(&mut ctx, ListCommand::Push { key: key.clone(), end, elements: elements.clone(), only_if_exists: false });
             }
             {
-                let mut ctx = WriteCtx {
-                    clock: &mut general_clock,
-                    node: 1,
-                    now_ms: 1_000 + step,
-                    string_bytes_max: 1 << 20,
-                    deltas: &mut general_sink,
-                };
+                let mut ctx = ctx_at(&mut general_clock, &mut general_sink, step);
                 push_by_names(&mut general, &mut ctx, &key, end, &elements);
             }
             assert_eq!(fast_sink.0, general_sink.0, "step {step}: push delta bytes");
@@ -116,18 +114,11 @@ fn pops_match(keep_tombstones: bool) {
         for (end, count) in pops {
             step += 1;
             let fast_popped = {
-                let mut ctx =
-                    WriteCtx { clock: &mut fast_clock, node: 1, now_ms: 1_000 + step, string_bytes_max: 1 << 20, deltas: &mut fast_sink };
+                let mut ctx = ctx_at(&mut fast_clock, &mut fast_sink, step);
                 fast.list_pop(&mut ctx, key.clone(), end, count).expect("a list")
             };
             let general_popped = {
-                let mut ctx = WriteCtx {
-                    clock: &mut general_clock,
-                    node: 1,
-                    now_ms: 1_000 + step,
-                    string_bytes_max: 1 << 20,
-                    deltas: &mut general_sink,
-                };
+                let mut ctx = ctx_at(&mut general_clock, &mut general_sink, step);
                 pop_by_names(&mut general, &mut ctx, &key, end, count)
             };
             assert_eq!(fast_popped, general_popped, "step {step}: replies");
