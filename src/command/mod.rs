@@ -244,12 +244,18 @@ impl KeyCommand {
     }
 }
 
+// As `ShardOp` (see `shard/ops.rs`): moved several times a command, so kept within
+// what the compiler copies inline.
+const _: () = assert!(std::mem::size_of::<Command>() <= 128);
+const _: () = assert!(std::mem::size_of::<KeyCommand>() <= 128);
+
 /// Commands over several keys, which may live on several shards.
 #[derive(Clone, Debug, PartialEq)]
 pub enum MultiKeyCommand {
     MGet(Vec<Bytes>),
-    /// SORT and SORT_RO (patterns may name keys on any shard).
-    Sort(sort::SortCommand),
+    /// SORT and SORT_RO (patterns may name keys on any shard). Boxed, as LCS: rare and
+    /// large, where every command is moved several times (see `shard/ops.rs`).
+    Sort(Box<sort::SortCommand>),
     /// Applied per shard; see docs/semantics.md for its atomicity.
     MSet(Vec<(Bytes, Bytes)>),
     MSetNx(Vec<(Bytes, Bytes)>),
@@ -280,7 +286,7 @@ pub enum MultiKeyCommand {
         keys: Vec<Bytes>,
     },
     /// LCS: the longest common subsequence of two strings.
-    Lcs(lcs::LcsCommand),
+    Lcs(Box<lcs::LcsCommand>),
     /// SINTER, SUNION, SDIFF, their STORE forms and SINTERCARD.
     SetAlgebra {
         op: SetAlgebra,

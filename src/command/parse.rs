@@ -163,7 +163,7 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
             let keys = rest.split_off(1);
             Ok(Command::Multi(MultiKeyCommand::BitOp { op, dst: rest.remove(0), keys }))
         }
-        CmdId::Lcs => Ok(Command::Multi(MultiKeyCommand::Lcs(super::lcs::parse(a)))),
+        CmdId::Lcs => Ok(Command::Multi(MultiKeyCommand::Lcs(Box::new(super::lcs::parse(a))))),
         CmdId::Restore => key(KeyCommand::Restore(Box::new(super::restore::parse(a)?))),
         CmdId::SAdd
         | CmdId::SRem
@@ -280,7 +280,7 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
             Ok(Command::PubSub(PubSubCommand::Publish { shard: spec.id == CmdId::SPublish, channel: take(a, 1), message: take(a, 2) }))
         }
         CmdId::PubSub => parse_pubsub(a),
-        CmdId::Sort | CmdId::SortRo => Ok(Command::Multi(MultiKeyCommand::Sort(super::sort::parse(a, spec.id == CmdId::SortRo)?))),
+        CmdId::Sort | CmdId::SortRo => Ok(Command::Multi(MultiKeyCommand::Sort(Box::new(super::sort::parse(a, spec.id == CmdId::SortRo)?)))),
         CmdId::BLPop
         | CmdId::BRPop
         | CmdId::BLMove

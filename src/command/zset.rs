@@ -35,8 +35,10 @@ pub enum ZRange {
     Rank(i64, i64),
     /// By score (`min`, `max`, each end maybe exclusive).
     Score(ScoreBound, ScoreBound),
-    /// By member (`min`, `max`), for members of equal score.
-    Lex(LexBound, LexBound),
+    /// By member (`min`, `max`), for members of equal score. Boxed: two bounds holding
+    /// bytes would make every command and shard operation 40 bytes bigger, and those
+    /// are moved several times on each command's way to its shard.
+    Lex(Box<(LexBound, LexBound)>),
 }
 
 /// A range query's full form (ZRANGE and every legacy range command).
@@ -82,10 +84,10 @@ pub enum ZsetCommand {
         min: ScoreBound,
         max: ScoreBound,
     },
+    /// `min` and `max`, boxed as in [`ZRange::Lex`].
     LexCount {
         key: Bytes,
-        min: LexBound,
-        max: LexBound,
+        bounds: Box<(LexBound, LexBound)>,
     },
     Range {
         key: Bytes,
@@ -183,8 +185,8 @@ pub enum ZsetMulti {
     /// ZUNION, ZINTER, ZDIFF, their STORE forms and ZINTERCARD (inputs may be sets,
     /// whose members score 1).
     Algebra { op: ZAlgebra, keys: Vec<Bytes>, weights: Option<Vec<f64>>, aggregate: Aggregate, output: ZOutput },
-    /// ZRANGESTORE.
-    RangeStore { dst: Bytes, src: Bytes, query: ZRangeQuery },
+    /// ZRANGESTORE (the query boxed, as in [`ZRange::Lex`]).
+    RangeStore { dst: Bytes, src: Bytes, query: Box<ZRangeQuery> },
     /// ZMPOP: pop from the first of `keys` that holds members.
     MPop { keys: Vec<Bytes>, max: bool, count: u64 },
 }
@@ -306,7 +308,7 @@ fn parse_range_query(a: &[Bytes], first: usize, kind: RangeKind, rev: Option<boo
     let (low, high) = if rev && kind != RangeKind::Rank { (&a[first + 1], &a[first]) } else { (&a[first], &a[first + 1]) };
     let range = match kind {
         RangeKind::Score => ZRange::Score(parse_score_bound(low)?, parse_score_bound(high)?),
-        RangeKind::Lex => ZRange::Lex(parse_lex_bound(low)?, parse_lex_bound(high)?),
+        RangeKind::Lex => ZRange::Lex(Box::new((parse_lex_bound(low)?, parse_lex_bound(high)?))),
         _ => ZRange::Rank(int(low)?, int(high)?),
     };
     let limit = if kind == RangeKind::Rank { None } else { limit };
@@ -332,8 +334,8 @@ pub fn parse(id: CmdId, name: &'static str, a: &mut [Bytes]) -> Result<Command, 
             zset(ZsetCommand::Count { key: take(a, 1), min, max })
         }
         CmdId::ZLexCount => {
-            let (min, max) = (parse_lex_bound(&a[2])?, parse_lex_bound(&a[3])?);
-            zset(ZsetCommand::LexCount { key: take(a, 1), min, max })
+            let bounds = Box::new((parse_lex_bound(&a[2])?, parse_lex_bound(&a[3])?));
+            zset(ZsetCommand::LexCount { key: take(a, 1), bounds })
         }
         CmdId::ZRange | CmdId::ZRevRange | CmdId::ZRangeByScore | CmdId::ZRevRangeByScore | CmdId::ZRangeByLex | CmdId::ZRevRangeByLex => {
             let (kind, rev) = match id {
@@ -349,7 +351,7 @@ pub fn parse(id: CmdId, name: &'static str, a: &mut [Bytes]) -> Result<Command, 
         }
         CmdId::ZRangeStore => {
             let query = parse_range_query(a, 3, RangeKind::Auto, None, true)?;
-            multi(ZsetMulti::RangeStore { dst: take(a, 1), src: take(a, 2), query })
+            multi(ZsetMulti::RangeStore { dst: take(a, 1), src: take(a, 2), query: Box::new(query) })
         }
         CmdId::ZRank | CmdId::ZRevRank => zset(ZsetCommand::Rank { key: take(a, 1), member: take(a, 2), rev: id == CmdId::ZRevRank }),
         CmdId::ZPopMin | CmdId::ZPopMax => {
@@ -376,7 +378,7 @@ pub fn parse(id: CmdId, name: &'static str, a: &mut [Bytes]) -> Result<Command, 
             zset(ZsetCommand::RemRange { key: take(a, 1), range })
         }
         CmdId::ZRemRangeByLex => {
-            let range = ZRange::Lex(parse_lex_bound(&a[2])?, parse_lex_bound(&a[3])?);
+            let range = ZRange::Lex(Box::new((parse_lex_bound(&a[2])?, parse_lex_bound(&a[3])?)));
             zset(ZsetCommand::RemRange { key: take(a, 1), range })
         }
         CmdId::ZScan => {

@@ -345,7 +345,7 @@ impl Shard {
                 }
                 KeyspaceCommand::RandomKey => return ShardReply::RandomKey(kv.random_key(now_ms, || rng.next_u64())),
             },
-            ShardOp::Stats => return ShardReply::Stats(self.stats()),
+            ShardOp::Stats => return ShardReply::Stats(Box::new(self.stats())),
             ShardOp::ExportChunk { cursor, count } => {
                 // No tombstone is collected while a checkpoint reads this shard: a key
                 // whose tombstone went after the checkpoint began but before the scan

@@ -223,7 +223,8 @@ pub enum ShardReply {
     },
     RandomKey(Option<Bytes>),
     Count(i64),
-    Stats(ShardStats),
+    /// Boxed: the largest reply by far, and rare; see the size assertions below.
+    Stats(Box<ShardStats>),
     /// A checkpoint chunk and the next cursor (`SLOT_SPACE` when done).
     Chunk {
         deltas: Vec<Delta>,
@@ -267,3 +268,11 @@ impl ShardReply {
         }
     }
 }
+
+// Every command is moved by value several times between its parse and its shard (into
+// the op, through `Shard::apply` to the engine) and its reply back: up to 128 bytes the
+// compiler copies one inline, past that it calls memcpy (measured: nine calls of ~30
+// instructions a GET when the op was 176 bytes). Rare large variants are boxed to keep
+// these under the line.
+const _: () = assert!(std::mem::size_of::<ShardOp>() <= 128);
+const _: () = assert!(std::mem::size_of::<ShardReply>() <= 128);

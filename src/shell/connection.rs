@@ -543,7 +543,7 @@ impl Connection {
                 let mut stats = Vec::new();
                 for reply in self.access.run_everywhere(|| ShardOp::Stats).await {
                     if let ShardReply::Stats(s) = reply {
-                        stats.push(s);
+                        stats.push(*s);
                     }
                 }
                 let text = info::render(self.state(), &stats, &sections);

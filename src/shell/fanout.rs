@@ -210,12 +210,12 @@ pub async fn multi(access: &impl Shards, command: MultiKeyCommand) -> Frame {
                 .await
         }
         MultiKeyCommand::SetMove { src, dst, member } => set_move(access, src, dst, member).await,
-        MultiKeyCommand::Sort(cmd) => super::sort::sort(access, cmd).await,
+        MultiKeyCommand::Sort(cmd) => super::sort::sort(access, *cmd).await,
         MultiKeyCommand::SetAlgebra { op, keys, output } => set_algebra(access, op, keys, output).await,
         MultiKeyCommand::Zset(cmd) => super::zset_fanout::zset_multi(access, cmd).await,
         MultiKeyCommand::List(cmd) => super::list_fanout::list_multi(access, cmd).await,
         MultiKeyCommand::BitOp { op, dst, keys } => bitop(access, op, dst, keys).await,
-        MultiKeyCommand::Lcs(cmd) => lcs(access, cmd).await,
+        MultiKeyCommand::Lcs(cmd) => lcs(access, *cmd).await,
     }
 }
 

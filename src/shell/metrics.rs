@@ -53,7 +53,7 @@ async fn shard_stats(state: &ServerState) -> Vec<ShardStats> {
     let mut stats = Vec::new();
     for shard in 0..state.router.shard_count() {
         if let Ok(replies) = state.router.send(shard, vec![ShardOp::Stats]).await.await {
-            stats.extend(replies.into_iter().filter_map(|r| if let ShardReply::Stats(s) = r { Some(s) } else { None }));
+            stats.extend(replies.into_iter().filter_map(|r| if let ShardReply::Stats(s) = r { Some(*s) } else { None }));
         }
     }
     stats

@@ -81,7 +81,7 @@ pub async fn zset_multi(access: &impl Shards, cmd: ZsetMulti) -> Frame {
             let event = super::fanout::notifying(access)
                 .then(|| KeyEvent::new(Class::Zset, crate::engine::kv::zsets::store_event(None), dst.clone()));
             access
-                .run_atomic(shards, move |parked| match parked.apply(from, ShardOp::ZsetRange { key: src, query }) {
+                .run_atomic(shards, move |parked| match parked.apply(from, ShardOp::ZsetRange { key: src, query: *query }) {
                     ShardReply::ScoredLists(mut lists) => {
                         let members = lists.pop().flatten().unwrap_or_default();
                         super::fanout::store_and_notify(parked, to, ShardOp::StoreZset { key: dst, members }, event)

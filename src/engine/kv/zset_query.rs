@@ -48,7 +48,7 @@ pub fn select(order: &ScoreOrder, range: &ZRange, rev: bool, limit: Option<(i64,
             Some((first, last)) => order.iter(rev).skip(first).take(last - first + 1).map(owned).collect(),
         },
         ZRange::Score(min, max) => order.by_score(*min, *max, rev).skip(offset as usize).take(take).map(owned).collect(),
-        ZRange::Lex(min, max) => order.by_lex(min, max, rev).skip(offset as usize).take(take).map(owned).collect(),
+        ZRange::Lex(bounds) => order.by_lex(&bounds.0, &bounds.1, rev).skip(offset as usize).take(take).map(owned).collect(),
     }
 }
 
@@ -57,7 +57,7 @@ pub fn count(order: &ScoreOrder, range: &ZRange) -> usize {
     match range {
         ZRange::Rank(start, stop) => rank_window(*start, *stop, order.len()).map_or(0, |(a, b)| b - a + 1),
         ZRange::Score(min, max) => order.by_score(*min, *max, false).count(),
-        ZRange::Lex(min, max) => order.by_lex(min, max, false).count(),
+        ZRange::Lex(bounds) => order.by_lex(&bounds.0, &bounds.1, false).count(),
     }
 }
 

@@ -126,9 +126,9 @@ impl KvEngine {
             ZsetCommand::Count { key, min, max } => self
                 .zset_members(&key, now_ms)
                 .map(|z| Frame::Integer(z.map_or(0, |z| zset_query::count(order_of(z), &ZRange::Score(min, max))) as i64)),
-            ZsetCommand::LexCount { key, min, max } => self
+            ZsetCommand::LexCount { key, bounds } => self
                 .zset_members(&key, now_ms)
-                .map(|z| Frame::Integer(z.map_or(0, |z| zset_query::count(order_of(z), &ZRange::Lex(min, max))) as i64)),
+                .map(|z| Frame::Integer(z.map_or(0, |z| zset_query::count(order_of(z), &ZRange::Lex(bounds))) as i64)),
             ZsetCommand::Range { key, query } => self.zset_members(&key, now_ms).map(|z| zset_query::range_reply(z.map(order_of), &query)),
             ZsetCommand::Rank { key, member, rev } => self.zset_members(&key, now_ms).map(|z| {
                 let Some((z, state)) = z.and_then(|z| Some((z, z.get(&member)?))) else {
