@@ -233,6 +233,14 @@ impl Connection {
                 self.closing = true;
             }
             self.encode_ready();
+            // As Redis writes every client's replies at the end of its event loop's
+            // turn (beforeSleep), let the other connections that are ready read and run
+            // their commands first: replies then leave back to back, and a client
+            // reading many connections is woken once for them rather than once each
+            // (each wake-up is a cross-core interrupt that the sending core pays for).
+            if !self.write_buf.is_empty() {
+                tokio::task::yield_now().await;
+            }
             self.write_out().await?;
             if self.closing || self.info.killed.load(Ordering::Relaxed) {
                 return Ok(());
