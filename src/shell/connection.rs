@@ -327,6 +327,16 @@ impl Connection {
                 .then(|| tokio::time::Instant::now() + std::time::Duration::from_secs(limit.soft_seconds))
         };
         let mut over_soft_until = soft_deadline(self.write_buf.len());
+        // The common case first: the socket takes every byte at once, and then no wait
+        // is set up (the kill and timer futures below cost more than the write itself
+        // at pipeline depth 1). A client killed meanwhile is not written to.
+        if over_soft_until.is_none() && !self.write_buf.is_empty() && !self.info.killed.load(Ordering::Relaxed) {
+            match self.stream.try_write(&self.write_buf) {
+                Ok(n) => written = n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+        }
         while written < self.write_buf.len() {
             let may_read = make_read_room(&mut self.read_buf, self.read_closed, query_limit);
             let (mut reader, mut writer) = self.stream.split();
