@@ -149,7 +149,7 @@ pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -
             human_bytes(rss),
             human_bytes(maxmemory as u64),
             crate::config::MAXMEMORY_POLICY,
-            state.memory.used_bytes(),
+            state.memory.reported_bytes(maxmemory),
             crate::engine::kv::lazyfree::counters().0,
         );
     }
@@ -257,6 +257,11 @@ pub fn config(state: &ServerState, command: ConfigCommand) -> Frame {
                 let value = String::from_utf8_lossy(value);
                 if let Err(e) = state.runtime.set(&name, &value) {
                     return Frame::error(e);
+                }
+                if name == "maxmemory" {
+                    // The timer samples only while a limit is set: check the new one
+                    // against a figure of now.
+                    state.memory.sample();
                 }
                 if name == "maxmemory" && state.memory.over(state.runtime.maxmemory()) {
                     // As Redis: say so; with noeviction, client writes now get -OOM.

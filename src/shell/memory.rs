@@ -2,9 +2,11 @@
 //!
 //! jemalloc's `stats.allocated` (bytes the process holds in live allocations: data,
 //! buffers, queues, everything) is read on the shell's own schedule, every
-//! [`SAMPLE_INTERVAL_MS`], never per command: reading it means advancing jemalloc's
-//! statistics epoch, which takes a global lock. A connection checks the last sample,
-//! one atomic load. Never refuses anything itself: the connection decides (only client
+//! [`SAMPLE_INTERVAL_MS`] while a `maxmemory` limit is set, never per command: reading
+//! it means advancing jemalloc's statistics epoch, which takes a global lock and merges
+//! every arena's counters. A connection checks the last sample, one atomic load. With
+//! no limit (the default) nothing samples on a timer: there is nothing to check, and
+//! INFO and the metrics read a fresh figure instead. Never refuses anything itself: the connection decides (only client
 //! writes flagged `denyoom`; merges from peers and recovery are never refused).
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,19 +34,30 @@ impl MemoryGauge {
         self.used_bytes.store(allocated_bytes(), Ordering::Relaxed);
     }
 
+    /// What INFO and the metrics report: the sample the limit is checked against while
+    /// `maxmemory_bytes` sets one, a fresh reading otherwise (nothing samples then).
+    pub fn reported_bytes(&self, maxmemory_bytes: usize) -> u64 {
+        if maxmemory_bytes != 0 { self.used_bytes() } else { allocated_bytes() }
+    }
+
     /// Whether used memory is over `maxmemory_bytes` (0: no limit, as Redis).
     pub fn over(&self, maxmemory_bytes: usize) -> bool {
         maxmemory_bytes != 0 && self.used_bytes() > maxmemory_bytes as u64
     }
 }
 
-/// Sample forever (the task ends with the runtime that runs it).
-pub async fn sample_loop(gauge: std::sync::Arc<MemoryGauge>) {
+/// Sample while a limit is set, until the server state is gone (or the runtime that
+/// runs this ends). CONFIG SET maxmemory samples at once itself, so a new limit applies
+/// from the start. Holds the state weakly: shutdown waits for the last strong holder.
+pub async fn sample_loop(state: std::sync::Weak<super::ServerState>) {
     let mut tick = tokio::time::interval(Duration::from_millis(SAMPLE_INTERVAL_MS));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        gauge.sample();
+        let Some(state) = state.upgrade() else { return };
+        if state.runtime.maxmemory() != 0 {
+            state.memory.sample();
+        }
     }
 }
 

@@ -81,7 +81,13 @@ pub async fn render(state: &ServerState) -> String {
     metric(&mut out, "connected_clients", "gauge", "Client connections.", state.clients.count());
     metric(&mut out, "commands_processed_total", "counter", "Commands run.", state.stats.commands_processed.load(Ordering::Relaxed));
     metric(&mut out, "uptime_seconds", "gauge", "Seconds since start.", state.started.elapsed().as_secs());
-    metric(&mut out, "used_memory_bytes", "gauge", "Bytes the allocator holds (sampled every 100 ms).", state.memory.used_bytes());
+    metric(
+        &mut out,
+        "used_memory_bytes",
+        "gauge",
+        "Bytes the allocator holds (sampled every 100 ms while maxmemory is set).",
+        state.memory.reported_bytes(state.runtime.maxmemory()),
+    );
     metric(&mut out, "maxmemory_bytes", "gauge", "Client writes get -OOM past this (0: no limit).", state.runtime.maxmemory());
     metric(
         &mut out,

@@ -312,7 +312,7 @@ pub fn run(config: Config) -> Result<(), String> {
     );
 
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
-    runtime.spawn(memory::sample_loop(state.memory.clone()));
+    runtime.spawn(memory::sample_loop(Arc::downgrade(&state)));
     if let Some(metrics) = metrics_listener {
         let metrics = runtime.block_on(async { tokio::net::TcpListener::from_std(metrics) }).map_err(|e| e.to_string())?;
         runtime.spawn(metrics::serve(metrics, state.clone()));
