@@ -6,8 +6,9 @@
 //! it means advancing jemalloc's statistics epoch, which takes a global lock and merges
 //! every arena's counters. A connection checks the last sample, one atomic load. With
 //! no limit (the default) nothing samples on a timer: there is nothing to check, and
-//! INFO and the metrics read a fresh figure instead. Never refuses anything itself: the connection decides (only client
-//! writes flagged `denyoom`; merges from peers and recovery are never refused).
+//! INFO and the metrics read a fresh figure instead. Never refuses anything itself: the
+//! connection decides (only client writes flagged `denyoom`; merges from peers and
+//! recovery are never refused).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
