@@ -262,14 +262,14 @@ pub fn config(state: &ServerState, command: ConfigCommand) -> Frame {
                     // The timer samples only while a limit is set: check the new one
                     // against a figure of now.
                     state.memory.sample();
-                }
-                if name == "maxmemory" && state.memory.over(state.runtime.maxmemory()) {
-                    // As Redis: say so; with noeviction, client writes now get -OOM.
-                    tracing::warn!(
-                        "the new maxmemory value set via CONFIG SET ({}) is smaller than the current memory usage ({}): client writes are refused until it drops",
-                        state.runtime.maxmemory(),
-                        state.memory.used_bytes()
-                    );
+                    if state.memory.over(state.runtime.maxmemory()) {
+                        // As Redis: say so; with noeviction, client writes now get -OOM.
+                        tracing::warn!(
+                            "the new maxmemory value set via CONFIG SET ({}) is smaller than the current memory usage ({}): client writes are refused until it drops",
+                            state.runtime.maxmemory(),
+                            state.memory.used_bytes()
+                        );
+                    }
                 }
                 if name == "client-output-buffer-limit" {
                     state.pubsub.set_mailbox_bytes_max(state.runtime.output_buffer_limits().pubsub.hard_bytes);

@@ -49,7 +49,7 @@ impl Connection {
             }
             state.waiters.served(owed);
             let query_limit = state.runtime.client_query_buffer_limit();
-            let may_read = super::make_read_room(&mut self.read_buf, self.read_closed, query_limit);
+            let may_read = super::output::make_read_room(&mut self.read_buf, self.read_closed, query_limit);
             tokio::select! {
                 biased;
                 _ = self.info.kill.notified() => {
