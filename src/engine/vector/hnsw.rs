@@ -36,6 +36,9 @@ impl Ord for Near {
 
 /// Highest layer a node may get (a level from a 64-bit hash never gets near it).
 const LEVEL_MAX: usize = 16;
+/// How much of a vector a walk prefetches before computing its distance (the hardware
+/// prefetcher follows the rest).
+const PREFETCH_BYTES: usize = 256;
 /// Deleted slots tolerated before compaction, besides "more than live ones".
 const COMPACT_SLACK: usize = 1024;
 
@@ -58,8 +61,13 @@ pub struct VectorStore {
     level_mult: f64,
     elements: Elements,
     levels: Vec<u8>,
-    /// `links[slot][level]`: the slot's neighbours on that layer (empty for FLAT).
-    links: Vec<Vec<Vec<u32>>>,
+    /// Layer 0's links, every slot's in one array (hnswlib's layout): slot `s` owns
+    /// `layer0[s * (m0 + 1)..][..m0 + 1]`, its count first, then up to `m0` neighbours.
+    /// A walk finds a list with one read instead of two pointer hops. Empty for FLAT.
+    layer0: Vec<u32>,
+    /// `upper[slot][layer - 1]`: the slot's neighbours on layers 1 and up (no list for
+    /// the ~(M-1)/M of slots that live on layer 0 alone). Empty for FLAT.
+    upper: Vec<Vec<Vec<u32>>>,
     deleted: Vec<bool>,
     deleted_count: usize,
     entry: Option<u32>,
@@ -76,6 +84,9 @@ struct Scratch {
     visited: Visited,
     candidates: BinaryHeap<Reverse<Near>>,
     results: BinaryHeap<Near>,
+    /// The unvisited neighbours of the node being expanded, prefetched before their
+    /// distances are computed.
+    unvisited: Vec<u32>,
 }
 
 /// Which slots the current search has seen: a mark equal to `epoch` means seen, so a
@@ -127,7 +138,8 @@ impl VectorStore {
             level_mult: 1.0 / (m.max(2) as f64).ln(),
             elements,
             levels: Vec::with_capacity(capacity),
-            links: Vec::with_capacity(if graph { capacity } else { 0 }),
+            layer0: Vec::with_capacity(if graph { capacity * (2 * m + 1) } else { 0 }),
+            upper: Vec::with_capacity(if graph { capacity } else { 0 }),
             deleted: Vec::with_capacity(capacity),
             deleted_count: 0,
             entry: None,
@@ -164,7 +176,8 @@ impl VectorStore {
 
     /// Bytes the vectors and links take (FT.INFO's `vector_index_sz_mb`).
     pub fn memory_bytes(&self) -> usize {
-        let links: usize = self.links.iter().flat_map(|l| l.iter()).map(|l| l.capacity() * 4 + 24).sum();
+        let upper: usize = self.upper.iter().map(|l| l.capacity() * 24 + l.iter().map(|l| l.capacity() * 4).sum::<usize>()).sum();
+        let links = self.layer0.capacity() * 4 + self.upper.capacity() * 24 + upper;
         let vectors = match &self.elements {
             Elements::F32(v) => v.capacity() * 4,
             Elements::F16(v) => v.capacity() * 2,
@@ -226,7 +239,8 @@ impl VectorStore {
         if !self.graph {
             return slot;
         }
-        self.links.push(vec![Vec::new(); level + 1]);
+        self.layer0.extend(std::iter::repeat_n(0, self.m0 + 1));
+        self.upper.push(vec![Vec::new(); level]);
         let Some(entry) = self.entry else {
             self.entry = Some(slot);
             self.top_level = level;
@@ -241,16 +255,11 @@ impl VectorStore {
             let mut scratch = std::mem::take(&mut self.scratch);
             let found = self.search_layer(&mut scratch, vector, &entries, self.ef_construction, layer, |_| true);
             self.scratch = scratch;
-            let width = if layer == 0 { self.m0 } else { self.m };
             let chosen = self.select(&found, self.m);
-            self.links[slot as usize][layer] = chosen.iter().map(|n| n.1).collect();
+            self.set_neighbours(slot, layer, chosen.iter().map(|n| n.1));
             for &Near(d, neighbour) in &chosen {
-                let list = &mut self.links[neighbour as usize][layer];
-                list.push(slot);
-                if list.len() > width {
-                    // The distance is symmetric: the neighbour's to `slot` is `d`.
-                    self.prune(neighbour, layer, width, Near(d, slot));
-                }
+                // The distance is symmetric: the neighbour's to `slot` is `d`.
+                self.add_link(neighbour, layer, Near(d, slot));
             }
             entries = found;
         }
@@ -261,17 +270,81 @@ impl VectorStore {
         slot
     }
 
-    /// Keep the `width` most useful links of `node` on `layer` (the selection heuristic).
-    /// `known` is the link just added with its distance (computed by the insert's
-    /// search already; not computed again).
-    fn prune(&mut self, node: u32, layer: usize, width: usize, known: Near) {
-        let mut near: Vec<Near> = self.links[node as usize][layer]
-            .iter()
-            .map(|&n| if n == known.1 { known } else { Near(self.distance_between(node, n), n) })
-            .collect();
+    /// Most links a slot keeps on `layer`.
+    fn width(&self, layer: usize) -> usize {
+        if layer == 0 { self.m0 } else { self.m }
+    }
+
+    /// The neighbours of `slot` on `layer`.
+    #[inline]
+    fn neighbours(&self, slot: u32, layer: usize) -> &[u32] {
+        if layer == 0 {
+            let at = slot as usize * (self.m0 + 1);
+            let count = self.layer0[at] as usize;
+            &self.layer0[at + 1..at + 1 + count]
+        } else {
+            &self.upper[slot as usize][layer - 1]
+        }
+    }
+
+    /// Replace the neighbours of `slot` on `layer` (at most `width(layer)` of them).
+    fn set_neighbours(&mut self, slot: u32, layer: usize, neighbours: impl ExactSizeIterator<Item = u32>) {
+        let count = neighbours.len();
+        assert!(count <= self.width(layer), "{count} links on layer {layer}");
+        if layer == 0 {
+            let at = slot as usize * (self.m0 + 1);
+            self.layer0[at] = count as u32;
+            for (cell, n) in self.layer0[at + 1..].iter_mut().zip(neighbours) {
+                *cell = n;
+            }
+        } else {
+            let list = &mut self.upper[slot as usize][layer - 1];
+            list.clear();
+            list.extend(neighbours);
+        }
+    }
+
+    /// Link `node` to `new` on `layer`; when its list is full, keep the most useful
+    /// `width` of the old ones and `new` (the selection heuristic). `new` carries its
+    /// distance (computed by the insert's search already; not computed again).
+    fn add_link(&mut self, node: u32, layer: usize, new: Near) {
+        let width = self.width(layer);
+        let current = self.neighbours(node, layer);
+        if current.len() < width {
+            if layer == 0 {
+                let at = node as usize * (self.m0 + 1);
+                let count = self.layer0[at] as usize;
+                self.layer0[at + 1 + count] = new.1;
+                self.layer0[at] += 1;
+            } else {
+                self.upper[node as usize][layer - 1].push(new.1);
+            }
+            return;
+        }
+        let mut near: Vec<Near> = current.iter().map(|&n| Near(self.distance_between(node, n), n)).collect();
+        near.push(new);
         near.sort_unstable();
         let kept = self.select(&near, width);
-        self.links[node as usize][layer] = kept.iter().map(|n| n.1).collect();
+        self.set_neighbours(node, layer, kept.iter().map(|n| n.1));
+    }
+
+    /// Ask the CPU to start loading `slot`'s vector: a walk computes the distances of
+    /// a node's neighbours one after another, and each vector is a cold cache miss.
+    #[inline(always)]
+    fn prefetch(&self, slot: u32) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            let start = slot as usize * self.dim;
+            let (base, bytes) = match &self.elements {
+                Elements::F32(v) => (v.as_ptr().wrapping_add(start) as *const i8, self.dim * 4),
+                Elements::F16(v) => (v.as_ptr().wrapping_add(start) as *const i8, self.dim * 2),
+            };
+            for line in (0..bytes.min(PREFETCH_BYTES)).step_by(64) {
+                // SAFETY: a prefetch is a hint: it never faults, whatever the address.
+                unsafe { _mm_prefetch(base.wrapping_add(line), _MM_HINT_T0) };
+            }
+        }
     }
 
     /// HNSW's neighbour selection heuristic: walk candidates nearest first, keep one only
@@ -302,7 +375,7 @@ impl VectorStore {
     fn greedy(&self, query: &[f32], mut nearest: Near, layer: usize) -> Near {
         loop {
             let mut moved = false;
-            for &n in &self.links[nearest.1 as usize][layer] {
+            for &n in self.neighbours(nearest.1, layer) {
                 let d = self.distance_to(query, n);
                 if d < nearest.0 {
                     nearest = Near(d, n);
@@ -332,7 +405,7 @@ impl VectorStore {
         if ef == 0 {
             return Vec::new();
         }
-        let Scratch { visited, candidates, results } = scratch;
+        let Scratch { visited, candidates, results, unvisited } = scratch;
         visited.begin(self.slots());
         candidates.clear();
         results.clear();
@@ -349,10 +422,14 @@ impl VectorStore {
             if results.len() >= ef && results.peek().is_some_and(|worst| current.0 > worst.0) {
                 break;
             }
-            for &n in &self.links[current.1 as usize][layer] {
-                if !visited.first_visit(n) {
-                    continue;
+            unvisited.clear();
+            for &n in self.neighbours(current.1, layer) {
+                if visited.first_visit(n) {
+                    self.prefetch(n);
+                    unvisited.push(n);
                 }
+            }
+            for &n in unvisited.iter() {
                 let d = self.distance_to(query, n);
                 let full = results.len() >= ef;
                 if full && results.peek().is_some_and(|worst| d >= worst.0) {
