@@ -496,3 +496,43 @@ fn client_kill_closes_a_client_that_stopped_reading_its_replies() {
     assert!(gone, "the killed client {id} is still connected: {list}");
     drop(victim);
 }
+
+/// A pipeline long enough that remote shards' batches are sent before it ends (they
+/// fill at eight operations): every key's commands still run in pipeline order, a
+/// barrier in the middle sees everything before it, and every reply lands in its slot.
+#[test]
+fn a_long_pipeline_over_several_shards_keeps_each_keys_order_and_each_replys_place() {
+    let server = start_meridian(&["--shards", "4"]);
+    let mut con = connect(&server);
+    const KEYS: usize = 24;
+    const ROUNDS: usize = 60;
+    let mut pipe = redis::pipe();
+    for round in 0..ROUNDS {
+        for k in 0..KEYS {
+            pipe.cmd("RPUSH").arg(format!("list:{k}")).arg(round);
+            pipe.cmd("INCR").arg(format!("count:{k}"));
+            pipe.cmd("GET").arg(format!("count:{k}"));
+        }
+        if round == ROUNDS / 2 {
+            pipe.cmd("DBSIZE");
+        }
+    }
+    let replies: Vec<Value> = pipe.query(&mut con).expect("pipeline");
+    let mut replies = replies.into_iter();
+    for round in 0..ROUNDS {
+        for k in 0..KEYS {
+            let n = round as i64 + 1;
+            assert_eq!(replies.next(), Some(Value::Int(n)), "RPUSH list:{k} in round {round}");
+            assert_eq!(replies.next(), Some(Value::Int(n)), "INCR count:{k} in round {round}");
+            assert_eq!(replies.next(), Some(Value::BulkString(n.to_string().into_bytes())), "GET count:{k} in round {round}");
+        }
+        if round == ROUNDS / 2 {
+            assert_eq!(replies.next(), Some(Value::Int(2 * KEYS as i64)), "DBSIZE after every key was written");
+        }
+    }
+    assert_eq!(replies.next(), None);
+    for k in 0..KEYS {
+        let list: Vec<usize> = redis::cmd("LRANGE").arg(format!("list:{k}")).arg(0).arg(-1).query(&mut con).expect("LRANGE");
+        assert_eq!(list, (0..ROUNDS).collect::<Vec<_>>(), "list:{k} in push order");
+    }
+}

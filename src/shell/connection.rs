@@ -15,6 +15,7 @@ use std::sync::atomic::Ordering;
 use bytes::{Bytes, BytesMut};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
+use tokio::sync::oneshot;
 
 use super::ServerState;
 use super::clients::ClientInfo;
@@ -45,6 +46,12 @@ const READ_CHUNK_BYTES: usize = 16 * 1024;
 const WRITE_BUFFER_BYTES_MAX: usize = 1024 * 1024;
 /// Replies up to this size wait for the end of the event loop's turn (see `run`).
 const HELD_REPLY_BYTES_MAX: usize = 8 * 1024;
+/// A remote shard's batch is sent once it holds this many operations, without waiting
+/// for the end of the pipeline: the other shards then work while this thread runs its
+/// own share (a pipeline of vector-indexed HSETs kept every other shard idle until the
+/// home shard had indexed its part). Eight operations per hop keep the hop's cost
+/// small next to theirs; a short pipeline (P=16 over several shards) never fills one.
+const REMOTE_BATCH_SEND_OPS: usize = 8;
 
 pub async fn serve(
     stream: std::net::TcpStream,
@@ -83,6 +90,7 @@ pub async fn serve(
         info: info.clone(),
         access: ShardAccess::new(home, shard, state.clone()),
         pending: Vec::new(),
+        in_flight: Vec::new(),
         replies: Vec::new(),
         encoded: 0,
         closing: false,
@@ -126,6 +134,8 @@ struct Connection {
     info: Arc<ClientInfo>,
     access: ShardAccess,
     pending: Vec<PendingBatch>,
+    /// Batches sent before the end of the pipeline: their replies and the slots they fill.
+    in_flight: Vec<(oneshot::Receiver<Vec<ShardReply>>, Vec<usize>)>,
     /// Replies of the pipeline being run, in request order; `None` while in flight.
     replies: Vec<Option<Frame>>,
     /// Replies already encoded into `write_buf`.
@@ -336,7 +346,7 @@ impl Connection {
                     let op = ShardOp::Key(command);
                     Some(super::shards::apply_local_one(&self.access.shard, self.state(), op, self.now_ms).into_frame())
                 } else {
-                    self.queue(shard, ShardOp::Key(command), slot);
+                    self.queue(shard, ShardOp::Key(command), slot).await;
                     None
                 }
             }
@@ -370,23 +380,35 @@ impl Connection {
         self.encode_ready();
     }
 
-    fn queue(&mut self, shard: usize, op: ShardOp, slot: usize) {
-        match self.pending.iter_mut().find(|p| p.shard == shard) {
-            Some(batch) => {
-                batch.ops.push(op);
-                batch.slots.push(slot);
+    /// Queue `op` for a remote shard; send that shard's batch at once when it is full
+    /// (its replies are collected by `flush_pending` with the rest). A shard runs its
+    /// batches in the order they arrive, so its operations keep the pipeline's order.
+    async fn queue(&mut self, shard: usize, op: ShardOp, slot: usize) {
+        let at = match self.pending.iter().position(|p| p.shard == shard) {
+            Some(at) => at,
+            None => {
+                self.pending.push(PendingBatch { shard, ops: Vec::new(), slots: Vec::new() });
+                self.pending.len() - 1
             }
-            None => self.pending.push(PendingBatch { shard, ops: vec![op], slots: vec![slot] }),
+        };
+        let batch = &mut self.pending[at];
+        batch.ops.push(op);
+        batch.slots.push(slot);
+        if batch.ops.len() >= REMOTE_BATCH_SEND_OPS {
+            let batch = self.pending.swap_remove(at);
+            let receiver = self.state().router.send(batch.shard, batch.ops).await;
+            self.in_flight.push((receiver, batch.slots));
         }
     }
 
-    /// Send every queued batch, wait for all replies, and file them in their slots.
+    /// Send every queued batch, wait for all replies (of those sent early too), and
+    /// file them in their slots.
     async fn flush_pending(&mut self) {
-        if self.pending.is_empty() {
+        if self.pending.is_empty() && self.in_flight.is_empty() {
             return;
         }
         let batches = std::mem::take(&mut self.pending);
-        let mut in_flight = Vec::with_capacity(batches.len());
+        let mut in_flight = std::mem::take(&mut self.in_flight);
         for batch in batches {
             let receiver = self.state().router.send(batch.shard, batch.ops).await;
             in_flight.push((receiver, batch.slots));
