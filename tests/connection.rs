@@ -498,20 +498,27 @@ fn client_kill_closes_a_client_that_stopped_reading_its_replies() {
 }
 
 /// A pipeline long enough that remote shards' batches are sent before it ends (they
-/// fill at eight operations): every key's commands still run in pipeline order, a
-/// barrier in the middle sees everything before it, and every reply lands in its slot.
+/// fill at eight operations, or wait too long behind a slow home-shard command: the
+/// 1,000-element pushes), read in growing reads: every key's commands still run in
+/// pipeline order, a barrier in the middle sees everything before it, and every reply
+/// lands in its slot.
 #[test]
 fn a_long_pipeline_over_several_shards_keeps_each_keys_order_and_each_replys_place() {
     let server = start_meridian(&["--shards", "4"]);
     let mut con = connect(&server);
     const KEYS: usize = 24;
     const ROUNDS: usize = 60;
+    const BULK: usize = 1_000;
+    let bulk: Vec<String> = (0..BULK).map(|i| format!("element-{i}")).collect();
     let mut pipe = redis::pipe();
     for round in 0..ROUNDS {
         for k in 0..KEYS {
             pipe.cmd("RPUSH").arg(format!("list:{k}")).arg(round);
             pipe.cmd("INCR").arg(format!("count:{k}"));
             pipe.cmd("GET").arg(format!("count:{k}"));
+            if k % 6 == 0 {
+                pipe.cmd("RPUSH").arg(format!("bulk:{k}")).arg(&bulk);
+            }
         }
         if round == ROUNDS / 2 {
             pipe.cmd("DBSIZE");
@@ -525,9 +532,12 @@ fn a_long_pipeline_over_several_shards_keeps_each_keys_order_and_each_replys_pla
             assert_eq!(replies.next(), Some(Value::Int(n)), "RPUSH list:{k} in round {round}");
             assert_eq!(replies.next(), Some(Value::Int(n)), "INCR count:{k} in round {round}");
             assert_eq!(replies.next(), Some(Value::BulkString(n.to_string().into_bytes())), "GET count:{k} in round {round}");
+            if k % 6 == 0 {
+                assert_eq!(replies.next(), Some(Value::Int(n * BULK as i64)), "RPUSH bulk:{k} in round {round}");
+            }
         }
         if round == ROUNDS / 2 {
-            assert_eq!(replies.next(), Some(Value::Int(2 * KEYS as i64)), "DBSIZE after every key was written");
+            assert_eq!(replies.next(), Some(Value::Int(2 * KEYS as i64 + KEYS as i64 / 6)), "DBSIZE after every key was written");
         }
     }
     assert_eq!(replies.next(), None);
