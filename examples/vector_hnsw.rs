@@ -50,7 +50,11 @@ fn main() {
         store.insert(v, key_hash(format!("d:{i}").as_bytes()));
     }
     let build_s = start.elapsed().as_secs_f64();
-    println!("{} documents, M 16, EF_CONSTRUCTION 200, {element:?}: {:.0} inserts/s ({build_s:.2} s)", base.len(), base.len() as f64 / build_s);
+    println!(
+        "{} documents, M 16, EF_CONSTRUCTION 200, {element:?}: {:.0} inserts/s ({build_s:.2} s)",
+        base.len(),
+        base.len() as f64 / build_s
+    );
 
     // The exact top 10 by scan over the same store (same kernels, same data).
     let truth: Vec<Vec<u32>> =

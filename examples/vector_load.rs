@@ -38,7 +38,15 @@ struct Args {
 }
 
 fn parse_args() -> Args {
-    let mut args = Args { ports: Vec::new(), docs: 50_000, queries: 1_000, clients: 16, ef: vec![10, 15, 20, 30, 40, 80], data: "../shared/data/minilm-docs".into(), recall_floor: 0.95 };
+    let mut args = Args {
+        ports: Vec::new(),
+        docs: 50_000,
+        queries: 1_000,
+        clients: 16,
+        ef: vec![10, 15, 20, 30, 40, 80],
+        data: "../shared/data/minilm-docs".into(),
+        recall_floor: 0.95,
+    };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
         let [flag, value] = pair else { panic!("{} needs a value", pair[0]) };
@@ -60,7 +68,11 @@ fn parse_args() -> Args {
 
 fn read_f16(path: &str, limit: usize) -> Vec<Vec<f32>> {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    bytes.chunks_exact(2 * DIM).take(limit).map(|row| row.chunks_exact(2).map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32()).collect()).collect()
+    bytes
+        .chunks_exact(2 * DIM)
+        .take(limit)
+        .map(|row| row.chunks_exact(2).map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32()).collect())
+        .collect()
 }
 
 /// The exact cosine top K among `rows` for each query.
@@ -165,8 +177,30 @@ fn load(port: u16, base: &[Vec<f32>]) -> f64 {
     let mut con = Connection::open(port);
     con.call(&[b"FLUSHALL"]);
     let create: Vec<&[u8]> = [
-        "FT.CREATE", "bench", "ON", "HASH", "PREFIX", "1", "d:", "SCHEMA", "v", "VECTOR", "HNSW", "10", "TYPE", "FLOAT32", "DIM", "384",
-        "DISTANCE_METRIC", "COSINE", "M", "16", "EF_CONSTRUCTION", "200", "tag", "TAG",
+        "FT.CREATE",
+        "bench",
+        "ON",
+        "HASH",
+        "PREFIX",
+        "1",
+        "d:",
+        "SCHEMA",
+        "v",
+        "VECTOR",
+        "HNSW",
+        "10",
+        "TYPE",
+        "FLOAT32",
+        "DIM",
+        "384",
+        "DISTANCE_METRIC",
+        "COSINE",
+        "M",
+        "16",
+        "EF_CONSTRUCTION",
+        "200",
+        "tag",
+        "TAG",
     ]
     .iter()
     .map(|s| s.as_bytes())
@@ -215,7 +249,19 @@ fn measure(port: u16, queries: &[Vec<u8>], truth: &[Vec<usize>], ef: usize, clie
                     let mut hits = 0;
                     for i in (c..queries.len()).step_by(clients) {
                         let reply = con.call(&[
-                            b"FT.SEARCH", b"bench", query, b"NOCONTENT", b"LIMIT", b"0", b"10", b"PARAMS", b"2", b"q", &queries[i], b"DIALECT", b"2",
+                            b"FT.SEARCH",
+                            b"bench",
+                            query,
+                            b"NOCONTENT",
+                            b"LIMIT",
+                            b"0",
+                            b"10",
+                            b"PARAMS",
+                            b"2",
+                            b"q",
+                            &queries[i],
+                            b"DIALECT",
+                            b"2",
                         ]);
                         hits += ids(reply).iter().filter(|d| truth[i].contains(d)).count();
                     }
@@ -276,7 +322,11 @@ fn main() {
                 match (best(m_rows, filtered, clients, args.recall_floor), best(r_rows, filtered, clients, args.recall_floor)) {
                     (Some(m), Some(r)) => println!(
                         "  {kind:13} clients {clients:2}: {:.2}x q/s (meridian EF {} recall {:.3}, redisearch EF {} recall {:.3})",
-                        m.0 / r.0, m.1, m.2, r.1, r.2
+                        m.0 / r.0,
+                        m.1,
+                        m.2,
+                        r.1,
+                        r.2
                     ),
                     (m, r) => println!("  {kind:13} clients {clients:2}: n/a (meridian {m:?}, redisearch {r:?})"),
                 }
