@@ -10,26 +10,24 @@
 
 use std::time::Instant;
 
-use half::f16;
 use meridian::engine::kv::keyspace::key_hash;
 use meridian::engine::vector::distance::{Metric, normalize};
 use meridian::engine::vector::hnsw::VectorStore;
 use meridian::engine::vector::schema::ElementType;
 
-const DIM: usize = 384;
+#[path = "common/minilm.rs"]
+mod minilm;
+
+use minilm::DIM;
+
 const K: usize = 10;
 const QUERIES: usize = 1_000;
 
-fn read_f16(path: &str) -> Vec<Vec<f32>> {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    bytes
-        .chunks_exact(2 * DIM)
-        .map(|row| {
-            let mut v: Vec<f32> = row.chunks_exact(2).map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32()).collect();
-            normalize(&mut v);
-            v
-        })
-        .collect()
+/// Rows of a MiniLM file, normalised (the store keeps COSINE vectors normalised).
+fn read_normalised(path: &str, limit: usize) -> Vec<Vec<f32>> {
+    let mut rows = minilm::read_rows(path, limit);
+    rows.iter_mut().for_each(|v| normalize(v));
+    rows
 }
 
 fn main() {
@@ -40,9 +38,8 @@ fn main() {
         Some("f16") => ElementType::Float16,
         _ => ElementType::Float32,
     };
-    let base: Vec<Vec<f32>> = read_f16(&format!("{dir}/base.f16")).into_iter().take(docs).collect();
-    let queries = read_f16(&format!("{dir}/queries.f16"));
-    let queries = &queries[..QUERIES.min(queries.len())];
+    let base = read_normalised(&format!("{dir}/base.f16"), docs);
+    let queries = read_normalised(&format!("{dir}/queries.f16"), QUERIES);
 
     let mut store = VectorStore::new(DIM, Metric::Cosine, element, true, 16, 200, base.len());
     let start = Instant::now();

@@ -20,10 +20,13 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::time::Instant;
 
-use half::f16;
 use meridian::engine::vector::distance::{dot, normalize};
 
-const DIM: usize = 384;
+#[path = "common/minilm.rs"]
+mod minilm;
+
+use minilm::read_rows;
+
 const K: usize = 10;
 const INSERT_BATCH: usize = 200;
 
@@ -64,15 +67,6 @@ fn parse_args() -> Args {
         }
     }
     args
-}
-
-fn read_f16(path: &str, limit: usize) -> Vec<Vec<f32>> {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    bytes
-        .chunks_exact(2 * DIM)
-        .take(limit)
-        .map(|row| row.chunks_exact(2).map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32()).collect())
-        .collect()
 }
 
 /// The exact cosine top K among `rows` for each query.
@@ -288,8 +282,8 @@ fn best(rows: &Rows, filtered: bool, clients: usize, floor: f64) -> Option<(f64,
 fn main() {
     let args = parse_args();
     assert!(!args.ports.is_empty(), "give --meridian-port and/or --redisearch-port");
-    let base = read_f16(&format!("{}/base.f16", args.data), args.docs);
-    let queries = read_f16(&format!("{}/queries.f16", args.data), args.queries);
+    let base = read_rows(&format!("{}/base.f16", args.data), args.docs);
+    let queries = read_rows(&format!("{}/queries.f16", args.data), args.queries);
     let all: Vec<usize> = (0..base.len()).collect();
     let tagged: Vec<usize> = all.iter().copied().filter(|&d| tag(d) == b"a").collect();
     let truth = exact_truth(&base, &queries, &all);
