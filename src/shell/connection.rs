@@ -424,8 +424,7 @@ impl Connection {
             if self.pending.is_empty() {
                 self.pending_since = None;
             }
-            let receiver = self.state().router.send(batch.shard, batch.ops).await;
-            self.in_flight.push((receiver, batch.slots));
+            self.send_batch(batch).await;
         }
     }
 
@@ -433,9 +432,13 @@ impl Connection {
     async fn send_pending(&mut self) {
         self.pending_since = None;
         for batch in std::mem::take(&mut self.pending) {
-            let receiver = self.state().router.send(batch.shard, batch.ops).await;
-            self.in_flight.push((receiver, batch.slots));
+            self.send_batch(batch).await;
         }
+    }
+
+    async fn send_batch(&mut self, batch: PendingBatch) {
+        let receiver = self.state().router.send(batch.shard, batch.ops).await;
+        self.in_flight.push((receiver, batch.slots));
     }
 
     /// Send every queued batch, wait for all replies (of those sent early too), and
