@@ -257,6 +257,16 @@ pub fn write_key_state(w: &mut Writer, state: &KeyState) {
         w.buf.extend_from_slice(&[0; 5]);
         return;
     }
+    // A removed element's tombstone: its context and nothing else.
+    if let Some(ctx) = state.context_only() {
+        w.var(ctx.len() as u64);
+        for dot in ctx.iter() {
+            w.dot(dot);
+        }
+        // No values, int slots, int floor, float slots, float floor or TTL writes.
+        w.buf.extend_from_slice(&[0; 6]);
+        return;
+    }
     write_key_state_parts(w, state);
 }
 

@@ -113,6 +113,14 @@ impl<'a> ElementRef<'a> {
         }
     }
 
+    /// The dot of a compact element (one value at one dot); `None` for a full state.
+    pub fn plain_dot(self) -> Option<Dot> {
+        match self {
+            ElementRef::Int(dot, _) | ElementRef::Raw(dot, _) => Some(dot),
+            ElementRef::Full(_) => None,
+        }
+    }
+
     /// Whether the element exists (a tombstone does not).
     pub fn exists(self) -> bool {
         match self {
@@ -283,6 +291,30 @@ mod tests {
         // the old dot implied by nothing: it stays compact only if nothing else is held.
         let stored = Stored::from_state(&overwritten);
         assert_eq!(stored.into_state(), overwritten);
+    }
+
+    #[test]
+    fn a_plain_elements_removal_built_directly_equals_the_general_delete() {
+        let encoded = |state: &KeyState| {
+            let mut w = crate::delta::codec::Writer { buf: Vec::new() };
+            crate::delta::codec::write_key_state(&mut w, state);
+            w.buf
+        };
+        for state in plain_states() {
+            let old = state.newest_dot().expect("a plain state has a dot");
+            // Later by the same node, and by other nodes with older and newer stamps.
+            for by in [Dot::new(Hlc::from_parts(old.hlc.physical_ms() + 1, 0), old.node), dot(1, old.node + 1), dot(99, old.node + 2)] {
+                let mut general = state.clone();
+                general.delete(by);
+                let direct = KeyState::plain_removed(old, by);
+                assert_eq!(direct, general, "{state:?} removed at {by:?}");
+                assert_eq!(encoded(&direct), encoded(&general));
+                assert_eq!(merkle::digest(b"e", &direct), merkle::digest(b"e", &general));
+                assert_eq!(ElementRef::of_state(&direct), ElementRef::of_state(&general));
+                assert_eq!(direct.causal_context(), general.causal_context());
+                assert!(!direct.exists() && direct.is_element());
+            }
+        }
     }
 
     #[test]

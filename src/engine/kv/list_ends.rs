@@ -66,6 +66,16 @@ impl KvEngine {
         let updated = self.keys.update(&key, hash, |stored_key, state| {
             let elements = state.part_mut(Part::List);
             elements.set_pack_limit(pack_limit);
+            if take == 1 {
+                // The common pop of one element ships it as it is (no lists to zip).
+                if let Some((name, value, tombstone)) = elements.pop_list_end(end == End::Right, dot, keep_tombstones, value_of) {
+                    values.push(value);
+                    ctx.deltas.key_elements_changed(stored_key, Part::List, &[(name.as_slice(), tombstone)]);
+                } else {
+                    debug_assert!(false, "the caller saw a live chunked element");
+                }
+                return state.exists();
+            }
             let mut names: SmallVec<[Name; 1]> = SmallVec::with_capacity(take);
             let mut tombstones: SmallVec<[KeyState; 1]> = SmallVec::with_capacity(take);
             for _ in 0..take {

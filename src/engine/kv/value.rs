@@ -412,6 +412,21 @@ impl KeyState {
         self.settle();
     }
 
+    /// What [`KeyState::delete`] at `by` leaves of a plain element, one value at `old`
+    /// and nothing else (no context, counters or TTL): a tombstone whose context is
+    /// `old` and `by`. Built directly, without the general mutation's contexts (LPOP
+    /// and RPOP remove one such element each; `element.rs`'s tests compare both ways).
+    pub fn plain_removed(old: Dot, by: Dot) -> KeyState {
+        debug_assert!(old.node != by.node || old.hlc < by.hlc, "a local write must carry a new dot");
+        let mut ctx = VersionVector::new();
+        ctx.add(old);
+        ctx.add(by);
+        let mut state = KeyState::new();
+        state.ctx_set(ctx);
+        state.settle();
+        state
+    }
+
     /// DEL: remove everything observed. The result is a tombstone unless it merged
     /// unobserved increments (it never has, locally).
     pub fn delete(&mut self, dot: Dot) {

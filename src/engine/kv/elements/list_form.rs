@@ -54,11 +54,20 @@ impl Elements {
         if !list.live_all_chunked() {
             return None;
         }
-        let (name, (value, mut state, old_digest)) =
-            list.pop_end(tail, |name, element| (read(element), element.to_state(), element.digest(name)))?;
-        // A chunked element is one value at one dot: live, never blank.
-        debug_assert!(state.exists() && !state.is_blank());
-        state.delete(dot);
+        let (name, (value, taken, old_digest)) = list.pop_end(tail, |name, element| {
+            let taken = element.plain_dot().ok_or_else(|| element.to_state());
+            (read(element), taken, element.digest(name))
+        })?;
+        // A chunked element is one value at one dot: its removal's tombstone is known
+        // without the general mutation (the same state: `KeyState::plain_removed`).
+        let mut state = match taken {
+            Ok(old) => KeyState::plain_removed(old, dot),
+            Err(mut state) => {
+                debug_assert!(state.exists() && !state.is_blank());
+                state.delete(dot);
+                state
+            }
+        };
         debug_assert!(state.is_element(), "an element holds neither a TTL nor elements");
         canonical(&mut state, &self.removed);
         let view = ElementRef::of_state(&state);

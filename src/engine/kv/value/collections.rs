@@ -241,6 +241,16 @@ impl KeyState {
         values.winner()
     }
 
+    /// The explicit context of a state that holds nothing else (no value, counter
+    /// slot, TTL write or collection): a removed element's tombstone, which the codec
+    /// writes without gathering the parts.
+    pub fn context_only(&self) -> Option<&VersionVector> {
+        if !self.values().is_empty() || self.has_counters() || !self.ttl().is_empty() || self.has_collection() {
+            return None;
+        }
+        Some(self.ctx())
+    }
+
     /// Whether this is a valid element state: no TTL, no elements of its own.
     pub fn is_element(&self) -> bool {
         self.ttl().is_empty() && !self.has_collection()
