@@ -35,6 +35,12 @@ impl KvEngine {
             .update(key, key_hash(key), |stored_key, state| {
                 let list = state.part_mut(Part::List);
                 list.set_pack_limit(pack_limit);
+                if let ([name], [element]) = (names, elements) {
+                    // The common push of one element ships it as it is (no list built).
+                    let state = list.push_list_element(tail, name, |s| s.set(dot, element_value(element), SetTtl::Keep));
+                    ctx.deltas.key_elements_changed(stored_key, Part::List, &[(name.as_slice(), state)]);
+                    return;
+                }
                 let shipped: SmallVec<[(&[u8], KeyState); 1]> = names
                     .iter()
                     .zip(elements)

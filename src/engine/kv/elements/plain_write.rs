@@ -15,6 +15,11 @@
 //! Must never: store anything `write_element` would not, or skip the digest, the
 //! counts, the contexts or the score order it keeps.
 
+use std::hash::BuildHasher;
+
+use indexmap::map::RawEntryApiV1;
+use indexmap::map::raw_entry_v1::RawEntryMut;
+
 use super::*;
 use crate::engine::kv::value::StrVal;
 
@@ -41,8 +46,13 @@ impl Elements {
         let Table::Map(map) = &mut self.table else { return Err(value) };
         // The delta's copy, made once the fast path is sure to apply.
         let shipped;
-        let (index, was_live, old_digest, old_score) = match map.get_full_mut(name) {
-            Some((index, stored_name, slot)) => {
+        // One hash and one probe whether the element is there or not (a lookup and
+        // then an insert would hash and probe a new name twice).
+        let hash = map.hasher().hash_one(name);
+        let (index, was_live, old_digest, old_score) = match map.raw_entry_mut_v1().from_key_hashed_nocheck(hash, name) {
+            RawEntryMut::Occupied(mut entry) => {
+                let index = entry.index();
+                let (stored_name, slot) = entry.get_key_value_mut();
                 match slot {
                     Stored::Int { hlc, node, .. } | Stored::Raw { hlc, node, .. } if *node == dot.node && *hlc < dot.hlc => {}
                     _ => return Err(value),
@@ -55,9 +65,11 @@ impl Elements {
                 *slot = stored_at(dot, value);
                 (index, true, old_digest, old_score)
             }
-            None => {
+            RawEntryMut::Vacant(entry) => {
                 shipped = KeyState::with_value(dot, value.clone(), None);
-                (map.insert_full(ElementName::from(name), stored_at(dot, value)).0, false, 0, None)
+                let index = entry.index();
+                entry.insert_hashed_nocheck(hash, ElementName::from(name), stored_at(dot, value));
+                (index, false, 0, None)
             }
         };
         let (stored_name, slot) = map.get_index_mut(index).expect("index just found or inserted");
