@@ -265,6 +265,10 @@ impl KeyState {
 
     /// The newest stamp anywhere in this state (cheaper than the full context).
     pub fn max_hlc(&self) -> crate::crdt::Hlc {
+        // One value at one dot and nothing else (most element deltas): its stamp.
+        if let repr::Repr::Str { hlc, .. } = &self.repr {
+            return *hlc;
+        }
         let mut max = self.ctx().max_hlc();
         for dot in self.values().dots().chain(self.ttl().dots()) {
             max = max.max(dot.hlc);

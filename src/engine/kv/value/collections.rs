@@ -231,6 +231,10 @@ impl KeyState {
     /// context, counters, TTL or elements): the compact form of an element (see
     /// `element.rs`).
     pub fn plain_value(&self) -> Option<(Dot, &super::StrVal)> {
+        // The compact form is exactly this case: nothing to check.
+        if let Repr::Str { node, hlc, value } = &self.repr {
+            return Some((Dot::new(*hlc, *node), value));
+        }
         if !self.ctx().is_empty() || self.has_counters() || !self.ttl().is_empty() || self.has_collection() {
             return None;
         }
