@@ -11,8 +11,10 @@ use smallvec::SmallVec;
 use super::packed::PackLimit;
 use super::value::{KeyKind, StrVal};
 use super::{KeyState, KvEngine, WriteCtx, key_hash};
+use crate::command::errors;
 use crate::crdt::{Dot, Hlc};
 use crate::notify::Class;
+use crate::protocol::Frame;
 
 /// Which collection part of a key a write goes to.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -117,7 +119,36 @@ impl KvEngine {
         write: impl Fn(usize, Dot, Hlc, &mut KeyState),
     ) -> usize {
         let dot = ctx.next_dot();
-        self.write_elements_inner(ctx, dot, key, part, names, increments, set_value, write)
+        self.write_elements_inner(ctx, dot, key, part, names, increments, None, set_value, write).expect("no type check asked")
+    }
+
+    /// [`KvEngine::write_elements_setting`] with the caller's type check folded in:
+    /// WRONGTYPE, writing nothing, if `key` holds another type than `part`'s. While no
+    /// key has a TTL none can have expired, so the write's own lookup makes the check
+    /// (one lookup of the key instead of two: HSET's and SADD's); otherwise the key is
+    /// read first as a read would (`live` expires it).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn write_elements_checked(
+        &mut self,
+        ctx: &mut WriteCtx,
+        key: Bytes,
+        part: Part,
+        names: &[impl AsRef<[u8]>],
+        increments: bool,
+        set_value: impl Fn(usize) -> Option<StrVal>,
+        write: impl Fn(usize, Dot, Hlc, &mut KeyState),
+    ) -> Result<usize, Frame> {
+        let check = if self.keys.expiring() == 0 {
+            Some(part.kind())
+        } else {
+            if self.live(&key, key_hash(&key), ctx.now_ms).is_some_and(|state| state.kind() != Some(part.kind())) {
+                return Err(errors::error(errors::WRONG_TYPE));
+            }
+            None
+        };
+        let dot = ctx.next_dot();
+        self.write_elements_inner(ctx, dot, key, part, names, increments, check, set_value, write)
+            .ok_or_else(|| errors::error(errors::WRONG_TYPE))
     }
 
     /// [`KvEngine::write_elements`] at a dot the caller took (a list names its new
@@ -133,7 +164,7 @@ impl KvEngine {
         increments: bool,
         write: impl Fn(usize, Dot, Hlc, &mut KeyState),
     ) -> usize {
-        self.write_elements_inner(ctx, dot, key, part, names, increments, |_| None, write)
+        self.write_elements_inner(ctx, dot, key, part, names, increments, None, |_| None, write).expect("no type check asked")
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -145,9 +176,10 @@ impl KvEngine {
         part: Part,
         names: &[impl AsRef<[u8]>],
         increments: bool,
+        check: Option<KeyKind>,
         set_value: impl Fn(usize) -> Option<StrVal>,
         write: impl Fn(usize, Dot, Hlc, &mut KeyState),
-    ) -> usize {
+    ) -> Option<usize> {
         debug_assert!(!names.is_empty());
         let mut added = 0;
         let hash = key_hash(&key);
@@ -155,6 +187,9 @@ impl KvEngine {
         let keep_tombstones = self.keep_tombstones;
         let pack_limit = self.pack_limit(part);
         let updated = self.keys.update(&key, hash, |stored_key, state| {
+            if check.is_some_and(|kind| state.kind() != Some(kind)) {
+                return None;
+            }
             let elements = state.part_mut(part);
             elements.set_pack_limit(pack_limit);
             let mut shipped: SmallVec<[(&[u8], KeyState); 1]> = SmallVec::with_capacity(names.len());
@@ -188,11 +223,12 @@ impl KvEngine {
                 "a graph query names each element once"
             );
             ctx.deltas.key_elements_changed(stored_key, part, &shipped);
-            state.exists()
+            Some(state.exists())
         });
         match updated {
-            Some(true) => {}
-            Some(false) => {
+            Some(None) => return None,
+            Some(Some(true)) => {}
+            Some(Some(false)) => {
                 // The last element went: the key goes, its history kept as a tombstone.
                 if let Some(state) = self.keys.remove(&key, hash)
                     && self.keep_tombstones
@@ -212,7 +248,7 @@ impl KvEngine {
                 self.commit_new(ctx, key, hash, state);
             }
         }
-        added
+        Some(added)
     }
 }
 
@@ -481,5 +517,86 @@ mod lone_removal_tests {
         // Every element went, and the peer holds the removals as tombstones.
         assert!(list_of(&lone, &key).is_none());
         assert!(list_of(&peer, &key).is_none_or(|l| l.is_empty() && l.tombstones() == 6));
+    }
+}
+
+#[cfg(test)]
+mod type_check_tests {
+    use bytes::Bytes;
+
+    use crate::command::hash::{HSetReply, HashCommand};
+    use crate::command::set::SetCommand;
+    use crate::command::{SetCondition, SetReply, TtlChange};
+    use super::Part;
+    use crate::crdt::{HlcClock, VersionVector};
+    use crate::engine::kv::{DeltaSink, KeyState, KvEngine, WriteCtx};
+    use crate::protocol::Frame;
+    use crate::routing::ShardScope;
+
+    /// Counts the deltas a write ships.
+    #[derive(Default)]
+    struct Counted(usize);
+
+    impl DeltaSink for Counted {
+        fn key_changed(&mut self, _: &[u8], _: &KeyState) {
+            self.0 += 1;
+        }
+        fn key_part_changed(&mut self, _: &[u8], _: &KeyState) {
+            self.0 += 1;
+        }
+        fn key_elements_changed(&mut self, _: &[u8], _: Part, _: &[(&[u8], KeyState)]) {
+            self.0 += 1;
+        }
+        fn flushed(&mut self, _: &VersionVector, _: ShardScope) {}
+    }
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    /// HSET and SADD check the key's type in their write's own lookup while no key has
+    /// a TTL, and by a read first while one has: both ways a key of another type gets
+    /// WRONGTYPE and stays as it was, and an expired key of another type is no key.
+    #[test]
+    fn hset_and_sadd_refuse_another_type_with_or_without_ttls_and_write_over_an_expired_key() {
+        let mut kv = KvEngine::default();
+        let mut clock = HlcClock::new();
+        let mut shipped = Counted::default();
+        let mut picks = || 4u64;
+        let hset = |key: &str| HashCommand::Set { key: b(key), pairs: vec![(b("f"), b("v"))], reply: HSetReply::Added };
+        let sadd = |key: &str| SetCommand::Add { key: b(key), members: vec![b("m")] };
+        let wrong = |reply: &Frame| matches!(reply, Frame::Error(e) if e.starts_with(b"WRONGTYPE"));
+        let mut now_ms = 1_000;
+        macro_rules! ctx {
+            () => {
+                WriteCtx { clock: &mut clock, node: 1, now_ms, string_bytes_max: 1 << 20, deltas: &mut shipped }
+            };
+        }
+        let set = |kv: &mut KvEngine, ctx: &mut WriteCtx, key: &str, ttl: TtlChange| {
+            kv.set(ctx, b(key), b("text"), SetCondition::Always, ttl, SetReply::Ok, "set");
+        };
+        set(&mut kv, &mut ctx!(), "s", TtlChange::Clear);
+        for with_ttls in [false, true] {
+            if with_ttls {
+                set(&mut kv, &mut ctx!(), "soon", TtlChange::AfterMs(10));
+            }
+            assert_eq!(kv.keys.expiring() > 0, with_ttls);
+            let before = shipped.0;
+            assert!(wrong(&kv.hash_command(&mut ctx!(), hset("s"), &mut picks)), "HSET, TTLs: {with_ttls}");
+            assert!(wrong(&kv.set_command(&mut ctx!(), sadd("s"), &mut picks)), "SADD, TTLs: {with_ttls}");
+            assert_eq!(shipped.0, before, "a refused write ships nothing");
+            assert_eq!(kv.get(b"s", now_ms), Frame::Bulk(b("text")));
+        }
+        // "soon" expires; HSET and SADD then create their keys there.
+        now_ms += 100;
+        assert_eq!(kv.hash_command(&mut ctx!(), hset("soon"), &mut picks), Frame::Integer(1));
+        set(&mut kv, &mut ctx!(), "later", TtlChange::AfterMs(10));
+        now_ms += 100;
+        assert_eq!(kv.set_command(&mut ctx!(), sadd("later"), &mut picks), Frame::Integer(1));
+        // A key of the same type takes the write; one of the other collection type not.
+        assert_eq!(kv.hash_command(&mut ctx!(), hset("h"), &mut picks), Frame::Integer(1));
+        assert_eq!(kv.hash_command(&mut ctx!(), hset("h"), &mut picks), Frame::Integer(0));
+        assert!(wrong(&kv.set_command(&mut ctx!(), sadd("h"), &mut picks)));
+        assert!(wrong(&kv.hash_command(&mut ctx!(), hset("later"), &mut picks)));
     }
 }

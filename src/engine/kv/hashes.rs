@@ -125,11 +125,14 @@ impl KvEngine {
     }
 
     fn hset(&mut self, ctx: &mut WriteCtx, key: Bytes, pairs: Vec<(Bytes, Bytes)>, reply: HSetReply) -> Result<Frame, Frame> {
-        let existing = self.hash_fields(&key, ctx.now_ms)?;
         // HSETNX writes nothing over a live field; HSET counts the fields it adds from
-        // its write, which looks each field up once anyway.
-        if reply == HSetReply::IfAbsent && pairs.iter().any(|(field, _)| existing.and_then(|h| h.get(field)).is_some()) {
-            return Ok(Frame::Integer(0));
+        // its write, which looks each field up once anyway, and checks the key's type
+        // there too.
+        if reply == HSetReply::IfAbsent {
+            let existing = self.hash_fields(&key, ctx.now_ms)?;
+            if pairs.iter().any(|(field, _)| existing.and_then(|h| h.get(field)).is_some()) {
+                return Ok(Frame::Integer(0));
+            }
         }
         // A field named twice takes its last value and counts once.
         let mut names = Names::with_capacity(pairs.len());
@@ -145,7 +148,13 @@ impl KvEngine {
         names.reverse();
         writes.reverse();
         let event_key = self.event_key(Class::Hash, &key);
-        let added = self.write_fields(ctx, key, &names, &writes);
+        let set_value = |i: usize| match &writes[i] {
+            FieldWrite::Set(value) => Some(value.clone()),
+            _ => None,
+        };
+        let added = self.write_elements_checked(ctx, key, Part::Hash, &names, false, set_value, |i, dot, incarnation, s| {
+            writes[i].apply(dot, incarnation, s)
+        })?;
         self.raise_collection_event(Class::Hash, "hset", event_key);
         Ok(match reply {
             HSetReply::Added => Frame::Integer(added as i64),

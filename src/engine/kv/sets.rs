@@ -195,8 +195,7 @@ impl KvEngine {
     }
 
     fn sadd(&mut self, ctx: &mut WriteCtx, key: Bytes, members: Vec<Bytes>) -> Result<Frame, Frame> {
-        // The type check; what is added is counted by the write's own lookups.
-        self.set_members(&key, ctx.now_ms)?;
+        // The type check and what is added are the write's own lookups'.
         let mut unique = Names::with_capacity(members.len());
         let mut distinct = DistinctNames::new();
         for member in &members {
@@ -208,7 +207,9 @@ impl KvEngine {
         // SREM of the older one. Redis notifies only when a member was added: the key
         // is copied for the event before the write (which takes it) and raised after.
         let event_key = self.event_key(Class::Set, &key);
-        let added = self.write_members(ctx, key, &unique, MemberWrite::Add);
+        let added = self.write_elements_checked(ctx, key, Part::Set, &unique, false, |_| Some(MEMBER_MARK), |_, dot, _, s| {
+            MemberWrite::Add.apply(dot, s)
+        })?;
         self.raise_collection_event(Class::Set, "sadd", if added > 0 { event_key } else { None });
         Ok(Frame::Integer(added as i64))
     }
