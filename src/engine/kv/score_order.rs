@@ -3,9 +3,10 @@
 //! members' states (in [`super::elements::Elements`]) are the truth, and the elements
 //! keep this index in step with every change to a live member's score.
 //!
-//! Each pair holds the member's [`ElementName`], the same allocation as the elements'
-//! map entry (a clone is a reference count), so a member's name is stored once and a
-//! pair is 24 bytes: the tree's leaves fit jemalloc's 320-byte class, not its 512.
+//! Each pair holds a copy of the member's [`ElementName`] (up to 24 bytes inline, so a
+//! pair is 40 bytes). It shared the elements' allocation while names were `Arc<[u8]>`
+//! (24-byte pairs); inline names made hashes and sets smaller and their lookups
+//! faster at the cost of ~18 bytes a sorted-set member (see `ElementName`).
 //!
 //! Ranks walk the tree (O(rank)); ranges by score or member start from a tree lookup.
 //! Pure data: no I/O.
