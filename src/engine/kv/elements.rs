@@ -67,7 +67,54 @@ pub const ORDERED_ENTRIES_MAX: usize = 512;
 /// fields 124 -> 106, HGET and SISMEMBER at P=16 +7 %; a sorted set's score index now
 /// holds a copy where it shared the allocation, 163 -> 181 bytes a member, ZADD +5 %
 /// instructions; docs/benchmarks.md).
-pub type ElementName = smallvec::SmallVec<[u8; 24]>;
+#[derive(PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct ElementName(smallvec::SmallVec<[u8; 24]>);
+
+// Hashing, equality and order are the bytes' (a derived impl over the one field), as
+// `Borrow<[u8]>` requires: maps are probed with plain slices.
+impl ElementName {
+    pub fn from_bytes(name: &[u8]) -> ElementName {
+        // `from_slice` copies at once; `SmallVec`'s `From` and `Clone` go byte by byte.
+        ElementName(smallvec::SmallVec::from_slice(name))
+    }
+}
+
+impl Clone for ElementName {
+    fn clone(&self) -> ElementName {
+        ElementName::from_bytes(self)
+    }
+}
+
+impl From<&[u8]> for ElementName {
+    fn from(name: &[u8]) -> ElementName {
+        ElementName::from_bytes(name)
+    }
+}
+
+impl std::ops::Deref for ElementName {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for ElementName {
+    fn borrow(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl AsRef<[u8]> for ElementName {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ElementName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", bytes::Bytes::copy_from_slice(&self.0))
+    }
+}
 
 type ElementMap = IndexMap<ElementName, Stored, foldhash::fast::FixedState>;
 
