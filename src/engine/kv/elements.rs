@@ -65,8 +65,8 @@ pub const ORDERED_ENTRIES_MAX: usize = 512;
 /// a pointer, and the name costs no allocation (measured against the shared `Arc<[u8]>`
 /// it replaces, 2026-11-27: 300,000 16-byte set members 109 -> 90 bytes each, hash
 /// fields 124 -> 106, HGET and SISMEMBER at P=16 +7 %; a sorted set's score index now
-/// holds a copy where it shared the allocation, 163 -> 181 bytes a member, ZADD +5 %
-/// instructions; docs/benchmarks.md).
+/// holds a copy where it shared the allocation, 163 -> 181 bytes a member;
+/// docs/benchmarks.md).
 #[derive(PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct ElementName(smallvec::SmallVec<[u8; 24]>);
 
