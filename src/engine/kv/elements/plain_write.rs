@@ -23,14 +23,6 @@ use indexmap::map::raw_entry_v1::RawEntryMut;
 use super::*;
 use crate::engine::kv::value::StrVal;
 
-/// `value` at `dot` in the stored form (the value's allocation moves in).
-fn stored_at(dot: Dot, value: StrVal) -> Stored {
-    match value {
-        StrVal::Int(value) => Stored::Int { hlc: dot.hlc, node: dot.node, value },
-        StrVal::Raw(value) => Stored::Raw { hlc: dot.hlc, node: dot.node, value },
-    }
-}
-
 impl Elements {
     /// Whether [`Elements::set_plain`] may apply here at all (the map form): callers
     /// skip building the value for it otherwise.
@@ -53,8 +45,8 @@ impl Elements {
             RawEntryMut::Occupied(mut entry) => {
                 let index = entry.index();
                 let (stored_name, slot) = entry.get_key_value_mut();
-                match slot {
-                    Stored::Int { hlc, node, .. } | Stored::Raw { hlc, node, .. } if *node == dot.node && *hlc < dot.hlc => {}
+                match slot.plain_dot() {
+                    Some(old) if old.node == dot.node && old.hlc < dot.hlc => {}
                     _ => return Err(value),
                 }
                 let old = slot.view();
@@ -62,13 +54,13 @@ impl Elements {
                 debug_assert!(old.exists(), "a plain element is live");
                 let old_score = self.order.is_some().then(|| old.score());
                 let old_digest = old.digest(stored_name);
-                *slot = stored_at(dot, value);
+                *slot = Stored::value_at(dot, value);
                 (index, true, old_digest, old_score)
             }
             RawEntryMut::Vacant(entry) => {
                 shipped = KeyState::with_value(dot, value.clone(), None);
                 let index = entry.index();
-                entry.insert_hashed_nocheck(hash, ElementName::from(name), stored_at(dot, value));
+                entry.insert_hashed_nocheck(hash, ElementName::from(name), Stored::value_at(dot, value));
                 (index, false, 0, None)
             }
         };

@@ -12,7 +12,7 @@ fn dot(hlc: u64, node: u16) -> Dot {
 }
 
 fn raw(d: Dot, v: &[u8]) -> Stored {
-    Stored::Raw { hlc: d.hlc, node: d.node, value: Box::from(v) }
+    Stored::bytes_at(d, v)
 }
 
 fn names_of(table: &ListTable) -> Vec<Vec<u8>> {
