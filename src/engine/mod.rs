@@ -4,4 +4,5 @@
 
 pub mod graph;
 pub mod kv;
+pub mod prefetch;
 pub mod vector;

@@ -168,6 +168,12 @@ impl Shard {
         }
     }
 
+    /// Start loading what commands on `keys` will read first (see
+    /// [`crate::engine::kv::Keyspace::prefetch`]): a hint that changes nothing.
+    pub fn prefetch(&self, keys: &[&[u8]]) {
+        self.kv.keys.prefetch(keys);
+    }
+
     /// Apply one operation at wall-clock time `now_ms`.
     pub fn apply(&mut self, op: ShardOp, now_ms: u64) -> ShardReply {
         if let ShardOp::Transaction { watched, ops } = op {

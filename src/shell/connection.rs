@@ -14,6 +14,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use smallvec::SmallVec;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
@@ -41,6 +42,10 @@ mod output;
 use modes::{allowed_while_subscribed, messages_waiting};
 
 const PIPELINE_COMMANDS_MAX: usize = 1024;
+/// A pipeline's keys are prefetched this many at a time before their commands run
+/// (`ShardAccess::prefetch_home`): enough to overlap their cache misses, few enough
+/// that what the first loads is still cached when it runs.
+use crate::engine::kv::keyspace::PREFETCH_KEYS_MAX;
 /// Read buffer growth step.
 const READ_CHUNK_BYTES: usize = 16 * 1024;
 /// Largest read room: a read that fills its room doubles the next one up to this, so
@@ -288,13 +293,27 @@ impl Connection {
     async fn run_pipeline(&mut self, commands: Vec<Vec<Bytes>>) -> std::io::Result<bool> {
         self.state().stats.commands_processed.fetch_add(commands.len() as u64, Ordering::Relaxed);
         self.now_ms = super::now_ms();
+        let indexes: SmallVec<[Option<usize>; 64]> = commands.iter().map(|args| table::index_of(&args[0])).collect();
         let mut last_command = None;
         let mut wrote = false;
-        for args in commands {
+        let mut rest = commands.into_iter();
+        for at in 0.. {
+            if at % PREFETCH_KEYS_MAX == 0 && rest.len() > 1 {
+                let mut keys: [&[u8]; PREFETCH_KEYS_MAX] = [&[]; PREFETCH_KEYS_MAX];
+                let mut count = 0;
+                for (args, &index) in rest.as_slice().iter().zip(&indexes[at..]).take(PREFETCH_KEYS_MAX) {
+                    if let Some(key) = first_key(args, index) {
+                        keys[count] = key;
+                        count += 1;
+                    }
+                }
+                self.access.prefetch_home(&mut keys[..count]);
+            }
+            let Some(args) = rest.next() else { break };
             if self.closing {
                 break;
             }
-            let index = table::index_of(&args[0]);
+            let index = indexes[at];
             wrote |= index.is_some_and(|i| table::COMMANDS[i].is_write());
             last_command = index.or(last_command);
             self.dispatch(index, args).await;
@@ -547,4 +566,11 @@ impl Connection {
             Command::Key(_) => Frame::static_error("ERR internal: key command reached the barrier path"),
         }
     }
+}
+
+/// The first key of a command whose first argument is a key (Redis's key spec), if it
+/// names one: what a pipeline prefetches.
+fn first_key(args: &[Bytes], index: Option<usize>) -> Option<&[u8]> {
+    let spec = &table::COMMANDS[index?];
+    (spec.first_key == 1).then(|| args.get(1)).flatten().map(|key| &key[..])
 }

@@ -177,6 +177,29 @@ impl ShardAccess {
     pub fn new(home: usize, shard: SharedShard, state: Arc<ServerState>) -> ShardAccess {
         ShardAccess { home, shard, state }
     }
+
+    /// Prefetch what the home shard's commands on `keys` will read, before a pipeline
+    /// runs them ([`Shard::prefetch`]). `keys` is reordered: the home shard's first.
+    /// Skipped while the shard is borrowed (never, between commands) and for a lone
+    /// key, which has nothing to overlap with.
+    pub fn prefetch_home(&self, keys: &mut [&[u8]]) {
+        let mut home = keys.len();
+        if self.shard_count() > 1 {
+            home = 0;
+            for at in 0..keys.len() {
+                if self.shard_of(keys[at]) == self.home {
+                    keys.swap(home, at);
+                    home += 1;
+                }
+            }
+        }
+        if home < 2 {
+            return;
+        }
+        if let Ok(shard) = self.shard.try_borrow() {
+            shard.prefetch(&keys[..home]);
+        }
+    }
 }
 
 impl Shards for ShardAccess {

@@ -31,6 +31,8 @@ use hashbrown::HashTable;
 use super::value::KeyState;
 use crate::engine::kv::merkle::{self, MerkleLeaves};
 
+/// Keys one [`Keyspace::prefetch`] looks at (the rest are not prefetched).
+pub const PREFETCH_KEYS_MAX: usize = 16;
 /// Slot positions are 32-bit; a SCAN cursor carries one.
 pub const SLOT_SPACE: u64 = 1 << 32;
 const SLOT_BITS_MIN: u32 = 4;
@@ -325,6 +327,40 @@ impl Keyspace {
     /// them through [`Keyspace::update`], which notes again those that keep some).
     pub fn take_element_tombstone_keys(&mut self) -> Vec<Bytes> {
         self.element_tombstone_keys.drain().collect()
+    }
+
+    /// Start loading what later reads of `keys` will touch, in two passes: every key's
+    /// entry (its table's control bytes and bucket are read here, and each entry whose
+    /// control byte matches is prefetched; no key is compared), then, the entries now
+    /// arriving together, what each state points to (a string's bytes, which a GET
+    /// copies into its reply). A key equal to the one before it is skipped (a pipeline
+    /// of HSETs to one hash names one key sixteen times). A hint: it changes nothing.
+    ///
+    /// Why: in a keyspace far larger than the caches, reading a key is four dependent
+    /// cache misses (control bytes, bucket, entry, value): under `perf`, a quarter of a
+    /// pipelined SET's time and, with the reply's copy of the value, two fifths of a
+    /// GET's. Probing a pipeline's keys one after another before running them lets the
+    /// CPU overlap those misses across keys instead of waiting on each in turn.
+    pub fn prefetch(&self, keys: &[&[u8]]) {
+        // 0 marks a key skipped as a repeat (a real hash of 0 only loses its prefetch).
+        let mut hashes = [0u64; PREFETCH_KEYS_MAX];
+        let keys = &keys[..keys.len().min(PREFETCH_KEYS_MAX)];
+        for (at, (key, hash)) in keys.iter().zip(&mut hashes).enumerate() {
+            if at > 0 && keys[at - 1] == *key {
+                continue;
+            }
+            *hash = key_hash(key);
+            for entry in self.tables[self.table_index(*hash)].iter_hash(*hash) {
+                entry.prefetch();
+            }
+        }
+        // Every entry whose control byte matches, as above: comparing keys would cost a
+        // byte comparison a key for a hint.
+        for &hash in hashes.iter().take(keys.len()).filter(|&&hash| hash != 0) {
+            for entry in self.tables[self.table_index(hash)].iter_hash(hash) {
+                entry.state().prefetch_heap();
+            }
+        }
     }
 
     pub fn get(&self, key: &[u8], hash: u64) -> Option<&Entry> {

@@ -332,18 +332,13 @@ impl VectorStore {
     /// a node's neighbours one after another, and each vector is a cold cache miss.
     #[inline(always)]
     fn prefetch(&self, slot: u32) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            let start = slot as usize * self.dim;
-            let (base, bytes) = match &self.elements {
-                Elements::F32(v) => (v.as_ptr().wrapping_add(start) as *const i8, self.dim * 4),
-                Elements::F16(v) => (v.as_ptr().wrapping_add(start) as *const i8, self.dim * 2),
-            };
-            for line in (0..bytes.min(PREFETCH_BYTES)).step_by(64) {
-                // SAFETY: a prefetch is a hint: it never faults, whatever the address.
-                unsafe { _mm_prefetch(base.wrapping_add(line), _MM_HINT_T0) };
-            }
+        let start = slot as usize * self.dim;
+        let (base, bytes) = match &self.elements {
+            Elements::F32(v) => (v.as_ptr().wrapping_add(start) as *const u8, self.dim * 4),
+            Elements::F16(v) => (v.as_ptr().wrapping_add(start) as *const u8, self.dim * 2),
+        };
+        for line in (0..bytes.min(PREFETCH_BYTES)).step_by(64) {
+            crate::engine::prefetch::prefetch(base.wrapping_add(line));
         }
     }
 

@@ -108,3 +108,36 @@ fn a_split_finds_every_key_and_sizes_each_table_as_growth_would() {
     assert!(splits >= 4, "the directory split {splits} times");
     assert_eq!(ks.len(), 20_000);
 }
+
+#[test]
+fn prefetching_present_and_absent_keys_of_every_shape_changes_nothing() {
+    let mut ks = Keyspace::new();
+    let dot = Dot::new(Hlc::from_parts(1, 0), 1);
+    let mut shapes = vec![
+        KeyState::with_value(dot, StrVal::Int(7), None),
+        KeyState::with_value(dot, StrVal::raw(vec![b'v'; 64]), None),
+        KeyState::with_value(dot, StrVal::raw(Vec::new()), None),
+        KeyState::with_value(dot, StrVal::Int(1), Some(50_000)),
+    ];
+    let mut counted = KeyState::new();
+    counted.incr_by(dot, Hlc::from_parts(1, 0), 3);
+    shapes.push(counted);
+    for (i, shape) in shapes.iter().enumerate() {
+        let key = format!("k{i}");
+        ks.put(key.as_bytes(), key_hash(key.as_bytes()), shape.clone());
+    }
+    let names: Vec<String> = (0..shapes.len() + 3).map(|i| format!("k{i}")).collect();
+    // Present and absent keys, repeated ones, and more than one call looks at.
+    let mut keys: Vec<&[u8]> = names.iter().map(|k| k.as_bytes()).collect();
+    keys.insert(1, keys[0]);
+    keys.extend(names.iter().rev().map(|k| k.as_bytes()));
+    keys.extend(names.iter().map(|k| k.as_bytes()));
+    assert!(keys.len() > PREFETCH_KEYS_MAX);
+    ks.prefetch(&keys);
+    ks.prefetch(&[]);
+    for (i, key) in names.iter().enumerate() {
+        let hash = key_hash(key.as_bytes());
+        assert_eq!(ks.get(key.as_bytes(), hash).map(|e| e.state().clone()), shapes.get(i).cloned(), "{key}");
+    }
+    assert_eq!(ks.len(), shapes.len());
+}

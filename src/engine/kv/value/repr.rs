@@ -149,6 +149,20 @@ fn unpack_since(hlc: Hlc, since_back: [u8; 5]) -> Hlc {
 }
 
 impl KeyState {
+    /// Start loading the state's first heap allocation (a string's bytes, a
+    /// collection's header, a full state's box) into cache: a hint that changes
+    /// nothing (`engine/prefetch.rs`).
+    #[inline]
+    pub fn prefetch_heap(&self) {
+        use crate::engine::prefetch::prefetch;
+        match &self.repr {
+            Repr::Str { value: super::StrVal::Raw(bytes), .. } => prefetch(bytes.as_ptr()),
+            Repr::Coll(collections) => prefetch(&**collections),
+            Repr::Full(full) => prefetch(&**full),
+            Repr::Empty | Repr::Count { .. } | Repr::Str { value: super::StrVal::Int(_), .. } => {}
+        }
+    }
+
     /// The explicit context and TTL (an empty pair for a compact state).
     pub(super) fn meta_ref(&self) -> &KeyMeta {
         match &self.repr {
