@@ -257,6 +257,16 @@ pub fn write_key_state(w: &mut Writer, state: &KeyState) {
         w.buf.extend_from_slice(&[0; 5]);
         return;
     }
+    // One integer counter slot and nothing else (every INCR's delta).
+    if let Some(slot) = state.compact_count() {
+        // No context, no values.
+        w.var(0);
+        w.var(0);
+        write_int_slots(w, std::slice::from_ref(&slot));
+        // No int floor, float slots, float floor or TTL writes.
+        w.buf.extend_from_slice(&[0; 4]);
+        return;
+    }
     // A removed element's tombstone: its context and nothing else.
     if let Some(ctx) = state.context_only() {
         w.var(ctx.len() as u64);

@@ -269,6 +269,11 @@ impl KeyState {
         if let repr::Repr::Str { hlc, .. } = &self.repr {
             return *hlc;
         }
+        // One counter slot and nothing else (every INCR's delta): the slot's stamp, as
+        // `observed` below would give, without building the counters.
+        if let Some(slot) = self.compact_count() {
+            return slot.hlc;
+        }
         let mut max = self.ctx().max_hlc();
         for dot in self.values().dots().chain(self.ttl().dots()) {
             max = max.max(dot.hlc);

@@ -179,6 +179,13 @@ impl KeyState {
         }
     }
 
+    /// The one integer counter slot of a state that holds nothing else (no context,
+    /// value, floor, float counter, TTL write or collection): what INCR leaves, which
+    /// the codec and `max_hlc` read without building the counters.
+    pub fn compact_count(&self) -> Option<Slot<i64>> {
+        self.count_slot()
+    }
+
     /// The compact counter's one slot.
     fn count_slot(&self) -> Option<Slot<i64>> {
         match self.repr {
