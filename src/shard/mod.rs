@@ -170,8 +170,8 @@ impl Shard {
 
     /// Start loading what commands on `keys` will read first (see
     /// [`crate::engine::kv::Keyspace::prefetch`]): a hint that changes nothing.
-    pub fn prefetch(&self, keys: &[&[u8]]) {
-        self.kv.keys.prefetch(keys);
+    pub fn prefetch(&self, reads: &[crate::engine::kv::keyspace::Prefetch<'_>]) {
+        self.kv.keys.prefetch(reads);
     }
 
     /// Apply one operation at wall-clock time `now_ms`.

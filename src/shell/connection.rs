@@ -45,7 +45,7 @@ const PIPELINE_COMMANDS_MAX: usize = 1024;
 /// A pipeline's keys are prefetched this many at a time before their commands run
 /// (`ShardAccess::prefetch_home`): enough to overlap their cache misses, few enough
 /// that what the first loads is still cached when it runs.
-use crate::engine::kv::keyspace::PREFETCH_KEYS_MAX;
+use crate::engine::kv::keyspace::{PREFETCH_KEYS_MAX, Prefetch};
 /// Read buffer growth step.
 const READ_CHUNK_BYTES: usize = 16 * 1024;
 /// Largest read room: a read that fills its room doubles the next one up to this, so
@@ -299,15 +299,15 @@ impl Connection {
         let mut rest = commands.into_iter();
         for at in 0.. {
             if at % PREFETCH_KEYS_MAX == 0 && rest.len() > 1 {
-                let mut keys: [&[u8]; PREFETCH_KEYS_MAX] = [&[]; PREFETCH_KEYS_MAX];
+                let mut reads = [Prefetch::default(); PREFETCH_KEYS_MAX];
                 let mut count = 0;
                 for (args, &index) in rest.as_slice().iter().zip(&indexes[at..]).take(PREFETCH_KEYS_MAX) {
-                    if let Some(key) = first_key(args, index) {
-                        keys[count] = key;
+                    if let Some(read) = first_read(args, index) {
+                        reads[count] = read;
                         count += 1;
                     }
                 }
-                self.access.prefetch_home(&mut keys[..count]);
+                self.access.prefetch_home(&mut reads[..count]);
             }
             let Some(args) = rest.next() else { break };
             if self.closing {
@@ -568,9 +568,21 @@ impl Connection {
     }
 }
 
-/// The first key of a command whose first argument is a key (Redis's key spec), if it
-/// names one: what a pipeline prefetches.
-fn first_key(args: &[Bytes], index: Option<usize>) -> Option<&[u8]> {
+/// What a command will read first, when its first argument is a key (Redis's key
+/// spec): that key, and for the element commands below the element their second
+/// argument names. What a pipeline prefetches.
+fn first_read(args: &[Bytes], index: Option<usize>) -> Option<Prefetch<'_>> {
+    use crate::command::table::CmdId;
     let spec = &table::COMMANDS[index?];
-    (spec.first_key == 1).then(|| args.get(1)).flatten().map(|key| &key[..])
+    if spec.first_key != 1 {
+        return None;
+    }
+    let key = &args.get(1)?[..];
+    let element = match spec.id {
+        CmdId::HSet | CmdId::HSetNx | CmdId::HGet | CmdId::HMGet | CmdId::HDel | CmdId::HExists | CmdId::HIncrBy
+        | CmdId::HIncrByFloat | CmdId::HStrLen | CmdId::SAdd | CmdId::SRem | CmdId::SIsMember | CmdId::SMIsMember
+        | CmdId::ZScore | CmdId::ZMScore | CmdId::ZRank | CmdId::ZRevRank | CmdId::ZRem => args.get(2).map(|e| &e[..]),
+        _ => None,
+    };
+    Some(Prefetch { key, element })
 }

@@ -178,17 +178,17 @@ impl ShardAccess {
         ShardAccess { home, shard, state }
     }
 
-    /// Prefetch what the home shard's commands on `keys` will read, before a pipeline
-    /// runs them ([`Shard::prefetch`]). `keys` is reordered: the home shard's first.
+    /// Prefetch what the home shard's commands will read (`reads`), before a pipeline
+    /// runs them ([`Shard::prefetch`]). `reads` is reordered: the home shard's first.
     /// Skipped while the shard is borrowed (never, between commands) and for a lone
     /// key, which has nothing to overlap with.
-    pub fn prefetch_home(&self, keys: &mut [&[u8]]) {
-        let mut home = keys.len();
+    pub fn prefetch_home(&self, reads: &mut [crate::engine::kv::keyspace::Prefetch<'_>]) {
+        let mut home = reads.len();
         if self.shard_count() > 1 {
             home = 0;
-            for at in 0..keys.len() {
-                if self.shard_of(keys[at]) == self.home {
-                    keys.swap(home, at);
+            for at in 0..reads.len() {
+                if self.shard_of(reads[at].key) == self.home {
+                    reads.swap(home, at);
                     home += 1;
                 }
             }
@@ -197,7 +197,7 @@ impl ShardAccess {
             return;
         }
         if let Ok(shard) = self.shard.try_borrow() {
-            shard.prefetch(&keys[..home]);
+            shard.prefetch(&reads[..home]);
         }
     }
 }

@@ -39,8 +39,6 @@
 
 use bytes::Bytes;
 
-use indexmap::IndexMap;
-
 use super::collection_writes::Part;
 use super::element::{ElementRef, Stored};
 use super::list_table::ListTable;
@@ -49,6 +47,7 @@ use super::score_order::ScoreOrder;
 use super::value::KeyState;
 use crate::crdt::{Dot, Hlc, NodeId, VersionVector};
 
+mod element_map;
 mod list_form;
 mod merge;
 mod name;
@@ -62,7 +61,7 @@ pub const ORDERED_ENTRIES_MAX: usize = 512;
 
 pub use name::ElementName;
 
-type ElementMap = IndexMap<ElementName, Stored, foldhash::fast::FixedState>;
+use element_map::ElementMap;
 
 fn new_map() -> Box<ElementMap> {
     // Seeded per cluster, as the keyspace: element names are client data too.
@@ -104,7 +103,7 @@ fn unpacked(table: &mut Table) -> &mut ElementMap {
 /// Every entry of a collection in order, whichever form holds it.
 pub enum Entries<'a> {
     Packed(PackedIter<'a>),
-    Map(indexmap::map::Iter<'a, ElementName, Stored>),
+    Map(std::slice::Iter<'a, (ElementName, Stored)>),
     /// A list's: its names exist only while a chunk is decoded, so a list is walked
     /// with [`Elements::for_each_entry`] or `list()` instead (asserted in debug builds).
     None,
@@ -366,6 +365,15 @@ impl Elements {
                 debug_assert!(list.entries_len() == 0, "a list is walked with for_each_entry");
                 Entries::None
             }
+        }
+    }
+
+    /// Start loading element `name`'s entry into cache ([`ElementMap::prefetch`]; the
+    /// packed and list forms are small or walked in order, and are left alone).
+    #[inline]
+    pub fn prefetch(&self, name: &[u8]) {
+        if let Table::Map(map) = &self.table {
+            map.prefetch(name);
         }
     }
 

@@ -15,11 +15,6 @@
 //! Must never: store anything `write_element` would not, or skip the digest, the
 //! counts, the contexts or the score order it keeps.
 
-use std::hash::BuildHasher;
-
-use indexmap::map::RawEntryApiV1;
-use indexmap::map::raw_entry_v1::RawEntryMut;
-
 use super::*;
 use crate::engine::kv::value::StrVal;
 
@@ -38,13 +33,12 @@ impl Elements {
         let Table::Map(map) = &mut self.table else { return Err(value) };
         // The delta's copy, made once the fast path is sure to apply.
         let shipped;
-        // One hash and one probe whether the element is there or not (a lookup and
-        // then an insert would hash and probe a new name twice).
-        let hash = map.hasher().hash_one(name);
-        let (index, was_live, old_digest, old_score) = match map.raw_entry_mut_v1().from_key_hashed_nocheck(hash, name) {
-            RawEntryMut::Occupied(mut entry) => {
-                let index = entry.index();
-                let (stored_name, slot) = entry.get_key_value_mut();
+        // One hash whether the element is there or not; a new name's insert probes
+        // again, in the control bytes the lookup has just loaded.
+        let hash = map.hash(name);
+        let (index, was_live, old_digest, old_score) = match map.find_hashed(hash, name) {
+            Some(index) => {
+                let (stored_name, slot) = map.get_index_mut(index).expect("index just found");
                 match slot.plain_dot() {
                     Some(old) if old.node == dot.node && old.hlc < dot.hlc => {}
                     _ => return Err(value),
@@ -57,10 +51,9 @@ impl Elements {
                 *slot = Stored::value_at(dot, value);
                 (index, true, old_digest, old_score)
             }
-            RawEntryMut::Vacant(entry) => {
+            None => {
                 shipped = KeyState::with_value(dot, value.clone(), None);
-                let index = entry.index();
-                entry.insert_hashed_nocheck(hash, ElementName::from(name), Stored::value_at(dot, value));
+                let index = map.push_new_hashed(hash, ElementName::from(name), Stored::value_at(dot, value));
                 (index, false, 0, None)
             }
         };

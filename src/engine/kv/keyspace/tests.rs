@@ -133,7 +133,10 @@ fn prefetching_present_and_absent_keys_of_every_shape_changes_nothing() {
     keys.extend(names.iter().rev().map(|k| k.as_bytes()));
     keys.extend(names.iter().map(|k| k.as_bytes()));
     assert!(keys.len() > PREFETCH_KEYS_MAX);
-    ks.prefetch(&keys);
+    // With and without an element named (none of these keys is a collection).
+    let reads: Vec<Prefetch<'_>> =
+        keys.iter().enumerate().map(|(at, key)| Prefetch { key, element: (at % 2 == 0).then_some(&b"f"[..]) }).collect();
+    ks.prefetch(&reads);
     ks.prefetch(&[]);
     for (i, key) in names.iter().enumerate() {
         let hash = key_hash(key.as_bytes());

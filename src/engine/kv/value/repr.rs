@@ -163,6 +163,15 @@ impl KeyState {
         }
     }
 
+    /// Start loading element `name` of the key's hash, set or sorted set into cache
+    /// (`Elements::prefetch`): a hint that changes nothing.
+    #[inline]
+    pub fn prefetch_element(&self, name: &[u8]) {
+        if let Some(elements) = self.hash().or_else(|| self.set_members()).or_else(|| self.zset_members()) {
+            elements.prefetch(name);
+        }
+    }
+
     /// The explicit context and TTL (an empty pair for a compact state).
     pub(super) fn meta_ref(&self) -> &KeyMeta {
         match &self.repr {
