@@ -579,9 +579,24 @@ fn first_read(args: &[Bytes], index: Option<usize>) -> Option<Prefetch<'_>> {
     }
     let key = &args.get(1)?[..];
     let element = match spec.id {
-        CmdId::HSet | CmdId::HSetNx | CmdId::HGet | CmdId::HMGet | CmdId::HDel | CmdId::HExists | CmdId::HIncrBy
-        | CmdId::HIncrByFloat | CmdId::HStrLen | CmdId::SAdd | CmdId::SRem | CmdId::SIsMember | CmdId::SMIsMember
-        | CmdId::ZScore | CmdId::ZMScore | CmdId::ZRank | CmdId::ZRevRank | CmdId::ZRem => args.get(2).map(|e| &e[..]),
+        CmdId::HSet
+        | CmdId::HSetNx
+        | CmdId::HGet
+        | CmdId::HMGet
+        | CmdId::HDel
+        | CmdId::HExists
+        | CmdId::HIncrBy
+        | CmdId::HIncrByFloat
+        | CmdId::HStrLen
+        | CmdId::SAdd
+        | CmdId::SRem
+        | CmdId::SIsMember
+        | CmdId::SMIsMember
+        | CmdId::ZScore
+        | CmdId::ZMScore
+        | CmdId::ZRank
+        | CmdId::ZRevRank
+        | CmdId::ZRem => args.get(2).map(|e| &e[..]),
         _ => None,
     };
     Some(Prefetch { key, element })

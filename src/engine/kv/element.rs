@@ -98,9 +98,7 @@ impl Stored {
     /// The dot of a compact element (one value at one dot); `None` for a full state.
     pub fn plain_dot(&self) -> Option<Dot> {
         match self {
-            Stored::Int { hlc, node, .. } | Stored::Inline { hlc, node, .. } | Stored::Raw { hlc, node, .. } => {
-                Some(Dot::new(*hlc, *node))
-            }
+            Stored::Int { hlc, node, .. } | Stored::Inline { hlc, node, .. } | Stored::Raw { hlc, node, .. } => Some(Dot::new(*hlc, *node)),
             Stored::Full(_) => None,
         }
     }

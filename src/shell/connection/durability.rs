@@ -3,9 +3,9 @@
 //! `persistence::group_commit`'s to decide.
 
 use super::Connection;
-use crate::shell::shards::Shards;
 use crate::protocol::Frame;
 use crate::shard::{ShardOp, ShardReply};
+use crate::shell::shards::Shards;
 
 impl Connection {
     /// `--durability sync`: hold this pipeline's replies until the segment holding its

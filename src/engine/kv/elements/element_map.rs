@@ -187,8 +187,7 @@ impl ElementMap {
     /// Every position in the table names its own entry, once (the model test).
     #[cfg(test)]
     fn check(&self) -> bool {
-        self.table.len() == self.entries.len()
-            && self.entries.iter().enumerate().all(|(at, (name, _))| self.get_index_of(name) == Some(at))
+        self.table.len() == self.entries.len() && self.entries.iter().enumerate().all(|(at, (name, _))| self.get_index_of(name) == Some(at))
     }
 }
 

@@ -52,9 +52,7 @@ fn merkle_leaves_kept_per_write_equal_leaves_computed_afresh() {
                 ks.put(&key, hash, KeyState::with_value(dot(i), StrVal::Int(i as i64), None));
             }
             2 => {
-                ks.update(&key, hash, |_, state| {
-                    state.set(dot(i), StrVal::raw(Bytes::from(vec![b'v'; i as usize % 90])), SetTtl::Keep)
-                });
+                ks.update(&key, hash, |_, state| state.set(dot(i), StrVal::raw(Bytes::from(vec![b'v'; i as usize % 90])), SetTtl::Keep));
             }
             _ => {
                 ks.remove(&key, hash);
