@@ -168,7 +168,7 @@ impl Shard {
         }
     }
 
-    /// Start loading what commands on `keys` will read first (see
+    /// Start loading what pipelined commands will read first (`reads`; see
     /// [`crate::engine::kv::Keyspace::prefetch`]): a hint that changes nothing.
     pub fn prefetch(&self, reads: &[crate::engine::kv::keyspace::Prefetch<'_>]) {
         self.kv.keys.prefetch(reads);

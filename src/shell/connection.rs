@@ -38,14 +38,11 @@ mod client;
 mod durability;
 mod modes;
 mod output;
+mod prefetch;
 
 use modes::{allowed_while_subscribed, messages_waiting};
 
 const PIPELINE_COMMANDS_MAX: usize = 1024;
-/// A pipeline's keys are prefetched this many at a time before their commands run
-/// (`ShardAccess::prefetch_home`): enough to overlap their cache misses, few enough
-/// that what the first loads is still cached when it runs.
-use crate::engine::kv::keyspace::{PREFETCH_KEYS_MAX, Prefetch};
 /// Read buffer growth step.
 const READ_CHUNK_BYTES: usize = 16 * 1024;
 /// Largest read room: a read that fills its room doubles the next one up to this, so
@@ -298,15 +295,8 @@ impl Connection {
         let mut wrote = false;
         let mut rest = commands.into_iter();
         for at in 0.. {
-            if at % PREFETCH_KEYS_MAX == 0 && rest.len() > 1 {
-                let mut reads = [Prefetch::default(); PREFETCH_KEYS_MAX];
-                let mut count = 0;
-                for (args, &index) in rest.as_slice().iter().zip(&indexes[at..]).take(PREFETCH_KEYS_MAX) {
-                    if let Some(read) = first_read(args, index) {
-                        reads[count] = read;
-                        count += 1;
-                    }
-                }
+            if at % prefetch::WINDOW == 0 && rest.len() > 1 {
+                let (mut reads, count) = prefetch::window_reads(rest.as_slice(), &indexes[at..]);
                 self.access.prefetch_home(&mut reads[..count]);
             }
             let Some(args) = rest.next() else { break };
@@ -566,38 +556,4 @@ impl Connection {
             Command::Key(_) => Frame::static_error("ERR internal: key command reached the barrier path"),
         }
     }
-}
-
-/// What a command will read first, when its first argument is a key (Redis's key
-/// spec): that key, and for the element commands below the element their second
-/// argument names. What a pipeline prefetches.
-fn first_read(args: &[Bytes], index: Option<usize>) -> Option<Prefetch<'_>> {
-    use crate::command::table::CmdId;
-    let spec = &table::COMMANDS[index?];
-    if spec.first_key != 1 {
-        return None;
-    }
-    let key = &args.get(1)?[..];
-    let element = match spec.id {
-        CmdId::HSet
-        | CmdId::HSetNx
-        | CmdId::HGet
-        | CmdId::HMGet
-        | CmdId::HDel
-        | CmdId::HExists
-        | CmdId::HIncrBy
-        | CmdId::HIncrByFloat
-        | CmdId::HStrLen
-        | CmdId::SAdd
-        | CmdId::SRem
-        | CmdId::SIsMember
-        | CmdId::SMIsMember
-        | CmdId::ZScore
-        | CmdId::ZMScore
-        | CmdId::ZRank
-        | CmdId::ZRevRank
-        | CmdId::ZRem => args.get(2).map(|e| &e[..]),
-        _ => None,
-    };
-    Some(Prefetch { key, element })
 }

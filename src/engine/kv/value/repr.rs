@@ -192,11 +192,6 @@ impl KeyState {
     /// value, floor, float counter, TTL write or collection): what INCR leaves, which
     /// the codec and `max_hlc` read without building the counters.
     pub fn compact_count(&self) -> Option<Slot<i64>> {
-        self.count_slot()
-    }
-
-    /// The compact counter's one slot.
-    fn count_slot(&self) -> Option<Slot<i64>> {
         match self.repr {
             Repr::Count { since_back, node, incarnation, hlc, sum } => {
                 Some(Slot { node, incarnation, hlc, since: unpack_since(hlc, since_back), sum })
@@ -209,7 +204,7 @@ impl KeyState {
     pub(super) fn counters(&self) -> Option<Cow<'_, Counters>> {
         match &self.repr {
             Repr::Full(full) => full.counters.as_deref().map(Cow::Borrowed),
-            _ => self.count_slot().map(|slot| Cow::Owned(Counters { ints: Counter::with_slot(slot), floats: Sparse::default() })),
+            _ => self.compact_count().map(|slot| Cow::Owned(Counters { ints: Counter::with_slot(slot), floats: Sparse::default() })),
         }
     }
 
@@ -228,7 +223,7 @@ impl KeyState {
                 Some(c) => (Slots::Many(c.ints.slots()), Slots::Many(c.ints.floor())),
                 None => (Slots::Many(&[]), Slots::Many(&[])),
             },
-            _ => match self.count_slot() {
+            _ => match self.compact_count() {
                 Some(slot) => (Slots::One(slot), Slots::Many(&[])),
                 None => (Slots::Many(&[]), Slots::Many(&[])),
             },
@@ -273,7 +268,7 @@ impl KeyState {
     /// slot would no longer fit the compact form.
     pub(super) fn incr_compact(&mut self, dot: Dot, incarnation: Hlc, by: i64) -> bool {
         debug_assert!(incarnation <= dot.hlc);
-        let slot = match self.count_slot() {
+        let slot = match self.compact_count() {
             Some(slot) if slot.node == dot.node && slot.incarnation == incarnation && slot.hlc < dot.hlc => {
                 Slot { hlc: dot.hlc, sum: slot.sum.wrapping_add(by), ..slot }
             }
@@ -300,7 +295,7 @@ impl KeyState {
     pub(super) fn full_mut(&mut self) -> &mut Full {
         if !matches!(self.repr, Repr::Full(_)) {
             let mut full = Box::<Full>::default();
-            if let Some(slot) = self.count_slot() {
+            if let Some(slot) = self.compact_count() {
                 full.counters = Some(Box::new(Counters { ints: Counter::with_slot(slot), floats: Sparse::default() }));
             }
             match std::mem::take(&mut self.repr) {

@@ -1,0 +1,65 @@
+//! [`Keyspace::prefetch`]: cache hints for a pipeline's keys and the elements they
+//! name, before the commands run. Part of [`super::Keyspace`].
+//!
+//! Must never: change what anything reads (every call here only prefetches), or look
+//! at more than [`PREFETCH_KEYS_MAX`] commands at once.
+
+use super::{Keyspace, key_hash};
+
+/// Commands one [`Keyspace::prefetch`] looks at (the rest are not prefetched).
+pub const PREFETCH_KEYS_MAX: usize = 16;
+
+/// What a pipelined command will read first: its key, and the element of that key it
+/// names (a hash field, a set or sorted-set member), if any.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Prefetch<'a> {
+    pub key: &'a [u8],
+    pub element: Option<&'a [u8]>,
+}
+
+impl Keyspace {
+    /// Start loading what later commands will read (`reads`: each one's key, and the
+    /// element of it the command names), in three passes: every key's entry (its
+    /// table's control bytes and bucket are read here, and each entry whose control byte
+    /// matches is prefetched; no key is compared), then, the entries now arriving
+    /// together, what each state points to (a string's bytes, which a GET copies into
+    /// its reply), then each named element's entry in its collection. A key equal to
+    /// the one before it is probed once (a pipeline of HSETs to one hash names one key
+    /// sixteen times, and sixteen fields). A hint: it changes nothing.
+    ///
+    /// Why: in a keyspace or a collection far larger than the caches, reading a key is
+    /// four dependent cache misses (control bytes, bucket, entry, value) and an element
+    /// three more: under `perf`, a quarter of a pipelined SET's time, two fifths of a
+    /// GET's, and most of an HSET's own on a big hash. Probing a pipeline's keys one
+    /// after another before running them lets the CPU overlap those misses across
+    /// commands instead of waiting on each in turn.
+    pub fn prefetch(&self, reads: &[Prefetch<'_>]) {
+        let reads = &reads[..reads.len().min(PREFETCH_KEYS_MAX)];
+        let mut hashes = [0u64; PREFETCH_KEYS_MAX];
+        let mut repeats = [false; PREFETCH_KEYS_MAX];
+        for (at, read) in reads.iter().enumerate() {
+            if at > 0 && reads[at - 1].key == read.key {
+                (hashes[at], repeats[at]) = (hashes[at - 1], true);
+                continue;
+            }
+            hashes[at] = key_hash(read.key);
+            for entry in self.tables[self.table_index(hashes[at])].iter_hash(hashes[at]) {
+                entry.prefetch();
+            }
+        }
+        // Every entry whose control byte matches, as above: comparing keys would cost a
+        // byte comparison a key for a hint.
+        for at in (0..reads.len()).filter(|&at| !repeats[at]) {
+            for entry in self.tables[self.table_index(hashes[at])].iter_hash(hashes[at]) {
+                entry.state().prefetch_heap();
+            }
+        }
+        for (at, read) in reads.iter().enumerate() {
+            if let Some(element) = read.element
+                && let Some(entry) = self.get(read.key, hashes[at])
+            {
+                entry.state().prefetch_element(element);
+            }
+        }
+    }
+}
