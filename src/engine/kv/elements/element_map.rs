@@ -6,8 +6,10 @@
 //! - **Prefetch.** On a collection far larger than the caches, finding an element is
 //!   three dependent cache misses (the table's control bytes, its position slot, the
 //!   entry): under `perf`, 90 % of an in-place HSET's own time on a 100,000-field hash.
-//!   [`ElementMap::prefetch`] probes a name ahead of its command, as the keyspace does
-//!   for a pipeline's keys, so that a pipeline's misses overlap.
+//!   [`ElementMap::prefetch_probe`] and [`ElementMap::prefetch_entry`] start those loads
+//!   for a name ahead of its command, a step at a time over a whole pipeline, as the
+//!   keyspace does for a pipeline's keys, so that a pipeline's misses overlap. The
+//!   table is our own for the same reason (`position_table.rs`).
 //! - **Size.** Positions are `u32` (a collection holds fewer than 2³² elements, as in
 //!   Redis) and an entry does not keep its name's hash (it is hashed again when the
 //!   table grows: names are short): 12 bytes an element less than `IndexMap`'s `usize`
@@ -19,15 +21,15 @@
 use std::hash::BuildHasher;
 
 use foldhash::fast::FixedState;
-use hashbrown::HashTable;
 
 use super::ElementName;
+use super::position_table::PositionTable;
 use crate::engine::kv::element::Stored;
 
 #[derive(Clone)]
 pub struct ElementMap {
     /// The position in `entries` of every name, found by the name's hash.
-    table: HashTable<u32>,
+    table: PositionTable,
     entries: Vec<(ElementName, Stored)>,
     hasher: FixedState,
 }
@@ -50,7 +52,7 @@ fn position(index: usize) -> u32 {
 
 impl ElementMap {
     pub fn with_hasher(hasher: FixedState) -> ElementMap {
-        ElementMap { table: HashTable::new(), entries: Vec::new(), hasher }
+        ElementMap { table: PositionTable::default(), entries: Vec::new(), hasher }
     }
 
     pub fn len(&self) -> usize {
@@ -66,16 +68,24 @@ impl ElementMap {
     pub fn reserve(&mut self, additional: usize) {
         let ElementMap { table, entries, hasher } = self;
         entries.reserve(additional);
-        table.reserve(additional, |&at| hash_of(hasher, &entries[at as usize].0));
+        table.reserve(additional, |at| hash_of(hasher, &entries[at as usize].0));
     }
 
-    /// Start loading the entry of `name` into cache: its table probe is done here, and
-    /// the entry at each position whose control byte matches is prefetched (no name is
-    /// compared). A hint: it changes nothing.
+    /// The first step of a prefetch in two ([`ElementMap::prefetch_entry`] the second):
+    /// start loading the table's bucket group for `hash` (its address follows from the
+    /// hash: nothing is read). Between the two steps, a pipeline's other names can be
+    /// started, so that their misses overlap.
     #[inline]
-    pub fn prefetch(&self, name: &[u8]) {
-        let hash = self.hash(name);
-        for &at in self.table.iter_hash(hash) {
+    pub fn prefetch_probe(&self, hash: u64) {
+        self.table.prefetch_probe(hash);
+    }
+
+    /// Start loading the entry of the name whose hash is `hash`: its bucket group is
+    /// read (from cache, after [`ElementMap::prefetch_probe`]) and each entry whose
+    /// control byte matches is prefetched; no name is compared.
+    #[inline]
+    pub fn prefetch_entry(&self, hash: u64) {
+        for at in self.table.first_group(hash) {
             crate::engine::prefetch::prefetch(self.entries.as_ptr().wrapping_add(at as usize));
         }
     }
@@ -84,7 +94,7 @@ impl ElementMap {
     #[inline]
     pub fn find_hashed(&self, hash: u64, name: &[u8]) -> Option<usize> {
         let entries = &self.entries;
-        self.table.find(hash, |&at| *entries[at as usize].0 == *name).map(|&at| at as usize)
+        self.table.find(hash, |at| *entries[at as usize].0 == *name).map(|bucket| self.table.get(bucket) as usize)
     }
 
     pub fn get_index_of(&self, name: &[u8]) -> Option<usize> {
@@ -114,7 +124,7 @@ impl ElementMap {
         debug_assert!(self.find_hashed(hash, &name).is_none(), "pushed a name already held");
         let ElementMap { table, entries, hasher } = self;
         let at = entries.len();
-        table.insert_unique(hash, position(at), |&at| hash_of(hasher, &entries[at as usize].0));
+        table.insert(hash, position(at), |at| hash_of(hasher, &entries[at as usize].0));
         entries.push((name, stored));
         at
     }
@@ -137,15 +147,15 @@ impl ElementMap {
     fn unindex(&mut self, name: &[u8]) -> Option<usize> {
         let hash = self.hash(name);
         let entries = &self.entries;
-        let found = self.table.find_entry(hash, |&at| *entries[at as usize].0 == *name).ok()?;
-        Some(found.remove().0 as usize)
+        let bucket = self.table.find(hash, |at| *entries[at as usize].0 == *name)?;
+        Some(self.table.remove(bucket) as usize)
     }
 
     /// Remove `name`, moving every later entry one place down (the order kept): a walk
     /// of the table, for small collections.
     pub fn shift_remove(&mut self, name: &[u8]) -> Option<Stored> {
         let at = self.unindex(name)?;
-        for later in self.table.iter_mut().filter(|later| **later as usize > at) {
+        for later in self.table.positions_mut().filter(|later| **later as usize > at) {
             *later -= 1;
         }
         Some(self.entries.remove(at).1)
@@ -157,8 +167,8 @@ impl ElementMap {
         let last = self.entries.len() - 1;
         if at != last {
             let hash = self.hash(&self.entries[last].0);
-            let moved = self.table.find_mut(hash, |&held| held as usize == last).expect("the last entry is indexed");
-            *moved = position(at);
+            let moved = self.table.find(hash, |held| held as usize == last).expect("the last entry is indexed");
+            self.table.set(moved, position(at));
         }
         Some(self.entries.swap_remove(at).1)
     }
@@ -171,7 +181,7 @@ impl ElementMap {
             let ElementMap { table, entries, hasher } = self;
             table.clear();
             for (at, (name, _)) in entries.iter().enumerate() {
-                table.insert_unique(hash_of(hasher, name), position(at), |&at| hash_of(hasher, &entries[at as usize].0));
+                table.insert(hash_of(hasher, name), position(at), |at| hash_of(hasher, &entries[at as usize].0));
             }
         }
     }
@@ -225,7 +235,9 @@ mod tests {
                     model.retain(|n, _| keep(n));
                 }
                 _ => {
-                    map.prefetch(&name);
+                    let hash = map.hash(&name);
+                    map.prefetch_probe(hash);
+                    map.prefetch_entry(hash);
                     assert_eq!(map.get(&name), model.get(&name));
                     assert_eq!(map.get_index_of(&name), model.get_index_of(&name));
                 }

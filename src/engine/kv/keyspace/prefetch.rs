@@ -5,6 +5,7 @@
 //! at more than [`PREFETCH_KEYS_MAX`] commands at once.
 
 use super::{Keyspace, key_hash};
+use crate::engine::kv::elements::Elements;
 
 /// Commands one [`Keyspace::prefetch`] looks at (the rest are not prefetched).
 pub const PREFETCH_KEYS_MAX: usize = 16;
@@ -54,11 +55,30 @@ impl Keyspace {
                 entry.state().prefetch_heap();
             }
         }
-        for (at, read) in reads.iter().enumerate() {
-            if let Some(element) = read.element
-                && let Some(entry) = self.get(read.key, hashes[at])
+        // The named elements, in three steps (`Elements::prefetch_map`): each collection's
+        // map header, then each name's bucket group, then each name's entry.
+        let mut elements: [Option<&Elements>; PREFETCH_KEYS_MAX] = [None; PREFETCH_KEYS_MAX];
+        for (at, read) in reads.iter().enumerate().filter(|(_, read)| read.element.is_some()) {
+            elements[at] = if repeats[at] {
+                elements[at - 1]
+            } else {
+                self.get(read.key, hashes[at]).and_then(|entry| entry.state().named_elements())
+            };
+            if !repeats[at]
+                && let Some(found) = elements[at]
             {
-                entry.state().prefetch_element(element);
+                found.prefetch_map();
+            }
+        }
+        let mut element_hashes: [Option<u64>; PREFETCH_KEYS_MAX] = [None; PREFETCH_KEYS_MAX];
+        for (at, read) in reads.iter().enumerate() {
+            if let (Some(found), Some(name)) = (elements[at], read.element) {
+                element_hashes[at] = found.prefetch_probe(name);
+            }
+        }
+        for at in 0..reads.len() {
+            if let (Some(found), Some(hash)) = (elements[at], element_hashes[at]) {
+                found.prefetch_entry(hash);
             }
         }
     }

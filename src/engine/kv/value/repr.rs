@@ -24,6 +24,7 @@ use std::borrow::Cow;
 use super::meta::KeyMeta;
 use super::sparse::{Sparse, SparseValue};
 use super::{Collections, Counters, KeyState, StrVal};
+use crate::engine::kv::elements::Elements;
 use crate::crdt::counter::{Counter, Slot};
 use crate::crdt::register::MvRegister;
 use crate::crdt::{Dot, Hlc, NodeId};
@@ -163,13 +164,10 @@ impl KeyState {
         }
     }
 
-    /// Start loading element `name` of the key's hash, set or sorted set into cache
-    /// (`Elements::prefetch`): a hint that changes nothing.
+    /// The elements of the key's hash, set or sorted set (those a command names one of).
     #[inline]
-    pub fn prefetch_element(&self, name: &[u8]) {
-        if let Some(elements) = self.hash().or_else(|| self.set_members()).or_else(|| self.zset_members()) {
-            elements.prefetch(name);
-        }
+    pub fn named_elements(&self) -> Option<&Elements> {
+        self.hash().or_else(|| self.set_members()).or_else(|| self.zset_members())
     }
 
     /// The explicit context and TTL (an empty pair for a compact state).
