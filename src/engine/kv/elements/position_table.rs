@@ -80,7 +80,9 @@ fn offsets(mut bits: u64) -> impl Iterator<Item = usize> {
 
 /// Name hashes to positions (see the module docs). The hashes are the owner's: the
 /// table keeps only seven bits of each, and asks the owner to hash a position's name
-/// again when it rebuilds.
+/// again when it rebuilds. The positions held are always `0..len`, each once (those of
+/// `ElementMap`'s entries) whenever the table may rebuild ([`PositionTable::insert`],
+/// [`PositionTable::reserve`]).
 #[derive(Clone, Default)]
 pub struct PositionTable {
     /// One byte a bucket, then the first [`GROUP`] again, so that a group read at any
@@ -240,7 +242,11 @@ impl PositionTable {
                 growth_left: capacity_of(buckets),
             },
         );
-        for position in old.positions() {
+        // The positions held are 0..items (`ElementMap`'s entries): taken in that order,
+        // their names are hashed in the order they lie in memory, where bucket order
+        // would read them at random (a cache miss each on a big collection).
+        debug_assert!(old.positions().all(|position| (position as usize) < old.items), "positions are 0..len");
+        for position in 0..old.items as u32 {
             let hash = rehash(position);
             let at = self.free_bucket(hash);
             self.set_ctrl(at, tag_of(hash));
@@ -310,32 +316,40 @@ mod tests {
         assert_eq!(offsets(match_free(group)).collect::<Vec<_>>(), [1, 3]);
     }
 
-    /// Positions whose hashes all share one first group's bucket (the worst case: long
-    /// probes), inserted, removed and re-inserted: every one is found where it is held,
-    /// and none where it is not.
+    /// Names whose hashes all share one home bucket and one control byte (the worst
+    /// case: long probes, every byte a candidate), at positions kept `0..len` as
+    /// `ElementMap` keeps them (a removed name's place taken by the last): every name is
+    /// found at its position through inserts, removes and rebuilds, and none that was
+    /// removed.
     #[test]
     fn colliding_hashes_are_all_found_through_removes_and_rebuilds() {
-        let hash = |position: u32| u64::from(position) << 20; // low bits 0: one home bucket
+        let hash = |name: u32| u64::from(name) << 20; // low bits 0: one home bucket
         let mut table = PositionTable::default();
-        let mut held = std::collections::BTreeSet::new();
-        for position in 0..300u32 {
-            table.insert(hash(position), position, hash);
-            held.insert(position);
-            if position % 3 == 0 {
-                let at = table.find(hash(position / 2), |p| p == position / 2);
-                if let Some(at) = at {
-                    assert_eq!(table.remove(at), position / 2);
-                    held.remove(&(position / 2));
+        let mut names: Vec<u32> = Vec::new(); // position -> name
+        let find = |table: &PositionTable, names: &[u32], name: u32| table.find(hash(name), |p| names[p as usize] == name);
+        for name in 0..300u32 {
+            table.insert(hash(name), names.len() as u32, |p| hash(names[p as usize]));
+            names.push(name);
+            if name % 3 == 0 {
+                let gone = name / 2;
+                if let Some(bucket) = find(&table, &names, gone) {
+                    let at = table.remove(bucket) as usize;
+                    let last = names.len() - 1;
+                    if at != last {
+                        let moved = find(&table, &names, names[last]).expect("the last name is held");
+                        table.set(moved, at as u32);
+                    }
+                    names.swap_remove(at);
                 }
             }
         }
-        assert_eq!(table.len(), held.len());
-        for position in 0..300u32 {
-            let found = table.find(hash(position), |p| p == position).map(|at| table.get(at));
-            assert_eq!(found, held.contains(&position).then_some(position), "position {position}");
+        assert_eq!(table.len(), names.len());
+        for name in 0..300u32 {
+            let found = find(&table, &names, name).map(|bucket| table.get(bucket) as usize);
+            assert_eq!(found, names.iter().position(|&n| n == name), "name {name}");
         }
         let mut all: Vec<u32> = table.positions().collect();
         all.sort_unstable();
-        assert_eq!(all, held.iter().copied().collect::<Vec<_>>());
+        assert_eq!(all, (0..names.len() as u32).collect::<Vec<_>>());
     }
 }
