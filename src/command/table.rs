@@ -255,16 +255,24 @@ static BY_NAME: LazyLock<hashbrown::HashTable<u16>> = LazyLock::new(|| {
 });
 
 /// A hash of a command name that ignores ASCII case, computed without copying the
-/// name: every command runs through [`index_of`], so it is on the hot path. Command
-/// names are short and chosen by us; nothing here is keyed by client data beyond the
-/// name, and a colliding name only costs one more comparison.
+/// name: every command runs through [`index_of`], so it is on the hot path. Eight bytes
+/// at a time, each with its 0x20 bit set: that folds ASCII case (and folds a few other
+/// bytes onto one another, `_` onto DEL, which only costs a comparison: [`index_of`]
+/// compares names exactly), then one folded multiply per word (a byte-at-a-time
+/// case-folding FNV cost ~90 instructions for a five-letter name). Command names are
+/// short and chosen by us; nothing here is keyed by client data beyond the name, and a
+/// colliding name only costs one more comparison.
 fn name_hash(name: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in name {
-        hash = (hash ^ u64::from(b.to_ascii_lowercase())).wrapping_mul(0x0100_0000_01b3);
+    const FOLD_CASE: u64 = 0x2020_2020_2020_2020;
+    const MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut hash = name.len() as u64;
+    for chunk in name.chunks(8) {
+        let mut word = [0u8; 8];
+        word[..chunk.len()].copy_from_slice(chunk);
+        let product = u128::from(hash ^ (u64::from_le_bytes(word) | FOLD_CASE)) * u128::from(MULTIPLIER);
+        hash = (product as u64) ^ ((product >> 64) as u64);
     }
-    // hashbrown takes its control bits from the top of the hash: fold the low bits in.
-    hash ^ (hash >> 29)
+    hash
 }
 
 /// Look a command up by name, case-insensitively.

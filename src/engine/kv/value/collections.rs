@@ -337,6 +337,13 @@ impl KeyState {
     /// `(hlc, node)` wins (DESIGN §5, type clash); the other parts stay until a write
     /// removes them.
     pub fn kind(&self) -> Option<KeyKind> {
+        // The common shape, one collection part and nothing else, without the walk
+        // below (its chain of iterators cost ~100 instructions a type check).
+        if let Repr::Coll(collections) = &self.repr
+            && let Collections::One(part, elements) = &**collections
+        {
+            return (!elements.is_empty()).then(|| part.kind());
+        }
         let string = self.string_exists();
         let mut live = self.collection_parts().filter(|(_, e)| !e.is_empty());
         let first = live.next();
