@@ -244,35 +244,67 @@ mod specs;
 
 pub use specs::COMMANDS;
 
-/// Command positions by name, hashed case-insensitively (see [`name_hash`]).
-static BY_NAME: LazyLock<hashbrown::HashTable<u16>> = LazyLock::new(|| {
+/// Command positions by name, hashed case-insensitively (see [`name_hash`]), each with
+/// its name's lowercased words (a lookup compares four words, not bytes one by one).
+static BY_NAME: LazyLock<hashbrown::HashTable<(u16, [u64; NAME_BYTES_MAX / 8])>> = LazyLock::new(|| {
     assert!(COMMANDS.len() <= usize::from(u16::MAX), "command positions fit a u16");
     let mut table = hashbrown::HashTable::with_capacity(COMMANDS.len());
     for (i, spec) in COMMANDS.iter().enumerate() {
-        table.insert_unique(name_hash(spec.name.as_bytes()), i as u16, |&j| name_hash(COMMANDS[usize::from(j)].name.as_bytes()));
+        assert!(spec.name.len() <= NAME_BYTES_MAX, "{} is longer than a looked-up name", spec.name);
+        let entry = (i as u16, name_words(spec.name.as_bytes()));
+        table.insert_unique(name_hash(spec.name.as_bytes()), entry, |(j, _)| name_hash(COMMANDS[usize::from(*j)].name.as_bytes()));
     }
     table
 });
 
-/// A hash of a command name that ignores ASCII case, computed without copying the
-/// name: every command runs through [`index_of`], so it is on the hot path. Eight bytes
-/// at a time, each with its 0x20 bit set: that folds ASCII case (and folds a few other
-/// bytes onto one another, `_` onto DEL, which only costs a comparison: [`index_of`]
-/// compares names exactly), then one folded multiply per word (a byte-at-a-time
-/// case-folding FNV cost ~90 instructions for a five-letter name). Command names are
-/// short and chosen by us; nothing here is keyed by client data beyond the name, and a
-/// colliding name only costs one more comparison.
-fn name_hash(name: &[u8]) -> u64 {
-    const FOLD_CASE: u64 = 0x2020_2020_2020_2020;
+/// `word` (eight bytes of a name) with its ASCII capitals made small, eight bytes at
+/// once (SWAR): exact, unlike setting every byte's 0x20 bit, which would also fold
+/// `_` onto DEL.
+#[inline]
+fn lowercase_word(word: u64) -> u64 {
+    const LOW_BITS: u64 = 0x0101_0101_0101_0101;
+    const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+    let seven_bits = word & !HIGH_BITS;
+    // Bit 7 of each byte: its low seven bits are at least `A`, and more than `Z`.
+    let from_a = seven_bits + LOW_BITS * (0x80 - u64::from(b'A'));
+    let past_z = seven_bits + LOW_BITS * (0x80 - u64::from(b'Z') - 1);
+    let capital = from_a & !past_z & !word & HIGH_BITS;
+    word | (capital >> 2)
+}
+
+/// The words of `name` (at most [`NAME_BYTES_MAX`] bytes), lowercased, zero-padded.
+#[inline]
+fn name_words(name: &[u8]) -> [u64; NAME_BYTES_MAX / 8] {
+    let mut words = [0u64; NAME_BYTES_MAX / 8];
+    for (word, chunk) in words.iter_mut().zip(name.chunks(8)) {
+        // Byte by byte: a copy of a chunk of unknown length would call `memcpy`.
+        let bytes = chunk.iter().enumerate().fold(0u64, |bytes, (at, &byte)| bytes | (u64::from(byte) << (8 * at)));
+        *word = lowercase_word(bytes);
+    }
+    words
+}
+
+/// The longest command name looked up (longer names are unknown at once).
+const NAME_BYTES_MAX: usize = 32;
+
+/// A hash of a command name's lowercased words (see [`name_words`]): every command
+/// runs through [`index_of`], so it is on the hot path, and a word at a time with one
+/// folded multiply each costs a fraction of a byte-at-a-time case-folding hash (~90
+/// instructions for a five-letter name). Command names are short and chosen by us;
+/// nothing here is keyed by client data beyond the name, and a colliding name only
+/// costs one more comparison.
+fn words_hash(words: &[u64], len: usize) -> u64 {
     const MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut hash = name.len() as u64;
-    for chunk in name.chunks(8) {
-        let mut word = [0u8; 8];
-        word[..chunk.len()].copy_from_slice(chunk);
-        let product = u128::from(hash ^ (u64::from_le_bytes(word) | FOLD_CASE)) * u128::from(MULTIPLIER);
+    let mut hash = len as u64;
+    for &word in &words[..len.div_ceil(8)] {
+        let product = u128::from(hash ^ word) * u128::from(MULTIPLIER);
         hash = (product as u64) ^ ((product >> 64) as u64);
     }
     hash
+}
+
+fn name_hash(name: &[u8]) -> u64 {
+    words_hash(&name_words(name), name.len())
 }
 
 /// Look a command up by name, case-insensitively.
@@ -282,11 +314,14 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
 
 /// The position of a command in [`COMMANDS`] (a compact id for CLIENT LIST).
 pub fn index_of(name: &[u8]) -> Option<usize> {
-    const NAME_BYTES_MAX: usize = 32;
     if name.len() > NAME_BYTES_MAX {
         return None;
     }
-    BY_NAME.find(name_hash(name), |&i| COMMANDS[usize::from(i)].name.as_bytes().eq_ignore_ascii_case(name)).map(|&i| usize::from(i))
+    let words = name_words(name);
+    let found = BY_NAME.find(words_hash(&words, name.len()), |&(i, ref spec_words)| {
+        COMMANDS[usize::from(i)].name.len() == name.len() && *spec_words == words
+    });
+    found.map(|&(i, _)| usize::from(i))
 }
 
 /// The key arguments of a full command line (name at index 0), from its key spec.
@@ -304,13 +339,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_word_is_lowercased_as_each_of_its_bytes_would_be() {
+        for byte in 0..=255u8 {
+            for at in 0..8 {
+                let mut bytes = *b"aZ_@[`{\xff";
+                bytes[at] = byte;
+                let want = bytes.map(|b| b.to_ascii_lowercase());
+                assert_eq!(lowercase_word(u64::from_le_bytes(bytes)).to_le_bytes(), want, "{bytes:?}");
+            }
+        }
+    }
+
+    #[test]
     fn every_command_is_found_by_its_name_in_any_case() {
         for (i, spec) in COMMANDS.iter().enumerate() {
             assert_eq!(index_of(spec.name.as_bytes()), Some(i), "{}", spec.name);
             assert_eq!(index_of(spec.name.to_ascii_uppercase().as_bytes()), Some(i), "{}", spec.name);
         }
         assert_eq!(index_of(b"gEt").map(|i| COMMANDS[i].name), Some("get"));
-        for unknown in [&b""[..], b"ge", b"gett", b"get\0", b"set ", &[b'x'; 40]] {
+        for unknown in [&b""[..], b"ge", b"gett", b"get\0", b"set ", b"g\xc5t", b"ft.\x7flist", &[b'x'; 40]] {
             assert_eq!(index_of(unknown), None, "{unknown:?}");
         }
     }

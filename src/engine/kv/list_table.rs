@@ -306,7 +306,8 @@ impl ListTable {
         let i = if tail { self.chunks.len().checked_sub(1)? } else { 0 };
         let chunk = self.chunks.get_mut(i)?;
         debug_assert!(chunk.count > 0, "no chunk is empty");
-        let name = if tail { chunk.last.clone() } else { Name::from_slice(chunk.first()) };
+        // `from_slice`, not `clone`: a small vector's clone copies byte by byte.
+        let name = if tail { Name::from_slice(&chunk.last) } else { Name::from_slice(chunk.first()) };
         let taken = chunk.splice_out(&name, |element| taken(&name, element))?;
         if chunk.count == 0 {
             self.chunks.remove(i);
