@@ -48,11 +48,11 @@ use super::value::KeyState;
 use crate::crdt::{Dot, Hlc, NodeId, VersionVector};
 
 mod element_map;
-mod position_table;
 mod list_form;
 mod merge;
 mod name;
 mod plain_write;
+mod position_table;
 mod removal;
 
 /// Up to this many entries (Redis's default `hash-max-listpack-entries`) a removal

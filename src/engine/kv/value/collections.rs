@@ -98,7 +98,8 @@ impl KeyState {
     pub fn without_elements(&self) -> KeyState {
         let mut delta = match &self.repr {
             Repr::Full(full) => {
-                let key_level = Full { meta: full.meta.clone(), value: full.value.clone(), counters: full.counters.clone(), collections: None };
+                let key_level =
+                    Full { meta: full.meta.clone(), value: full.value.clone(), counters: full.counters.clone(), collections: None };
                 KeyState { repr: Repr::Full(Box::new(key_level)) }
             }
             Repr::Coll(_) => KeyState::default(),

@@ -24,10 +24,10 @@ use std::borrow::Cow;
 use super::meta::KeyMeta;
 use super::sparse::{Sparse, SparseValue};
 use super::{Collections, Counters, KeyState, StrVal};
-use crate::engine::kv::elements::Elements;
 use crate::crdt::counter::{Counter, Slot};
 use crate::crdt::register::MvRegister;
 use crate::crdt::{Dot, Hlc, NodeId};
+use crate::engine::kv::elements::Elements;
 
 /// The whole state, as every state was stored before the compact forms (64 bytes:
 /// jemalloc's 64-byte class once boxed).
