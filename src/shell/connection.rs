@@ -304,7 +304,20 @@ impl Connection {
     async fn run_pipeline(&mut self, commands: &mut Vec<Vec<Bytes>>) -> std::io::Result<bool> {
         self.state().stats.commands_processed.fetch_add(commands.len() as u64, Ordering::Relaxed);
         self.now_ms = super::now_ms();
-        let indexes: SmallVec<[Option<usize>; 64]> = commands.iter().map(|args| table::index_of(&args[0])).collect();
+        // A pipeline mostly repeats one command: a name equal (bytewise) to the one before
+        // takes its position without a lookup (~150 instructions a lookup).
+        let mut previous: Option<(&[u8], Option<usize>)> = None;
+        let indexes: SmallVec<[Option<usize>; 64]> = commands
+            .iter()
+            .map(|args| match previous {
+                Some((name, index)) if name == &args[0][..] => index,
+                _ => {
+                    let index = table::index_of(&args[0]);
+                    previous = Some((&args[0][..], index));
+                    index
+                }
+            })
+            .collect();
         let mut last_command = None;
         let mut wrote = false;
         let mut rest = commands.drain(..);
