@@ -20,11 +20,13 @@ pub struct Prefetch<'a> {
 
 impl Keyspace {
     /// Start loading what later commands will read (`reads`: each one's key, and the
-    /// element of it the command names), in three passes: every key's entry (its
-    /// table's control bytes and bucket are read here, and each entry whose control byte
-    /// matches is prefetched; no key is compared), then, the entries now arriving
-    /// together, what each state points to (a string's bytes, which a GET copies into
-    /// its reply), then each named element's entry in its collection. A key equal to
+    /// element of it the command names), a pass over all of them for each step of
+    /// each chain of loads: every key's entry (its table's control bytes and bucket are
+    /// read here, and each entry whose control byte matches is prefetched; no key is
+    /// compared), then, the entries now arriving together, what each state points to (a
+    /// string's bytes, which a GET copies into its reply), then for each named element
+    /// its collection's map header, its bucket group and its entry, in three more passes
+    /// (`Elements::prefetch_map`). A key equal to
     /// the one before it is probed once (a pipeline of HSETs to one hash names one key
     /// sixteen times, and sixteen fields). A hint: it changes nothing.
     ///
@@ -58,16 +60,15 @@ impl Keyspace {
         // The named elements, in three steps (`Elements::prefetch_map`): each collection's
         // map header, then each name's bucket group, then each name's entry.
         let mut elements: [Option<&Elements>; PREFETCH_KEYS_MAX] = [None; PREFETCH_KEYS_MAX];
-        for (at, read) in reads.iter().enumerate().filter(|(_, read)| read.element.is_some()) {
-            elements[at] = if repeats[at] {
-                elements[at - 1]
-            } else {
-                self.get(read.key, hashes[at]).and_then(|entry| entry.state().named_elements())
-            };
-            if !repeats[at]
-                && let Some(found) = elements[at]
-            {
-                found.prefetch_map();
+        for (at, read) in reads.iter().enumerate() {
+            // The key before, if the same, was looked up already unless it named no element.
+            if repeats[at] && elements[at - 1].is_some() {
+                elements[at] = elements[at - 1];
+            } else if read.element.is_some() {
+                elements[at] = self.get(read.key, hashes[at]).and_then(|entry| entry.state().named_elements());
+                if let Some(found) = elements[at] {
+                    found.prefetch_map();
+                }
             }
         }
         let mut element_hashes: [Option<u64>; PREFETCH_KEYS_MAX] = [None; PREFETCH_KEYS_MAX];

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::crdt::{Dot, Hlc};
+use crate::engine::kv::collection_writes::Part;
 use crate::engine::kv::value::{SetTtl, StrVal};
 
 fn state(expire: Option<u64>) -> KeyState {
@@ -120,6 +121,14 @@ fn prefetching_present_and_absent_keys_of_every_shape_changes_nothing() {
     let mut counted = KeyState::new();
     counted.incr_by(dot, Hlc::from_parts(1, 0), 3);
     shapes.push(counted);
+    // Collections: a hash in the map form (past the packed form's size), a packed set.
+    for (part, count) in [(Part::Hash, 600), (Part::Set, 3)] {
+        let mut collection = KeyState::new();
+        for n in 0..count {
+            collection.part_mut(part).write(format!("f{n}").as_bytes(), |s| s.set(dot, StrVal::Int(n), SetTtl::Keep));
+        }
+        shapes.push(collection);
+    }
     for (i, shape) in shapes.iter().enumerate() {
         let key = format!("k{i}");
         ks.put(key.as_bytes(), key_hash(key.as_bytes()), shape.clone());
@@ -131,9 +140,10 @@ fn prefetching_present_and_absent_keys_of_every_shape_changes_nothing() {
     keys.extend(names.iter().rev().map(|k| k.as_bytes()));
     keys.extend(names.iter().map(|k| k.as_bytes()));
     assert!(keys.len() > PREFETCH_KEYS_MAX);
-    // With and without an element named (none of these keys is a collection).
+    // With and without an element named, present (`f1`) and absent (`f`), so that a
+    // repeated key is seen after a read that named one and after one that did not.
     let reads: Vec<Prefetch<'_>> =
-        keys.iter().enumerate().map(|(at, key)| Prefetch { key, element: (at % 2 == 0).then_some(&b"f"[..]) }).collect();
+        keys.iter().enumerate().map(|(at, key)| Prefetch { key, element: [None, Some(&b"f"[..]), Some(&b"f1"[..])][at % 3] }).collect();
     ks.prefetch(&reads);
     ks.prefetch(&[]);
     for (i, key) in names.iter().enumerate() {
