@@ -6,7 +6,9 @@ Each server is pinned to one core with taskset and redis-benchmark to another, s
 client and server never share one. Rounds alternate redis, meridian, redis, ...; each
 round starts a fresh server, runs every test at pipeline 16 and then at pipeline 1
 (writes before the reads that need their data), and stops it. The median requests per
-second of the rounds is reported per (test, pipeline) with the ratio meridian/redis.
+second of the rounds is reported per (test, pipeline) with the ratio meridian/redis,
+and beside it the server's CPU time per request (user + system, from /proc) with its
+ratio: where the client sets the pace, that is the figure that tells the servers apart.
 Only ratios from one run mean anything: the machine's load moves absolute numbers.
 
 usage: docker-benchmark/bench-collections.py [--rounds 3] [--requests-p16 500000]
@@ -25,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import start_server, stop
+from benchlib import cpu_seconds, start_server, stop
 from benchlib import load_average as loadavg
 
 
@@ -49,6 +51,10 @@ TESTS = [
     ("ZSCORE", ["ZSCORE", "bench:zset", "member:__rand_int__"]),
     ("ZRANGE 0 99", ["ZRANGE", "bench:zset", "0", "99"]),
 ]
+
+# The write that fills what a read reads. A read chosen with --only without its write
+# gets that write run first, untimed: without it the read would time empty replies.
+FILLED_BY = {"HGET": "HSET", "SISMEMBER": "SADD", "ZSCORE": "ZADD", "ZRANGE 0 99": "ZADD"}
 
 
 def bench(port, command, pipeline, requests, keyspace):
@@ -78,8 +84,11 @@ def main():
         sys.exit(f"bench-collections: no meridian binary at {args.meridian} (cargo build --release -p meridian)")
     only = [o.strip().upper() for o in args.only.split(",") if o.strip()]
     tests = [t for t in TESTS if not only or any(t[0].startswith(o) for o in only)]
+    chosen = {name for name, _ in tests}
+    fills = [t for t in TESTS if t[0] not in chosen and any(FILLED_BY.get(name) == t[0] for name in chosen)]
     requests = {16: args.requests_p16, 1: args.requests_p1}
     results = {}  # (server, test, pipeline) -> [rps per round]
+    cpu_us = {}  # (server, test, pipeline) -> [server CPU microseconds per request, per round]
     workdir = tempfile.mkdtemp(prefix="bench-collections-")
     print(f"load average before: {loadavg()}; server core {SERVER_CORE}, client core {CLIENT_CORE}; "
           f"{args.rounds} rounds, -c {CLIENTS}, -r {args.keyspace}", flush=True)
@@ -88,22 +97,35 @@ def main():
             for server in ("redis", "meridian"):
                 proc, port = start(server, args.meridian, workdir)
                 try:
+                    for _, command in fills:
+                        bench(port, command, 16, requests[16], args.keyspace)
                     for pipeline in (16, 1):
                         for name, command in tests:
+                            cpu_before = cpu_seconds(proc.pid)
                             rps = bench(port, command, pipeline, requests[pipeline], args.keyspace)
+                            cpu = cpu_seconds(proc.pid) - cpu_before
                             results.setdefault((server, name, pipeline), []).append(rps)
+                            cpu_us.setdefault((server, name, pipeline), []).append(cpu * 1e6 / requests[pipeline])
                 finally:
                     stop(proc)
                 print(f"round {round_index + 1} {server} done (load {loadavg()})", flush=True)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print(f"load average after: {loadavg()}")
-    print(f"{'test':<14} {'P':>3} {'redis rps':>12} {'meridian rps':>13} {'meridian/redis':>15}")
+    # CPU per request tells the servers apart where the client, not the server, sets
+    # the pace (long replies such as ZRANGE 0 99 keep redis-benchmark's core busier
+    # than the server's): there the rps ratio says little and this one says which
+    # server does the work for less.
+    print(f"{'test':<14} {'P':>3} {'redis rps':>12} {'meridian rps':>13} {'meridian/redis':>15} "
+          f"{'redis cpu us/req':>17} {'meridian cpu us/req':>20} {'cpu meridian/redis':>19}")
     for pipeline in (16, 1):
         for name, _ in tests:
             redis = statistics.median(results[("redis", name, pipeline)])
             meridian = statistics.median(results[("meridian", name, pipeline)])
-            print(f"{name:<14} {pipeline:>3} {redis:>12.0f} {meridian:>13.0f} {meridian / redis:>15.2f}")
+            redis_cpu = statistics.median(cpu_us[("redis", name, pipeline)])
+            meridian_cpu = statistics.median(cpu_us[("meridian", name, pipeline)])
+            print(f"{name:<14} {pipeline:>3} {redis:>12.0f} {meridian:>13.0f} {meridian / redis:>15.2f} "
+                  f"{redis_cpu:>17.2f} {meridian_cpu:>20.2f} {meridian_cpu / redis_cpu:>19.2f}")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,15 @@ def load_average():
         return f.read().split()[0]
 
 
+def cpu_seconds(pid):
+    """CPU time (user + system, every thread) process `pid` has used so far, from
+    /proc: what a server spent, whether or not the client kept it busy."""
+    with open(f"/proc/{pid}/stat") as f:
+        # The command name (field 2) may hold spaces; the fields after it do not.
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def start_server(kind, workdir, meridian_bin=MERIDIAN_BIN, core=None, meridian_args=("--shards", "1"), log=None, redis_args=()):
     """Start `kind` ("redis": no persistence; "meridian": `meridian_args` and its default
     persistence to a fresh folder under `workdir`; "redis" gets `redis_args` appended), pinned

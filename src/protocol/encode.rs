@@ -104,6 +104,10 @@ pub fn encode(frame: &Frame, protocol: Protocol, out: &mut BytesMut) {
                 encode(item, protocol, out);
             }
         }
+        Frame::Bulks(bulks) => {
+            put_int_line(out, b'*', bulks.len() as i64);
+            out.put_slice(bulks.body());
+        }
         Frame::Push(items) => {
             put_int_line(out, if resp3 { b'>' } else { b'*' }, items.len() as i64);
             for item in items {
@@ -254,5 +258,25 @@ mod tests {
     fn binary_bulk_strings_are_written_verbatim() {
         let frame = Frame::Bulk(Bytes::from_static(b"a\0\xff\r\n"));
         assert_eq!(enc(frame, Protocol::Resp2), b"$5\r\na\0\xff\r\n\r\n");
+    }
+
+    #[test]
+    fn encoded_bulks_write_as_the_array_of_bulks_they_equal() {
+        let items: [&[u8]; 4] = [b"", b"one", b"\r\n", b"a longer element"];
+        let mut builder = crate::protocol::EncodedBulksBuilder::with_capacity(1, 1);
+        items.iter().for_each(|i| builder.push(i));
+        let encoded = Frame::Bulks(builder.finish());
+        let plain = Frame::Array(items.iter().map(|i| Frame::Bulk(Bytes::copy_from_slice(i))).collect());
+        assert_eq!(encoded, plain);
+        assert_eq!(plain, encoded);
+        assert_eq!(encoded.clone().expanded(), plain);
+        assert_ne!(encoded, Frame::Array(vec![Frame::bulk_str("one")]));
+        assert_ne!(encoded, Frame::Set(Vec::new()));
+        for protocol in [Protocol::Resp2, Protocol::Resp3] {
+            assert_eq!(enc(encoded.clone(), protocol), enc(plain.clone(), protocol));
+        }
+        let empty = Frame::Bulks(crate::protocol::EncodedBulksBuilder::with_capacity(0, 0).finish());
+        assert_eq!(enc(empty.clone(), Protocol::Resp3), b"*0\r\n");
+        assert_eq!(empty, Frame::Array(Vec::new()));
     }
 }

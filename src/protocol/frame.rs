@@ -6,7 +6,11 @@
 
 use bytes::Bytes;
 
-#[derive(Clone, Debug, PartialEq)]
+use super::bulks::EncodedBulks;
+
+/// Equality is reply equality: an [`EncodedBulks`] equals the `Array` of `Bulk`s it
+/// encodes, since both are the same bytes on the wire in either protocol.
+#[derive(Clone, Debug)]
 pub enum Frame {
     /// `+OK`
     Simple(Bytes),
@@ -19,6 +23,9 @@ pub enum Frame {
     /// A missing array (`*-1` in RESP2).
     NullArray,
     Array(Vec<Frame>),
+    /// An array of bulk strings already encoded (the same bytes in RESP2 and RESP3):
+    /// long range replies, built without a `Frame` per element.
+    Bulks(EncodedBulks),
     /// Key/value pairs (a flat array in RESP2).
     Map(Vec<(Frame, Frame)>),
     /// Pairs that may repeat (HRANDFIELD ... WITHVALUES): an array of two-element
@@ -68,5 +75,35 @@ impl Frame {
 
     pub fn is_error(&self) -> bool {
         matches!(self, Frame::Error(_))
+    }
+
+    /// The same reply with an [`EncodedBulks`] turned into an `Array` of `Bulk`s, for
+    /// code that reads a reply's elements.
+    pub fn expanded(self) -> Frame {
+        match self {
+            Frame::Bulks(bulks) => Frame::Array(bulks.iter().map(Frame::Bulk).collect()),
+            other => other,
+        }
+    }
+}
+
+impl PartialEq for Frame {
+    fn eq(&self, other: &Frame) -> bool {
+        use Frame::*;
+        match (self, other) {
+            (Bulks(a), Bulks(b)) => a == b,
+            (Bulks(bulks), Array(items)) | (Array(items), Bulks(bulks)) => {
+                bulks.len() == items.len() && bulks.iter().zip(items).all(|(b, item)| matches!(item, Bulk(i) if *i == b))
+            }
+            (Simple(a), Simple(b)) | (Error(a), Error(b)) | (Bulk(a), Bulk(b)) => a == b,
+            (Integer(a), Integer(b)) => a == b,
+            (Null, Null) | (NullArray, NullArray) => true,
+            (Array(a), Array(b)) | (Set(a), Set(b)) | (Push(a), Push(b)) | (Replies(a), Replies(b)) => a == b,
+            (Map(a), Map(b)) | (Pairs(a), Pairs(b)) => a == b,
+            (Double(a), Double(b)) => a == b,
+            (Boolean(a), Boolean(b)) => a == b,
+            (Verbatim(fa, a), Verbatim(fb, b)) => fa == fb && a == b,
+            _ => false,
+        }
     }
 }

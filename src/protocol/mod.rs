@@ -2,10 +2,12 @@
 //!
 //! This layer knows bytes and frames only; it must never know what a command means.
 
+pub mod bulks;
 pub mod encode;
 pub mod frame;
 pub mod parse;
 
+pub use bulks::{EncodedBulks, EncodedBulksBuilder};
 pub use encode::{Protocol, encode};
 pub use frame::Frame;
 pub use parse::{ParseLimits, ProtocolError, RequestParser};

@@ -52,6 +52,7 @@ fn word(text: &'static str) -> Bytes {
 
 fn bulks(frame: Frame) -> Result<Vec<Bytes>, Frame> {
     match frame {
+        Frame::Bulks(bulks) => Ok(bulks.iter().collect()),
         Frame::Array(items) | Frame::Set(items) => Ok(items
             .into_iter()
             .filter_map(|f| match f {

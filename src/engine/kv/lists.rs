@@ -35,7 +35,7 @@ use crate::command::errors;
 use crate::command::list::{End, ListCommand, ListMulti, PosOptions};
 use crate::crdt::Dot;
 use crate::notify::Class;
-use crate::protocol::Frame;
+use crate::protocol::{EncodedBulksBuilder, Frame};
 
 fn wrong_type() -> Frame {
     errors::error(errors::WRONG_TYPE)
@@ -206,7 +206,7 @@ impl KvEngine {
                 .map(|l| l.and_then(|l| position_at(l, index).map(|(_, e)| Frame::Bulk(value_of(e)))).unwrap_or(Frame::Null)),
             ListCommand::Range { key, start, stop } => self.list_elements(&key, now_ms).map(|l| {
                 let Some(l) = l else { return Frame::Array(Vec::new()) };
-                Frame::Array(range_values(l, start, stop))
+                range_values(l, start, stop)
             }),
             ListCommand::Set { key, index, element } => self.list_set(ctx, key, index, element),
             ListCommand::Insert { key, before, pivot, element } => self.list_insert(ctx, key, before, pivot, element),
@@ -471,42 +471,50 @@ fn for_each_value(list: &Elements, skip: usize, rev: bool, take: usize, mut f: i
     }
 }
 
-/// The values LRANGE returns, in order. They are copied into one buffer that every
-/// reply string shares (one allocation per reply rather than one per element).
-fn range_values(list: &Elements, start: i64, stop: i64) -> Vec<Frame> {
+/// The values LRANGE returns, in order, written straight into one encoded reply
+/// (one allocation per reply, no `Frame` per element).
+fn range_values(list: &Elements, start: i64, stop: i64) -> Frame {
     let len = list.len() as i64;
     let Some((start, stop)) = normalise_range(start, stop, len) else {
-        return Vec::new();
+        return Frame::Array(Vec::new());
     };
     let take = stop - start + 1;
+    let mut reply = EncodedBulksBuilder::with_capacity(take, take * RANGE_ELEMENT_BYTES_ESTIMATE);
+    // From the nearer end, as Redis does.
+    let rev = start as i64 > len - 1 - stop as i64;
+    if !rev {
+        for_each_value(list, start, false, take, |element| push_value(&mut reply, element));
+        return Frame::Bulks(reply.finish());
+    }
+    // Walked from the tail, the values come last first: gather them, then write them
+    // in order.
     let mut buffer: Vec<u8> = Vec::new();
     let mut ends: Vec<usize> = Vec::with_capacity(take);
-    let mut copy = |element: ElementRef<'_>| {
+    for_each_value(list, len as usize - 1 - stop, true, take, |element| {
         match element {
             ElementRef::Raw(_, value) => buffer.extend_from_slice(value),
             ElementRef::Int(_, n) => buffer.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
             full => buffer.extend_from_slice(&value_of(full)),
         }
         ends.push(buffer.len());
-    };
-    // From the nearer end, as Redis does.
-    let rev = start as i64 > len - 1 - stop as i64;
-    if rev {
-        for_each_value(list, len as usize - 1 - stop, true, take, &mut copy);
-    } else {
-        for_each_value(list, start, false, take, &mut copy);
+    });
+    for (i, &end) in ends.iter().enumerate().rev() {
+        let begin = if i == 0 { 0 } else { ends[i - 1] };
+        reply.push(&buffer[begin..end]);
     }
-    let shared = Bytes::from(buffer);
-    let mut frames: Vec<Frame> = Vec::with_capacity(ends.len());
-    let mut begin = 0;
-    for &end in &ends {
-        frames.push(Frame::Bulk(shared.slice(begin..end)));
-        begin = end;
+    Frame::Bulks(reply.finish())
+}
+
+/// What one LRANGE element is assumed to take, to size the reply's one allocation
+/// (it grows if the elements are longer).
+const RANGE_ELEMENT_BYTES_ESTIMATE: usize = 16;
+
+fn push_value(reply: &mut EncodedBulksBuilder, element: ElementRef<'_>) {
+    match element {
+        ElementRef::Raw(_, value) => reply.push(value),
+        ElementRef::Int(_, n) => reply.push_integer(n),
+        full => reply.push(&value_of(full)),
     }
-    if rev {
-        frames.reverse();
-    }
-    frames
 }
 
 /// LPOS: positions of `element` by Redis's rules (RANK, COUNT, MAXLEN).

@@ -10,7 +10,7 @@ use bytes::Bytes;
 
 use super::score_order::ScoreOrder;
 use crate::command::zset::{Aggregate, ZAlgebra, ZRange, ZRangeQuery};
-use crate::protocol::Frame;
+use crate::protocol::{EncodedBulksBuilder, Frame};
 
 /// A member and its score.
 pub type Scored = (Bytes, f64);
@@ -36,19 +36,28 @@ pub fn rank_window(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> 
 /// The members a range query names, in reply order (`rev`: highest first), with
 /// `LIMIT` applied: a negative offset names nothing, a negative count everything left.
 pub fn select(order: &ScoreOrder, range: &ZRange, rev: bool, limit: Option<(i64, i64)>) -> Vec<Scored> {
+    selected(order, range, rev, limit).map(|(score, member)| (Bytes::copy_from_slice(member), score)).collect()
+}
+
+/// [`select`] without copying: the members as they lie in `order`.
+fn selected<'a>(
+    order: &'a ScoreOrder,
+    range: &ZRange,
+    rev: bool,
+    limit: Option<(i64, i64)>,
+) -> Box<dyn Iterator<Item = (f64, &'a [u8])> + 'a> {
     let (offset, count) = limit.unwrap_or((0, -1));
     if offset < 0 {
-        return Vec::new();
+        return Box::new(std::iter::empty());
     }
     let take = if count < 0 { usize::MAX } else { count as usize };
-    let owned = |(score, member): (f64, &[u8])| (Bytes::copy_from_slice(member), score);
     match range {
         ZRange::Rank(start, stop) => match rank_window(*start, *stop, order.len()) {
-            None => Vec::new(),
-            Some((first, last)) => order.iter(rev).skip(first).take(last - first + 1).map(owned).collect(),
+            None => Box::new(std::iter::empty()),
+            Some((first, last)) => Box::new(order.iter(rev).skip(first).take(last - first + 1)),
         },
-        ZRange::Score(min, max) => order.by_score(*min, *max, rev).skip(offset as usize).take(take).map(owned).collect(),
-        ZRange::Lex(bounds) => order.by_lex(&bounds.0, &bounds.1, rev).skip(offset as usize).take(take).map(owned).collect(),
+        ZRange::Score(min, max) => Box::new(order.by_score(*min, *max, rev).skip(offset as usize).take(take)),
+        ZRange::Lex(bounds) => Box::new(order.by_lex(&bounds.0, &bounds.1, rev).skip(offset as usize).take(take)),
     }
 }
 
@@ -73,9 +82,26 @@ pub fn members_reply(members: Vec<Scored>, with_scores: bool) -> Frame {
 
 /// The reply to a range query.
 pub fn range_reply(order: Option<&ScoreOrder>, query: &ZRangeQuery) -> Frame {
-    let members = order.map(|o| select(o, &query.range, query.rev, query.limit)).unwrap_or_default();
-    members_reply(members, query.with_scores)
+    if query.with_scores {
+        let members = order.map(|o| select(o, &query.range, query.rev, query.limit)).unwrap_or_default();
+        return members_reply(members, true);
+    }
+    // Members alone are an array of bulk strings in either protocol: written straight
+    // into one encoded reply, with no copy or `Frame` per member.
+    let Some(order) = order else { return Frame::Array(Vec::new()) };
+    let estimate = match query.range {
+        ZRange::Rank(start, stop) => rank_window(start, stop, order.len()).map_or(0, |(a, b)| b - a + 1),
+        _ => RANGE_MEMBERS_ESTIMATE,
+    };
+    let mut reply = EncodedBulksBuilder::with_capacity(estimate, estimate * RANGE_MEMBER_BYTES_ESTIMATE);
+    selected(order, &query.range, query.rev, query.limit).for_each(|(_, member)| reply.push(member));
+    Frame::Bulks(reply.finish())
 }
+
+/// What a reply to a score or lex range is assumed to hold, and the bytes a member is
+/// assumed to take, to size the reply's one allocation (it grows past them).
+const RANGE_MEMBERS_ESTIMATE: usize = 16;
+const RANGE_MEMBER_BYTES_ESTIMATE: usize = 16;
 
 /// Sort members by score, then by member bytes (a sorted set's order).
 pub fn sort_by_score(members: &mut [Scored]) {
