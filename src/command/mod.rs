@@ -17,6 +17,7 @@ pub mod list;
 pub mod numbers;
 pub mod parse;
 pub mod restore;
+pub mod script;
 pub mod set;
 pub mod sort;
 pub mod table;
@@ -463,4 +464,6 @@ pub enum Command {
     Key(KeyCommand),
     /// FT.*: search indexes over hashes (`engine::vector`).
     Vector(vector::VectorCommand),
+    /// EVAL, EVALSHA (and their _RO forms) and SCRIPT's subcommands.
+    Script(script::ScriptCommand),
 }

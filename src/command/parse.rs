@@ -280,7 +280,9 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
             Ok(Command::PubSub(PubSubCommand::Publish { shard: spec.id == CmdId::SPublish, channel: take(a, 1), message: take(a, 2) }))
         }
         CmdId::PubSub => parse_pubsub(a),
-        CmdId::Sort | CmdId::SortRo => Ok(Command::Multi(MultiKeyCommand::Sort(Box::new(super::sort::parse(a, spec.id == CmdId::SortRo)?)))),
+        CmdId::Sort | CmdId::SortRo => {
+            Ok(Command::Multi(MultiKeyCommand::Sort(Box::new(super::sort::parse(a, spec.id == CmdId::SortRo)?))))
+        }
         CmdId::BLPop
         | CmdId::BRPop
         | CmdId::BLMove
@@ -296,6 +298,15 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
         CmdId::Time => Ok(Command::Time),
         CmdId::Shutdown => parse_shutdown(a),
         CmdId::Function => parse_function(a),
+        CmdId::Eval | CmdId::EvalSha | CmdId::EvalRo | CmdId::EvalShaRo => Ok(Command::Script(super::script::parse_run(
+            a.to_vec(),
+            matches!(spec.id, CmdId::EvalSha | CmdId::EvalShaRo),
+            matches!(spec.id, CmdId::EvalRo | CmdId::EvalShaRo),
+        )?)),
+        CmdId::Script => Ok(match super::script::parse_script(a.to_vec())? {
+            Some(command) => Command::Script(command),
+            None => Command::Help(super::script::SCRIPT_HELP),
+        }),
         CmdId::WaitAof => {
             let local = int(&a[1])?;
             let replicas = int(&a[2])?;

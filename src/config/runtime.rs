@@ -4,7 +4,7 @@
 //! notification flags). Owns no I/O: the shell hands it values and reads them back.
 
 use std::sync::RwLock;
-use std::sync::atomic::{AtomicI64, AtomicU16, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU16, AtomicU64, AtomicUsize, Ordering};
 
 use super::Config;
 use crate::engine::kv::EncodingLimits;
@@ -30,7 +30,13 @@ pub struct RuntimeConfig {
     list_compress_depth: AtomicI64,
     /// `notify-keyspace-events`, as `crate::notify::Flags` bits.
     notify_keyspace_events: AtomicU16,
+    /// `lua-time-limit` (alias `busy-reply-threshold`): milliseconds a script runs before
+    /// other clients are answered BUSY and SCRIPT KILL may stop it.
+    lua_time_limit_ms: AtomicU64,
 }
+
+/// Redis's default `lua-time-limit`.
+const LUA_TIME_LIMIT_MS_DEFAULT: u64 = 5000;
 
 /// The values `sanitize-dump-payload` takes, in Redis's order (its default first).
 const SANITIZE_DUMP_PAYLOAD: [&str; 3] = ["no", "yes", "clients"];
@@ -68,6 +74,7 @@ impl RuntimeConfig {
             client_query_buffer_limit: AtomicUsize::new(config.client_query_buffer_limit),
             maxclients: AtomicUsize::new(config.maxclients),
             maxmemory: AtomicUsize::new(config.maxmemory),
+            lua_time_limit_ms: AtomicU64::new(LUA_TIME_LIMIT_MS_DEFAULT),
             output_buffer_limits: RwLock::new(config.output_buffer_limits().unwrap_or_default()),
             encoding: encoding_values(&EncodingLimits::default()).map(AtomicUsize::new),
             sanitize_dump_payload: AtomicUsize::new(0),
@@ -104,6 +111,10 @@ impl RuntimeConfig {
         self.maxclients.load(Ordering::Relaxed)
     }
 
+    pub fn lua_time_limit_ms(&self) -> u64 {
+        self.lua_time_limit_ms.load(Ordering::Relaxed)
+    }
+
     pub fn maxmemory(&self) -> usize {
         self.maxmemory.load(Ordering::Relaxed)
     }
@@ -131,6 +142,9 @@ impl RuntimeConfig {
         entries.push(("list-max-listpack-size", listpack_size));
         entries.push(("list-compress-depth", self.list_compress_depth.load(Ordering::Relaxed).to_string()));
         entries.push(("notify-keyspace-events", self.notify_keyspace_events().to_string()));
+        let lua_time_limit = self.lua_time_limit_ms().to_string();
+        entries.push(("lua-time-limit", lua_time_limit.clone()));
+        entries.push(("busy-reply-threshold", lua_time_limit));
         entries
     }
 
@@ -200,6 +214,12 @@ impl RuntimeConfig {
             "client-query-buffer-limit" => self.client_query_buffer_limit.store(parse_size(value)?, Ordering::Relaxed),
             "maxclients" => self.maxclients.store(parse_size(value)?, Ordering::Relaxed),
             "maxmemory" => self.maxmemory.store(parse_size(value)?, Ordering::Relaxed),
+            "lua-time-limit" | "busy-reply-threshold" => {
+                let ms: u64 = value.parse().map_err(|_| {
+                    format!("ERR CONFIG SET failed (possibly related to argument '{name}') - argument couldn't be parsed into an integer")
+                })?;
+                self.lua_time_limit_ms.store(ms, Ordering::Relaxed)
+            }
             "maxmemory-policy" => {
                 parse_maxmemory_policy(value)
                     .map_err(|why| format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"))?;

@@ -353,6 +353,21 @@ impl Connection {
         let slot = self.replies.len();
         self.replies.push(None);
         let spec = index.map(|i| &table::COMMANDS[i]);
+        if self.state().script_watch.busy() && !super::script::allowed_while_busy(index, &args) {
+            // As Redis: past lua-time-limit only SCRIPT KILL, SHUTDOWN and the commands
+            // that steer a connection or a transaction run; the rest is refused, which
+            // also makes a transaction abort (EXEC itself discards it).
+            let reply = if spec.is_some_and(|s| s.name == "exec") && self.transaction.in_multi() {
+                self.transaction.discard();
+                Frame::error(format!("EXECABORT Transaction discarded because of: {}", super::script::BUSY))
+            } else {
+                self.transaction.flag_dirty();
+                Frame::static_error(super::script::BUSY)
+            };
+            self.replies[slot] = Some(reply);
+            self.encode_ready();
+            return;
+        }
         let out_of_memory = self.state().memory.over(self.state().runtime.maxmemory());
         if out_of_memory && spec.is_some_and(|s| s.name == "exec") && self.transaction.queued_denyoom() {
             // As Redis: an EXEC holding a write is refused whole past maxmemory.
@@ -400,6 +415,15 @@ impl Connection {
                 if shard == self.access.home {
                     if self.pending_since.is_some_and(|since| since.elapsed() >= REMOTE_WAIT_MAX) {
                         self.send_pending().await;
+                    }
+                    // The coordinator may hold the shard (a script or a multi-shard
+                    // command): this command runs after it, as in Redis, or is
+                    // answered BUSY once a script runs past lua-time-limit.
+                    if super::park_gate::is_parked() && !super::script::home_shard_free(&self.access.state.script_watch).await {
+                        self.transaction.flag_dirty();
+                        self.replies[slot] = Some(Frame::static_error(super::script::BUSY));
+                        self.encode_ready();
+                        return;
                     }
                     let op = ShardOp::Key(command);
                     Some(super::shards::apply_local_one(&self.access.shard, self.state(), op, self.now_ms).into_frame())
@@ -563,13 +587,7 @@ impl Connection {
             // A shutdown never waits for anything (replicas, a save), so none is ever
             // in progress to abort.
             Command::Shutdown { .. } => Frame::static_error("ERR No shutdown in progress."),
-            Command::Time => {
-                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-                Frame::Array(vec![
-                    Frame::Bulk(Bytes::from(now.as_secs().to_string())),
-                    Frame::Bulk(Bytes::from(now.subsec_micros().to_string())),
-                ])
-            }
+            Command::Time => super::time_reply(),
             Command::WaitAof { local, replicas, timeout_ms } => self.wait_aof(local, replicas, timeout_ms).await,
             Command::Keyspace(command) => {
                 let pick = self.next_random();
@@ -578,6 +596,10 @@ impl Connection {
             Command::Multi(command) => fanout::multi(&self.access, command).await,
             Command::Vector(command) => super::vector::execute(&self.access, command, self.protocol == Protocol::Resp3).await,
             Command::Transaction(command) => self.transaction(command).await,
+            Command::Script(command) => {
+                let random_pick = self.next_random();
+                super::script::execute(&self.access, command, random_pick).await
+            }
             Command::PubSub(command) => self.pubsub(command),
             Command::Blocking(command) => self.block(command).await,
             Command::Key(_) => Frame::static_error("ERR internal: key command reached the barrier path"),

@@ -1,11 +1,13 @@
 //! Multi-shard atomic commands (MSETNX, RENAME, RENAMENX and COPY across shards).
 //!
 //! One coordinator thread runs such commands one at a time. For each, it *parks* every
-//! shard involved, in shard order: a parked shard thread stops serving anything else
-//! and takes operations only from the coordinator until released. With every involved
-//! shard parked, the command's steps run with nothing interleaved, so the command is
-//! atomic on this node. Deadlock is impossible: only this one thread parks shards, and
-//! a shard thread blocks on nothing but the coordinator.
+//! shard involved, in shard order: a parked shard takes operations only from the
+//! coordinator until released. Its thread keeps running its connections' tasks, but
+//! whatever they ask of the shard waits for the release (`shard_thread::park_gate`),
+//! so a long script does not stop SCRIPT KILL or a PING from being answered. With every
+//! involved shard parked, the command's steps run with nothing interleaved, so the
+//! command is atomic on this node. Deadlock is impossible: only this one thread parks
+//! shards, and a parked shard waits on nothing but the coordinator.
 
 use std::collections::BTreeMap;
 use std::sync::mpsc as std_mpsc;
@@ -21,7 +23,7 @@ const JOBS_QUEUED_MAX: usize = 1024;
 
 /// Shards held still for one atomic command.
 pub struct Parked {
-    links: BTreeMap<usize, std_mpsc::SyncSender<ParkedWork>>,
+    links: BTreeMap<usize, mpsc::Sender<ParkedWork>>,
 }
 
 impl Parked {
@@ -31,7 +33,7 @@ impl Parked {
             return ShardReply::Frame(Frame::static_error("ERR internal: shard not parked"));
         };
         let (reply, receiver) = std_mpsc::sync_channel(1);
-        if link.send(ParkedWork::Apply { op, reply }).is_err() {
+        if link.blocking_send(ParkedWork::Apply { op, reply }).is_err() {
             return ShardReply::Frame(Frame::static_error("ERR shard unavailable (shutting down)"));
         }
         receiver.recv().unwrap_or_else(|_| ShardReply::Frame(Frame::static_error("ERR shard unavailable (shutting down)")))
@@ -78,7 +80,7 @@ fn run(router: Router, mut jobs: mpsc::Receiver<Job>) {
         let mut parked = Parked { links: BTreeMap::new() };
         let mut all_parked = true;
         for &shard in &job.shards {
-            let (link, work) = std_mpsc::sync_channel(1);
+            let (link, work) = mpsc::channel(1);
             let (ack, acked) = std_mpsc::sync_channel(1);
             if router.mailbox(shard).blocking_send(ShardMsg::Park { parked: ack, work }).is_err() || acked.recv().is_err() {
                 all_parked = false;
@@ -88,7 +90,7 @@ fn run(router: Router, mut jobs: mpsc::Receiver<Job>) {
         }
         let frame = if all_parked { (job.work)(&mut parked) } else { Frame::static_error("ERR server is shutting down") };
         for link in parked.links.values() {
-            let _ = link.send(ParkedWork::Release);
+            let _ = link.blocking_send(ParkedWork::Release);
         }
         let _ = job.reply.send(frame);
     }

@@ -19,6 +19,7 @@ pub mod loading;
 pub mod memory;
 pub mod metrics;
 pub mod notify;
+pub mod park_gate;
 pub mod peer_link;
 pub mod persistence;
 pub mod pubsub;
@@ -26,6 +27,7 @@ pub mod repl_driver;
 pub mod replication;
 pub mod restore;
 pub mod router;
+pub mod script;
 pub mod shard_thread;
 pub mod shards;
 pub mod sort;
@@ -38,9 +40,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use crate::config::{Config, RuntimeConfig};
+use crate::protocol::Frame;
 use crate::shard::{Shard, ShardConfig};
 use clients::ClientRegistry;
 use coordinator::Coordinator;
@@ -51,6 +55,12 @@ use router::{MAILBOX_MESSAGES_MAX, Router, ShardMsg};
 pub fn now_ms() -> u64 {
     let wall_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
     wall_ms.saturating_add_signed(clock_offset_ms())
+}
+
+/// TIME's reply: seconds and microseconds of the wall clock.
+pub fn time_reply() -> Frame {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    Frame::Array(vec![Frame::Bulk(Bytes::from(now.as_secs().to_string())), Frame::Bulk(Bytes::from(now.subsec_micros().to_string()))])
 }
 
 /// Most a test may shift the clock: a day either way.
@@ -126,6 +136,10 @@ pub struct ServerState {
     /// client commands are refused from then on, so none is acknowledged after the
     /// shards' deltas were drained for the last segment (it would be lost).
     pub stopping: std::sync::atomic::AtomicBool,
+    /// Lua scripts by SHA1 (EVAL, SCRIPT LOAD).
+    pub scripts: script::ScriptCache,
+    /// The running script, if any: BUSY and SCRIPT KILL read it.
+    pub script_watch: Arc<script::ScriptWatch>,
 }
 
 fn run_id() -> String {
@@ -266,6 +280,8 @@ pub fn run(config: Config) -> Result<(), String> {
         vector_definitions,
         shutdown: tokio::sync::Notify::new(),
         stopping: std::sync::atomic::AtomicBool::new(false),
+        scripts: script::ScriptCache::default(),
+        script_watch: Arc::new(script::ScriptWatch::default()),
         config,
     });
     state.memory.sample();
@@ -323,6 +339,10 @@ pub fn run(config: Config) -> Result<(), String> {
     // Before the final store drains the shards (the flag reaches each shard thread
     // ahead of the drain request, through the driver's messages).
     state.stopping.store(true, Ordering::SeqCst);
+    // A running script would hold the shards, and so the final store, forever: it is
+    // stopped, writes or not (as SHUTDOWN NOSAVE does in Redis). What it wrote before
+    // stays and is stored (docs/scripting.md).
+    state.script_watch.stop_for_shutdown();
     if let Some(replicator) = replicator {
         let _ = replicator.shutdown.send(());
         let _ = replicator.thread.join();

@@ -24,6 +24,17 @@ use mailbox::{Mailbox, Posted};
 
 pub use mailbox::Inbox;
 
+/// PUBLISH / SPUBLISH: deliver to this node's subscribers and forward to the other
+/// regions. Answers the subscribers reached on this node (those of other regions are
+/// not counted).
+pub fn publish(state: &super::ServerState, shard: bool, channel: Bytes, message: Bytes) -> Frame {
+    let received = state.pubsub.publish(shard, &channel, &message);
+    if let Some(replication) = &state.replication {
+        replication.forward_publish(shard, channel, message);
+    }
+    Frame::Integer(received as i64)
+}
+
 /// Bytes of undelivered messages a subscriber may have waiting before it is
 /// disconnected (Redis: `client-output-buffer-limit pubsub 32mb 8mb 60`, hard limit).
 pub const MAILBOX_BYTES_MAX: usize = 32 * 1024 * 1024;

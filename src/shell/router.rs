@@ -24,11 +24,13 @@ pub enum ShardMsg {
         /// Accepted while the node loaded: what it already read (see `loading`).
         handover: Option<Box<super::loading::Handover>>,
     },
-    /// Stop everything else and take operations only from `work` until released
-    /// (multi-shard atomic commands; see `coordinator`).
+    /// Touch the shard for nothing else and take operations only from `work` until
+    /// released (multi-shard atomic commands and scripts; see `coordinator`). The
+    /// thread keeps serving its connections meanwhile; what they ask of the shard waits
+    /// (`shard_thread::park_gate`).
     Park {
         parked: std_mpsc::SyncSender<()>,
-        work: std_mpsc::Receiver<ParkedWork>,
+        work: mpsc::Receiver<ParkedWork>,
     },
     /// Hand the recorded deltas to the persistence driver.
     /// The reply also says up to which position of the shard's stream it drained.

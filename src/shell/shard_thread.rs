@@ -3,6 +3,7 @@
 //! (those reach their home shard without any channel hop).
 
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,9 +13,13 @@ use tokio::task::LocalSet;
 
 use super::router::{ParkedWork, ShardMsg};
 use super::shards::{SharedShard, apply_local};
-use super::{ServerState, connection, now_ms};
+use super::{ServerState, connection, now_ms, park_gate};
 use crate::engine::kv::lazyfree::Garbage;
-use crate::shard::{Shard, ShardReply};
+use crate::shard::{Shard, ShardOp, ShardReply};
+
+/// Messages held while the shard is parked, at most (then the mailbox fills and its
+/// senders wait, as they would for a busy shard).
+const DEFERRED_MESSAGES_MAX: usize = super::router::MAILBOX_MESSAGES_MAX;
 
 /// How often active expiry runs when nothing is due (Redis's default `hz 10`).
 const EXPIRE_TICK_MS: u64 = 100;
@@ -50,7 +55,41 @@ fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerSta
     let local = LocalSet::new();
     local.block_on(&runtime, async {
         tokio::task::spawn_local(expire_loop(shard.clone(), state.clone()));
-        while let Some(msg) = mailbox.recv().await {
+        // Messages that touch the shard, held while the coordinator has it parked (in
+        // arrival order). New connections do not wait behind them: a client can still
+        // connect, and be answered BUSY or SCRIPT KILL a script, while a script runs.
+        let mut deferred: VecDeque<ShardMsg> = VecDeque::new();
+        loop {
+            let (msg, held) = if !deferred.is_empty() && !park_gate::is_parked() {
+                (deferred.pop_front().expect("not empty"), true)
+            } else if deferred.len() >= DEFERRED_MESSAGES_MAX {
+                // Full: the mailbox's own bound holds the senders back meanwhile.
+                park_gate::unparked().await;
+                continue;
+            } else {
+                let watch = &state.script_watch;
+                tokio::select! {
+                    msg = mailbox.recv() => match msg {
+                        Some(msg) => (msg, false),
+                        None => break,
+                    },
+                    _ = park_gate::unparked(), if !deferred.is_empty() => continue,
+                    _ = watch.until_busy(), if !deferred.is_empty() && !watch.busy() => {
+                        refuse_while_busy(&mut deferred);
+                        continue;
+                    }
+                }
+            };
+            // A message just taken from the held ones runs now (the shard is free); a new
+            // one that touches the shard waits behind the held ones, in order.
+            let touches_shard = !matches!(msg, ShardMsg::Connection { .. });
+            if touches_shard && !held && (park_gate::is_parked() || !deferred.is_empty()) {
+                deferred.push_back(msg);
+                if state.script_watch.busy() {
+                    refuse_while_busy(&mut deferred);
+                }
+                continue;
+            }
             match msg {
                 ShardMsg::Batch { ops, reply } => {
                     let _ = reply.send(apply_local(&shard, &state, ops));
@@ -58,7 +97,10 @@ fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerSta
                 ShardMsg::Connection { stream, peer, handover } => {
                     tokio::task::spawn_local(connection::serve(stream, peer, handover, home, shard.clone(), state.clone()));
                 }
-                ShardMsg::Park { parked, work } => serve_parked(&shard, &state, parked, work),
+                ShardMsg::Park { parked, work } => {
+                    park_gate::park();
+                    tokio::task::spawn_local(serve_parked(shard.clone(), state.clone(), parked, work));
+                }
                 ShardMsg::DrainDeltas { reply } => {
                     let mut shard = shard.borrow_mut();
                     let deltas = shard.drain_deltas();
@@ -72,25 +114,60 @@ fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerSta
     drop(local);
 }
 
-/// Serve only the coordinator until it releases this shard. Blocks the thread on
-/// purpose: nothing else may touch the shard meanwhile.
-fn serve_parked(
-    shard: &SharedShard,
-    state: &ServerState,
+/// A script runs past its time limit: the clients' operations held for the shard are
+/// answered BUSY (they have not run and will not), as Redis answers what it reads then.
+/// The node's own work (merges from peers, drains, checkpoints) keeps waiting.
+fn refuse_while_busy(deferred: &mut VecDeque<ShardMsg>) {
+    let held = std::mem::take(deferred);
+    for msg in held {
+        match msg {
+            ShardMsg::Batch { ops, reply } if ops.iter().all(is_client_op) => {
+                let busy = || ShardReply::Frame(crate::protocol::Frame::static_error(super::script::BUSY));
+                let _ = reply.send(ops.iter().map(|_| busy()).collect());
+            }
+            other => deferred.push_back(other),
+        }
+    }
+}
+
+/// Whether an operation is a client's command (or part of one), as opposed to the
+/// node's own work: replication, persistence, anti-entropy, statistics.
+fn is_client_op(op: &ShardOp) -> bool {
+    !matches!(
+        op,
+        ShardOp::Stats
+            | ShardOp::ResetStats
+            | ShardOp::ExportChunk { .. }
+            | ShardOp::DeltaMark
+            | ShardOp::MergeRemote(_)
+            | ShardOp::ForgetStable(_)
+            | ShardOp::DrainOutbox { .. }
+            | ShardOp::MerkleLeaves
+            | ShardOp::ExportLeaves(_)
+    )
+}
+
+/// Serve only the coordinator until it releases this shard (the gate is already
+/// shut: every other task of this thread waits before touching the shard).
+async fn serve_parked(
+    shard: SharedShard,
+    state: Arc<ServerState>,
     parked: std::sync::mpsc::SyncSender<()>,
-    work: std::sync::mpsc::Receiver<ParkedWork>,
+    mut work: mpsc::Receiver<ParkedWork>,
 ) {
-    if parked.send(()).is_err() {
-        return;
+    debug_assert!(park_gate::is_parked());
+    if parked.send(()).is_ok() {
+        while let Some(ParkedWork::Apply { op, reply }) = work.recv().await {
+            let mut replies = apply_local(&shard, &state, vec![op]);
+            let _ = reply.send(replies.pop().unwrap_or(ShardReply::Count(0)));
+        }
     }
-    while let Ok(ParkedWork::Apply { op, reply }) = work.recv() {
-        let mut replies = apply_local(shard, state, vec![op]);
-        let _ = reply.send(replies.pop().unwrap_or(ShardReply::Count(0)));
-    }
+    park_gate::release();
 }
 
 async fn expire_loop(shard: SharedShard, state: Arc<ServerState>) {
     loop {
+        park_gate::unparked().await;
         let more_due = {
             let mut shard = shard.borrow_mut();
             let now = now_ms();

@@ -213,6 +213,9 @@ impl Shards for ShardAccess {
 
     async fn run(&self, shard: usize, ops: Vec<ShardOp>) -> Vec<ShardReply> {
         if shard == self.home {
+            if !super::script::home_shard_free(&self.state.script_watch).await {
+                return ops.iter().map(|_| ShardReply::Frame(Frame::static_error(super::script::BUSY))).collect();
+            }
             return apply_local(&self.shard, &self.state, ops);
         }
         let expected = ops.len();
@@ -236,6 +239,11 @@ impl Shards for ShardAccess {
             }
         }
         let mut replies: Vec<Option<ShardReply>> = (0..receivers.len()).map(|_| None).collect();
+        if !local.is_empty() && !super::script::home_shard_free(&self.state.script_watch).await {
+            for (i, _) in local.drain(..) {
+                replies[i] = Some(ShardReply::Frame(Frame::static_error(super::script::BUSY)));
+            }
+        }
         for (i, op) in local {
             replies[i] = apply_local(&self.shard, &self.state, vec![op]).pop();
         }

@@ -24,6 +24,7 @@ use super::ServerState;
 use super::fanout;
 use super::shards::{ParkedShards, Shards};
 use crate::command::blocking::empty_in_transaction;
+use crate::command::script::ScriptCommand;
 use crate::command::{Command, errors, parse_command_at, table};
 use crate::protocol::Frame;
 use crate::shard::{ShardOp, ShardReply};
@@ -97,6 +98,14 @@ impl TransactionState {
     /// Whether a queued command may grow the data (EXEC is refused past maxmemory then).
     pub fn queued_denyoom(&self) -> bool {
         self.queued.as_ref().is_some_and(|q| q.iter().any(|(index, _)| index.is_some_and(|i| table::COMMANDS[i].is_denyoom())))
+    }
+
+    /// A command was refused before it could be queued (BUSY): EXEC will abort, as
+    /// Redis's `flagTransaction`. Nothing happens outside MULTI.
+    pub fn flag_dirty(&mut self) {
+        if self.in_multi() {
+            self.dirty = true;
+        }
     }
 
     pub fn multi(&mut self) -> Frame {
@@ -183,7 +192,13 @@ pub fn parse_steps(queued: Vec<Queued>) -> Vec<Step> {
         .into_iter()
         .map(|(index, args)| match parse_command_at(index, args) {
             Err(error) => Step::Failed(error),
-            Ok(command @ (Command::Key(_) | Command::Multi(_) | Command::Keyspace(_) | Command::Blocking(_))) => Step::Data(command),
+            Ok(
+                command @ (Command::Key(_)
+                | Command::Multi(_)
+                | Command::Keyspace(_)
+                | Command::Blocking(_)
+                | Command::Script(ScriptCommand::Run(_))),
+            ) => Step::Data(command),
             Ok(command) => Step::Connection(command),
         })
         .collect()
@@ -281,20 +296,23 @@ fn run_parked(shards: &ParkedShards<'_>, data: Vec<Command>, watched: Vec<(Bytes
             None => return Frame::static_error("ERR internal: a parked shard did not answer at once"),
         }
     }
-    let mut replies = Vec::with_capacity(data.len());
-    for command in data {
-        let reply = match command {
-            Command::Key(cmd) => Some(shards.apply(shards.shard_of(cmd.key()), ShardOp::Key(cmd)).into_frame()),
-            Command::Multi(cmd) => fanout::multi(shards, cmd).now_or_never(),
-            Command::Keyspace(cmd) => fanout::keyspace(shards, cmd, random_pick).now_or_never(),
-            // Inside a transaction a blocking pop does not block (as Redis): it answers
-            // what it finds, or its timeout reply.
-            Command::Blocking(cmd) => {
-                super::blocking::try_once(shards, &cmd).now_or_never().map(|found| found.unwrap_or_else(|| empty_in_transaction(cmd.name)))
-            }
-            _ => Some(Frame::static_error("ERR internal: not a data command")),
-        };
-        replies.push(reply.unwrap_or_else(|| Frame::static_error("ERR internal: a parked shard did not answer at once")));
-    }
-    Frame::Array(replies)
+    Frame::Array(data.into_iter().map(|command| run_data_command(shards, command, random_pick)).collect())
+}
+
+/// One data command (key, multi-key, keyspace or blocking) on parked shards, where it
+/// finishes at once: a transaction's step or a script's `redis.call`. A blocking pop
+/// does not block here (as Redis): it answers what it finds, or its timeout reply.
+pub fn run_data_command(shards: &ParkedShards<'_>, command: Command, random_pick: u64) -> Frame {
+    let reply = match command {
+        Command::Key(cmd) => Some(shards.apply(shards.shard_of(cmd.key()), ShardOp::Key(cmd)).into_frame()),
+        Command::Multi(cmd) => fanout::multi(shards, cmd).now_or_never(),
+        Command::Keyspace(cmd) => fanout::keyspace(shards, cmd, random_pick).now_or_never(),
+        Command::Blocking(cmd) => {
+            super::blocking::try_once(shards, &cmd).now_or_never().map(|found| found.unwrap_or_else(|| empty_in_transaction(cmd.name)))
+        }
+        // A script in a transaction runs in its place, on the shards already parked.
+        Command::Script(ScriptCommand::Run(run)) => Some(super::script::run_parked(shards, run, random_pick)),
+        _ => Some(Frame::static_error("ERR internal: not a data command")),
+    };
+    reply.unwrap_or_else(|| Frame::static_error("ERR internal: a parked shard did not answer at once"))
 }

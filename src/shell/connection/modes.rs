@@ -95,12 +95,7 @@ impl Connection {
                 reply
             }
             PubSubCommand::Publish { shard, channel, message } => {
-                let received = broker.publish(shard, &channel, &message);
-                if let Some(replication) = &self.access.state.replication {
-                    replication.forward_publish(shard, channel, message);
-                }
-                // Subscribers on this node (those of other regions are not counted).
-                Frame::Integer(received as i64)
+                super::super::pubsub::publish(&self.access.state, shard, channel, message)
             }
             PubSubCommand::Channels { shard, pattern } => {
                 Frame::Array(broker.channels(shard, pattern.as_deref()).into_iter().map(Frame::Bulk).collect())
