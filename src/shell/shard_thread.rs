@@ -3,7 +3,6 @@
 //! (those reach their home shard without any channel hop).
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +18,7 @@ use crate::shard::{Shard, ShardOp, ShardReply};
 
 /// Messages held while the shard is parked, at most (then the mailbox fills and its
 /// senders wait, as they would for a busy shard).
-const DEFERRED_MESSAGES_MAX: usize = super::router::MAILBOX_MESSAGES_MAX;
+const HELD_MESSAGES_MAX: usize = super::router::MAILBOX_MESSAGES_MAX;
 
 /// How often active expiry runs when nothing is due (Redis's default `hz 10`).
 const EXPIRE_TICK_MS: u64 = 100;
@@ -58,38 +57,45 @@ fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerSta
         // Messages that touch the shard, held while the coordinator has it parked (in
         // arrival order). New connections do not wait behind them: a client can still
         // connect, and be answered BUSY or SCRIPT KILL a script, while a script runs.
-        let mut deferred: VecDeque<ShardMsg> = VecDeque::new();
+        let mut held: park_gate::Held<ShardMsg> = park_gate::Held::new(HELD_MESSAGES_MAX);
         loop {
-            let (msg, held) = if !deferred.is_empty() && !park_gate::is_parked() {
-                (deferred.pop_front().expect("not empty"), true)
-            } else if deferred.len() >= DEFERRED_MESSAGES_MAX {
+            let msg = if let Some(msg) = held.take_ready(park_gate::is_parked()) {
+                msg
+            } else if held.is_full() {
                 // Full: the mailbox's own bound holds the senders back meanwhile.
-                park_gate::unparked().await;
+                let watch = &state.script_watch;
+                tokio::select! {
+                    _ = park_gate::unparked() => {}
+                    _ = watch.until_busy(), if !watch.busy() => {}
+                }
+                if watch.busy() {
+                    refuse_while_busy(&mut held);
+                }
                 continue;
             } else {
                 let watch = &state.script_watch;
-                tokio::select! {
+                let msg = tokio::select! {
                     msg = mailbox.recv() => match msg {
-                        Some(msg) => (msg, false),
+                        Some(msg) => msg,
                         None => break,
                     },
-                    _ = park_gate::unparked(), if !deferred.is_empty() => continue,
-                    _ = watch.until_busy(), if !deferred.is_empty() && !watch.busy() => {
-                        refuse_while_busy(&mut deferred);
+                    _ = park_gate::unparked(), if !held.is_empty() => continue,
+                    _ = watch.until_busy(), if !held.is_empty() && !watch.busy() => {
+                        refuse_while_busy(&mut held);
+                        continue;
+                    }
+                };
+                let touches_shard = !matches!(msg, ShardMsg::Connection { .. });
+                match held.admit(msg, touches_shard, park_gate::is_parked()) {
+                    park_gate::Admit::Run(msg) => msg,
+                    park_gate::Admit::Held => {
+                        if watch.busy() {
+                            refuse_while_busy(&mut held);
+                        }
                         continue;
                     }
                 }
             };
-            // A message just taken from the held ones runs now (the shard is free); a new
-            // one that touches the shard waits behind the held ones, in order.
-            let touches_shard = !matches!(msg, ShardMsg::Connection { .. });
-            if touches_shard && !held && (park_gate::is_parked() || !deferred.is_empty()) {
-                deferred.push_back(msg);
-                if state.script_watch.busy() {
-                    refuse_while_busy(&mut deferred);
-                }
-                continue;
-            }
             match msg {
                 ShardMsg::Batch { ops, reply } => {
                     let _ = reply.send(apply_local(&shard, &state, ops));
@@ -117,17 +123,15 @@ fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerSta
 /// A script runs past its time limit: the clients' operations held for the shard are
 /// answered BUSY (they have not run and will not), as Redis answers what it reads then.
 /// The node's own work (merges from peers, drains, checkpoints) keeps waiting.
-fn refuse_while_busy(deferred: &mut VecDeque<ShardMsg>) {
-    let held = std::mem::take(deferred);
-    for msg in held {
-        match msg {
-            ShardMsg::Batch { ops, reply } if ops.iter().all(is_client_op) => {
-                let busy = || ShardReply::Frame(crate::protocol::Frame::static_error(super::script::BUSY));
-                let _ = reply.send(ops.iter().map(|_| busy()).collect());
-            }
-            other => deferred.push_back(other),
+fn refuse_while_busy(held: &mut park_gate::Held<ShardMsg>) {
+    held.sift(|msg| match msg {
+        ShardMsg::Batch { ops, reply } if ops.iter().all(is_client_op) => {
+            let busy = || ShardReply::Frame(crate::protocol::Frame::static_error(super::script::BUSY));
+            let _ = reply.send(ops.iter().map(|_| busy()).collect());
+            None
         }
-    }
+        other => Some(other),
+    });
 }
 
 /// Whether an operation is a client's command (or part of one), as opposed to the
