@@ -149,3 +149,41 @@ fn a_scripts_writes_reach_another_region() {
     let missing = redis::cmd("EVALSHA").arg(&sha).arg(2).arg("doc").arg("hits").query::<String>(&mut there).expect_err("NOSCRIPT");
     assert!(error_text(&missing).starts_with("NOSCRIPT"), "{missing}");
 }
+
+/// redis-py's script helpers: `register_script` (EVALSHA, then EVAL on NOSCRIPT) and
+/// `Lock`, whose release and extend are scripts (a release by a client that does not
+/// hold the lock must fail). redis-py comes with the `falkordb` client CI installs.
+#[test]
+fn redis_py_registered_scripts_and_locks_work() {
+    let has_redis_py = std::process::Command::new("python3").args(["-c", "import redis"]).status().is_ok_and(|s| s.success());
+    if !has_redis_py {
+        assert!(std::env::var_os("CI").is_none(), "redis-py is required in CI (pip install redis)");
+        eprintln!("skipped: python3 with redis-py not found");
+        return;
+    }
+    let server = start_meridian(&["--shards", &SHARDS.to_string(), "--persistence", "off"]);
+    let program = r#"
+import sys, redis
+r = redis.Redis(port=int(sys.argv[1]))
+add = r.register_script("return redis.call('INCRBY', KEYS[1], ARGV[1])")
+assert add(keys=['c'], args=[3]) == 3
+assert add(keys=['c'], args=[4]) == 7
+mine = r.lock('resource', timeout=10)
+assert mine.acquire(blocking=False)
+assert not r.lock('resource', timeout=10).acquire(blocking=False), 'held by another'
+mine.extend(5)
+mine.release()
+assert r.exists('resource') == 0
+theirs = r.lock('resource', timeout=10)
+assert theirs.acquire(blocking=False)
+try:
+    mine.release()
+    raise SystemExit('a release by a client that does not hold the lock succeeded')
+except redis.exceptions.LockError:
+    pass
+print('ok')
+"#;
+    let out = std::process::Command::new("python3").args(["-c", program, &server.port.to_string()]).output().expect("run python3");
+    assert!(out.status.success(), "redis-py: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+}

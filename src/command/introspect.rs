@@ -80,6 +80,19 @@ pub fn getkeys(args: &[Bytes]) -> Frame {
             _ => Frame::static_error("ERR Invalid arguments specified for command"),
         };
     }
+    if matches!(spec.name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro") && spec.arity_ok(args.len()) {
+        // `numkeys key [key ...]` from argument 2; a bad count names no key, and these
+        // commands need none (Redis's `no_mandatory_keys`): an empty array.
+        return match crate::command::numbers::parse_i64(&args[2]) {
+            Some(n) if n > 0 && n as u64 <= (args.len() - 3) as u64 => {
+                Frame::Array(args[3..3 + n as usize].iter().cloned().map(Frame::Bulk).collect())
+            }
+            _ => Frame::Array(Vec::new()),
+        };
+    }
+    if matches!(spec.name, "sort" | "sort_ro") && spec.arity_ok(args.len()) {
+        return Frame::Array(sort_keys(args).into_iter().map(|i| Frame::Bulk(args[i].clone())).collect());
+    }
     if spec.first_key <= 0 {
         return Frame::static_error("ERR The command has no key arguments");
     }
@@ -88,6 +101,27 @@ pub fn getkeys(args: &[Bytes]) -> Frame {
     }
     let positions = table::key_positions(spec, args.len());
     Frame::Array(positions.into_iter().map(|i| Frame::Bulk(args[i].clone())).collect())
+}
+
+/// SORT's keys as Redis's `sortGetKeys` finds them: the sorted key, and the last
+/// `STORE` destination (skipping `LIMIT`'s two arguments and `GET`'s and `BY`'s one).
+fn sort_keys(args: &[Bytes]) -> Vec<usize> {
+    let mut keys = vec![1];
+    let mut store = None;
+    let mut i = 2;
+    while i < args.len() {
+        let word = &args[i];
+        if word.eq_ignore_ascii_case(b"limit") {
+            i += 2;
+        } else if word.eq_ignore_ascii_case(b"get") || word.eq_ignore_ascii_case(b"by") {
+            i += 1;
+        } else if word.eq_ignore_ascii_case(b"store") && i + 1 < args.len() {
+            store = Some(i + 1);
+        }
+        i += 1;
+    }
+    keys.extend(store);
+    keys
 }
 
 pub fn help() -> Frame {

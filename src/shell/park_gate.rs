@@ -109,7 +109,7 @@ impl<T> Held<T> {
     /// Take every held message for `decide`, which hands back those to keep holding.
     pub fn sift(&mut self, mut decide: impl FnMut(T) -> Option<T>) {
         let held = std::mem::take(&mut self.queue);
-        self.queue.extend(held.into_iter().filter_map(|m| decide(m)));
+        self.queue.extend(held.into_iter().filter_map(&mut decide));
     }
 }
 
@@ -130,7 +130,7 @@ mod tests {
                 let steps: Vec<u32> = (0..length).map(|i| code / 4u32.pow(i) % 4).collect();
                 let mut held = Held::new(64);
                 let (mut parked, mut next, mut ran) = (false, 0u32, Vec::new());
-                let mut run_ready = |held: &mut Held<u32>, parked: bool, ran: &mut Vec<u32>| {
+                let run_ready = |held: &mut Held<u32>, parked: bool, ran: &mut Vec<u32>| {
                     let mut rounds = 0;
                     while let Some(m) = held.take_ready(parked) {
                         assert!(!parked);
