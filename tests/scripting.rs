@@ -7,9 +7,7 @@
 
 mod common;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::cluster::Cluster;
 use common::{connect, error_text, eventually, keys_spread_over_shards, start_meridian};
@@ -37,40 +35,19 @@ fn redis_rs_script_loads_by_sha_and_falls_back_to_eval() {
 fn a_script_across_shards_is_never_seen_half_done() {
     let server = start_meridian(&["--shards", &SHARDS.to_string(), "--persistence", "off"]);
     let keys = keys_spread_over_shards("lua", 4, SHARDS);
-    let incr_all = "for _, k in ipairs(KEYS) do redis.call('INCR', k) end return #KEYS";
-    let stop = Arc::new(AtomicBool::new(false));
-    let writers: Vec<_> = (0..2)
-        .map(|_| {
-            let mut con = connect(&server);
-            let keys = keys.clone();
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                let mut done = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    let n: i64 = redis::cmd("EVAL").arg(incr_all).arg(keys.len()).arg(&keys).query(&mut con).expect("EVAL");
-                    assert_eq!(n, keys.len() as i64);
-                    done += 1;
-                }
-                done
-            })
-        })
-        .collect();
-    // Another client reads every key in one script and with MGET (per-shard parts, not
-    // atomic as a whole): the script's view must always be level.
-    let read_all = "return redis.call('MGET', unpack(KEYS))";
-    let mut reader = connect(&server);
-    let deadline = Instant::now() + Duration::from_secs(3);
-    let mut reads = 0;
-    while Instant::now() < deadline {
-        let values: Vec<Option<i64>> = redis::cmd("EVAL").arg(read_all).arg(keys.len()).arg(&keys).query(&mut reader).expect("EVAL");
-        assert!(values.windows(2).all(|w| w[0] == w[1]), "a script saw half of another: {values:?}");
-        reads += 1;
-    }
-    stop.store(true, Ordering::Relaxed);
-    let written: u64 = writers.into_iter().map(|w| w.join().expect("writer")).sum();
-    let total: i64 = redis::cmd("GET").arg(&keys[0]).query(&mut reader).expect("GET");
-    assert_eq!(total as u64, written, "every script incremented every key once");
-    assert!(reads > 10 && written > 10, "the test ran: {reads} reads, {written} scripts");
+    // The reader reads every key in one script (MGET alone is per-shard parts, not atomic
+    // as a whole).
+    common::assert_never_seen_half_done(
+        &server,
+        &keys,
+        "script",
+        |con, keys| {
+            let incr_all = "for _, k in ipairs(KEYS) do redis.call('INCR', k) end return #KEYS";
+            let n: i64 = redis::cmd("EVAL").arg(incr_all).arg(keys.len()).arg(keys).query(con).expect("EVAL");
+            assert_eq!(n, keys.len() as i64);
+        },
+        |con, keys| redis::cmd("EVAL").arg("return redis.call('MGET', unpack(KEYS))").arg(keys.len()).arg(keys).query(con).expect("EVAL"),
+    );
 }
 
 #[test]
@@ -186,4 +163,18 @@ print('ok')
     let out = std::process::Command::new("python3").args(["-c", program, &server.port.to_string()]).output().expect("run python3");
     assert!(out.status.success(), "redis-py: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+}
+
+/// The interpreter's memory is bounded (1 GiB): a script that grows a table without end
+/// fails with Lua's out-of-memory error instead of taking the node down, and the next
+/// script runs as usual.
+#[test]
+fn a_script_that_eats_memory_fails_and_the_next_one_runs() {
+    let server = start_meridian(&["--persistence", "off"]);
+    let mut con = connect(&server);
+    let hog = "local t = {} local i = 0 while true do i = i + 1 t[i] = string.rep('x', 1048576) .. i end";
+    let failed = redis::cmd("EVAL").arg(hog).arg(0).query::<()>(&mut con).expect_err("out of memory");
+    assert!(error_text(&failed).contains("not enough memory"), "{failed}");
+    let after: i64 = redis::cmd("EVAL").arg("return 1 + 1").arg(0).query(&mut con).expect("the interpreter still works");
+    assert_eq!(after, 2);
 }

@@ -354,18 +354,7 @@ impl Connection {
         self.replies.push(None);
         let spec = index.map(|i| &table::COMMANDS[i]);
         if self.state().script_watch.busy() && !super::script::allowed_while_busy(index, &args) {
-            // As Redis: past lua-time-limit only SCRIPT KILL, SHUTDOWN and the commands
-            // that steer a connection or a transaction run; the rest is refused, which
-            // also makes a transaction abort (EXEC itself discards it).
-            let reply = if spec.is_some_and(|s| s.name == "exec") && self.transaction.in_multi() {
-                self.transaction.discard();
-                Frame::error(format!("EXECABORT Transaction discarded because of: {}", super::script::BUSY))
-            } else {
-                self.transaction.flag_dirty();
-                Frame::static_error(super::script::BUSY)
-            };
-            self.replies[slot] = Some(reply);
-            self.encode_ready();
+            self.answer_busy(slot, spec.is_some_and(|s| s.name == "exec"));
             return;
         }
         let out_of_memory = self.state().memory.over(self.state().runtime.maxmemory());
@@ -420,9 +409,7 @@ impl Connection {
                     // command): this command runs after it, as in Redis, or is
                     // answered BUSY once a script runs past lua-time-limit.
                     if super::park_gate::is_parked() && !super::script::home_shard_free(&self.access.state.script_watch).await {
-                        self.transaction.flag_dirty();
-                        self.replies[slot] = Some(Frame::static_error(super::script::BUSY));
-                        self.encode_ready();
+                        self.answer_busy(slot, false);
                         return;
                     }
                     let op = ShardOp::Key(command);

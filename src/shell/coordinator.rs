@@ -1,9 +1,10 @@
-//! Multi-shard atomic commands (MSETNX, RENAME, RENAMENX and COPY across shards).
+//! Multi-shard atomic commands (MSETNX, RENAME, RENAMENX and COPY across shards,
+//! transactions over several shards, SORT, Lua scripts).
 //!
 //! One coordinator thread runs such commands one at a time. For each, it *parks* every
 //! shard involved, in shard order: a parked shard takes operations only from the
 //! coordinator until released. Its thread keeps running its connections' tasks, but
-//! whatever they ask of the shard waits for the release (`shard_thread::park_gate`),
+//! whatever they ask of the shard waits for the release (`shell::park_gate`),
 //! so a long script does not stop SCRIPT KILL or a PING from being answered. With every
 //! involved shard parked, the command's steps run with nothing interleaved, so the
 //! command is atomic on this node. Deadlock is impossible: only this one thread parks

@@ -27,7 +27,7 @@ pub enum ShardMsg {
     /// Touch the shard for nothing else and take operations only from `work` until
     /// released (multi-shard atomic commands and scripts; see `coordinator`). The
     /// thread keeps serving its connections meanwhile; what they ask of the shard waits
-    /// (`shard_thread::park_gate`).
+    /// (`shell::park_gate`).
     Park {
         parked: std_mpsc::SyncSender<()>,
         work: mpsc::Receiver<ParkedWork>,

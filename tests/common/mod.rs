@@ -514,3 +514,48 @@ pub fn start_module_server(name: &str, server: &std::path::Path, module: &std::p
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Atomicity across shards, as a client sees it: two writers each run `increment_all`
+/// (every key of `keys` incremented in one atomic step: a transaction, a script) again
+/// and again for three seconds while a reader runs `read_all` (every key read in one
+/// atomic step). Every read must see the keys level, and the first key must end at the
+/// number of steps the writers made. `what` names the step in failure messages.
+pub fn assert_never_seen_half_done(
+    server: &ServerGuard,
+    keys: &[String],
+    what: &str,
+    increment_all: fn(&mut redis::Connection, &[String]),
+    read_all: fn(&mut redis::Connection, &[String]) -> Vec<Option<i64>>,
+) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..2)
+        .map(|_| {
+            let mut con = connect(server);
+            let keys = keys.to_vec();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut done = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    increment_all(&mut con, &keys);
+                    done += 1;
+                }
+                done
+            })
+        })
+        .collect();
+    let mut reader = connect(server);
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut reads = 0;
+    while Instant::now() < deadline {
+        let values = read_all(&mut reader, keys);
+        assert!(values.windows(2).all(|w| w[0] == w[1]), "a {what} saw half of another: {values:?}");
+        reads += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let written: u64 = writers.into_iter().map(|w| w.join().expect("writer")).sum();
+    let total: i64 = redis::cmd("GET").arg(&keys[0]).query(&mut reader).expect("GET");
+    assert_eq!(total as u64, written, "every {what} incremented every key once");
+    assert!(reads > 10 && written > 10, "the test ran: {reads} reads, {written} writes");
+}

@@ -1,5 +1,6 @@
 //! A connection's modes: MULTI's queue and EXEC, Pub/Sub subscriptions and message
-//! delivery, and CLIENT REPLY's silencing. Part of [`super::Connection`].
+//! delivery, CLIENT REPLY's silencing, and the BUSY answer while a script runs past
+//! its time limit. Part of [`super::Connection`].
 
 use super::{Connection, Skip};
 
@@ -11,6 +12,22 @@ use crate::shell::pubsub::Inbox;
 use crate::shell::transaction::{self, Slot};
 
 impl Connection {
+    /// A script runs past lua-time-limit: answer `slot` BUSY, as Redis does for every
+    /// command but SCRIPT KILL, SHUTDOWN and those steering a connection or a
+    /// transaction. The command has not run. A refused command makes the transaction
+    /// abort; a refused EXEC discards it (`EXECABORT ... because of: BUSY ...`).
+    pub(super) fn answer_busy(&mut self, slot: usize, exec: bool) {
+        let reply = if exec && self.transaction.in_multi() {
+            self.transaction.discard();
+            Frame::error(format!("EXECABORT Transaction discarded because of: {}", crate::shell::script::BUSY))
+        } else {
+            self.transaction.flag_dirty();
+            Frame::static_error(crate::shell::script::BUSY)
+        };
+        self.replies[slot] = Some(reply);
+        self.encode_ready();
+    }
+
     /// BLPOP and the other blocking pops: try at once; if every key is empty, wait for a
     /// write to one of them (here or merged from a peer), the timeout, CLIENT KILL or the
     /// client closing, trying again at every wake-up. Pipelined commands that arrive

@@ -40,6 +40,10 @@ pub struct Invocation<'a> {
 /// How often (in Lua instructions) a running script checks the time and SCRIPT KILL.
 /// Redis checks every 100,000; a check costs a clock read.
 const HOOK_EVERY_INSTRUCTIONS: u32 = 100_000;
+/// Bytes the interpreter may allocate, scripts' tables and strings included: past it an
+/// allocation fails and the script ends with Lua's `not enough memory` error (Redis
+/// has no such bound; one script building an endless table would take the node down).
+const LUA_MEMORY_MAX: usize = 1 << 30;
 /// Compiled scripts an interpreter keeps at most before it starts afresh (the script
 /// cache itself is bounded in `script::cache`; this bounds the interpreter's copies).
 const COMPILED_MAX: usize = 10_000;
@@ -206,6 +210,7 @@ impl ScriptVm {
         // SAFETY: the debug library is taken out of the globals before any user
         // script runs (PRELUDE's removal list), so no script can use it.
         let lua = unsafe { Lua::unsafe_new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG, LuaOptions::default()) };
+        lua.set_memory_limit(LUA_MEMORY_MAX)?;
         let sha1hex = lua.create_function(|lua, text: mlua::LuaString| lua.create_string(sha1_hex(&text.as_bytes())))?;
         lua.globals().raw_set("__meridian_sha1hex", sha1hex)?;
         // SAFETY: `redis_call` keeps to the Lua C API's rules (see its comment).
@@ -319,8 +324,11 @@ fn dispatch(lua: &Lua, words: MultiValue, caller: &mut dyn Caller) -> mlua::Resu
 /// The reply to a script that ended in an error: Redis 7.0's form, `<error> script:
 /// <sha>, on @user_script:<line>.`
 fn error_reply(value: &Value, sha: &str) -> Frame {
-    let Value::Table(table) = value else {
-        return Frame::static_error("ERR script failed with an unreadable error");
+    let table = match value {
+        Value::Table(table) => table,
+        // Lua 5.1 calls no error handler for a memory error: its message comes bare.
+        Value::String(text) => return Frame::error(format!("ERR {} script: {sha}", String::from_utf8_lossy(&text.as_bytes()))),
+        _ => return Frame::static_error("ERR script failed with an unreadable error"),
     };
     let text = match table.raw_get::<Value>("err") {
         Ok(Value::String(s)) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
