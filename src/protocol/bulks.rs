@@ -9,8 +9,8 @@
 //! the per-element encoding).
 //!
 //! This module owns the encoded body's format; it must never know what a command means.
-//! Whoever reads a reply's elements (SORT, transactions, tests) goes through
-//! [`EncodedBulks::iter`] or [`super::Frame::expanded`], never through the raw bytes.
+//! Whoever reads a reply's elements (SORT, scripts, tests) goes through
+//! [`EncodedBulks::iter`], never through the raw bytes.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -89,14 +89,6 @@ impl EncodedBulksBuilder {
     /// integer-encoded list element).
     pub fn push_integer(&mut self, value: i64) {
         self.push(itoa::Buffer::new().format(value).as_bytes());
-    }
-
-    pub fn len(&self) -> usize {
-        self.count
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.count == 0
     }
 
     pub fn finish(self) -> EncodedBulks {

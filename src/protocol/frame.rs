@@ -76,15 +76,6 @@ impl Frame {
     pub fn is_error(&self) -> bool {
         matches!(self, Frame::Error(_))
     }
-
-    /// The same reply with an [`EncodedBulks`] turned into an `Array` of `Bulk`s, for
-    /// code that reads a reply's elements.
-    pub fn expanded(self) -> Frame {
-        match self {
-            Frame::Bulks(bulks) => Frame::Array(bulks.iter().map(Frame::Bulk).collect()),
-            other => other,
-        }
-    }
 }
 
 impl PartialEq for Frame {
