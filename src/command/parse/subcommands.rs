@@ -1,5 +1,5 @@
 //! The connection and server commands whose first argument is a subcommand (HELLO,
-//! CLIENT, COMMAND, FUNCTION, CONFIG, PUBSUB), with Redis's arity and
+//! CLIENT, COMMAND, FUNCTION, CONFIG, PUBSUB, MEMORY, OBJECT), with Redis's arity and
 //! unknown-subcommand errors. Part of the parser (`super`).
 
 use super::*;
@@ -185,3 +185,48 @@ pub(super) fn parse_pubsub(a: &mut [Bytes]) -> Parsed {
     };
     Ok(Command::PubSub(command))
 }
+
+pub(super) fn parse_memory(a: &mut [Bytes]) -> Parsed {
+    if !eq(&a[1], "usage") {
+        return Err(errors::unknown_subcommand(&a[1], "MEMORY"));
+    }
+    match a.len() {
+        3 => {}
+        5 if eq(&a[3], "samples") => {
+            int(&a[4])?;
+        }
+        n if n < 3 => return Err(wrong_arity("memory|usage")),
+        _ => return Err(errors::error(errors::SYNTAX)),
+    }
+    Ok(Command::Key(KeyCommand::MemoryUsage(take(a, 2))))
+}
+
+pub(super) fn parse_object(a: &mut [Bytes]) -> Parsed {
+    let sub = &a[1];
+    let (field, name) = if eq(sub, "encoding") {
+        (ObjectField::Encoding, "object|encoding")
+    } else if eq(sub, "refcount") {
+        (ObjectField::Refcount, "object|refcount")
+    } else if eq(sub, "help") && a.len() == 2 {
+        return Ok(Command::Help(OBJECT_HELP));
+    } else {
+        // IDLETIME and FREQ need per-access bookkeeping Meridian does not keep.
+        return Err(errors::unknown_subcommand(sub, "OBJECT"));
+    };
+    if a.len() != 3 {
+        return Err(wrong_arity(name));
+    }
+    Ok(Command::Key(KeyCommand::Object { key: take(a, 2), field }))
+}
+
+const OBJECT_HELP: &[&str] = &[
+    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "ENCODING <key>",
+    "    Return the kind of internal representation used in order to store the value",
+    "    associated with a <key>.",
+    "REFCOUNT <key>",
+    "    Return the number of references of the value associated with the specified",
+    "    <key>.",
+    "HELP",
+    "    Prints this help.",
+];
