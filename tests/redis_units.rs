@@ -17,7 +17,10 @@
 //! reading its reply, PUBLISH on another, expecting the unsubscribe to have happened.
 //! Redis's one thread runs the two in the order they arrived; with connections on
 //! several shard threads they race (documented in docs/semantics.md, "Order between
-//! connections"), and CI once saw the PUBLISH run first.
+//! connections"), and CI once saw the PUBLISH run first. `unit/type/stream-cgroups` too:
+//! its "Blocking XREAD: key type changed with SET" sends `XREAD BLOCK 0 ... $` and at
+//! once, on another connection, SET, DEL and XADD on the key; where those run before
+//! the XREAD, `$` is resolved after the XADD and the XREAD waits forever.
 
 mod common;
 
@@ -35,11 +38,18 @@ const UNITS: &[(&str, usize, usize, &str)] = &[
     ("unit/type/string", 75, 0, ""),
     ("unit/type/incr", 23, 0, ""),
     ("unit/expire", 58, 0, ""),
-    ("unit/keyspace", 35, 0, "stops at XADD (no streams)"),
+    ("unit/keyspace", 42, 0, ""),
     ("unit/scan", 17, 0, ""),
     ("unit/protocol", 19, 0, ""),
-    ("unit/multi", 27, 0, "stops at XGROUP (no streams) in \"Blocking commands ignores the timeout\""),
-    ("unit/pubsub", 24, 0, "stops at XGROUP (no streams) in the stream-events test"),
+    ("unit/multi", 32, 0, ""),
+    ("unit/pubsub", 29, 0, ""),
+    ("unit/type/stream", 63, 0, ""),
+    (
+        "unit/type/stream-cgroups",
+        46,
+        1,
+        "\"XGROUP DESTROY should unblock XREADGROUP with -NOGROUP\" also checks INFO errorstats and cmdstats' failed_calls, which Meridian does not keep; the unit then stops at RESTORE of a Redis 6.2 stream payload (DUMP/RESTORE of streams is not implemented)",
+    ),
     ("unit/bitops", 41, 0, ""),
     ("unit/quit", 3, 0, ""),
     ("unit/sort", 52, 0, ""),
@@ -47,7 +57,7 @@ const UNITS: &[(&str, usize, usize, &str)] = &[
 
 /// Units whose tests order commands across connections without waiting for replies
 /// (see the module comment): run with `--shards 1`.
-const ONE_SHARD_UNITS: &[&str] = &["unit/pubsub"];
+const ONE_SHARD_UNITS: &[&str] = &["unit/pubsub", "unit/type/stream-cgroups"];
 
 fn available(program: &str) -> bool {
     Command::new("sh").arg("-c").arg(format!("command -v {program}")).output().is_ok_and(|o| o.status.success())

@@ -20,6 +20,7 @@ pub mod restore;
 pub mod script;
 pub mod set;
 pub mod sort;
+pub mod stream;
 pub mod table;
 pub mod vector;
 pub mod zset;
@@ -174,6 +175,8 @@ pub enum KeyCommand {
     Hash(HashCommand),
     /// GRAPH.QUERY, GRAPH.RO_QUERY, GRAPH.DELETE (the graph engine).
     Graph(graph::GraphCommand),
+    /// The stream commands on one key (the stream engine).
+    Stream(Box<stream::StreamCommand>),
     /// The SADD family (`Set` is the SET command).
     SetFamily(SetCommand),
     /// The ZADD family on one key.
@@ -213,6 +216,7 @@ impl KeyCommand {
             | KeyCommand::Object { key, .. } => key,
             KeyCommand::Hash(cmd) => cmd.key(),
             KeyCommand::Graph(cmd) => cmd.key(),
+            KeyCommand::Stream(cmd) => cmd.key(),
             KeyCommand::SetFamily(cmd) => cmd.key(),
             KeyCommand::Zset(cmd) => cmd.key(),
             KeyCommand::List(cmd) => cmd.key(),
@@ -224,6 +228,7 @@ impl KeyCommand {
         match self {
             KeyCommand::Hash(cmd) => return cmd.is_write(),
             KeyCommand::Graph(cmd) => return cmd.is_write(),
+            KeyCommand::Stream(cmd) => return cmd.is_write(),
             KeyCommand::SetFamily(cmd) => return cmd.is_write(),
             KeyCommand::Zset(cmd) => return cmd.is_write(),
             KeyCommand::List(cmd) => return cmd.is_write(),
@@ -298,6 +303,8 @@ pub enum MultiKeyCommand {
     Zset(ZsetMulti),
     /// LMOVE, RPOPLPUSH, LMPOP.
     List(ListMulti),
+    /// XREAD and XREADGROUP (without BLOCK: blocking ones are `Command::Blocking`).
+    StreamRead(stream::StreamRead),
 }
 
 /// Commands over the whole keyspace (every shard).
@@ -449,6 +456,8 @@ pub enum Command {
     Time,
     /// A subcommand's HELP text, answered as Redis does: one status line each.
     Help(&'static [&'static str]),
+    /// SAVE: every write so far made durable in the object store.
+    Save,
     /// WAITAOF numlocal numreplicas timeout_ms.
     WaitAof {
         local: i64,

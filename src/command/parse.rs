@@ -247,6 +247,23 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
         CmdId::GraphQuery | CmdId::GraphRoQuery | CmdId::GraphDelete | CmdId::GraphExplain | CmdId::GraphProfile => {
             key(KeyCommand::Graph(super::graph::parse(spec.id, a)?))
         }
+        CmdId::XAdd
+        | CmdId::XLen
+        | CmdId::XRange
+        | CmdId::XRevRange
+        | CmdId::XDel
+        | CmdId::XTrim
+        | CmdId::XSetId
+        | CmdId::XGroup
+        | CmdId::XInfo
+        | CmdId::XAck
+        | CmdId::XPending
+        | CmdId::XClaim
+        | CmdId::XAutoClaim => match super::stream::parse(spec.id, a)? {
+            super::stream::Parsed::Key(cmd) => key(KeyCommand::Stream(Box::new(cmd))),
+            super::stream::Parsed::Help(lines) => Ok(Command::Help(lines)),
+        },
+        CmdId::XRead | CmdId::XReadGroup => super::stream::parse_read_command(spec.name, a),
         CmdId::Scan => parse_scan(a),
         CmdId::RandomKey => Ok(Command::Keyspace(KeyspaceCommand::RandomKey)),
 
@@ -307,6 +324,7 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
             Some(command) => Command::Script(command),
             None => Command::Help(super::script::SCRIPT_HELP),
         }),
+        CmdId::Save => Ok(Command::Save),
         CmdId::WaitAof => {
             let local = int(&a[1])?;
             let replicas = int(&a[2])?;

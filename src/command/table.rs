@@ -106,6 +106,7 @@ pub enum CmdId {
     DecrBy,
     IncrByFloat,
     WaitAof,
+    Save,
     HSet,
     HSetNx,
     HMSet,
@@ -203,6 +204,22 @@ pub enum CmdId {
     GraphProfile,
     GraphList,
     GraphConfig,
+    // Streams.
+    XAdd,
+    XLen,
+    XRange,
+    XRevRange,
+    XDel,
+    XTrim,
+    XSetId,
+    XRead,
+    XReadGroup,
+    XGroup,
+    XInfo,
+    XAck,
+    XPending,
+    XClaim,
+    XAutoClaim,
 }
 
 #[derive(Debug)]

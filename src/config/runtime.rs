@@ -43,12 +43,14 @@ const SANITIZE_DUMP_PAYLOAD: [&str; 3] = ["no", "yes", "clients"];
 
 /// The collection encoding settings Redis has (with their pre-7.0 `ziplist` aliases):
 /// accepted, reported, and applied to what OBJECT ENCODING answers.
-const ENCODING_SETTINGS: [(&str, Option<&str>); 5] = [
+const ENCODING_SETTINGS: [(&str, Option<&str>); 7] = [
     ("hash-max-listpack-entries", Some("hash-max-ziplist-entries")),
     ("hash-max-listpack-value", Some("hash-max-ziplist-value")),
     ("set-max-intset-entries", None),
     ("zset-max-listpack-entries", Some("zset-max-ziplist-entries")),
     ("zset-max-listpack-value", Some("zset-max-ziplist-value")),
+    ("stream-node-max-entries", None),
+    ("stream-node-max-bytes", None),
 ];
 
 fn encoding_values(limits: &EncodingLimits) -> [usize; ENCODING_SETTINGS.len()] {
@@ -58,6 +60,8 @@ fn encoding_values(limits: &EncodingLimits) -> [usize; ENCODING_SETTINGS.len()] 
         limits.set_max_intset_entries,
         limits.zset_max_listpack_entries,
         limits.zset_max_listpack_value,
+        limits.stream_node_max_entries,
+        limits.stream_node_max_bytes,
     ]
 }
 
@@ -96,6 +100,8 @@ impl RuntimeConfig {
             set_max_intset_entries: v(2),
             zset_max_listpack_entries: v(3),
             zset_max_listpack_value: v(4),
+            stream_node_max_entries: v(5),
+            stream_node_max_bytes: v(6),
         }
     }
 
@@ -196,7 +202,7 @@ impl RuntimeConfig {
     pub fn set(&self, name: &str, value: &str) -> Result<(), String> {
         let parse_size = |v: &str| -> Result<usize, String> {
             parse_memory_size(v)
-                .ok_or_else(|| format!("ERR Invalid argument '{v}' for CONFIG SET '{name}' - argument couldn't be parsed into an integer"))
+                .ok_or_else(|| format!("ERR CONFIG SET failed (possibly related to argument '{name}') - argument must be a memory value"))
         };
         match name {
             "requirepass" => {

@@ -364,7 +364,7 @@ const DELTA_KEY_WITH_HASH: u8 = 5;
 const DELTA_FORGET_ELEMENTS: u8 = 7;
 /// A key state with collection parts other than a lone hash (a set, a sorted set, or
 /// several after a type clash): the key state, a byte of flags (bit `1 << part`:
-/// hash 1, set 2, sorted set 4, list 8, graph 16), then each part flagged in that order, as kind 5 writes
+/// hash 1, set 2, sorted set 4, list 8, graph 16, stream 32), then each part flagged in that order, as kind 5 writes
 /// one. Kinds 1 and 5 stay as they were for strings and hashes.
 const DELTA_KEY_WITH_PARTS: u8 = 6;
 /// A collection of key tombstones by one shard of several: its index and the shard

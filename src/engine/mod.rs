@@ -1,8 +1,9 @@
-//! Data engines that live inside a shard: the key-value engine, and the vector engine
-//! (`FT.*`) whose indexes are derived from the key-value engine's hashes. The graph
-//! (`GRAPH.*`) engine will sit beside them.
+//! Data engines that live inside a shard: the key-value engine, the vector engine
+//! (`FT.*`) whose indexes are derived from the key-value engine's hashes, and the graph
+//! (`GRAPH.*`) and stream (`X*`) engines, whose data are elements of key-value keys.
 
 pub mod graph;
 pub mod kv;
 pub mod prefetch;
+pub mod stream;
 pub mod vector;

@@ -136,7 +136,15 @@ pub fn encode(frame: &Frame, protocol: Protocol, out: &mut BytesMut) {
                 encode(value, protocol, out);
             }
         }
-        Frame::Pairs(pairs) if resp3 => {
+        Frame::PairMap(pairs) if resp3 => {
+            put_int_line(out, b'%', pairs.len() as i64);
+            for (key, value) in pairs {
+                encode(key, protocol, out);
+                encode(value, protocol, out);
+            }
+        }
+        // An array of two-element arrays: Pairs in RESP3, PairMap in RESP2.
+        Frame::Pairs(pairs) | Frame::PairMap(pairs) if resp3 == matches!(frame, Frame::Pairs(_)) => {
             put_int_line(out, b'*', pairs.len() as i64);
             for (first, second) in pairs {
                 out.put_slice(b"*2\r\n");
@@ -144,7 +152,7 @@ pub fn encode(frame: &Frame, protocol: Protocol, out: &mut BytesMut) {
                 encode(second, protocol, out);
             }
         }
-        Frame::Pairs(pairs) => {
+        Frame::Pairs(pairs) | Frame::PairMap(pairs) => {
             put_int_line(out, b'*', 2 * pairs.len() as i64);
             for (first, second) in pairs {
                 encode(first, protocol, out);

@@ -31,6 +31,9 @@ pub enum Frame {
     /// Pairs that may repeat (HRANDFIELD ... WITHVALUES): an array of two-element
     /// arrays in RESP3, a flat array in RESP2.
     Pairs(Vec<(Frame, Frame)>),
+    /// Key/value pairs that RESP2 shows as an array of two-element arrays (XREAD's and
+    /// XREADGROUP's reply: a map in RESP3).
+    PairMap(Vec<(Frame, Frame)>),
     /// An unordered collection (an array in RESP2).
     Set(Vec<Frame>),
     /// A double (a bulk string in RESP2).

@@ -582,6 +582,7 @@ fn apply_key(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: KeyCommand, picks: &mut
         KeyCommand::Type(key) => kv.type_of(&key, now_ms),
         KeyCommand::Hash(cmd) => kv.hash_command(ctx, cmd, picks),
         KeyCommand::Graph(cmd) => crate::engine::graph::command(kv, ctx, cmd),
+        KeyCommand::Stream(cmd) => crate::engine::stream::command(kv, ctx, *cmd),
         KeyCommand::SetFamily(cmd) => kv.set_command(ctx, cmd, picks),
         KeyCommand::Zset(cmd) => kv.zset_command(ctx, cmd, picks),
         KeyCommand::List(cmd) => kv.list_command(ctx, cmd),

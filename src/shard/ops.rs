@@ -162,8 +162,15 @@ impl ShardOp {
             ShardOp::Key(KeyCommand::List(ListCommand::Push { key, .. } | ListCommand::Insert { key, .. }))
             | ShardOp::Key(KeyCommand::Zset(ZsetCommand::Add { key, .. } | ZsetCommand::IncrBy { key, .. })) => vec![key.clone()],
             ShardOp::Key(KeyCommand::Restore(cmd)) => vec![cmd.key.clone()],
+            ShardOp::Key(KeyCommand::Stream(cmd)) if cmd.wakes_readers() => vec![cmd.key().clone()],
+            // A key removed or replaced by another type: a client blocked in XREADGROUP
+            // on it is answered that the stream is gone (a client blocked in a pop tries
+            // again, finds nothing to pop, and waits on).
+            ShardOp::Key(KeyCommand::Set { key, .. }) => vec![key.clone()],
+            ShardOp::Del(keys) => keys.clone(),
             ShardOp::Restore { key, .. } | ShardOp::StoreZset { key, .. } => vec![key.clone()],
-            ShardOp::Rename { dst, .. } | ShardOp::Copy { dst, .. } => vec![dst.clone()],
+            ShardOp::Rename { src, dst, .. } => vec![src.clone(), dst.clone()],
+            ShardOp::Copy { dst, .. } => vec![dst.clone()],
             ShardOp::ListMulti(ListMulti::Move { dst, .. }) => vec![dst.clone()],
             ShardOp::ZsetMulti(cmd) => match cmd {
                 ZsetMulti::MPop { .. } => Vec::new(),

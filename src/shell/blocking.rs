@@ -136,6 +136,12 @@ impl Waiters {
         self.blocked.load(Ordering::Relaxed) > 0
     }
 
+    /// Every key was removed (FLUSHALL): wake the longest-waiting client on each key.
+    pub fn wake_all(&self) {
+        let keys: Vec<Bytes> = self.lock().keys().cloned().collect();
+        self.wake(&keys);
+    }
+
     /// `keys` were written: wake the longest-waiting client on each. Each wake-up is
     /// being served until that client's try is done.
     pub fn wake(&self, keys: &[Bytes]) {
@@ -221,6 +227,46 @@ pub async fn try_once(access: &impl Shards, command: &BlockingCommand) -> Option
             }
         }
     }
+}
+
+/// Before a blocking XREAD waits: `$` means the stream's last id *now*, so each `$` in
+/// its attempt is replaced by that id (0-0 for a missing key), as Redis resolves it
+/// when the client blocks. Other commands are left as they are.
+pub async fn resolve_last_ids(access: &impl Shards, command: &mut BlockingCommand) {
+    if command.name != "xread" {
+        return;
+    }
+    let Attempt::Command(args) = &mut command.attempt else { return };
+    let Some(streams) = args.iter().position(|a| a.eq_ignore_ascii_case(b"streams")) else { return };
+    let n = (args.len() - streams - 1) / 2;
+    for k in 0..n {
+        let (key_at, id_at) = (streams + 1 + k, streams + 1 + n + k);
+        if args[id_at].as_ref() != b"$" {
+            continue;
+        }
+        let key = args[key_at].clone();
+        let probe = fanout::quiet(ShardOp::Key(crate::command::KeyCommand::Stream(Box::new(
+            crate::command::stream::StreamCommand::LastId(key.clone()),
+        ))));
+        if let Frame::Bulk(id) = access.run_one(access.shard_of(&key), probe).await.into_frame() {
+            args[id_at] = id;
+        }
+    }
+}
+
+/// Whether a blocked XREADGROUP's stream is gone: one of its keys holds no stream now.
+pub async fn stream_gone(access: &impl Shards, command: &BlockingCommand) -> bool {
+    if command.name != "xreadgroup" {
+        return false;
+    }
+    for key in &command.keys {
+        let probe = fanout::quiet(ShardOp::Key(crate::command::KeyCommand::Type(key.clone())));
+        let reply = access.run_one(access.shard_of(key), probe).await.into_frame();
+        if !matches!(reply, Frame::Simple(name) if name.as_ref() == b"stream") {
+            return true;
+        }
+    }
+    false
 }
 
 /// Whether a WRONGTYPE met by a blocked client's retry is its destination's (BLMOVE,

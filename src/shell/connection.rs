@@ -576,6 +576,7 @@ impl Connection {
             Command::Shutdown { .. } => Frame::static_error("ERR No shutdown in progress."),
             Command::Time => super::time_reply(),
             Command::WaitAof { local, replicas, timeout_ms } => self.wait_aof(local, replicas, timeout_ms).await,
+            Command::Save => self.save().await,
             Command::Keyspace(command) => {
                 let pick = self.next_random();
                 fanout::keyspace(&self.access, command, pick).await

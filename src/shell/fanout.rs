@@ -36,7 +36,12 @@ pub fn notifying(access: &impl Shards) -> bool {
 /// events come back with it: they are published here, in argument order, before the
 /// reply (see `shell::notify::unsplit` for `until_wrong_type`). Otherwise each shard
 /// publishes its part's events itself.
-pub async fn run_in_order(access: &impl Shards, groups: Vec<(usize, ShardOp)>, positions: &[Vec<usize>], until_wrong_type: bool) -> Vec<ShardReply> {
+pub async fn run_in_order(
+    access: &impl Shards,
+    groups: Vec<(usize, ShardOp)>,
+    positions: &[Vec<usize>],
+    until_wrong_type: bool,
+) -> Vec<ShardReply> {
     let split = groups.len() > 1 && notifying(access);
     let ops = groups.into_iter().map(|(shard, op)| (shard, super::notify::split(op, split))).collect();
     let replies = access.run_groups(ops).await;
@@ -50,7 +55,13 @@ pub async fn run_in_order(access: &impl Shards, groups: Vec<(usize, ShardOp)>, p
 
 /// [`run_in_order`] for a coordinator's step (the shards parked): the events are
 /// raised on shard `on` (published at once, before the command's next step).
-pub fn read_in_order(parked: &mut Parked, groups: Vec<(usize, ShardOp)>, positions: &[Vec<usize>], notifying: bool, on: usize) -> Vec<ShardReply> {
+pub fn read_in_order(
+    parked: &mut Parked,
+    groups: Vec<(usize, ShardOp)>,
+    positions: &[Vec<usize>],
+    notifying: bool,
+    on: usize,
+) -> Vec<ShardReply> {
     let split = groups.len() > 1 && notifying;
     let replies: Vec<ShardReply> = groups.into_iter().map(|(shard, op)| parked.apply(shard, super::notify::split(op, split))).collect();
     if !split {
@@ -216,6 +227,7 @@ pub async fn multi(access: &impl Shards, command: MultiKeyCommand) -> Frame {
         MultiKeyCommand::List(cmd) => super::list_fanout::list_multi(access, cmd).await,
         MultiKeyCommand::BitOp { op, dst, keys } => bitop(access, op, dst, keys).await,
         MultiKeyCommand::Lcs(cmd) => lcs(access, *cmd).await,
+        MultiKeyCommand::StreamRead(read) => stream_read(access, read).await,
     }
 }
 
@@ -488,4 +500,25 @@ pub async fn keyspace(access: &impl Shards, command: KeyspaceCommand, random_pic
             Frame::Null
         }
     }
+}
+
+/// XREAD and XREADGROUP: each key's part on its shard, in argument order; the reply
+/// names the keys that had something (a map in RESP3), or is null when none had. Each
+/// key's part is atomic on its shard; the keys together are not (as MGET across
+/// shards). The first error (WRONGTYPE, NOGROUP) is the reply.
+async fn stream_read(access: &impl Shards, read: crate::command::stream::StreamRead) -> Frame {
+    let mut found = Vec::new();
+    for (key, from) in read.keys.clone() {
+        let shard = access.shard_of(&key);
+        match access.run_one(shard, ShardOp::Key(KeyCommand::Stream(Box::new(read.part(key, from))))).await.into_frame() {
+            Frame::Array(mut pair) if pair.len() == 2 => {
+                let entries = pair.pop().expect("two");
+                let key = pair.pop().expect("two");
+                found.push((key, entries));
+            }
+            Frame::Null => {}
+            other => return other,
+        }
+    }
+    if found.is_empty() { Frame::NullArray } else { Frame::PairMap(found) }
 }

@@ -70,6 +70,7 @@ fn apply_local_each(
     // Blocked clients are woken by writes to their keys, local or merged from a peer.
     let waking = state.waiters.is_active();
     let mut written: Vec<Bytes> = Vec::new();
+    let mut flushed = false;
     let mut shard = shard.borrow_mut();
     sync_settings(&mut shard, state);
     let stopping = state.stopping.load(std::sync::atomic::Ordering::SeqCst);
@@ -79,6 +80,7 @@ fn apply_local_each(
             continue;
         }
         let keys = if waking { op.written_keys() } else { Vec::new() };
+        flushed |= waking && matches!(op, ShardOp::Keyspace(crate::command::KeyspaceCommand::Flush));
         let graph_query = super::graph_time::is_graph_query(&op);
         let mut reply = super::graph_time::timed(graph_query, || shard.apply(op, now));
         if graph_query {
@@ -93,6 +95,9 @@ fn apply_local_each(
     wake_batcher_if_ready(&mut shard, state);
     if !written.is_empty() {
         state.waiters.wake(&written);
+    }
+    if flushed {
+        state.waiters.wake_all();
     }
 }
 

@@ -25,11 +25,13 @@ pub enum Part {
     List = 3,
     /// A graph's nodes, edges and properties (`engine::graph`).
     Graph = 4,
+    /// A stream's entries, consumer groups and counters (`engine::stream`).
+    Stream = 5,
 }
 
 impl Part {
-    pub const COUNT: usize = 5;
-    pub const ALL: [Part; Part::COUNT] = [Part::Hash, Part::Set, Part::Zset, Part::List, Part::Graph];
+    pub const COUNT: usize = 6;
+    pub const ALL: [Part; Part::COUNT] = [Part::Hash, Part::Set, Part::Zset, Part::List, Part::Graph, Part::Stream];
 
     /// The type a key holding only this part reads as.
     pub fn kind(self) -> KeyKind {
@@ -39,6 +41,7 @@ impl Part {
             Part::Zset => KeyKind::Zset,
             Part::List => KeyKind::List,
             Part::Graph => KeyKind::Graph,
+            Part::Stream => KeyKind::Stream,
         }
     }
 
@@ -65,7 +68,7 @@ impl KvEngine {
         match part {
             Part::Hash => PackLimit::capped(limits.hash_max_listpack_entries, limits.hash_max_listpack_value),
             Part::Set => PackLimit::capped(limits.set_max_intset_entries, usize::MAX),
-            Part::Zset | Part::List | Part::Graph => PackLimit::CAPPED,
+            Part::Zset | Part::List | Part::Graph | Part::Stream => PackLimit::CAPPED,
         }
     }
 
@@ -219,7 +222,7 @@ impl KvEngine {
             // `KeyState::part_delta` would encode (tested in `delta::codec`), without
             // building a collection of them per write.
             debug_assert!(
-                part != Part::Graph || names.iter().map(|n| n.as_ref()).collect::<std::collections::HashSet<&[u8]>>().len() == names.len(),
+                !matches!(part, Part::Graph | Part::Stream) || names.iter().map(|n| n.as_ref()).collect::<std::collections::HashSet<&[u8]>>().len() == names.len(),
                 "a graph query names each element once"
             );
             ctx.deltas.key_elements_changed(stored_key, part, &shipped);

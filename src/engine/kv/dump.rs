@@ -11,6 +11,7 @@
 
 use bytes::Bytes;
 
+use super::collection_writes::Part;
 use super::hashes::hash_encoding;
 use super::keys::{KeySnapshot, SnapshotValue};
 use super::sets::set_encoding;
@@ -62,7 +63,9 @@ impl KvEngine {
             SnapshotValue::Zset(entries) => DumpedValue::Zset(entries),
             SnapshotValue::List(elements) => DumpedValue::List(elements),
             // FalkorDB's RDB encoding of a graph is not implemented.
-            SnapshotValue::Graph(_) => return Frame::static_error("ERR DUMP of a graph is not supported"),
+            SnapshotValue::Named(Part::Graph, _) => return Frame::static_error("ERR DUMP of a graph is not supported"),
+            // Redis's RDB encoding of a stream (listpacks in a radix tree) is not written.
+            SnapshotValue::Named(..) => return Frame::static_error("ERR DUMP of a stream is not supported"),
         };
         Frame::Bulk(Bytes::from(encode_payload(&value, layout)))
     }

@@ -172,7 +172,7 @@ pub struct Elements {
 /// a few more, where a map entry adds a slot, an index entry and two allocations, ~150
 /// bytes). Deltas stay in the map form (see [`Elements::only`]).
 fn chunked(part: Part) -> bool {
-    matches!(part, Part::List | Part::Graph)
+    matches!(part, Part::List | Part::Graph | Part::Stream)
 }
 
 /// A member's score for the order index, if it is live.

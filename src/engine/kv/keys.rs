@@ -35,8 +35,9 @@ pub enum SnapshotValue {
     Zset(Vec<(Bytes, f64)>),
     /// Elements, head first.
     List(Vec<Bytes>),
-    /// A graph's live elements (`engine::graph` names them), copied as they are.
-    Graph(Vec<(Bytes, StrVal)>),
+    /// A graph's or a stream's live elements (`engine::graph` and `engine::stream`
+    /// name them), copied as they are.
+    Named(Part, Vec<(Bytes, StrVal)>),
 }
 
 /// The type name TYPE and SCAN TYPE use.
@@ -48,6 +49,7 @@ pub fn type_name(state: &KeyState) -> &'static str {
         Some(KeyKind::List) => "list",
         // FalkorDB's module type name.
         Some(KeyKind::Graph) => "graphdata",
+        Some(KeyKind::Stream) => "stream",
         Some(KeyKind::String) | None => "string",
     }
 }
@@ -147,6 +149,7 @@ impl KvEngine {
                 Some(KeyKind::Zset) => return Frame::bulk_str(state.zset_members().map_or("listpack", |z| zset_encoding(z, &limits))),
                 // Redis 7.0 keeps every list in a quicklist (listpack lists came in 7.2).
                 Some(KeyKind::List) => return Frame::bulk_str("quicklist"),
+                Some(KeyKind::Stream) => return Frame::bulk_str("stream"),
                 _ => {}
             }
         }
@@ -199,7 +202,8 @@ impl KvEngine {
                 + l.others().map(|(p, s)| element + std::mem::size_of::<Bytes>() + p.len() + value_bytes(s.view())).sum::<usize>()
         };
         let listed: usize = state.list_elements().and_then(|l| l.list()).map_or(0, chunked)
-            + state.part(Part::Graph).and_then(|g| g.list()).map_or(0, chunked);
+            + state.part(Part::Graph).and_then(|g| g.list()).map_or(0, chunked)
+            + state.part(Part::Stream).and_then(|g| g.list()).map_or(0, chunked);
         let scored = scored + listed;
         let string = if state.kind() == Some(KeyKind::String) { state.read().map_or(0, |v| v.len()) } else { 0 };
         Frame::Integer((ENTRY_BYTES + std::mem::size_of::<KeyState>() + key.len() + string + fields + members + scored) as i64)
@@ -234,11 +238,13 @@ impl KvEngine {
             KeyKind::Zset => {
                 SnapshotValue::Zset(state.zset_members()?.score_order()?.iter(false).map(|(s, m)| (Bytes::copy_from_slice(m), s)).collect())
             }
-            KeyKind::Graph => {
-                // A graph's elements are in chunks: walked, not iterated (`elements.rs`).
+            kind @ (KeyKind::Graph | KeyKind::Stream) => {
+                // A graph's or a stream's elements are in chunks: walked, not iterated
+                // (`elements.rs`).
+                let part = if kind == KeyKind::Graph { Part::Graph } else { Part::Stream };
                 let mut elements = Vec::new();
-                state.part(Part::Graph)?.for_each_entry(|n, s| elements.extend(s.read().map(|v| (Bytes::copy_from_slice(n), v))));
-                SnapshotValue::Graph(elements)
+                state.part(part)?.for_each_entry(|n, s| elements.extend(s.read().map(|v| (Bytes::copy_from_slice(n), v))));
+                SnapshotValue::Named(part, elements)
             }
             KeyKind::List => {
                 let list = state.list_elements()?;
@@ -307,10 +313,10 @@ impl KvEngine {
                         }
                     }
                     SnapshotValue::List(elements) => KvEngine::list_state(dot, &mut state, elements),
-                    SnapshotValue::Graph(elements) => {
-                        let graph = state.part_mut(Part::Graph);
+                    SnapshotValue::Named(part, elements) => {
+                        let part = state.part_mut(part);
                         for (name, value) in elements {
-                            graph.write(&name, |s| s.set(dot, value, SetTtl::Keep));
+                            part.write(&name, |s| s.set(dot, value, SetTtl::Keep));
                         }
                     }
                     SnapshotValue::String(_) => unreachable!("strings are restored above"),
@@ -341,8 +347,12 @@ impl KvEngine {
             Some(safe) => seen.meet(safe),
             None => seen,
         };
-        let beyond: Vec<(Bytes, KeyState)> =
-            self.keys.iter().filter(|e| !claim.dominates(&e.state().causal_context())).map(|e| (e.key_to_bytes(), e.state().clone())).collect();
+        let beyond: Vec<(Bytes, KeyState)> = self
+            .keys
+            .iter()
+            .filter(|e| !claim.dominates(&e.state().causal_context()))
+            .map(|e| (e.key_to_bytes(), e.state().clone()))
+            .collect();
         ctx.deltas.flushed(&claim, self.scope);
         self.record_flush(&claim, self.scope);
         self.keys.clear();

@@ -440,6 +440,23 @@ impl ListTable {
         }
         walk
     }
+
+    /// The entries in name order from about `name` (`rev`: backward from about it):
+    /// whole chunks that lie entirely before `name` (after it, when `rev`) are skipped
+    /// unread, found by binary search on their first and last names. The walk may still
+    /// yield a few entries before `name` (in the first chunk it decodes, and side-map
+    /// entries): callers skip those themselves. Streams seek this way (XRANGE from an id).
+    pub fn walk_at(&self, name: &[u8], rev: bool, live_only: bool) -> Walk<'_> {
+        let mut walk = self.walk(rev, live_only);
+        let skipped = if rev {
+            // Chunks whose first name is past `name`, counted from the back.
+            self.chunks.len() - self.chunks.partition_point(|c| c.first() <= name)
+        } else {
+            self.chunks.partition_point(|c| &c.last[..] < name)
+        };
+        walk.chunks_left -= skipped;
+        walk
+    }
 }
 
 /// A walk over a list's entries in order (see [`ListTable::walk`]): a lending

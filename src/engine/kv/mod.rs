@@ -87,6 +87,11 @@ pub struct EncodingLimits {
     pub set_max_intset_entries: usize,
     pub zset_max_listpack_entries: usize,
     pub zset_max_listpack_value: usize,
+    /// How many entries a Redis stream node holds: the block `XADD/XTRIM ... ~` trims by
+    /// (`engine::stream`).
+    pub stream_node_max_entries: usize,
+    /// Accepted and reported; blocks here are counted in entries only.
+    pub stream_node_max_bytes: usize,
 }
 
 impl Default for EncodingLimits {
@@ -98,6 +103,8 @@ impl Default for EncodingLimits {
             set_max_intset_entries: 512,
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
+            stream_node_max_entries: 100,
+            stream_node_max_bytes: 4096,
         }
     }
 }

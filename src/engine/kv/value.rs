@@ -87,6 +87,7 @@ pub enum KeyKind {
     Zset,
     List,
     Graph,
+    Stream,
 }
 
 impl KeyState {

@@ -17,6 +17,18 @@ impl Connection {
         durability.wait(&targets, None).await;
     }
 
+    /// SAVE: Redis writes its whole dataset to disk before answering; here every write
+    /// acknowledged so far is made durable in the object store (the segment holding it
+    /// is written at once, as for `--durability sync`), which is what a restart then
+    /// recovers. With persistence off there is no store to save to: an error says so.
+    pub(super) async fn save(&mut self) -> Frame {
+        if !self.state().config.persistence_enabled() {
+            return Frame::static_error("ERR persistence is off (--persistence off): there is no object store to save to");
+        }
+        self.wait_until_stored().await;
+        Frame::ok()
+    }
+
     /// Where every shard's delta stream stands now: once all of it is stored, every
     /// write this client made (and others made before) is durable.
     async fn durability_targets(&self) -> Vec<u64> {

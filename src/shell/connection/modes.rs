@@ -32,8 +32,9 @@ impl Connection {
     /// write to one of them (here or merged from a peer), the timeout, CLIENT KILL or the
     /// client closing, trying again at every wake-up. Pipelined commands that arrive
     /// meanwhile are read (up to the query buffer limit) and run after the reply.
-    pub(super) async fn block(&mut self, command: BlockingCommand) -> Frame {
+    pub(super) async fn block(&mut self, mut command: BlockingCommand) -> Frame {
         let state = self.access.state.clone();
+        blocking::resolve_last_ids(&self.access, &mut command).await;
         let deadline = (command.timeout_ms > 0).then(|| tokio::time::Instant::now() + std::time::Duration::from_millis(command.timeout_ms));
         // Registered before the first try: clients are served in the order they arrived,
         // and a write between a try and the wait wakes us.
@@ -43,11 +44,17 @@ impl Connection {
         loop {
             let owed = registration.take_wake();
             let mut found = blocking::try_once(&self.access, &command).await;
+            // A blocked XREADGROUP whose stream went (deleted, replaced, flushed) is
+            // answered so, as Redis answers it.
+            if !first && found.as_ref().is_some_and(Frame::is_error) && blocking::stream_gone(&self.access, &command).await {
+                found = Some(Frame::static_error("UNBLOCKED the stream key no longer exists"));
+            }
             // A source key of another type is answered WRONGTYPE at once, but not while
             // blocked (as Redis: the client waits until it is a list again); a
             // destination of the wrong type is answered either way.
             if !first
                 && found.as_ref().is_some_and(is_wrong_type)
+                && command.name != "xreadgroup"
                 && !blocking::wrong_type_is_the_destinations(&self.access, &command).await
             {
                 found = None;

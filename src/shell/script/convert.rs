@@ -49,6 +49,13 @@ pub fn frame_to_lua(lua: &Lua, frame: Frame) -> mlua::Result<Value> {
             }
             Value::Table(table)
         }
+        Frame::PairMap(pairs) => {
+            let table = lua.create_table_with_capacity(pairs.len(), 0)?;
+            for (i, (key, value)) in pairs.into_iter().enumerate() {
+                table.raw_set(i + 1, frame_to_lua(lua, Frame::Array(vec![key, value]))?)?;
+            }
+            Value::Table(table)
+        }
         Frame::Map(pairs) | Frame::Pairs(pairs) => {
             let table = lua.create_table_with_capacity(pairs.len() * 2, 0)?;
             for (i, (key, value)) in pairs.into_iter().enumerate() {

@@ -1,0 +1,832 @@
+//! Stream commands (XADD family, consumer groups): their typed form and their parser,
+//! with Redis 7.0's argument checks, in Redis's order, and its error texts. What Redis
+//! checks only after looking the key up (a group's existence, an id against the
+//! stream's top) is the engine's (`engine::stream`).
+
+use bytes::Bytes;
+
+use super::errors::{self, wrong_arity};
+use super::numbers::parse_i64;
+use super::table::CmdId;
+use crate::engine::stream::id::{self, AddId, StreamId};
+use crate::protocol::Frame;
+
+/// How XADD or XTRIM trims.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum TrimTo {
+    MaxLen(u64),
+    MinId(StreamId),
+}
+
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Trim {
+    pub to: TrimTo,
+    /// `~`: whole blocks only (see `engine::stream`), at most `limit` entries.
+    pub approx: bool,
+    /// 0: no limit.
+    pub limit: u64,
+}
+
+/// Where an XREAD or XREADGROUP reads a stream from.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ReadFrom {
+    /// Entries after this id.
+    After(StreamId),
+    /// XREAD `$`: entries after the stream's last id (nothing, unless blocking).
+    Last,
+    /// XREADGROUP `>`: entries never delivered to the group.
+    New,
+}
+
+/// XINFO's forms.
+#[derive(Clone, Debug, PartialEq)]
+pub enum InfoOf {
+    Stream { full: Option<u64> },
+    Groups,
+    Consumers(Bytes),
+}
+
+/// XGROUP's subcommands.
+#[derive(Clone, Debug, PartialEq)]
+pub enum GroupOp {
+    /// `id` `None`: `$`.
+    Create {
+        id: Option<StreamId>,
+        mkstream: bool,
+        entries_read: i64,
+    },
+    SetId {
+        id: Option<StreamId>,
+        entries_read: i64,
+    },
+    Destroy,
+    CreateConsumer(Bytes),
+    DelConsumer(Bytes),
+}
+
+/// XCLAIM's options.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct ClaimOptions {
+    /// IDLE (as negative: ms before now) or TIME, `None` for now.
+    pub idle_ms: Option<i64>,
+    pub time_ms: Option<i64>,
+    pub retry_count: Option<i64>,
+    pub force: bool,
+    pub just_id: bool,
+    pub last_id: Option<StreamId>,
+}
+
+/// A command on one stream key.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StreamCommand {
+    Add {
+        key: Bytes,
+        id: AddId,
+        fields: Vec<(Bytes, Bytes)>,
+        no_mkstream: bool,
+        trim: Option<Trim>,
+    },
+    Len(Bytes),
+    Range {
+        key: Bytes,
+        start: StreamId,
+        end: StreamId,
+        empty: bool,
+        count: Option<u64>,
+        rev: bool,
+    },
+    Del {
+        key: Bytes,
+        ids: Vec<StreamId>,
+    },
+    Trim {
+        key: Bytes,
+        trim: Trim,
+    },
+    SetId {
+        key: Bytes,
+        last: StreamId,
+        entries_added: Option<i64>,
+        max_deleted: Option<StreamId>,
+    },
+    /// One key's part of XREAD: its entries after `from`, `[key, entries]` or nothing.
+    Read {
+        key: Bytes,
+        from: ReadFrom,
+        count: u64,
+    },
+    /// One key's part of XREADGROUP.
+    ReadGroup {
+        key: Bytes,
+        group: Bytes,
+        consumer: Bytes,
+        from: ReadFrom,
+        count: u64,
+        noack: bool,
+    },
+    /// The stream's last id (`0-0` when it does not exist): how a blocking XREAD
+    /// resolves `$` before it waits. Internal, never parsed from a client.
+    LastId(Bytes),
+    Group {
+        key: Bytes,
+        group: Bytes,
+        op: GroupOp,
+    },
+    Ack {
+        key: Bytes,
+        group: Bytes,
+        ids: Vec<StreamId>,
+    },
+    Pending {
+        key: Bytes,
+        group: Bytes,
+        range: Option<PendingRange>,
+    },
+    Claim {
+        key: Bytes,
+        group: Bytes,
+        consumer: Bytes,
+        min_idle: i64,
+        ids: Vec<StreamId>,
+        options: ClaimOptions,
+    },
+    AutoClaim {
+        key: Bytes,
+        group: Bytes,
+        consumer: Bytes,
+        min_idle: i64,
+        start: StreamId,
+        count: u64,
+        just_id: bool,
+    },
+    Info {
+        key: Bytes,
+        of: InfoOf,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PendingRange {
+    pub min_idle: i64,
+    pub start: StreamId,
+    pub end: StreamId,
+    pub count: u64,
+    pub consumer: Option<Bytes>,
+}
+
+impl StreamCommand {
+    pub fn key(&self) -> &Bytes {
+        match self {
+            StreamCommand::Add { key, .. }
+            | StreamCommand::Len(key)
+            | StreamCommand::Range { key, .. }
+            | StreamCommand::Del { key, .. }
+            | StreamCommand::Trim { key, .. }
+            | StreamCommand::SetId { key, .. }
+            | StreamCommand::Read { key, .. }
+            | StreamCommand::ReadGroup { key, .. }
+            | StreamCommand::LastId(key)
+            | StreamCommand::Group { key, .. }
+            | StreamCommand::Ack { key, .. }
+            | StreamCommand::Pending { key, .. }
+            | StreamCommand::Claim { key, .. }
+            | StreamCommand::AutoClaim { key, .. }
+            | StreamCommand::Info { key, .. } => key,
+        }
+    }
+
+    /// Whether a reader blocked on this key may find something new after it: a new
+    /// entry, or its group gone (it is then answered NOGROUP).
+    pub fn wakes_readers(&self) -> bool {
+        matches!(self, StreamCommand::Add { .. } | StreamCommand::Group { op: GroupOp::Destroy, .. })
+    }
+
+    pub fn is_write(&self) -> bool {
+        !matches!(
+            self,
+            StreamCommand::Len(_)
+                | StreamCommand::Range { .. }
+                | StreamCommand::Read { .. }
+                | StreamCommand::LastId(_)
+                | StreamCommand::Pending { .. }
+                | StreamCommand::Info { .. }
+        )
+    }
+}
+
+/// XREAD and XREADGROUP over their keys (each key's part is a [`StreamCommand`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StreamRead {
+    /// `(group, consumer, noack)` for XREADGROUP.
+    pub group: Option<(Bytes, Bytes, bool)>,
+    pub keys: Vec<(Bytes, ReadFrom)>,
+    /// 0: no limit.
+    pub count: u64,
+    /// BLOCK's milliseconds.
+    pub block_ms: Option<u64>,
+}
+
+impl StreamRead {
+    /// One key's part, as its shard runs it.
+    pub fn part(&self, key: Bytes, from: ReadFrom) -> StreamCommand {
+        match &self.group {
+            Some((group, consumer, noack)) => {
+                StreamCommand::ReadGroup { key, group: group.clone(), consumer: consumer.clone(), from, count: self.count, noack: *noack }
+            }
+            None => StreamCommand::Read { key, from, count: self.count },
+        }
+    }
+}
+
+fn eq(arg: &[u8], word: &str) -> bool {
+    arg.eq_ignore_ascii_case(word.as_bytes())
+}
+
+fn integer(arg: &[u8]) -> Result<i64, Frame> {
+    parse_i64(arg).ok_or_else(|| errors::error(errors::NOT_INTEGER))
+}
+
+fn integer_or(arg: &[u8], message: &'static str) -> Result<i64, Frame> {
+    parse_i64(arg).ok_or_else(|| Frame::static_error(message))
+}
+
+fn strict_id(arg: &[u8]) -> Result<StreamId, Frame> {
+    id::parse_id(arg, 0, true)
+}
+
+/// XADD's and XTRIM's options (Redis's `streamParseAddOrTrimArgsOrReply`). Returns the
+/// trim and, for XADD, the index of the id argument, NOMKSTREAM and the id.
+fn parse_add_or_trim(a: &[Bytes], xadd: bool) -> Result<(Option<Trim>, usize, bool, Option<AddId>), Frame> {
+    let mut trim: Option<(TrimTo, bool)> = None;
+    let mut limit: Option<u64> = None;
+    let mut no_mkstream = false;
+    let mut add_id = None;
+    let mut i = 2;
+    let both = "ERR syntax error, MAXLEN and MINID options at the same time are not compatible";
+    while i < a.len() {
+        let more = a.len() - 1 - i;
+        let opt = &a[i];
+        if xadd && opt.as_ref() == b"*" {
+            add_id = Some(AddId::Auto);
+            break;
+        } else if (eq(opt, "maxlen") || eq(opt, "minid")) && more > 0 {
+            if trim.is_some() {
+                return Err(Frame::static_error(both));
+            }
+            let mut approx = false;
+            if more >= 2 && a[i + 1].as_ref() == b"~" {
+                approx = true;
+                i += 1;
+            } else if more >= 2 && a[i + 1].as_ref() == b"=" {
+                i += 1;
+            }
+            let to = if eq(opt, "maxlen") {
+                let n = integer(&a[i + 1])?;
+                if n < 0 {
+                    return Err(Frame::static_error("ERR The MAXLEN argument must be >= 0."));
+                }
+                TrimTo::MaxLen(n as u64)
+            } else {
+                TrimTo::MinId(strict_id(&a[i + 1])?)
+            };
+            trim = Some((to, approx));
+            i += 1;
+        } else if eq(opt, "limit") && more > 0 {
+            let n = integer(&a[i + 1])?;
+            if n < 0 {
+                return Err(Frame::static_error("ERR The LIMIT argument must be >= 0."));
+            }
+            limit = Some(n as u64);
+            i += 1;
+        } else if xadd && eq(opt, "nomkstream") {
+            no_mkstream = true;
+        } else if xadd {
+            let parsed = id::parse_add_id(opt)?;
+            add_id = Some(parsed);
+            break;
+        } else {
+            return Err(errors::error(errors::SYNTAX));
+        }
+        i += 1;
+    }
+    if limit.is_some_and(|l| l > 0) && trim.is_none() {
+        return Err(Frame::static_error("ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"));
+    }
+    if !xadd && trim.is_none() {
+        return Err(Frame::static_error("ERR syntax error, XTRIM must be called with a trimming strategy"));
+    }
+    let trim = match trim {
+        None => None,
+        Some((to, approx)) => {
+            let limit = match limit {
+                Some(_) if !approx => {
+                    return Err(Frame::static_error("ERR syntax error, LIMIT cannot be used without the special ~ option"));
+                }
+                Some(limit) => limit,
+                // Filled in by the engine from stream-node-max-entries (Redis: 100
+                // nodes' worth); u64::MAX marks "not given".
+                None if approx => u64::MAX,
+                None => 0,
+            };
+            Some(Trim { to, approx, limit })
+        }
+    };
+    Ok((trim, i, no_mkstream, add_id))
+}
+
+fn parse_add(a: &mut [Bytes]) -> Result<StreamCommand, Frame> {
+    let (trim, id_at, no_mkstream, add_id) = parse_add_or_trim(a, true)?;
+    let fields_at = id_at + 1;
+    let Some(add_id) = add_id else { return Err(wrong_arity("xadd")) };
+    if a.len() < fields_at + 2 || (a.len() - fields_at) % 2 == 1 {
+        return Err(wrong_arity("xadd"));
+    }
+    if add_id == AddId::Explicit(StreamId::ZERO) {
+        return Err(Frame::static_error("ERR The ID specified in XADD must be greater than 0-0"));
+    }
+    let key = std::mem::take(&mut a[1]);
+    let fields = a[fields_at..].chunks_exact_mut(2).map(|p| (std::mem::take(&mut p[0]), std::mem::take(&mut p[1]))).collect();
+    Ok(StreamCommand::Add { key, id: add_id, fields, no_mkstream, trim })
+}
+
+fn parse_range_command(a: &mut [Bytes], rev: bool) -> Result<StreamCommand, Frame> {
+    let (start_arg, end_arg) = if rev { (&a[3], &a[2]) } else { (&a[2], &a[3]) };
+    let (start, end, empty) = match id::parse_range(start_arg, end_arg)? {
+        Some((lo, hi)) => (lo, hi, false),
+        None => (StreamId::ZERO, StreamId::ZERO, true),
+    };
+    let mut count = None;
+    let mut j = 4;
+    while j < a.len() {
+        if eq(&a[j], "count") && j + 1 < a.len() {
+            count = Some(integer(&a[j + 1])?.max(0) as u64);
+            j += 2;
+        } else {
+            return Err(errors::error(errors::SYNTAX));
+        }
+    }
+    Ok(StreamCommand::Range { key: std::mem::take(&mut a[1]), start, end, empty, count, rev })
+}
+
+/// XREAD and XREADGROUP (Redis's `xreadCommand` parse, before any key is read).
+pub fn parse_read(a: &[Bytes], group_form: bool) -> Result<StreamRead, Frame> {
+    let mut count = 0u64;
+    let mut block_ms = None;
+    let mut group = None;
+    let mut noack = false;
+    let mut streams_at = None;
+    let mut i = 1;
+    while i < a.len() {
+        let more = a.len() - i - 1;
+        let opt = &a[i];
+        if eq(opt, "block") && more > 0 {
+            i += 1;
+            let ms = parse_i64(&a[i]).ok_or_else(|| Frame::static_error("ERR timeout is not an integer or out of range"))?;
+            if ms < 0 {
+                return Err(Frame::static_error("ERR timeout is negative"));
+            }
+            block_ms = Some(ms as u64);
+        } else if eq(opt, "count") && more > 0 {
+            i += 1;
+            count = integer(&a[i])?.max(0) as u64;
+        } else if eq(opt, "streams") && more > 0 {
+            let n = a.len() - (i + 1);
+            if n % 2 != 0 {
+                return Err(Frame::static_error(
+                    "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
+                ));
+            }
+            streams_at = Some(i + 1);
+            break;
+        } else if eq(opt, "group") && more >= 2 {
+            if !group_form {
+                return Err(Frame::static_error("ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."));
+            }
+            group = Some((a[i + 1].clone(), a[i + 2].clone()));
+            i += 2;
+        } else if eq(opt, "noack") {
+            if !group_form {
+                return Err(Frame::static_error("ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."));
+            }
+            noack = true;
+        } else {
+            return Err(errors::error(errors::SYNTAX));
+        }
+        i += 1;
+    }
+    let Some(at) = streams_at else { return Err(errors::error(errors::SYNTAX)) };
+    if group_form && group.is_none() {
+        return Err(Frame::static_error("ERR Missing GROUP option for XREADGROUP"));
+    }
+    let n = (a.len() - at) / 2;
+    let mut keys = Vec::with_capacity(n);
+    for k in 0..n {
+        let (key, arg) = (&a[at + k], &a[at + n + k]);
+        let from = match arg.as_ref() {
+            b"$" if group_form => {
+                return Err(Frame::static_error(
+                    "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set.",
+                ));
+            }
+            b"$" => ReadFrom::Last,
+            b">" if !group_form => {
+                return Err(Frame::static_error(
+                    "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.",
+                ));
+            }
+            b">" => ReadFrom::New,
+            other => ReadFrom::After(strict_id(other)?),
+        };
+        keys.push((key.clone(), from));
+    }
+    let group = group.map(|(g, c)| (g, c, noack));
+    Ok(StreamRead { group, keys, count, block_ms })
+}
+
+fn parse_setid(a: &mut [Bytes]) -> Result<StreamCommand, Frame> {
+    let last = id::parse_id(&a[2], 0, false)?;
+    let mut entries_added = None;
+    let mut max_deleted = None;
+    let mut i = 3;
+    while i < a.len() {
+        let more = a.len() - i - 1;
+        if eq(&a[i], "entriesadded") && more > 0 {
+            let n = integer(&a[i + 1])?;
+            if n < 0 {
+                return Err(Frame::static_error("ERR entries_added must be positive"));
+            }
+            entries_added = Some(n);
+            i += 2;
+        } else if eq(&a[i], "maxdeletedid") && more > 0 {
+            let max = id::parse_id(&a[i + 1], 0, false)?;
+            if last < max {
+                return Err(Frame::static_error("ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id"));
+            }
+            max_deleted = Some(max);
+            i += 2;
+        } else {
+            return Err(errors::error(errors::SYNTAX));
+        }
+    }
+    Ok(StreamCommand::SetId { key: std::mem::take(&mut a[1]), last, entries_added, max_deleted })
+}
+
+/// Redis's check of a container's subcommand against the command table: an unknown
+/// one, or a known one with the wrong number of arguments (`arity` as the table's).
+fn check_subcommand(a: &[Bytes], container: &str, arities: &[(&str, i32)]) -> Result<(), Frame> {
+    let sub = a[1].to_ascii_lowercase();
+    let Some((name, arity)) = arities.iter().find(|(name, _)| name.as_bytes() == sub.as_slice()) else {
+        return Err(Frame::error(format!("ERR unknown subcommand '{}'. Try {container} HELP.", String::from_utf8_lossy(&a[1]))));
+    };
+    let argc = a.len() as i32;
+    if (*arity >= 0 && argc != *arity) || argc < -*arity {
+        return Err(wrong_arity(&format!("{}|{name}", container.to_ascii_lowercase())));
+    }
+    Ok(())
+}
+
+fn subcommand_error(sub: &[u8], container: &str) -> Frame {
+    Frame::error(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {container} HELP.",
+        String::from_utf8_lossy(sub)
+    ))
+}
+
+pub const XGROUP_HELP: &[&str] = &[
+    "XGROUP <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CREATE <key> <groupname> <id|$> [option]",
+    "    Create a new consumer group. Options are:",
+    "    * MKSTREAM",
+    "      Create the empty stream if it does not exist.",
+    "    * ENTRIESREAD entries_read",
+    "      Set the group's entries_read counter (internal use).",
+    "CREATECONSUMER <key> <groupname> <consumer>",
+    "    Create a new consumer in the specified group.",
+    "DELCONSUMER <key> <groupname> <consumer>",
+    "    Remove the specified consumer.",
+    "DESTROY <key> <groupname>",
+    "    Remove the specified group.",
+    "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
+    "    Set the current group ID and entries_read counter.",
+    "HELP",
+    "    Print this help.",
+];
+
+pub const XINFO_HELP: &[&str] = &[
+    "XINFO <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CONSUMERS <key> <groupname>",
+    "    Show consumers of <groupname>.",
+    "GROUPS <key>",
+    "    Show the stream consumer groups.",
+    "STREAM <key> [FULL [COUNT <count>]",
+    "    Show information about the stream.",
+    "HELP",
+    "    Print this help.",
+];
+
+pub fn help(lines: &[&'static str]) -> Frame {
+    Frame::Array(lines.iter().map(|l| Frame::Simple(Bytes::from_static(l.as_bytes()))).collect())
+}
+
+/// XGROUP: `Ok(None)` is HELP.
+fn parse_group(a: &mut [Bytes]) -> Result<Option<StreamCommand>, Frame> {
+    check_subcommand(
+        a,
+        "XGROUP",
+        &[("create", -5), ("setid", -5), ("destroy", 4), ("createconsumer", 5), ("delconsumer", 5), ("help", 2)],
+    )?;
+    let sub = a[1].to_ascii_lowercase();
+    let argc = a.len();
+    let arity_ok = match &sub[..] {
+        b"help" => argc == 2,
+        b"create" => (5..=8).contains(&argc),
+        b"setid" => argc == 5 || argc == 7,
+        b"destroy" => argc == 4,
+        b"createconsumer" | b"delconsumer" => argc == 5,
+        _ => false,
+    };
+    if !arity_ok {
+        return Err(subcommand_error(&a[1], "XGROUP"));
+    }
+    if sub == b"help" {
+        return Ok(None);
+    }
+    let mut mkstream = false;
+    let mut entries_read = -1;
+    let mut i = 5;
+    while i < argc {
+        if sub == b"create" && eq(&a[i], "mkstream") {
+            mkstream = true;
+            i += 1;
+        } else if (sub == b"create" || sub == b"setid") && eq(&a[i], "entriesread") && i + 1 < argc {
+            entries_read = integer(&a[i + 1])?;
+            if entries_read < -1 {
+                return Err(Frame::static_error("ERR value for ENTRIESREAD must be positive or -1"));
+            }
+            i += 2;
+        } else {
+            return Err(subcommand_error(&a[1], "XGROUP"));
+        }
+    }
+    let key = std::mem::take(&mut a[2]);
+    let group = std::mem::take(&mut a[3]);
+    let start = |arg: &[u8], strict: bool| -> Result<Option<StreamId>, Frame> {
+        if arg == b"$" { Ok(None) } else { id::parse_id(arg, 0, strict).map(Some) }
+    };
+    let op = match &sub[..] {
+        b"create" => GroupOp::Create { id: start(&a[4], true)?, mkstream, entries_read },
+        b"setid" => GroupOp::SetId { id: start(&a[4], false)?, entries_read },
+        b"destroy" => GroupOp::Destroy,
+        b"createconsumer" => GroupOp::CreateConsumer(std::mem::take(&mut a[4])),
+        _ => GroupOp::DelConsumer(std::mem::take(&mut a[4])),
+    };
+    Ok(Some(StreamCommand::Group { key, group, op }))
+}
+
+/// XINFO: `Ok(None)` is HELP.
+fn parse_info(a: &mut [Bytes]) -> Result<Option<StreamCommand>, Frame> {
+    check_subcommand(a, "XINFO", &[("stream", -3), ("groups", 3), ("consumers", 4), ("help", 2)])?;
+    let sub = a[1].to_ascii_lowercase();
+    let argc = a.len();
+    let of = match &sub[..] {
+        b"help" if argc == 2 => return Ok(None),
+        b"consumers" if argc == 4 => InfoOf::Consumers(std::mem::take(&mut a[3])),
+        b"groups" if argc == 3 => InfoOf::Groups,
+        b"stream" if argc >= 3 => {
+            let full = match argc {
+                3 => None,
+                4 if eq(&a[3], "full") => Some(10),
+                6 if eq(&a[3], "full") && eq(&a[4], "count") => {
+                    let n = integer(&a[5])?;
+                    Some(if n < 0 { 10 } else { n as u64 })
+                }
+                _ => return Err(subcommand_error(&a[1], "XINFO")),
+            };
+            InfoOf::Stream { full }
+        }
+        _ => return Err(subcommand_error(&a[1], "XINFO")),
+    };
+    Ok(Some(StreamCommand::Info { key: std::mem::take(&mut a[2]), of }))
+}
+
+fn parse_pending(a: &mut [Bytes]) -> Result<StreamCommand, Frame> {
+    let argc = a.len();
+    if argc != 3 && !(6..=9).contains(&argc) {
+        return Err(errors::error(errors::SYNTAX));
+    }
+    let mut range = None;
+    if argc >= 6 {
+        let mut at = 3;
+        let mut min_idle = 0;
+        if eq(&a[3], "idle") {
+            min_idle = integer(&a[4])?;
+            if argc < 8 {
+                return Err(errors::error(errors::SYNTAX));
+            }
+            at += 2;
+        }
+        let count = integer(&a[at + 2])?.max(0) as u64;
+        let (mut start, start_excl) = id::parse_interval(&a[at], 0)?;
+        if start_excl {
+            start = start.next().ok_or_else(|| Frame::static_error("ERR invalid start ID for the interval"))?;
+        }
+        let (mut end, end_excl) = id::parse_interval(&a[at + 1], u64::MAX)?;
+        if end_excl {
+            end = end.prev().ok_or_else(|| Frame::static_error("ERR invalid end ID for the interval"))?;
+        }
+        let consumer = a.get_mut(at + 3).map(std::mem::take);
+        if at + 4 < argc {
+            return Err(errors::error(errors::SYNTAX));
+        }
+        range = Some(PendingRange { min_idle, start, end, count, consumer });
+    }
+    Ok(StreamCommand::Pending { key: std::mem::take(&mut a[1]), group: std::mem::take(&mut a[2]), range })
+}
+
+fn parse_claim(a: &mut [Bytes]) -> Result<StreamCommand, Frame> {
+    let min_idle = integer_or(&a[4], "ERR Invalid min-idle-time argument for XCLAIM")?.max(0);
+    let mut ids = Vec::new();
+    let mut j = 5;
+    while j < a.len() {
+        match strict_id(&a[j]) {
+            Ok(id) => ids.push(id),
+            Err(_) => break,
+        }
+        j += 1;
+    }
+    let mut options = ClaimOptions::default();
+    while j < a.len() {
+        let more = a.len() - 1 - j;
+        let opt = &a[j];
+        if eq(opt, "force") {
+            options.force = true;
+        } else if eq(opt, "justid") {
+            options.just_id = true;
+        } else if eq(opt, "idle") && more > 0 {
+            j += 1;
+            options.idle_ms = Some(integer_or(&a[j], "ERR Invalid IDLE option argument for XCLAIM")?);
+        } else if eq(opt, "time") && more > 0 {
+            j += 1;
+            options.time_ms = Some(integer_or(&a[j], "ERR Invalid TIME option argument for XCLAIM")?);
+        } else if eq(opt, "retrycount") && more > 0 {
+            j += 1;
+            options.retry_count = Some(integer_or(&a[j], "ERR Invalid RETRYCOUNT option argument for XCLAIM")?);
+        } else if eq(opt, "lastid") && more > 0 {
+            j += 1;
+            options.last_id = Some(strict_id(&a[j])?);
+        } else {
+            return Err(Frame::error(format!("ERR Unrecognized XCLAIM option '{}'", String::from_utf8_lossy(opt))));
+        }
+        j += 1;
+    }
+    Ok(StreamCommand::Claim {
+        key: std::mem::take(&mut a[1]),
+        group: std::mem::take(&mut a[2]),
+        consumer: std::mem::take(&mut a[3]),
+        min_idle,
+        ids,
+        options,
+    })
+}
+
+fn parse_autoclaim(a: &mut [Bytes]) -> Result<StreamCommand, Frame> {
+    let min_idle = integer_or(&a[4], "ERR Invalid min-idle-time argument for XAUTOCLAIM")?.max(0);
+    let (mut start, excl) = id::parse_interval(&a[5], 0)?;
+    if excl {
+        start = start.next().ok_or_else(|| Frame::static_error("ERR invalid start ID for the interval"))?;
+    }
+    let mut count = 100u64;
+    let mut just_id = false;
+    let mut j = 6;
+    while j < a.len() {
+        let more = a.len() - 1 - j;
+        if eq(&a[j], "count") && more > 0 {
+            let max = i64::MAX / 16;
+            match parse_i64(&a[j + 1]) {
+                Some(n) if (1..=max).contains(&n) => count = n as u64,
+                _ => return Err(Frame::static_error("ERR COUNT must be > 0")),
+            }
+            j += 1;
+        } else if eq(&a[j], "justid") {
+            just_id = true;
+        } else {
+            return Err(errors::error(errors::SYNTAX));
+        }
+        j += 1;
+    }
+    Ok(StreamCommand::AutoClaim {
+        key: std::mem::take(&mut a[1]),
+        group: std::mem::take(&mut a[2]),
+        consumer: std::mem::take(&mut a[3]),
+        min_idle,
+        start,
+        count,
+        just_id,
+    })
+}
+
+/// XREAD and XREADGROUP: a blocking command with BLOCK (its attempt is the same line
+/// without BLOCK, tried at every write to one of its keys), a read of its keys without.
+pub fn parse_read_command(name: &'static str, a: &mut [Bytes]) -> Result<super::Command, Frame> {
+    let read = parse_read(a, name == "xreadgroup")?;
+    let Some(timeout_ms) = read.block_ms else {
+        return Ok(super::Command::Multi(super::MultiKeyCommand::StreamRead(read)));
+    };
+    let mut attempt = Vec::with_capacity(a.len());
+    let mut i = 0;
+    while i < a.len() {
+        // BLOCK and its value come before STREAMS (parse_read stopped there).
+        if i > 0 && eq(&a[i], "block") && i + 1 < a.len() && !a[..i].iter().any(|w| eq(w, "streams")) {
+            i += 2;
+            continue;
+        }
+        attempt.push(a[i].clone());
+        i += 1;
+    }
+    let keys = read.keys.into_iter().map(|(k, _)| k).collect();
+    Ok(super::Command::Blocking(super::blocking::BlockingCommand {
+        attempt: super::blocking::Attempt::Command(attempt),
+        keys,
+        timeout_ms,
+        name,
+    }))
+}
+
+/// What a stream command line parses to: a command on one key, or XGROUP/XINFO HELP.
+pub enum Parsed {
+    Key(StreamCommand),
+    Help(&'static [&'static str]),
+}
+
+/// Parse a single-key stream command (arity already checked by the table).
+pub fn parse(id: CmdId, a: &mut [Bytes]) -> Result<Parsed, Frame> {
+    let cmd = match id {
+        CmdId::XAdd => parse_add(a)?,
+        CmdId::XLen => StreamCommand::Len(std::mem::take(&mut a[1])),
+        CmdId::XRange => parse_range_command(a, false)?,
+        CmdId::XRevRange => parse_range_command(a, true)?,
+        CmdId::XDel => {
+            let ids = a[2..].iter().map(|arg| strict_id(arg)).collect::<Result<_, _>>()?;
+            StreamCommand::Del { key: std::mem::take(&mut a[1]), ids }
+        }
+        CmdId::XTrim => {
+            let (trim, _, _, _) = parse_add_or_trim(a, false)?;
+            StreamCommand::Trim { key: std::mem::take(&mut a[1]), trim: trim.expect("XTRIM has a strategy") }
+        }
+        CmdId::XSetId => parse_setid(a)?,
+        CmdId::XGroup => match parse_group(a)? {
+            Some(cmd) => cmd,
+            None => return Ok(Parsed::Help(XGROUP_HELP)),
+        },
+        CmdId::XInfo => match parse_info(a)? {
+            Some(cmd) => cmd,
+            None => return Ok(Parsed::Help(XINFO_HELP)),
+        },
+        CmdId::XAck => {
+            let ids = a[3..].iter().map(|arg| strict_id(arg)).collect::<Result<_, _>>()?;
+            StreamCommand::Ack { key: std::mem::take(&mut a[1]), group: std::mem::take(&mut a[2]), ids }
+        }
+        CmdId::XPending => parse_pending(a)?,
+        CmdId::XClaim => parse_claim(a)?,
+        CmdId::XAutoClaim => parse_autoclaim(a)?,
+        _ => return Err(Frame::error(format!("ERR internal: {id:?} is not a stream command"))),
+    };
+    Ok(Parsed::Key(cmd))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(words: &[&str]) -> Vec<Bytes> {
+        words.iter().map(|w| Bytes::copy_from_slice(w.as_bytes())).collect()
+    }
+
+    fn add(words: &[&str]) -> Result<StreamCommand, Frame> {
+        parse_add(&mut args(words))
+    }
+
+    #[test]
+    fn xadd_options_come_before_the_id_and_are_checked_as_redis_checks_them() {
+        let Ok(StreamCommand::Add { trim, id, fields, .. }) = add(&["xadd", "s", "MAXLEN", "~", "10", "*", "a", "1"]) else { panic!() };
+        assert_eq!(trim, Some(Trim { to: TrimTo::MaxLen(10), approx: true, limit: u64::MAX }));
+        assert_eq!((id, fields.len()), (AddId::Auto, 1));
+        assert!(add(&["xadd", "s", "MAXLEN", "-1", "*", "a", "1"]).is_err());
+        assert!(add(&["xadd", "s", "*", "a"]).is_err(), "odd field count");
+        assert!(add(&["xadd", "s", "LIMIT", "5", "*", "a", "1"]).is_err());
+        assert!(add(&["xadd", "s", "MAXLEN", "5", "LIMIT", "5", "*", "a", "1"]).is_err(), "LIMIT needs ~");
+        assert_eq!(add(&["xadd", "s", "0-0", "a", "1"]), Err(Frame::static_error("ERR The ID specified in XADD must be greater than 0-0")));
+        assert!(add(&["xadd", "s", "MAXLEN", "1", "MINID", "1", "*", "a", "1"]).is_err());
+    }
+
+    #[test]
+    fn xread_checks_its_ids_against_its_form() {
+        let read = parse_read(&args(&["xread", "COUNT", "2", "STREAMS", "a", "b", "$", "1-1"]), false).unwrap();
+        assert_eq!(read.keys.len(), 2);
+        assert_eq!(read.keys[0].1, ReadFrom::Last);
+        assert!(parse_read(&args(&["xread", "STREAMS", "a", ">"]), false).is_err());
+        assert!(parse_read(&args(&["xreadgroup", "STREAMS", "a", ">"]), true).is_err(), "GROUP is required");
+        assert!(parse_read(&args(&["xreadgroup", "GROUP", "g", "c", "STREAMS", "a", "$"]), true).is_err());
+        assert!(parse_read(&args(&["xread", "STREAMS", "a", "b", "1"]), false).is_err(), "unbalanced");
+    }
+}
