@@ -73,10 +73,14 @@ pub enum Bug {
     /// but leaving the old ones in the postings: a search for a word the document no
     /// longer holds still finds it, and the index no longer equals its rebuild.
     TextUpdateKeepsOldTerms,
+    /// Stream ids generated with `*` on a node with peers leave the node out of the
+    /// sequence (Redis's lone-node rule): two regions adding in the same millisecond
+    /// after the same last id make the same id, and one of the two entries is lost.
+    StreamIdsIgnoreNode,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 22] = [
+    pub const ALL: [Bug; 23] = [
         Bug::TtlNeverFires,
         Bug::SetKeepsIncrements,
         Bug::PersistIgnored,
@@ -99,6 +103,7 @@ impl Bug {
         Bug::GraphEdgeOutlivesEndpoint,
         Bug::NewOnlyForStrings,
         Bug::TextUpdateKeepsOldTerms,
+        Bug::StreamIdsIgnoreNode,
     ];
 
     /// Whether the bug lives in replication (the simulator must run replicated nodes
@@ -116,6 +121,7 @@ impl Bug {
                 | Bug::ListOrderByArrival
                 | Bug::MergedDeleteStaysIndexed
                 | Bug::GraphEdgeOutlivesEndpoint
+                | Bug::StreamIdsIgnoreNode
         )
     }
 
@@ -123,6 +129,12 @@ impl Bug {
     /// `SimConfig::graph`, to reach it).
     pub fn needs_graph_writes(self) -> bool {
         matches!(self, Bug::GraphEdgeOutlivesEndpoint)
+    }
+
+    /// Whether the bug lives in the stream engine (the simulator must send stream
+    /// writes, `SimConfig::streams`, to reach it).
+    pub fn needs_stream_writes(self) -> bool {
+        matches!(self, Bug::StreamIdsIgnoreNode)
     }
 
     pub fn name(self) -> &'static str {
@@ -149,6 +161,7 @@ impl Bug {
             Bug::GraphEdgeOutlivesEndpoint => "graph-edge-outlives-endpoint",
             Bug::NewOnlyForStrings => "new-only-for-strings",
             Bug::TextUpdateKeepsOldTerms => "text-update-keeps-old-terms",
+            Bug::StreamIdsIgnoreNode => "stream-ids-ignore-node",
         }
     }
 

@@ -15,7 +15,8 @@
 //!   (membership and values), [`oracle_lists`]: of replicated lists' order;
 //!   [`oracle_notify`]: the keyspace notifications every node raises.
 //! - [`workload`]: the random commands clients send; [`graph`]: the graph workload of
-//!   `--graph` runs and the reference semantics of a replicated graph.
+//!   `--graph` runs and the reference semantics of a replicated graph; [`streams`]:
+//!   the same for streams (`--streams` runs).
 //! - [`faults`]: fault classes and their weights.
 //! - [`storage`]: the real streamer and recovery over a simulated object store.
 
@@ -31,6 +32,7 @@ pub mod oracle_lists;
 pub mod oracle_notify;
 pub mod sim;
 pub mod storage;
+pub mod streams;
 pub mod workload;
 
 pub use faults::FaultWeights;

@@ -7,6 +7,7 @@
 //! dst --inject-bug NAME          plant a known bug (see --list-bugs): the sweep must fail
 //! dst --no-replicate --seeds 0..100  nodes alone, each checked reply by reply
 //! dst --graph --seeds 0..100     half the commands are graph writes (GRAPH.QUERY)
+//! dst --streams --seeds 0..100   half the commands are stream writes (XADD, XDEL)
 //! dst --seeds 0..100000 --jobs 8 a sweep on 8 threads (default: every core)
 //! ```
 //!
@@ -74,6 +75,10 @@ struct Args {
     /// checked against the graph oracle after convergence.
     #[arg(long)]
     graph: bool,
+    /// Replication runs: half the commands are stream writes and reads on one stream,
+    /// checked against the stream oracle after convergence.
+    #[arg(long)]
+    streams: bool,
     /// Stop a sweep at the first failing seed.
     #[arg(long)]
     fail_fast: bool,
@@ -130,6 +135,7 @@ fn main() -> ExitCode {
         // `--replicate` says what the default is already.
         replicate: args.replicate || !args.no_replicate,
         graph: args.graph,
+        streams: args.streams,
         ..SimConfig::default()
     };
     if let Some(seed) = args.seed {

@@ -386,6 +386,9 @@ impl Model {
             KeyCommand::Dump(_) | KeyCommand::Restore(_) => Frame::static_error("ERR model does not cover DUMP and RESTORE"),
             // The workload sends no graph commands yet (docs/graph.md: what is missing).
             KeyCommand::Graph(_) => Frame::static_error("ERR model does not cover the graph commands"),
+            // Streams are checked in replication runs by their oracle (`streams.rs`);
+            // the single-node workload sends none.
+            KeyCommand::Stream(_) => Frame::static_error("ERR model does not cover the stream commands"),
         }
     }
 }

@@ -28,6 +28,10 @@ pub struct SimConfig {
     /// Replication runs: half the commands are graph writes and reads on one graph key
     /// (`graph.rs`), checked against the graph oracle after convergence (`--graph`).
     pub graph: bool,
+    /// Replication runs: half the commands are stream writes and reads on one stream
+    /// key (`streams.rs`), checked against the stream oracle after convergence
+    /// (`--streams`).
+    pub streams: bool,
 }
 
 impl Default for SimConfig {
@@ -45,6 +49,7 @@ impl Default for SimConfig {
             trace: false,
             replicate: true,
             graph: false,
+            streams: false,
         }
     }
 }
@@ -60,6 +65,9 @@ impl SimConfig {
         }
         if self.graph {
             command.push_str(" --graph");
+        }
+        if self.streams {
+            command.push_str(" --streams");
         }
         for (flag, value, default) in [
             ("--nodes", self.nodes, default.nodes),

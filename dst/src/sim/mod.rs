@@ -16,6 +16,7 @@ mod execute;
 mod finish;
 mod indexes;
 mod graph_writes;
+mod stream_writes;
 mod inject;
 mod notifications;
 mod persist;
@@ -190,6 +191,9 @@ struct Sim {
     /// Graph runs: the names the graph workload handed out, and what its writes did.
     graph_names: crate::graph::GraphNames,
     graph_oracle: crate::graph::GraphOracle,
+    /// Streams runs: the ids the stream workload was answered, and what its writes did.
+    stream_names: crate::streams::StreamNames,
+    stream_oracle: crate::streams::StreamOracle,
 }
 
 /// FNV-1a, so the trace hash is the same on every platform and run.
@@ -250,6 +254,8 @@ impl Sim {
             fault_log: Vec::new(),
             graph_names: Default::default(),
             graph_oracle: Default::default(),
+            stream_names: Default::default(),
+            stream_oracle: Default::default(),
             cfg,
         }
     }
@@ -409,6 +415,8 @@ impl Sim {
         // Graph runs only draw the extra coin: other runs replay as before.
         let args = if self.cfg.replicate && self.cfg.graph && self.rng.random_bool(0.5) {
             crate::graph::graph_command(&mut self.rng, &mut self.graph_names)
+        } else if self.cfg.replicate && self.cfg.streams && self.rng.random_bool(0.5) {
+            crate::streams::stream_command(&mut self.rng, &mut self.stream_names)
         } else if self.cfg.replicate {
             workload::replicated_command(&mut self.rng)
         } else if self.rng.random_range(0..40) == 0 {
@@ -450,6 +458,7 @@ impl Sim {
             self.record_writes(node, &args, before, local);
             self.record_collection_writes(node, &args, collections_before, &actual);
             self.record_graph_write(node, &args, graph_before, &actual);
+            self.record_stream_write(node, &args, &actual);
             // As the server's shard threads wake its batcher (every shard's signal is
             // taken: one early window serves them all).
             let mut ready = false;

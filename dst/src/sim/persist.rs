@@ -82,6 +82,7 @@ impl Sim {
     pub(super) fn restart(&mut self, node: usize) {
         // A crash may have lost accepted graph writes: the graph check turns to safety.
         self.graph_oracle.tainted = true;
+        self.stream_oracle.tainted = true;
         let now = self.now;
         let seed = self.cfg.seed;
         let shards = self.cfg.shards;

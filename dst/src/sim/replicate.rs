@@ -516,6 +516,9 @@ impl Sim {
         if self.failure.is_some() {
             return;
         }
+        if self.cfg.streams {
+            self.check_streams();
+        }
         if self.cfg.graph {
             self.check_graphs();
             if self.failure.is_some() {

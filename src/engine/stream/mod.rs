@@ -58,11 +58,16 @@ fn view_of<'a>(kv: &'a mut KvEngine, key: &[u8], now_ms: u64) -> Result<Option<(
 
 /// Apply `writes` to `key`'s stream part at one dot (creating the key if absent).
 pub fn write(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, writes: ElementWrites) {
-    if writes.is_empty() {
-        return;
+    if !writes.is_empty() {
+        let dot = ctx.next_dot();
+        write_at(kv, ctx, dot, key, writes);
     }
+}
+
+/// [`write`] at a dot the caller took (XADD names its entry after it).
+fn write_at(kv: &mut KvEngine, ctx: &mut WriteCtx, dot: crate::crdt::Dot, key: Bytes, writes: ElementWrites) {
     let (names, values): (Vec<Bytes>, Vec<Option<Bytes>>) = writes.into_iter().unzip();
-    kv.write_elements(ctx, key, Part::Stream, &names, false, |i, dot, _, element| match &values[i] {
+    kv.write_elements_at(ctx, dot, key, Part::Stream, &names, false, |i, dot, _, element| match &values[i] {
         Some(value) => element.set(dot, StrVal::raw(value), SetTtl::Keep),
         None => element.delete(dot),
     });
@@ -178,7 +183,7 @@ fn add(
     no_mkstream: bool,
     trim: Option<Trim>,
 ) -> Result<Frame, Frame> {
-    let regions = kv.keep_tombstones;
+    let regions = kv.keep_tombstones && !crate::bugs::active(crate::bugs::Bug::StreamIdsIgnoreNode);
     let node_max = kv.encoding.stream_node_max_entries;
     let (counters, own) = match view_of(kv, &key, ctx.now_ms)? {
         None if no_mkstream => return Ok(Frame::Null),
@@ -188,13 +193,20 @@ fn add(
     if counters.last_id == StreamId::MAX {
         return Err(Frame::static_error("ERR The stream has exhausted the last possible ID, unable to add more items"));
     }
-    let id = new_id(counters.last_id, asked, ctx.now_ms, ctx.node, regions)?;
+    // With peers, `*` takes its milliseconds from the write's own stamp rather than the
+    // wall clock: a restarted node's stamps start above every stamp that left it
+    // (`replication::reservation`), so it never generates again an id that another
+    // region may hold though this node lost it in the crash. (A stamp is never behind
+    // the wall clock, nor behind an id this node has seen: ids follow stamps.)
+    let dot = ctx.next_dot();
+    let clock_ms = if regions { dot.hlc.physical_ms() } else { ctx.now_ms };
+    let id = new_id(counters.last_id, asked, clock_ms, ctx.node, regions)?;
     let own = NodeCounters { last_id: id, entries_added: own.entries_added + 1, max_deleted: own.max_deleted };
     let writes = vec![
         (Bytes::copy_from_slice(&store::entry_name(id)), Some(store::encode_entry(counters.entries_added.max(0) as u64, fields))),
         (Bytes::copy_from_slice(&store::node_name(ctx.node)), Some(own.encode())),
     ];
-    write(kv, ctx, key.clone(), writes);
+    write_at(kv, ctx, dot, key.clone(), writes);
     kv.notify.raise(Class::Stream, "xadd", &key);
     if let Some(trim) = trim {
         let writes = match view_of(kv, &key, ctx.now_ms)? {
