@@ -476,24 +476,36 @@ fn parse_setid(a: &mut [Bytes]) -> Result<StreamCommand, Frame> {
     Ok(StreamCommand::SetId { key: std::mem::take(&mut a[1]), last, entries_added, max_deleted })
 }
 
-/// XREAD and XREADGROUP: a blocking command with BLOCK (its attempt is the same line
+/// Where `STREAMS` is in a blocking XREAD's attempt (see [`parse_read_command`]).
+pub const XREAD_ATTEMPT_STREAMS_AT: usize = 3;
+
+/// XREAD and XREADGROUP: a blocking command with BLOCK (its attempt is the same read
 /// without BLOCK, tried at every write to one of its keys), a read of its keys without.
+/// The attempt is written out in one form, `XREAD COUNT n STREAMS ...` or `XREADGROUP
+/// GROUP g c COUNT n [NOACK] STREAMS ...`, so that `$` is found by position (a group or
+/// key may be named `streams` or `block`).
 pub fn parse_read_command(name: &'static str, a: &mut [Bytes]) -> Result<super::Command, Frame> {
     let read = parse_read(a, name == "xreadgroup")?;
     let Some(timeout_ms) = read.block_ms else {
         return Ok(super::Command::Multi(super::MultiKeyCommand::StreamRead(read)));
     };
-    let mut attempt = Vec::with_capacity(a.len());
-    let mut i = 0;
-    while i < a.len() {
-        // BLOCK and its value come before STREAMS (parse_read stopped there).
-        if i > 0 && eq(&a[i], "block") && i + 1 < a.len() && !a[..i].iter().any(|w| eq(w, "streams")) {
-            i += 2;
-            continue;
-        }
-        attempt.push(a[i].clone());
-        i += 1;
+    let word = |w: &'static str| Bytes::from_static(w.as_bytes());
+    let mut attempt = vec![word(name)];
+    if let Some((group, consumer, _)) = &read.group {
+        attempt.extend([word("GROUP"), group.clone(), consumer.clone()]);
     }
+    attempt.extend([word("COUNT"), Bytes::from(read.count.to_string())]);
+    if read.group.as_ref().is_some_and(|g| g.2) {
+        attempt.push(word("NOACK"));
+    }
+    attempt.push(word("STREAMS"));
+    debug_assert!(read.group.is_some() || attempt.len() == XREAD_ATTEMPT_STREAMS_AT + 1);
+    attempt.extend(read.keys.iter().map(|(k, _)| k.clone()));
+    attempt.extend(read.keys.iter().map(|(_, from)| match from {
+        ReadFrom::After(id) => Bytes::from(id.to_string()),
+        ReadFrom::Last => word("$"),
+        ReadFrom::New => word(">"),
+    }));
     let keys = read.keys.into_iter().map(|(k, _)| k).collect();
     Ok(super::Command::Blocking(super::blocking::BlockingCommand {
         attempt: super::blocking::Attempt::Command(attempt),

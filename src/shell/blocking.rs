@@ -237,7 +237,7 @@ pub async fn resolve_last_ids(access: &impl Shards, command: &mut BlockingComman
         return;
     }
     let Attempt::Command(args) = &mut command.attempt else { return };
-    let Some(streams) = args.iter().position(|a| a.eq_ignore_ascii_case(b"streams")) else { return };
+    let streams = crate::command::stream::XREAD_ATTEMPT_STREAMS_AT;
     let n = (args.len() - streams - 1) / 2;
     for k in 0..n {
         let (key_at, id_at) = (streams + 1 + k, streams + 1 + n + k);

@@ -42,7 +42,7 @@ pub const XGROUP_HELP: &[&str] = &[
     "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
     "    Set the current group ID and entries_read counter.",
     "HELP",
-    "    Print this help.",
+    "    Prints this help.",
 ];
 
 pub const XINFO_HELP: &[&str] = &[
@@ -54,7 +54,7 @@ pub const XINFO_HELP: &[&str] = &[
     "STREAM <key> [FULL [COUNT <count>]",
     "    Show information about the stream.",
     "HELP",
-    "    Print this help.",
+    "    Prints this help.",
 ];
 
 /// XGROUP: `Ok(None)` is HELP.
@@ -163,10 +163,8 @@ pub(super) fn parse_pending(a: &mut [Bytes]) -> Result<StreamCommand, Frame> {
         if end_excl {
             end = end.prev().ok_or_else(|| Frame::static_error("ERR invalid end ID for the interval"))?;
         }
+        // Redis reads no further: arguments after the consumer are ignored.
         let consumer = a.get_mut(at + 3).map(std::mem::take);
-        if at + 4 < argc {
-            return Err(errors::error(errors::SYNTAX));
-        }
         range = Some(PendingRange { min_idle, start, end, count, consumer });
     }
     Ok(StreamCommand::Pending { key: std::mem::take(&mut a[1]), group: std::mem::take(&mut a[2]), range })

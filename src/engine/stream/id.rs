@@ -70,12 +70,24 @@ impl std::fmt::Display for StreamId {
     }
 }
 
-/// Redis's `string2ull`: decimal digits only, no sign, no leading `+`, within u64.
+/// Redis's `string2ull`: a strict integer (`string2ll`) that is not negative, or else
+/// what C's `strtoull` reads when it reads the whole text: leading white space, a sign
+/// (`-` wraps: " -1" is 18446744073709551615), then decimal digits within u64.
 fn parse_u64(text: &[u8]) -> Option<u64> {
-    if text.is_empty() || text.len() > 20 || !text.iter().all(u8::is_ascii_digit) {
+    if let Some(n) = crate::command::numbers::parse_i64(text) {
+        return u64::try_from(n).ok();
+    }
+    let start = text.iter().position(|b| !matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))?;
+    let (negative, digits) = match text[start] {
+        b'-' => (true, &text[start + 1..]),
+        b'+' => (false, &text[start + 1..]),
+        _ => (false, &text[start..]),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    std::str::from_utf8(text).ok()?.parse().ok()
+    let n: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    Some(if negative { n.wrapping_neg() } else { n })
 }
 
 /// An id as XADD takes it: `*`, `<ms>-*`, `<ms>-<seq>` or `<ms>` (seq 0).
@@ -172,7 +184,11 @@ mod tests {
         assert_eq!(parse_id(b"-", 0, false), Ok(StreamId::ZERO));
         assert_eq!(parse_id(b"+", 0, false), Ok(StreamId::MAX));
         assert!(parse_id(b"+", 0, true).is_err());
-        for bad in [&b"-1"[..], b"1-", b"a", b"1-2-3", b"", b"18446744073709551616", b"+1"] {
+        // strtoull's leniency, as Redis has it.
+        assert_eq!(parse_id(b"+8", 0, false), Ok(StreamId::new(8, 0)));
+        assert_eq!(parse_id(b"1--0", 0, false), Ok(StreamId::new(1, 0)));
+        assert_eq!(parse_id(b"11- -1", 0, false), Ok(StreamId::new(11, u64::MAX)));
+        for bad in [&b"-1"[..], b"1-", b"a", b"1-2-3", b"", b"18446744073709551616", b" ", b"1 "] {
             assert!(parse_id(bad, 0, false).is_err(), "{bad:?}");
         }
         assert_eq!(parse_add_id(b"*"), Ok(AddId::Auto));

@@ -150,10 +150,10 @@ fn new_id(last: StreamId, asked: AddId, now_ms: u64, node: u16, regions: bool) -
         AddId::Explicit(id) => id,
         AddId::AutoSeq(ms) => {
             let after = (ms == last.ms).then_some(last.seq);
-            match (ms == last.ms, next_seq(after, node, regions)) {
-                (_, Some(seq)) => StreamId::new(ms, seq),
-                (true, None) => return Err(too_small()),
-                (false, None) => return Err(too_small()),
+            match next_seq(after, node, regions) {
+                Some(seq) => StreamId::new(ms, seq),
+                // The millisecond's sequences are used up (Redis's answer).
+                None => return Err(Frame::static_error("ERR Elements are too large to be stored")),
             }
         }
         AddId::Auto => {
@@ -185,10 +185,10 @@ fn add(
 ) -> Result<Frame, Frame> {
     let regions = kv.keep_tombstones && !crate::bugs::active(crate::bugs::Bug::StreamIdsIgnoreNode);
     let node_max = kv.encoding.stream_node_max_entries;
-    let (counters, own) = match view_of(kv, &key, ctx.now_ms)? {
+    let (counters, own, tail) = match view_of(kv, &key, ctx.now_ms)? {
         None if no_mkstream => return Ok(Frame::Null),
-        None => (NodeCounters::default(), NodeCounters::default()),
-        Some((view, _)) => (view.counters(), view.node_counters(ctx.node)),
+        None => (NodeCounters::default(), NodeCounters::default(), None),
+        Some((view, _)) => (view.counters(), view.node_counters(ctx.node), view.last_entry().map(|(_, v)| store::entry_slot(&v))),
     };
     if counters.last_id == StreamId::MAX {
         return Err(Frame::static_error("ERR The stream has exhausted the last possible ID, unable to add more items"));
@@ -203,7 +203,7 @@ fn add(
     let id = new_id(counters.last_id, asked, clock_ms, ctx.node, regions)?;
     let own = NodeCounters { last_id: id, entries_added: own.entries_added + 1, max_deleted: own.max_deleted };
     let writes = vec![
-        (Bytes::copy_from_slice(&store::entry_name(id)), Some(store::encode_entry(counters.entries_added.max(0) as u64, fields))),
+        (Bytes::copy_from_slice(&store::entry_name(id)), Some(store::encode_entry(store::Slot::after(tail, node_max as u64), fields))),
         (Bytes::copy_from_slice(&store::node_name(ctx.node)), Some(own.encode())),
     ];
     write_at(kv, ctx, dot, key.clone(), writes);
@@ -223,11 +223,12 @@ fn add(
 
 /// The removals a trim makes. Exact trims remove entry by entry. `~` removes only
 /// whole blocks, as Redis removes only whole radix-tree nodes: a block is the entries
-/// whose ordinals (see `store::encode_entry`) share `ordinal / stream-node-max-entries`,
-/// which are Redis's nodes on a lone node whose entries were appended and trimmed
-/// (Redis also closes a node at `stream-node-max-bytes`; blocks here count entries
-/// only). At most `limit` entries go (whole blocks), and a block goes only if what is
-/// left still holds `MAXLEN` entries, or if every entry in it is below `MINID`.
+/// that share a [`store::Slot`]'s block, which are Redis's nodes (a block takes
+/// `stream-node-max-entries` entries, and a new one starts once its last entry is gone,
+/// as Redis frees an emptied node; Redis also closes a node at `stream-node-max-bytes`,
+/// which blocks here do not count). At most `limit` entries go (whole blocks; 0 is no
+/// limit), and a block goes only if what is left still holds `MAXLEN` entries, or if
+/// every entry in it is below `MINID`.
 fn trim_writes(view: StreamView<'_>, live: usize, trim: Trim, node_max: usize) -> ElementWrites {
     let len = view.len(live);
     let limit = match trim.limit {
@@ -249,18 +250,19 @@ fn trim_writes(view: StreamView<'_>, live: usize, trim: Trim, node_max: usize) -
         (_, true) if node_max == 0 => Vec::new(),
         (to, true) => {
             let block = node_max as u64;
+            let limit_or_all = if limit == 0 { u64::MAX } else { limit };
             // Enough entries to see every block that could go, and the one after.
             let look = match to {
-                TrimTo::MaxLen(max) => len.saturating_sub(max).saturating_add(block).min(limit.saturating_add(block)),
-                TrimTo::MinId(_) => limit.saturating_add(block),
+                TrimTo::MaxLen(max) => len.saturating_sub(max).saturating_add(block).min(limit_or_all.saturating_add(block)),
+                TrimTo::MinId(_) => limit_or_all.saturating_add(block),
             };
             let head = view.range(StreamId::ZERO, StreamId::MAX, false, look.max(1));
             let mut remove = Vec::new();
             let mut left = len;
             let mut at = 0;
             while at < head.len() {
-                let node = store::entry_ordinal(&head[at].1) / block;
-                let end = at + head[at..].iter().take_while(|(_, v)| store::entry_ordinal(v) / block == node).count();
+                let node = store::entry_slot(&head[at].1).block;
+                let end = at + head[at..].iter().take_while(|(_, v)| store::entry_slot(v).block == node).count();
                 let count = (end - at) as u64;
                 if limit > 0 && remove.len() as u64 + count > limit {
                     break;

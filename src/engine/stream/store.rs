@@ -70,18 +70,55 @@ pub fn pending_name(group: &[u8], id: StreamId) -> Bytes {
     Bytes::from(name)
 }
 
-/// An entry's value: its ordinal (how many entries the stream had been given before
-/// it, a LEB128 varint: the block `~` trims by, see `trim_writes`), then its pairs,
-/// `[count u32]` then `[len u32][bytes]` for each.
-pub fn encode_entry(ordinal: u64, fields: &[(Bytes, Bytes)]) -> Bytes {
-    let size = 10 + 4 + fields.iter().map(|(f, v)| 8 + f.len() + v.len()).sum::<usize>();
-    let mut out = BytesMut::with_capacity(size);
-    let mut n = ordinal;
+/// Where an entry sits among the blocks `~` trims by (Redis's radix-tree nodes, see
+/// `trim_writes`): its block, and how many entries that block had been given before it.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Slot {
+    pub block: u64,
+    pub index: u64,
+}
+
+impl Slot {
+    /// Where the next entry goes after `tail`, the stream's last live entry (`None`:
+    /// no entry is left, and Redis has freed every node): the same block until it has
+    /// been given `per_block` entries (0: no bound), then a new one.
+    pub fn after(tail: Option<Slot>, per_block: u64) -> Slot {
+        match tail {
+            None => Slot::default(),
+            Some(t) if per_block == 0 || t.index + 1 < per_block => Slot { block: t.block, index: t.index + 1 },
+            Some(t) => Slot { block: t.block.wrapping_add(1), index: 0 },
+        }
+    }
+}
+
+fn put_varint(out: &mut BytesMut, mut n: u64) {
     while n >= 0x80 {
         out.put_u8((n as u8) | 0x80);
         n >>= 7;
     }
     out.put_u8(n as u8);
+}
+
+fn take_varint(value: &[u8], at: &mut usize) -> Option<u64> {
+    let mut n = 0u64;
+    for i in 0..10 {
+        let b = *value.get(*at)?;
+        *at += 1;
+        n |= u64::from(b & 0x7f) << (7 * i);
+        if b < 0x80 {
+            return Some(n);
+        }
+    }
+    None
+}
+
+/// An entry's value: its [`Slot`] (two LEB128 varints), then its pairs, `[count u32]`
+/// then `[len u32][bytes]` for each.
+pub fn encode_entry(slot: Slot, fields: &[(Bytes, Bytes)]) -> Bytes {
+    let size = 20 + 4 + fields.iter().map(|(f, v)| 8 + f.len() + v.len()).sum::<usize>();
+    let mut out = BytesMut::with_capacity(size);
+    put_varint(&mut out, slot.block);
+    put_varint(&mut out, slot.index);
     out.put_u32(fields.len() as u32);
     for (f, v) in fields {
         out.put_u32(f.len() as u32);
@@ -110,26 +147,23 @@ fn take_id(bytes: &[u8], at: &mut usize) -> Option<StreamId> {
     Some(id)
 }
 
-/// An entry value's ordinal (see [`encode_entry`]); 0 if it does not decode.
-pub fn entry_ordinal(value: &[u8]) -> u64 {
-    let mut n = 0u64;
-    for (i, &b) in value.iter().take(10).enumerate() {
-        n |= u64::from(b & 0x7f) << (7 * i);
-        if b < 0x80 {
-            return n;
-        }
+/// An entry value's [`Slot`] (see [`encode_entry`]); the first slot if it does not
+/// decode (none this code writes).
+pub fn entry_slot(value: &[u8]) -> Slot {
+    let mut at = 0;
+    match (take_varint(value, &mut at), take_varint(value, &mut at)) {
+        (Some(block), Some(index)) => Slot { block, index },
+        _ => Slot::default(),
     }
-    0
-}
-
-fn skip_varint(value: &[u8]) -> usize {
-    value.iter().take(10).position(|&b| b < 0x80).map_or(value.len(), |i| i + 1)
 }
 
 /// The pairs of an entry's value (slices of it). A value that does not decode (none
 /// this code writes) reads as no pairs.
 pub fn decode_fields(value: &Bytes) -> Vec<(Bytes, Bytes)> {
-    let mut at = skip_varint(value);
+    let mut at = 0;
+    if take_varint(value, &mut at).and_then(|_| take_varint(value, &mut at)).is_none() {
+        return Vec::new();
+    }
     let Some(n) = take_u32(value, &mut at) else { return Vec::new() };
     let mut out = Vec::with_capacity(n.min(1024));
     for _ in 0..n {
@@ -395,10 +429,15 @@ mod tests {
     #[test]
     fn values_decode_to_what_was_encoded() {
         let fields = vec![(Bytes::from("a"), Bytes::from("1")), (Bytes::new(), Bytes::from("xyz"))];
-        for ordinal in [0, 127, 128, u64::MAX] {
-            let value = encode_entry(ordinal, &fields);
-            assert_eq!((entry_ordinal(&value), decode_fields(&value)), (ordinal, fields.clone()));
+        for n in [0, 127, 128, u64::MAX] {
+            let slot = Slot { block: n, index: n / 2 };
+            let value = encode_entry(slot, &fields);
+            assert_eq!((entry_slot(&value), decode_fields(&value)), (slot, fields.clone()));
         }
+        assert_eq!(Slot::after(None, 100), Slot::default());
+        assert_eq!(Slot::after(Some(Slot { block: 3, index: 98 }), 100), Slot { block: 3, index: 99 });
+        assert_eq!(Slot::after(Some(Slot { block: 3, index: 99 }), 100), Slot { block: 4, index: 0 });
+        assert_eq!(Slot::after(Some(Slot { block: 3, index: 99 }), 0), Slot { block: 3, index: 100 });
         let counters = NodeCounters { last_id: StreamId::new(5, 1), entries_added: -3, max_deleted: StreamId::new(2, 0) };
         assert_eq!(NodeCounters::decode(&counters.encode()), Some(counters));
         let pending = Pending { delivered_ms: 9, deliveries: 2, consumer: Bytes::from("bob") };
