@@ -8,12 +8,13 @@ use bytes::Bytes;
 use super::errors::{self, wrong_arity};
 use super::numbers::parse_i64;
 use super::table::CmdId;
-use crate::engine::stream::id::{self, AddId, StreamId};
 use crate::protocol::Frame;
 
 mod groups;
+pub mod id;
 
 pub use groups::{XGROUP_HELP, XINFO_HELP};
+use id::{AddId, StreamId};
 use groups::{parse_autoclaim, parse_claim, parse_group, parse_info, parse_pending};
 
 /// How XADD or XTRIM trims.

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use super::id::StreamId;
+use crate::command::stream::id::StreamId;
 use super::store::{self, GroupState, NodeCounters, Pending, StreamView};
 use super::{ElementWrites, entry_frame, view_of, write};
 use crate::command::stream::{ClaimOptions, GroupOp, PendingRange, ReadFrom, StreamCommand};

@@ -8,7 +8,7 @@
 use bytes::Bytes;
 
 use super::groups::Shape;
-use super::id::StreamId;
+use crate::command::stream::id::StreamId;
 use super::store::StreamView;
 use super::{entries_frame, view_of};
 use crate::command::errors;

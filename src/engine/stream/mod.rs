@@ -9,13 +9,12 @@
 //! - consumer groups, consumers and pending entries are elements too: they replicate
 //!   and persist, and concurrent deliveries in two regions are at-least-once.
 //!
-//! Module layout: [`id`] parses and orders ids, [`store`] maps a stream onto elements
+//! Module layout: ids are `command::stream::id`'s (parsed and ordered there), [`store`] maps a stream onto elements
 //! and reads it, [`groups`] runs the consumer-group commands, [`info`] XINFO.
 //!
 //! Part of the deterministic core: no clock (times come in the write context), no I/O.
 
 pub mod groups;
-pub mod id;
 pub mod info;
 pub mod store;
 
@@ -29,7 +28,7 @@ use crate::engine::kv::value::SetTtl;
 use crate::engine::kv::{KeyKind, KvEngine, StrVal, WriteCtx, key_hash};
 use crate::notify::Class;
 use crate::protocol::Frame;
-use id::{AddId, StreamId};
+use crate::command::stream::id::{AddId, StreamId};
 use store::{NodeCounters, StreamView};
 
 /// With peers, a generated id's sequence is `k << NODE_BITS | node`.

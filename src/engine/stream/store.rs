@@ -19,7 +19,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use super::id::{ID_BYTES, StreamId};
+use crate::command::stream::id::{ID_BYTES, StreamId};
 use crate::crdt::NodeId;
 use crate::engine::kv::elements::Elements;
 use crate::engine::kv::list_table::ListTable;
