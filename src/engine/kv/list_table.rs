@@ -448,11 +448,19 @@ impl ListTable {
     /// entries): callers skip those themselves. Streams seek this way (XRANGE from an id).
     pub fn walk_at(&self, name: &[u8], rev: bool, live_only: bool) -> Walk<'_> {
         let mut walk = self.walk(rev, live_only);
+        // A stream reads its counters from the first chunk and its last entry from the
+        // last one: those are answered without a search.
         let skipped = if rev {
             // Chunks whose first name is past `name`, counted from the back.
-            self.chunks.len() - self.chunks.partition_point(|c| c.first() <= name)
+            match self.chunks.back() {
+                Some(last) if last.first() <= name => 0,
+                _ => self.chunks.len() - self.chunks.partition_point(|c| c.first() <= name),
+            }
         } else {
-            self.chunks.partition_point(|c| &c.last[..] < name)
+            match self.chunks.front() {
+                Some(first) if name <= &first.last[..] => 0,
+                _ => self.chunks.partition_point(|c| &c.last[..] < name),
+            }
         };
         walk.chunks_left -= skipped;
         walk

@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use crate::command::stream::id::StreamId;
 use super::store::{self, GroupState, NodeCounters, Pending, StreamView};
 use super::{ElementWrites, entry_frame, view_of, write};
+use crate::command::stream::id::StreamId;
 use crate::command::stream::{ClaimOptions, GroupOp, PendingRange, ReadFrom, StreamCommand};
 use crate::engine::kv::{KvEngine, WriteCtx};
 use crate::notify::Class;

@@ -8,11 +8,11 @@
 use bytes::Bytes;
 
 use super::groups::Shape;
-use crate::command::stream::id::StreamId;
 use super::store::StreamView;
 use super::{entries_frame, view_of};
 use crate::command::errors;
 use crate::command::stream::InfoOf;
+use crate::command::stream::id::StreamId;
 use crate::engine::kv::KvEngine;
 use crate::protocol::Frame;
 

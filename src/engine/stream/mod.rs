@@ -21,6 +21,7 @@ pub mod store;
 use bytes::Bytes;
 
 use crate::command::errors;
+use crate::command::stream::id::{AddId, StreamId};
 use crate::command::stream::{ReadFrom, StreamCommand, Trim, TrimTo};
 use crate::engine::kv::collection_writes::Part;
 use crate::engine::kv::elements::Elements;
@@ -28,7 +29,6 @@ use crate::engine::kv::value::SetTtl;
 use crate::engine::kv::{KeyKind, KvEngine, StrVal, WriteCtx, key_hash};
 use crate::notify::Class;
 use crate::protocol::Frame;
-use crate::command::stream::id::{AddId, StreamId};
 use store::{NodeCounters, StreamView};
 
 /// With peers, a generated id's sequence is `k << NODE_BITS | node`.
@@ -187,7 +187,7 @@ fn add(
     let (counters, own, tail) = match view_of(kv, &key, ctx.now_ms)? {
         None if no_mkstream => return Ok(Frame::Null),
         None => (NodeCounters::default(), NodeCounters::default(), None),
-        Some((view, _)) => (view.counters(), view.node_counters(ctx.node), view.last_entry().map(|(_, v)| store::entry_slot(&v))),
+        Some((view, _)) => (view.counters(), view.node_counters(ctx.node), view.last_slot()),
     };
     if counters.last_id == StreamId::MAX {
         return Err(Frame::static_error("ERR The stream has exhausted the last possible ID, unable to add more items"));
@@ -238,43 +238,77 @@ fn trim_writes(view: StreamView<'_>, live: usize, trim: Trim, node_max: usize) -
         n => n,
     };
     let remove: Vec<StreamId> = match (trim.to, trim.approx) {
-        (TrimTo::MaxLen(max), false) => match len.saturating_sub(max) {
-            0 => Vec::new(),
-            n => view.range(StreamId::ZERO, StreamId::MAX, false, n).into_iter().map(|(id, _)| id).collect(),
-        },
+        (TrimTo::MaxLen(max), false) => {
+            let excess = len.saturating_sub(max) as usize;
+            let mut remove = Vec::with_capacity(excess.min(1 << 16));
+            if excess > 0 {
+                view.head_slots(|id, _| {
+                    remove.push(id);
+                    remove.len() < excess
+                });
+            }
+            remove
+        }
         (TrimTo::MinId(min), false) => match min.prev() {
             Some(hi) => view.range(StreamId::ZERO, hi, false, 0).into_iter().map(|(id, _)| id).collect(),
             None => Vec::new(),
         },
         (_, true) if node_max == 0 => Vec::new(),
-        (to, true) => {
-            let block = node_max as u64;
-            let limit_or_all = if limit == 0 { u64::MAX } else { limit };
-            // Enough entries to see every block that could go, and the one after.
-            let look = match to {
-                TrimTo::MaxLen(max) => len.saturating_sub(max).saturating_add(block).min(limit_or_all.saturating_add(block)),
-                TrimTo::MinId(_) => limit_or_all.saturating_add(block),
-            };
-            let head = view.range(StreamId::ZERO, StreamId::MAX, false, look.max(1));
+        (TrimTo::MaxLen(max), true) => {
+            // Redis reads a node's entry count from its header; here a block's count is
+            // bounded by its slots (the tail block's by the last entry's slot), which is
+            // exact unless XDEL left holes in it (then fewer entries go than in Redis:
+            // `~` keeps at least `MAXLEN` either way). Only the entries that go and the
+            // first one that stays are read.
+            let per_block = node_max as u64;
+            let tail = view.last_slot();
             let mut remove = Vec::new();
             let mut left = len;
+            let mut current = None;
+            view.head_slots(|id, slot| {
+                if current != Some(slot.block) {
+                    let bound = match tail {
+                        Some(t) if t.block == slot.block => t.index.saturating_sub(slot.index) + 1,
+                        _ => per_block.saturating_sub(slot.index).max(1),
+                    };
+                    if (limit > 0 && remove.len() as u64 + bound > limit) || left < max.saturating_add(bound) {
+                        return false;
+                    }
+                    current = Some(slot.block);
+                }
+                remove.push(id);
+                left -= 1;
+                true
+            });
+            remove
+        }
+        (TrimTo::MinId(min), true) => {
+            // A block goes if every entry in it is below MINID: read whole blocks, at
+            // most `limit` entries' worth and the block after.
+            let block = node_max as u64;
+            let limit_or_all = if limit == 0 { u64::MAX } else { limit };
+            let look = limit_or_all.saturating_add(block);
+            let mut head = Vec::new();
+            let mut stopped = false;
+            view.head_slots(|id, slot| {
+                head.push((id, slot));
+                stopped = (head.len() as u64) >= look || id >= min;
+                !stopped
+            });
+            let mut remove = Vec::new();
             let mut at = 0;
             while at < head.len() {
-                let node = store::entry_slot(&head[at].1).block;
-                let end = at + head[at..].iter().take_while(|(_, v)| store::entry_slot(v).block == node).count();
+                let node = head[at].1.block;
+                let end = at + head[at..].iter().take_while(|(_, slot)| slot.block == node).count();
                 let count = (end - at) as u64;
                 if limit > 0 && remove.len() as u64 + count > limit {
                     break;
                 }
-                let goes = match to {
-                    TrimTo::MaxLen(max) => left - count >= max,
-                    TrimTo::MinId(min) => head[end - 1].0 < min && (end < head.len() || (head.len() as u64) < look),
-                };
-                if !goes {
+                // The block is whole only if the walk went past its end (or read all).
+                if !(head[end - 1].0 < min && (end < head.len() || !stopped)) {
                     break;
                 }
                 remove.extend(head[at..end].iter().map(|(id, _)| *id));
-                left -= count;
                 at = end;
             }
             remove

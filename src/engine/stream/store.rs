@@ -21,6 +21,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::command::stream::id::{ID_BYTES, StreamId};
 use crate::crdt::NodeId;
+use crate::engine::kv::element::ElementRef;
 use crate::engine::kv::elements::Elements;
 use crate::engine::kv::list_table::ListTable;
 
@@ -250,11 +251,11 @@ impl Pending {
         out.freeze()
     }
 
-    pub fn decode(value: &Bytes) -> Option<Pending> {
+    pub fn decode(value: &[u8]) -> Option<Pending> {
         let mut at = 0;
         let delivered_ms = take_u64(value, &mut at)?;
         let deliveries = take_u64(value, &mut at)?;
-        Some(Pending { delivered_ms, deliveries, consumer: value.slice(at..) })
+        Some(Pending { delivered_ms, deliveries, consumer: Bytes::copy_from_slice(&value[at..]) })
     }
 }
 
@@ -273,16 +274,23 @@ pub struct StreamView<'a> {
     table: &'a ListTable,
 }
 
-/// Live elements from `from` on (`rev`: backward from it), names and values copied out,
-/// while `keep` says so; stops at the first it refuses.
-fn walk_live<'a>(table: &'a ListTable, from: &[u8], rev: bool, mut keep: impl FnMut(&[u8], Bytes) -> bool) {
+/// Live elements from `from` on (`rev`: backward from it), with their names and values
+/// borrowed (nothing is copied unless an element holds concurrent values), while `keep`
+/// says so; stops at the first it refuses.
+fn walk_live(table: &ListTable, from: &[u8], rev: bool, mut keep: impl FnMut(&[u8], &[u8]) -> bool) {
     for (name, element) in table.walk_at(from, rev, true) {
         let before = if rev { &name[..] > from } else { &name[..] < from };
         if before {
             continue;
         }
-        let Some(value) = element.read() else { continue };
-        if !keep(&name, value.to_bytes()) {
+        let go_on = match element {
+            ElementRef::Raw(_, value) => keep(&name, value),
+            other => match other.read() {
+                Some(value) => keep(&name, &value.to_bytes()),
+                None => true,
+            },
+        };
+        if !go_on {
             break;
         }
     }
@@ -330,7 +338,7 @@ impl<'a> StreamView<'a> {
             if (rev && id < lo) || (!rev && id > hi) {
                 return false;
             }
-            out.push((id, value));
+            out.push((id, Bytes::copy_from_slice(value)));
             count == 0 || (out.len() as u64) < count
         });
         out
@@ -338,6 +346,29 @@ impl<'a> StreamView<'a> {
 
     pub fn entry(&self, id: StreamId) -> Option<Bytes> {
         self.table.get(&entry_name(id)).and_then(|e| e.read()).map(|v| v.to_bytes())
+    }
+
+    /// Entries' ids and slots from the head, while `keep` says so (for trims: no value
+    /// is copied).
+    pub fn head_slots(&self, mut keep: impl FnMut(StreamId, Slot) -> bool) {
+        walk_live(self.table, &[ENTRY], false, |name, value| {
+            let Some(id) = (name.first() == Some(&ENTRY)).then(|| StreamId::from_bytes(&name[1..])).flatten() else {
+                return false;
+            };
+            keep(id, entry_slot(value))
+        });
+    }
+
+    /// The last entry's slot (where XADD puts the next), without copying it.
+    pub fn last_slot(&self) -> Option<Slot> {
+        let mut slot = None;
+        walk_live(self.table, &entry_name(StreamId::MAX), true, |name, value| {
+            if name.first() == Some(&ENTRY) {
+                slot = Some(entry_slot(value));
+            }
+            false
+        });
+        slot
     }
 
     pub fn first_entry(&self) -> Option<(StreamId, Bytes)> {
@@ -391,7 +422,7 @@ impl<'a> StreamView<'a> {
         let mut out = Vec::new();
         walk_live(self.table, &scope, false, |name, value| {
             let Some(consumer) = name.strip_prefix(&scope[..]) else { return false };
-            out.push((Bytes::copy_from_slice(consumer), decode_seen(&value)));
+            out.push((Bytes::copy_from_slice(consumer), decode_seen(value)));
             true
         });
         out
@@ -410,7 +441,7 @@ impl<'a> StreamView<'a> {
             if id > hi {
                 return false;
             }
-            match Pending::decode(&value) {
+            match Pending::decode(value) {
                 Some(p) => keep(id, p),
                 None => true,
             }
