@@ -50,11 +50,22 @@ TESTS = [
     ("ZADD", ["ZADD", "bench:zset", "__rand_int__", "member:__rand_int__"]),
     ("ZSCORE", ["ZSCORE", "bench:zset", "member:__rand_int__"]),
     ("ZRANGE 0 99", ["ZRANGE", "bench:zset", "0", "99"]),
+    ("XADD *", ["XADD", "bench:stream", "*", "f", "value-0123456789"]),
+    ("XADD MAXLEN ~ 1000", ["XADD", "bench:capped", "MAXLEN", "~", "1000", "*", "f", "value-0123456789"]),
+    ("XRANGE - + COUNT 10", ["XRANGE", "bench:stream", "-", "+", "COUNT", "10"]),
+    ("XREVRANGE + - COUNT 10", ["XREVRANGE", "bench:stream", "+", "-", "COUNT", "10"]),
 ]
 
 # The write that fills what a read reads. A read chosen with --only without its write
 # gets that write run first, untimed: without it the read would time empty replies.
-FILLED_BY = {"HGET": "HSET", "SISMEMBER": "SADD", "ZSCORE": "ZADD", "ZRANGE 0 99": "ZADD"}
+FILLED_BY = {
+    "HGET": "HSET",
+    "SISMEMBER": "SADD",
+    "ZSCORE": "ZADD",
+    "ZRANGE 0 99": "ZADD",
+    "XRANGE - + COUNT 10": "XADD *",
+    "XREVRANGE + - COUNT 10": "XADD *",
+}
 
 
 def bench(port, command, pipeline, requests, keyspace):
