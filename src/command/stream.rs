@@ -397,7 +397,7 @@ pub fn parse_read(a: &[Bytes], group_form: bool) -> Result<StreamRead, Frame> {
             count = integer(&a[i])?.max(0) as u64;
         } else if eq(opt, "streams") && more > 0 {
             let n = a.len() - (i + 1);
-            if n % 2 != 0 {
+            if !n.is_multiple_of(2) {
                 return Err(Frame::static_error(
                     "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
                 ));

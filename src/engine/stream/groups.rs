@@ -25,6 +25,14 @@ fn no_group(key: &[u8], group: &[u8]) -> Frame {
     Frame::error(format!("NOGROUP No such key '{}' or consumer group '{}'", lossy(key), lossy(group)))
 }
 
+/// The stream at `key` and its group `group`, or Redis's NOGROUP error (XPENDING,
+/// XCLAIM, XAUTOCLAIM); WRONGTYPE for another type.
+fn group_of<'a>(kv: &'a mut KvEngine, key: &[u8], group: &[u8], now_ms: u64) -> Result<(StreamView<'a>, GroupState), Frame> {
+    let Some((view, _)) = view_of(kv, key, now_ms)? else { return Err(no_group(key, group)) };
+    let state = view.group(group).ok_or_else(|| no_group(key, group))?;
+    Ok((view, state))
+}
+
 /// What the read counters need to know of a stream (Redis's `stream` fields).
 pub struct Shape {
     pub len: u64,
@@ -332,10 +340,7 @@ fn ack(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, group: Bytes, ids: &[S
 }
 
 fn pending(kv: &mut KvEngine, now_ms: u64, key: Bytes, group: Bytes, range: Option<PendingRange>) -> Result<Frame, Frame> {
-    let Some((view, _)) = view_of(kv, &key, now_ms)? else { return Err(no_group(&key, &group)) };
-    if view.group(&group).is_none() {
-        return Err(no_group(&key, &group));
-    }
+    let (view, _) = group_of(kv, &key, &group, now_ms)?;
     let Some(range) = range else {
         let mut count = 0i64;
         let (mut first, mut last) = (None, StreamId::ZERO);
@@ -390,8 +395,7 @@ fn claim(
     options: ClaimOptions,
 ) -> Result<Frame, Frame> {
     let now_ms = ctx.now_ms;
-    let Some((view, _)) = view_of(kv, &key, now_ms)? else { return Err(no_group(&key, &group)) };
-    let Some(mut state) = view.group(&group) else { return Err(no_group(&key, &group)) };
+    let (view, mut state) = group_of(kv, &key, &group, now_ms)?;
     let mut writes = Writes::default();
     if let Some(last) = options.last_id
         && last > state.last_delivered
@@ -461,10 +465,7 @@ fn auto_claim(
     just_id: bool,
 ) -> Result<Frame, Frame> {
     let now_ms = ctx.now_ms;
-    let Some((view, _)) = view_of(kv, &key, now_ms)? else { return Err(no_group(&key, &group)) };
-    if view.group(&group).is_none() {
-        return Err(no_group(&key, &group));
-    }
+    let (view, _) = group_of(kv, &key, &group, now_ms)?;
     let mut writes = Writes::default();
     let mut attempts = count.saturating_mul(10);
     let mut left = count;

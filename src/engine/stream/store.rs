@@ -308,7 +308,7 @@ impl<'a> StreamView<'a> {
             if name.first() != Some(&NODE) {
                 return false;
             }
-            if let Some(c) = NodeCounters::decode(&value) {
+            if let Some(c) = NodeCounters::decode(value) {
                 all.last_id = all.last_id.max(c.last_id);
                 all.entries_added += c.entries_added;
                 all.max_deleted = all.max_deleted.max(c.max_deleted);
@@ -404,7 +404,7 @@ impl<'a> StreamView<'a> {
             if name.first() != Some(&GROUP) {
                 return false;
             }
-            if let Some(state) = GroupState::decode(&value) {
+            if let Some(state) = GroupState::decode(value) {
                 out.push((Bytes::copy_from_slice(&name[1..]), state));
             }
             true
@@ -483,6 +483,6 @@ mod tests {
         for other in [&node_name(u16::MAX)[..], &group_name(b"\xff\xff"), &consumer_name(b"g", b"c"), &pending_name(b"g", StreamId::MAX)] {
             assert!(other < &entry[..]);
         }
-        assert!(pending_name(b"g", StreamId::MAX) < Bytes::from(group_scope(PENDING, b"h")));
+        assert!(pending_name(b"g", StreamId::MAX).as_ref() < group_scope(PENDING, b"h").as_slice());
     }
 }

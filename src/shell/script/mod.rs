@@ -287,6 +287,11 @@ impl vm::Caller for ParkedCaller<'_, '_> {
                 Command::PubSub(crate::command::PubSubCommand::Publish { shard, channel, message }) => {
                     super::pubsub::publish(state, shard, channel, message)
                 }
+                // Redis refuses BLOCK of the stream reads in a script (the blocking pops
+                // run as their non-blocking forms).
+                Command::Blocking(blocking) if blocking.name.starts_with('x') => {
+                    Frame::error(format!("ERR {} command is not allowed with BLOCK option from scripts", blocking.name))
+                }
                 data @ (Command::Key(_) | Command::Multi(_) | Command::Keyspace(_) | Command::Blocking(_)) => {
                     super::transaction::run_data_command(self.shards, data, self.random_pick)
                 }
