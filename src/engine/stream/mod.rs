@@ -249,10 +249,17 @@ fn trim_writes(view: StreamView<'_>, live: usize, trim: Trim, node_max: usize) -
             }
             remove
         }
-        (TrimTo::MinId(min), false) => match min.prev() {
-            Some(hi) => view.range(StreamId::ZERO, hi, false, 0).into_iter().map(|(id, _)| id).collect(),
-            None => Vec::new(),
-        },
+        (TrimTo::MinId(min), false) => {
+            let mut remove = Vec::new();
+            view.head_slots(|id, _| {
+                let below = id < min;
+                if below {
+                    remove.push(id);
+                }
+                below
+            });
+            remove
+        }
         (_, true) if node_max == 0 => Vec::new(),
         (TrimTo::MaxLen(max), true) => {
             // Redis reads a node's entry count from its header; here a block's count is
@@ -324,7 +331,7 @@ fn del(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, ids: &[StreamId]) -> R
     let mut writes: ElementWrites = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for &id in ids {
-        if seen.insert(id) && view.entry(id).is_some() {
+        if seen.insert(id) && view.has_entry(id) {
             writes.push((Bytes::copy_from_slice(&store::entry_name(id)), None));
             if id > counters.max_deleted && id > own.max_deleted {
                 own.max_deleted = id;

@@ -344,6 +344,11 @@ impl<'a> StreamView<'a> {
         out
     }
 
+    /// Whether the entry exists (nothing copied).
+    pub fn has_entry(&self, id: StreamId) -> bool {
+        self.table.get(&entry_name(id)).is_some_and(|e| e.exists())
+    }
+
     pub fn entry(&self, id: StreamId) -> Option<Bytes> {
         self.table.get(&entry_name(id)).and_then(|e| e.read()).map(|v| v.to_bytes())
     }
