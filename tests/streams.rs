@@ -133,6 +133,18 @@ fn blocked_readers_are_served_by_entries_added_on_other_connections() {
     }
     let pending = run(&mut writer, &["XPENDING", "s", "g", "-", "+", "10", "alice"]);
     assert!(format!("{pending:?}").contains("2-1"), "delivered to alice, pending: {pending:?}");
+    // A reader woken by a burst is sent at most 1,000 entries, as Redis sends a blocked
+    // reader without COUNT; its first try, before blocking, reads everything.
+    let mut reader = connect(&server);
+    let burst = std::thread::spawn(move || -> redis::Value {
+        redis::cmd("XREAD").arg("BLOCK").arg(20_000).arg("STREAMS").arg("burst").arg("$").query(&mut reader).expect("XREAD")
+    });
+    assert!(common::eventually(Duration::from_secs(10), || info_u64(&mut writer, "clients", "blocked_clients") == 1));
+    run(&mut writer, &["EVAL", "for i=1,1500 do redis.call('XADD', KEYS[1], '*', 'f', 'v') end return 1", "1", "burst"]);
+    let entries = |reply: &redis::Value| format!("{reply:?}").matches("\"f\"").count();
+    assert_eq!(entries(&burst.join().expect("XREAD")), 1000);
+    let all = run(&mut writer, &["XREAD", "BLOCK", "0", "STREAMS", "burst", "0"]);
+    assert_eq!(entries(&all), 1500, "a first try reads everything");
     // A timeout answers a null array; nothing is left pending for it.
     let none = redis::cmd("XREAD").arg("BLOCK").arg(50).arg("STREAMS").arg("s").arg("$").query::<redis::Value>(&mut writer).expect("XREAD");
     assert_eq!(none, redis::Value::Nil);

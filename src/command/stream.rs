@@ -14,8 +14,8 @@ mod groups;
 pub mod id;
 
 pub use groups::{XGROUP_HELP, XINFO_HELP};
-use id::{AddId, StreamId};
 use groups::{parse_autoclaim, parse_claim, parse_group, parse_info, parse_pending};
+use id::{AddId, StreamId};
 
 /// How XADD or XTRIM trims.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -477,7 +477,8 @@ fn parse_setid(a: &mut [Bytes]) -> Result<StreamCommand, Frame> {
     Ok(StreamCommand::SetId { key: std::mem::take(&mut a[1]), last, entries_added, max_deleted })
 }
 
-/// Where `STREAMS` is in a blocking XREAD's attempt (see [`parse_read_command`]).
+/// Where `STREAMS` is in a blocking XREAD's attempt (see [`parse_read_command`]); its
+/// COUNT's value is the word before it (XREADGROUP's is the sixth word).
 pub const XREAD_ATTEMPT_STREAMS_AT: usize = 3;
 
 /// XREAD and XREADGROUP: a blocking command with BLOCK (its attempt is the same read

@@ -229,6 +229,24 @@ pub async fn try_once(access: &impl Shards, command: &BlockingCommand) -> Option
     }
 }
 
+/// Once a blocking XREAD or XREADGROUP without COUNT has found nothing and waits, the
+/// tries it makes when woken read at most 1,000 entries per stream, as Redis serves a
+/// blocked stream reader (`XREAD_BLOCKED_DEFAULT_COUNT`): a reader woken with an old id
+/// is not sent a huge reply. Its first try, made before it blocked, reads everything.
+pub fn bound_woken_stream_reads(command: &mut BlockingCommand) {
+    const BLOCKED_DEFAULT_COUNT: &[u8] = b"1000";
+    let count_at = match command.name {
+        "xread" => crate::command::stream::XREAD_ATTEMPT_STREAMS_AT - 1,
+        // XREADGROUP GROUP g c COUNT n: the count's value is the sixth word.
+        "xreadgroup" => 5,
+        _ => return,
+    };
+    let Attempt::Command(args) = &mut command.attempt else { return };
+    if args.get(count_at).is_some_and(|n| n.as_ref() == b"0") {
+        args[count_at] = Bytes::from_static(BLOCKED_DEFAULT_COUNT);
+    }
+}
+
 /// Before a blocking XREAD waits: `$` means the stream's last id *now*, so each `$` in
 /// its attempt is replaced by that id (0-0 for a missing key), as Redis resolves it
 /// when the client blocks. Other commands are left as they are.

@@ -59,6 +59,9 @@ impl Connection {
             {
                 found = None;
             }
+            if first {
+                blocking::bound_woken_stream_reads(&mut command);
+            }
             first = false;
             if let Some(reply) = found {
                 // A wake-up that came during this try is answered by it too.
