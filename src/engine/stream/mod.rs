@@ -9,10 +9,12 @@
 //! - consumer groups, consumers and pending entries are elements too: they replicate
 //!   and persist, and concurrent deliveries in two regions are at-least-once.
 //!
-//! Module layout: ids are `command::stream::id`'s (parsed and ordered there), [`store`] maps a stream onto elements
-//! and reads it, [`groups`] runs the consumer-group commands, [`info`] XINFO.
+//! Module layout: ids are `command::stream::id`'s (parsed and ordered there), [`store`]
+//! maps a stream onto elements and reads it, [`groups`] runs the consumer-group
+//! commands, [`info`] XINFO; this file runs the rest and owns id generation and trims.
 //!
 //! Part of the deterministic core: no clock (times come in the write context), no I/O.
+//! Must never write anything but its own key's stream part.
 
 pub mod groups;
 pub mod info;
