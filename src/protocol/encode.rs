@@ -125,36 +125,19 @@ pub fn encode(frame: &Frame, protocol: Protocol, out: &mut BytesMut) {
                 encode(item, protocol, out);
             }
         }
-        Frame::Map(pairs) => {
-            if resp3 {
-                put_int_line(out, b'%', pairs.len() as i64);
-            } else {
-                put_int_line(out, b'*', 2 * pairs.len() as i64);
-            }
-            for (key, value) in pairs {
-                encode(key, protocol, out);
-                encode(value, protocol, out);
-            }
-        }
-        Frame::PairMap(pairs) if resp3 => {
-            put_int_line(out, b'%', pairs.len() as i64);
-            for (key, value) in pairs {
-                encode(key, protocol, out);
-                encode(value, protocol, out);
-            }
-        }
-        // An array of two-element arrays: Pairs in RESP3, PairMap in RESP2.
-        Frame::Pairs(pairs) | Frame::PairMap(pairs) if resp3 == matches!(frame, Frame::Pairs(_)) => {
-            put_int_line(out, b'*', pairs.len() as i64);
+        Frame::Map(pairs) | Frame::Pairs(pairs) | Frame::PairMap(pairs) => {
+            // A map in RESP3 (Map, PairMap), an array of two-element arrays (Pairs in
+            // RESP3, PairMap in RESP2), or else one flat array.
+            let (header, count, nested) = match (frame, resp3) {
+                (Frame::Map(_) | Frame::PairMap(_), true) => (b'%', pairs.len(), false),
+                (Frame::Pairs(_), true) | (Frame::PairMap(_), false) => (b'*', pairs.len(), true),
+                _ => (b'*', 2 * pairs.len(), false),
+            };
+            put_int_line(out, header, count as i64);
             for (first, second) in pairs {
-                out.put_slice(b"*2\r\n");
-                encode(first, protocol, out);
-                encode(second, protocol, out);
-            }
-        }
-        Frame::Pairs(pairs) | Frame::PairMap(pairs) => {
-            put_int_line(out, b'*', 2 * pairs.len() as i64);
-            for (first, second) in pairs {
+                if nested {
+                    out.put_slice(b"*2\r\n");
+                }
                 encode(first, protocol, out);
                 encode(second, protocol, out);
             }

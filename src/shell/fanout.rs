@@ -506,9 +506,9 @@ pub async fn keyspace(access: &impl Shards, command: KeyspaceCommand, random_pic
 /// names the keys that had something (a map in RESP3), or is null when none had. Each
 /// key's part is atomic on its shard; the keys together are not (as MGET across
 /// shards). The first error (WRONGTYPE, NOGROUP) is the reply.
-async fn stream_read(access: &impl Shards, read: crate::command::stream::StreamRead) -> Frame {
+async fn stream_read(access: &impl Shards, mut read: crate::command::stream::StreamRead) -> Frame {
     let mut found = Vec::new();
-    for (key, from) in read.keys.clone() {
+    for (key, from) in std::mem::take(&mut read.keys) {
         let shard = access.shard_of(&key);
         match access.run_one(shard, ShardOp::Key(KeyCommand::Stream(Box::new(read.part(key, from))))).await.into_frame() {
             Frame::Array(mut pair) if pair.len() == 2 => {

@@ -441,15 +441,13 @@ impl ListTable {
         walk
     }
 
-    /// The entries in name order from about `name` (`rev`: backward from about it):
-    /// whole chunks that lie entirely before `name` (after it, when `rev`) are skipped
-    /// unread, found by binary search on their first and last names. The walk may still
-    /// yield a few entries before `name` (in the first chunk it decodes, and side-map
-    /// entries): callers skip those themselves. Streams seek this way (XRANGE from an id).
+    /// The entries in name order from about `name` (`rev`: backward): chunks wholly
+    /// before it (after it, when `rev`) are skipped unread, found by binary search. A few
+    /// entries before `name` may still come (side-map entries, the first chunk's):
+    /// callers skip them. Streams seek this way (XRANGE from an id).
     pub fn walk_at(&self, name: &[u8], rev: bool, live_only: bool) -> Walk<'_> {
         let mut walk = self.walk(rev, live_only);
-        // A stream reads its counters from the first chunk and its last entry from the
-        // last one: those are answered without a search.
+        // A stream's counters are in the first chunk, its last entry in the last one.
         let skipped = if rev {
             // Chunks whose first name is past `name`, counted from the back.
             match self.chunks.back() {
