@@ -66,13 +66,11 @@ pub(super) fn parse_group(a: &mut [Bytes]) -> Result<Option<StreamCommand>, Fram
     )?;
     let sub = a[1].to_ascii_lowercase();
     let argc = a.len();
+    // Past the table's arities, Redis's own bounds on CREATE's and SETID's options.
     let arity_ok = match &sub[..] {
-        b"help" => argc == 2,
-        b"create" => (5..=8).contains(&argc),
+        b"create" => argc <= 8,
         b"setid" => argc == 5 || argc == 7,
-        b"destroy" => argc == 4,
-        b"createconsumer" | b"delconsumer" => argc == 5,
-        _ => false,
+        _ => true,
     };
     if !arity_ok {
         return Err(subcommand_error(&a[1], "XGROUP"));
