@@ -4,7 +4,8 @@
 //! Must never: produce an entry whose name is not in full at a chunk's start, or do I/O.
 
 use super::entry::{
-    DOT_EXPLICIT, Decoder, NAME_FULL, NAME_STEP, VALUE_INT, encode_entry, entry_bytes_max, implied_dot, last_triple, set_last_triple,
+    DOT_EXPLICIT, Decoder, NAME_FULL, NAME_STEP, VALUE_INT, encode_entry, encode_head, entry_bytes_max, head_bytes_max, head_end,
+    implied_dot, last_triple, set_last_triple,
 };
 use super::{CHUNK_ENTRIES_MAX, Name};
 use crate::crdt::{Dot, Hlc};
@@ -118,22 +119,8 @@ impl Chunk {
             return None;
         }
         let bytes = &self.bytes;
-        let mut at = self.last_at as usize;
-        let tag = bytes[at];
-        at += 1;
-        match tag & 3 {
-            NAME_FULL => {
-                let len = get_var(bytes, &mut at) as usize;
-                at += len;
-            }
-            kind => {
-                get_var(bytes, &mut at);
-                get_var(bytes, &mut at);
-                if kind != NAME_STEP {
-                    get_var(bytes, &mut at);
-                }
-            }
-        }
+        let tag = bytes[self.last_at as usize];
+        let mut at = head_end(bytes, self.last_at as usize);
         let dot = if tag & DOT_EXPLICIT != 0 {
             let hlc = get_var(bytes, &mut at);
             let node = get_var(bytes, &mut at) as u16;
@@ -193,8 +180,19 @@ impl Chunk {
     pub(super) fn splice_in(&mut self, name: &[u8], element: ElementRef<'_>) -> bool {
         debug_assert!(name <= self.last.as_slice());
         self.starts = None;
-        if name < self.first() && self.prepend_in_place(name, element) {
-            return false;
+        if name < self.first() {
+            if self.prepend_in_place(name, element) {
+                return false;
+            }
+            if (self.count as usize) < CHUNK_ENTRIES_MAX {
+                let needed = entry_bytes_max(name, element) + head_bytes_max(self.first());
+                self.make_head_room(needed);
+                let prepended = self.prepend_in_place(name, element);
+                debug_assert!(prepended, "the room made holds the entry and the old head");
+                if prepended {
+                    return false;
+                }
+            }
         }
         self.reclaim_head();
         let mut decoder = Decoder::new(self);
@@ -255,11 +253,13 @@ impl Chunk {
                 std::cmp::Ordering::Greater => return None,
             }
         };
+        // The entry after keeps its dot and value bytes: its head alone is recoded,
+        // against the entry before the removed one (in full if none).
         let (rest, middle, next_is_last) = match decoder.next_entry() {
-            Some((_, next)) => {
-                let mut middle = Vec::with_capacity(entry_bytes_max(&decoder.name, next));
-                encode_entry(&mut middle, prev.as_deref(), &decoder.name, next);
-                (decoder.at, middle, decoder.name.as_slice() == self.last.as_slice())
+            Some((next_start, _)) => {
+                let mut middle = Vec::with_capacity(head_bytes_max(&decoder.name));
+                encode_head(&mut middle, self.bytes[next_start] & !3, prev.as_deref(), &decoder.name);
+                (head_end(&self.bytes, next_start), middle, decoder.name.as_slice() == self.last.as_slice())
             }
             None => (self.bytes.len(), Vec::new(), false),
         };
@@ -349,24 +349,27 @@ impl Chunk {
     }
 
     /// Insert `name` before the first entry into the unused prefix (see `head`) when the
-    /// new entry and the old first one, recoded against it, fit where the old one ended:
-    /// nothing moves (a run of LPUSHes into a chunk made by [`Chunk::first_of_front_run`]
-    /// writes each entry once, where a listpack moves its whole rest per push). Returns
-    /// false, changing nothing, when they do not fit.
+    /// new entry and the old first one's head, recoded against it, fit where that head
+    /// ended: nothing moves, and the old entry's dot and value are not read (a run of
+    /// LPUSHes into a chunk made by [`Chunk::first_of_front_run`] writes each entry
+    /// once, where a listpack moves its whole rest per push). Returns false, changing
+    /// nothing, when they do not fit.
     fn prepend_in_place(&mut self, name: &[u8], element: ElementRef<'_>) -> bool {
-        let mut decoder = Decoder::new(self);
-        let Some((start, old)) = decoder.next_entry() else { return false };
-        debug_assert_eq!(start, self.head as usize);
-        let rest = decoder.at;
-        let mut middle = Vec::with_capacity(entry_bytes_max(name, element) + entry_bytes_max(&decoder.name, old));
-        encode_entry(&mut middle, None, name, element);
-        let second = middle.len();
-        encode_entry(&mut middle, Some(name), &decoder.name, old);
-        if middle.len() > rest {
+        if self.count == 0 {
             return false;
         }
-        let new_head = rest - middle.len();
-        self.bytes[new_head..rest].copy_from_slice(&middle);
+        let head = self.head as usize;
+        let old_end = head_end(&self.bytes, head);
+        let old_name = self.first();
+        let mut front = Vec::with_capacity(entry_bytes_max(name, element) + head_bytes_max(old_name));
+        encode_entry(&mut front, None, name, element);
+        let second = front.len();
+        encode_head(&mut front, self.bytes[head] & !3, Some(name), old_name);
+        if front.len() > old_end {
+            return false;
+        }
+        let new_head = old_end - front.len();
+        self.bytes[new_head..old_end].copy_from_slice(&front);
         if self.count == 1 {
             // The old first entry was the last too: it starts in the middle now.
             self.last_at = (new_head + second) as u32;
@@ -375,6 +378,29 @@ impl Chunk {
         self.count += 1;
         self.debug_check_last_at();
         true
+    }
+
+    /// Make room before the first entry for a run of head inserts: the entries move up
+    /// once behind an unused prefix about as long as they are (at least `at_least`, at
+    /// most [`RUN_ROOM_BYTES_MAX`]), so that the next inserts at the head fill it in
+    /// place (amortised constant time, where moving the chunk per insert is linear in
+    /// it). The prefix never exceeds the bytes in use by more than `at_least`, and a
+    /// full chunk gives it back (`ListTable::put_at_end`).
+    fn make_head_room(&mut self, at_least: usize) {
+        let used = self.bytes.len() - self.head as usize;
+        let room = used.min(RUN_ROOM_BYTES_MAX).max(at_least);
+        let mut bytes = Vec::with_capacity(room + used);
+        bytes.resize(room, 0);
+        bytes.extend_from_slice(&self.bytes[self.head as usize..]);
+        self.last_at = self.last_at - self.head + room as u32;
+        if let Some(starts) = &mut self.starts {
+            let shift = room as u32;
+            let head = self.head;
+            starts.iter_mut().for_each(|start| *start = *start - head + shift);
+        }
+        self.bytes = bytes;
+        self.head = room as u32;
+        self.debug_check_last_at();
     }
 
     /// Give back the unused prefix a head pop left (see `head`) by moving the entries

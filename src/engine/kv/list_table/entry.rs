@@ -79,25 +79,46 @@ pub(super) fn encode_entry(out: &mut Vec<u8>, prev: Option<&[u8]>, name: &[u8], 
     };
     // A name shorter than a triple is no position (a test or a bad peer made it): it
     // is stored in full with its dot, and the codec refuses it when it is read back.
-    let triple = (name.len() >= TRIPLE_BYTES).then(|| last_triple(name));
-    let id = id_of(name);
-    let dot_tag = if triple.is_some_and(|(_, hlc, node)| Dot::new(Hlc(hlc), node) == dot) {
+    let dot_tag = if (name.len() >= TRIPLE_BYTES).then(|| last_triple(name)).is_some_and(|(_, hlc, node)| Dot::new(Hlc(hlc), node) == dot) {
         0
-    } else if id.is_some_and(|(hlc, node, _)| Dot::new(Hlc(hlc), node) == dot) {
+    } else if id_of(name).is_some_and(|(hlc, node, _)| Dot::new(Hlc(hlc), node) == dot) {
         DOT_ID
     } else {
         DOT_EXPLICIT
     };
+    encode_head(out, dot_tag | value_tag, prev, name);
+    if dot_tag == DOT_EXPLICIT {
+        put_var(out, dot.hlc.0);
+        put_var(out, u64::from(dot.node));
+    }
+    match element {
+        ElementRef::Int(_, n) => put_var(out, zigzag(n)),
+        ElementRef::Raw(_, value) => {
+            put_var(out, value.len() as u64);
+            out.extend_from_slice(value);
+        }
+        ElementRef::Full(_) => unreachable!("checked above"),
+    }
+}
+
+/// Append an entry's head: its tag (`flags`, the dot and value bits, with the name's
+/// coding added) and its name coded against `prev`. What follows the head (the dot,
+/// the value) does not depend on the entry before, so an entry whose neighbour changes
+/// is recoded by rewriting its head alone (see [`head_end`]).
+pub(super) fn encode_head(out: &mut Vec<u8>, flags: u8, prev: Option<&[u8]>, name: &[u8]) {
+    debug_assert_eq!(flags & 3, 0, "the name's coding is chosen here");
+    let triple = (name.len() >= TRIPLE_BYTES).then(|| last_triple(name));
     let step = triple.and_then(|(digit, hlc, node)| {
         let prev = prev.filter(|p| p.len() == name.len() && p[..p.len() - TRIPLE_BYTES] == name[..name.len() - TRIPLE_BYTES])?;
         let (p_digit, p_hlc, p_node) = last_triple(prev);
         digit.checked_sub(p_digit).map(|d| (d, zigzag(hlc.wrapping_sub(p_hlc) as i64), p_node != node, node))
     });
     // Not a position's step: an id's, when only the id differs from the previous name.
-    let id_step = match (step, id, prev) {
-        (None, Some((hlc, node, seq)), Some(prev))
-            if prev.len() == name.len() && prev[0] == name[0] && prev[ID_END..] == name[ID_END..] =>
+    let id_step = match (step, prev) {
+        (None, Some(prev))
+            if prev.len() == name.len() && name.len() >= ID_END && prev[0] == name[0] && prev[ID_END..] == name[ID_END..] =>
         {
+            let (hlc, node, seq) = id_of(name).expect("long enough");
             let (p_hlc, _, p_seq) = id_of(prev).expect("same length");
             Some((zigzag(hlc.wrapping_sub(p_hlc) as i64), node, zigzag(i64::from(seq.wrapping_sub(p_seq) as i32))))
         }
@@ -109,7 +130,7 @@ pub(super) fn encode_entry(out: &mut Vec<u8>, prev: Option<&[u8]>, name: &[u8], 
         Some((_, _, false, _)) => NAME_STEP,
         Some((_, _, true, _)) => NAME_STEP_NODE,
     };
-    out.push(name_tag | dot_tag | value_tag);
+    out.push(name_tag | flags);
     match step {
         None => match id_step {
             Some((hlc_step, node, seq_step)) => {
@@ -130,18 +151,31 @@ pub(super) fn encode_entry(out: &mut Vec<u8>, prev: Option<&[u8]>, name: &[u8], 
             }
         }
     }
-    if dot_tag == DOT_EXPLICIT {
-        put_var(out, dot.hlc.0);
-        put_var(out, u64::from(dot.node));
-    }
-    match element {
-        ElementRef::Int(_, n) => put_var(out, zigzag(n)),
-        ElementRef::Raw(_, value) => {
-            put_var(out, value.len() as u64);
-            out.extend_from_slice(value);
+}
+
+/// Where the head (tag and name coding, see [`encode_head`]) of the entry starting at
+/// `start` ends: its length depends on its own bytes alone, not on the name before.
+pub(super) fn head_end(bytes: &[u8], start: usize) -> usize {
+    let mut at = start + 1;
+    match bytes[start] & 3 {
+        NAME_FULL => {
+            let len = get_var(bytes, &mut at) as usize;
+            at += len;
         }
-        ElementRef::Full(_) => unreachable!("checked above"),
+        kind => {
+            get_var(bytes, &mut at);
+            get_var(bytes, &mut at);
+            if kind != NAME_STEP {
+                get_var(bytes, &mut at);
+            }
+        }
     }
+    at
+}
+
+/// The most bytes [`encode_head`] writes: a tag and a name in full or three varints.
+pub(super) fn head_bytes_max(name: &[u8]) -> usize {
+    1 + VARINT_MAX + name.len().max(3 * VARINT_MAX)
 }
 
 /// Bytes [`encode_entry`] writes for an entry at most: a tag, a name in full or as

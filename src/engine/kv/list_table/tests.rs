@@ -210,6 +210,38 @@ fn lpushes_into_a_head_chunks_room_read_back_in_order() {
     assert!(bytes < values_bytes + model.len() * 16 + chunks * 160 + 16 * 1024, "{bytes} bytes for {values_bytes} of values");
 }
 
+/// LPUSHes onto a chunk that has no room before its first entry (one built by
+/// RPUSHes): the first makes room once (`Chunk::make_head_room`), the rest write into
+/// it; the list reads back in order and the chunk's bytes stay within about twice what
+/// its entries take.
+#[test]
+fn lpushes_onto_a_chunk_without_room_read_back_in_order_and_stay_bounded() {
+    let mut table = ListTable::default();
+    let mut model: std::collections::VecDeque<(Vec<u8>, Stored)> = std::collections::VecDeque::new();
+    for step in 0..8u64 {
+        let d = dot((1 << 20) + step, 1);
+        let n = position::between(model.back().map(|(n, _)| n.as_slice()), None, d, Placement::AfterLow);
+        let stored = raw(d, format!("tail{step}").as_bytes());
+        table.put_at_end(true, &n, stored.view());
+        model.push_back((n, stored));
+    }
+    for step in 0..300u64 {
+        let d = dot((1 << 21) + 2 * step, 1 + (step % 5 == 0) as u16);
+        let n = position::between(None, model.front().map(|(n, _)| n.as_slice()), d, Placement::BeforeHigh);
+        let stored = raw(d, format!("head{step}").as_bytes());
+        table.put_at_end(false, &n, stored.view());
+        model.push_front((n, stored));
+        let (bytes, chunks) = table.chunk_bytes();
+        let used: usize = model.iter().map(|(_, s)| s.view().read().map_or(0, |v| v.to_bytes().len()) + 8).sum();
+        assert!(bytes <= 2 * used + chunks * 256, "step {step}: {bytes} bytes in {chunks} chunks for {used}");
+    }
+    let want: Vec<Vec<u8>> = model.iter().map(|(n, _)| n.clone()).collect();
+    assert_eq!(names_of(&table), want);
+    for (n, s) in &model {
+        assert_eq!(table.get(n), Some(s.view()));
+    }
+}
+
 #[test]
 fn retain_keeps_what_it_is_told_in_order() {
     let mut table = ListTable::default();
