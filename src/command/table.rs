@@ -251,6 +251,11 @@ impl CommandSpec {
         self.flags.contains(&"denyoom")
     }
 
+    /// A command whose first argument names a subcommand (CONFIG, CLIENT, XINFO...).
+    pub fn is_container(&self) -> bool {
+        self.summary.starts_with("A container for")
+    }
+
     /// Refused between MULTI and EXEC (Redis's `no_multi`).
     pub fn is_no_multi(&self) -> bool {
         self.flags.contains(&"no_multi")

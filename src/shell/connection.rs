@@ -21,6 +21,7 @@ use tokio::sync::oneshot;
 
 use super::ServerState;
 use super::clients::ClientInfo;
+use super::command_stats::{CallTally, Outcome};
 use super::fanout;
 use super::info;
 use super::memory;
@@ -124,6 +125,7 @@ pub async fn serve(
         skip: Skip::None,
         silenced: std::collections::VecDeque::new(),
         arrived_ns: super::arrival::now_ns(),
+        tally: CallTally::default(),
     };
     if let Err(e) = connection.run().await {
         tracing::debug!(client = info.id, "connection closed: {e}");
@@ -137,7 +139,8 @@ pub async fn serve(
 struct PendingBatch {
     shard: usize,
     ops: Vec<ShardOp>,
-    slots: Vec<usize>,
+    /// The reply slots, with the command each answers (for its failure's count).
+    slots: Vec<(usize, Option<usize>)>,
 }
 
 struct Connection {
@@ -162,7 +165,7 @@ struct Connection {
     /// When the oldest operation in `pending` was queued.
     pending_since: Option<Instant>,
     /// Batches sent before the end of the pipeline: their replies and the slots they fill.
-    in_flight: Vec<(oneshot::Receiver<Vec<ShardReply>>, Vec<usize>)>,
+    in_flight: Vec<(oneshot::Receiver<Vec<ShardReply>>, Vec<(usize, Option<usize>)>)>,
     /// Replies of the pipeline being run, in request order; `None` while in flight.
     replies: Vec<Option<Frame>>,
     /// Replies already encoded into `write_buf`.
@@ -192,6 +195,8 @@ struct Connection {
     /// When the last bytes read arrived (the kernel's stamp): a blocking pop queues
     /// behind the clients whose commands arrived before it.
     arrived_ns: u64,
+    /// This pipeline's run of one command, not yet added to INFO commandstats.
+    tally: CallTally,
 }
 
 /// CLIENT REPLY SKIP silences itself and the command after it.
@@ -339,6 +344,7 @@ impl Connection {
             }
         }
         self.flush_pending().await;
+        self.tally.flush(&self.access.state.command_stats, self.access.home);
         if let Some(index) = last_command {
             self.info.touch(index);
         }
@@ -350,24 +356,31 @@ impl Connection {
         if self.state().waiters.is_serving() {
             self.state().waiters.settled().await;
         }
+        let started = self.state().command_stats.now();
         let slot = self.replies.len();
         self.replies.push(None);
         let spec = index.map(|i| &table::COMMANDS[i]);
         if self.state().script_watch.busy() && !super::script::allowed_while_busy(index, &args) {
-            self.answer_busy(slot, spec.is_some_and(|s| s.name == "exec"));
+            self.answer_busy(slot, index);
             return;
         }
         let out_of_memory = self.state().memory.over(self.state().runtime.maxmemory());
         if out_of_memory && spec.is_some_and(|s| s.name == "exec") && self.transaction.queued_denyoom() {
             // As Redis: an EXEC holding a write is refused whole past maxmemory.
             self.transaction.discard();
-            self.replies[slot] = Some(Frame::error(format!("EXECABORT Transaction discarded because of: {}", memory::OOM)));
+            let refusal = Frame::error(format!("EXECABORT Transaction discarded because of: {}", memory::OOM));
+            self.count_rejected(index, &refusal);
+            self.replies[slot] = Some(refusal);
             self.encode_ready();
             return;
         }
         let args = match self.transaction.offer(index, args, out_of_memory) {
             Ok(args) => args,
             Err(answer) => {
+                // QUEUED, or refused at queueing time (the transaction then aborts).
+                if answer.is_error() {
+                    self.count_rejected(index, &answer);
+                }
                 self.replies[slot] = Some(answer);
                 self.encode_ready();
                 return;
@@ -375,17 +388,43 @@ impl Connection {
         };
         // A container command's subcommand, for the subscribed-state error's name.
         let subcommand = (self.subscriptions > 0).then(|| args.get(1).cloned()).flatten();
+        // What the command's counters need before it is parsed: whether its arity was
+        // wrong (refused, not run, as Redis counts it) and a container's subcommand row.
+        let arity_ok = spec.is_some_and(|s| s.arity_ok(args.len()));
+        let mut counted_as = spec.filter(|s| s.is_container() && args.len() > 1).map(|s| {
+            let mut name = format!("{}|{}", s.name, String::from_utf8_lossy(&args[1]));
+            name.make_ascii_lowercase();
+            name
+        });
+        let mut rejected = false;
+        let mut timed = true;
         let reply = match parse_command_at(index, args) {
-            Err(error) => Some(error),
+            Err(error) => {
+                rejected = !arity_ok;
+                // A container's unknown subcommand is counted under the error alone, as
+                // Redis counts it.
+                if counted_as.take().is_some() {
+                    if let Frame::Error(message) = &error {
+                        self.state().command_stats.add_error_reply(message);
+                    }
+                    self.replies[slot] = Some(error);
+                    self.silence_if_asked(slot);
+                    self.encode_ready();
+                    return;
+                }
+                Some(error)
+            }
             Ok(command)
                 if !self.authenticated
                     && !matches!(command, Command::Auth { .. } | Command::Hello { .. } | Command::Quit | Command::Reset) =>
             {
+                rejected = true;
                 Some(errors::error(errors::NOAUTH))
             }
             Ok(command) if self.subscriptions > 0 && self.protocol == Protocol::Resp2 && !allowed_while_subscribed(&command) => {
+                rejected = true;
                 let name = match (spec, subcommand) {
-                    (Some(spec), Some(sub)) if spec.summary.starts_with("A container for") => {
+                    (Some(spec), Some(sub)) if spec.is_container() => {
                         format!("{}|{}", spec.name, String::from_utf8_lossy(&sub).to_ascii_lowercase())
                     }
                     (Some(spec), _) => spec.name.to_owned(),
@@ -398,7 +437,10 @@ impl Connection {
             // Past maxmemory, commands that may grow the data are refused (Redis's
             // `denyoom` flag); reads and deletes go on. Writes merged from peers never
             // pass here.
-            Ok(_) if out_of_memory && spec.is_some_and(|s| s.is_denyoom()) => Some(Frame::error(memory::OOM.to_string())),
+            Ok(_) if out_of_memory && spec.is_some_and(|s| s.is_denyoom()) => {
+                rejected = true;
+                Some(Frame::error(memory::OOM.to_string()))
+            }
             Ok(Command::Key(command)) => {
                 let shard = self.access.shard_of(command.key());
                 if shard == self.access.home {
@@ -409,13 +451,14 @@ impl Connection {
                     // command): this command runs after it, as in Redis, or is
                     // answered BUSY once a script runs past lua-time-limit.
                     if super::park_gate::is_parked() && !super::script::home_shard_free(&self.access.state.script_watch).await {
-                        self.answer_busy(slot, false);
+                        self.answer_busy(slot, index);
                         return;
                     }
                     let op = ShardOp::Key(command);
                     Some(super::shards::apply_local_one(&self.access.shard, self.state(), op, self.now_ms).into_frame())
                 } else {
-                    self.queue(shard, ShardOp::Key(command), slot).await;
+                    // Its call is counted now, a failure when its reply comes back.
+                    self.queue(shard, ShardOp::Key(command), slot, index).await;
                     None
                 }
             }
@@ -439,9 +482,15 @@ impl Connection {
                 if let Some(index) = index {
                     self.info.touch(index);
                 }
+                // INFO in this pipeline sees the commands before it.
+                self.tally.flush(&self.access.state.command_stats, self.access.home);
+                // As Redis: the time a client waits blocked is not the command's.
+                timed = !matches!(command, Command::Blocking(_));
                 Some(self.execute(command).await)
             }
         };
+        let ticks = if timed { self.state().command_stats.now().saturating_sub(started) } else { 0 };
+        self.count_call(index, reply.as_ref(), rejected, counted_as, ticks);
         if let Some(frame) = reply {
             self.replies[slot] = Some(frame);
         }
@@ -449,10 +498,45 @@ impl Connection {
         self.encode_ready();
     }
 
+    /// Count a command that was dispatched (INFO commandstats, errorstats): `reply` is
+    /// its answer, `None` while another shard runs it (a failure is counted when the
+    /// answer comes back, in `flush_pending`).
+    fn count_call(&mut self, index: Option<usize>, reply: Option<&Frame>, rejected: bool, counted_as: Option<String>, ticks: u64) {
+        let stats = &self.access.state.command_stats;
+        if let Some(Frame::Error(message)) = reply {
+            stats.add_error_reply(message);
+        }
+        let Some(index) = index else { return };
+        // EXEC's own failure is its commands' (each counted as it ran), as in Redis.
+        let failed = reply.is_some_and(Frame::is_error) && table::COMMANDS[index].id != table::CmdId::Exec;
+        let outcome = if rejected { Outcome::Rejected } else { Outcome::Ran { failed } };
+        match counted_as {
+            Some(name) => stats.add_subcommand(name, outcome, ticks),
+            None => {
+                if !rejected {
+                    self.tally.add(stats, self.access.home, index, ticks);
+                }
+                stats.add_outcome(self.access.home, index, outcome);
+            }
+        }
+    }
+
+    /// A command refused before it ran (BUSY, OOM, a refused MULTI queueing): counted
+    /// under its error and as its command's rejected call.
+    fn count_rejected(&self, index: Option<usize>, refusal: &Frame) {
+        let stats = &self.access.state.command_stats;
+        if let Frame::Error(message) = refusal {
+            stats.add_error_reply(message);
+        }
+        if let Some(index) = index {
+            stats.add_outcome(self.access.home, index, Outcome::Rejected);
+        }
+    }
+
     /// Queue `op` for a remote shard; send that shard's batch at once when it is full
     /// (its replies are collected by `flush_pending` with the rest). A shard runs its
     /// batches in the order they arrive, so its operations keep the pipeline's order.
-    async fn queue(&mut self, shard: usize, op: ShardOp, slot: usize) {
+    async fn queue(&mut self, shard: usize, op: ShardOp, slot: usize, index: Option<usize>) {
         if self.pending.is_empty() {
             self.pending_since = Some(Instant::now());
         }
@@ -465,7 +549,7 @@ impl Connection {
         };
         let batch = &mut self.pending[at];
         batch.ops.push(op);
-        batch.slots.push(slot);
+        batch.slots.push((slot, index));
         if batch.ops.len() >= REMOTE_BATCH_SEND_OPS {
             let batch = self.pending.swap_remove(at);
             if self.pending.is_empty() {
@@ -498,8 +582,15 @@ impl Connection {
         for (receiver, slots) in std::mem::take(&mut self.in_flight) {
             let replies = receiver.await.unwrap_or_default();
             let mut replies = replies.into_iter();
-            for slot in slots {
+            for (slot, index) in slots {
                 let frame = replies.next().map_or(Frame::static_error("ERR server is shutting down"), ShardReply::into_frame);
+                if let Frame::Error(message) = &frame {
+                    let stats = &self.access.state.command_stats;
+                    stats.add_error_reply(message);
+                    if let Some(index) = index {
+                        stats.add_outcome(self.access.home, index, Outcome::Ran { failed: true });
+                    }
+                }
                 self.replies[slot] = Some(frame);
             }
         }

@@ -26,7 +26,9 @@ fn human_bytes(bytes: u64) -> String {
 }
 
 /// INFO `replication`: Redis's field names where they mean the same (every node is a
-/// primary), then Meridian's own: one line per peer, link counters, convergence digest.
+/// primary; `master_repl_offset` counts the deltas this node produced, since Meridian
+/// replicates deltas rather than a byte stream), then Meridian's own: one line per
+/// peer, link counters, convergence digest.
 fn render_replication(out: &mut String, state: &ServerState, shards: &[ShardStats]) {
     let now = super::now_ms();
     let total = |f: fn(&ShardStats) -> u64| shards.iter().map(f).sum::<u64>();
@@ -34,15 +36,18 @@ fn render_replication(out: &mut String, state: &ServerState, shards: &[ShardStat
     let Some(r) = state.replication.as_deref() else {
         let _ = write!(
             out,
-            "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nreplication_enabled:0\r\nnode_id:{}\r\nregion:{}\r\n\r\n",
-            state.config.node_id, state.config.region
+            "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_repl_offset:{}\r\nreplication_enabled:0\r\nnode_id:{}\r\nregion:{}\r\n\r\n",
+            total(|s| s.deltas_produced),
+            state.config.node_id,
+            state.config.region
         );
         return;
     };
     let up = r.peers.iter().filter(|p| p.status.lock().map(|s| s.link == "up").unwrap_or(false)).count();
     let _ = write!(
         out,
-        "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nreplication_enabled:1\r\nnode_id:{}\r\nregion:{}\r\nrepl_port:{}\r\npeers:{}\r\npeers_up:{}\r\n",
+        "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_repl_offset:{}\r\nreplication_enabled:1\r\nnode_id:{}\r\nregion:{}\r\nrepl_port:{}\r\npeers:{}\r\npeers_up:{}\r\n",
+        total(|s| s.deltas_produced),
         r.node_id,
         r.region,
         r.repl_port,
@@ -102,11 +107,63 @@ fn render_replication(out: &mut String, state: &ServerState, shards: &[ShardStat
     );
 }
 
+/// The sections INFO answers with no argument or `default`, in Redis's order.
+const DEFAULT_SECTIONS: &[&str] =
+    &["server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules", "errorstats", "cluster", "keyspace"];
+
+/// The sections `all` and `everything` add to the default ones (Redis's `latencystats`
+/// is not kept: see docs/observability.md).
+const MORE_SECTIONS: &[&str] = &["commandstats"];
+
+/// The sections asked for, each once: names (any case), `default`, `all`,
+/// `everything`; none means `default`. Unknown names add nothing, as in Redis.
+fn sections_wanted(requested: &[Bytes]) -> Vec<String> {
+    let mut wanted: Vec<String> = Vec::new();
+    let mut add = |name: &str| {
+        if !wanted.iter().any(|w| w == name) {
+            wanted.push(name.to_owned());
+        }
+    };
+    if requested.is_empty() {
+        DEFAULT_SECTIONS.iter().for_each(|s| add(s));
+    }
+    for name in requested {
+        let name = String::from_utf8_lossy(name).to_ascii_lowercase();
+        match name.as_str() {
+            "default" => DEFAULT_SECTIONS.iter().for_each(|s| add(s)),
+            "all" | "everything" => DEFAULT_SECTIONS.iter().chain(MORE_SECTIONS).for_each(|s| add(s)),
+            other => add(other),
+        }
+    }
+    wanted
+}
+
+/// INFO `cpu`: seconds of CPU this process (and its children, and the thread that
+/// answers) spent in the kernel and in user space, as Redis reports them.
+fn render_cpu(out: &mut String) {
+    fn usage(who: libc::c_int) -> (String, String) {
+        // SAFETY: getrusage writes a `rusage` it is given room for.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid `who` and a pointer to a live `rusage`.
+        if unsafe { libc::getrusage(who, &mut usage) } != 0 {
+            return ("0.000000".to_owned(), "0.000000".to_owned());
+        }
+        let seconds = |t: libc::timeval| format!("{}.{:06}", t.tv_sec, t.tv_usec);
+        (seconds(usage.ru_stime), seconds(usage.ru_utime))
+    }
+    let (sys, user) = usage(libc::RUSAGE_SELF);
+    let (sys_children, user_children) = usage(libc::RUSAGE_CHILDREN);
+    let (sys_thread, user_thread) = usage(libc::RUSAGE_THREAD);
+    let _ = write!(
+        out,
+        "# CPU\r\nused_cpu_sys:{sys}\r\nused_cpu_user:{user}\r\nused_cpu_sys_children:{sys_children}\r\nused_cpu_user_children:{user_children}\r\nused_cpu_sys_main_thread:{sys_thread}\r\nused_cpu_user_main_thread:{user_thread}\r\n\r\n"
+    );
+}
+
 /// Render INFO for the requested sections (none, `default`, `all`, `everything`, or names).
 pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -> String {
-    let wanted: Vec<String> = requested.iter().map(|s| String::from_utf8_lossy(s).to_ascii_lowercase()).collect();
-    let all = wanted.is_empty() || wanted.iter().any(|w| w == "all" || w == "everything" || w == "default");
-    let include = |name: &str| all || wanted.iter().any(|w| w == name);
+    let wanted = sections_wanted(requested);
+    let include = |name: &str| wanted.iter().any(|w| w == name);
     let total = |f: fn(&ShardStats) -> u64| shards.iter().map(f).sum::<u64>();
     let mut out = String::new();
     let uptime = state.started.elapsed().as_secs();
@@ -191,7 +248,7 @@ pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -
         let pubsub = state.pubsub.counts();
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\ndeltas_produced:{}\r\ndelta_log_entries:{}\r\ndelta_log_bytes:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsub_shardchannels:{}\r\npubsub_clients_disconnected:{}\r\npubsub_messages_sent_to_peers:{}\r\npubsub_messages_dropped_unsent:{}\r\npubsub_messages_received_from_peers:{}\r\npubsub_messages_dropped_late:{}\r\nlazyfreed_objects:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\ndeltas_produced:{}\r\ndelta_log_entries:{}\r\ndelta_log_bytes:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsub_shardchannels:{}\r\npubsub_clients_disconnected:{}\r\npubsub_messages_sent_to_peers:{}\r\npubsub_messages_dropped_unsent:{}\r\npubsub_messages_received_from_peers:{}\r\npubsub_messages_dropped_late:{}\r\nlazyfreed_objects:{}\r\ntotal_error_replies:{}\r\n\r\n",
             s.connections_received.load(Ordering::Relaxed),
             s.commands_processed.load(Ordering::Relaxed),
             s.connections_rejected.load(Ordering::Relaxed),
@@ -213,7 +270,23 @@ pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -
             state.pubsub.received_from_peers.load(Ordering::Relaxed),
             state.pubsub.dropped_late.load(Ordering::Relaxed),
             crate::engine::kv::lazyfree::counters().1,
+            state.command_stats.error_replies(),
         );
+    }
+    if include("cpu") {
+        render_cpu(&mut out);
+    }
+    if include("modules") {
+        out.push_str("# Modules\r\n\r\n");
+    }
+    if include("commandstats") {
+        state.command_stats.render_commandstats(&mut out);
+    }
+    if include("errorstats") {
+        state.command_stats.render_errorstats(&mut out);
+    }
+    if include("cluster") {
+        out.push_str("# Cluster\r\ncluster_enabled:0\r\n\r\n");
     }
     if include("keyspace") {
         out.push_str("# Keyspace\r\n");
@@ -279,6 +352,7 @@ pub fn config(state: &ServerState, command: ConfigCommand) -> Frame {
         }
         ConfigCommand::ResetStat => {
             state.stats.reset();
+            state.command_stats.reset();
             Frame::ok()
         }
         ConfigCommand::Help => Frame::Array(

@@ -8,6 +8,7 @@
 pub mod arrival;
 pub mod blocking;
 pub mod clients;
+pub mod command_stats;
 pub mod connection;
 pub mod coordinator;
 pub mod fanout;
@@ -117,6 +118,8 @@ pub struct ServerState {
     /// Clients blocked in BLPOP and the like, by key.
     pub waiters: blocking::Waiters,
     pub stats: ServerStats,
+    /// INFO commandstats and errorstats.
+    pub command_stats: command_stats::CommandStats,
     pub started: Instant,
     pub run_id: String,
     pub port: u16,
@@ -269,6 +272,7 @@ pub fn run(config: Config) -> Result<(), String> {
         pubsub: broker,
         waiters: blocking::Waiters::default(),
         stats: ServerStats::default(),
+        command_stats: command_stats::CommandStats::new(config.shard_count()),
         started: Instant::now(),
         run_id: run_id(),
         port,

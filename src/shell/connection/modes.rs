@@ -3,6 +3,7 @@
 //! its time limit. Part of [`super::Connection`].
 
 use super::{Connection, Skip};
+use crate::shell::command_stats::Outcome;
 
 use crate::command::blocking::{BlockingCommand, timed_out};
 use crate::command::{Command, PubSubCommand, ReplyMode, TransactionCommand, table};
@@ -16,7 +17,8 @@ impl Connection {
     /// command but SCRIPT KILL, SHUTDOWN and those steering a connection or a
     /// transaction. The command has not run. A refused command makes the transaction
     /// abort; a refused EXEC discards it (`EXECABORT ... because of: BUSY ...`).
-    pub(super) fn answer_busy(&mut self, slot: usize, exec: bool) {
+    pub(super) fn answer_busy(&mut self, slot: usize, index: Option<usize>) {
+        let exec = index.is_some_and(|i| table::COMMANDS[i].id == table::CmdId::Exec);
         let reply = if exec && self.transaction.in_multi() {
             self.transaction.discard();
             Frame::error(format!("EXECABORT Transaction discarded because of: {}", crate::shell::script::BUSY))
@@ -24,6 +26,7 @@ impl Connection {
             self.transaction.flag_dirty();
             Frame::static_error(crate::shell::script::BUSY)
         };
+        self.count_rejected(index, &reply);
         self.replies[slot] = Some(reply);
         self.encode_ready();
     }
@@ -188,6 +191,7 @@ impl Connection {
                     Err(error) => return error,
                 };
                 self.exec_wrote |= queued.iter().any(|(index, _)| index.is_some_and(|i| table::COMMANDS[i].is_write()));
+                let indexes: Vec<Option<usize>> = queued.iter().map(|(index, _)| *index).collect();
                 let steps = transaction::parse_steps(queued);
                 let pick = self.next_random();
                 let state = self.access.state.clone();
@@ -201,6 +205,17 @@ impl Connection {
                         // Boxed: `execute` is what called us.
                         Slot::Connection(command) => Box::pin(self.execute(command)).await,
                     });
+                }
+                // Each command EXEC ran is counted as run, and its error as its own (its
+                // time is EXEC's).
+                let stats = &self.access.state.command_stats;
+                for (index, reply) in indexes.into_iter().zip(&replies) {
+                    let Some(index) = index else { continue };
+                    stats.add_calls(self.access.home, index, 1, 0);
+                    if let Frame::Error(message) = reply {
+                        stats.add_error_reply(message);
+                        stats.add_outcome(self.access.home, index, Outcome::Ran { failed: true });
+                    }
                 }
                 Frame::Array(replies)
             }

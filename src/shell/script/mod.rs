@@ -301,6 +301,15 @@ impl vm::Caller for ParkedCaller<'_, '_> {
         if write && !reply.is_error() {
             self.watch.wrote.store(true, Ordering::SeqCst);
         }
+        // Counted as run (its time is the script's); its error reaches INFO errorstats
+        // only if the script returns it.
+        let stats = &state.command_stats;
+        if let Some(index) = index {
+            stats.add_calls(0, index, 1, 0);
+            if reply.is_error() {
+                stats.add_outcome(0, index, super::command_stats::Outcome::Ran { failed: true });
+            }
+        }
         reply
     }
 }
