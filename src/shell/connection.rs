@@ -139,9 +139,12 @@ pub async fn serve(
 struct PendingBatch {
     shard: usize,
     ops: Vec<ShardOp>,
-    /// The reply slots, with the command each answers (for its failure's count).
-    slots: Vec<(usize, Option<usize>)>,
+    slots: Vec<ReplySlot>,
 }
+
+/// A reply slot of the pipeline, with the command it answers (for its failure's count
+/// in INFO commandstats).
+type ReplySlot = (usize, Option<usize>);
 
 struct Connection {
     stream: TcpStream,
@@ -165,7 +168,7 @@ struct Connection {
     /// When the oldest operation in `pending` was queued.
     pending_since: Option<Instant>,
     /// Batches sent before the end of the pipeline: their replies and the slots they fill.
-    in_flight: Vec<(oneshot::Receiver<Vec<ShardReply>>, Vec<(usize, Option<usize>)>)>,
+    in_flight: Vec<(oneshot::Receiver<Vec<ShardReply>>, Vec<ReplySlot>)>,
     /// Replies of the pipeline being run, in request order; `None` while in flight.
     replies: Vec<Option<Frame>>,
     /// Replies already encoded into `write_buf`.
