@@ -114,6 +114,11 @@ impl Registry {
         }
     }
 
+    /// A client's subscriptions by kind: channels, patterns, shard channels.
+    pub fn counts(&self, client: ClientId) -> [usize; 3] {
+        self.clients.get(&client).map_or([0; 3], |s| [s.channels.len(), s.patterns.len(), s.shard_channels.len()])
+    }
+
     /// Every subscription a client holds, of all kinds.
     pub fn total(&self, client: ClientId) -> usize {
         self.clients.get(&client).map_or(0, ClientSubscriptions::total)

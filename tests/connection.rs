@@ -204,6 +204,52 @@ fn client_setname_getname_id_and_list_describe_each_connection() {
     assert_eq!(name, None);
 }
 
+/// CLIENT LIST's filters and fields, and CLIENT KILL's filters and errors, as Redis's.
+#[test]
+fn client_list_and_kill_select_by_id_type_and_address() {
+    let server = start_meridian(&[]);
+    let mut a = connect(&server);
+    let mut subscriber = connect(&server);
+    let id_a: u64 = redis::cmd("CLIENT").arg("ID").query(&mut a).expect("CLIENT ID");
+    let id_s: u64 = redis::cmd("CLIENT").arg("ID").query(&mut subscriber).expect("CLIENT ID");
+    let _: Value = redis::cmd("SUBSCRIBE").arg("news").arg("sport").query(&mut subscriber).expect("SUBSCRIBE");
+    let list: String = redis::cmd("CLIENT").arg("LIST").arg("ID").arg(id_a).query(&mut a).expect("CLIENT LIST ID");
+    assert_eq!(list.lines().count(), 1, "{list}");
+    assert!(list.starts_with(&format!("id={id_a} ")) && list.contains(" cmd=client|list "), "{list}");
+    let pubsub: String = redis::cmd("CLIENT").arg("LIST").arg("TYPE").arg("pubsub").query(&mut a).expect("CLIENT LIST TYPE");
+    assert_eq!(pubsub.lines().count(), 1, "{pubsub}");
+    assert!(pubsub.starts_with(&format!("id={id_s} ")) && pubsub.contains(" flags=P db=0 sub=2 psub=0 ssub=0 "), "{pubsub}");
+    let normal: String = redis::cmd("CLIENT").arg("LIST").arg("TYPE").arg("NORMAL").query(&mut a).expect("CLIENT LIST TYPE");
+    assert!(!normal.contains(&format!("id={id_s} ")) && normal.contains(&format!("id={id_a} ")), "{normal}");
+    let replicas: String = redis::cmd("CLIENT").arg("LIST").arg("TYPE").arg("replica").query(&mut a).expect("CLIENT LIST TYPE");
+    assert_eq!(replicas, "");
+    let info: String = redis::cmd("CLIENT").arg("INFO").query(&mut a).expect("CLIENT INFO");
+    assert!(info.contains(" cmd=client|info "), "{info}");
+
+    for (args, error) in [
+        (&["CLIENT", "LIST", "TYPE", "wrong"][..], "ERR Unknown client type 'wrong'"),
+        (&["CLIENT", "LIST", "ID", "x"], "ERR Invalid client ID"),
+        (&["CLIENT", "LIST", "extra"], "ERR syntax error"),
+        (&["CLIENT", "KILL", "TYPE", "wrong"], "ERR Unknown client type 'wrong'"),
+        (&["CLIENT", "KILL", "USER", "nobody"], "ERR No such user 'nobody'"),
+        (&["CLIENT", "KILL", "ID", "10", "wrong_arg"], "ERR syntax error"),
+        (&["CLIENT", "KILL", "SKIPME", "maybe"], "ERR syntax error"),
+    ] {
+        assert_eq!(query_error(&command(args), &mut a), error, "{args:?}");
+    }
+    // Kill the Pub/Sub client by type (and user `default`): the other one stays.
+    let killed: i64 =
+        redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("pubsub").arg("USER").arg("default").query(&mut a).expect("CLIENT KILL TYPE");
+    assert_eq!(killed, 1);
+    let killed: i64 = redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("master").query(&mut a).expect("CLIENT KILL TYPE master");
+    assert_eq!(killed, 0);
+    let gone = eventually(Duration::from_secs(3), || {
+        let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut a).expect("CLIENT LIST");
+        !list.contains(&format!("id={id_s} "))
+    });
+    assert!(gone, "the subscriber was killed");
+}
+
 #[test]
 fn client_kill_by_id_closes_that_connection_and_spares_others() {
     let server = start_meridian(&["--shards", "2"]);

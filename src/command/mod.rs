@@ -319,18 +319,37 @@ pub enum KeyspaceCommand {
     GraphList,
 }
 
+/// The kinds of client CLIENT LIST and CLIENT KILL select by (`TYPE`): Meridian has no
+/// replicas or primaries in Redis's sense, so those two select none.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ClientType {
+    Normal,
+    PubSub,
+    Master,
+    Replica,
+}
+
+/// Which clients CLIENT LIST or CLIENT KILL apply to: every filter given must match.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ClientFilter {
+    pub ids: Option<Vec<u64>>,
+    pub addr: Option<Bytes>,
+    pub laddr: Option<Bytes>,
+    pub client_type: Option<ClientType>,
+}
+
 /// CLIENT subcommands.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ClientCommand {
     Id,
     SetName(Bytes),
     GetName,
-    List,
+    /// CLIENT LIST [TYPE type | ID id ...].
+    List(ClientFilter),
     Info,
-    /// By address (`CLIENT KILL addr` or `ADDR addr`), by id, or both.
+    /// `CLIENT KILL addr` (`legacy`), or the clients every filter given matches.
     Kill {
-        addr: Option<Bytes>,
-        id: Option<u64>,
+        filter: ClientFilter,
         legacy: bool,
         skip_me: bool,
     },

@@ -12,7 +12,9 @@ type Parsed = Result<Command, Frame>;
 
 mod subcommands;
 
-use subcommands::{parse_client, parse_command_command, parse_config, parse_function, parse_hello, parse_memory, parse_object, parse_pubsub};
+use subcommands::{
+    parse_client, parse_command_command, parse_config, parse_function, parse_hello, parse_memory, parse_object, parse_pubsub,
+};
 
 fn eq(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())

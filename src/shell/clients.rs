@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use crate::command::{ClientFilter, ClientType};
 use bytes::Bytes;
 use tokio::sync::Notify;
 
@@ -24,6 +25,8 @@ pub struct ClientInfo {
     pub last_active_ms: AtomicU64,
     /// Index into the command table of the last command (usize::MAX: none yet).
     pub last_command: AtomicUsize,
+    /// The last container command's `container|subcommand` name.
+    pub last_subcommand: Mutex<String>,
     pub resp: AtomicU8,
     pub killed: AtomicBool,
     pub kill: Notify,
@@ -65,13 +68,50 @@ impl ClientInfo {
         self.kill.notify_one();
     }
 
-    /// One CLIENT LIST line, fields named as Redis names them.
-    pub fn describe(&self) -> String {
+    /// A container command's subcommand ran (`client|list`): CLIENT LIST's `cmd` names it.
+    pub fn set_subcommand(&self, name: &str) {
+        if let Ok(mut guard) = self.last_subcommand.lock() {
+            guard.clear();
+            guard.push_str(name);
+        }
+    }
+
+    /// The last command's name as Redis's CLIENT LIST writes it: `get`, `client|list`,
+    /// `NULL` before the first.
+    fn last_command_name(&self) -> String {
+        let Some(spec) = crate::command::table::COMMANDS.get(self.last_command.load(Ordering::Relaxed)) else { return "NULL".to_owned() };
+        if spec.is_container()
+            && let Ok(sub) = self.last_subcommand.lock()
+            && sub.strip_prefix(spec.name).is_some_and(|rest| rest.starts_with('|'))
+        {
+            return sub.clone();
+        }
+        spec.name.to_owned()
+    }
+
+    /// Whether CLIENT LIST's or CLIENT KILL's `filter` selects this client, which holds
+    /// `subscriptions` (by kind).
+    pub fn matches(&self, filter: &ClientFilter, subscriptions: [usize; 3]) -> bool {
+        let subscribed = subscriptions.iter().any(|&n| n > 0);
+        filter.ids.as_ref().is_none_or(|ids| ids.contains(&self.id))
+            && filter.addr.as_ref().is_none_or(|a| a.as_ref() == self.addr.to_string().as_bytes())
+            && filter.laddr.as_ref().is_none_or(|a| a.as_ref() == self.local_addr.to_string().as_bytes())
+            && filter.client_type.is_none_or(|t| match t {
+                ClientType::Normal => !subscribed,
+                ClientType::PubSub => subscribed,
+                ClientType::Master | ClientType::Replica => false,
+            })
+    }
+
+    /// One CLIENT LIST line, fields named as Redis names them (`subscriptions`: by
+    /// kind, from the Pub/Sub broker).
+    pub fn describe(&self, subscriptions: [usize; 3]) -> String {
         let age_s = self.created.elapsed().as_secs();
         let idle_s = age_s.saturating_sub(self.last_active_ms.load(Ordering::Relaxed) / 1000);
-        let cmd = crate::command::table::COMMANDS.get(self.last_command.load(Ordering::Relaxed)).map_or("NULL", |spec| spec.name);
+        let [sub, psub, ssub] = subscriptions;
+        let flags = if sub + psub + ssub > 0 { "P" } else { "N" };
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db=0 sub={sub} psub={psub} ssub={ssub} multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
             self.id,
             self.addr,
             self.local_addr,
@@ -79,7 +119,7 @@ impl ClientInfo {
             String::from_utf8_lossy(&self.name()),
             age_s,
             idle_s,
-            cmd,
+            self.last_command_name(),
             self.resp.load(Ordering::Relaxed)
         )
     }
@@ -103,6 +143,7 @@ impl ClientRegistry {
             name: Mutex::new(Bytes::new()),
             last_active_ms: AtomicU64::new(0),
             last_command: AtomicUsize::new(usize::MAX),
+            last_subcommand: Mutex::new(String::new()),
             resp: AtomicU8::new(2),
             killed: AtomicBool::new(false),
             kill: Notify::new(),

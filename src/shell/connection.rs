@@ -399,6 +399,10 @@ impl Connection {
             name.make_ascii_lowercase();
             name
         });
+        if let Some(name) = &counted_as {
+            // Before it runs: CLIENT LIST names itself `client|list`.
+            self.info.set_subcommand(name);
+        }
         let mut rejected = false;
         let mut timed = true;
         let reply = match parse_command_at(index, args) {
@@ -493,6 +497,7 @@ impl Connection {
             }
         };
         let ticks = if timed { self.state().command_stats.now().saturating_sub(started) } else { 0 };
+
         self.count_call(index, reply.as_ref(), rejected, counted_as, ticks);
         if let Some(frame) = reply {
             self.replies[slot] = Some(frame);

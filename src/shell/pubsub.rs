@@ -210,6 +210,11 @@ impl Broker {
         self.lock().registry.total(client)
     }
 
+    /// A client's subscriptions by kind (CLIENT LIST's `sub`, `psub`, `ssub`).
+    pub fn subscription_counts(&self, client: ClientId) -> [usize; 3] {
+        self.lock().registry.counts(client)
+    }
+
     /// The client left (or RESET): forget its subscriptions and its mailbox.
     pub fn leave(&self, client: ClientId) {
         let mut inner = self.lock();

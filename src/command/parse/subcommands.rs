@@ -30,6 +30,17 @@ pub(super) fn parse_hello(a: &mut [Bytes]) -> Parsed {
     Ok(Command::Hello { protover, auth, setname })
 }
 
+/// A client type as CLIENT LIST and CLIENT KILL name it, with Redis's error.
+fn client_type(name: &[u8]) -> Result<ClientType, Frame> {
+    match name.to_ascii_lowercase().as_slice() {
+        b"normal" => Ok(ClientType::Normal),
+        b"pubsub" => Ok(ClientType::PubSub),
+        b"master" => Ok(ClientType::Master),
+        b"replica" | b"slave" => Ok(ClientType::Replica),
+        _ => Err(Frame::error(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(name)))),
+    }
+}
+
 pub(super) fn parse_client(a: &mut [Bytes]) -> Parsed {
     let sub = a[1].to_ascii_lowercase();
     let argc = a.len();
@@ -39,7 +50,18 @@ pub(super) fn parse_client(a: &mut [Bytes]) -> Parsed {
         b"getname" => arity(argc == 2, "client|getname").map(|_| ClientCommand::GetName)?,
         b"setname" => arity(argc == 3, "client|setname").map(|_| ClientCommand::SetName(take(a, 2)))?,
         b"info" => arity(argc == 2, "client|info").map(|_| ClientCommand::Info)?,
-        b"list" => ClientCommand::List,
+        b"list" => {
+            let mut filter = ClientFilter::default();
+            if argc == 4 && eq(&a[2], "type") {
+                filter.client_type = Some(client_type(&a[3])?);
+            } else if argc >= 4 && eq(&a[2], "id") {
+                let ids = a[3..].iter().map(|id| parse_i64(id).filter(|&n| n > 0).map(|n| n as u64));
+                filter.ids = Some(ids.collect::<Option<Vec<u64>>>().ok_or_else(|| Frame::static_error("ERR Invalid client ID"))?);
+            } else if argc != 2 {
+                return Err(errors::error(errors::SYNTAX));
+            }
+            ClientCommand::List(filter)
+        }
         b"setinfo" => arity(argc == 4, "client|setinfo").map(|_| ClientCommand::SetInfo)?,
         b"unblock" => {
             if argc != 3 && argc != 4 {
@@ -70,26 +92,36 @@ pub(super) fn parse_client(a: &mut [Bytes]) -> Parsed {
         b"kill" => {
             arity(argc >= 3, "client|kill")?;
             if argc == 3 {
-                ClientCommand::Kill { addr: Some(take(a, 2)), id: None, legacy: true, skip_me: false }
+                let filter = ClientFilter { addr: Some(take(a, 2)), ..ClientFilter::default() };
+                ClientCommand::Kill { filter, legacy: true, skip_me: false }
             } else {
-                if !argc.is_multiple_of(2) {
-                    return Err(errors::error(errors::SYNTAX));
-                }
-                let mut addr = None;
-                let mut id = None;
+                let mut filter = ClientFilter::default();
                 let mut skip_me = true;
-                for pair in a[2..].chunks(2) {
-                    if eq(&pair[0], "id") {
-                        let n = parse_i64(&pair[1])
+                let mut at = 2;
+                while at < argc {
+                    // Every filter takes a value: one without is a syntax error.
+                    let Some(value) = a.get(at + 1) else { return Err(errors::error(errors::SYNTAX)) };
+                    let name = &a[at];
+                    if eq(name, "id") {
+                        let n = parse_i64(value)
                             .filter(|&n| n > 0)
                             .ok_or_else(|| Frame::static_error("ERR client-id should be greater than 0"))?;
-                        id = Some(n as u64);
-                    } else if eq(&pair[0], "addr") {
-                        addr = Some(pair[1].clone());
-                    } else if eq(&pair[0], "skipme") {
-                        if eq(&pair[1], "yes") {
+                        filter.ids = Some(vec![n as u64]);
+                    } else if eq(name, "type") {
+                        filter.client_type = Some(client_type(value)?);
+                    } else if eq(name, "addr") {
+                        filter.addr = Some(value.clone());
+                    } else if eq(name, "laddr") {
+                        filter.laddr = Some(value.clone());
+                    } else if eq(name, "user") {
+                        // One user exists, `default`, and every client is it.
+                        if value.as_ref() != b"default" {
+                            return Err(Frame::error(format!("ERR No such user '{}'", String::from_utf8_lossy(value))));
+                        }
+                    } else if eq(name, "skipme") {
+                        if eq(value, "yes") {
                             skip_me = true;
-                        } else if eq(&pair[1], "no") {
+                        } else if eq(value, "no") {
                             skip_me = false;
                         } else {
                             return Err(errors::error(errors::SYNTAX));
@@ -97,8 +129,9 @@ pub(super) fn parse_client(a: &mut [Bytes]) -> Parsed {
                     } else {
                         return Err(errors::error(errors::SYNTAX));
                     }
+                    at += 2;
                 }
-                ClientCommand::Kill { addr, id, legacy: false, skip_me }
+                ClientCommand::Kill { filter, legacy: false, skip_me }
             }
         }
         _ => return Err(errors::unknown_subcommand(&a[1], "CLIENT")),

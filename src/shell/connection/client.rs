@@ -101,18 +101,27 @@ impl Connection {
                 }
                 Frame::ok()
             }
-            ClientCommand::Info => Frame::Verbatim("txt", Bytes::from(format!("{}\n", self.info.describe()))),
-            ClientCommand::List => {
-                let text: String = self.state().clients.all().iter().map(|c| format!("{}\n", c.describe())).collect();
+            ClientCommand::Info => {
+                let subscriptions = self.state().pubsub.subscription_counts(self.info.id);
+                Frame::Verbatim("txt", Bytes::from(format!("{}\n", self.info.describe(subscriptions))))
+            }
+            ClientCommand::List(filter) => {
+                let mut text = String::new();
+                for client in self.state().clients.all() {
+                    let subscriptions = self.state().pubsub.subscription_counts(client.id);
+                    if client.matches(&filter, subscriptions) {
+                        text.push_str(&client.describe(subscriptions));
+                        text.push('\n');
+                    }
+                }
                 Frame::Verbatim("txt", Bytes::from(text))
             }
-            ClientCommand::Kill { addr, id, legacy, skip_me } => {
+            ClientCommand::Kill { filter, legacy, skip_me } => {
                 let mut killed = 0;
                 for client in self.state().clients.all() {
-                    let addr_matches = addr.as_ref().is_none_or(|a| a.as_ref() == client.addr.to_string().as_bytes());
-                    let id_matches = id.is_none_or(|id| id == client.id);
                     let is_me = client.id == self.info.id;
-                    if addr_matches && id_matches && !(skip_me && is_me) {
+                    let subscriptions = self.state().pubsub.subscription_counts(client.id);
+                    if client.matches(&filter, subscriptions) && !(skip_me && is_me) {
                         if is_me {
                             self.closing = true;
                         } else {
@@ -137,8 +146,8 @@ impl Connection {
                     "REPLY (ON|OFF|SKIP)",
                     "UNBLOCK <clientid> [TIMEOUT|ERROR]",
                     "INFO",
-                    "LIST",
-                    "KILL <ip:port> | KILL [ID <id>] [ADDR <ip:port>] [SKIPME yes|no]",
+                    "LIST [TYPE (NORMAL|MASTER|REPLICA|PUBSUB)] [ID <id> [<id> ...]]",
+                    "KILL <ip:port> | KILL [ID <id>] [TYPE <type>] [USER <user>] [ADDR <ip:port>] [LADDR <ip:port>] [SKIPME (YES|NO)]",
                     "HELP",
                 ]
                 .iter()
