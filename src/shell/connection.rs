@@ -126,6 +126,7 @@ pub async fn serve(
         silenced: std::collections::VecDeque::new(),
         arrived_ns: super::arrival::now_ns(),
         tally: CallTally::default(),
+        clock_read: 0,
     };
     if let Err(e) = connection.run().await {
         tracing::debug!(client = info.id, "connection closed: {e}");
@@ -200,6 +201,8 @@ struct Connection {
     arrived_ns: u64,
     /// This pipeline's run of one command, not yet added to INFO commandstats.
     tally: CallTally,
+    /// The last reading of INFO commandstats' clock: when the command being run began.
+    clock_read: u64,
 }
 
 /// CLIENT REPLY SKIP silences itself and the command after it.
@@ -312,6 +315,7 @@ impl Connection {
     async fn run_pipeline(&mut self, commands: &mut Vec<Vec<Bytes>>) -> std::io::Result<bool> {
         self.state().stats.commands_processed.fetch_add(commands.len() as u64, Ordering::Relaxed);
         self.now_ms = super::now_ms();
+        self.clock_read = self.state().command_stats.now();
         // A pipeline mostly repeats one command: a name equal (bytewise) to the one before
         // takes its position without a lookup (~150 instructions a lookup).
         let mut previous: Option<(&[u8], Option<usize>)> = None;
@@ -344,6 +348,8 @@ impl Connection {
             self.dispatch(index, args).await;
             if self.write_buf.len() >= WRITE_BUFFER_BYTES_MAX {
                 self.write_out_partial().await?;
+                // Writing replies is no command's time.
+                self.clock_read = self.state().command_stats.now();
             }
         }
         self.flush_pending().await;
@@ -358,8 +364,10 @@ impl Connection {
         // As Redis: clients a write woke are served before any other command runs.
         if self.state().waiters.is_serving() {
             self.state().waiters.settled().await;
+            self.clock_read = self.state().command_stats.now();
         }
-        let started = self.state().command_stats.now();
+        // One clock reading a command: its start is where the previous one ended.
+        let started = self.clock_read;
         let slot = self.replies.len();
         self.replies.push(None);
         let spec = index.map(|i| &table::COMMANDS[i]);
@@ -496,7 +504,8 @@ impl Connection {
                 Some(self.execute(command).await)
             }
         };
-        let ticks = if timed { self.state().command_stats.now().saturating_sub(started) } else { 0 };
+        self.clock_read = self.state().command_stats.now();
+        let ticks = if timed { self.clock_read.saturating_sub(started) } else { 0 };
 
         self.count_call(index, reply.as_ref(), rejected, counted_as, ticks);
         if let Some(frame) = reply {
@@ -524,7 +533,9 @@ impl Connection {
                 if !rejected {
                     self.tally.add(stats, self.access.home, index, ticks);
                 }
-                stats.add_outcome(self.access.home, index, outcome);
+                if outcome != (Outcome::Ran { failed: false }) {
+                    stats.add_outcome(self.access.home, index, outcome);
+                }
             }
         }
     }

@@ -9,6 +9,7 @@ macro_rules! spec {
         CommandSpec {
             id: CmdId::$id, name: $name, arity: $arity, flags: &[$($flag),*], first_key: $first,
             last_key: $last, key_step: $step, group: $group, since: $since, summary: $summary,
+            container: super::names_a_container($summary),
         }
     };
 }
