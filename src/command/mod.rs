@@ -477,6 +477,8 @@ pub enum Command {
     Help(&'static [&'static str]),
     /// SAVE: every write so far made durable in the object store.
     Save,
+    /// MONITOR: stream every command the node runs to this client.
+    Monitor,
     /// WAITAOF numlocal numreplicas timeout_ms.
     WaitAof {
         local: i64,

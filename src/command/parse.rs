@@ -327,6 +327,7 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
             None => Command::Help(super::script::SCRIPT_HELP),
         }),
         CmdId::Save => Ok(Command::Save),
+        CmdId::Monitor => Ok(Command::Monitor),
         CmdId::WaitAof => {
             let local = int(&a[1])?;
             let replicas = int(&a[2])?;

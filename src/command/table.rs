@@ -107,6 +107,7 @@ pub enum CmdId {
     IncrByFloat,
     WaitAof,
     Save,
+    Monitor,
     HSet,
     HSetNx,
     HMSet,

@@ -127,11 +127,13 @@ pub async fn serve(
         arrived_ns: super::arrival::now_ns(),
         tally: CallTally::default(),
         clock_read: 0,
+        monitoring: false,
     };
     if let Err(e) = connection.run().await {
         tracing::debug!(client = info.id, "connection closed: {e}");
     }
     state.pubsub.leave(info.id);
+    state.monitors.remove(info.id);
     state.clients.unregister(info.id);
     state.connected.fetch_sub(1, Ordering::Relaxed);
 }
@@ -203,6 +205,8 @@ struct Connection {
     tally: CallTally,
     /// The last reading of INFO commandstats' clock: when the command being run began.
     clock_read: u64,
+    /// MONITOR: this client is sent every command the node runs (through `inbox`).
+    monitoring: bool,
 }
 
 /// CLIENT REPLY SKIP silences itself and the command after it.
@@ -411,6 +415,9 @@ impl Connection {
             // Before it runs: CLIENT LIST names itself `client|list`.
             self.info.set_subcommand(name);
         }
+        // For MONITOR, shown once it ran (reference-counted copies, and only while a
+        // client monitors).
+        let mut monitored = self.state().monitors.is_active().then(|| args.clone());
         let mut rejected = false;
         let mut timed = true;
         let reply = match parse_command_at(index, args) {
@@ -501,6 +508,13 @@ impl Connection {
                 self.tally.flush(&self.access.state.command_stats, self.access.home);
                 // As Redis: the time a client waits blocked is not the command's.
                 timed = !matches!(command, Command::Blocking(_));
+                // As Redis: a script is shown before the commands it runs, a blocking
+                // command when it starts waiting.
+                if matches!(command, Command::Blocking(_) | Command::Script(crate::command::script::ScriptCommand::Run(_)))
+                    && let Some(args) = monitored.take()
+                {
+                    self.feed_monitors(index, &args);
+                }
                 Some(self.execute(command).await)
             }
         };
@@ -508,6 +522,12 @@ impl Connection {
         let ticks = if timed { self.clock_read.saturating_sub(started) } else { 0 };
 
         self.count_call(index, reply.as_ref(), rejected, counted_as, ticks);
+        if let Some(args) = monitored
+            && !rejected
+            && index.is_some()
+        {
+            self.feed_monitors(index, &args);
+        }
         if let Some(frame) = reply {
             self.replies[slot] = Some(frame);
         }
@@ -538,6 +558,15 @@ impl Connection {
                 }
             }
         }
+    }
+
+    /// Show a command that ran to the MONITOR clients.
+    fn feed_monitors(&self, index: Option<usize>, args: &[Bytes]) {
+        let state = self.state();
+        let addr = self.info.addr.to_string();
+        let bytes_max = state.runtime.output_buffer_limits().pubsub.hard_bytes;
+        let bytes_max = if bytes_max == 0 { super::pubsub::MAILBOX_BYTES_CEILING } else { bytes_max };
+        state.monitors.feed(index.map(|i| &table::COMMANDS[i]), args, super::monitor::Source::Client(&addr), bytes_max);
     }
 
     /// A command refused before it ran (BUSY, OOM, a refused MULTI queueing): counted
@@ -646,6 +675,8 @@ impl Connection {
                 self.authenticated = self.state().runtime.requirepass().is_none();
                 self.transaction.reset();
                 self.state().pubsub.leave(self.info.id);
+                self.state().monitors.remove(self.info.id);
+                self.monitoring = false;
                 self.inbox = None;
                 self.subscriptions = 0;
                 Frame::simple("RESET")
@@ -687,6 +718,7 @@ impl Connection {
             Command::Time => super::time_reply(),
             Command::WaitAof { local, replicas, timeout_ms } => self.wait_aof(local, replicas, timeout_ms).await,
             Command::Save => self.save().await,
+            Command::Monitor => self.monitor(),
             Command::Keyspace(command) => {
                 let pick = self.next_random();
                 fanout::keyspace(&self.access, command, pick).await

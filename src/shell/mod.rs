@@ -19,6 +19,7 @@ pub mod list_fanout;
 pub mod loading;
 pub mod memory;
 pub mod metrics;
+pub mod monitor;
 pub mod notify;
 pub mod park_gate;
 pub mod peer_link;
@@ -120,6 +121,8 @@ pub struct ServerState {
     pub stats: ServerStats,
     /// INFO commandstats and errorstats.
     pub command_stats: command_stats::CommandStats,
+    /// The clients in MONITOR mode.
+    pub monitors: monitor::Monitors,
     pub started: Instant,
     pub run_id: String,
     pub port: u16,
@@ -273,6 +276,7 @@ pub fn run(config: Config) -> Result<(), String> {
         waiters: blocking::Waiters::default(),
         stats: ServerStats::default(),
         command_stats: command_stats::CommandStats::new(config.shard_count()),
+        monitors: monitor::Monitors::default(),
         started: Instant::now(),
         run_id: run_id(),
         port,

@@ -20,9 +20,13 @@ use super::clients::ClientInfo;
 use crate::command::SubscriptionKind;
 use crate::protocol::Frame;
 use crate::pubsub::{ClientId, Registry};
-use mailbox::{Mailbox, Posted};
 
-pub use mailbox::Inbox;
+pub use mailbox::{Inbox, Mailbox, Posted};
+
+/// A mailbox of its own for `client` (a MONITOR client that subscribes to nothing).
+pub fn open_mailbox(client: Arc<ClientInfo>) -> (Mailbox, Inbox) {
+    mailbox::open(client)
+}
 
 /// PUBLISH / SPUBLISH: deliver to this node's subscribers and forward to the other
 /// regions. Answers the subscribers reached on this node (those of other regions are

@@ -643,6 +643,18 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Synchronously save the dataset to disk"
     ),
     spec!(
+        Monitor,
+        "monitor",
+        1,
+        ["admin", "noscript", "loading", "stale"],
+        0,
+        0,
+        0,
+        "server",
+        "1.0.0",
+        "Listens for all requests received by the server in real-time."
+    ),
+    spec!(
         WaitAof,
         "waitaof",
         4,

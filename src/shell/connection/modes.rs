@@ -113,8 +113,13 @@ impl Connection {
         let reply = match command {
             PubSubCommand::Subscribe(kind, names) => {
                 let (reply, inbox) = broker.subscribe(&self.info, kind, names);
-                if inbox.is_some() {
-                    self.inbox = inbox;
+                if let Some(inbox) = inbox {
+                    // A monitoring client's lines now go to the mailbox it reads.
+                    if self.monitoring {
+                        self.access.state.monitors.remove(self.info.id);
+                        self.access.state.monitors.add(inbox.mailbox());
+                    }
+                    self.inbox = Some(inbox);
                 }
                 self.subscriptions = broker.subscriptions(self.info.id);
                 reply
@@ -192,6 +197,12 @@ impl Connection {
                 };
                 self.exec_wrote |= queued.iter().any(|(index, _)| index.is_some_and(|i| table::COMMANDS[i].is_write()));
                 let indexes: Vec<Option<usize>> = queued.iter().map(|(index, _)| *index).collect();
+                // MONITOR shows the queued commands as EXEC runs them, before EXEC.
+                if self.access.state.monitors.is_active() {
+                    for (index, args) in &queued {
+                        self.feed_monitors(*index, args);
+                    }
+                }
                 let steps = transaction::parse_steps(queued);
                 let pick = self.next_random();
                 let state = self.access.state.clone();
@@ -203,6 +214,8 @@ impl Connection {
                     replies.push(match slot {
                         Slot::Reply(frame) => frame,
                         // Boxed: `execute` is what called us.
+                        // As Redis: a client in a transaction expects one reply per command.
+                        Slot::Connection(Command::Monitor) => Frame::static_error("ERR MONITOR isn't allowed for DENY BLOCKING client"),
                         Slot::Connection(command) => Box::pin(self.execute(command)).await,
                     });
                 }
@@ -220,6 +233,22 @@ impl Connection {
                 Frame::Array(replies)
             }
         }
+    }
+
+    /// MONITOR: from now on every command the node runs is sent to this client, through
+    /// the mailbox its Pub/Sub messages use (opened here if it has none).
+    pub(super) fn monitor(&mut self) -> Frame {
+        let inbox = match &self.inbox {
+            Some(inbox) => inbox.clone(),
+            None => {
+                let (_, inbox) = crate::shell::pubsub::open_mailbox(self.info.clone());
+                self.inbox = Some(inbox.clone());
+                inbox
+            }
+        };
+        self.access.state.monitors.add(inbox.mailbox());
+        self.monitoring = true;
+        Frame::ok()
     }
 
     /// CLIENT REPLY OFF or SKIP: drop this command's reply (a reply still in flight is

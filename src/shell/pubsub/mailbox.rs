@@ -92,9 +92,31 @@ impl Mailbox {
         }
         Posted::Queued
     }
+
+    /// Queue `reply` as it is, whatever the client's protocol (a MONITOR line, a simple
+    /// string in RESP2 and RESP3 alike), under the same bound as [`Mailbox::post`].
+    pub fn post_raw(&self, reply: &[u8], bytes_max: usize) -> Posted {
+        let mut pending = lock(&self.shared);
+        if pending.bytes.len() + pending.in_flight_bytes + reply.len() > bytes_max {
+            return Posted::Full;
+        }
+        let was_empty = pending.bytes.is_empty();
+        pending.bytes.extend_from_slice(reply);
+        drop(pending);
+        if was_empty {
+            self.shared.ready.notify_one();
+        }
+        Posted::Queued
+    }
 }
 
 impl Inbox {
+    /// Another publishers' end of this mailbox (MONITOR's lines go to the mailbox a
+    /// subscribed client already has).
+    pub fn mailbox(&self) -> Mailbox {
+        Mailbox { shared: self.shared.clone() }
+    }
+
     /// Returns once messages are waiting (at once if some are).
     pub async fn ready(&self) {
         loop {

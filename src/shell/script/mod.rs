@@ -276,6 +276,7 @@ impl vm::Caller for ParkedCaller<'_, '_> {
         if spec.is_denyoom() && state.memory.over(state.runtime.maxmemory()) {
             return Frame::static_error(super::memory::OOM);
         }
+        let monitored = state.monitors.is_active().then(|| words.clone());
         let reply = match parse_command_at(index, words) {
             Err(error) => error,
             Ok(command) => match command {
@@ -300,6 +301,11 @@ impl vm::Caller for ParkedCaller<'_, '_> {
         };
         if write && !reply.is_error() {
             self.watch.wrote.store(true, Ordering::SeqCst);
+        }
+        if let Some(words) = monitored {
+            let bytes_max = state.runtime.output_buffer_limits().pubsub.hard_bytes;
+            let bytes_max = if bytes_max == 0 { super::pubsub::MAILBOX_BYTES_CEILING } else { bytes_max };
+            state.monitors.feed(Some(spec), &words, super::monitor::Source::Lua, bytes_max);
         }
         // Counted as run (its time is the script's); its error reaches INFO errorstats
         // only if the script returns it.
