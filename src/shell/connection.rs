@@ -21,7 +21,7 @@ use tokio::sync::oneshot;
 
 use super::ServerState;
 use super::clients::ClientInfo;
-use super::command_stats::{CallTally, Outcome};
+use super::command_stats::CallTally;
 use super::fanout;
 use super::info;
 use super::memory;
@@ -38,8 +38,10 @@ use crate::shard::{ShardOp, ShardReply};
 mod client;
 mod durability;
 mod modes;
+mod observe;
 mod output;
 mod prefetch;
+mod remote;
 
 use modes::{allowed_while_subscribed, messages_waiting};
 
@@ -533,115 +535,6 @@ impl Connection {
         }
         self.silence_if_asked(slot);
         self.encode_ready();
-    }
-
-    /// Count a command that was dispatched (INFO commandstats, errorstats): `reply` is
-    /// its answer, `None` while another shard runs it (a failure is counted when the
-    /// answer comes back, in `flush_pending`).
-    fn count_call(&mut self, index: Option<usize>, reply: Option<&Frame>, rejected: bool, counted_as: Option<String>, ticks: u64) {
-        let stats = &self.access.state.command_stats;
-        if let Some(Frame::Error(message)) = reply {
-            stats.add_error_reply(message);
-        }
-        let Some(index) = index else { return };
-        // EXEC's own failure is its commands' (each counted as it ran), as in Redis.
-        let failed = reply.is_some_and(Frame::is_error) && table::COMMANDS[index].id != table::CmdId::Exec;
-        let outcome = if rejected { Outcome::Rejected } else { Outcome::Ran { failed } };
-        match counted_as {
-            Some(name) => stats.add_subcommand(name, outcome, ticks),
-            None => {
-                if !rejected {
-                    self.tally.add(stats, self.access.home, index, ticks);
-                }
-                if outcome != (Outcome::Ran { failed: false }) {
-                    stats.add_outcome(self.access.home, index, outcome);
-                }
-            }
-        }
-    }
-
-    /// Show a command that ran to the MONITOR clients.
-    fn feed_monitors(&self, index: Option<usize>, args: &[Bytes]) {
-        let state = self.state();
-        let addr = self.info.addr.to_string();
-        let bytes_max = state.runtime.output_buffer_limits().pubsub.hard_bytes;
-        let bytes_max = if bytes_max == 0 { super::pubsub::MAILBOX_BYTES_CEILING } else { bytes_max };
-        state.monitors.feed(index.map(|i| &table::COMMANDS[i]), args, super::monitor::Source::Client(&addr), bytes_max);
-    }
-
-    /// A command refused before it ran (BUSY, OOM, a refused MULTI queueing): counted
-    /// under its error and as its command's rejected call.
-    fn count_rejected(&self, index: Option<usize>, refusal: &Frame) {
-        let stats = &self.access.state.command_stats;
-        if let Frame::Error(message) = refusal {
-            stats.add_error_reply(message);
-        }
-        if let Some(index) = index {
-            stats.add_outcome(self.access.home, index, Outcome::Rejected);
-        }
-    }
-
-    /// Queue `op` for a remote shard; send that shard's batch at once when it is full
-    /// (its replies are collected by `flush_pending` with the rest). A shard runs its
-    /// batches in the order they arrive, so its operations keep the pipeline's order.
-    async fn queue(&mut self, shard: usize, op: ShardOp, slot: usize, index: Option<usize>) {
-        if self.pending.is_empty() {
-            self.pending_since = Some(Instant::now());
-        }
-        let at = match self.pending.iter().position(|p| p.shard == shard) {
-            Some(at) => at,
-            None => {
-                self.pending.push(PendingBatch { shard, ops: Vec::new(), slots: Vec::new() });
-                self.pending.len() - 1
-            }
-        };
-        let batch = &mut self.pending[at];
-        batch.ops.push(op);
-        batch.slots.push((slot, index));
-        if batch.ops.len() >= REMOTE_BATCH_SEND_OPS {
-            let batch = self.pending.swap_remove(at);
-            if self.pending.is_empty() {
-                self.pending_since = None;
-            }
-            self.send_batch(batch).await;
-        }
-    }
-
-    /// Send every queued batch; their replies are collected by `flush_pending`.
-    async fn send_pending(&mut self) {
-        self.pending_since = None;
-        for batch in std::mem::take(&mut self.pending) {
-            self.send_batch(batch).await;
-        }
-    }
-
-    async fn send_batch(&mut self, batch: PendingBatch) {
-        let receiver = self.state().router.send(batch.shard, batch.ops).await;
-        self.in_flight.push((receiver, batch.slots));
-    }
-
-    /// Send every queued batch, wait for all replies (of those sent early too), and
-    /// file them in their slots.
-    async fn flush_pending(&mut self) {
-        if self.pending.is_empty() && self.in_flight.is_empty() {
-            return;
-        }
-        self.send_pending().await;
-        for (receiver, slots) in std::mem::take(&mut self.in_flight) {
-            let replies = receiver.await.unwrap_or_default();
-            let mut replies = replies.into_iter();
-            for (slot, index) in slots {
-                let frame = replies.next().map_or(Frame::static_error("ERR server is shutting down"), ShardReply::into_frame);
-                if let Frame::Error(message) = &frame {
-                    let stats = &self.access.state.command_stats;
-                    stats.add_error_reply(message);
-                    if let Some(index) = index {
-                        stats.add_outcome(self.access.home, index, Outcome::Ran { failed: true });
-                    }
-                }
-                self.replies[slot] = Some(frame);
-            }
-        }
     }
 
     fn next_random(&mut self) -> u64 {
