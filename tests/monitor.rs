@@ -61,6 +61,7 @@ fn monitor_shows_each_command_that_ran_in_order_as_redis_writes_it() {
     let server = start_meridian(&["--shards", "4"]);
     // Connected first: a client library's own set-up commands come before the monitor.
     let mut con = connect(&server);
+    let mut other = connect(&server);
     let local_addr = {
         let info: String = redis::cmd("CLIENT").arg("INFO").query(&mut con).expect("CLIENT INFO");
         info.split(' ').find_map(|f| f.strip_prefix("addr=")).expect("addr").to_owned()
@@ -90,6 +91,17 @@ fn monitor_shows_each_command_that_ran_in_order_as_redis_writes_it() {
     assert_eq!(monitor.next_command(), "\"SET\" \"a\" \"1\"");
     assert_eq!(monitor.next_command(), "\"INCR\" \"a\"");
     assert_eq!(monitor.next_command(), "\"EXEC\"");
+    // A transaction a watched key aborted ran nothing: MULTI and EXEC alone are shown.
+    let _: () = redis::cmd("WATCH").arg("w").query(&mut con).expect("WATCH");
+    let _: () = redis::cmd("SET").arg("w").arg(1).query(&mut other).expect("SET");
+    let _: () = redis::cmd("MULTI").query(&mut con).expect("MULTI");
+    let queued: String = redis::cmd("SET").arg("w").arg(2).query(&mut con).expect("queued");
+    assert_eq!(queued, "QUEUED");
+    let aborted: redis::Value = redis::cmd("EXEC").query(&mut con).expect("EXEC");
+    assert_eq!(aborted, redis::Value::Nil);
+    for expected in ["\"WATCH\" \"w\"", "\"SET\" \"w\" \"1\"", "\"MULTI\"", "\"EXEC\""] {
+        assert_eq!(monitor.next_command(), expected);
+    }
     // Passwords are never shown.
     assert!(command(&["AUTH", "not-real"]).query::<()>(&mut con).is_err());
     assert_eq!(monitor.next_command(), "\"AUTH\" \"(redacted)\"");

@@ -197,18 +197,18 @@ impl Connection {
                 };
                 self.exec_wrote |= queued.iter().any(|(index, _)| index.is_some_and(|i| table::COMMANDS[i].is_write()));
                 let indexes: Vec<Option<usize>> = queued.iter().map(|(index, _)| *index).collect();
-                // MONITOR shows the queued commands as EXEC runs them, before EXEC.
-                if self.access.state.monitors.is_active() {
-                    for (index, args) in &queued {
-                        self.feed_monitors(*index, args);
-                    }
-                }
+                // MONITOR shows the queued commands once EXEC ran them (not when a watched
+                // key aborted it), before EXEC itself.
+                let monitored = self.access.state.monitors.is_active().then(|| queued.clone());
                 let steps = transaction::parse_steps(queued);
                 let pick = self.next_random();
                 let state = self.access.state.clone();
                 let Some(slots) = transaction::run(&self.access, state, steps, watched, pick).await else {
                     return Frame::NullArray;
                 };
+                for (index, args) in monitored.iter().flatten() {
+                    self.feed_monitors(*index, args);
+                }
                 let mut replies = Vec::with_capacity(slots.len());
                 for slot in slots {
                     replies.push(match slot {
