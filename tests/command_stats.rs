@@ -142,6 +142,18 @@ fn a_commands_time_is_counted_in_microseconds() {
     let eval = cmdstat(&mut con, "eval").expect("EVAL has a line");
     let usec = field(&eval, "usec").expect("usec");
     assert!(usec >= 1000 && usec <= took, "EVAL took {took} us by the client's clock, INFO says {usec}: {eval}");
+    // A blocking command's wait is not its time (BLPOP waits 300 ms here).
+    let _: Option<Vec<String>> = redis::cmd("BLPOP").arg("empty").arg("0.3").query(&mut con).expect("BLPOP");
+    let blpop = cmdstat(&mut con, "blpop").expect("BLPOP has a line");
+    assert!(field(&blpop, "usec").expect("usec") < 100_000, "{blpop}");
+    // A pipeline's run of one command is timed as a whole.
+    let mut pipe = redis::pipe();
+    for i in 0..2000 {
+        pipe.cmd("SET").arg(format!("k{i}")).arg(i).ignore();
+    }
+    let _: () = pipe.query(&mut con).expect("SET pipeline");
+    let set = cmdstat(&mut con, "set").expect("SET has a line");
+    assert!(field(&set, "calls") == Some(2000) && field(&set, "usec").expect("usec") > 0, "{set}");
 }
 
 #[test]

@@ -7,9 +7,10 @@
 //! the commands they run) says what ran and how it ended; nothing here decides what a
 //! client sees besides INFO.
 //!
-//! Must never: slow the hot path with shared writes per command (a connection sums a
-//! run of one command's calls and ticks itself, [`CallTally`], and adds them here once
-//! per run), hold a lock on it, or grow without bound (error codes are capped at
+//! Must never: slow the hot path with shared writes or clock reads per command (a
+//! connection sums a run of one command's calls itself, [`CallTally`], and reads the
+//! clock only where the command changes; both reach here once per run), hold a lock on
+//! it, or grow without bound (error codes are capped at
 //! [`ERROR_CODES_MAX`], as Redis caps them; subcommand rows exist only for
 //! subcommands that parsed, a bounded set).
 
@@ -86,12 +87,14 @@ impl CommandStats {
         &self.tables[home.min(self.tables.len() - 1)][index]
     }
 
-    /// Add `calls` runs of command `index` that took `ticks` (differences of
-    /// [`CommandStats::now`]) on the shard thread `home`.
-    pub fn add_calls(&self, home: usize, index: usize, calls: u64, ticks: u64) {
-        let row = self.row(home, index);
-        row.calls.fetch_add(calls, Ordering::Relaxed);
-        row.ticks.fetch_add(ticks, Ordering::Relaxed);
+    /// Add `calls` runs of command `index` on the shard thread `home`.
+    pub fn add_calls(&self, home: usize, index: usize, calls: u64) {
+        self.row(home, index).calls.fetch_add(calls, Ordering::Relaxed);
+    }
+
+    /// Add `ticks` (differences of [`CommandStats::now`]) to command `index`'s time.
+    pub fn add_ticks(&self, home: usize, index: usize, ticks: u64) {
+        self.row(home, index).ticks.fetch_add(ticks, Ordering::Relaxed);
     }
 
     /// Count how command `index` ended beyond its call: failed (it ran, and answered
@@ -212,34 +215,32 @@ impl CommandStats {
     }
 }
 
-/// A connection's count of a run of one command (a pipeline mostly repeats one),
-/// added to [`CommandStats`] once the command changes or the pipeline ends.
+/// A connection's count of calls in a run of one command (a pipeline mostly repeats
+/// one), added to [`CommandStats`] once the command changes or the pipeline ends. (A
+/// run's time is read at its ends by the connection: see `close_time_run`.)
 #[derive(Default)]
 pub struct CallTally {
-    /// The command counted and its calls and ticks so far; `None` when nothing is.
-    run: Option<(usize, u64, u64)>,
+    /// The command counted and its calls so far; `None` when nothing is.
+    run: Option<(usize, u64)>,
 }
 
 impl CallTally {
-    /// One call of command `index` that took `ticks`.
+    /// One call of command `index`.
     #[inline]
-    pub fn add(&mut self, stats: &CommandStats, home: usize, index: usize, ticks: u64) {
+    pub fn add(&mut self, stats: &CommandStats, home: usize, index: usize) {
         match &mut self.run {
-            Some((counted, calls, sum)) if *counted == index => {
-                *calls += 1;
-                *sum += ticks;
-            }
+            Some((counted, calls)) if *counted == index => *calls += 1,
             _ => {
                 self.flush(stats, home);
-                self.run = Some((index, 1, ticks));
+                self.run = Some((index, 1));
             }
         }
     }
 
     /// Add what is counted so far to `stats`.
     pub fn flush(&mut self, stats: &CommandStats, home: usize) {
-        if let Some((index, calls, ticks)) = self.run.take() {
-            stats.add_calls(home, index, calls, ticks);
+        if let Some((index, calls)) = self.run.take() {
+            stats.add_calls(home, index, calls);
         }
     }
 }
@@ -262,13 +263,14 @@ mod tests {
         let get = table::index_of(b"get").expect("a command");
         let mut tally = CallTally::default();
         for _ in 0..3 {
-            tally.add(&stats, 0, set, 10);
+            tally.add(&stats, 0, set);
         }
         // Not added until the command changes or the pipeline ends.
         assert_eq!(line(&stats, "set"), None);
-        tally.add(&stats, 0, get, 10);
+        tally.add(&stats, 0, get);
         tally.flush(&stats, 0);
-        stats.add_calls(1, set, 2, 0);
+        stats.add_calls(1, set, 2);
+        stats.add_ticks(1, set, 10);
         stats.add_outcome(1, set, Outcome::Ran { failed: true });
         stats.add_outcome(0, set, Outcome::Rejected);
         let set_line = line(&stats, "set").expect("set ran");

@@ -129,6 +129,7 @@ pub async fn serve(
         arrived_ns: super::arrival::now_ns(),
         tally: CallTally::default(),
         clock_read: 0,
+        clock_excluded: 0,
         monitoring: false,
     };
     if let Err(e) = connection.run().await {
@@ -205,8 +206,11 @@ struct Connection {
     arrived_ns: u64,
     /// This pipeline's run of one command, not yet added to INFO commandstats.
     tally: CallTally,
-    /// The last reading of INFO commandstats' clock: when the command being run began.
+    /// INFO commandstats' clock when the pipeline's current run of one command began
+    /// (read again only where the command changes: see `close_time_run`).
     clock_read: u64,
+    /// Ticks of the current run that are no command's: waits while blocked, socket writes.
+    clock_excluded: u64,
     /// MONITOR: this client is sent every command the node runs (through `inbox`).
     monitoring: bool,
 }
@@ -322,6 +326,7 @@ impl Connection {
         self.state().stats.commands_processed.fetch_add(commands.len() as u64, Ordering::Relaxed);
         self.now_ms = super::now_ms();
         self.clock_read = self.state().command_stats.now();
+        self.clock_excluded = 0;
         // A pipeline mostly repeats one command: a name equal (bytewise) to the one before
         // takes its position without a lookup (~150 instructions a lookup).
         let mut previous: Option<(&[u8], Option<usize>)> = None;
@@ -338,6 +343,8 @@ impl Connection {
             .collect();
         let mut last_command = None;
         let mut wrote = false;
+        // The command of the run whose time is being counted.
+        let mut timed_run = None;
         let mut rest = commands.drain(..);
         for at in 0.. {
             if at % prefetch::WINDOW == 0 && rest.len() > 1 {
@@ -349,14 +356,22 @@ impl Connection {
                 break;
             }
             let index = indexes[at];
+            if at > 0 && index != indexes[at - 1] {
+                self.close_time_run(indexes[at - 1]);
+            }
             wrote |= index.is_some_and(|i| table::COMMANDS[i].is_write());
             last_command = index.or(last_command);
             self.dispatch(index, args).await;
+            timed_run = Some(index);
             if self.write_buf.len() >= WRITE_BUFFER_BYTES_MAX {
-                self.write_out_partial().await?;
                 // Writing replies is no command's time.
-                self.clock_read = self.state().command_stats.now();
+                let paused = self.state().command_stats.now();
+                self.write_out_partial().await?;
+                self.clock_excluded += self.state().command_stats.now().saturating_sub(paused);
             }
+        }
+        if let Some(index) = timed_run {
+            self.close_time_run(index);
         }
         self.flush_pending().await;
         self.tally.flush(&self.access.state.command_stats, self.access.home);
@@ -369,11 +384,10 @@ impl Connection {
     async fn dispatch(&mut self, index: Option<usize>, args: Vec<Bytes>) {
         // As Redis: clients a write woke are served before any other command runs.
         if self.state().waiters.is_serving() {
+            let paused = self.state().command_stats.now();
             self.state().waiters.settled().await;
-            self.clock_read = self.state().command_stats.now();
+            self.clock_excluded += self.state().command_stats.now().saturating_sub(paused);
         }
-        // One clock reading a command: its start is where the previous one ended.
-        let started = self.clock_read;
         let slot = self.replies.len();
         self.replies.push(None);
         let spec = index.map(|i| &table::COMMANDS[i]);
@@ -420,8 +434,9 @@ impl Connection {
         // For MONITOR, shown once it ran (reference-counted copies, and only while a
         // client monitors).
         let mut monitored = self.state().monitors.is_active().then(|| args.clone());
+        // A subcommand's time is read around it (containers are never on the hot path).
+        let subcommand_started = counted_as.as_ref().map(|_| self.state().command_stats.now());
         let mut rejected = false;
-        let mut timed = true;
         let reply = match parse_command_at(index, args) {
             Err(error) => {
                 rejected = !arity_ok;
@@ -509,7 +524,7 @@ impl Connection {
                 // INFO in this pipeline sees the commands before it.
                 self.tally.flush(&self.access.state.command_stats, self.access.home);
                 // As Redis: the time a client waits blocked is not the command's.
-                timed = !matches!(command, Command::Blocking(_));
+                let blocking = matches!(command, Command::Blocking(_));
                 // As Redis: a script is shown before the commands it runs, a blocking
                 // command when it starts waiting.
                 if matches!(command, Command::Blocking(_) | Command::Script(crate::command::script::ScriptCommand::Run(_)))
@@ -517,11 +532,15 @@ impl Connection {
                 {
                     self.feed_monitors(index, &args);
                 }
-                Some(self.execute(command).await)
+                let paused = if blocking { Some(self.state().command_stats.now()) } else { None };
+                let reply = self.execute(command).await;
+                if let Some(paused) = paused {
+                    self.clock_excluded += self.state().command_stats.now().saturating_sub(paused);
+                }
+                Some(reply)
             }
         };
-        self.clock_read = self.state().command_stats.now();
-        let ticks = if timed { self.clock_read.saturating_sub(started) } else { 0 };
+        let ticks = subcommand_started.map_or(0, |started| self.state().command_stats.now().saturating_sub(started));
 
         self.count_call(index, reply.as_ref(), rejected, counted_as, ticks);
         if let Some(args) = monitored

@@ -224,7 +224,7 @@ impl Connection {
                 let stats = &self.access.state.command_stats;
                 for (index, reply) in indexes.into_iter().zip(&replies) {
                     let Some(index) = index else { continue };
-                    stats.add_calls(self.access.home, index, 1, 0);
+                    stats.add_calls(self.access.home, index, 1);
                     if let Frame::Error(message) = reply {
                         stats.add_error_reply(message);
                         stats.add_outcome(self.access.home, index, Outcome::Ran { failed: true });

@@ -10,6 +10,21 @@ use crate::protocol::Frame;
 use crate::shell::command_stats::Outcome;
 
 impl Connection {
+    /// The pipeline's run of command `index` ended (the next command differs, or the
+    /// pipeline ends): its time, less what was no command's, is that command's. One
+    /// clock reading a run, not one a command.
+    pub(super) fn close_time_run(&mut self, index: Option<usize>) {
+        let stats = &self.access.state.command_stats;
+        let now = stats.now();
+        let ticks = now.saturating_sub(self.clock_read).saturating_sub(self.clock_excluded);
+        // A container's time is its subcommand's, read around it.
+        if let Some(index) = index.filter(|&i| !table::COMMANDS[i].is_container()) {
+            stats.add_ticks(self.access.home, index, ticks);
+        }
+        self.clock_read = now;
+        self.clock_excluded = 0;
+    }
+
     /// Count a command that was dispatched (INFO commandstats, errorstats): `reply` is
     /// its answer, `None` while another shard runs it (a failure is counted when the
     /// answer comes back, in `flush_pending`).
@@ -33,7 +48,7 @@ impl Connection {
             Some(name) => stats.add_subcommand(name, outcome, ticks),
             None => {
                 if !rejected {
-                    self.tally.add(stats, self.access.home, index, ticks);
+                    self.tally.add(stats, self.access.home, index);
                 }
                 if outcome != (Outcome::Ran { failed: false }) {
                     stats.add_outcome(self.access.home, index, outcome);

@@ -311,7 +311,7 @@ impl vm::Caller for ParkedCaller<'_, '_> {
         // only if the script returns it.
         let stats = &state.command_stats;
         if let Some(index) = index {
-            stats.add_calls(0, index, 1, 0);
+            stats.add_calls(0, index, 1);
             if reply.is_error() {
                 stats.add_outcome(0, index, super::command_stats::Outcome::Ran { failed: true });
             }
