@@ -306,9 +306,14 @@ impl ListTable {
         let i = if tail { self.chunks.len().checked_sub(1)? } else { 0 };
         let chunk = self.chunks.get_mut(i)?;
         debug_assert!(chunk.count > 0, "no chunk is empty");
-        // `from_slice`, not `clone`: a small vector's clone copies byte by byte.
-        let name = if tail { Name::from_slice(&chunk.last) } else { Name::from_slice(chunk.first()) };
-        let taken = chunk.splice_out(&name, |element| taken(&name, element))?;
+        let (name, taken) = if tail {
+            // `from_slice`, not `clone`: a small vector's clone copies byte by byte.
+            let name = Name::from_slice(&chunk.last);
+            let taken = chunk.splice_out(&name, |element| taken(&name, element))?;
+            (name, taken)
+        } else {
+            chunk.pop_first(taken)?
+        };
         if chunk.count == 0 {
             self.chunks.remove(i);
         }

@@ -264,24 +264,7 @@ impl Chunk {
             None => (self.bytes.len(), Vec::new(), false),
         };
         self.count -= 1;
-        if start == self.head as usize && middle.len() <= rest - start {
-            // The head entry went: its successor, coded in full now, ends where it
-            // ended, and the bytes before it go unused (nothing moves).
-            let new_head = rest - middle.len();
-            self.bytes[new_head..rest].copy_from_slice(&middle);
-            self.head = new_head as u32;
-            if next_is_last {
-                self.last_at = new_head as u32;
-            }
-            if self.count == 0 {
-                *self = Chunk::default();
-            } else if 2 * new_head > self.bytes.len() {
-                // More unused than used: move the entries down (each byte moves about
-                // once over a run of pops, and a queue that appends at the tail while
-                // it pops at the head stays within twice its size).
-                self.reclaim_head();
-            }
-            self.debug_check_last_at();
+        if start == self.head as usize && self.cut_head(rest, &middle, next_is_last) {
             return Some(taken);
         }
         // In place: the rest moves over (offsets are absolute: an unused prefix stays
@@ -298,6 +281,63 @@ impl Chunk {
         };
         self.debug_check_last_at();
         Some(taken)
+    }
+
+    /// Remove the first entry (LPOP), handing it and its name to `taken` before its
+    /// bytes go: no search, the first entry is where the chunk starts.
+    pub(super) fn pop_first<R>(&mut self, taken: impl FnOnce(&[u8], ElementRef<'_>) -> R) -> Option<(Name, R)> {
+        if self.count <= 1 {
+            // The first entry is the last.
+            let name = Name::from_slice(&self.last);
+            let taken = self.pop_last(|element| taken(&name, element))?;
+            return Some((name, taken));
+        }
+        self.starts = None;
+        let mut decoder = Decoder::new(self);
+        let (start, element) = decoder.next_entry()?;
+        debug_assert_eq!(start, self.head as usize);
+        let name = Name::from_slice(&decoder.name);
+        let taken = taken(&name, element);
+        let (next_start, _) = decoder.next_entry().expect("a chunk of two entries has a second");
+        // The entry after keeps its dot and value bytes: its head is recoded in full.
+        let mut middle = Vec::with_capacity(head_bytes_max(&decoder.name));
+        encode_head(&mut middle, self.bytes[next_start] & !3, None, &decoder.name);
+        let next_is_last = decoder.name.as_slice() == self.last.as_slice();
+        let rest = head_end(&self.bytes, next_start);
+        self.count -= 1;
+        if !self.cut_head(rest, &middle, next_is_last) {
+            replace_range(&mut self.bytes, start..rest, &middle);
+            self.last_at = if next_is_last { start as u32 } else { (self.last_at as usize + middle.len() - (rest - start)) as u32 };
+            self.debug_check_last_at();
+        }
+        Some((name, taken))
+    }
+
+    /// The first entry went (`count` already lowered): its successor's head, recoded in
+    /// full as `middle`, is written to end where the successor's head ended (`rest`),
+    /// and the bytes before it go unused (nothing moves). False, changing nothing, when
+    /// it does not fit there.
+    fn cut_head(&mut self, rest: usize, middle: &[u8], next_is_last: bool) -> bool {
+        let start = self.head as usize;
+        if middle.len() > rest - start {
+            return false;
+        }
+        let new_head = rest - middle.len();
+        self.bytes[new_head..rest].copy_from_slice(middle);
+        self.head = new_head as u32;
+        if next_is_last {
+            self.last_at = new_head as u32;
+        }
+        if self.count == 0 {
+            *self = Chunk::default();
+        } else if 2 * new_head > self.bytes.len() {
+            // More unused than used: move the entries down (each byte moves about once
+            // over a run of pops, and a queue that appends at the tail while it pops at
+            // the head stays within twice its size).
+            self.reclaim_head();
+        }
+        self.debug_check_last_at();
+        true
     }
 
     /// Remove the last entry (RPOP): the bytes are cut where it starts, with no

@@ -242,6 +242,39 @@ fn lpushes_onto_a_chunk_without_room_read_back_in_order_and_stay_bounded() {
     }
 }
 
+/// `pop_end` at both ends (LPOP's and RPOP's path: no search at the head) through
+/// pushes at both ends, read back against a model after every pop.
+#[test]
+fn pops_from_either_end_take_the_end_entries_in_order() {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(23);
+    let mut table = ListTable::default();
+    let mut model: std::collections::VecDeque<(Vec<u8>, Stored)> = std::collections::VecDeque::new();
+    for step in 0..6000u64 {
+        let d = dot((1 << 20) + 2 * step, rng.random_range(1..=3));
+        if rng.random_bool(0.55) || model.is_empty() {
+            let value = vec![b'v'; rng.random_range(1..30)];
+            let stored = raw(d, &value);
+            if rng.random_bool(0.5) {
+                let n = position::between(model.back().map(|(n, _)| n.as_slice()), None, d, Placement::AfterLow);
+                table.put_at_end(true, &n, stored.view());
+                model.push_back((n, stored));
+            } else {
+                let n = position::between(None, model.front().map(|(n, _)| n.as_slice()), d, Placement::BeforeHigh);
+                table.put_at_end(false, &n, stored.view());
+                model.push_front((n, stored));
+            }
+        } else {
+            let tail = rng.random_bool(0.5);
+            let (name, stored) = table.pop_end(tail, |_, element| Stored::from_view(element)).expect("not empty");
+            let (want_name, want) = if tail { model.pop_back() } else { model.pop_front() }.expect("not empty");
+            assert_eq!((name.to_vec(), stored), (want_name, want), "step {step}");
+        }
+        if step % 101 == 0 {
+            assert_eq!(names_of(&table), model.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(), "step {step}");
+        }
+    }
+}
+
 #[test]
 fn retain_keeps_what_it_is_told_in_order() {
     let mut table = ListTable::default();
