@@ -22,21 +22,21 @@ use tokio::sync::oneshot;
 use super::ServerState;
 use super::clients::ClientInfo;
 use super::command_stats::CallTally;
-use super::fanout;
-use super::info;
+
 use super::memory;
 use super::pubsub::Inbox;
 use super::shards::SharedShard;
 use super::shards::{ShardAccess, Shards};
 use super::transaction::TransactionState;
 use crate::command::errors;
-use crate::command::{Command, CommandCommand, ReplyMode, introspect, parse_command_at, table};
+use crate::command::{Command, ReplyMode, parse_command_at, table};
 use crate::protocol::{Frame, ParseLimits, Protocol, ProtocolError, RequestParser};
 use crate::shard::{ShardOp, ShardReply};
 
 /// Commands parsed from the read buffer before they are run and answered.
 mod client;
 mod durability;
+mod execute;
 mod modes;
 mod observe;
 mod output;
@@ -556,95 +556,11 @@ impl Connection {
         self.encode_ready();
     }
 
-    fn next_random(&mut self) -> u64 {
+    pub(super) fn next_random(&mut self) -> u64 {
         // xorshift64*: RANDOMKEY's shard choice needs no more than this.
         self.random_state ^= self.random_state >> 12;
         self.random_state ^= self.random_state << 25;
         self.random_state ^= self.random_state >> 27;
         self.random_state.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    async fn execute(&mut self, command: Command) -> Frame {
-        match command {
-            // Subscribed (RESP2): PING answers in the shape of a message.
-            Command::Ping(message) if self.subscriptions > 0 && self.protocol == Protocol::Resp2 => {
-                Frame::Array(vec![Frame::bulk_str("pong"), Frame::Bulk(message.unwrap_or_default())])
-            }
-            Command::Ping(None) => Frame::simple("PONG"),
-            Command::Ping(Some(message)) | Command::Echo(message) => Frame::Bulk(message),
-            Command::Hello { protover, auth, setname } => self.hello(protover, auth, setname),
-            Command::Auth { user, password } => self.auth(user.as_deref(), &password),
-            Command::Select(0) => Frame::ok(),
-            Command::Select(_) => errors::error(errors::DB_INDEX_OUT_OF_RANGE),
-            Command::Quit => {
-                self.closing = true;
-                Frame::ok()
-            }
-            Command::Reset => {
-                self.protocol = Protocol::Resp2;
-                self.info.resp.store(2, Ordering::Relaxed);
-                self.info.set_name(Bytes::new());
-                self.authenticated = self.state().runtime.requirepass().is_none();
-                self.transaction.reset();
-                self.state().pubsub.leave(self.info.id);
-                self.state().monitors.remove(self.info.id);
-                self.monitoring = false;
-                self.inbox = None;
-                self.subscriptions = 0;
-                Frame::simple("RESET")
-            }
-            Command::Client(command) => self.client(command),
-            Command::Command(command) => match command {
-                CommandCommand::All => introspect::all(),
-                CommandCommand::Count => introspect::count(),
-                CommandCommand::List => introspect::list(),
-                CommandCommand::Info(names) => introspect::info_for(&names),
-                CommandCommand::Docs(names) => introspect::docs_for(&names),
-                CommandCommand::GetKeys(args) => introspect::getkeys(&args),
-                CommandCommand::Help => introspect::help(),
-            },
-            Command::Info(sections) => {
-                let mut stats = Vec::new();
-                for reply in self.access.run_everywhere(|| ShardOp::Stats).await {
-                    if let ShardReply::Stats(s) = reply {
-                        stats.push(*s);
-                    }
-                }
-                let text = info::render(self.state(), &stats, &sections);
-                Frame::Verbatim("txt", Bytes::from(text))
-            }
-            Command::Config(command) => {
-                if matches!(command, crate::command::ConfigCommand::ResetStat) {
-                    self.access.run_everywhere(|| ShardOp::ResetStats).await;
-                }
-                info::config(self.state(), command)
-            }
-            Command::GraphConfig(command) => super::graph_config::execute(&command),
-            // No scripting: no function to list or to flush.
-            Command::Function(crate::command::FunctionCommand::Flush) => Frame::ok(),
-            Command::Function(crate::command::FunctionCommand::List) => Frame::Array(Vec::new()),
-            Command::Help(lines) => Frame::Array(lines.iter().map(|line| Frame::simple(line)).collect()),
-            // A shutdown never waits for anything (replicas, a save), so none is ever
-            // in progress to abort.
-            Command::Shutdown { .. } => Frame::static_error("ERR No shutdown in progress."),
-            Command::Time => super::time_reply(),
-            Command::WaitAof { local, replicas, timeout_ms } => self.wait_aof(local, replicas, timeout_ms).await,
-            Command::Save => self.save().await,
-            Command::Monitor => self.monitor(),
-            Command::Keyspace(command) => {
-                let pick = self.next_random();
-                fanout::keyspace(&self.access, command, pick).await
-            }
-            Command::Multi(command) => fanout::multi(&self.access, command).await,
-            Command::Vector(command) => super::vector::execute(&self.access, command, self.protocol == Protocol::Resp3).await,
-            Command::Transaction(command) => self.transaction(command).await,
-            Command::Script(command) => {
-                let random_pick = self.next_random();
-                super::script::execute(&self.access, command, random_pick).await
-            }
-            Command::PubSub(command) => self.pubsub(command),
-            Command::Blocking(command) => self.block(command).await,
-            Command::Key(_) => Frame::static_error("ERR internal: key command reached the barrier path"),
-        }
     }
 }

@@ -232,6 +232,12 @@ impl Broker {
         self.mailbox_bytes_max.store(bytes_max, Ordering::Relaxed);
     }
 
+    /// The bytes a subscriber's (or a MONITOR client's) mailbox may hold before it is
+    /// disconnected.
+    pub fn mailbox_bytes_max(&self) -> usize {
+        self.mailbox_bytes_max.load(Ordering::Relaxed)
+    }
+
     /// PUBLISH / SPUBLISH on this node: how many subscriptions received it.
     pub fn publish(&self, shard: bool, channel: &Bytes, message: &Bytes) -> usize {
         let mailbox_bytes_max = self.mailbox_bytes_max.load(Ordering::Relaxed);

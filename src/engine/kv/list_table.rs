@@ -306,14 +306,7 @@ impl ListTable {
         let i = if tail { self.chunks.len().checked_sub(1)? } else { 0 };
         let chunk = self.chunks.get_mut(i)?;
         debug_assert!(chunk.count > 0, "no chunk is empty");
-        let (name, taken) = if tail {
-            // `from_slice`, not `clone`: a small vector's clone copies byte by byte.
-            let name = Name::from_slice(&chunk.last);
-            let taken = chunk.splice_out(&name, |element| taken(&name, element))?;
-            (name, taken)
-        } else {
-            chunk.pop_first(taken)?
-        };
+        let (name, taken) = if tail { chunk.pop_tail(taken)? } else { chunk.pop_first(taken)? };
         if chunk.count == 0 {
             self.chunks.remove(i);
         }

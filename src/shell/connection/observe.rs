@@ -61,8 +61,7 @@ impl Connection {
     pub(super) fn feed_monitors(&self, index: Option<usize>, args: &[Bytes]) {
         let state = self.state();
         let addr = self.info.addr.to_string();
-        let bytes_max = state.runtime.output_buffer_limits().pubsub.hard_bytes;
-        let bytes_max = if bytes_max == 0 { crate::shell::pubsub::MAILBOX_BYTES_CEILING } else { bytes_max };
+        let bytes_max = state.pubsub.mailbox_bytes_max();
         state.monitors.feed(index.map(|i| &table::COMMANDS[i]), args, crate::shell::monitor::Source::Client(&addr), bytes_max);
     }
 

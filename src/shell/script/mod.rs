@@ -303,9 +303,7 @@ impl vm::Caller for ParkedCaller<'_, '_> {
             self.watch.wrote.store(true, Ordering::SeqCst);
         }
         if let Some(words) = monitored {
-            let bytes_max = state.runtime.output_buffer_limits().pubsub.hard_bytes;
-            let bytes_max = if bytes_max == 0 { super::pubsub::MAILBOX_BYTES_CEILING } else { bytes_max };
-            state.monitors.feed(Some(spec), &words, super::monitor::Source::Lua, bytes_max);
+            state.monitors.feed(Some(spec), &words, super::monitor::Source::Lua, state.pubsub.mailbox_bytes_max());
         }
         // Counted as run (its time is the script's); its error reaches INFO errorstats
         // only if the script returns it.

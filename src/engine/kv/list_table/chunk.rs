@@ -288,9 +288,7 @@ impl Chunk {
     pub(super) fn pop_first<R>(&mut self, taken: impl FnOnce(&[u8], ElementRef<'_>) -> R) -> Option<(Name, R)> {
         if self.count <= 1 {
             // The first entry is the last.
-            let name = Name::from_slice(&self.last);
-            let taken = self.pop_last(|element| taken(&name, element))?;
-            return Some((name, taken));
+            return self.pop_tail(taken);
         }
         self.starts = None;
         let mut decoder = Decoder::new(self);
@@ -310,6 +308,15 @@ impl Chunk {
             self.last_at = if next_is_last { start as u32 } else { (self.last_at as usize + middle.len() - (rest - start)) as u32 };
             self.debug_check_last_at();
         }
+        Some((name, taken))
+    }
+
+    /// Remove the last entry (RPOP), handing it and its name to `taken`: see
+    /// [`Chunk::pop_last`].
+    pub(super) fn pop_tail<R>(&mut self, taken: impl FnOnce(&[u8], ElementRef<'_>) -> R) -> Option<(Name, R)> {
+        // `from_slice`, not `clone`: a small vector's clone copies byte by byte.
+        let name = Name::from_slice(&self.last);
+        let taken = self.pop_last(|element| taken(&name, element))?;
         Some((name, taken))
     }
 
