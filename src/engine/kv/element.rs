@@ -235,11 +235,17 @@ impl<'a> ElementRef<'a> {
         }
     }
 
-    /// Join what the element has seen into `into` (no context built for the compact form).
+    /// Join what the element has seen into `into` (no context built for the compact form
+    /// or a tombstone).
     pub fn add_context_to(self, into: &mut VersionVector) {
         match self {
             ElementRef::Int(dot, _) | ElementRef::Raw(dot, _) => into.add(dot),
-            ElementRef::Full(state) => into.merge(&state.causal_context()),
+            // A tombstone's causal context is its explicit one: joined as it is, with no
+            // context gathered (every LPOP and RPOP leaves one).
+            ElementRef::Full(state) => match state.context_only() {
+                Some(ctx) => into.merge(ctx),
+                None => into.merge(&state.causal_context()),
+            },
         }
     }
 

@@ -397,12 +397,32 @@ impl Keyspace {
     /// TTL count, the expiry index and the Merkle leaves right. `f` gets the stored key
     /// and the state. `None` when the key is absent.
     pub fn update<R>(&mut self, key: &[u8], hash: u64, f: impl FnOnce(&[u8], &mut KeyState) -> R) -> Option<R> {
+        let admitted = self.update_admitted(key, hash, |_| Ok::<(), std::convert::Infallible>(()), |stored, state, ()| f(stored, state));
+        admitted.map(|result| result.unwrap_or_else(|never| match never {}))
+    }
+
+    /// [`Keyspace::update`] of a key that `admit` accepts as it stands, in the same one
+    /// lookup: `admit` reads the state first and either refuses (its `Err`, the key
+    /// untouched and no change noted) or hands `f` what it read. `None` when the key is
+    /// absent. What a write that must first check its key (its type, its TTL) calls
+    /// instead of a lookup and then an update.
+    pub fn update_admitted<A, E, R>(
+        &mut self,
+        key: &[u8],
+        hash: u64,
+        admit: impl FnOnce(&KeyState) -> Result<A, E>,
+        f: impl FnOnce(&[u8], &mut KeyState, A) -> R,
+    ) -> Option<Result<R, E>> {
         let index = self.table_index(hash);
         let entry = self.tables[index].find_mut(hash, |e| e.key() == key)?;
+        let admitted = match admit(entry.state()) {
+            Ok(admitted) => admitted,
+            Err(refused) => return Some(Err(refused)),
+        };
         debug_assert_eq!(entry.kept_digest(), self.merkle.as_ref().map_or(0, |_| merkle::digest(key, entry.state())), "stale digest");
         let old = entry.state().expire_at_ms();
         let (stored, state) = entry.key_and_state_mut();
-        let result = f(stored, state);
+        let result = f(stored, state, admitted);
         Self::note_element_tombstones(&mut self.element_tombstone_keys, stored, state);
         Self::note_change(&mut self.changes, stored);
         let new = state.expire_at_ms();
@@ -415,7 +435,7 @@ impl Keyspace {
             let stored_key = entry.key_to_bytes();
             self.track_expiry(stored_key, old, new);
         }
-        Some(result)
+        Some(Ok(result))
     }
 
     fn track_expiry(&mut self, key: Bytes, old: Option<u64>, new: Option<u64>) {

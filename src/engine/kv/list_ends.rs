@@ -11,65 +11,122 @@
 use bytes::Bytes;
 use smallvec::SmallVec;
 
-use super::{End, element_value, pop_event, value_of};
+use super::{End, element_value, list_end, pop_event, push_event, push_positions, table, value_of};
 use crate::crdt::Dot;
 use crate::engine::kv::collection_writes::Part;
 use crate::engine::kv::list_table::Name;
-use crate::engine::kv::value::SetTtl;
+use crate::engine::kv::packed::PackLimit;
+use crate::engine::kv::value::{KeyKind, SetTtl};
 use crate::engine::kv::{KeyState, KvEngine, WriteCtx, key_hash};
 use crate::notify::Class;
 
+/// Write a push's `elements`, named `names` (new positions at `end`, from `dot`), into
+/// the list `state` of `stored_key`, each straight to its end chunk
+/// (`Elements::push_list_element`), and ship them.
+#[allow(clippy::too_many_arguments)]
+fn push_into(
+    ctx: &mut WriteCtx,
+    stored_key: &[u8],
+    state: &mut KeyState,
+    end: End,
+    dot: Dot,
+    names: &[Name],
+    elements: &[Bytes],
+    pack_limit: PackLimit,
+) {
+    debug_assert_eq!(names.len(), elements.len());
+    let tail = end == End::Right;
+    let list = state.part_mut(Part::List);
+    list.set_pack_limit(pack_limit);
+    if let ([name], [element]) = (names, elements) {
+        // The common push of one element ships it as it is (no list built).
+        let state = list.push_list_element(tail, name, |s| s.set(dot, element_value(element), SetTtl::Keep));
+        ctx.deltas.key_elements_changed(stored_key, Part::List, &[(name.as_slice(), state)]);
+        return;
+    }
+    let shipped: SmallVec<[(&[u8], KeyState); 1]> = names
+        .iter()
+        .zip(elements)
+        .map(|(name, element)| (name.as_slice(), list.push_list_element(tail, name, |s| s.set(dot, element_value(element), SetTtl::Keep))))
+        .collect();
+    ctx.deltas.key_elements_changed(stored_key, Part::List, &shipped);
+}
+
 impl KvEngine {
+    /// LPUSH/RPUSH onto `key` when it holds a live list: the key is looked up once, its
+    /// type, TTL and end read and the elements written in the same update (a lookup
+    /// and then an update cost two). Returns the new length, or `None`, writing
+    /// nothing, when the key is missing, expired or of another type (the caller then
+    /// takes the general way, which says which).
+    pub(super) fn push_onto_live_list(&mut self, ctx: &mut WriteCtx, key: &Bytes, end: End, elements: &[Bytes]) -> Option<i64> {
+        if elements.is_empty() {
+            return None;
+        }
+        let now_ms = ctx.now_ms;
+        let pack_limit = self.pack_limit(Part::List);
+        let admit = |state: &KeyState| {
+            let live_list = !Self::is_expired(state, now_ms) && state.kind() == Some(KeyKind::List);
+            match state.list_elements() {
+                Some(list) if live_list && !list.is_empty() => Ok(list_end(list, end)),
+                _ => Err(()),
+            }
+        };
+        let pushed = self.keys.update_admitted(key, key_hash(key), admit, |stored_key, state, (edge, len)| {
+            let dot = ctx.next_dot();
+            let names = push_positions(edge.as_deref(), end, elements.len(), dot);
+            push_into(ctx, stored_key, state, end, dot, &names, elements, pack_limit);
+            len + elements.len()
+        });
+        let len = pushed?.ok()?;
+        let event_key = self.notify.key_for(&[Class::List], key);
+        self.notify.raise_for(Class::List, push_event(end), event_key.as_ref());
+        Some(len as i64)
+    }
+
     /// Push `elements`, named `names` (new positions at `end`, from `dot`), onto the
-    /// existing list `key` in one update of the key, each element written straight to
-    /// its end chunk (`Elements::push_list_element`). Returns false, writing nothing,
-    /// when the key is not found (the caller then writes the general way).
+    /// existing list `key` in one update of the key (`push_into`). Returns false,
+    /// writing nothing, when the key is not found (the caller then writes the general
+    /// way).
     pub(super) fn push_at_end(&mut self, ctx: &mut WriteCtx, key: &Bytes, end: End, dot: Dot, names: &[Name], elements: &[Bytes]) -> bool {
         debug_assert_eq!(names.len(), elements.len());
         if names.is_empty() {
             return false;
         }
         let pack_limit = self.pack_limit(Part::List);
-        let tail = end == End::Right;
         self.keys
-            .update(key, key_hash(key), |stored_key, state| {
-                let list = state.part_mut(Part::List);
-                list.set_pack_limit(pack_limit);
-                if let ([name], [element]) = (names, elements) {
-                    // The common push of one element ships it as it is (no list built).
-                    let state = list.push_list_element(tail, name, |s| s.set(dot, element_value(element), SetTtl::Keep));
-                    ctx.deltas.key_elements_changed(stored_key, Part::List, &[(name.as_slice(), state)]);
-                    return;
-                }
-                let shipped: SmallVec<[(&[u8], KeyState); 1]> = names
-                    .iter()
-                    .zip(elements)
-                    .map(|(name, element)| {
-                        (name.as_slice(), list.push_list_element(tail, name, |s| s.set(dot, element_value(element), SetTtl::Keep)))
-                    })
-                    .collect();
-                ctx.deltas.key_elements_changed(stored_key, Part::List, &shipped);
-            })
+            .update(key, key_hash(key), |stored_key, state| push_into(ctx, stored_key, state, end, dot, names, elements, pack_limit))
             .is_some()
     }
 
-    /// Pop `take` (≥ 1, at most the length) elements from `end` of the list `key`,
-    /// every live element of which is chunked: each element is read and cut from its
-    /// chunk end in one step (`Elements::pop_list_end`), inside one update of the key,
-    /// instead of a walk that copies the names out and a write that looks each one up
-    /// again by name and then removes it. The state left, the delta shipped (the
-    /// tombstones in pop order, at one dot) and the events are those of
-    /// `KvEngine::remove_list_elements` over the walk's names (tested in
-    /// `list_pop_tests`).
-    pub(super) fn pop_at_end(&mut self, ctx: &mut WriteCtx, key: Bytes, end: End, take: usize) -> Vec<Bytes> {
-        debug_assert!(take > 0);
-        let event_key = self.event_key(Class::List, &key);
-        let dot = ctx.next_dot();
-        let hash = key_hash(&key);
+    /// Pop up to `count` elements from `end` of the list `key` when it is live and
+    /// every live element of it is chunked: the key is looked up once, and each element
+    /// read and cut from its chunk end in one step (`Elements::pop_list_end`) inside
+    /// that one update, instead of a lookup, a walk that copies the names out and a
+    /// write that looks each one up again by name and then removes it. The state left,
+    /// the delta shipped (the tombstones in pop order, at one dot) and the events are
+    /// those of `KvEngine::remove_list_elements` over the walk's names (tested in
+    /// `list_pop_tests`). `Some(None)` when the key is missing (a poll of an empty
+    /// queue: one lookup too); `None`, writing nothing, when it is expired, of another
+    /// type or not all chunked, or `count` is 0 (the caller then takes the general way).
+    pub(super) fn pop_at_end(&mut self, ctx: &mut WriteCtx, key: &Bytes, end: End, count: u64) -> Option<Option<Vec<Bytes>>> {
+        let now_ms = ctx.now_ms;
+        let planted = crate::bugs::active(crate::bugs::Bug::ListOrderByArrival) || crate::bugs::active(crate::bugs::Bug::HdelShipsOldField);
+        let admit = |state: &KeyState| {
+            let live_list = !planted && !Self::is_expired(state, now_ms) && state.kind() == Some(KeyKind::List);
+            match state.list_elements() {
+                Some(list) if live_list && count > 0 && !list.is_empty() && table(list).live_all_chunked() => {
+                    Ok(count.min(list.len() as u64) as usize)
+                }
+                _ => Err(()),
+            }
+        };
+        let hash = key_hash(key);
         let keep_tombstones = self.keep_tombstones;
         let pack_limit = self.pack_limit(Part::List);
-        let mut values = Vec::with_capacity(take);
-        let updated = self.keys.update(&key, hash, |stored_key, state| {
+        let mut values = Vec::new();
+        let popped = self.keys.update_admitted(key, hash, admit, |stored_key, state, take| {
+            let dot = ctx.next_dot();
+            values.reserve_exact(take);
             let elements = state.part_mut(Part::List);
             elements.set_pack_limit(pack_limit);
             if take == 1 {
@@ -78,7 +135,7 @@ impl KvEngine {
                     values.push(value);
                     ctx.deltas.key_elements_changed(stored_key, Part::List, &[(name.as_slice(), tombstone)]);
                 } else {
-                    debug_assert!(false, "the caller saw a live chunked element");
+                    debug_assert!(false, "admitted with a live chunked element");
                 }
                 return state.exists();
             }
@@ -87,7 +144,7 @@ impl KvEngine {
             for _ in 0..take {
                 // Every element popped so far was chunked, so the rest are too.
                 let Some((name, value, tombstone)) = elements.pop_list_end(end == End::Right, dot, keep_tombstones, value_of) else {
-                    debug_assert!(false, "the caller saw {take} live chunked elements");
+                    debug_assert!(false, "admitted with {take} live chunked elements");
                     break;
                 };
                 names.push(name);
@@ -100,17 +157,19 @@ impl KvEngine {
             }
             state.exists()
         });
-        debug_assert!(updated.is_some(), "the caller found the key");
-        if updated == Some(false) {
+        let Some(popped) = popped else { return Some(None) };
+        let exists = popped.ok()?;
+        if !exists {
             // The last element went: the key goes, its history kept as a tombstone
             // (as `write_elements_at` leaves it).
-            if let Some(state) = self.keys.remove(&key, hash)
+            if let Some(state) = self.keys.remove(key, hash)
                 && self.keep_tombstones
             {
-                self.keys.put_tombstone(key, hash, state);
+                self.keys.put_tombstone(key.clone(), hash, state);
             }
         }
+        let event_key = self.event_key(Class::List, key);
         self.raise_collection_event(Class::List, pop_event(end), event_key);
-        values
+        Some(Some(values))
     }
 }

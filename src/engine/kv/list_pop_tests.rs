@@ -147,3 +147,57 @@ fn chunk_end_pops_on_a_lone_node_match_the_general_path() {
 fn chunk_end_pops_keeping_tombstones_match_the_general_path() {
     pops_match(true);
 }
+
+/// A push or pop whose one lookup finds a key it must not write in place (expired, of
+/// another type, a count of 0, no key) answers as Redis does, by the general way; a
+/// list with a TTL not yet due is written in place and keeps its TTL.
+#[test]
+fn one_lookup_pushes_and_pops_refuse_what_they_must_not_write() {
+    use crate::command::{ExpireCondition, SetCondition, SetReply, TtlChange};
+    use crate::protocol::Frame;
+    let mut kv = KvEngine::default();
+    let mut sink = Encoded::default();
+    let mut clock = HlcClock::new();
+    let (list, string) = (Bytes::from_static(b"l"), Bytes::from_static(b"s"));
+    let bulk = |s: &'static str| Frame::Bulk(Bytes::from_static(s.as_bytes()));
+    let push = |kv: &mut KvEngine, ctx: &mut WriteCtx, end, values: &[&'static str]| {
+        let elements = values.iter().map(|v| Bytes::from_static(v.as_bytes())).collect();
+        kv.list_command(ctx, ListCommand::Push { key: list.clone(), end, elements, only_if_exists: false })
+    };
+    let pop = |kv: &mut KvEngine, ctx: &mut WriteCtx, key: &Bytes, count| {
+        kv.list_command(ctx, ListCommand::Pop { key: key.clone(), end: End::Left, count })
+    };
+
+    let mut ctx = ctx_at(&mut clock, &mut sink, 0);
+    assert_eq!(pop(&mut kv, &mut ctx, &list, None), Frame::Null, "LPOP of no key");
+    assert_eq!(pop(&mut kv, &mut ctx, &list, Some(2)), Frame::NullArray, "LPOP with a count of no key");
+    assert_eq!(push(&mut kv, &mut ctx, End::Right, &["a", "b", "c"]), Frame::Integer(3));
+    assert_eq!(pop(&mut kv, &mut ctx, &list, Some(0)), Frame::Array(Vec::new()), "LPOP l 0");
+    // A TTL not yet due: written in place, the TTL kept.
+    assert_eq!(kv.expire(&mut ctx, &list, 100, false, ExpireCondition::default(), "pexpire"), Frame::Integer(1));
+    let due = kv.keys.get(&list, key_hash(&list)).and_then(|e| e.state().expire_at_ms()).expect("a TTL");
+    assert_eq!(push(&mut kv, &mut ctx, End::Left, &["z"]), Frame::Integer(4));
+    assert_eq!(pop(&mut kv, &mut ctx, &list, None), bulk("z"));
+    assert_eq!(kv.keys.get(&list, key_hash(&list)).and_then(|e| e.state().expire_at_ms()), Some(due), "the TTL stays");
+    drop(ctx);
+
+    // Past the TTL: the list is gone, a pop finds nothing and a push starts a new list.
+    let mut ctx = ctx_at(&mut clock, &mut sink, 1_000);
+    assert_eq!(pop(&mut kv, &mut ctx, &list, None), Frame::Null, "LPOP of an expired list");
+    assert_eq!(push(&mut kv, &mut ctx, End::Left, &["x"]), Frame::Integer(1));
+    assert_eq!(kv.keys.get(&list, key_hash(&list)).and_then(|e| e.state().expire_at_ms()), None, "a new list has no TTL");
+    assert_eq!(kv.expire(&mut ctx, &list, 10, false, ExpireCondition::default(), "pexpire"), Frame::Integer(1));
+    drop(ctx);
+    let mut ctx = ctx_at(&mut clock, &mut sink, 2_000);
+    assert_eq!(push(&mut kv, &mut ctx, End::Right, &["y", "w"]), Frame::Integer(2), "RPUSH onto an expired list");
+    assert_eq!(pop(&mut kv, &mut ctx, &list, Some(5)), Frame::Array(vec![bulk("y"), bulk("w")]));
+
+    // Another type: WRONGTYPE, the string untouched.
+    kv.set(&mut ctx, string.clone(), Bytes::from_static(b"v"), SetCondition::Always, TtlChange::Clear, SetReply::Ok, "set");
+    let elements = vec![Bytes::from_static(b"e")];
+    let refused = kv.list_command(&mut ctx, ListCommand::Push { key: string.clone(), end: End::Left, elements, only_if_exists: false });
+    assert!(matches!(&refused, Frame::Error(e) if e.starts_with(b"WRONGTYPE")), "{refused:?}");
+    let refused = pop(&mut kv, &mut ctx, &string, None);
+    assert!(matches!(&refused, Frame::Error(e) if e.starts_with(b"WRONGTYPE")), "{refused:?}");
+    assert_eq!(kv.read_string(&string, ctx.now_ms).ok().flatten().map(|v| v.to_bytes()), Some(Bytes::from_static(b"v")));
+}

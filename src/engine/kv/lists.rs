@@ -219,6 +219,9 @@ impl KvEngine {
 
     /// LPUSH/RPUSH (and the X forms): the new length.
     fn list_push(&mut self, ctx: &mut WriteCtx, key: Bytes, end: End, elements: Vec<Bytes>, only_if_exists: bool) -> Result<Frame, Frame> {
+        if let Some(len) = self.push_onto_live_list(ctx, &key, end, &elements) {
+            return Ok(Frame::Integer(len));
+        }
         let (edge, len) = match self.list_elements(&key, ctx.now_ms)? {
             Some(list) => list_end(list, end),
             None if only_if_exists => return Ok(Frame::Integer(0)),
@@ -256,14 +259,13 @@ impl KvEngine {
     /// pop order. A count of 0 pops nothing. What a blocked pop calls once its key has
     /// elements.
     pub fn list_pop(&mut self, ctx: &mut WriteCtx, key: Bytes, end: End, count: u64) -> Result<Option<Vec<Bytes>>, Frame> {
+        if let Some(popped) = self.pop_at_end(ctx, &key, end, count) {
+            return Ok(popped);
+        }
         let Some(list) = self.list_elements(&key, ctx.now_ms)? else {
             return Ok(None);
         };
         let take = count.min(list.len() as u64) as usize;
-        let planted = crate::bugs::active(crate::bugs::Bug::ListOrderByArrival) || crate::bugs::active(crate::bugs::Bug::HdelShipsOldField);
-        if take > 0 && !planted && table(list).live_all_chunked() {
-            return Ok(Some(self.pop_at_end(ctx, key, end, take)));
-        }
         // The names stay inline (the write borrows them): a pop of one element copies
         // no name to the heap.
         let mut names: SmallVec<[Name; 1]> = SmallVec::with_capacity(take);
