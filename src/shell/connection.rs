@@ -22,7 +22,6 @@ use tokio::sync::oneshot;
 use super::ServerState;
 use super::clients::ClientInfo;
 use super::command_stats::CallTally;
-
 use super::memory;
 use super::pubsub::Inbox;
 use super::shards::SharedShard;

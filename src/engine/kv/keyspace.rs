@@ -65,6 +65,7 @@ pub fn leaf_of(hash: u64) -> u16 {
 type TombstoneMap = hashbrown::HashMap<Bytes, KeyState, foldhash::fast::FixedState>;
 
 mod entry;
+mod expiry;
 mod prefetch;
 
 pub use prefetch::{PREFETCH_KEYS_MAX, Prefetch};
@@ -438,33 +439,6 @@ impl Keyspace {
         Some(Ok(result))
     }
 
-    fn track_expiry(&mut self, key: Bytes, old: Option<u64>, new: Option<u64>) {
-        match (old, new) {
-            (None, Some(_)) => self.expiring += 1,
-            (Some(_), None) => self.expiring -= 1,
-            _ => {}
-        }
-        if let Some(at_ms) = new
-            && old != new
-        {
-            self.expiry_heap.push(Reverse((at_ms, key)));
-            if self.expiry_heap.len() > 2 * self.expiring + EXPIRY_HEAP_SLACK {
-                self.rebuild_expiry_heap();
-            }
-        }
-    }
-
-    fn rebuild_expiry_heap(&mut self) {
-        let live: Vec<Reverse<(u64, Bytes)>> = self
-            .tables
-            .iter()
-            .flat_map(|t| t.iter())
-            .filter_map(|e| e.state().expire_at_ms().map(|at| Reverse((at, e.key_to_bytes()))))
-            .collect();
-        debug_assert_eq!(live.len(), self.expiring);
-        self.expiry_heap = BinaryHeap::from(live);
-    }
-
     pub fn remove(&mut self, key: &[u8], hash: u64) -> Option<KeyState> {
         let index = self.table_index(hash);
         let entry = self.tables[index].find_entry(hash, |e| e.key() == key).ok()?;
@@ -528,29 +502,6 @@ impl Keyspace {
         self.slot_bits = bits;
     }
 
-    /// Keys whose expiry instant is at or before `now_ms`, at most `limit` of them,
-    /// taken off the expiry index. Stale index entries are dropped on the way.
-    pub fn pop_expired(&mut self, now_ms: u64, limit: usize) -> Vec<Bytes> {
-        let mut due = Vec::new();
-        while due.len() < limit {
-            let Some(Reverse((at_ms, _))) = self.expiry_heap.peek() else { break };
-            if *at_ms > now_ms {
-                break;
-            }
-            let Some(Reverse((at_ms, key))) = self.expiry_heap.pop() else { break };
-            let hash = key_hash(&key);
-            if self.get(&key, hash).is_some_and(|e| e.state().expire_at_ms() == Some(at_ms)) {
-                due.push(key);
-            }
-        }
-        due
-    }
-
-    /// Whether some key is already due to expire.
-    pub fn has_due_expiry(&self, now_ms: u64) -> bool {
-        self.expiry_heap.peek().is_some_and(|Reverse((at, _))| *at <= now_ms)
-    }
-
     /// Visit whole sub-tables from slot position `cursor` on until at least `count`
     /// entries were offered to `visit`. Returns the next cursor, or `SLOT_SPACE` at the
     /// end.
@@ -584,16 +535,6 @@ impl Keyspace {
         let start = (pick as usize) % self.tables.len();
         let table = (0..self.tables.len()).map(|i| &self.tables[(start + i) % self.tables.len()]).find(|t| !t.is_empty())?;
         table.iter().nth(((pick >> 32) as usize) % table.len())
-    }
-
-    /// Heap entries in the expiry index (for the bound assertions in tests).
-    pub fn expiry_index_len(&self) -> usize {
-        self.expiry_heap.len()
-    }
-
-    /// The most entries the expiry index may hold (twice the keys with a TTL, plus slack).
-    pub fn expiry_index_bound(&self) -> usize {
-        2 * self.expiring + EXPIRY_HEAP_SLACK + 1
     }
 }
 
