@@ -81,6 +81,7 @@ def main():
     parser.add_argument("--server-core", default="0")
     parser.add_argument("--client-cores", default="1")
     parser.add_argument("--threads", type=int, default=1, help="redis-benchmark --threads")
+    parser.add_argument("--verbose", action="store_true", help="print each run's rate as it ends (a cut-off run keeps them)")
     parser.add_argument("--meridian-args", default="--shards 1", help="extra Meridian flags")
     opts = parser.parse_args()
 
@@ -116,6 +117,8 @@ def main():
                         for test, args in tests:
                             r = rate(port, args, pipeline, requests, opts.clients, opts.client_cores, opts.threads)
                             results.setdefault((name, test, pipeline), []).append(r)
+                            if opts.verbose:
+                                print(f"  round {round_no + 1} {name} P={pipeline} {test}: {r:,.0f}", flush=True)
                 finally:
                     stop(process)
                     log.close()

@@ -5,7 +5,7 @@
 //! commands (the same index, documents, tags and queries) over raw RESP from threads.
 //!
 //! cargo run --release --example vector_load -- --meridian-port 6391 --redisearch-port 6390
-//!     [--docs 50000] [--queries 1000] [--clients 16] [--ef 10,15,20,30,40,80]
+//!     [--meridian-port NAME=PORT ...] [--docs 50000] [--queries 1000] [--clients 16] [--ef 10,15,20,30,40,80]
 //!     [--data ../shared/data/minilm-docs] [--recall-floor 0.95]
 //!
 //! For each server: FLUSHALL, FT.CREATE (HNSW M 16 EF_CONSTRUCTION 200, FLOAT32,
@@ -55,7 +55,11 @@ fn parse_args() -> Args {
         let [flag, value] = pair else { panic!("{} needs a value", pair[0]) };
         let number = || value.parse::<usize>().unwrap_or_else(|_| panic!("{flag}: not a number: {value}"));
         match flag.as_str() {
-            "--meridian-port" => args.ports.push(("meridian", number() as u16)),
+            // `PORT`, or `NAME=PORT` to compare several Meridian servers (each against RediSearch).
+            "--meridian-port" => match value.split_once('=') {
+                Some((name, port)) => args.ports.push((name.to_string().leak(), port.parse().expect("--meridian-port NAME=PORT"))),
+                None => args.ports.push(("meridian", number() as u16)),
+            },
             "--redisearch-port" => args.ports.push(("redisearch", number() as u16)),
             "--docs" => args.docs = number(),
             "--queries" => args.queries = number(),
@@ -307,8 +311,9 @@ fn main() {
         }
         results.push((name, rate, rows));
     }
-    if let [(_, m_rate, m_rows), (_, r_rate, r_rows)] = &results[..] {
-        println!("\nratios (meridian / redisearch), at recall@10 >= {}:", args.recall_floor);
+    let Some((_, r_rate, r_rows)) = results.iter().find(|(name, _, _)| *name == "redisearch") else { return };
+    for (m_name, m_rate, m_rows) in results.iter().filter(|(name, _, _)| *name != "redisearch") {
+        println!("\nratios ({m_name} / redisearch), at recall@10 >= {}:", args.recall_floor);
         println!("  insert throughput: {:.2}x", m_rate / r_rate);
         for filtered in [false, true] {
             for clients in [1, args.clients] {

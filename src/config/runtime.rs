@@ -165,6 +165,7 @@ impl RuntimeConfig {
             ("object-store", config.object_store.clone().unwrap_or_default()),
             ("persistence", config.persistence.clone()),
             ("flush-interval-ms", config.flush_interval_ms.to_string()),
+            ("idle-poll-us", config.idle_poll_us.to_string()),
             ("max-unflushed-bytes", config.max_unflushed_bytes.to_string()),
             ("checkpoint-every-segments", config.checkpoint_every_segments.to_string()),
             ("durability", config.durability.clone()),

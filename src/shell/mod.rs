@@ -14,6 +14,7 @@ pub mod coordinator;
 pub mod fanout;
 pub mod graph_config;
 pub mod graph_time;
+pub mod idle_poll;
 pub mod info;
 pub mod list_fanout;
 pub mod loading;

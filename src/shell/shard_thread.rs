@@ -12,7 +12,7 @@ use tokio::task::LocalSet;
 
 use super::router::{ParkedWork, ShardMsg};
 use super::shards::{SharedShard, apply_local};
-use super::{ServerState, connection, now_ms, park_gate};
+use super::{ServerState, connection, idle_poll, now_ms, park_gate};
 use crate::engine::kv::lazyfree::Garbage;
 use crate::shard::{Shard, ShardOp, ShardReply};
 
@@ -58,6 +58,7 @@ fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerSta
         // arrival order). New connections do not wait behind them: a client can still
         // connect, and be answered BUSY or SCRIPT KILL a script, while a script runs.
         let mut held: park_gate::Held<ShardMsg> = park_gate::Held::new(HELD_MESSAGES_MAX);
+        let idle_poll = state.config.idle_poll();
         loop {
             let msg = if let Some(msg) = held.take_ready(park_gate::is_parked()) {
                 msg
@@ -74,16 +75,22 @@ fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerSta
                 continue;
             } else {
                 let watch = &state.script_watch;
-                let msg = tokio::select! {
-                    msg = mailbox.recv() => match msg {
-                        Some(msg) => msg,
-                        None => break,
+                // Nothing held: poll a while before sleeping (`--idle-poll-us`).
+                let polled = if held.is_empty() { idle_poll::poll_mailbox(&mut mailbox, idle_poll).await } else { None };
+                let msg = match polled {
+                    Some(Some(msg)) => msg,
+                    Some(None) => break,
+                    None => tokio::select! {
+                        msg = mailbox.recv() => match msg {
+                            Some(msg) => msg,
+                            None => break,
+                        },
+                        _ = park_gate::unparked(), if !held.is_empty() => continue,
+                        _ = watch.until_busy(), if !held.is_empty() && !watch.busy() => {
+                            refuse_while_busy(&mut held);
+                            continue;
+                        }
                     },
-                    _ = park_gate::unparked(), if !held.is_empty() => continue,
-                    _ = watch.until_busy(), if !held.is_empty() && !watch.busy() => {
-                        refuse_while_busy(&mut held);
-                        continue;
-                    }
                 };
                 let touches_shard = !matches!(msg, ShardMsg::Connection { .. });
                 match held.admit(msg, touches_shard, park_gate::is_parked()) {

@@ -254,7 +254,7 @@ impl Shards for ShardAccess {
         }
         for (i, receiver) in receivers.into_iter().enumerate() {
             if let Some(receiver) = receiver {
-                replies[i] = receiver.await.ok().and_then(|mut r| r.pop());
+                replies[i] = super::idle_poll::reply(receiver, self.state.config.idle_poll()).await.and_then(|mut r| r.pop());
             }
         }
         replies.into_iter().map(|r| r.unwrap_or(ShardReply::Frame(Frame::static_error(SHUTTING_DOWN)))).collect()

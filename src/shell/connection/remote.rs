@@ -57,8 +57,9 @@ impl Connection {
             return;
         }
         self.send_pending().await;
+        let idle_poll = self.state().config.idle_poll();
         for (receiver, slots) in std::mem::take(&mut self.in_flight) {
-            let replies = receiver.await.unwrap_or_default();
+            let replies = crate::shell::idle_poll::reply(receiver, idle_poll).await.unwrap_or_default();
             let mut replies = replies.into_iter();
             for (slot, index) in slots {
                 let frame = replies.next().map_or(Frame::static_error("ERR server is shutting down"), ShardReply::into_frame);
