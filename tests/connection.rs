@@ -409,6 +409,18 @@ fn info_has_server_and_keyspace_sections_with_key_counts() {
     let _: () = pipe.query(&mut con).expect("SET pipeline");
     let info: String = redis::cmd("INFO").query(&mut con).expect("INFO");
     assert!(info.contains("db0:keys=25,expires=2,"), "{info:?}");
+    // Two keys with 100 s to live: their mean TTL, in ms, a little under 100,000.
+    let avg_ttl: u64 = info.split("avg_ttl=").nth(1).and_then(|r| r.split("\r\n").next()).expect("avg_ttl").parse().expect("a number");
+    assert!((90_000..=100_000).contains(&avg_ttl), "avg_ttl {avg_ttl}: {info:?}");
+    let _: () = redis::cmd("SET").arg("k2").arg("v").arg("PX").arg(10_000).query(&mut con).expect("SET PX");
+    let _: () = redis::cmd("PERSIST").arg("k0").query(&mut con).expect("PERSIST");
+    let _: () = redis::cmd("DEL").arg("k1").query(&mut con).expect("DEL");
+    let info: String = redis::cmd("INFO").arg("keyspace").query(&mut con).expect("INFO");
+    let avg_ttl: u64 = info.split("avg_ttl=").nth(1).and_then(|r| r.split("\r\n").next()).expect("avg_ttl").parse().expect("a number");
+    assert!(info.contains("expires=1,") && (5_000..=10_000).contains(&avg_ttl), "PERSIST and DEL leave k2's 10 s: {info:?}");
+    let _: () = redis::cmd("PERSIST").arg("k2").query(&mut con).expect("PERSIST");
+    let _: () = redis::cmd("SET").arg("k0").arg("v").arg("EX").arg(100).query(&mut con).expect("SET EX");
+    let _: () = redis::cmd("SET").arg("k1").arg("v").arg("EX").arg(100).query(&mut con).expect("SET EX");
 
     let server_only: String = redis::cmd("INFO").arg("server").query(&mut con).expect("INFO server");
     assert!(server_only.starts_with("# Server\r\n"), "{server_only:?}");

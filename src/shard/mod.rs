@@ -541,6 +541,7 @@ impl Shard {
         ShardStats {
             keys: self.kv.keys.len(),
             expiring_keys: self.kv.keys.expiring(),
+            expiry_sum_ms: self.kv.keys.expiry_sum_ms(),
             expired_keys: self.kv.stats.expired_keys,
             keyspace_hits: self.kv.stats.keyspace_hits,
             keyspace_misses: self.kv.stats.keyspace_misses,

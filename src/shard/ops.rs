@@ -195,6 +195,8 @@ impl ShardOp {
 pub struct ShardStats {
     pub keys: usize,
     pub expiring_keys: usize,
+    /// The sum of those keys' expiry instants, ms (INFO's `avg_ttl`).
+    pub expiry_sum_ms: u128,
     pub expired_keys: u64,
     pub keyspace_hits: u64,
     pub keyspace_misses: u64,

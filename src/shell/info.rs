@@ -160,6 +160,17 @@ fn render_cpu(out: &mut String) {
     );
 }
 
+/// The mean time to live of the keys with one, in ms (0 without any), as INFO's
+/// `avg_ttl`: exact, from each shard's sum of expiry instants (Redis estimates it by
+/// sampling). A key past its instant that active expiry has not removed yet counts 0.
+fn average_ttl_ms(shards: &[ShardStats], expires: u64, now_ms: u64) -> u64 {
+    if expires == 0 {
+        return 0;
+    }
+    let mean_at = shards.iter().map(|s| s.expiry_sum_ms).sum::<u128>() / u128::from(expires);
+    u64::try_from(mean_at.saturating_sub(u128::from(now_ms))).unwrap_or(u64::MAX)
+}
+
 /// Render INFO for the requested sections (none, `default`, `all`, `everything`, or names).
 pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -> String {
     let wanted = sections_wanted(requested);
@@ -292,7 +303,9 @@ pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -
         out.push_str("# Keyspace\r\n");
         let keys = total(|s| s.keys as u64);
         if keys > 0 {
-            let _ = write!(out, "db0:keys={keys},expires={},avg_ttl=0\r\n", total(|s| s.expiring_keys as u64));
+            let expires = total(|s| s.expiring_keys as u64);
+            let avg_ttl = average_ttl_ms(shards, expires, super::now_ms());
+            let _ = write!(out, "db0:keys={keys},expires={expires},avg_ttl={avg_ttl}\r\n");
         }
         out.push_str("\r\n");
     }

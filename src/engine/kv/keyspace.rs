@@ -93,6 +93,9 @@ pub struct Keyspace {
     slot_bits: u32,
     len: usize,
     expiring: usize,
+    /// The sum of the expiring keys' instants (ms): INFO's `avg_ttl` is its mean less
+    /// the time now, exact where Redis samples. u128: a billion keys' instants overflow u64.
+    expiry_sum_ms: u128,
     expiry_heap: BinaryHeap<Reverse<(u64, Bytes)>>,
     tombstones: TombstoneMap,
     merkle: Option<MerkleLeaves>,
@@ -132,6 +135,7 @@ impl Keyspace {
             slot_bits: SLOT_BITS_MIN,
             len: 0,
             expiring: 0,
+            expiry_sum_ms: 0,
             expiry_heap: BinaryHeap::new(),
             tombstones: TombstoneMap::with_hasher(foldhash::fast::FixedState::with_seed(super::hash_seed::key_hash_seed())),
             merkle: None,
@@ -314,6 +318,11 @@ impl Keyspace {
         self.expiring
     }
 
+    /// The sum of the expiring keys' expiry instants in ms (INFO's `avg_ttl`).
+    pub fn expiry_sum_ms(&self) -> u128 {
+        self.expiry_sum_ms
+    }
+
     fn table_index(&self, hash: u64) -> usize {
         (slot_position(hash) >> (32 - self.slot_bits)) as usize
     }
@@ -447,8 +456,9 @@ impl Keyspace {
         debug_assert_eq!(removed.kept_digest(), self.digest_to_store(key, removed.state()).unwrap_or(0), "stale digest");
         self.merkle_replace(hash, removed.kept_digest(), 0);
         self.len -= 1;
-        if removed.state().expire_at_ms().is_some() {
+        if let Some(at_ms) = removed.state().expire_at_ms() {
             self.expiring -= 1;
+            self.expiry_sum_ms -= u128::from(at_ms);
         }
         Some(removed.into_state())
     }

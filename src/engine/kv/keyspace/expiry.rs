@@ -19,6 +19,7 @@ impl Keyspace {
             (Some(_), None) => self.expiring -= 1,
             _ => {}
         }
+        self.expiry_sum_ms = self.expiry_sum_ms + u128::from(new.unwrap_or(0)) - u128::from(old.unwrap_or(0));
         if let Some(at_ms) = new
             && old != new
         {
@@ -37,6 +38,7 @@ impl Keyspace {
             .filter_map(|e| e.state().expire_at_ms().map(|at| Reverse((at, e.key_to_bytes()))))
             .collect();
         debug_assert_eq!(live.len(), self.expiring);
+        debug_assert_eq!(live.iter().map(|Reverse((at, _))| u128::from(*at)).sum::<u128>(), self.expiry_sum_ms);
         self.expiry_heap = BinaryHeap::from(live);
     }
 

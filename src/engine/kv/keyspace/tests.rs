@@ -79,6 +79,27 @@ fn expiry_index_stays_bounded_under_ttl_rewrites() {
 }
 
 #[test]
+fn the_sum_of_expiry_instants_follows_every_ttl_change_and_removal() {
+    let mut ks = Keyspace::new();
+    let (a, b) = (Bytes::from_static(b"a"), Bytes::from_static(b"b"));
+    ks.put(&a, key_hash(&a), state(Some(1_000)));
+    ks.put(&b, key_hash(&b), state(Some(3_000)));
+    assert_eq!((ks.expiring(), ks.expiry_sum_ms()), (2, 4_000));
+    ks.put(&a, key_hash(&a), state(Some(2_000)));
+    assert_eq!((ks.expiring(), ks.expiry_sum_ms()), (2, 5_000), "a new TTL replaces the old one's instant");
+    ks.put(&b, key_hash(&b), state(None));
+    assert_eq!((ks.expiring(), ks.expiry_sum_ms()), (1, 2_000), "a TTL taken off");
+    ks.remove(&a, key_hash(&a));
+    assert_eq!((ks.expiring(), ks.expiry_sum_ms()), (0, 0), "a removed key");
+    for i in 0..1_000u64 {
+        let key = Bytes::from(format!("k{i}"));
+        ks.put(&key, key_hash(&key), state(Some(10_000 + i)));
+    }
+    ks.clear();
+    assert_eq!((ks.expiring(), ks.expiry_sum_ms()), (0, 0), "FLUSHALL");
+}
+
+#[test]
 fn a_split_finds_every_key_and_sizes_each_table_as_growth_would() {
     let mut ks = Keyspace::new();
     let mut splits = 0;
