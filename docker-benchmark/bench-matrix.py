@@ -46,6 +46,7 @@ TESTS = [
     ("SISMEMBER", ["-r", "100000", "SISMEMBER", "set:1", "m:__rand_int__"]),
     ("ZADD", ["-r", "100000", "ZADD", "zset:1", "__rand_int__", "m:__rand_int__"]),
     ("ZSCORE", ["-r", "100000", "ZSCORE", "zset:1", "m:__rand_int__"]),
+    ("ZRANGE_100", ["ZRANGE", "zset:1", "0", "99", "WITHSCORES"]),
     ("LPUSH", ["-t", "lpush", "-d", "16"]),
     ("RPUSH", ["-t", "rpush", "-d", "16"]),
     ("LRANGE_100", ["-t", "lrange_100", "-d", "16"]),
