@@ -28,6 +28,8 @@ pub mod value;
 #[cfg(test)]
 mod value_laws;
 #[cfg(test)]
+mod value_outcomes;
+#[cfg(test)]
 mod list_runs_tests;
 pub mod zset_query;
 pub mod zsets;
