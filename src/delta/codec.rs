@@ -249,12 +249,7 @@ pub fn write_key_state(w: &mut Writer, state: &KeyState) {
     // One value at one dot and nothing else (every pushed list element, most hash
     // fields): the bytes the general path writes for it, without gathering the parts.
     if let Some((dot, value)) = state.plain_value() {
-        w.var(0);
-        w.var(1);
-        w.dot(dot);
-        write_value(w, value);
-        // No int slots, int floor, float slots, float floor or TTL writes.
-        w.buf.extend_from_slice(&[0; 5]);
+        plain::write_plain_state(w, dot, value);
         return;
     }
     // One integer counter slot and nothing else (every INCR's delta).
@@ -415,6 +410,11 @@ pub fn read_vv(r: &mut Reader) -> Result<VersionVector, DecodeError> {
 /// A key delta from borrowed parts: what the shard's delta log writes on every change
 /// (no copy of the key or the state).
 pub fn write_key_delta(w: &mut Writer, key: &[u8], state: &KeyState) {
+    // A plain state has no collection part, so this is the `0` case below.
+    if let Some((dot, value)) = state.plain_value() {
+        plain::write_plain_key_delta(w, key, dot, value);
+        return;
+    }
     let flags = state.collection_parts().fold(0u8, |flags, (part, _)| flags | part_flag(part));
     match flags {
         0 => {
@@ -457,9 +457,12 @@ pub fn write_part_delta(w: &mut Writer, key: &[u8], part: Part, elements: &[(&[u
     // The part's `removed` context (empty), then the elements.
     w.var(0);
     w.var(elements.len() as u64);
-    let write_entry = |(name, state): &(&[u8], KeyState)| {
-        w.bytes(name);
-        write_key_state(w, state);
+    let write_entry = |(name, state): &(&[u8], KeyState)| match state.plain_value() {
+        Some((dot, value)) => plain::write_plain_element(w, name, dot, value),
+        None => {
+            w.bytes(name);
+            write_key_state(w, state);
+        }
     };
     // A collection's delta keeps the order written, a list's is in name order: a push
     // names its elements ascending (RPUSH) or descending (LPUSH), anything else sorts.
@@ -589,5 +592,6 @@ pub fn read_delta(r: &mut Reader) -> Result<Delta, DecodeError> {
     }
 }
 
+mod plain;
 #[cfg(test)]
 mod tests;
