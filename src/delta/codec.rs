@@ -264,15 +264,20 @@ pub fn write_key_state(w: &mut Writer, state: &KeyState) {
     }
     // A removed element's tombstone: its context and nothing else.
     if let Some(ctx) = state.context_only() {
-        w.var(ctx.len() as u64);
-        for dot in ctx.iter() {
-            w.dot(dot);
-        }
-        // No values, int slots, int floor, float slots, float floor or TTL writes.
-        w.buf.extend_from_slice(&[0; 6]);
+        write_context_only(w, ctx);
         return;
     }
     write_key_state_parts(w, state);
+}
+
+/// [`write_key_state`] of a state holding the context `ctx` and nothing else.
+fn write_context_only(w: &mut Writer, ctx: &VersionVector) {
+    w.var(ctx.len() as u64);
+    for dot in ctx.iter() {
+        w.dot(dot);
+    }
+    // No values, int slots, int floor, float slots, float floor or TTL writes.
+    w.buf.extend_from_slice(&[0; 6]);
 }
 
 fn write_value(w: &mut Writer, value: &StrVal) {
@@ -448,15 +453,7 @@ pub fn write_key_delta(w: &mut Writer, key: &[u8], state: &KeyState) {
 /// out. Names are distinct (a write names each element once).
 pub fn write_part_delta(w: &mut Writer, key: &[u8], part: Part, elements: &[(&[u8], KeyState)]) {
     debug_assert!(elements.iter().all(|(_, state)| state.is_element()));
-    w.u8(if part == Part::Hash { DELTA_KEY_WITH_HASH } else { DELTA_KEY_WITH_PARTS });
-    w.bytes(key);
-    w.buf.extend_from_slice(&EMPTY_KEY_STATE);
-    if part != Part::Hash {
-        w.u8(part_flag(part));
-    }
-    // The part's `removed` context (empty), then the elements.
-    w.var(0);
-    w.var(elements.len() as u64);
+    write_part_head(w, key, part, elements.len());
     let write_entry = |(name, state): &(&[u8], KeyState)| match state.plain_value() {
         Some((dot, value)) => plain::write_plain_element(w, name, dot, value),
         None => {
@@ -478,6 +475,31 @@ pub fn write_part_delta(w: &mut Writer, key: &[u8], part: Part, elements: &[(&[u
         debug_assert!(order.windows(2).all(|pair| pair[0].0 < pair[1].0), "a write names each element once");
         order.into_iter().for_each(write_entry);
     }
+}
+
+/// What [`write_part_delta`] writes before its elements: the key with an empty state, the
+/// part, its `removed` context (empty) and the number of elements.
+fn write_part_head(w: &mut Writer, key: &[u8], part: Part, elements: usize) {
+    w.u8(if part == Part::Hash { DELTA_KEY_WITH_HASH } else { DELTA_KEY_WITH_PARTS });
+    w.bytes(key);
+    w.buf.extend_from_slice(&EMPTY_KEY_STATE);
+    if part != Part::Hash {
+        w.u8(part_flag(part));
+    }
+    w.var(0);
+    w.var(elements as u64);
+}
+
+/// [`write_part_delta`] of one element removed from one value at `old` by the write at
+/// `by`: the bytes of `KeyState::plain_removed(old, by)` as that element, without
+/// building the state (`DeltaSink::key_element_removed`; compared in `tests.rs`).
+pub fn write_removed_element(w: &mut Writer, key: &[u8], part: Part, name: &[u8], old: Dot, by: Dot) {
+    let mut ctx = VersionVector::new();
+    ctx.add(old);
+    ctx.add(by);
+    write_part_head(w, key, part, 1);
+    w.bytes(name);
+    write_context_only(w, &ctx);
 }
 
 /// What [`write_key_state`] writes for `KeyState::default()`: six empty lists (context,

@@ -8,7 +8,7 @@
 
 use super::codec;
 use super::{Delta, EncodedDeltas, SEGMENT_ENTRIES_MAX};
-use crate::crdt::VersionVector;
+use crate::crdt::{Dot, VersionVector};
 
 use crate::engine::kv::collection_writes::Part;
 use crate::engine::kv::{DeltaSink, KeyState};
@@ -112,6 +112,14 @@ impl DeltaSink for DeltaLog {
             // `KeyState::part_delta` reads from the contexts they join).
             let newest = elements.iter().map(|(_, state)| state.max_hlc()).max().unwrap_or_default();
             self.recorded.push_with(newest, |w| codec::write_part_delta(w, key, part, elements));
+        }
+    }
+
+    fn key_element_removed(&mut self, key: &[u8], part: Part, name: &[u8], old: Dot, by: Dot) {
+        self.produced += 1;
+        if self.recording {
+            // The tombstone's stamp: the newest of its context (`max_hlc`).
+            self.recorded.push_with(old.hlc.max(by.hlc), |w| codec::write_removed_element(w, key, part, name, old, by));
         }
     }
 

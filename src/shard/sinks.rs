@@ -2,7 +2,7 @@
 //! outbox when the node has peers. Part of [`super::Shard`]; owns no state of its own
 //! and never decides anything (the planted bug `hash-fields-not-persisted` aside).
 
-use crate::crdt::VersionVector;
+use crate::crdt::{Dot, VersionVector};
 use crate::delta::DeltaLog;
 use crate::delta::outbox::Outbox;
 use crate::engine::kv::collection_writes::Part;
@@ -39,6 +39,15 @@ impl DeltaSink for ShardSinks<'_> {
         }
         if let Some(outbox) = self.outbox.as_deref_mut() {
             outbox.key_elements_changed(key, part, elements);
+        }
+    }
+
+    fn key_element_removed(&mut self, key: &[u8], part: Part, name: &[u8], old: Dot, by: Dot) {
+        if !crate::bugs::active(crate::bugs::Bug::HashFieldsNotPersisted) {
+            self.log.key_element_removed(key, part, name, old, by);
+        }
+        if let Some(outbox) = self.outbox.as_deref_mut() {
+            outbox.key_elements_changed(key, part, &[(name, KeyState::plain_removed(old, by))]);
         }
     }
 

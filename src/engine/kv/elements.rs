@@ -49,6 +49,7 @@ use crate::crdt::{Dot, Hlc, NodeId, VersionVector};
 
 mod element_map;
 mod list_form;
+pub use list_form::Removed;
 mod merge;
 mod name;
 mod plain_write;

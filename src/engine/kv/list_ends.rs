@@ -14,6 +14,7 @@ use smallvec::SmallVec;
 use super::{End, element_value, list_end, pop_event, push_event, push_positions, table, value_of};
 use crate::crdt::Dot;
 use crate::engine::kv::collection_writes::Part;
+use crate::engine::kv::elements::Removed;
 use crate::engine::kv::list_table::Name;
 use crate::engine::kv::packed::PackLimit;
 use crate::engine::kv::value::{KeyKind, SetTtl};
@@ -131,9 +132,14 @@ impl KvEngine {
             elements.set_pack_limit(pack_limit);
             if take == 1 {
                 // The common pop of one element ships it as it is (no lists to zip).
-                if let Some((name, value, tombstone)) = elements.pop_list_end(end == End::Right, dot, keep_tombstones, value_of) {
+                if let Some((name, value, removed)) = elements.pop_list_end(end == End::Right, dot, keep_tombstones, value_of) {
                     values.push(value);
-                    ctx.deltas.key_elements_changed(stored_key, Part::List, &[(name.as_slice(), tombstone)]);
+                    match removed {
+                        Removed::Plain { old, by } => ctx.deltas.key_element_removed(stored_key, Part::List, &name, old, by),
+                        Removed::State(tombstone) => {
+                            ctx.deltas.key_elements_changed(stored_key, Part::List, &[(name.as_slice(), tombstone)])
+                        }
+                    }
                 } else {
                     debug_assert!(false, "admitted with a live chunked element");
                 }
@@ -149,7 +155,7 @@ impl KvEngine {
                 };
                 names.push(name);
                 values.push(value);
-                tombstones.push(tombstone);
+                tombstones.push(tombstone.into_state());
             }
             let shipped: SmallVec<[(&[u8], KeyState); 1]> = names.iter().map(|n| n.as_slice()).zip(tombstones).collect();
             if !shipped.is_empty() {

@@ -59,6 +59,14 @@ pub trait DeltaSink {
     fn key_elements_changed(&mut self, key: &[u8], part: collection_writes::Part, elements: &[(&[u8], KeyState)]) {
         self.key_part_changed(key, &KeyState::part_delta(part, elements.iter().map(|(n, s)| (Bytes::copy_from_slice(n), s.clone()))));
     }
+    /// One element of `part` that held one value at `old` removed by the write at
+    /// `by`, leaving no tombstone on this node (a pop where no peer needs one): the
+    /// delta is that of `KeyState::plain_removed(old, by)`. A sink that encodes writes
+    /// it straight from the two dots (`codec::write_removed_element`) instead of
+    /// building that state.
+    fn key_element_removed(&mut self, key: &[u8], part: collection_writes::Part, name: &[u8], old: Dot, by: Dot) {
+        self.key_elements_changed(key, part, &[(name, KeyState::plain_removed(old, by))]);
+    }
     fn flushed(&mut self, seen: &VersionVector, scope: ShardScope);
 }
 

@@ -6,6 +6,26 @@
 use super::*;
 use crate::engine::kv::list_table::Name as ListName;
 
+/// What a pop leaves to ship ([`Elements::pop_list_end`]).
+#[derive(Debug)]
+pub enum Removed {
+    /// An element of one value at `old` removed by `by`, no tombstone kept: the delta
+    /// is `KeyState::plain_removed(old, by)` (`DeltaSink::key_element_removed`).
+    Plain { old: Dot, by: Dot },
+    /// The tombstone left (kept in the list too when tombstones are kept).
+    State(KeyState),
+}
+
+impl Removed {
+    /// The removal's delta as a state.
+    pub fn into_state(self) -> KeyState {
+        match self {
+            Removed::Plain { old, by } => KeyState::plain_removed(old, by),
+            Removed::State(state) => state,
+        }
+    }
+}
+
 impl Elements {
     /// A list's elements in position order, a graph's in name order (`None` for other parts).
     pub fn list(&self) -> Option<&ListTable> {
@@ -49,7 +69,7 @@ impl Elements {
         dot: Dot,
         keep_tombstone: bool,
         read: impl FnOnce(ElementRef<'_>) -> R,
-    ) -> Option<(ListName, R, KeyState)> {
+    ) -> Option<(ListName, R, Removed)> {
         let Table::List(list) = &mut self.table else { return None };
         if !list.live_all_chunked() {
             return None;
@@ -58,6 +78,21 @@ impl Elements {
             let taken = element.plain_dot().ok_or_else(|| element.to_state());
             (read(element), taken, element.digest(name))
         })?;
+        if let Ok(old) = taken
+            && !keep_tombstone
+            && !self.removed.covers(old)
+            && !self.removed.covers(dot)
+        {
+            // Gone without a trace (a node without peers): what the general path below
+            // leaves, without building the tombstone it would ship and drop. Its
+            // context, `old` and `dot` (neither covered by `removed`, so `canonical`
+            // would keep both), joins the seen context as `add_context_to` joins it.
+            self.seen.add(old);
+            self.seen.add(dot);
+            self.digest ^= old_digest;
+            self.account(true, false);
+            return Some((name, value, Removed::Plain { old, by: dot }));
+        }
         // A chunked element is one value at one dot: its removal's tombstone is known
         // without the general mutation (the same state: `KeyState::plain_removed`).
         let mut state = match taken {
@@ -80,7 +115,7 @@ impl Elements {
             self.digest ^= old_digest ^ view.digest(&name);
         }
         self.account(true, state.exists());
-        Some((name, value, state))
+        Some((name, value, Removed::State(state)))
     }
 
     /// [`Elements::merge_element`] for a list: `held` is the element this list held
