@@ -19,42 +19,46 @@ use tokio::sync::{mpsc, oneshot};
 /// The next message of `mailbox`, if one comes within `budget`: `Some(None)` when the
 /// mailbox is closed, `None` when the budget ran out with nothing (then sleep on it).
 pub async fn poll_mailbox<T>(mailbox: &mut mpsc::Receiver<T>, budget: Duration) -> Option<Option<T>> {
-    if budget.is_zero() {
-        return None;
-    }
-    let start = Instant::now();
-    loop {
-        match mailbox.try_recv() {
-            Ok(msg) => return Some(Some(msg)),
-            Err(mpsc::error::TryRecvError::Disconnected) => return Some(None),
-            Err(mpsc::error::TryRecvError::Empty) => {}
-        }
-        if start.elapsed() >= budget {
-            return None;
-        }
-        tokio::task::yield_now().await;
-    }
+    poll_within(budget, || match mailbox.try_recv() {
+        Ok(msg) => Some(Some(msg)),
+        Err(mpsc::error::TryRecvError::Disconnected) => Some(None),
+        Err(mpsc::error::TryRecvError::Empty) => None,
+    })
+    .await
 }
 
 /// The reply `receiver` brings (`None`: its sender is gone), polled for up to
 /// `budget`, then awaited. A closed channel is answered at once: a oneshot receiver
 /// must not be awaited once `try_recv` has seen it finish.
 pub async fn reply<T>(mut receiver: oneshot::Receiver<T>, budget: Duration) -> Option<T> {
-    if !budget.is_zero() {
-        let start = Instant::now();
-        loop {
-            match receiver.try_recv() {
-                Ok(value) => return Some(value),
-                Err(oneshot::error::TryRecvError::Closed) => return None,
-                Err(oneshot::error::TryRecvError::Empty) => {}
-            }
-            if start.elapsed() >= budget {
-                break;
-            }
-            tokio::task::yield_now().await;
-        }
+    let polled = poll_within(budget, || match receiver.try_recv() {
+        Ok(value) => Some(Some(value)),
+        Err(oneshot::error::TryRecvError::Closed) => Some(None),
+        Err(oneshot::error::TryRecvError::Empty) => None,
+    })
+    .await;
+    match polled {
+        Some(outcome) => outcome,
+        None => receiver.await.ok(),
     }
-    receiver.await.ok()
+}
+
+/// `attempt` tried until it answers or `budget` runs out (`None`), yielding between
+/// tries so the thread's other tasks run; a zero budget never tries.
+async fn poll_within<R>(budget: Duration, mut attempt: impl FnMut() -> Option<R>) -> Option<R> {
+    if budget.is_zero() {
+        return None;
+    }
+    let start = Instant::now();
+    loop {
+        if let Some(outcome) = attempt() {
+            return Some(outcome);
+        }
+        if start.elapsed() >= budget {
+            return None;
+        }
+        tokio::task::yield_now().await;
+    }
 }
 
 #[cfg(test)]
