@@ -25,6 +25,15 @@ pub struct BlockingCommand {
     pub name: &'static str,
 }
 
+impl BlockingCommand {
+    /// Whether a try takes what it finds from the clients queued behind (the pops and
+    /// moves), so that they must take turns in the order they blocked. A stream read
+    /// leaves the entries for every other reader.
+    pub fn takes(&self) -> bool {
+        !matches!(self.name, "xread" | "xreadgroup")
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Attempt {
     /// BLPOP, BRPOP, BZPOPMIN, BZPOPMAX: the first key (in order) that holds elements

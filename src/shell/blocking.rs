@@ -19,7 +19,22 @@
 //!   its try (and the wake-ups its own try made, a BLMOVE pushing to a list another
 //!   client waits on, are served too); every connection waits for [`Waiters::settled`]
 //!   before it runs a command. The wait is bounded ([`SETTLE_WAIT_MS_MAX`]): a woken
-//!   client whose thread is stuck delays the others by that much at most.
+//!   client whose thread is stuck delays the others by that much at most. A command
+//!   that arrived before the wake-up does not wait: Redis would have run it before the
+//!   write that woke anyone (and a blocking command among those must be able to queue).
+//!
+//! The two meet in one race: a write wakes the only client queued so far, while an
+//! earlier client's command sits unread in its socket because its thread has not run
+//! yet (one core, two busy threads); or two clients block and a push arrives, and the
+//! later client's thread runs first. So before its first try, and before each try a
+//! wake-up asks for, a client waits for every shard thread to read what had arrived
+//! ([`Router::read_barrier`](super::router::Router::read_barrier)), then tries only if
+//! it is first in line on one of its keys; otherwise it wakes whoever is and waits.
+//! A pop's first try waits its turn the same way (without the barrier, which would
+//! halve BLPOP's throughput on a non-empty list): queued behind an earlier client, it
+//! leaves what is there to that one, whose own try is coming or who passes the wake-up
+//! on. (Redis's "BRPOPLPUSH with multiple blocked clients" timed out one CI run in a
+//! few before.)
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -60,6 +75,9 @@ pub struct Waiters {
     serving: AtomicUsize,
     /// Signalled when `serving` drops to 0.
     settled: Notify,
+    /// When `serving` last rose from 0 (arrival-stamp clock): commands that arrived
+    /// earlier need not wait for the wake-ups to be served.
+    serving_since_ns: AtomicU64,
 }
 
 /// A blocked client's place in the queues of its keys; leaving them on drop.
@@ -76,13 +94,23 @@ impl Registration<'_> {
     pub fn take_wake(&self) -> bool {
         self.waiter.woken.swap(false, Ordering::AcqRel)
     }
+
+    /// Whether no client that arrived earlier waits ahead of this one on some key of
+    /// its: then a wake-up on that key is this client's to serve.
+    pub fn is_first_in_line(&self) -> bool {
+        let by_key = self.waiters.lock();
+        self.keys.iter().any(|key| by_key.get(key).and_then(VecDeque::front).is_some_and(|(_, id, _)| *id == self.id))
+    }
 }
 
 impl Drop for Registration<'_> {
     fn drop(&mut self) {
         self.waiters.leave(self.id, &self.keys);
-        // Woken, but gone before its try (timeout, disconnect): no longer being served.
+        // Woken, but gone before its try (timeout, disconnect): the wake-up passes to
+        // whoever is first in line now (who would not try otherwise), and this one is
+        // no longer being served.
         if self.take_wake() {
+            self.waiters.wake(&self.keys);
             self.waiters.served(true);
         }
     }
@@ -148,8 +176,8 @@ impl Waiters {
         let by_key = self.lock();
         for key in keys {
             if let Some((_, _, waiter)) = by_key.get(key).and_then(VecDeque::front) {
-                if !waiter.woken.swap(true, Ordering::AcqRel) {
-                    self.serving.fetch_add(1, Ordering::AcqRel);
+                if !waiter.woken.swap(true, Ordering::AcqRel) && self.serving.fetch_add(1, Ordering::AcqRel) == 0 {
+                    self.serving_since_ns.store(crate::shell::arrival::now_ns(), Ordering::Release);
                 }
                 waiter.notify.notify_one();
             }
@@ -168,6 +196,12 @@ impl Waiters {
     /// Whether some woken client has not made its try yet.
     pub fn is_serving(&self) -> bool {
         self.serving.load(Ordering::Acquire) > 0
+    }
+
+    /// Whether a command that arrived at `arrived_ns` must wait for the woken clients
+    /// ([`Waiters::settled`]): only if it arrived after the wake-ups began.
+    pub fn must_settle(&self, arrived_ns: u64) -> bool {
+        self.is_serving() && arrived_ns >= self.serving_since_ns.load(Ordering::Acquire)
     }
 
     /// Wait until every woken client has made its try (at most [`SETTLE_WAIT_MS_MAX`]).

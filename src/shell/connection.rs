@@ -382,7 +382,7 @@ impl Connection {
 
     async fn dispatch(&mut self, index: Option<usize>, args: Vec<Bytes>) {
         // As Redis: clients a write woke are served before any other command runs.
-        if self.state().waiters.is_serving() {
+        if self.state().waiters.must_settle(self.arrived_ns) {
             let paused = self.state().command_stats.now();
             self.state().waiters.settled().await;
             self.clock_excluded += self.state().command_stats.now().saturating_sub(paused);

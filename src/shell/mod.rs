@@ -26,6 +26,7 @@ pub mod park_gate;
 pub mod peer_link;
 pub mod persistence;
 pub mod pubsub;
+pub mod read_barrier;
 pub mod repl_driver;
 pub mod replication;
 pub mod restore;

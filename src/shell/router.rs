@@ -6,6 +6,7 @@ use std::sync::mpsc as std_mpsc;
 
 use tokio::sync::{mpsc, oneshot};
 
+use super::read_barrier::{ReadBarriers, after_next_io_poll};
 use crate::routing::shard_for_key;
 use crate::shard::{ShardOp, ShardReply};
 
@@ -37,6 +38,12 @@ pub enum ShardMsg {
     DrainDeltas {
         reply: oneshot::Sender<(crate::delta::EncodedDeltas, u64)>,
     },
+    /// Answer (in [`ReadBarriers`]) once this thread has polled its sockets and run the
+    /// connections that had something to read ([`Router::read_barrier`]). Touches no
+    /// shard.
+    ReadBarrier {
+        sent_ns: u64,
+    },
     Shutdown,
 }
 
@@ -48,12 +55,14 @@ pub enum ParkedWork {
 #[derive(Clone)]
 pub struct Router {
     mailboxes: Vec<mpsc::Sender<ShardMsg>>,
+    barriers: std::sync::Arc<ReadBarriers>,
 }
 
 impl Router {
     pub fn new(mailboxes: Vec<mpsc::Sender<ShardMsg>>) -> Router {
         assert!(!mailboxes.is_empty());
-        Router { mailboxes }
+        let barriers = std::sync::Arc::new(ReadBarriers::new(mailboxes.len()));
+        Router { mailboxes, barriers }
     }
 
     pub fn shard_count(&self) -> usize {
@@ -66,6 +75,30 @@ impl Router {
 
     pub fn mailbox(&self, shard: usize) -> &mpsc::Sender<ShardMsg> {
         &self.mailboxes[shard]
+    }
+
+    pub fn read_barriers(&self) -> &ReadBarriers {
+        &self.barriers
+    }
+
+    /// Wait until every shard thread, `home` (the caller's) included, has read what
+    /// reached its sockets before `since_ns` and started the commands it held (see
+    /// `read_barrier`). Microseconds on idle threads; a busy thread's current turn.
+    pub async fn read_barrier(&self, home: usize, since_ns: u64) {
+        let now_ns = super::arrival::now_ns().max(since_ns);
+        for (thread, mailbox) in self.mailboxes.iter().enumerate() {
+            if thread == home || self.barriers.is_through(thread, since_ns) || !self.barriers.claim_ping(thread, since_ns, now_ns) {
+                continue;
+            }
+            // A closed mailbox is a thread that stopped: it reads nothing more.
+            if mailbox.send(ShardMsg::ReadBarrier { sent_ns: now_ns }).await.is_err() {
+                self.barriers.answered(thread, now_ns);
+            }
+        }
+        after_next_io_poll().await;
+        for thread in (0..self.mailboxes.len()).filter(|&thread| thread != home) {
+            self.barriers.wait_through(thread, since_ns).await;
+        }
     }
 
     /// Send operations to a shard; the receiver yields their replies.

@@ -92,7 +92,7 @@ fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerSta
                         }
                     },
                 };
-                let touches_shard = !matches!(msg, ShardMsg::Connection { .. });
+                let touches_shard = !matches!(msg, ShardMsg::Connection { .. } | ShardMsg::ReadBarrier { .. });
                 match held.admit(msg, touches_shard, park_gate::is_parked()) {
                     park_gate::Admit::Run(msg) => msg,
                     park_gate::Admit::Held => {
@@ -118,6 +118,13 @@ fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerSta
                     let mut shard = shard.borrow_mut();
                     let deltas = shard.drain_deltas();
                     let _ = reply.send((deltas, shard.deltas.drained_total()));
+                }
+                ShardMsg::ReadBarrier { sent_ns } => {
+                    let state = state.clone();
+                    tokio::task::spawn_local(async move {
+                        super::read_barrier::after_next_io_poll().await;
+                        state.router.read_barriers().answered(home, sent_ns);
+                    });
                 }
                 ShardMsg::Shutdown => break,
             }

@@ -46,7 +46,24 @@ impl Connection {
         let mut first = true;
         loop {
             let owed = registration.take_wake();
-            let mut found = blocking::try_once(&self.access, &command).await;
+            let tries = if owed {
+                // A woken client lets every client that blocked before the wake-up, but
+                // whose command was still unread, queue first; if one of those is now
+                // first in line, the wake-up is theirs (`blocking`'s module comment).
+                state.router.read_barrier(self.access.home, crate::shell::arrival::now_ns()).await;
+                let ours = registration.is_first_in_line();
+                if !ours {
+                    state.waiters.wake(&command.keys);
+                }
+                ours
+            } else {
+                // Not woken: the first try, or a pipelined read came in. A pop queued
+                // behind clients that blocked before it waits its turn: whatever is there
+                // is theirs (the client first in line has its own try coming, or is
+                // being served and passes the wake-up on).
+                !command.takes() || (first && registration.is_first_in_line())
+            };
+            let mut found = if tries { blocking::try_once(&self.access, &command).await } else { None };
             // A blocked XREADGROUP whose stream went (deleted, replaced, flushed) is
             // answered so, as Redis answers it.
             if !first && found.as_ref().is_some_and(Frame::is_error) && blocking::stream_gone(&self.access, &command).await {
