@@ -26,15 +26,15 @@
 //! The two meet in one race: a write wakes the only client queued so far, while an
 //! earlier client's command sits unread in its socket because its thread has not run
 //! yet (one core, two busy threads); or two clients block and a push arrives, and the
-//! later client's thread runs first. So before its first try, and before each try a
-//! wake-up asks for, a client waits for every shard thread to read what had arrived
+//! later client's thread runs first. So before each try a wake-up asks for, a client
+//! waits for every shard thread to read what had arrived
 //! ([`Router::read_barrier`](super::router::Router::read_barrier)), then tries only if
 //! it is first in line on one of its keys; otherwise it wakes whoever is and waits.
-//! A pop's first try waits its turn the same way (without the barrier, which would
-//! halve BLPOP's throughput on a non-empty list): queued behind an earlier client, it
-//! leaves what is there to that one, whose own try is coming or who passes the wake-up
-//! on. (Redis's "BRPOPLPUSH with multiple blocked clients" timed out one CI run in a
-//! few before.)
+//! A pop's first try waits its turn too, without the barrier (which would halve
+//! BLPOP's throughput on a non-empty list): queued behind an earlier client, it leaves
+//! what is there to that one, whose own try is coming or who passes the wake-up on.
+//! (Redis's "BRPOPLPUSH with multiple blocked clients" timed out one CI run in a few
+//! before.)
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
