@@ -207,18 +207,8 @@ impl Waiters {
     /// Wait until every woken client has made its try (at most [`SETTLE_WAIT_MS_MAX`]).
     pub async fn settled(&self) {
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(SETTLE_WAIT_MS_MAX);
-        while self.is_serving() {
-            let notified = self.settled.notified();
-            tokio::pin!(notified);
-            // Registered before the look, so a drop to 0 in between is not missed.
-            notified.as_mut().enable();
-            if !self.is_serving() {
-                return;
-            }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                tracing::debug!("blocked clients still being served after {SETTLE_WAIT_MS_MAX} ms; going on");
-                return;
-            }
+        if !super::notify_until::until(&self.settled, Some(deadline), || !self.is_serving()).await {
+            tracing::debug!("blocked clients still being served after {SETTLE_WAIT_MS_MAX} ms; going on");
         }
     }
 }

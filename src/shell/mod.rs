@@ -22,6 +22,7 @@ pub mod memory;
 pub mod metrics;
 pub mod monitor;
 pub mod notify;
+pub mod notify_until;
 pub mod park_gate;
 pub mod peer_link;
 pub mod persistence;

@@ -91,20 +91,7 @@ impl Durability {
         // client is killed).
         let _waiting = WaiterGuard(&self.waiters);
         self.wake.notify_one();
-        loop {
-            let notified = self.advanced.notified();
-            if self.covers(targets) {
-                return true;
-            }
-            match deadline {
-                Some(deadline) => {
-                    if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                        return self.covers(targets);
-                    }
-                }
-                None => notified.await,
-            }
-        }
+        super::notify_until::until(&self.advanced, deadline, || self.covers(targets)).await
     }
 }
 

@@ -68,19 +68,9 @@ impl ReadBarriers {
     /// `since_ns`, or [`READ_BARRIER_WAIT_MS_MAX`] has passed.
     pub async fn wait_through(&self, thread: usize, since_ns: u64) {
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(READ_BARRIER_WAIT_MS_MAX);
-        let mark = &self.threads[thread];
-        while !self.is_through(thread, since_ns) {
-            let notified = mark.answered.notified();
-            tokio::pin!(notified);
-            // Registered before the look, so an answer in between is not missed.
-            notified.as_mut().enable();
-            if self.is_through(thread, since_ns) {
-                return;
-            }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                tracing::debug!(thread, "no read-barrier answer within {READ_BARRIER_WAIT_MS_MAX} ms; going on");
-                return;
-            }
+        let answered = &self.threads[thread].answered;
+        if !super::notify_until::until(answered, Some(deadline), || self.is_through(thread, since_ns)).await {
+            tracing::debug!(thread, "no read-barrier answer within {READ_BARRIER_WAIT_MS_MAX} ms; going on");
         }
     }
 }
