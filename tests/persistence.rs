@@ -1,66 +1,18 @@
 //! Persistence to a local data dir with the real binary (DESIGN §7): flushed writes of
-//! every kind survive SIGKILL (even onto another shard count), checkpoints bound replay
-//! and let old segments go, a corrupt segment stops start-up unless the loss is
+//! every kind survive SIGKILL (even onto another shard count; each collection type
+//! through checkpoints: `persistence_collections.rs`), checkpoints bound replay and let
+//! old segments go, a corrupt segment stops start-up unless the loss is
 //! accepted, two processes with one node id cannot both write, SIGTERM stores what is
 //! pending, and an idle node writes nothing.
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use common::{
-    ServerGuard, TempDir, connect, info_fields, info_u64, keys_spread_over_shards, read_log, send_sigterm, spawn_meridian_at,
-    start_meridian_at, wait_claimed, wait_flushed, wait_for_exit,
-};
-
-/// One node's data dir, started by one process after another; each process logs to
-/// its own file beside the data.
-struct Node {
-    _dir: TempDir,
-    data: PathBuf,
-    logs: PathBuf,
-}
-
-impl Node {
-    fn new(tag: &str) -> Node {
-        let dir = TempDir::new(tag);
-        let data = dir.path.join("data");
-        std::fs::create_dir_all(&data).expect("create the data dir");
-        Node { data, logs: dir.path.clone(), _dir: dir }
-    }
-
-    fn log(&self, name: &str) -> PathBuf {
-        self.logs.join(format!("{name}.log"))
-    }
-
-    fn start(&self, name: &str, args: &[&str]) -> ServerGuard {
-        start_meridian_at(&self.data, args, &[], &self.log(name))
-    }
-
-    /// Start a process: the server once it listens, or its exit status and log if it
-    /// stops first (refuses to start).
-    fn try_start(&self, name: &str, args: &[&str]) -> Result<ServerGuard, (ExitStatus, String)> {
-        let (mut child, port) = spawn_meridian_at(&self.data, args, &[], &self.log(name));
-        match common::wait_until_serving_or_exit(&mut child, port, Duration::from_secs(15)) {
-            Ok(()) => Ok(ServerGuard { child, port, data_dir: None }),
-            Err(message) => match child.try_wait().expect("try_wait") {
-                Some(status) => Err((status, read_log(&self.log(name)))),
-                None => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    panic!("meridian {args:?}: {message}");
-                }
-            },
-        }
-    }
-
-    fn segments_dir(&self) -> PathBuf {
-        self.data.join("node-00001").join("segments")
-    }
-}
+use common::node::{Node, int, kill, run};
+use common::{connect, info_fields, info_u64, keys_spread_over_shards, read_log, send_sigterm, wait_claimed, wait_flushed, wait_for_exit};
 
 /// Every stored segment (name is its 20-digit sequence) and its bytes; in-progress
 /// staging files (`NAME#n`) are left out.
@@ -90,21 +42,8 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn kill(server: &mut ServerGuard) {
-    server.child.kill().expect("SIGKILL");
-    server.child.wait().expect("wait for the killed server");
-}
-
-fn run(con: &mut redis::Connection, args: &[&str]) -> redis::Value {
-    common::command(args).query(con).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
 fn get(con: &mut redis::Connection, key: &str) -> Option<String> {
     redis::cmd("GET").arg(key).query(con).expect("GET")
-}
-
-fn int(con: &mut redis::Connection, args: &[&str]) -> i64 {
-    common::command(args).query(con).unwrap_or_else(|e| panic!("{args:?}: {e}"))
 }
 
 #[test]
@@ -200,205 +139,6 @@ fn flushed_writes_of_every_kind_survive_sigkill_onto_another_shard_count() {
     for key in &spread {
         assert_eq!(get(&mut con, key), Some(format!("value-of-{key}")), "{key}");
     }
-}
-
-#[test]
-fn flushed_hash_writes_survive_sigkill_through_segments_and_checkpoints() {
-    let node = Node::new("hashes");
-    let args = ["--shards", "2", "--checkpoint-every-segments", "2", "--flush-interval-ms", "20"];
-    let mut first = node.start("first", &args);
-    let mut con = connect(&first);
-    let mut segment = wait_claimed(&mut con).1;
-    // Rounds of field writes, each flushed, so that some land in a checkpoint and some
-    // in the segments after it.
-    for round in 0..6 {
-        run(&mut con, &["HSET", "h", &format!("f{round}"), &format!("v{round}"), "shared", &format!("round-{round}")]);
-        run(&mut con, &["HINCRBY", "h", "count", "2"]);
-        run(&mut con, &["HINCRBYFLOAT", "h", "float", "0.5"]);
-        if round > 0 {
-            run(&mut con, &["HDEL", "h", &format!("f{}", round - 1)]);
-        }
-        segment = wait_flushed(&mut con, segment);
-    }
-    run(&mut con, &["HSET", "gone", "a", "1"]);
-    run(&mut con, &["DEL", "gone"]);
-    run(&mut con, &["HSET", "reborn", "old", "1"]);
-    run(&mut con, &["DEL", "reborn"]);
-    run(&mut con, &["HSET", "reborn", "new", "2"]);
-    run(&mut con, &["HSET", "ttl", "f", "v"]);
-    run(&mut con, &["EXPIRE", "ttl", "1000"]);
-    run(&mut con, &["HSET", "src", "f", "v"]);
-    run(&mut con, &["RENAME", "src", "dst"]);
-    wait_flushed(&mut con, segment);
-    let checkpoints = info_u64(&mut con, "persistence", "checkpoints_written");
-    assert!(checkpoints >= 1, "no checkpoint was written");
-    kill(&mut first);
-
-    let second = node.start("second", &["--shards", "3"]);
-    let mut con = connect(&second);
-    let h: BTreeMap<String, String> = redis::cmd("HGETALL").arg("h").query(&mut con).expect("HGETALL");
-    let expected: BTreeMap<String, String> =
-        [("f5", "v5"), ("shared", "round-5"), ("count", "12"), ("float", "3")].into_iter().map(|(f, v)| (f.into(), v.into())).collect();
-    assert_eq!(h, expected);
-    assert_eq!(int(&mut con, &["EXISTS", "gone", "src"]), 0);
-    let reborn: BTreeMap<String, String> = redis::cmd("HGETALL").arg("reborn").query(&mut con).expect("HGETALL");
-    assert_eq!(reborn.into_iter().collect::<Vec<_>>(), vec![("new".to_string(), "2".to_string())]);
-    let ttl = int(&mut con, &["TTL", "ttl"]);
-    assert!((900..=1000).contains(&ttl), "TTL of a hash after recovery: {ttl}");
-    assert_eq!(get_field(&mut con, "dst", "f").as_deref(), Some("v"));
-    assert_eq!(int(&mut con, &["HINCRBY", "h", "count", "1"]), 13, "the field's counter keeps counting after recovery");
-}
-
-#[test]
-fn flushed_set_writes_survive_sigkill_through_segments_and_checkpoints() {
-    let node = Node::new("sets");
-    let args = ["--shards", "2", "--checkpoint-every-segments", "2", "--flush-interval-ms", "20"];
-    let mut first = node.start("first", &args);
-    let mut con = connect(&first);
-    let mut segment = wait_claimed(&mut con).1;
-    // Rounds of member writes, each flushed, so that some land in a checkpoint and some
-    // in the segments after it.
-    for round in 0..6 {
-        run(&mut con, &["SADD", "s", &format!("m{round}"), "shared", &round.to_string()]);
-        if round > 0 {
-            run(&mut con, &["SREM", "s", &format!("m{}", round - 1), &(round - 1).to_string()]);
-        }
-        segment = wait_flushed(&mut con, segment);
-    }
-    run(&mut con, &["SADD", "popped", "only"]);
-    run(&mut con, &["SPOP", "popped"]);
-    run(&mut con, &["SADD", "reborn", "old"]);
-    run(&mut con, &["DEL", "reborn"]);
-    run(&mut con, &["SADD", "reborn", "new"]);
-    run(&mut con, &["SADD", "ttl", "m"]);
-    run(&mut con, &["EXPIRE", "ttl", "1000"]);
-    run(&mut con, &["SADD", "src", "1", "2"]);
-    run(&mut con, &["RENAME", "src", "dst"]);
-    run(&mut con, &["SADD", "x", "1", "2", "3"]);
-    run(&mut con, &["SADD", "y", "2", "3", "4"]);
-    run(&mut con, &["SINTERSTORE", "both", "x", "y"]);
-    run(&mut con, &["SMOVE", "x", "y", "1"]);
-    wait_flushed(&mut con, segment);
-    let checkpoints = info_u64(&mut con, "persistence", "checkpoints_written");
-    assert!(checkpoints >= 1, "no checkpoint was written");
-    kill(&mut first);
-
-    let second = node.start("second", &["--shards", "3"]);
-    let mut con = connect(&second);
-    let members =
-        |con: &mut redis::Connection, key: &str| -> BTreeSet<String> { redis::cmd("SMEMBERS").arg(key).query(con).expect("SMEMBERS") };
-    let set = |items: &[&str]| -> BTreeSet<String> { items.iter().map(|m| m.to_string()).collect() };
-    assert_eq!(members(&mut con, "s"), set(&["m5", "shared", "5"]));
-    assert_eq!(int(&mut con, &["EXISTS", "popped", "src"]), 0);
-    assert_eq!(members(&mut con, "reborn"), set(&["new"]));
-    let ttl = int(&mut con, &["TTL", "ttl"]);
-    assert!((900..=1000).contains(&ttl), "TTL of a set after recovery: {ttl}");
-    assert_eq!(members(&mut con, "dst"), set(&["1", "2"]));
-    assert_eq!(members(&mut con, "both"), set(&["2", "3"]));
-    assert_eq!(members(&mut con, "x"), set(&["2", "3"]));
-    assert_eq!(members(&mut con, "y"), set(&["1", "2", "3", "4"]));
-    assert_eq!(int(&mut con, &["SADD", "s", "shared", "more"]), 1, "the set keeps its members after recovery");
-}
-
-#[test]
-fn flushed_sorted_set_writes_survive_sigkill_through_segments_and_checkpoints() {
-    let node = Node::new("zsets");
-    let args = ["--shards", "2", "--checkpoint-every-segments", "2", "--flush-interval-ms", "20"];
-    let mut first = node.start("first", &args);
-    let mut con = connect(&first);
-    let mut segment = wait_claimed(&mut con).1;
-    // Rounds of member writes, each flushed, so that some land in a checkpoint and some
-    // in the segments after it.
-    for round in 0..6 {
-        run(&mut con, &["ZADD", "z", &round.to_string(), &format!("m{round}")]);
-        run(&mut con, &["ZINCRBY", "z", "1.5", "counted"]);
-        if round > 0 {
-            run(&mut con, &["ZREM", "z", &format!("m{}", round - 1)]);
-        }
-        segment = wait_flushed(&mut con, segment);
-    }
-    run(&mut con, &["ZADD", "popped", "1", "only"]);
-    run(&mut con, &["ZPOPMIN", "popped"]);
-    run(&mut con, &["ZADD", "ttl", "1", "m"]);
-    run(&mut con, &["EXPIRE", "ttl", "1000"]);
-    run(&mut con, &["ZADD", "src", "1", "a", "2", "b"]);
-    run(&mut con, &["RENAME", "src", "dst"]);
-    run(&mut con, &["ZADD", "x", "1", "a", "2", "b"]);
-    run(&mut con, &["ZADD", "y", "3", "b", "4", "c"]);
-    run(&mut con, &["ZINTERSTORE", "both", "2", "x", "y"]);
-    wait_flushed(&mut con, segment);
-    assert!(info_u64(&mut con, "persistence", "checkpoints_written") >= 1, "no checkpoint was written");
-    kill(&mut first);
-
-    let second = node.start("second", &["--shards", "3"]);
-    let mut con = connect(&second);
-    let scored = |con: &mut redis::Connection, key: &str| -> Vec<(String, String)> {
-        redis::cmd("ZRANGE").arg(key).arg(0).arg(-1).arg("WITHSCORES").query(con).expect("ZRANGE")
-    };
-    let pairs = |items: &[(&str, &str)]| -> Vec<(String, String)> { items.iter().map(|(m, s)| (m.to_string(), s.to_string())).collect() };
-    assert_eq!(scored(&mut con, "z"), pairs(&[("m5", "5"), ("counted", "9")]));
-    assert_eq!(int(&mut con, &["EXISTS", "popped", "src"]), 0);
-    let ttl = int(&mut con, &["TTL", "ttl"]);
-    assert!((900..=1000).contains(&ttl), "TTL of a sorted set after recovery: {ttl}");
-    assert_eq!(scored(&mut con, "dst"), pairs(&[("a", "1"), ("b", "2")]));
-    assert_eq!(scored(&mut con, "both"), pairs(&[("b", "5")]));
-    assert_eq!(int(&mut con, &["ZRANK", "z", "counted"]), 1, "the score order is rebuilt on recovery");
-    let score: String = redis::cmd("ZINCRBY").arg("z").arg("1").arg("counted").query(&mut con).unwrap();
-    assert_eq!(score, "10", "the member's counter keeps counting after recovery");
-}
-
-#[test]
-fn flushed_list_writes_survive_sigkill_through_segments_and_checkpoints() {
-    let node = Node::new("lists");
-    let args = ["--shards", "2", "--checkpoint-every-segments", "2", "--flush-interval-ms", "20"];
-    let mut first = node.start("first", &args);
-    let mut con = connect(&first);
-    let mut segment = wait_claimed(&mut con).1;
-    // Rounds of element writes, each flushed, so that some land in a checkpoint and some
-    // in the segments after it.
-    for round in 0..6 {
-        run(&mut con, &["RPUSH", "l", &format!("r{round}"), &format!("s{round}")]);
-        run(&mut con, &["LPUSH", "l", &format!("h{round}")]);
-        run(&mut con, &["LPOP", "l"]);
-        if round > 0 {
-            run(&mut con, &["LREM", "l", "0", &format!("s{}", round - 1)]);
-        }
-        segment = wait_flushed(&mut con, segment);
-    }
-    run(&mut con, &["LSET", "l", "0", "first"]);
-    run(&mut con, &["LINSERT", "l", "AFTER", "first", "second"]);
-    run(&mut con, &["RPUSH", "popped", "only"]);
-    run(&mut con, &["RPOP", "popped"]);
-    run(&mut con, &["RPUSH", "ttl", "x"]);
-    run(&mut con, &["EXPIRE", "ttl", "1000"]);
-    run(&mut con, &["RPUSH", "src", "a", "b"]);
-    run(&mut con, &["RENAME", "src", "dst"]);
-    run(&mut con, &["RPUSH", "trim", "0", "1", "2", "3"]);
-    run(&mut con, &["LTRIM", "trim", "1", "2"]);
-    wait_flushed(&mut con, segment);
-    assert!(info_u64(&mut con, "persistence", "checkpoints_written") >= 1, "no checkpoint was written");
-    let before: Vec<String> = redis::cmd("LRANGE").arg("l").arg(0).arg(-1).query(&mut con).expect("LRANGE");
-    kill(&mut first);
-
-    let second = node.start("second", &["--shards", "3"]);
-    let mut con = connect(&second);
-    let list = |con: &mut redis::Connection, key: &str| -> Vec<String> {
-        redis::cmd("LRANGE").arg(key).arg(0).arg(-1).query(con).expect("LRANGE")
-    };
-    let expected = ["first", "second", "r1", "r2", "r3", "r4", "r5", "s5"];
-    assert_eq!(before, expected);
-    assert_eq!(list(&mut con, "l"), expected, "the list and its order survive");
-    assert_eq!(int(&mut con, &["EXISTS", "popped", "src"]), 0);
-    let ttl = int(&mut con, &["TTL", "ttl"]);
-    assert!((900..=1000).contains(&ttl), "TTL of a list after recovery: {ttl}");
-    assert_eq!(list(&mut con, "dst"), ["a", "b"]);
-    assert_eq!(list(&mut con, "trim"), ["1", "2"]);
-    assert_eq!(int(&mut con, &["RPUSH", "l", "tail"]), 9, "the list keeps growing after recovery");
-    assert_eq!(list(&mut con, "l").last().map(String::as_str), Some("tail"));
-}
-
-fn get_field(con: &mut redis::Connection, key: &str, field: &str) -> Option<String> {
-    redis::cmd("HGET").arg(key).arg(field).query(con).expect("HGET")
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 pub mod cluster;
 pub mod falkordb;
+pub mod node;
 pub mod proxy;
 pub mod redisearch;
 
