@@ -472,7 +472,11 @@ mod lone_removal_tests {
     }
 
     fn list_of(kv: &KvEngine, key: &[u8]) -> Option<Elements> {
-        kv.keys.get(key, key_hash(key)).and_then(|e| e.state().list_elements().cloned())
+        let list = kv.keys.get(key, key_hash(key))?.state().list_elements()?;
+        // Kept from this first look on (`elements/digest.rs`): later steps check the
+        // digest kept write by write against the rebuilt one.
+        list.digest();
+        Some(list.clone())
     }
 
     #[test]

@@ -47,6 +47,7 @@ use super::score_order::ScoreOrder;
 use super::value::KeyState;
 use crate::crdt::{Dot, Hlc, NodeId, VersionVector};
 
+mod digest;
 mod element_map;
 mod list_form;
 pub use list_form::Removed;
@@ -64,6 +65,7 @@ pub const ORDERED_ENTRIES_MAX: usize = 512;
 
 pub use name::ElementName;
 
+use digest::{DigestKept, DigestValue};
 use element_map::ElementMap;
 
 fn new_map() -> Box<ElementMap> {
@@ -159,9 +161,11 @@ pub struct Elements {
     /// The join of every element context ever held here: with `removed`, what a
     /// whole-key remove of this collection has seen.
     seen: VersionVector,
-    /// XOR of `merkle::digest(name, element state)` over every entry, kept write by write so
-    /// that the key's digest never rereads the collection.
-    digest: u64,
+    /// XOR of `merkle::digest(name, element state)` over every entry, kept write by write
+    /// once `digest_kept` (`elements/digest.rs`), so that the key's digest never rereads
+    /// the collection.
+    digest: DigestValue,
+    digest_kept: DigestKept,
     /// A sorted set's live members by score (`None` for other parts), kept in step
     /// with every change to a live member's state.
     order: Option<Box<ScoreOrder>>,
@@ -190,7 +194,8 @@ impl Default for Elements {
             live: 0,
             removed: VersionVector::new(),
             seen: VersionVector::new(),
-            digest: 0,
+            digest: DigestValue::default(),
+            digest_kept: DigestKept::default(),
             order: None,
         }
     }
@@ -201,7 +206,7 @@ impl PartialEq for Elements {
     fn eq(&self, other: &Self) -> bool {
         self.live == other.live
             && self.removed == other.removed
-            && self.digest == other.digest
+            && self.kept_digests_agree(other)
             && self.entries_len() == other.entries_len()
             && !self.any_entry(|name, state| other.lookup(name) != Some(state))
     }
@@ -344,10 +349,6 @@ impl Elements {
         ctx
     }
 
-    pub fn digest(&self) -> u64 {
-        self.digest
-    }
-
     /// A live element's state.
     pub fn get(&self, name: &[u8]) -> Option<ElementRef<'_>> {
         self.lookup(name).filter(|s| s.exists())
@@ -418,21 +419,23 @@ impl Elements {
         // Where the map form holds the element: found once, stored back at that index
         // (a name is hashed and probed once per write, not once per step).
         let mut map_index = None;
+        let keeps_digest = self.keeps_digest();
+        let digest_of = |element: ElementRef<'_>, name: &[u8]| if keeps_digest { element.digest(name) } else { 0 };
         let (mut state, old_digest) = match &mut self.table {
             Table::Packed(packed) => match packed.find(name) {
-                Some((_, element)) => (element.to_state(), element.digest(name)),
+                Some((_, element)) => (element.to_state(), digest_of(element, name)),
                 None => (KeyState::new(), 0),
             },
             Table::Map(map) => match map.get_full_mut(name) {
                 Some((index, stored_name, slot)) => {
                     map_index = Some(index);
-                    let old_digest = slot.view().digest(stored_name);
+                    let old_digest = digest_of(slot.view(), stored_name);
                     (std::mem::replace(slot, Stored::PLACEHOLDER).into_state(), old_digest)
                 }
                 None => (KeyState::new(), 0),
             },
             Table::List(list) => match list.get(name) {
-                Some(element) => (element.to_state(), element.digest(name)),
+                Some(element) => (element.to_state(), digest_of(element, name)),
                 None => (KeyState::new(), 0),
             },
         };
@@ -452,11 +455,11 @@ impl Elements {
                     // Gone without a trace: the digest loses the old entry and gains
                     // none (as a tombstone stored and dropped again would leave it).
                     list.discard(name);
-                    self.digest ^= old_digest;
+                    self.toggle_digest(old_digest);
                 } else {
                     // Encoded straight into its chunk, never boxed on the way.
                     list.put_view(name, view);
-                    self.digest ^= old_digest ^ view.digest(name);
+                    self.toggle_digest(old_digest ^ digest_of(view, name));
                 }
                 self.account(was_live, state.exists());
                 return ElementWrite { state, was_live };
@@ -484,7 +487,7 @@ impl Elements {
                 *slot = stored;
             }
         }
-        self.digest ^= old_digest ^ view.digest(name);
+        self.toggle_digest(old_digest ^ digest_of(view, name));
         self.account(was_live, state.exists());
         if !keep_tombstone && !state.exists() {
             self.drop_tombstone(name);
@@ -510,7 +513,8 @@ impl Elements {
         if map.len() <= ORDERED_ENTRIES_MAX { map.shift_remove(name) } else { map.swap_remove(name) }
     }
 
-    /// Rebuild from decoded entries (codec): counts, contexts and digest recomputed.
+    /// Rebuild from decoded entries (codec): counts and contexts recomputed (the digest
+    /// when first asked for).
     pub fn from_entries(part: Part, removed: VersionVector, entries: Vec<(Bytes, KeyState)>) -> Result<Elements, &'static str> {
         let mut elements = Elements { removed, ..Elements::for_part(part) };
         if !chunked(part) {
@@ -521,7 +525,6 @@ impl Elements {
                 return Err("an element with a TTL or elements of its own");
             }
             elements.seen.merge(&state.causal_context());
-            elements.digest ^= element_digest(&name, &state);
             elements.account(false, state.exists());
             let named_twice = match &mut elements.table {
                 Table::List(list) => {
@@ -573,7 +576,6 @@ impl Elements {
         }
         for (name, state) in names_and_states {
             elements.seen.merge(&state.causal_context());
-            elements.digest ^= element_digest(&name, &state);
             elements.account(false, state.exists());
             match &mut elements.table {
                 Table::List(list) => {

@@ -73,7 +73,14 @@ fn ctx_at<'a>(clock: &'a mut HlcClock, deltas: &'a mut Encoded, step: u64) -> Wr
 }
 
 fn state_of(kv: &KvEngine, key: &[u8]) -> Option<KeyState> {
-    kv.keys.get(key, key_hash(key)).map(|e| e.state().clone())
+    let stored = kv.keys.get(key, key_hash(key))?.state();
+    // The stored list keeps its digest from this first look on (a collection keeps it
+    // only once asked, `elements/digest.rs`): later steps compare digests kept write
+    // by write, not two fresh walks.
+    if let Some(list) = stored.list_elements() {
+        list.digest();
+    }
+    Some(stored.clone())
 }
 
 /// Pushes then pops of every size at both ends, across chunk boundaries (a chunk holds

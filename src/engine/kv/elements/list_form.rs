@@ -41,6 +41,7 @@ impl Elements {
     /// element (the same state, digest and context) with its chunk reached directly
     /// ([`ListTable::put_at_end`]). Returns the element's state, the delta to ship.
     pub fn push_list_element(&mut self, tail: bool, name: &[u8], write: impl FnOnce(&mut KeyState)) -> KeyState {
+        let keeps_digest = self.keeps_digest();
         let Table::List(list) = &mut self.table else { unreachable!("a list's table") };
         let mut state = KeyState::new();
         write(&mut state);
@@ -50,7 +51,9 @@ impl Elements {
         let view = ElementRef::of_state(&state);
         view.add_context_to(&mut self.seen);
         list.put_at_end(tail, name, view);
-        self.digest ^= view.digest(name);
+        if keeps_digest {
+            self.toggle_digest(view.digest(name));
+        }
         self.account(false, state.exists());
         state
     }
@@ -70,13 +73,14 @@ impl Elements {
         keep_tombstone: bool,
         read: impl FnOnce(ElementRef<'_>) -> R,
     ) -> Option<(ListName, R, Removed)> {
+        let keeps_digest = self.keeps_digest();
         let Table::List(list) = &mut self.table else { return None };
         if !list.live_all_chunked() {
             return None;
         }
         let (name, (value, taken, old_digest)) = list.pop_end(tail, |name, element| {
             let taken = element.plain_dot().ok_or_else(|| element.to_state());
-            (read(element), taken, element.digest(name))
+            (read(element), taken, if keeps_digest { element.digest(name) } else { 0 })
         })?;
         if let Ok(old) = taken
             && !keep_tombstone
@@ -89,7 +93,7 @@ impl Elements {
             // would keep both), joins the seen context as `add_context_to` joins it.
             self.seen.add(old);
             self.seen.add(dot);
-            self.digest ^= old_digest;
+            self.toggle_digest(old_digest);
             self.account(true, false);
             return Some((name, value, Removed::Plain { old, by: dot }));
         }
@@ -109,10 +113,12 @@ impl Elements {
         view.add_context_to(&mut self.seen);
         if !keep_tombstone && !state.exists() {
             // Gone without a trace (a node without peers), as write_element leaves it.
-            self.digest ^= old_digest;
+            self.toggle_digest(old_digest);
         } else {
             list.put_view(&name, view);
-            self.digest ^= old_digest ^ view.digest(&name);
+            if keeps_digest {
+                self.toggle_digest(old_digest ^ view.digest(&name));
+            }
         }
         self.account(true, state.exists());
         Some((name, value, Removed::State(state)))
@@ -143,8 +149,10 @@ impl Elements {
                 self.seen.merge(&state.causal_context());
                 let keep = canonical(&mut state, &self.removed);
                 let is_live = state.exists();
-                let new_digest = if keep { element_digest(name, &state) } else { 0 };
-                self.digest ^= old_digest ^ new_digest;
+                if keep && self.keeps_digest() {
+                    self.toggle_digest(element_digest(name, &state));
+                }
+                self.toggle_digest(old_digest);
                 self.account(was_live, is_live);
                 if keep && let Table::List(list) = &mut self.table {
                     list.put(name, Stored::from_owned(state));
@@ -163,7 +171,9 @@ impl Elements {
                 if !canonical(&mut incoming, &self.removed) {
                     return;
                 }
-                self.digest ^= element_digest(name, &incoming);
+                if self.keeps_digest() {
+                    self.toggle_digest(element_digest(name, &incoming));
+                }
                 self.account(false, incoming.exists());
                 if let Table::List(list) = &mut self.table {
                     list.put(name, Stored::from_owned(incoming));

@@ -25,10 +25,11 @@ impl Elements {
         if incoming.has_dot_covered_by(&self.removed) {
             incoming.remove_covered_values(&self.removed);
         }
+        let keeps_digest = self.digest_kept.is_kept();
         if let Table::List(list) = &mut self.table {
             // Taken out and put back: a chunk's entries are not slots to change in place.
             let held = list.remove(name).map(|stored| {
-                let old_digest = stored.view().digest(name);
+                let old_digest = if keeps_digest { stored.view().digest(name) } else { 0 };
                 (stored.into_state(), old_digest)
             });
             self.merge_list_element(name, held, incoming, forgotten);
@@ -36,7 +37,7 @@ impl Elements {
         }
         match unpacked(&mut self.table).get_full_mut(name) {
             Some((_, stored_name, slot)) => {
-                let old_digest = slot.view().digest(stored_name);
+                let old_digest = if keeps_digest { slot.view().digest(stored_name) } else { 0 };
                 let mut taken = std::mem::replace(slot, Stored::PLACEHOLDER).into_state();
                 let state = &mut taken;
                 let was_live = state.exists();
@@ -56,8 +57,8 @@ impl Elements {
                 if let Some(order) = self.order.as_deref_mut() {
                     order.update(stored_name, old_score, live_score(state));
                 }
-                let new_digest = if keep { element_digest(stored_name, state) } else { 0 };
-                self.digest ^= old_digest ^ new_digest;
+                let new_digest = if keep && keeps_digest { element_digest(stored_name, state) } else { 0 };
+                self.digest.toggle(old_digest ^ new_digest);
                 if keep {
                     *slot = Stored::from_owned(taken);
                 }
@@ -84,7 +85,9 @@ impl Elements {
                 if !canonical(&mut incoming, &self.removed) {
                     return;
                 }
-                self.digest ^= element_digest(name, &incoming);
+                if keeps_digest {
+                    self.digest.toggle(element_digest(name, &incoming));
+                }
                 self.account(false, incoming.exists());
                 let name = ElementName::from(name);
                 if let Some(order) = self.order.as_deref_mut() {

@@ -30,6 +30,7 @@ impl Elements {
     /// delta to ship). `Err(value)` hands the value back where the general path
     /// ([`Elements::write_element`] with `KeyState::set`) must run instead.
     pub fn set_plain(&mut self, name: &[u8], dot: Dot, value: StrVal) -> Result<ElementWrite, StrVal> {
+        let keeps_digest = self.digest_kept.is_kept();
         let Table::Map(map) = &mut self.table else { return Err(value) };
         // The delta's copy, made once the fast path is sure to apply.
         let shipped;
@@ -47,7 +48,7 @@ impl Elements {
                 shipped = KeyState::with_value(dot, value.clone(), None);
                 debug_assert!(old.exists(), "a plain element is live");
                 let old_score = self.order.is_some().then(|| old.score());
-                let old_digest = old.digest(stored_name);
+                let old_digest = if keeps_digest { old.digest(stored_name) } else { 0 };
                 *slot = Stored::value_at(dot, value);
                 (index, true, old_digest, old_score)
             }
@@ -62,7 +63,9 @@ impl Elements {
         if let Some(order) = self.order.as_deref_mut() {
             order.update(stored_name, old_score, Some(new.score()));
         }
-        self.digest ^= old_digest ^ new.digest(name);
+        if keeps_digest {
+            self.digest.toggle(old_digest ^ new.digest(name));
+        }
         self.seen.add(dot);
         self.account(was_live, true);
         debug_assert_eq!(ElementRef::of_state(&shipped), self.lookup(name).expect("just written"));

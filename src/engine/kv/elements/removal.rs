@@ -23,7 +23,8 @@ impl Elements {
     pub fn remove_observed(&mut self, seen: &VersionVector, absorb_counters: bool) {
         self.removed.merge(seen);
         let removed = &self.removed;
-        let mut digest = self.digest;
+        let keeps_digest = self.digest_kept.is_kept();
+        let mut digest = *self.digest.get_mut();
         let mut live = self.live;
         let mut order = self.order.as_deref_mut();
         if let Table::Packed(packed) = &self.table
@@ -37,7 +38,9 @@ impl Elements {
             if !view.has_dot_covered_by(removed) && !view.has_context_covered_by(removed) {
                 return true;
             }
-            digest ^= view.digest(name);
+            if keeps_digest {
+                digest ^= view.digest(name);
+            }
             let mut taken = std::mem::replace(slot, Stored::PLACEHOLDER).into_state();
             let state = &mut taken;
             let was_live = state.exists();
@@ -48,7 +51,7 @@ impl Elements {
                 state.remove_covered_values(removed);
             }
             let keep = canonical(state, removed);
-            if keep {
+            if keep && keeps_digest {
                 digest ^= element_digest(name, state);
             }
             if was_live && !state.exists() {
@@ -62,7 +65,7 @@ impl Elements {
             }
             keep
         });
-        self.digest = digest;
+        *self.digest.get_mut() = digest;
         self.live = live;
         self.repack();
     }
@@ -115,17 +118,20 @@ impl Elements {
             let table = std::mem::replace(&mut self.table, empty);
             let order = self.order.as_mut().map(std::mem::take);
             lazyfree::dispose((table, order), entries);
-            self.digest = 0;
+            *self.digest.get_mut() = 0;
             self.live = 0;
             return;
         }
         let removed = &self.removed;
-        let mut digest = self.digest;
+        let keeps_digest = self.digest_kept.is_kept();
+        let mut digest = *self.digest.get_mut();
         let mut live = self.live;
         let mut seen = VersionVector::new();
         let mut order = self.order.as_deref_mut();
         retain_entries(&mut self.table, |name, slot| {
-            digest ^= slot.view().digest(name);
+            if keeps_digest {
+                digest ^= slot.view().digest(name);
+            }
             let mut taken = std::mem::replace(slot, Stored::PLACEHOLDER).into_state();
             let state = &mut taken;
             let old_score = order.is_some().then(|| live_score(state)).flatten();
@@ -142,7 +148,9 @@ impl Elements {
                     state.witness(by);
                     seen.add(by);
                 }
-                digest ^= element_digest(name, state);
+                if keeps_digest {
+                    digest ^= element_digest(name, state);
+                }
             }
             if let Some(order) = order.as_deref_mut() {
                 order.update(name, old_score, None);
@@ -152,7 +160,7 @@ impl Elements {
             }
             keep
         });
-        self.digest = digest;
+        *self.digest.get_mut() = digest;
         self.live = live;
         self.seen.merge(&seen);
         debug_assert_eq!(self.live, 0);
@@ -176,10 +184,11 @@ impl Elements {
             return 0;
         }
         let before = self.entries_len();
-        let mut digest = self.digest;
+        let keeps_digest = self.digest_kept.is_kept();
+        let mut digest = *self.digest.get_mut();
         let mut keep = |name: &[u8], state: ElementRef<'_>| {
             let drop = !state.exists() && stable.dominates(&state.causal_context());
-            if drop {
+            if drop && keeps_digest {
                 digest ^= state.digest(name);
             }
             !drop
@@ -189,7 +198,7 @@ impl Elements {
             Table::List(list) => list.retain_others(keep),
             table => unpacked(table).retain(|name, slot| keep(name, slot.view())),
         }
-        self.digest = digest;
+        *self.digest.get_mut() = digest;
         let dropped = before - self.entries_len();
         self.repack();
         dropped
@@ -201,7 +210,9 @@ impl Elements {
         match self.lookup(name) {
             Some(element) if !element.exists() => {
                 let stored = self.take(name).expect("entry just found");
-                self.digest ^= stored.view().digest(name);
+                if self.keeps_digest() {
+                    self.toggle_digest(stored.view().digest(name));
+                }
                 self.repack();
                 true
             }
@@ -215,10 +226,11 @@ impl Elements {
         if self.live as usize == self.entries_len() {
             return;
         }
-        let mut digest = self.digest;
+        let keeps_digest = self.digest_kept.is_kept();
+        let mut digest = *self.digest.get_mut();
         let mut keep = |name: &[u8], state: ElementRef<'_>| {
             let live = state.exists();
-            if !live {
+            if !live && keeps_digest {
                 digest ^= state.digest(name);
             }
             live
@@ -227,7 +239,7 @@ impl Elements {
             Table::List(list) => list.retain_others(keep),
             table => unpacked(table).retain(|name, slot| keep(name, slot.view())),
         }
-        self.digest = digest;
+        *self.digest.get_mut() = digest;
         self.repack();
     }
 }
