@@ -20,6 +20,10 @@ impl Payload {
         &self.chunks
     }
 
+    pub fn into_chunks(self) -> Vec<Bytes> {
+        self.chunks
+    }
+
     pub fn len(&self) -> usize {
         self.chunks.iter().map(Bytes::len).sum()
     }

@@ -23,9 +23,12 @@ use bytes::Bytes;
 use super::layout::{self, Manifest};
 use super::recovery::Recovered;
 use super::segment::{self, Kind};
-use super::store::{StoreOp, StoreResult};
+use super::store::{Payload, StoreOp, StoreResult};
 use crate::crdt::{Hlc, NodeId};
 use crate::delta::{Delta, EncodedDeltas};
+
+/// Stored segments' body buffers kept for the shards' next drains at most.
+pub const SPARE_BODIES_MAX: usize = 8;
 
 #[derive(Clone, Debug)]
 pub struct StreamerConfig {
@@ -118,6 +121,9 @@ pub struct Streamer {
     segments_since_checkpoint: u64,
     checkpoint: Option<Checkpoint>,
     deletions: VecDeque<String>,
+    /// Stored segments' body buffers, handed back to the shards for their next drain
+    /// (at most [`SPARE_BODIES_MAX`]; see `DeltaLog::drain_reusing`).
+    spare_bodies: Vec<Vec<u8>>,
     /// Segments before this one are covered by the checkpoint before the previous one
     /// and are deleted when the next checkpoint lands.
     retained_from_segment: u64,
@@ -156,6 +162,7 @@ impl Streamer {
             segments_since_checkpoint: if recovered.loss.is_some() { cfg.checkpoint_every_segments } else { 0 },
             checkpoint: None,
             deletions: VecDeque::new(),
+            spare_bodies: Vec::new(),
             retained_from_segment: recovered.manifest.first_segment.max(1),
             older_checkpoint: None,
             durable_seq: last,
@@ -415,6 +422,9 @@ impl Streamer {
             }
             (InFlight::Segment { seq, bytes, max_hlc }, StoreResult::Stored) => {
                 assert_eq!(seq, self.durable_seq + 1, "segments are stored in order");
+                if let StoreOp::Put { data, .. } = op {
+                    self.keep_spare_bodies(data);
+                }
                 self.durable_hlc = self.durable_hlc.max(max_hlc);
                 self.stats.puts += 1;
                 self.stats.segments_written += 1;
@@ -464,6 +474,35 @@ impl Streamer {
                 self.note_failure(other, now_ms);
             }
         }
+    }
+
+    /// Keep a stored segment's body buffers for the shards' next drains: only those
+    /// nothing else holds any more (a `Bytes` made from a `Vec` comes back as that
+    /// `Vec`, its pages still mapped), and at most [`SPARE_BODIES_MAX`].
+    fn keep_spare_bodies(&mut self, data: Payload) {
+        // The first chunk is the header (`segment::frame`).
+        for chunk in data.into_chunks().into_iter().skip(1) {
+            if self.spare_bodies.len() >= SPARE_BODIES_MAX {
+                return;
+            }
+            if chunk.len() < crate::delta::log::SPARE_BYTES_MIN {
+                continue;
+            }
+            if let Ok(unique) = chunk.try_into_mut() {
+                self.spare_bodies.push(Vec::from(unique));
+            }
+        }
+    }
+
+    /// A stored segment's body buffer for a shard's next drain, if one is kept. The
+    /// driver drops the rest at the first round whose drains find nothing
+    /// (`drop_spare_bodies`), so an idle node holds none.
+    pub fn take_spare_body(&mut self) -> Option<Vec<u8>> {
+        self.spare_bodies.pop()
+    }
+
+    pub fn drop_spare_bodies(&mut self) {
+        self.spare_bodies.clear();
     }
 
     fn note_failure(&mut self, result: StoreResult, now_ms: u64) {

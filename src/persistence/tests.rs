@@ -341,3 +341,31 @@ fn a_waiting_writer_gets_its_segment_at_once_and_later_writes_share_the_next() {
     let (recovered, _) = recover(&mut store, false).expect("recovers");
     assert_eq!(contents(&recovered).len(), 5);
 }
+
+#[test]
+fn a_stored_segments_body_is_kept_for_the_next_drain_and_an_idle_round_frees_it() {
+    let mut store = MemoryStore::default();
+    let mut streamer = Streamer::new(StreamerConfig::new(NODE), &Recovered::default());
+    let mut shard = shard();
+    let mut now = 1_000;
+    let value = "v".repeat(512);
+    for i in 0..300 {
+        set(&mut shard, &format!("key:{i}"), &value, now);
+    }
+    pump(&mut streamer, &mut shard, &mut store, &mut now);
+    let spare = streamer.take_spare_body().expect("the stored body, nothing else holding it");
+    assert!(spare.capacity() >= 300 * 512);
+    // The shard records its next writes into it.
+    let spare_at = spare.as_ptr();
+    for i in 0..300 {
+        set(&mut shard, &format!("key:{i}"), &value, now);
+    }
+    let drained = shard.drain_deltas_reusing(Some(spare));
+    assert_ne!(drained.body.as_ptr(), spare_at, "what was recorded before goes out");
+    for i in 0..300 {
+        set(&mut shard, &format!("key:{i}"), &value, now);
+    }
+    assert_eq!(shard.drain_deltas().body.as_ptr(), spare_at);
+    streamer.drop_spare_bodies();
+    assert!(streamer.take_spare_body().is_none());
+}

@@ -332,20 +332,25 @@ pub fn start(
     Ok(Driver { shutdown, thread })
 }
 
-async fn drain_shards(router: &Router, streamer: &mut Streamer, group: &mut GroupCommit) {
+/// Returns whether any shard had deltas.
+async fn drain_shards(router: &Router, streamer: &mut Streamer, group: &mut GroupCommit) -> bool {
+    let mut drained_any = false;
     for shard in 0..router.shard_count() {
         if !streamer.has_room() {
-            return;
+            return drained_any;
         }
         let (reply, receiver) = oneshot::channel();
-        if router.mailbox(shard).send(ShardMsg::DrainDeltas { reply }).await.is_err() {
-            return;
+        let spare = streamer.take_spare_body();
+        if router.mailbox(shard).send(ShardMsg::DrainDeltas { reply, spare }).await.is_err() {
+            return drained_any;
         }
         if let Ok((deltas, through)) = receiver.await {
+            drained_any |= !deltas.is_empty();
             streamer.offer(deltas);
             group.on_drained(shard, through);
         }
     }
+    drained_any
 }
 
 /// Feed checkpoint chunks while the streamer wants them; `cursor` is (shard, position).
@@ -407,7 +412,10 @@ async fn run(
         } else {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        drain_shards(&router, &mut streamer, &mut group).await;
+        if !drain_shards(&router, &mut streamer, &mut group).await {
+            // An idle round frees the bodies kept for the shards: an idle node holds none.
+            streamer.drop_spare_bodies();
+        }
         feed_checkpoint(&router, &mut streamer, &mut checkpoint_cursor).await;
         busy = true;
         for _ in 0..OPS_PER_ROUND_MAX {

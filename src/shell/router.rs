@@ -37,6 +37,8 @@ pub enum ShardMsg {
     /// The reply also says up to which position of the shard's stream it drained.
     DrainDeltas {
         reply: oneshot::Sender<(crate::delta::EncodedDeltas, u64)>,
+        /// A stored segment's body buffer to record into next (`Streamer::take_spare_body`).
+        spare: Option<Vec<u8>>,
     },
     /// Answer (in [`ReadBarriers`]) once this thread has polled its sockets and run the
     /// connections that had something to read ([`Router::read_barrier`]). Touches no

@@ -114,9 +114,9 @@ fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerSta
                     park_gate::park();
                     tokio::task::spawn_local(serve_parked(shard.clone(), state.clone(), parked, work));
                 }
-                ShardMsg::DrainDeltas { reply } => {
+                ShardMsg::DrainDeltas { reply, spare } => {
                     let mut shard = shard.borrow_mut();
-                    let deltas = shard.drain_deltas();
+                    let deltas = shard.drain_deltas_reusing(spare);
                     let _ = reply.send((deltas, shard.deltas.drained_total()));
                 }
                 ShardMsg::ReadBarrier { sent_ns } => {
