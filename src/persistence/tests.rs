@@ -360,7 +360,7 @@ fn a_stored_segments_body_is_kept_for_the_next_drain_and_an_idle_round_frees_it(
     for i in 0..300 {
         set(&mut shard, &format!("key:{i}"), &value, now);
     }
-    let drained = shard.drain_deltas_reusing(Some(spare));
+    let drained = shard.deltas.drain_reusing(Some(spare));
     assert_ne!(drained.body.as_ptr(), spare_at, "what was recorded before goes out");
     for i in 0..300 {
         set(&mut shard, &format!("key:{i}"), &value, now);

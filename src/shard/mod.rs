@@ -515,12 +515,6 @@ impl Shard {
         self.deltas.drain()
     }
 
-    /// [`Shard::drain_deltas`], recording next into `spare` if it fits
-    /// ([`DeltaLog::drain_reusing`]).
-    pub fn drain_deltas_reusing(&mut self, spare: Option<Vec<u8>>) -> EncodedDeltas {
-        self.deltas.drain_reusing(spare)
-    }
-
     /// Periodic work: active expiry, bounded per call. Returns keys expired.
     pub fn tick(&mut self, now_ms: u64) -> usize {
         let expired = self.kv.expire_due(now_ms, EXPIRE_KEYS_PER_TICK_MAX);

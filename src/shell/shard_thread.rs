@@ -116,7 +116,7 @@ fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerSta
                 }
                 ShardMsg::DrainDeltas { reply, spare } => {
                     let mut shard = shard.borrow_mut();
-                    let deltas = shard.drain_deltas_reusing(spare);
+                    let deltas = shard.deltas.drain_reusing(spare);
                     let _ = reply.send((deltas, shard.deltas.drained_total()));
                 }
                 ShardMsg::ReadBarrier { sent_ns } => {
