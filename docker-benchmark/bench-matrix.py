@@ -23,16 +23,20 @@ run mean anything; the load average is printed before and after.
 import argparse
 import io
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 from benchlib import MERIDIAN_BIN, start_server, stop
 from benchlib import load_average
 
 BENCH_TIMEOUT_S = 600
+# A client this busy (share of the cores it may use) was the limit of its run.
+CLIENT_BOUND_SHARE = 0.9
 
 # (name, redis-benchmark arguments before -P/-n/-c). Order is the order run in each
 # round: a test that reads follows the one that writes what it reads.
@@ -56,15 +60,33 @@ TESTS = [
 
 
 def rate(port, args, pipeline, requests, clients, client_cores, threads):
+    """Requests per second of one redis-benchmark run, and the share of the client's
+    cores it kept busy (its CPU time over the run's wall time and the cores it may use):
+    near 1, the client was the limit and the rate says little about the server."""
     command = ["taskset", "-c", client_cores, "redis-benchmark", "-p", str(port), "-c", str(clients), "-n", str(requests),
                "-P", str(pipeline), "--csv"]
     if threads > 1:
         command += ["--threads", str(threads)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
     out = subprocess.run(command + args, capture_output=True, timeout=BENCH_TIMEOUT_S)
+    wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     rows = [line for line in out.stdout.decode().splitlines() if line.startswith('"') and not line.startswith('"test"')]
     if out.returncode != 0 or not rows:
         sys.exit(f"bench-matrix: redis-benchmark failed on {args}: {out.stderr.decode().strip()}")
-    return float(rows[-1].split(",")[1].strip('"'))
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    usable = min(threads, core_count(client_cores))
+    return float(rows[-1].split(",")[1].strip('"')), cpu / wall / usable
+
+
+def core_count(cores):
+    """Cores in a taskset list such as `1`, `1,3` or `1-3`."""
+    count = 0
+    for part in cores.split(","):
+        low, _, high = part.partition("-")
+        count += int(high or low) - int(low) + 1
+    return count
 
 
 def main():
@@ -103,6 +125,7 @@ def main():
         binaries.append((name, None, tuple(flags.split())))
     servers = [("redis", None, ())] + binaries
     results = {}  # (server, test, pipeline) -> [rates]
+    client_busy = {}  # (server, test, pipeline) -> [share of the client's cores busy]
     print(f"load average before: {load_average()}; server core {opts.server_core}, client cores {opts.client_cores}, "
           f"redis-benchmark threads {opts.threads}, {opts.clients} clients, {opts.rounds} rounds", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-matrix-") as workdir:
@@ -116,17 +139,21 @@ def main():
                     for pipeline in pipelines:
                         requests = opts.requests_p16 if pipeline > 1 else opts.requests_p1
                         for test, args in tests:
-                            r = rate(port, args, pipeline, requests, opts.clients, opts.client_cores, opts.threads)
+                            r, busy = rate(port, args, pipeline, requests, opts.clients, opts.client_cores, opts.threads)
                             results.setdefault((name, test, pipeline), []).append(r)
+                            client_busy.setdefault((name, test, pipeline), []).append(busy)
                             if opts.verbose:
-                                print(f"  round {round_no + 1} {name} P={pipeline} {test}: {r:,.0f}", flush=True)
+                                print(f"  round {round_no + 1} {name} P={pipeline} {test}: {r:,.0f} (client busy {busy:.0%})",
+                                      flush=True)
                 finally:
                     stop(process)
                     log.close()
             print(f"round {round_no + 1}/{opts.rounds} done, load average {load_average()}", flush=True)
     out = io.StringIO()
-    header = "| test | P | redis req/s | " + " | ".join(f"{n} req/s | {n}/redis" for n, _, _ in binaries) + " |"
-    out.write(header + "\n" + "|---" * (3 + 2 * len(binaries)) + "|\n")
+    header = ("| test | P | redis req/s | " + " | ".join(f"{n} req/s | {n}/redis" for n, _, _ in binaries)
+              + " | client busy (redis" + "".join(f", {n}" for n, _, _ in binaries) + ") |")
+    out.write(header + "\n" + "|---" * (4 + 2 * len(binaries)) + "|\n")
+    client_bound = False
     for pipeline in pipelines:
         for test, _ in tests:
             base = statistics.median(results[("redis", test, pipeline)])
@@ -134,7 +161,14 @@ def main():
             for name, _, _ in binaries:
                 m = statistics.median(results[(name, test, pipeline)])
                 cells += [f"{m:,.0f}", f"**{m / base:.2f}**"]
+            busy = [statistics.median(client_busy[(name, test, pipeline)]) for name, _, _ in servers]
+            client_bound |= max(busy) >= CLIENT_BOUND_SHARE
+            cells.append(" / ".join(f"{b:.0%}" for b in busy) + (" ⚠" if max(busy) >= CLIENT_BOUND_SHARE else ""))
             out.write("| " + " | ".join(cells) + " |\n")
+    if client_bound:
+        out.write(f"\n⚠ redis-benchmark kept its cores at least {CLIENT_BOUND_SHARE:.0%} busy (median of the rounds): "
+                  "there the client was (close to) the limit, and the ratio measures the client more than the "
+                  "servers. Give it more cores (--client-cores, --threads) where the machine has them.\n")
     print(out.getvalue())
     print(f"load average after: {load_average()}")
 
