@@ -28,8 +28,10 @@ use crate::delta::codec::{DecodeError, Reader, Writer, read_deltas_exact};
 use crate::delta::{Delta, EncodedDeltas};
 
 pub const MAGIC: &[u8; 8] = b"MERIDIAN";
-/// 2: counter slots carry their writer's incarnation.
-pub const FORMAT_VERSION: u16 = 3;
+/// 2: counter slots carry their writer's incarnation. 3: the forget record. 4: list
+/// pushes as the compact delta kind 10 (an older binary refuses these segments by their
+/// version rather than failing on the kind).
+pub const FORMAT_VERSION: u16 = 4;
 /// Version 2 differs only in lacking the forget record (delta kind 3): still readable.
 pub const FORMAT_VERSION_OLDEST_READABLE: u16 = 2;
 pub const HEADER_BYTES: usize = 64;

@@ -16,7 +16,8 @@ use crate::delta::codec::{DecodeError, Reader, Writer, read_delta, read_vv, writ
 
 /// 2: batches carry the sender's session, gap flag and stability report.
 /// 3: Pub/Sub messages (`Publish`) cross links.
-pub const PROTOCOL_VERSION: u8 = 3;
+/// 4: list pushes travel as the compact delta kind 10 (`delta/codec.rs`).
+pub const PROTOCOL_VERSION: u8 = 4;
 /// Bytes before the payload: length, version, kind, CRC.
 pub const HEADER_BYTES: usize = 10;
 /// The longest frame a peer may send before it has authenticated.

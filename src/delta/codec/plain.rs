@@ -97,6 +97,14 @@ pub(super) fn plain_state(c: &mut Cursor, dot: Dot, value: &StrVal) {
     c.var(dot.hlc.0);
     c.u8(dot.node as u8);
     c.u8((dot.node >> 8) as u8);
+    plain_value(c, value);
+    // No int slots, int floor, float slots, float floor or TTL writes.
+    c.zeros::<5>();
+}
+
+/// A value as `write_value` writes it: its kind byte, then the bytes or the integer.
+#[inline(always)]
+fn plain_value(c: &mut Cursor, value: &StrVal) {
     match value {
         StrVal::Int(n) => {
             c.u8(VALUE_INT);
@@ -107,8 +115,6 @@ pub(super) fn plain_state(c: &mut Cursor, dot: Dot, value: &StrVal) {
             c.bytes(b);
         }
     }
-    // No int slots, int floor, float slots, float floor or TTL writes.
-    c.zeros::<5>();
 }
 
 /// `write_key_state` of a plain state, on its own.
@@ -131,5 +137,14 @@ pub(super) fn write_plain_element(w: &mut Writer, name: &[u8], dot: Dot, value: 
     w.reserved(VARINT_BYTES_MAX + name.len() + PLAIN_STATE_BYTES_MAX + value_bytes(value), |c| {
         c.bytes(name);
         plain_state(c, dot, value);
+    });
+}
+
+/// One element of a `DELTA_LIST_PUSH`: its name, then its value (kind byte, then the
+/// bytes or the integer), the dot left to the name.
+pub(super) fn write_pushed_element(w: &mut Writer, name: &[u8], value: &StrVal) {
+    w.reserved(VARINT_BYTES_MAX + name.len() + 1 + VARINT_BYTES_MAX + value_bytes(value), |c| {
+        c.bytes(name);
+        plain_value(c, value);
     });
 }

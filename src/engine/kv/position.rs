@@ -82,6 +82,15 @@ fn levels(path: &[u8]) -> usize {
     path.len() / TRIPLE_BYTES
 }
 
+/// The dot of the write that made the position `name`: its last triple's `(hlc,
+/// node)`; `None` for a name shorter than a triple (no position).
+pub fn maker(name: &[u8]) -> Option<Dot> {
+    let at = name.len().checked_sub(TRIPLE_BYTES)?;
+    let hlc = u64::from_be_bytes(name[at + 8..at + 16].try_into().expect("eight bytes"));
+    let node = u16::from_be_bytes([name[at + 16], name[at + 17]]);
+    Some(Dot::new(crate::crdt::Hlc(hlc), node))
+}
+
 /// A position's digits, level by level, without the dots (the planted bug
 /// `list-order-by-arrival` orders by them alone).
 pub fn digits(path: &[u8]) -> Vec<u64> {
