@@ -1,7 +1,9 @@
 //! The deltas of writes to some elements of one collection part, written straight from
 //! the elements' states (or, for a pop's tombstone, its two dots) instead of from a
-//! built part state: the same bytes as `write_key_delta` of that state. Part of
-//! [`super`] (the codec); `plain.rs` writes the elements that hold one value.
+//! built part state: the same bytes as `write_key_delta` of that state, except a list
+//! push's, which takes the compact kind `DELTA_LIST_PUSH` and reads back as the same
+//! delta. Part of [`super`] (the codec); `plain.rs` writes the elements that hold one
+//! value.
 //!
 //! Must never: write a delta that reads back other than `write_key_delta`'s of the
 //! equivalent state (compared in `tests.rs`: the same bytes, or for a list push the same
