@@ -85,10 +85,8 @@ fn levels(path: &[u8]) -> usize {
 /// The dot of the write that made the position `name`: its last triple's `(hlc,
 /// node)`; `None` for a name shorter than a triple (no position).
 pub fn maker(name: &[u8]) -> Option<Dot> {
-    let at = name.len().checked_sub(TRIPLE_BYTES)?;
-    let hlc = u64::from_be_bytes(name[at + 8..at + 16].try_into().expect("eight bytes"));
-    let node = u16::from_be_bytes([name[at + 16], name[at + 17]]);
-    Some(Dot::new(crate::crdt::Hlc(hlc), node))
+    let last = triple_at(&name[name.len().checked_sub(TRIPLE_BYTES)?..], 0)?;
+    Some(Dot::new(crate::crdt::Hlc(last.hlc), last.node))
 }
 
 /// A position's digits, level by level, without the dots (the planted bug

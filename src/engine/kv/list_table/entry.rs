@@ -50,8 +50,7 @@ pub(super) fn implied_dot(tag: u8, name: &[u8]) -> Dot {
         let (hlc, node, _) = id_of(name).expect("coded only for a name with an id");
         return Dot::new(Hlc(hlc), node);
     }
-    let (_, hlc, node) = last_triple(name);
-    Dot::new(Hlc(hlc), node)
+    crate::engine::kv::position::maker(name).expect("an implied dot is coded only for a name of a triple or more")
 }
 
 /// The last triple of a position: `(digit, hlc, node)`.
@@ -79,7 +78,7 @@ pub(super) fn encode_entry(out: &mut Vec<u8>, prev: Option<&[u8]>, name: &[u8], 
     };
     // A name shorter than a triple is no position (a test or a bad peer made it): it
     // is stored in full with its dot, and the codec refuses it when it is read back.
-    let dot_tag = if (name.len() >= TRIPLE_BYTES).then(|| last_triple(name)).is_some_and(|(_, hlc, node)| Dot::new(Hlc(hlc), node) == dot) {
+    let dot_tag = if crate::engine::kv::position::maker(name) == Some(dot) {
         0
     } else if id_of(name).is_some_and(|(hlc, node, _)| Dot::new(Hlc(hlc), node) == dot) {
         DOT_ID
