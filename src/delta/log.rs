@@ -11,6 +11,7 @@ use super::{Delta, EncodedDeltas, SEGMENT_ENTRIES_MAX};
 use crate::crdt::{Dot, VersionVector};
 
 use crate::engine::kv::collection_writes::Part;
+use crate::engine::kv::element::ElementRef;
 use crate::engine::kv::{DeltaSink, KeyState};
 use crate::routing::ShardScope;
 
@@ -134,6 +135,15 @@ impl DeltaSink for DeltaLog {
         }
     }
 
+    fn key_elements_pushed(&mut self, key: &[u8], elements: &[(&[u8], ElementRef<'_>)]) {
+        self.produced += 1;
+        if self.recording {
+            // The delta's stamp: its elements' newest dot (one push writes them at one).
+            let newest = elements.iter().filter_map(|(_, element)| element.plain_dot()).map(|dot| dot.hlc).max().unwrap_or_default();
+            self.recorded.push_with(newest, |w| codec::write_list_push(w, key, elements));
+        }
+    }
+
     fn key_element_removed(&mut self, key: &[u8], part: Part, name: &[u8], old: Dot, by: Dot) {
         self.produced += 1;
         if self.recording {
@@ -153,9 +163,9 @@ impl DeltaSink for DeltaLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::Bytes;
     use crate::crdt::{Dot, Hlc};
     use crate::engine::kv::StrVal;
+    use bytes::Bytes;
 
     #[test]
     fn a_drained_log_decodes_to_what_was_recorded_with_its_stamp_range() {

@@ -21,6 +21,7 @@ use crate::delta::Delta;
 use crate::delta::outgoing::Outgoing;
 use crate::engine::kv::KeyState;
 use crate::engine::kv::collection_writes::Part;
+use crate::engine::kv::element::ElementRef;
 use crate::routing::ShardScope;
 
 /// Each key's newest item in the window's deltas, as (hash of the key, item): the key
@@ -127,6 +128,13 @@ impl Outbox {
         self.enforce_bound();
     }
 
+    /// [`Outbox::key_elements_changed`] of a list push's new elements, written from
+    /// their views (see `DeltaSink::key_elements_pushed`).
+    pub fn key_elements_pushed(&mut self, key: &[u8], elements: &[(&[u8], ElementRef<'_>)]) {
+        self.deltas.push_list_push(self.own, key, elements);
+        self.enforce_bound();
+    }
+
     pub fn flushed(&mut self, seen: &VersionVector, scope: ShardScope) {
         self.deltas.push(self.own, &Delta::Flush { seen: seen.clone(), scope });
         self.enforce_bound();
@@ -170,9 +178,9 @@ impl Outbox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::Bytes;
     use crate::crdt::{Dot, Hlc};
     use crate::engine::kv::StrVal;
+    use bytes::Bytes;
 
     fn state(ms: u64) -> KeyState {
         KeyState::with_value(Dot::new(Hlc::from_parts(ms, 0), 1), StrVal::Int(ms as i64), None)

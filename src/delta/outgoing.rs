@@ -14,6 +14,7 @@ use crate::delta::Delta;
 use crate::delta::codec::{self, DecodeError, Writer};
 use crate::engine::kv::KeyState;
 use crate::engine::kv::collection_writes::Part;
+use crate::engine::kv::element::ElementRef;
 
 /// One encoded delta: where it ends in the buffer, and this node's newest stamp in it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -61,6 +62,20 @@ impl Outgoing {
         // What `newest_stamp_of` reads from `KeyState::part_delta`: the contexts joined.
         let own_stamp = elements.iter().map(|(_, state)| state.newest_stamp_of(own)).max().unwrap_or_default();
         self.push_with(own_stamp, |w| codec::write_part_delta(w, key, part, elements));
+    }
+
+    /// [`Outgoing::push_part`] of a list push's new elements, from their views.
+    pub fn push_list_push(&mut self, own: NodeId, key: &[u8], elements: &[(&[u8], ElementRef<'_>)]) {
+        // `newest_stamp_of(own)` of a state holding one value at `dot`: its stamp when
+        // `own` wrote it.
+        let own_stamp = elements
+            .iter()
+            .filter_map(|(_, element)| element.plain_dot())
+            .filter(|dot| dot.node == own)
+            .map(|dot| dot.hlc)
+            .max()
+            .unwrap_or_default();
+        self.push_with(own_stamp, |w| codec::write_list_push(w, key, elements));
     }
 
     /// Append any delta.

@@ -6,6 +6,7 @@ use crate::crdt::{Dot, VersionVector};
 use crate::delta::DeltaLog;
 use crate::delta::outbox::Outbox;
 use crate::engine::kv::collection_writes::Part;
+use crate::engine::kv::element::ElementRef;
 use crate::engine::kv::{DeltaSink, KeyState};
 use crate::routing;
 
@@ -39,6 +40,15 @@ impl DeltaSink for ShardSinks<'_> {
         }
         if let Some(outbox) = self.outbox.as_deref_mut() {
             outbox.key_elements_changed(key, part, elements);
+        }
+    }
+
+    fn key_elements_pushed(&mut self, key: &[u8], elements: &[(&[u8], ElementRef<'_>)]) {
+        if !crate::bugs::active(crate::bugs::Bug::HashFieldsNotPersisted) {
+            self.log.key_elements_pushed(key, elements);
+        }
+        if let Some(outbox) = self.outbox.as_deref_mut() {
+            outbox.key_elements_pushed(key, elements);
         }
     }
 

@@ -9,15 +9,17 @@
 //! equivalent state (compared in `tests.rs`: the same bytes, or for a list push the same
 //! delta read back).
 
+use std::cmp::Ordering;
+
 use super::{
-    DELTA_KEY_WITH_HASH, DELTA_KEY_WITH_PARTS, DELTA_LIST_PUSH, EMPTY_KEY_STATE, Writer, part_flag, plain, write_context_only,
+    DELTA_KEY_WITH_HASH, DELTA_KEY_WITH_PARTS, DELTA_LIST_PUSH, EMPTY_KEY_STATE, VARINT_BYTES_MAX, Writer, part_flag, plain,
     write_key_state,
 };
-use crate::crdt::{Dot, VersionVector};
+use crate::crdt::Dot;
 use crate::engine::kv::KeyState;
 use crate::engine::kv::collection_writes::Part;
+use crate::engine::kv::element::ElementRef;
 use crate::engine::kv::position;
-use crate::engine::kv::value::StrVal;
 
 /// The delta of a write to some elements of one collection part, written straight
 /// from the elements' new states: the same delta as [`super::write_key_delta`] writes
@@ -30,11 +32,9 @@ use crate::engine::kv::value::StrVal;
 /// element once).
 pub fn write_part_delta(w: &mut Writer, key: &[u8], part: Part, elements: &[(&[u8], KeyState)]) {
     debug_assert!(elements.iter().all(|(_, state)| state.is_element()));
-    if part == Part::List && !elements.is_empty() && elements.iter().all(|(name, state)| pushed_value(name, state).is_some()) {
+    if part == Part::List && !elements.is_empty() && elements.iter().all(|(name, state)| pushed(name, state)) {
         write_list_push_head(w, key, elements.len());
-        in_delta_order(part, elements, |(name, state)| {
-            plain::write_pushed_element(w, name, pushed_value(name, state).expect("checked above"));
-        });
+        in_delta_order(part, elements, |(name, state)| plain::write_pushed_element(w, name, ElementRef::of_state(state)));
         return;
     }
     write_part_head(w, key, part, elements.len());
@@ -47,17 +47,27 @@ pub fn write_part_delta(w: &mut Writer, key: &[u8], part: Part, elements: &[(&[u
     });
 }
 
-/// The value of a list element that holds one value at the dot its name was made with
-/// (what `DELTA_LIST_PUSH` can carry without the dot).
-fn pushed_value<'a>(name: &[u8], state: &'a KeyState) -> Option<&'a StrVal> {
-    let (dot, value) = state.plain_value()?;
-    (position::maker(name) == Some(dot)).then_some(value)
+/// Whether a list element holds one value at the dot its name was made with (what
+/// `DELTA_LIST_PUSH` can carry without the dot).
+fn pushed(name: &[u8], state: &KeyState) -> bool {
+    state.plain_value().is_some_and(|(dot, _)| position::maker(name) == Some(dot))
+}
+
+/// [`write_part_delta`] of a list push's new elements, each one value at the dot its
+/// name was made with, from views of them (no states built): the `DELTA_LIST_PUSH`
+/// that `write_part_delta` writes for the same elements as states (compared in
+/// `tests.rs`). Names are distinct.
+pub fn write_list_push(w: &mut Writer, key: &[u8], elements: &[(&[u8], ElementRef<'_>)]) {
+    debug_assert!(!elements.is_empty());
+    debug_assert!(elements.iter().all(|(name, element)| element.plain_dot().is_some() && element.plain_dot() == position::maker(name)));
+    write_list_push_head(w, key, elements.len());
+    in_delta_order(Part::List, elements, |(name, element)| plain::write_pushed_element(w, name, *element));
 }
 
 /// Visit `elements` in the order a part delta holds them: a collection's as written, a
 /// list's in name order (a push names its elements ascending (RPUSH) or descending
 /// (LPUSH); anything else sorts).
-fn in_delta_order<'a>(part: Part, elements: &'a [(&'a [u8], KeyState)], write: impl FnMut(&'a (&'a [u8], KeyState))) {
+fn in_delta_order<'a, T>(part: Part, elements: &'a [(&'a [u8], T)], write: impl FnMut(&'a (&'a [u8], T))) {
     let ascending = elements.windows(2).all(|pair| pair[0].0 < pair[1].0);
     if part != Part::List || ascending {
         debug_assert!(part == Part::List || distinct(elements), "a write names each element once");
@@ -65,7 +75,7 @@ fn in_delta_order<'a>(part: Part, elements: &'a [(&'a [u8], KeyState)], write: i
     } else if elements.windows(2).all(|pair| pair[0].0 > pair[1].0) {
         elements.iter().rev().for_each(write);
     } else {
-        let mut order: Vec<&(&[u8], KeyState)> = elements.iter().collect();
+        let mut order: Vec<&(&[u8], T)> = elements.iter().collect();
         order.sort_unstable_by(|a, b| a.0.cmp(b.0));
         debug_assert!(order.windows(2).all(|pair| pair[0].0 < pair[1].0), "a write names each element once");
         order.into_iter().for_each(write);
@@ -94,17 +104,43 @@ fn write_part_head(w: &mut Writer, key: &[u8], part: Part, elements: usize) {
 
 /// [`write_part_delta`] of one element removed from one value at `old` by the write at
 /// `by`: the bytes of `KeyState::plain_removed(old, by)` as that element, without
-/// building the state (`DeltaSink::key_element_removed`; compared in `tests.rs`).
+/// building the state (`DeltaSink::key_element_removed`, every LPOP and RPOP; compared
+/// in `tests.rs`), through one reserved cursor (`plain.rs` says why).
 pub fn write_removed_element(w: &mut Writer, key: &[u8], part: Part, name: &[u8], old: Dot, by: Dot) {
-    let mut ctx = VersionVector::new();
-    ctx.add(old);
-    ctx.add(by);
-    write_part_head(w, key, part, 1);
-    w.bytes(name);
-    write_context_only(w, &ctx);
+    // The tombstone's context {old, by} as a version vector holds it: one entry when one
+    // node wrote both (a pop of its own push), else one per node in node order.
+    let (first, second) = match old.node.cmp(&by.node) {
+        Ordering::Equal => (Dot::new(old.hlc.max(by.hlc), old.node), None),
+        Ordering::Less => (old, Some(by)),
+        Ordering::Greater => (by, Some(old)),
+    };
+    const DOT_BYTES_MAX: usize = VARINT_BYTES_MAX + 2;
+    let head_max = 1 + VARINT_BYTES_MAX + EMPTY_KEY_STATE.len() + 3;
+    let element_max = VARINT_BYTES_MAX + 1 + 2 * DOT_BYTES_MAX + 6;
+    w.reserved(head_max + key.len() + element_max + name.len(), |c| {
+        // `write_part_head` of one element.
+        c.u8(if part == Part::Hash { DELTA_KEY_WITH_HASH } else { DELTA_KEY_WITH_PARTS });
+        c.bytes(key);
+        c.zeros::<{ EMPTY_KEY_STATE.len() }>();
+        if part != Part::Hash {
+            c.u8(part_flag(part));
+        }
+        c.var(0);
+        c.var(1);
+        // The element: its name, then `write_context_only` of the context.
+        c.bytes(name);
+        c.var(1 + u64::from(second.is_some()));
+        for dot in std::iter::once(first).chain(second) {
+            c.var(dot.hlc.0);
+            c.u8(dot.node as u8);
+            c.u8((dot.node >> 8) as u8);
+        }
+        // No values, int slots, int floor, float slots, float floor or TTL writes.
+        c.zeros::<6>();
+    });
 }
 
-fn distinct(elements: &[(&[u8], KeyState)]) -> bool {
+fn distinct<T>(elements: &[(&[u8], T)]) -> bool {
     let names: std::collections::HashSet<&[u8]> = elements.iter().map(|(name, _)| *name).collect();
     names.len() == elements.len()
 }

@@ -16,6 +16,7 @@ use std::mem::MaybeUninit;
 
 use super::{DELTA_KEY, VALUE_INT, VALUE_RAW, VARINT_BYTES_MAX, Writer};
 use crate::crdt::Dot;
+use crate::engine::kv::element::ElementRef;
 use crate::engine::kv::value::StrVal;
 
 /// Most bytes [`plain_state`] writes besides the value's own: the context and value
@@ -106,15 +107,21 @@ pub(super) fn plain_state(c: &mut Cursor, dot: Dot, value: &StrVal) {
 #[inline(always)]
 fn plain_value(c: &mut Cursor, value: &StrVal) {
     match value {
-        StrVal::Int(n) => {
-            c.u8(VALUE_INT);
-            c.var(((n << 1) ^ (n >> 63)) as u64);
-        }
-        StrVal::Raw(b) => {
-            c.u8(VALUE_RAW);
-            c.bytes(b);
-        }
+        StrVal::Int(n) => int_value(c, *n),
+        StrVal::Raw(b) => raw_value(c, b),
     }
+}
+
+#[inline(always)]
+fn int_value(c: &mut Cursor, n: i64) {
+    c.u8(VALUE_INT);
+    c.var(((n << 1) ^ (n >> 63)) as u64);
+}
+
+#[inline(always)]
+fn raw_value(c: &mut Cursor, b: &[u8]) {
+    c.u8(VALUE_RAW);
+    c.bytes(b);
 }
 
 /// `write_key_state` of a plain state, on its own.
@@ -141,10 +148,19 @@ pub(super) fn write_plain_element(w: &mut Writer, name: &[u8], dot: Dot, value: 
 }
 
 /// One element of a `DELTA_LIST_PUSH`: its name, then its value (kind byte, then the
-/// bytes or the integer), the dot left to the name.
-pub(super) fn write_pushed_element(w: &mut Writer, name: &[u8], value: &StrVal) {
-    w.reserved(VARINT_BYTES_MAX + name.len() + 1 + VARINT_BYTES_MAX + value_bytes(value), |c| {
+/// bytes or the integer), the dot left to the name. `element` holds one value at one
+/// dot (a full state is the caller's bug: it panics).
+pub(super) fn write_pushed_element(w: &mut Writer, name: &[u8], element: ElementRef<'_>) {
+    let value_len = match element {
+        ElementRef::Raw(_, b) => b.len(),
+        _ => 0,
+    };
+    w.reserved(VARINT_BYTES_MAX + name.len() + 1 + VARINT_BYTES_MAX + value_len, |c| {
         c.bytes(name);
-        plain_value(c, value);
+        match element {
+            ElementRef::Int(_, n) => int_value(c, n),
+            ElementRef::Raw(_, b) => raw_value(c, b),
+            ElementRef::Full(_) => panic!("a pushed element holds one value at one dot"),
+        }
     });
 }

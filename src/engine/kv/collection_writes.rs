@@ -56,8 +56,10 @@ impl Part {
 /// ZADD of a single element name (the common case); more spill to the heap.
 pub const NAMES_INLINE: usize = 4;
 
-/// A command's element names, inline while few (see [`NAMES_INLINE`]).
-pub type Names = SmallVec<[Bytes; NAMES_INLINE]>;
+/// A command's element names, inline while few (see [`NAMES_INLINE`]), borrowed from
+/// the command: a clone of an argument's `Bytes` costs two atomic reference-count
+/// updates, and the element is copied where it is stored anyway.
+pub type Names<'a> = SmallVec<[&'a [u8]; NAMES_INLINE]>;
 
 impl KvEngine {
     /// How far a collection of `part` packs under this node's settings: a hash by

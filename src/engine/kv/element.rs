@@ -127,7 +127,16 @@ impl Stored {
 }
 
 impl<'a> ElementRef<'a> {
-    /// The element's state as a [`KeyState`] (built for the compact form).
+    /// The view of a state holding the bytes `value` at `dot` and nothing else, as
+    /// `KeyState::set` of `StrVal::from_slice(value)` would hold them (an integer when
+    /// they are one's canonical text), without building that state.
+    pub fn plain(dot: Dot, value: &'a [u8]) -> ElementRef<'a> {
+        match crate::command::numbers::parse_canonical_i64(value) {
+            Some(n) => ElementRef::Int(dot, n),
+            None => ElementRef::Raw(dot, value),
+        }
+    }
+
     /// The view of `state` in the form [`Stored::from_state`] would store it (compact
     /// whenever it is one value at one dot), without storing it.
     pub fn of_state(state: &'a KeyState) -> ElementRef<'a> {
@@ -327,6 +336,17 @@ mod tests {
             assert_eq!(ElementRef::of_state(&state), view);
             assert_eq!(Stored::from_owned(state.clone()), stored);
             assert_eq!(stored.into_state(), state);
+        }
+    }
+
+    #[test]
+    fn a_plain_view_of_bytes_is_the_view_of_the_state_a_set_of_them_holds() {
+        let texts: [&[u8]; 9] = [b"1", b"-42", b"0", b"01", b"+1", b"1.5", b"", b"value", b"9223372036854775808"];
+        for text in texts {
+            let mut state = KeyState::new();
+            state.set(dot(4, 2), StrVal::from_slice(text), SetTtl::Keep);
+            assert_eq!(ElementRef::plain(dot(4, 2), text), ElementRef::of_state(&state), "{text:?}");
+            assert_eq!(ElementRef::plain(dot(4, 2), text).to_state(), state);
         }
     }
 

@@ -32,9 +32,9 @@ fn field_value(state: ElementRef<'_>) -> Bytes {
     state.read().map(|v| v.to_bytes()).unwrap_or_default()
 }
 
-/// What a write does to one field.
+/// What a write other than HSET's does to one field (HSET writes its values straight
+/// from the command: `KvEngine::hset`).
 enum FieldWrite {
-    Set(StrVal),
     Delete,
     IncrBy(i64),
     IncrByFloat(f64),
@@ -44,7 +44,6 @@ impl FieldWrite {
     /// `incarnation`: when this process began incrementing (see `crdt::counter`).
     fn apply(&self, dot: Dot, incarnation: Hlc, state: &mut KeyState) {
         match self {
-            FieldWrite::Set(value) => state.set(dot, value.clone(), SetTtl::Keep),
             FieldWrite::Delete => state.delete(dot),
             FieldWrite::IncrBy(by) => state.incr_by(dot, incarnation, *by),
             FieldWrite::IncrByFloat(by) => state.incr_by_float(dot, incarnation, *by),
@@ -112,16 +111,18 @@ impl KvEngine {
 
     /// Apply `writes[i]` to field `names[i]`, each at one dot (see `collection_writes`).
     /// Returns how many fields were added (see [`KvEngine::write_elements`]).
-    fn write_fields(&mut self, ctx: &mut WriteCtx, key: Bytes, names: &[Bytes], writes: &[FieldWrite]) -> usize {
+    fn write_fields(&mut self, ctx: &mut WriteCtx, key: Bytes, names: &[impl AsRef<[u8]>], writes: &[FieldWrite]) -> usize {
         debug_assert_eq!(names.len(), writes.len());
         let increments = writes.iter().any(FieldWrite::increments);
-        let set_value = |i: usize| match &writes[i] {
-            FieldWrite::Set(value) => Some(value.clone()),
-            _ => None,
-        };
-        self.write_elements_setting(ctx, key, Part::Hash, names, increments, set_value, |i, dot, incarnation, s| {
-            writes[i].apply(dot, incarnation, s)
-        })
+        self.write_elements_setting(
+            ctx,
+            key,
+            Part::Hash,
+            names,
+            increments,
+            |_| None,
+            |i, dot, incarnation, s| writes[i].apply(dot, incarnation, s),
+        )
     }
 
     fn hset(&mut self, ctx: &mut WriteCtx, key: Bytes, pairs: Vec<(Bytes, Bytes)>, reply: HSetReply) -> Result<Frame, Frame> {
@@ -134,26 +135,24 @@ impl KvEngine {
                 return Ok(Frame::Integer(0));
             }
         }
-        // A field named twice takes its last value and counts once.
+        // A field named twice takes its last value and counts once. The names and values
+        // are borrowed from the command and each value copied once, where it is stored.
         let mut names = Names::with_capacity(pairs.len());
-        let mut writes: SmallVec<[FieldWrite; NAMES_INLINE]> = SmallVec::with_capacity(pairs.len());
+        let mut values: SmallVec<[&[u8]; NAMES_INLINE]> = SmallVec::with_capacity(pairs.len());
         let mut distinct = DistinctNames::new();
         for (field, value) in pairs.iter().rev() {
             if !distinct.first(field) {
                 continue;
             }
-            names.push(field.clone());
-            writes.push(FieldWrite::Set(StrVal::from_bytes(value.clone())));
+            names.push(field);
+            values.push(value);
         }
         names.reverse();
-        writes.reverse();
+        values.reverse();
         let event_key = self.event_key(Class::Hash, &key);
-        let set_value = |i: usize| match &writes[i] {
-            FieldWrite::Set(value) => Some(value.clone()),
-            _ => None,
-        };
-        let added = self.write_elements_checked(ctx, key, Part::Hash, &names, false, set_value, |i, dot, incarnation, s| {
-            writes[i].apply(dot, incarnation, s)
+        let set_value = |i: usize| Some(StrVal::from_slice(values[i]));
+        let added = self.write_elements_checked(ctx, key, Part::Hash, &names, false, set_value, |i, dot, _, s| {
+            s.set(dot, StrVal::from_slice(values[i]), SetTtl::Keep)
         })?;
         self.raise_collection_event(Class::Hash, "hset", event_key);
         Ok(match reply {
@@ -171,7 +170,7 @@ impl KvEngine {
         let mut distinct = DistinctNames::new();
         for field in &fields {
             if existing.get(field).is_some() && distinct.first(field) {
-                names.push(field.clone());
+                names.push(field);
             }
         }
         let removed = names.len() as i64;

@@ -11,13 +11,14 @@
 use bytes::Bytes;
 use smallvec::SmallVec;
 
-use super::{End, element_value, list_end, pop_event, push_event, push_positions, table, value_of};
+use super::{End, list_end, pop_event, push_event, push_positions, table, value_of};
 use crate::crdt::Dot;
 use crate::engine::kv::collection_writes::Part;
+use crate::engine::kv::element::ElementRef;
 use crate::engine::kv::elements::Removed;
 use crate::engine::kv::list_table::Name;
 use crate::engine::kv::packed::PackLimit;
-use crate::engine::kv::value::{KeyKind, SetTtl};
+use crate::engine::kv::value::KeyKind;
 use crate::engine::kv::{KeyState, KvEngine, WriteCtx, key_hash};
 use crate::notify::Class;
 
@@ -39,18 +40,14 @@ fn push_into(
     let tail = end == End::Right;
     let list = state.part_mut(Part::List);
     list.set_pack_limit(pack_limit);
-    if let ([name], [element]) = (names, elements) {
-        // The common push of one element ships it as it is (no list built).
-        let state = list.push_list_element(tail, name, |s| s.set(dot, element_value(element), SetTtl::Keep));
-        ctx.deltas.key_elements_changed(stored_key, Part::List, &[(name.as_slice(), state)]);
-        return;
+    // Each element is one value at the push's dot, viewed in the command's own bytes:
+    // stored (copied) once in its chunk, and shipped from the same view.
+    let pushed: SmallVec<[(&[u8], ElementRef<'_>); 1]> =
+        names.iter().zip(elements).map(|(name, element)| (name.as_slice(), ElementRef::plain(dot, element))).collect();
+    for (name, element) in &pushed {
+        list.push_list_element(tail, name, *element);
     }
-    let shipped: SmallVec<[(&[u8], KeyState); 1]> = names
-        .iter()
-        .zip(elements)
-        .map(|(name, element)| (name.as_slice(), list.push_list_element(tail, name, |s| s.set(dot, element_value(element), SetTtl::Keep))))
-        .collect();
-    ctx.deltas.key_elements_changed(stored_key, Part::List, &shipped);
+    ctx.deltas.key_elements_pushed(stored_key, &pushed);
 }
 
 impl KvEngine {

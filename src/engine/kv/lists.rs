@@ -140,8 +140,8 @@ fn list_end(list: &Elements, end: End) -> (Option<Name>, usize) {
     (table(list).edge(end == End::Right), list.len())
 }
 
-fn element_value(element: &Bytes) -> StrVal {
-    StrVal::from_bytes(element.clone())
+fn element_value(element: &[u8]) -> StrVal {
+    StrVal::from_slice(element)
 }
 
 /// Names for `count` new elements pushed at `end` of a list whose end position is

@@ -67,6 +67,14 @@ pub trait DeltaSink {
     fn key_element_removed(&mut self, key: &[u8], part: collection_writes::Part, name: &[u8], old: Dot, by: Dot) {
         self.key_elements_changed(key, part, &[(name, KeyState::plain_removed(old, by))]);
     }
+    /// A list push's new elements, each one value at the dot its name was made with,
+    /// as views ([`element::ElementRef::plain`]): the same delta as
+    /// [`DeltaSink::key_elements_changed`] of their states. A sink that encodes writes
+    /// it straight from the views (`codec::write_list_push`) instead of building them.
+    fn key_elements_pushed(&mut self, key: &[u8], elements: &[(&[u8], element::ElementRef<'_>)]) {
+        let states: Vec<(&[u8], KeyState)> = elements.iter().map(|(name, element)| (*name, element.to_state())).collect();
+        self.key_elements_changed(key, collection_writes::Part::List, &states);
+    }
     fn flushed(&mut self, seen: &VersionVector, scope: ShardScope);
 }
 

@@ -189,7 +189,7 @@ impl KvEngine {
 
     /// Apply member writes at one dot (see `collection_writes`).
     /// Returns how many members were added (see [`KvEngine::write_elements`]).
-    fn write_members(&mut self, ctx: &mut WriteCtx, key: Bytes, members: &[Bytes], write: MemberWrite) -> usize {
+    fn write_members(&mut self, ctx: &mut WriteCtx, key: Bytes, members: &[impl AsRef<[u8]>], write: MemberWrite) -> usize {
         let set_value = |_| matches!(write, MemberWrite::Add).then_some(MEMBER_MARK);
         self.write_elements_setting(ctx, key, Part::Set, members, false, set_value, |_, dot, _, s| write.apply(dot, s))
     }
@@ -200,7 +200,7 @@ impl KvEngine {
         let mut distinct = DistinctNames::new();
         for member in &members {
             if distinct.first(member) {
-                unique.push(member.clone());
+                unique.push(member);
             }
         }
         // Every member named gets a new dot, present or not: add wins over a concurrent
@@ -222,7 +222,7 @@ impl KvEngine {
         let mut distinct = DistinctNames::new();
         for member in &members {
             if existing.get(member).is_some() && distinct.first(member) {
-                present.push(member.clone());
+                present.push(member);
             }
         }
         if !present.is_empty() {

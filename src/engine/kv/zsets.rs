@@ -147,7 +147,7 @@ impl KvEngine {
 
     /// Apply member writes at one dot (see `collection_writes`).
     /// `writes[i]` to member `names[i]`.
-    fn write_zset_members(&mut self, ctx: &mut WriteCtx, key: Bytes, names: &[Bytes], writes: &[MemberWrite]) {
+    fn write_zset_members(&mut self, ctx: &mut WriteCtx, key: Bytes, names: &[impl AsRef<[u8]>], writes: &[MemberWrite]) {
         debug_assert_eq!(names.len(), writes.len());
         let increments = writes.iter().any(|w| matches!(w, MemberWrite::Incr(_)));
         let set_value = |i: usize| match writes[i] {
@@ -164,7 +164,7 @@ impl KvEngine {
         let existing = self.zset_members(&key, ctx.now_ms)?;
         // Each member's current score as the command goes (a member named twice sees
         // its first write), and the write it ends with.
-        let mut writes: SmallVec<[(Bytes, MemberWrite, Option<f64>); NAMES_INLINE]> = SmallVec::with_capacity(pairs.len());
+        let mut writes: SmallVec<[(&[u8], MemberWrite, Option<f64>); NAMES_INLINE]> = SmallVec::with_capacity(pairs.len());
         let (mut added, mut changed) = (0, 0);
         let mut incr_result = None;
         let mut written = NameIndex::new();
@@ -211,11 +211,11 @@ impl KvEngine {
                         (_, MemberWrite::Incr(_)) => MemberWrite::Score(new),
                         (_, write) => write,
                     };
-                    writes[i] = (member.clone(), merged, Some(new));
+                    writes[i] = (member, merged, Some(new));
                 }
                 None => {
                     written.insert(member, writes.len());
-                    writes.push((member.clone(), write, Some(new)));
+                    writes.push((member, write, Some(new)));
                 }
             }
         }
@@ -241,7 +241,7 @@ impl KvEngine {
         let mut distinct = DistinctNames::new();
         for member in &members {
             if existing.get(member).is_some() && distinct.first(member) {
-                present.push(member.clone());
+                present.push(member);
             }
         }
         let removed = present.len() as i64;
@@ -250,7 +250,7 @@ impl KvEngine {
     }
 
     /// Remove members (if any) and raise the command's `event`, then `del` if none is left.
-    fn remove_members(&mut self, ctx: &mut WriteCtx, key: Bytes, members: &[Bytes], event: &'static str) {
+    fn remove_members(&mut self, ctx: &mut WriteCtx, key: Bytes, members: &[impl AsRef<[u8]>], event: &'static str) {
         if !members.is_empty() {
             let event_key = self.event_key(Class::Zset, &key);
             let removes: SmallVec<[MemberWrite; NAMES_INLINE]> = members.iter().map(|_| MemberWrite::Remove).collect();
@@ -276,8 +276,9 @@ impl KvEngine {
         };
         let popped: Vec<Scored> =
             order_of(existing).iter(max).take(count.min(usize::MAX as u64) as usize).map(|(s, m)| (Bytes::copy_from_slice(m), s)).collect();
-        let names: Names = popped.iter().map(|(m, _)| m.clone()).collect();
+        let names: Names = popped.iter().map(|(m, _)| &m[..]).collect();
         self.remove_members(ctx, key, &names, if max { "zpopmax" } else { "zpopmin" });
+        drop(names);
         Ok(Some(popped))
     }
 

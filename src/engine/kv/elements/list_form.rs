@@ -38,24 +38,23 @@ impl Elements {
     /// A push's write to a list: the element `name` is new (named after the push's own
     /// dot) and lands past the tail (`tail`) or before the head, so it is neither
     /// looked up first nor searched for: [`Elements::write_element`] of an absent
-    /// element (the same state, digest and context) with its chunk reached directly
-    /// ([`ListTable::put_at_end`]). Returns the element's state, the delta to ship.
-    pub fn push_list_element(&mut self, tail: bool, name: &[u8], write: impl FnOnce(&mut KeyState)) -> KeyState {
+    /// element holding one value at one dot (`element`, an [`ElementRef::plain`] view:
+    /// the same state, digest and context) with its chunk reached directly
+    /// ([`ListTable::put_at_end`]). No state is built: the view is also the delta to ship
+    /// (`DeltaSink::key_elements_pushed`).
+    pub fn push_list_element(&mut self, tail: bool, name: &[u8], element: ElementRef<'_>) {
+        debug_assert!(element.plain_dot().is_some(), "a push writes one value at one dot");
+        // A plain state has no context of its own for `removed` to strip: the view is
+        // already in its canonical form.
+        debug_assert!(element.plain_dot().is_some_and(|dot| !self.removed.covers(dot)), "a push's dot is new");
         let keeps_digest = self.keeps_digest();
         let Table::List(list) = &mut self.table else { unreachable!("a list's table") };
-        let mut state = KeyState::new();
-        write(&mut state);
-        debug_assert!(state.is_element(), "an element holds neither a TTL nor elements");
-        debug_assert!(state.exists(), "a push writes a value");
-        canonical(&mut state, &self.removed);
-        let view = ElementRef::of_state(&state);
-        view.add_context_to(&mut self.seen);
-        list.put_at_end(tail, name, view);
+        element.add_context_to(&mut self.seen);
+        list.put_at_end(tail, name, element);
         if keeps_digest {
-            self.toggle_digest(view.digest(name));
+            self.toggle_digest(element.digest(name));
         }
-        self.account(false, state.exists());
-        state
+        self.account(false, true);
     }
 
     /// A pop's write to a list: take the live element at the head (`tail`: at the

@@ -32,10 +32,22 @@ impl StrVal {
     }
 
     pub fn from_bytes(bytes: Bytes) -> StrVal {
-        match parse_canonical_i64(&bytes) {
+        if bytes.len() < COPY_VALUE_BYTES_MAX {
+            StrVal::from_slice(&bytes)
+        } else {
+            // Far past any integer's text.
+            StrVal::Raw(Vec::from(bytes).into_boxed_slice())
+        }
+    }
+
+    /// A stored copy of borrowed `bytes` (an integer when they are one's canonical
+    /// text). For a command argument that stays with the command: cloning its `Bytes`
+    /// to call [`StrVal::from_bytes`] costs two atomic reference-count updates and still
+    /// copies, as the clone shares the read buffer.
+    pub fn from_slice(bytes: &[u8]) -> StrVal {
+        match parse_canonical_i64(bytes) {
             Some(n) => StrVal::Int(n),
-            None if bytes.len() < COPY_VALUE_BYTES_MAX => StrVal::raw(&bytes),
-            None => StrVal::Raw(Vec::from(bytes).into_boxed_slice()),
+            None => StrVal::raw(bytes),
         }
     }
 
