@@ -60,6 +60,10 @@ fn pushed(name: &[u8], state: &KeyState) -> bool {
 pub fn write_list_push(w: &mut Writer, key: &[u8], elements: &[(&[u8], ElementRef<'_>)]) {
     debug_assert!(!elements.is_empty());
     debug_assert!(elements.iter().all(|(name, element)| element.plain_dot().is_some() && element.plain_dot() == position::maker(name)));
+    if let [(name, element)] = elements {
+        plain::write_one_pushed(w, key, name, *element);
+        return;
+    }
     write_list_push_head(w, key, elements.len());
     in_delta_order(Part::List, elements, |(name, element)| plain::write_pushed_element(w, name, *element));
 }

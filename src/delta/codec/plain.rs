@@ -14,7 +14,7 @@
 
 use std::mem::MaybeUninit;
 
-use super::{DELTA_KEY, VALUE_INT, VALUE_RAW, VARINT_BYTES_MAX, Writer};
+use super::{DELTA_KEY, DELTA_LIST_PUSH, VALUE_INT, VALUE_RAW, VARINT_BYTES_MAX, Writer};
 use crate::crdt::Dot;
 use crate::engine::kv::element::ElementRef;
 use crate::engine::kv::value::StrVal;
@@ -147,20 +147,45 @@ pub(super) fn write_plain_element(w: &mut Writer, name: &[u8], dot: Dot, value: 
     });
 }
 
+/// Most bytes [`pushed_element`] writes besides the name's and the value's own: the
+/// name's length, the value's kind byte and its length or integer.
+const PUSHED_ELEMENT_BYTES_MAX: usize = VARINT_BYTES_MAX + 1 + VARINT_BYTES_MAX;
+
+/// The value bytes of a pushed element (what [`PUSHED_ELEMENT_BYTES_MAX`] leaves out).
+#[inline(always)]
+fn pushed_value_bytes(element: ElementRef<'_>) -> usize {
+    match element {
+        ElementRef::Raw(_, b) => b.len(),
+        _ => 0,
+    }
+}
+
 /// One element of a `DELTA_LIST_PUSH`: its name, then its value (kind byte, then the
 /// bytes or the integer), the dot left to the name. `element` holds one value at one
 /// dot (a full state is the caller's bug: it panics).
+#[inline(always)]
+fn pushed_element(c: &mut Cursor, name: &[u8], element: ElementRef<'_>) {
+    c.bytes(name);
+    match element {
+        ElementRef::Int(_, n) => int_value(c, n),
+        ElementRef::Raw(_, b) => raw_value(c, b),
+        ElementRef::Full(_) => panic!("a pushed element holds one value at one dot"),
+    }
+}
+
+/// [`pushed_element`] on its own.
 pub(super) fn write_pushed_element(w: &mut Writer, name: &[u8], element: ElementRef<'_>) {
-    let value_len = match element {
-        ElementRef::Raw(_, b) => b.len(),
-        _ => 0,
-    };
-    w.reserved(VARINT_BYTES_MAX + name.len() + 1 + VARINT_BYTES_MAX + value_len, |c| {
-        c.bytes(name);
-        match element {
-            ElementRef::Int(_, n) => int_value(c, n),
-            ElementRef::Raw(_, b) => raw_value(c, b),
-            ElementRef::Full(_) => panic!("a pushed element holds one value at one dot"),
-        }
+    w.reserved(PUSHED_ELEMENT_BYTES_MAX + name.len() + pushed_value_bytes(element), |c| pushed_element(c, name, element));
+}
+
+/// A whole `DELTA_LIST_PUSH` of one element (every LPUSH or RPUSH of one value): kind,
+/// key, count 1, then the element, through one cursor.
+pub(super) fn write_one_pushed(w: &mut Writer, key: &[u8], name: &[u8], element: ElementRef<'_>) {
+    let max = 1 + VARINT_BYTES_MAX + key.len() + 1 + PUSHED_ELEMENT_BYTES_MAX + name.len() + pushed_value_bytes(element);
+    w.reserved(max, |c| {
+        c.u8(DELTA_LIST_PUSH);
+        c.bytes(key);
+        c.u8(1);
+        pushed_element(c, name, element);
     });
 }
