@@ -166,17 +166,19 @@ fn non_negative(arg: &[u8], msg: &'static str) -> Result<u64, Frame> {
     }
 }
 
-/// Parse a list command; the table has checked the arity.
+/// LPUSH, RPUSH, LPUSHX or RPUSHX (`id`) of `elements` onto `key`.
+pub fn push(id: CmdId, key: Bytes, elements: Vec<Bytes>) -> Command {
+    let end = if matches!(id, CmdId::LPush | CmdId::LPushX) { End::Left } else { End::Right };
+    let only_if_exists = matches!(id, CmdId::LPushX | CmdId::RPushX);
+    Command::Key(KeyCommand::List(ListCommand::Push { key, end, elements, only_if_exists }))
+}
+
+/// Parse a list command; the table has checked the arity. The pushes are not parsed
+/// here: `parse_command_at` builds them with [`push`] from the argument vector itself.
 pub fn parse(id: CmdId, name: &str, a: &mut [Bytes]) -> Result<Command, Frame> {
     let key = |cmd: ListCommand| Ok(Command::Key(KeyCommand::List(cmd)));
     let multi = |cmd: ListMulti| Ok(Command::Multi(MultiKeyCommand::List(cmd)));
     match id {
-        CmdId::LPush | CmdId::RPush | CmdId::LPushX | CmdId::RPushX => {
-            let end = if matches!(id, CmdId::LPush | CmdId::LPushX) { End::Left } else { End::Right };
-            let only_if_exists = matches!(id, CmdId::LPushX | CmdId::RPushX);
-            let elements = a[2..].iter_mut().map(std::mem::take).collect();
-            key(ListCommand::Push { key: take(a, 1), end, elements, only_if_exists })
-        }
         CmdId::LPop | CmdId::RPop => {
             let end = if id == CmdId::LPop { End::Left } else { End::Right };
             let count = match a.len() {

@@ -28,6 +28,15 @@ fn take(args: &mut [Bytes], i: usize) -> Bytes {
     std::mem::take(&mut args[i])
 }
 
+/// `args[1]` and `args[2..]`, the latter in `args`'s own allocation (the arity check
+/// has made sure there are at least two).
+fn key_and_elements(mut args: Vec<Bytes>) -> (Bytes, Vec<Bytes>) {
+    debug_assert!(args.len() >= 2);
+    let key = take(&mut args, 1);
+    args.drain(..2);
+    (key, args)
+}
+
 /// Parse one request. `args[0]` is the command name; `args` is never empty.
 pub fn parse_command(args: Vec<Bytes>) -> Parsed {
     debug_assert!(!args.is_empty());
@@ -167,9 +176,18 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
         }
         CmdId::Lcs => Ok(Command::Multi(MultiKeyCommand::Lcs(Box::new(super::lcs::parse(a))))),
         CmdId::Restore => key(KeyCommand::Restore(Box::new(super::restore::parse(a)?))),
-        CmdId::SAdd
-        | CmdId::SRem
-        | CmdId::SMembers
+        // Commands whose arguments after the key are all elements keep the argument
+        // vector as their list of elements: no second allocation per command (these are
+        // the commonest writes of one element).
+        CmdId::LPush | CmdId::RPush | CmdId::LPushX | CmdId::RPushX => {
+            let (key, elements) = key_and_elements(args);
+            Ok(super::list::push(spec.id, key, elements))
+        }
+        CmdId::SAdd | CmdId::SRem => {
+            let (key, members) = key_and_elements(args);
+            Ok(super::set::add_or_remove(spec.id, key, members))
+        }
+        CmdId::SMembers
         | CmdId::SIsMember
         | CmdId::SMIsMember
         | CmdId::SCard
@@ -216,11 +234,7 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
         | CmdId::ZInterStore
         | CmdId::ZDiffStore
         | CmdId::ZInterCard => super::zset::parse(spec.id, spec.name, a),
-        CmdId::LPush
-        | CmdId::RPush
-        | CmdId::LPushX
-        | CmdId::RPushX
-        | CmdId::LPop
+        CmdId::LPop
         | CmdId::RPop
         | CmdId::LLen
         | CmdId::LIndex

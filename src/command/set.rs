@@ -97,13 +97,19 @@ fn rest(a: &mut [Bytes], from: usize) -> Vec<Bytes> {
     a[from..].iter_mut().map(std::mem::take).collect()
 }
 
-/// Parse a set command whose arity the caller has checked against the table.
+/// SADD or SREM (`id`) of `members` to or from `key`.
+pub fn add_or_remove(id: CmdId, key: Bytes, members: Vec<Bytes>) -> Command {
+    let cmd = if id == CmdId::SAdd { SetCommand::Add { key, members } } else { SetCommand::Rem { key, members } };
+    Command::Key(KeyCommand::SetFamily(cmd))
+}
+
+/// Parse a set command whose arity the caller has checked against the table. SADD and
+/// SREM are not parsed here: `parse_command_at` builds them with [`add_or_remove`] from
+/// the argument vector itself.
 pub fn parse(id: CmdId, name: &'static str, a: &mut [Bytes]) -> Result<Command, Frame> {
     let set = |cmd: SetCommand| Ok(Command::Key(KeyCommand::SetFamily(cmd)));
     let multi = |cmd: MultiKeyCommand| Ok(Command::Multi(cmd));
     match id {
-        CmdId::SAdd => set(SetCommand::Add { key: take(a, 1), members: rest(a, 2) }),
-        CmdId::SRem => set(SetCommand::Rem { key: take(a, 1), members: rest(a, 2) }),
         CmdId::SMembers => set(SetCommand::Members(take(a, 1))),
         CmdId::SIsMember => set(SetCommand::IsMember { key: take(a, 1), member: take(a, 2) }),
         CmdId::SMIsMember => set(SetCommand::MIsMember { key: take(a, 1), members: rest(a, 2) }),
