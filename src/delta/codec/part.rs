@@ -106,6 +106,15 @@ fn write_part_head(w: &mut Writer, key: &[u8], part: Part, elements: usize) {
     w.var(elements as u64);
 }
 
+// `write_removed_element` writes the empty key state as zeros.
+const _: () = {
+    let mut i = 0;
+    while i < EMPTY_KEY_STATE.len() {
+        assert!(EMPTY_KEY_STATE[i] == 0);
+        i += 1;
+    }
+};
+
 /// [`write_part_delta`] of one element removed from one value at `old` by the write at
 /// `by`: the bytes of `KeyState::plain_removed(old, by)` as that element, without
 /// building the state (`DeltaSink::key_element_removed`, every LPOP and RPOP; compared
