@@ -19,7 +19,7 @@
 use std::borrow::Cow;
 
 use super::merkle;
-use super::value::{KeyState, StrVal, parse_f64};
+use super::value::{KeyState, StrVal, parse_canonical_i64, parse_f64};
 use crate::crdt::{Dot, Hlc, NodeId, VersionVector};
 
 /// The longest byte-string value a compact element holds inside its 32 bytes.
@@ -131,7 +131,7 @@ impl<'a> ElementRef<'a> {
     /// `KeyState::set` of `StrVal::from_slice(value)` would hold them (an integer when
     /// they are one's canonical text), without building that state.
     pub fn plain(dot: Dot, value: &'a [u8]) -> ElementRef<'a> {
-        match crate::command::numbers::parse_canonical_i64(value) {
+        match parse_canonical_i64(value) {
             Some(n) => ElementRef::Int(dot, n),
             None => ElementRef::Raw(dot, value),
         }
