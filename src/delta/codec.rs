@@ -588,6 +588,6 @@ pub fn read_delta(r: &mut Reader) -> Result<Delta, DecodeError> {
 mod part;
 mod plain;
 
-pub use part::{write_list_push, write_part_delta, write_removed_element};
+pub use part::{write_element_set, write_list_push, write_part_delta, write_removed_element};
 #[cfg(test)]
 mod tests;

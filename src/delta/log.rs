@@ -144,6 +144,15 @@ impl DeltaSink for DeltaLog {
         }
     }
 
+    fn key_element_set(&mut self, key: &[u8], part: Part, name: &[u8], element: ElementRef<'_>) {
+        self.produced += 1;
+        if self.recording {
+            // The stamp `max_hlc` reads from the element's state: its one dot's.
+            let stamp = element.plain_dot().map(|dot| dot.hlc).unwrap_or_default();
+            self.recorded.push_with(stamp, |w| codec::write_element_set(w, key, part, name, element));
+        }
+    }
+
     fn key_element_removed(&mut self, key: &[u8], part: Part, name: &[u8], old: Dot, by: Dot) {
         self.produced += 1;
         if self.recording {

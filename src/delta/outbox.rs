@@ -135,6 +135,13 @@ impl Outbox {
         self.enforce_bound();
     }
 
+    /// [`Outbox::key_elements_changed`] of one element set to one value, from its view
+    /// (see `DeltaSink::key_element_set`).
+    pub fn key_element_set(&mut self, key: &[u8], part: Part, name: &[u8], element: ElementRef<'_>) {
+        self.deltas.push_element_set(self.own, key, part, name, element);
+        self.enforce_bound();
+    }
+
     pub fn flushed(&mut self, seen: &VersionVector, scope: ShardScope) {
         self.deltas.push(self.own, &Delta::Flush { seen: seen.clone(), scope });
         self.enforce_bound();

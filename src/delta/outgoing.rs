@@ -78,6 +78,14 @@ impl Outgoing {
         self.push_with(own_stamp, |w| codec::write_list_push(w, key, elements));
     }
 
+    /// [`Outgoing::push_part`] of one element set to one value at one dot, from its view
+    /// (`codec::write_element_set`).
+    pub fn push_element_set(&mut self, own: NodeId, key: &[u8], part: Part, name: &[u8], element: ElementRef<'_>) {
+        // `newest_stamp_of(own)` of that state: its dot's stamp when `own` wrote it.
+        let own_stamp = element.plain_dot().filter(|dot| dot.node == own).map(|dot| dot.hlc).unwrap_or_default();
+        self.push_with(own_stamp, |w| codec::write_element_set(w, key, part, name, element));
+    }
+
     /// Append any delta.
     pub fn push(&mut self, own: NodeId, delta: &Delta) {
         self.push_with(delta.newest_stamp_of(own), |w| codec::write_delta(w, delta));

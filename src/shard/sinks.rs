@@ -52,6 +52,15 @@ impl DeltaSink for ShardSinks<'_> {
         }
     }
 
+    fn key_element_set(&mut self, key: &[u8], part: Part, name: &[u8], element: ElementRef<'_>) {
+        if !crate::bugs::active(crate::bugs::Bug::HashFieldsNotPersisted) {
+            self.log.key_element_set(key, part, name, element);
+        }
+        if let Some(outbox) = self.outbox.as_deref_mut() {
+            outbox.key_element_set(key, part, name, element);
+        }
+    }
+
     fn key_element_removed(&mut self, key: &[u8], part: Part, name: &[u8], old: Dot, by: Dot) {
         if !crate::bugs::active(crate::bugs::Bug::HashFieldsNotPersisted) {
             self.log.key_element_removed(key, part, name, old, by);

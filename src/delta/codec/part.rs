@@ -128,18 +128,9 @@ pub fn write_removed_element(w: &mut Writer, key: &[u8], part: Part, name: &[u8]
         Ordering::Greater => (by, Some(old)),
     };
     const DOT_BYTES_MAX: usize = VARINT_BYTES_MAX + 2;
-    let head_max = 1 + VARINT_BYTES_MAX + EMPTY_KEY_STATE.len() + 3;
     let element_max = VARINT_BYTES_MAX + 1 + 2 * DOT_BYTES_MAX + 6;
-    w.reserved(head_max + key.len() + element_max + name.len(), |c| {
-        // `write_part_head` of one element.
-        c.u8(if part == Part::Hash { DELTA_KEY_WITH_HASH } else { DELTA_KEY_WITH_PARTS });
-        c.bytes(key);
-        c.zeros::<{ EMPTY_KEY_STATE.len() }>();
-        if part != Part::Hash {
-            c.u8(part_flag(part));
-        }
-        c.var(0);
-        c.var(1);
+    w.reserved(ONE_ELEMENT_HEAD_BYTES_MAX + key.len() + element_max + name.len(), |c| {
+        one_element_head(c, key, part);
         // The element: its name, then `write_context_only` of the context.
         c.bytes(name);
         c.var(1 + u64::from(second.is_some()));
@@ -150,6 +141,35 @@ pub fn write_removed_element(w: &mut Writer, key: &[u8], part: Part, name: &[u8]
         }
         // No values, int slots, int floor, float slots, float floor or TTL writes.
         c.zeros::<6>();
+    });
+}
+
+/// Most bytes [`one_element_head`] writes besides the key's own.
+const ONE_ELEMENT_HEAD_BYTES_MAX: usize = 1 + VARINT_BYTES_MAX + EMPTY_KEY_STATE.len() + 3;
+
+/// `write_part_head` of one element, through a cursor.
+#[inline(always)]
+fn one_element_head(c: &mut plain::Cursor, key: &[u8], part: Part) {
+    c.u8(if part == Part::Hash { DELTA_KEY_WITH_HASH } else { DELTA_KEY_WITH_PARTS });
+    c.bytes(key);
+    c.zeros::<{ EMPTY_KEY_STATE.len() }>();
+    if part != Part::Hash {
+        c.u8(part_flag(part));
+    }
+    c.var(0);
+    c.var(1);
+}
+
+/// [`write_part_delta`] of one element of a hash, set or sorted set that now holds one
+/// value at one dot (an HSET of one field, an SADD or ZADD of one member, done in
+/// place), from its view: the same bytes (compared in `tests.rs`), through one cursor,
+/// with no state built. Not for a list, whose push takes `DELTA_LIST_PUSH`.
+pub fn write_element_set(w: &mut Writer, key: &[u8], part: Part, name: &[u8], element: ElementRef<'_>) {
+    debug_assert!(part != Part::List, "a list's element write may be a push");
+    let element_max = VARINT_BYTES_MAX + plain::PLAIN_STATE_BYTES_MAX + plain::view_value_bytes(element);
+    w.reserved(ONE_ELEMENT_HEAD_BYTES_MAX + key.len() + element_max + name.len(), |c| {
+        one_element_head(c, key, part);
+        plain::view_element(c, name, element);
     });
 }
 

@@ -92,13 +92,19 @@ pub(super) fn value_bytes(value: &StrVal) -> usize {
 /// `write_key_state` of a state holding `value` at `dot` and nothing else.
 #[inline(always)]
 pub(super) fn plain_state(c: &mut Cursor, dot: Dot, value: &StrVal) {
+    plain_state_with(c, dot, |c| plain_value(c, value));
+}
+
+/// [`plain_state`] with the value written by `value` (from a `StrVal` or a view).
+#[inline(always)]
+fn plain_state_with(c: &mut Cursor, dot: Dot, value: impl FnOnce(&mut Cursor)) {
     // No context entries; one value.
     c.u8(0);
     c.u8(1);
     c.var(dot.hlc.0);
     c.u8(dot.node as u8);
     c.u8((dot.node >> 8) as u8);
-    plain_value(c, value);
+    value(c);
     // No int slots, int floor, float slots, float floor or TTL writes.
     c.zeros::<5>();
 }
@@ -151,12 +157,24 @@ pub(super) fn write_plain_element(w: &mut Writer, name: &[u8], dot: Dot, value: 
 /// name's length, the value's kind byte and its length or integer.
 const PUSHED_ELEMENT_BYTES_MAX: usize = VARINT_BYTES_MAX + 1 + VARINT_BYTES_MAX;
 
-/// The value bytes of a pushed element (what [`PUSHED_ELEMENT_BYTES_MAX`] leaves out).
+/// The value bytes of a one-value view (what [`PUSHED_ELEMENT_BYTES_MAX`] and
+/// [`PLAIN_STATE_BYTES_MAX`] leave out).
 #[inline(always)]
-fn pushed_value_bytes(element: ElementRef<'_>) -> usize {
+pub(super) fn view_value_bytes(element: ElementRef<'_>) -> usize {
     match element {
         ElementRef::Raw(_, b) => b.len(),
         _ => 0,
+    }
+}
+
+/// A one-value view's value as `write_value` writes it (a full state is the caller's
+/// bug: it panics).
+#[inline(always)]
+fn view_value(c: &mut Cursor, element: ElementRef<'_>) {
+    match element {
+        ElementRef::Int(_, n) => int_value(c, n),
+        ElementRef::Raw(_, b) => raw_value(c, b),
+        ElementRef::Full(_) => panic!("a plain view holds one value at one dot"),
     }
 }
 
@@ -166,22 +184,27 @@ fn pushed_value_bytes(element: ElementRef<'_>) -> usize {
 #[inline(always)]
 fn pushed_element(c: &mut Cursor, name: &[u8], element: ElementRef<'_>) {
     c.bytes(name);
-    match element {
-        ElementRef::Int(_, n) => int_value(c, n),
-        ElementRef::Raw(_, b) => raw_value(c, b),
-        ElementRef::Full(_) => panic!("a pushed element holds one value at one dot"),
-    }
+    view_value(c, element);
+}
+
+/// [`write_plain_element`]'s bytes for an element seen through a one-value view, into
+/// the caller's cursor (`part::write_element_set`).
+#[inline(always)]
+pub(super) fn view_element(c: &mut Cursor, name: &[u8], element: ElementRef<'_>) {
+    let dot = element.plain_dot().expect("a plain view holds one value at one dot");
+    c.bytes(name);
+    plain_state_with(c, dot, |c| view_value(c, element));
 }
 
 /// [`pushed_element`] on its own.
 pub(super) fn write_pushed_element(w: &mut Writer, name: &[u8], element: ElementRef<'_>) {
-    w.reserved(PUSHED_ELEMENT_BYTES_MAX + name.len() + pushed_value_bytes(element), |c| pushed_element(c, name, element));
+    w.reserved(PUSHED_ELEMENT_BYTES_MAX + name.len() + view_value_bytes(element), |c| pushed_element(c, name, element));
 }
 
 /// A whole `DELTA_LIST_PUSH` of one element (every LPUSH or RPUSH of one value): kind,
 /// key, count 1, then the element, through one cursor.
 pub(super) fn write_one_pushed(w: &mut Writer, key: &[u8], name: &[u8], element: ElementRef<'_>) {
-    let max = 1 + VARINT_BYTES_MAX + key.len() + 1 + PUSHED_ELEMENT_BYTES_MAX + name.len() + pushed_value_bytes(element);
+    let max = 1 + VARINT_BYTES_MAX + key.len() + 1 + PUSHED_ELEMENT_BYTES_MAX + name.len() + view_value_bytes(element);
     w.reserved(max, |c| {
         c.u8(DELTA_LIST_PUSH);
         c.bytes(key);

@@ -8,6 +8,7 @@
 use bytes::Bytes;
 use smallvec::SmallVec;
 
+use super::elements::ElementWrite;
 use super::packed::PackLimit;
 use super::value::{KeyKind, StrVal};
 use super::{KeyState, KvEngine, WriteCtx, key_hash};
@@ -198,6 +199,9 @@ impl KvEngine {
             let elements = state.part_mut(part);
             elements.set_pack_limit(pack_limit);
             let mut shipped: SmallVec<[(&[u8], KeyState); 1]> = SmallVec::with_capacity(names.len());
+            // A write of one element done in place ships it from its view, with no state
+            // built (HSET of one field, SADD and ZADD of one member on a large key).
+            let ships_view = names.len() == 1 && part != Part::List;
             for (i, name) in names.iter().enumerate() {
                 let name = name.as_ref();
                 let planted = crate::bugs::active(crate::bugs::Bug::HdelShipsOldField);
@@ -206,7 +210,12 @@ impl KvEngine {
                 // (its tombstone is still the delta persisted and shipped).
                 let in_place = if elements.sets_in_place() { set_value(i) } else { None };
                 let written = match in_place.map(|value| elements.set_plain(name, dot, value)) {
-                    Some(Ok(written)) => written,
+                    Some(Ok((was_live, element))) if ships_view => {
+                        added += usize::from(!was_live);
+                        ctx.deltas.key_element_set(stored_key, part, name, element);
+                        continue;
+                    }
+                    Some(Ok((was_live, element))) => ElementWrite { state: element.to_state(), was_live },
                     _ => elements.write_element(name, keep_tombstones, |s| write(i, dot, incarnation, s)),
                 };
                 let mut element = written.state;
@@ -227,7 +236,9 @@ impl KvEngine {
                 !matches!(part, Part::Graph | Part::Stream) || names.iter().map(|n| n.as_ref()).collect::<std::collections::HashSet<&[u8]>>().len() == names.len(),
                 "a graph query names each element once"
             );
-            ctx.deltas.key_elements_changed(stored_key, part, &shipped);
+            if !shipped.is_empty() {
+                ctx.deltas.key_elements_changed(stored_key, part, &shipped);
+            }
             Some(state.exists())
         });
         match updated {

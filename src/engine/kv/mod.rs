@@ -75,6 +75,13 @@ pub trait DeltaSink {
         let states: Vec<(&[u8], KeyState)> = elements.iter().map(|(name, element)| (*name, element.to_state())).collect();
         self.key_elements_changed(key, collection_writes::Part::List, &states);
     }
+    /// One element of a hash, set or sorted set (never a list's: see above) that now
+    /// holds one value at one dot, as a view: the same delta as
+    /// [`DeltaSink::key_elements_changed`] of its state. A sink that encodes writes it
+    /// straight from the view (`codec::write_element_set`) instead of building it.
+    fn key_element_set(&mut self, key: &[u8], part: collection_writes::Part, name: &[u8], element: element::ElementRef<'_>) {
+        self.key_elements_changed(key, part, &[(name, element.to_state())]);
+    }
     fn flushed(&mut self, seen: &VersionVector, scope: ShardScope);
 }
 

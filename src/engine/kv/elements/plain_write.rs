@@ -26,14 +26,14 @@ impl Elements {
     }
 
     /// Set element `name` to `value` at `dot` in place, when the result is the new
-    /// value alone (see the module docs), and return the element's new state (the
-    /// delta to ship). `Err(value)` hands the value back where the general path
-    /// ([`Elements::write_element`] with `KeyState::set`) must run instead.
-    pub fn set_plain(&mut self, name: &[u8], dot: Dot, value: StrVal) -> Result<ElementWrite, StrVal> {
+    /// value alone (see the module docs), and return whether it was live before and a
+    /// view of what it holds now (the delta to ship, without a copy: a write of one
+    /// element ships it from the view, `DeltaSink::key_element_set`). `Err(value)`
+    /// hands the value back where the general path ([`Elements::write_element`] with
+    /// `KeyState::set`) must run instead.
+    pub fn set_plain(&mut self, name: &[u8], dot: Dot, value: StrVal) -> Result<(bool, ElementRef<'_>), StrVal> {
         let keeps_digest = self.digest_kept.is_kept();
         let Table::Map(map) = &mut self.table else { return Err(value) };
-        // The delta's copy, made once the fast path is sure to apply.
-        let shipped;
         // One hash whether the element is there or not; a new name's insert probes
         // again, in the control bytes the lookup has just loaded.
         let hash = map.hash(name);
@@ -45,7 +45,6 @@ impl Elements {
                     _ => return Err(value),
                 }
                 let old = slot.view();
-                shipped = KeyState::with_value(dot, value.clone(), None);
                 debug_assert!(old.exists(), "a plain element is live");
                 let old_score = self.order.is_some().then(|| old.score());
                 let old_digest = if keeps_digest { old.digest(stored_name) } else { 0 };
@@ -53,7 +52,6 @@ impl Elements {
                 (index, true, old_digest, old_score)
             }
             None => {
-                shipped = KeyState::with_value(dot, value.clone(), None);
                 let index = map.push_new_hashed(hash, ElementName::from(name), Stored::value_at(dot, value));
                 (index, false, 0, None)
             }
@@ -68,8 +66,10 @@ impl Elements {
         }
         self.seen.add(dot);
         self.account(was_live, true);
-        debug_assert_eq!(ElementRef::of_state(&shipped), self.lookup(name).expect("just written"));
-        Ok(ElementWrite { state: shipped, was_live })
+        let Table::Map(map) = &self.table else { unreachable!("the map form, matched above") };
+        let element = map.get_index(index).expect("index just found or inserted").1.view();
+        debug_assert_eq!(element.plain_dot(), Some(dot));
+        Ok((was_live, element))
     }
 }
 
@@ -102,9 +102,9 @@ mod tests {
             let at = dot(1_000 + step as u64, *node);
             let expected = general.write_element(name.as_bytes(), true, |s| s.set(at, value(*v), SetTtl::Keep));
             let written = match fast.set_plain(name.as_bytes(), at, value(*v)) {
-                Ok(written) => {
+                Ok((was_live, element)) => {
                     fast_taken += 1;
-                    written
+                    ElementWrite { state: element.to_state(), was_live }
                 }
                 Err(back) => fast.write_element(name.as_bytes(), true, |s| s.set(at, back, SetTtl::Keep)),
             };
