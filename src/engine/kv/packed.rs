@@ -53,13 +53,66 @@ const DOT_BYTES: usize = 10;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Packed(Box<[u8]>);
 
+/// Where varints and list entries are coded: a `Vec`, or a [`SliceOut`] over a stack
+/// buffer (a head push codes its entry there and copies it into place: no
+/// allocation per LPUSH).
+pub(crate) trait ByteOut {
+    fn put_byte(&mut self, byte: u8);
+    fn put_bytes(&mut self, bytes: &[u8]);
+    /// What was coded so far.
+    fn written(&self) -> &[u8];
+}
+
+impl ByteOut for Vec<u8> {
+    #[inline(always)]
+    fn put_byte(&mut self, byte: u8) {
+        self.push(byte);
+    }
+    #[inline(always)]
+    fn put_bytes(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+    fn written(&self) -> &[u8] {
+        self
+    }
+}
+
+/// Codes into a slice from its start; writing past its end is a panic (callers size
+/// it from the coders' bounds).
+pub(crate) struct SliceOut<'a> {
+    bytes: &'a mut [u8],
+    len: usize,
+}
+
+impl<'a> SliceOut<'a> {
+    pub(crate) fn new(bytes: &'a mut [u8]) -> SliceOut<'a> {
+        SliceOut { bytes, len: 0 }
+    }
+}
+
+impl ByteOut for SliceOut<'_> {
+    #[inline(always)]
+    fn put_byte(&mut self, byte: u8) {
+        self.bytes[self.len] = byte;
+        self.len += 1;
+    }
+    #[inline(always)]
+    fn put_bytes(&mut self, bytes: &[u8]) {
+        self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+    fn written(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
 /// LEB128 varint, shared with the list chunks (`list_table/chunk.rs`).
-pub(crate) fn put_var(out: &mut Vec<u8>, mut n: u64) {
+pub(crate) fn put_var(out: &mut impl ByteOut, mut n: u64) {
     while n >= 0x80 {
-        out.push((n as u8) | 0x80);
+        out.put_byte((n as u8) | 0x80);
         n >>= 7;
     }
-    out.push(n as u8);
+    out.put_byte(n as u8);
 }
 
 fn var_len(mut n: u64) -> usize {

@@ -10,11 +10,14 @@ use super::entry::{
 use super::{CHUNK_ENTRIES_MAX, Name};
 use crate::crdt::{Dot, Hlc};
 use crate::engine::kv::element::ElementRef;
-use crate::engine::kv::packed::{get_value, get_var, unzigzag};
+use crate::engine::kv::packed::{ByteOut, SliceOut, get_value, get_var, unzigzag};
 
 /// The most a new end chunk reserves up front (see [`Chunk::first_of_run`]): a chunk of
 /// big values regrows as it fills rather than reserving its neighbour's megabytes.
 const RUN_ROOM_BYTES_MAX: usize = 16 * 1024;
+
+/// Stack room for a head push's two coded entries (see [`Chunk::prepend_in_place`]).
+const FRONT_STACK_BYTES: usize = 192;
 
 /// Up to [`CHUNK_ENTRIES_MAX`] compact elements in name order, in one allocation.
 #[derive(Clone, Debug, Default)]
@@ -405,18 +408,31 @@ impl Chunk {
         if self.count == 0 {
             return false;
         }
+        // The two entries are coded on the stack when they surely fit (an element of up
+        // to ~100 bytes), else in a buffer of their own.
+        let max = entry_bytes_max(name, element) + head_bytes_max(self.first());
+        if max <= FRONT_STACK_BYTES {
+            let mut stack = [0u8; FRONT_STACK_BYTES];
+            self.prepend_coded(&mut SliceOut::new(&mut stack), name, element)
+        } else {
+            self.prepend_coded(&mut Vec::with_capacity(max), name, element)
+        }
+    }
+
+    /// [`Chunk::prepend_in_place`], coding the two entries into `front` (empty, room
+    /// for both).
+    fn prepend_coded(&mut self, front: &mut impl ByteOut, name: &[u8], element: ElementRef<'_>) -> bool {
         let head = self.head as usize;
         let old_end = head_end(&self.bytes, head);
-        let old_name = self.first();
-        let mut front = Vec::with_capacity(entry_bytes_max(name, element) + head_bytes_max(old_name));
-        encode_entry(&mut front, None, name, element);
-        let second = front.len();
-        encode_head(&mut front, self.bytes[head] & !3, Some(name), old_name);
+        encode_entry(front, None, name, element);
+        let second = front.written().len();
+        encode_head(front, self.bytes[head] & !3, Some(name), self.first());
+        let front = front.written();
         if front.len() > old_end {
             return false;
         }
         let new_head = old_end - front.len();
-        self.bytes[new_head..old_end].copy_from_slice(&front);
+        self.bytes[new_head..old_end].copy_from_slice(front);
         if self.count == 1 {
             // The old first entry was the last too: it starts in the middle now.
             self.last_at = (new_head + second) as u32;

@@ -8,7 +8,7 @@ use super::Name;
 use super::chunk::Chunk;
 use crate::crdt::{Dot, Hlc};
 use crate::engine::kv::element::ElementRef;
-use crate::engine::kv::packed::{get_value, get_var, put_var, unzigzag, zigzag};
+use crate::engine::kv::packed::{ByteOut, get_value, get_var, put_var, unzigzag, zigzag};
 use crate::engine::kv::position::TRIPLE_BYTES;
 
 pub(super) const NAME_FULL: u8 = 0;
@@ -70,7 +70,7 @@ pub(super) fn set_last_triple(name: &mut [u8], (digit, hlc, node): (u64, u64, u1
 }
 
 /// Append one entry coded against `prev` (the previous entry's name, `None` first).
-pub(super) fn encode_entry(out: &mut Vec<u8>, prev: Option<&[u8]>, name: &[u8], element: ElementRef<'_>) {
+pub(super) fn encode_entry(out: &mut impl ByteOut, prev: Option<&[u8]>, name: &[u8], element: ElementRef<'_>) {
     let (dot, value_tag) = match element {
         ElementRef::Int(dot, _) => (dot, VALUE_INT),
         ElementRef::Raw(dot, _) => (dot, 0),
@@ -94,7 +94,7 @@ pub(super) fn encode_entry(out: &mut Vec<u8>, prev: Option<&[u8]>, name: &[u8], 
         ElementRef::Int(_, n) => put_var(out, zigzag(n)),
         ElementRef::Raw(_, value) => {
             put_var(out, value.len() as u64);
-            out.extend_from_slice(value);
+            out.put_bytes(value);
         }
         ElementRef::Full(_) => unreachable!("checked above"),
     }
@@ -104,7 +104,7 @@ pub(super) fn encode_entry(out: &mut Vec<u8>, prev: Option<&[u8]>, name: &[u8], 
 /// coding added) and its name coded against `prev`. What follows the head (the dot,
 /// the value) does not depend on the entry before, so an entry whose neighbour changes
 /// is recoded by rewriting its head alone (see [`head_end`]).
-pub(super) fn encode_head(out: &mut Vec<u8>, flags: u8, prev: Option<&[u8]>, name: &[u8]) {
+pub(super) fn encode_head(out: &mut impl ByteOut, flags: u8, prev: Option<&[u8]>, name: &[u8]) {
     debug_assert_eq!(flags & 3, 0, "the name's coding is chosen here");
     let triple = (name.len() >= TRIPLE_BYTES).then(|| last_triple(name));
     let step = triple.and_then(|(digit, hlc, node)| {
@@ -129,7 +129,7 @@ pub(super) fn encode_head(out: &mut Vec<u8>, flags: u8, prev: Option<&[u8]>, nam
         Some((_, _, false, _)) => NAME_STEP,
         Some((_, _, true, _)) => NAME_STEP_NODE,
     };
-    out.push(name_tag | flags);
+    out.put_byte(name_tag | flags);
     match step {
         None => match id_step {
             Some((hlc_step, node, seq_step)) => {
@@ -139,7 +139,7 @@ pub(super) fn encode_head(out: &mut Vec<u8>, flags: u8, prev: Option<&[u8]>, nam
             }
             None => {
                 put_var(out, name.len() as u64);
-                out.extend_from_slice(name);
+                out.put_bytes(name);
             }
         },
         Some((digit_step, hlc_step, node_differs, node)) => {

@@ -188,7 +188,8 @@ fn lpushes_into_a_head_chunks_room_read_back_in_order() {
             let (n, stored) = model.pop_back().expect("pushes outnumber pops");
             assert_eq!(table.remove(&n), Some(stored), "step {step}");
         } else {
-            let value = if step % 400 < 40 { vec![b'w'; 90] } else { format!("{step:016}").into_bytes() };
+            // Long values now and then: coded on the stack (90 bytes) or past it (150).
+            let value = if step % 400 < 40 { vec![b'w'; if step % 2 == 0 { 90 } else { 150 }] } else { format!("{step:016}").into_bytes() };
             let n = position::between(None, model.front().map(|(n, _)| n.as_slice()), d, Placement::BeforeHigh);
             let stored = raw(d, &value);
             assert!(!table.put(&n, stored.clone()));
