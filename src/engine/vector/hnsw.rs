@@ -16,6 +16,7 @@ use std::collections::BinaryHeap;
 use half::f16;
 
 use super::distance::{Kernels, Metric, kernels};
+use super::quant::{CodedQuery, Codes};
 use super::schema::ElementType;
 
 /// A (distance, slot) pair ordered by distance, then slot (total and deterministic).
@@ -31,6 +32,44 @@ impl PartialOrd for Near {
 impl Ord for Near {
     fn cmp(&self, other: &Self) -> Ordering {
         self.0.total_cmp(&other.0).then(self.1.cmp(&other.1))
+    }
+}
+
+/// What a walk measures its distances from: the query itself, or its code.
+trait Probe {
+    fn distance(&self, store: &VectorStore, slot: u32) -> f32;
+    /// Start loading what `distance` will read of `slot`.
+    fn prefetch(&self, store: &VectorStore, slot: u32);
+}
+
+/// The query (or an inserted vector) against the stored vectors.
+struct Exact<'a>(&'a [f32]);
+
+impl Probe for Exact<'_> {
+    #[inline(always)]
+    fn distance(&self, store: &VectorStore, slot: u32) -> f32 {
+        store.distance_to(self.0, slot)
+    }
+    #[inline(always)]
+    fn prefetch(&self, store: &VectorStore, slot: u32) {
+        store.prefetch(slot);
+    }
+}
+
+/// A query's code against the slots' codes.
+struct Coded<'a>(&'a Codes, &'a CodedQuery);
+
+impl Probe for Coded<'_> {
+    #[inline(always)]
+    fn distance(&self, _: &VectorStore, slot: u32) -> f32 {
+        self.0.distance(self.1, slot)
+    }
+    #[inline(always)]
+    fn prefetch(&self, store: &VectorStore, slot: u32) {
+        let start = self.0.row_start(slot);
+        for line in (0..store.dim.min(PREFETCH_BYTES)).step_by(64) {
+            crate::engine::prefetch::prefetch(start.wrapping_add(line));
+        }
     }
 }
 
@@ -60,6 +99,9 @@ pub struct VectorStore {
     ef_construction: usize,
     level_mult: f64,
     elements: Elements,
+    /// The vectors' eight-bit codes, which a KNN walk reads (`quant.rs`); `None` for
+    /// FLAT, which scans the vectors themselves.
+    codes: Option<Codes>,
     levels: Vec<u8>,
     /// Layer 0's links, every slot's in one array (hnswlib's layout): slot `s` owns
     /// `layer0[s * (m0 + 1)..][..m0 + 1]`, its count first, then up to `m0` neighbours.
@@ -121,7 +163,15 @@ impl Visited {
 }
 
 impl VectorStore {
-    pub fn new(dim: usize, metric: Metric, element: ElementType, graph: bool, m: usize, ef_construction: usize, capacity: usize) -> VectorStore {
+    pub fn new(
+        dim: usize,
+        metric: Metric,
+        element: ElementType,
+        graph: bool,
+        m: usize,
+        ef_construction: usize,
+        capacity: usize,
+    ) -> VectorStore {
         let capacity = capacity.min(1 << 20);
         let elements = match element {
             ElementType::Float32 => Elements::F32(Vec::with_capacity(capacity * dim)),
@@ -137,6 +187,7 @@ impl VectorStore {
             ef_construction,
             level_mult: 1.0 / (m.max(2) as f64).ln(),
             elements,
+            codes: graph.then(|| Codes::new(dim, metric, capacity)),
             levels: Vec::with_capacity(capacity),
             layer0: Vec::with_capacity(if graph { capacity * (2 * m + 1) } else { 0 }),
             upper: Vec::with_capacity(if graph { capacity } else { 0 }),
@@ -182,7 +233,8 @@ impl VectorStore {
             Elements::F32(v) => v.capacity() * 4,
             Elements::F16(v) => v.capacity() * 2,
         };
-        vectors + self.levels.capacity() * 2 + links
+        let codes = self.codes.as_ref().map_or(0, Codes::memory_bytes);
+        vectors + codes + self.levels.capacity() * 2 + links
     }
 
     pub fn needs_compaction(&self) -> bool {
@@ -234,6 +286,9 @@ impl VectorStore {
             Elements::F32(v) => v.extend_from_slice(vector),
             Elements::F16(v) => v.extend(vector.iter().map(|&x| f16::from_f32(x))),
         }
+        if let Some(codes) = &mut self.codes {
+            codes.push(vector);
+        }
         self.levels.push(level as u8);
         self.deleted.push(false);
         if !self.graph {
@@ -246,14 +301,31 @@ impl VectorStore {
             self.top_level = level;
             return slot;
         };
-        let mut nearest = Near(self.distance_to(vector, entry), entry);
+        // The walks read codes where the store has them (as a KNN does), and what a
+        // layer's walk keeps is re-measured exactly before links are chosen from it.
+        let coded = self.codes.as_ref().map(|codes| codes.query(vector));
+        let mut nearest = match (&self.codes, &coded) {
+            (Some(codes), Some(q)) => Near(codes.distance(q, entry), entry),
+            _ => Near(self.distance_to(vector, entry), entry),
+        };
         for layer in (level + 1..=self.top_level).rev() {
-            nearest = self.greedy(vector, nearest, layer);
+            nearest = match (&self.codes, &coded) {
+                (Some(codes), Some(q)) => self.greedy(&Coded(codes, q), nearest, layer),
+                _ => self.greedy(&Exact(vector), nearest, layer),
+            };
         }
         let mut entries = vec![nearest];
         for layer in (0..=level.min(self.top_level)).rev() {
             let mut scratch = std::mem::take(&mut self.scratch);
-            let found = self.search_layer(&mut scratch, vector, &entries, self.ef_construction, layer, |_| true);
+            let found = match (&self.codes, &coded) {
+                (Some(codes), Some(q)) => {
+                    let walked = self.search_layer(&mut scratch, &Coded(codes, q), &entries, self.ef_construction, layer, |_| true);
+                    let mut exact: Vec<Near> = walked.iter().map(|n| Near(self.distance_to(vector, n.1), n.1)).collect();
+                    exact.sort_unstable();
+                    exact
+                }
+                _ => self.search_layer(&mut scratch, &Exact(vector), &entries, self.ef_construction, layer, |_| true),
+            };
             self.scratch = scratch;
             let chosen = self.select(&found, self.m);
             self.set_neighbours(slot, layer, chosen.iter().map(|n| n.1));
@@ -367,11 +439,11 @@ impl VectorStore {
         kept
     }
 
-    fn greedy(&self, query: &[f32], mut nearest: Near, layer: usize) -> Near {
+    fn greedy(&self, probe: &impl Probe, mut nearest: Near, layer: usize) -> Near {
         loop {
             let mut moved = false;
             for &n in self.neighbours(nearest.1, layer) {
-                let d = self.distance_to(query, n);
+                let d = probe.distance(self, n);
                 if d < nearest.0 {
                     nearest = Near(d, n);
                     moved = true;
@@ -391,7 +463,7 @@ impl VectorStore {
     fn search_layer(
         &self,
         scratch: &mut Scratch,
-        query: &[f32],
+        probe: &impl Probe,
         entries: &[Near],
         ef: usize,
         layer: usize,
@@ -408,6 +480,9 @@ impl VectorStore {
             if !visited.first_visit(e.1) {
                 continue;
             }
+            // Measured again by this walk's probe: an insert's entries come exact from
+            // the layer above, and its walk may read codes.
+            let e = Near(probe.distance(self, e.1), e.1);
             candidates.push(Reverse(e));
             if accept(e.1) {
                 results.push(e);
@@ -420,12 +495,12 @@ impl VectorStore {
             unvisited.clear();
             for &n in self.neighbours(current.1, layer) {
                 if visited.first_visit(n) {
-                    self.prefetch(n);
+                    probe.prefetch(self, n);
                     unvisited.push(n);
                 }
             }
             for &n in unvisited.iter() {
-                let d = self.distance_to(query, n);
+                let d = probe.distance(self, n);
                 let full = results.len() >= ef;
                 if full && results.peek().is_some_and(|worst| d >= worst.0) {
                     continue;
@@ -457,16 +532,34 @@ impl VectorStore {
             return self.search_exact(query, k, (0..self.slots() as u32).filter(|&s| accept(s)));
         }
         let Some(entry) = self.entry else { return Vec::new() };
-        let mut nearest = Near(self.distance_to(query, entry), entry);
-        for layer in (1..=self.top_level).rev() {
-            nearest = self.greedy(query, nearest, layer);
-        }
         let mut scratch = std::mem::take(&mut self.scratch);
         let deleted = &self.deleted;
-        let mut found = self.search_layer(&mut scratch, query, &[nearest], ef.max(k), 0, |slot| !deleted[slot as usize] && accept(slot));
+        let live_and_accepted = |slot: u32| !deleted[slot as usize] && accept(slot);
+        let width = ef.max(k);
+        let mut found = match &self.codes {
+            Some(codes) => {
+                // Walk over the codes, then order what the walk kept by exact distance:
+                // the codes choose the candidates, never the answer's order or scores.
+                let coded = codes.query(query);
+                let walked = self.walk(&mut scratch, &Coded(codes, &coded), entry, width, live_and_accepted);
+                let mut exact: Vec<Near> = walked.iter().map(|n| Near(self.distance_to(query, n.1), n.1)).collect();
+                exact.sort_unstable();
+                exact
+            }
+            None => self.walk(&mut scratch, &Exact(query), entry, width, live_and_accepted),
+        };
         self.scratch = scratch;
         found.truncate(k);
         found
+    }
+
+    /// Down the upper layers greedily from `entry`, then layer 0 `width` wide.
+    fn walk(&self, scratch: &mut Scratch, probe: &impl Probe, entry: u32, width: usize, accept: impl Fn(u32) -> bool) -> Vec<Near> {
+        let mut nearest = Near(probe.distance(self, entry), entry);
+        for layer in (1..=self.top_level).rev() {
+            nearest = self.greedy(probe, nearest, layer);
+        }
+        self.search_layer(scratch, probe, &[nearest], width, 0, accept)
     }
 
     /// The exact `k` nearest among `slots` (live ones only).
@@ -496,46 +589,4 @@ impl VectorStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use rand::{Rng, SeedableRng};
-
-    fn random_vectors(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        (0..n).map(|_| (0..dim).map(|_| rng.random_range(-1.0f32..1.0)).collect()).collect()
-    }
-
-    #[test]
-    fn graph_search_finds_most_true_neighbours_and_never_a_deleted_slot() {
-        let dim = 16;
-        let data = random_vectors(2_000, dim, 7);
-        let mut store = VectorStore::new(dim, Metric::L2, ElementType::Float32, true, 16, 100, 0);
-        for (i, v) in data.iter().enumerate() {
-            store.insert(v, crate::engine::kv::key_hash(format!("k{i}").as_bytes()));
-        }
-        for slot in (0..2_000).step_by(3) {
-            store.delete(slot);
-        }
-        let queries = random_vectors(50, dim, 8);
-        let mut hits = 0;
-        for q in &queries {
-            let exact = store.search_exact(q, 10, 0..store.slots() as u32);
-            let found = store.search_graph(q, 10, 64, |_| true);
-            assert!(found.iter().all(|n| n.1 % 3 != 0), "a deleted slot was returned");
-            hits += found.iter().filter(|n| exact.contains(n)).count();
-        }
-        let recall = hits as f64 / 500.0;
-        assert!(recall > 0.9, "recall {recall}");
-    }
-
-    #[test]
-    fn a_filtered_graph_search_returns_only_accepted_slots() {
-        let data = random_vectors(500, 8, 9);
-        let mut store = VectorStore::new(8, Metric::Cosine, ElementType::Float32, true, 8, 50, 0);
-        for (i, v) in data.iter().enumerate() {
-            store.insert(v, (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        }
-        let found = store.search_graph(&data[0], 10, 20, |slot| slot % 7 == 0);
-        assert!(!found.is_empty() && found.iter().all(|n| n.1 % 7 == 0));
-    }
-}
+mod tests;

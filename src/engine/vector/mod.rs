@@ -20,6 +20,7 @@ pub mod build;
 pub mod definitions;
 pub mod distance;
 pub mod hnsw;
+pub mod quant;
 pub mod index;
 pub mod query;
 pub mod schema;
