@@ -286,9 +286,7 @@ impl VectorStore {
             Elements::F32(v) => v.extend_from_slice(vector),
             Elements::F16(v) => v.extend(vector.iter().map(|&x| f16::from_f32(x))),
         }
-        if let Some(codes) = &mut self.codes {
-            codes.push(vector);
-        }
+        let coded = self.codes.as_mut().map(|codes| codes.push(vector));
         self.levels.push(level as u8);
         self.deleted.push(false);
         if !self.graph {
@@ -303,7 +301,6 @@ impl VectorStore {
         };
         // The walks read codes where the store has them (as a KNN does), and what a
         // layer's walk keeps is re-measured exactly before links are chosen from it.
-        let coded = self.codes.as_ref().map(|codes| codes.query(vector));
         let mut nearest = match (&self.codes, &coded) {
             (Some(codes), Some(q)) => Near(codes.distance(q, entry), entry),
             _ => Near(self.distance_to(vector, entry), entry),
