@@ -6,6 +6,9 @@
 //! FLOAT16: the naive `half` widening per element, the portable 16-lane kernel, and
 //! the kernel table's choice (F16C+AVX2+FMA where the CPU has them).
 //!
+//! Codes (`quant.rs`): each byte dot product kernel the CPU can run, on the codes of
+//! the same vectors.
+//!
 //! cargo run --release --example vector_distance
 
 use std::hint::black_box;
@@ -13,6 +16,7 @@ use std::time::Instant;
 
 use half::f16;
 use meridian::engine::vector::distance::{PORTABLE, dot, kernels, l2_squared, variants};
+use meridian::engine::vector::quant::{dot_kernels, quantize};
 
 const DIM: usize = 384;
 const VECTORS: usize = 4_096;
@@ -53,4 +57,22 @@ fn main() {
     time("f16 dot dispatched", &halves, &query, kernels().dot_f16);
     time("f16 l2 portable 16 lanes", &halves, &query, PORTABLE.l2_f16);
     time("f16 l2 dispatched", &halves, &query, kernels().l2_f16);
+
+    let mut codes: Vec<i8> = Vec::with_capacity(data.len());
+    data.chunks_exact(DIM).for_each(|v| {
+        quantize(v, &mut codes);
+    });
+    let mut coded_query = Vec::with_capacity(DIM);
+    quantize(&query, &mut coded_query);
+    for (name, kernel) in dot_kernels() {
+        let start = Instant::now();
+        let mut sink = 0i64;
+        for _ in 0..ROUNDS {
+            for v in codes.chunks_exact(DIM) {
+                sink += i64::from(kernel(black_box(v), black_box(&coded_query)));
+            }
+        }
+        let ns = start.elapsed().as_nanos() as f64 / (ROUNDS * VECTORS) as f64;
+        println!("{:28} {ns:7.1} ns/distance  (checksum {sink})", format!("code dot {name}"));
+    }
 }
