@@ -5,8 +5,8 @@
 //! codes picks its `ef` candidates, and the store re-ranks those by their exact
 //! distances before any leaves it (`hnsw.rs`). Why: a 384-d FLOAT32 vector is 24
 //! cache lines and its code 6, and over a graph larger than the cache the walk waits
-//! on memory more than it computes; the codes also cost a quarter of the vectors'
-//! memory (documented in docs/vector.md). Integer sums are exact, so every CPU and
+//! on memory more than it computes. The codes cost one byte a dimension on top of
+//! the vectors (documented in docs/vector.md). Integer sums are exact, so every CPU and
 //! kernel gets the same distances: walks stay deterministic across machines.
 
 use super::distance::Metric;
@@ -51,7 +51,7 @@ impl Codes {
             metric,
             codes: Vec::with_capacity(capacity * dim),
             scales: Vec::with_capacity(capacity),
-            norms: Vec::with_capacity(capacity),
+            norms: Vec::with_capacity(if metric == Metric::L2 { capacity } else { 0 }),
             dot: dot_kernel(),
         }
     }
@@ -129,11 +129,7 @@ pub fn dot_kernels() -> Vec<(&'static str, DotKernel)> {
     let mut kernels: Vec<(&'static str, DotKernel)> = Vec::new();
     #[cfg(target_arch = "x86_64")]
     {
-        use std::arch::is_x86_feature_detected as has;
-        if has!("avx512f") && has!("avx512bw") && has!("avx512vnni") {
-            kernels.push(("AVX-512 VNNI", avx512::dot_safe));
-        }
-        if has!("avx2") {
+        if std::arch::is_x86_feature_detected!("avx2") {
             kernels.push(("AVX2", avx2::dot_safe));
         }
     }
@@ -187,36 +183,6 @@ mod avx2 {
         let tail = steps * 32;
         let rest = if tail == a.len() { 0 } else { super::dot_portable(&a[tail..], &b[tail..]) };
         _mm_cvtsi128_si32(total) + rest
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-mod avx512 {
-    use std::arch::x86_64::*;
-
-    pub fn dot_safe(a: &[i8], b: &[i8]) -> i32 {
-        // SAFETY: chosen only where the CPU has AVX-512 F, BW and VNNI (`dot_kernels`).
-        unsafe { dot(a, b) }
-    }
-
-    /// 64 elements a step: `vpdpbusd` multiplies unsigned by signed bytes and adds each
-    /// four products into an i32 lane (exact, no saturation), so `a` goes in as |a| and
-    /// its sign moves onto `b` (negated where `a` is negative).
-    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    unsafe fn dot(a: &[i8], b: &[i8]) -> i32 {
-        debug_assert_eq!(a.len(), b.len());
-        let steps = a.len() / 64;
-        let zero = _mm512_setzero_si512();
-        let mut sum = _mm512_setzero_si512();
-        for i in 0..steps {
-            let x = unsafe { _mm512_loadu_si512(a.as_ptr().add(i * 64) as *const __m512i) };
-            let y = unsafe { _mm512_loadu_si512(b.as_ptr().add(i * 64) as *const __m512i) };
-            let signed = _mm512_mask_sub_epi8(y, _mm512_movepi8_mask(x), zero, y);
-            sum = _mm512_dpbusd_epi32(sum, _mm512_abs_epi8(x), signed);
-        }
-        let tail = steps * 64;
-        let rest = if tail == a.len() { 0 } else { super::dot_portable(&a[tail..], &b[tail..]) };
-        _mm512_reduce_add_epi32(sum) + rest
     }
 }
 
