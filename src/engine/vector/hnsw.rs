@@ -317,9 +317,7 @@ impl VectorStore {
             let found = match (&self.codes, &coded) {
                 (Some(codes), Some(q)) => {
                     let walked = self.search_layer(&mut scratch, &Coded(codes, q), &entries, self.ef_construction, layer, |_| true);
-                    let mut exact: Vec<Near> = walked.iter().map(|n| Near(self.distance_to(vector, n.1), n.1)).collect();
-                    exact.sort_unstable();
-                    exact
+                    self.by_exact_distance(vector, walked)
                 }
                 _ => self.search_layer(&mut scratch, &Exact(vector), &entries, self.ef_construction, layer, |_| true),
             };
@@ -539,15 +537,20 @@ impl VectorStore {
                 // the codes choose the candidates, never the answer's order or scores.
                 let coded = codes.query(query);
                 let walked = self.walk(&mut scratch, &Coded(codes, &coded), entry, width, live_and_accepted);
-                let mut exact: Vec<Near> = walked.iter().map(|n| Near(self.distance_to(query, n.1), n.1)).collect();
-                exact.sort_unstable();
-                exact
+                self.by_exact_distance(query, walked)
             }
             None => self.walk(&mut scratch, &Exact(query), entry, width, live_and_accepted),
         };
         self.scratch = scratch;
         found.truncate(k);
         found
+    }
+
+    /// What a walk over codes kept, measured again exactly and ordered by that.
+    fn by_exact_distance(&self, query: &[f32], walked: Vec<Near>) -> Vec<Near> {
+        let mut exact: Vec<Near> = walked.into_iter().map(|n| Near(self.distance_to(query, n.1), n.1)).collect();
+        exact.sort_unstable();
+        exact
     }
 
     /// Down the upper layers greedily from `entry`, then layer 0 `width` wide.
