@@ -3,6 +3,7 @@
 //! (`GRAPH.*`) and stream (`X*`) engines, whose data are elements of key-value keys.
 
 pub mod graph;
+pub mod huge_pages;
 pub mod kv;
 pub mod prefetch;
 pub mod stream;

@@ -15,6 +15,8 @@ use std::collections::BinaryHeap;
 
 use half::f16;
 
+use crate::engine::huge_pages::HugePages;
+
 use super::distance::{Kernels, Metric, kernels};
 use super::quant::{CodedQuery, Codes};
 use super::schema::ElementType;
@@ -112,6 +114,9 @@ pub struct VectorStore {
     upper: Vec<Vec<Vec<u32>>>,
     deleted: Vec<bool>,
     deleted_count: usize,
+    /// The vectors' and layer 0's buffers as last advised for huge pages (`huge_pages.rs`).
+    huge_elements: HugePages,
+    huge_layer0: HugePages,
     entry: Option<u32>,
     top_level: usize,
     /// Visit marks and heaps, reused from search to search (no allocation per search
@@ -193,6 +198,8 @@ impl VectorStore {
             upper: Vec::with_capacity(if graph { capacity } else { 0 }),
             deleted: Vec::with_capacity(capacity),
             deleted_count: 0,
+            huge_elements: HugePages::default(),
+            huge_layer0: HugePages::default(),
             entry: None,
             top_level: 0,
             scratch: Scratch::default(),
@@ -265,6 +272,17 @@ impl VectorStore {
         }
     }
 
+    /// The distance between two stored vectors that links are chosen by: their codes'
+    /// where the store has codes (an insert's walk measured its candidates so too, and
+    /// one pruning compares them with these), else the vectors'.
+    #[inline]
+    fn link_distance(&self, a: u32, b: u32) -> f32 {
+        match &self.codes {
+            Some(codes) => codes.distance_between(a, b),
+            None => self.distance_between(a, b),
+        }
+    }
+
     /// The distance between two stored vectors.
     #[inline]
     fn distance_between(&self, a: u32, b: u32) -> f32 {
@@ -283,8 +301,14 @@ impl VectorStore {
         let slot = u32::try_from(self.slots()).expect("fewer than 2^32 slots per shard index");
         let level = if self.graph { self.level_for(key_hash) } else { 0 };
         match &mut self.elements {
-            Elements::F32(v) => v.extend_from_slice(vector),
-            Elements::F16(v) => v.extend(vector.iter().map(|&x| f16::from_f32(x))),
+            Elements::F32(v) => {
+                v.extend_from_slice(vector);
+                self.huge_elements.follow(v);
+            }
+            Elements::F16(v) => {
+                v.extend(vector.iter().map(|&x| f16::from_f32(x)));
+                self.huge_elements.follow(v);
+            }
         }
         let coded = self.codes.as_mut().map(|codes| codes.push(vector));
         self.levels.push(level as u8);
@@ -293,14 +317,17 @@ impl VectorStore {
             return slot;
         }
         self.layer0.extend(std::iter::repeat_n(0, self.m0 + 1));
+        self.huge_layer0.follow(&self.layer0);
         self.upper.push(vec![Vec::new(); level]);
         let Some(entry) = self.entry else {
             self.entry = Some(slot);
             self.top_level = level;
             return slot;
         };
-        // The walks read codes where the store has them (as a KNN does), and what a
-        // layer's walk keeps is re-measured exactly before links are chosen from it.
+        // The walks read codes where the store has them (as a KNN does), and the links
+        // are chosen by code distances too (`link_distance`): a link only has to point
+        // the right way, and an exact re-measure of each layer's `ef_construction`
+        // candidates and of every pruned list cost more than the walk itself.
         let mut nearest = match (&self.codes, &coded) {
             (Some(codes), Some(q)) => Near(codes.distance(q, entry), entry),
             _ => Near(self.distance_to(vector, entry), entry),
@@ -316,8 +343,7 @@ impl VectorStore {
             let mut scratch = std::mem::take(&mut self.scratch);
             let found = match (&self.codes, &coded) {
                 (Some(codes), Some(q)) => {
-                    let walked = self.search_layer(&mut scratch, &Coded(codes, q), &entries, self.ef_construction, layer, |_| true);
-                    self.by_exact_distance(vector, walked)
+                    self.search_layer(&mut scratch, &Coded(codes, q), &entries, self.ef_construction, layer, |_| true)
                 }
                 _ => self.search_layer(&mut scratch, &Exact(vector), &entries, self.ef_construction, layer, |_| true),
             };
@@ -388,7 +414,7 @@ impl VectorStore {
             }
             return;
         }
-        let mut near: Vec<Near> = current.iter().map(|&n| Near(self.distance_between(node, n), n)).collect();
+        let mut near: Vec<Near> = current.iter().map(|&n| Near(self.link_distance(node, n), n)).collect();
         near.push(new);
         near.sort_unstable();
         let kept = self.select(&near, width);
@@ -409,6 +435,19 @@ impl VectorStore {
         }
     }
 
+    /// Ask the CPU to start loading `slot`'s layer-0 links: a walk expands most of the
+    /// candidates it keeps, and reading a list's count is otherwise a cold miss each.
+    #[inline(always)]
+    fn prefetch_links(&self, slot: u32, layer: usize) {
+        if layer != 0 {
+            return;
+        }
+        let list = self.layer0.as_ptr().wrapping_add(slot as usize * (self.m0 + 1)) as *const u8;
+        for line in (0..(self.m0 + 1) * 4).step_by(64) {
+            crate::engine::prefetch::prefetch(list.wrapping_add(line));
+        }
+    }
+
     /// HNSW's neighbour selection heuristic: walk candidates nearest first, keep one only
     /// if it is nearer to the base than to every neighbour kept so far (spreads links
     /// over directions); fill up with the nearest skipped ones if fewer than `width`.
@@ -419,7 +458,7 @@ impl VectorStore {
             if kept.len() >= width {
                 break;
             }
-            if kept.iter().all(|k| self.distance_between(candidate.1, k.1) > candidate.0) {
+            if kept.iter().all(|k| self.link_distance(candidate.1, k.1) > candidate.0) {
                 kept.push(candidate);
             } else {
                 skipped.push(candidate);
@@ -501,6 +540,7 @@ impl VectorStore {
                     continue;
                 }
                 candidates.push(Reverse(Near(d, n)));
+                self.prefetch_links(n, layer);
                 if accept(n) {
                     // Full: the new one replaces the worst in one sift (a push and a pop
                     // cost two); the heap keeps the same `ef` nearest either way.

@@ -9,6 +9,8 @@
 //! the vectors (documented in docs/vector.md). Integer sums are exact, so every CPU and
 //! kernel gets the same distances: walks stay deterministic across machines.
 
+use crate::engine::huge_pages::HugePages;
+
 use super::distance::Metric;
 
 /// A vector's code: `round(x / scale)` per element, `scale = max |x| / 127`, so the
@@ -35,6 +37,8 @@ pub struct Codes {
     scales: Vec<f32>,
     norms: Vec<f32>,
     dot: DotKernel,
+    /// `codes`' buffer as last advised for huge pages (`huge_pages.rs`).
+    huge: HugePages,
 }
 
 /// A query coded like the slots, with what its distances need.
@@ -53,6 +57,7 @@ impl Codes {
             scales: Vec::with_capacity(capacity),
             norms: Vec::with_capacity(if metric == Metric::L2 { capacity } else { 0 }),
             dot: dot_kernel(),
+            huge: HugePages::default(),
         }
     }
 
@@ -62,6 +67,7 @@ impl Codes {
         debug_assert_eq!(vector.len(), self.dim);
         let start = self.codes.len();
         let scale = quantize(vector, &mut self.codes);
+        self.huge.follow(&self.codes);
         self.scales.push(scale);
         let norm = if self.metric == Metric::L2 { vector.iter().map(|x| x * x).sum() } else { 0.0 };
         if self.metric == Metric::L2 {
@@ -88,6 +94,18 @@ impl Codes {
         let dot = (self.dot)(&query.codes, self.row(slot)) as f32 * query.scale * self.scales[slot as usize];
         match self.metric {
             Metric::L2 => query.norm + self.norms[slot as usize] - 2.0 * dot,
+            Metric::Ip | Metric::Cosine => 1.0 - dot,
+        }
+    }
+
+    /// The approximate distance between two slots, in the metric's terms (what the
+    /// graph's links are chosen by, see `hnsw.rs`).
+    #[inline]
+    pub fn distance_between(&self, a: u32, b: u32) -> f32 {
+        let (sa, sb) = (self.scales[a as usize], self.scales[b as usize]);
+        let dot = (self.dot)(self.row(a), self.row(b)) as f32 * sa * sb;
+        match self.metric {
+            Metric::L2 => self.norms[a as usize] + self.norms[b as usize] - 2.0 * dot,
             Metric::Ip | Metric::Cosine => 1.0 - dot,
         }
     }
