@@ -4,7 +4,7 @@
 //! Why: an HNSW walk reads one vector code and one link list after another at random
 //! across arrays of tens of megabytes; with 4 KiB pages nearly every read is a TLB miss
 //! too, and a prefetch that misses the TLB waits for the page walk. Measured in
-//! docs/vector.md ("Huge pages").
+//! docs/vector.md ("Links over codes, prefetched link lists, huge pages").
 //!
 //! Must never: change what a program computes (it is a hint; without THP, on other
 //! systems or when the kernel refuses, nothing happens), or be asked for small arrays
