@@ -14,7 +14,6 @@
 
 mod common;
 
-
 use common::{ServerGuard, start_meridian};
 use redis::Value;
 
@@ -208,10 +207,7 @@ fn is_index_ddl(query: &str) -> bool {
 /// a second `DROP INDEX` of a field once found the field of a rebuild not yet finished.
 fn wait_for_falkordb_indexes(falkor: &mut redis::Connection) {
     for _ in 0..200 {
-        let statuses = redis::cmd("GRAPH.RO_QUERY")
-            .arg("g")
-            .arg("CALL db.indexes() YIELD status RETURN status")
-            .query::<Value>(falkor);
+        let statuses = redis::cmd("GRAPH.RO_QUERY").arg("g").arg("CALL db.indexes() YIELD status RETURN status").query::<Value>(falkor);
         match statuses {
             Ok(reply) if !format!("{reply:?}").to_ascii_uppercase().contains("UNDER CONSTRUCTION") => return,
             _ => std::thread::sleep(std::time::Duration::from_millis(50)),

@@ -61,7 +61,8 @@ fn a_planted_tombstone_bug_is_caught() {
     // `cargo test --workspace` unifies features: dst/ turns planted-bugs on, so the
     // binary built for this test can plant the bug. Alone (`cargo test --test jepsen`)
     // it can't, and the runner builds one with the feature into target/jepsen-planted.
-    let mut args = vec!["--nodes", "3", "--seconds", "30", "--seed", "5", "--faults", PLANTED_RUN_FAULTS, "--planted-bug", "tombstones-dropped"];
+    let mut args =
+        vec!["--nodes", "3", "--seconds", "30", "--seed", "5", "--faults", PLANTED_RUN_FAULTS, "--planted-bug", "tombstones-dropped"];
     if cfg!(feature = "planted-bugs") {
         args.extend(["--binary", env!("CARGO_BIN_EXE_meridian")]);
     }

@@ -38,7 +38,10 @@ struct Doc {
 fn create(con: &mut redis::Connection, algorithm: &str) {
     let params: Vec<String> = match algorithm {
         "FLAT" => vec!["6".into(), "TYPE".into(), "FLOAT32".into(), "DIM".into(), DIM.to_string(), "DISTANCE_METRIC".into(), "L2".into()],
-        _ => ["10", "TYPE", "FLOAT32", "DIM", &DIM.to_string(), "DISTANCE_METRIC", "L2", "M", "16", "EF_CONSTRUCTION", "200"].iter().map(|s| s.to_string()).collect(),
+        _ => ["10", "TYPE", "FLOAT32", "DIM", &DIM.to_string(), "DISTANCE_METRIC", "L2", "M", "16", "EF_CONSTRUCTION", "200"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
     };
     let reply: String = redis::cmd("FT.CREATE")
         .arg("idx")
@@ -51,13 +54,19 @@ fn create(con: &mut redis::Connection, algorithm: &str) {
 }
 
 fn write(con: &mut redis::Connection, doc: &Doc) {
-    let _: i64 = redis::cmd("HSET").arg(&doc.key).arg("v").arg(blob(&doc.v)).arg("color").arg(doc.tag).arg("n").arg(doc.n).query(con).expect("HSET");
+    let _: i64 =
+        redis::cmd("HSET").arg(&doc.key).arg("v").arg(blob(&doc.v)).arg("color").arg(doc.tag).arg("n").arg(doc.n).query(con).expect("HSET");
 }
 
 fn make_docs(seed: u64, count: usize, prefix: &str) -> Vec<Doc> {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     (0..count)
-        .map(|i| Doc { key: format!("doc:{prefix}{i}"), v: random_vector(&mut rng), tag: ["red", "green", "blue", "cyan"][i % 4], n: (i % 100) as i64 })
+        .map(|i| Doc {
+            key: format!("doc:{prefix}{i}"),
+            v: random_vector(&mut rng),
+            tag: ["red", "green", "blue", "cyan"][i % 4],
+            n: (i % 100) as i64,
+        })
         .collect()
 }
 

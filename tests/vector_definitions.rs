@@ -90,7 +90,9 @@ fn ft_alter_then_ft_search_on_the_same_connection_sees_the_new_field_every_time(
         let Value::Array(pairs) = info else { panic!("FT.INFO answered {info:?}") };
         let attributes = pairs
             .chunks(2)
-            .find(|p| matches!(&p[0], Value::SimpleString(s) if s == "attributes") || matches!(&p[0], Value::BulkString(b) if b == b"attributes"))
+            .find(|p| {
+                matches!(&p[0], Value::SimpleString(s) if s == "attributes") || matches!(&p[0], Value::BulkString(b) if b == b"attributes")
+            })
             .map(|p| match &p[1] {
                 Value::Array(a) => a.len(),
                 other => panic!("attributes: {other:?}"),

@@ -16,15 +16,30 @@ use crate::protocol::Frame;
 #[derive(Clone, Debug, PartialEq)]
 pub enum VectorCommand {
     /// FT.CREATE: `raw` is the checked definition in its replicated form.
-    Create { name: Bytes, raw: Bytes },
-    Search { name: Bytes, query: Arc<SearchQuery> },
+    Create {
+        name: Bytes,
+        raw: Bytes,
+    },
+    Search {
+        name: Bytes,
+        query: Arc<SearchQuery>,
+    },
     Info(Bytes),
     List,
-    DropIndex { name: Bytes, delete_docs: bool },
+    DropIndex {
+        name: Bytes,
+        delete_docs: bool,
+    },
     /// FT.ALTER idx [SKIPINITIALSCAN] SCHEMA ADD field...: `fields` are checked against
     /// the stored definition when it is read.
-    Alter { name: Bytes, fields: Vec<Bytes> },
-    Aggregate { name: Bytes, query: Arc<AggregateQuery> },
+    Alter {
+        name: Bytes,
+        fields: Vec<Bytes>,
+    },
+    Aggregate {
+        name: Bytes,
+        query: Arc<AggregateQuery>,
+    },
 }
 
 /// RediSearch's errors carry no `ERR` code: the text is the whole error line.

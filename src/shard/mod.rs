@@ -416,7 +416,9 @@ impl Shard {
             ShardOp::ExportLeaves(leaves) => {
                 let mut deltas = Vec::new();
                 for leaf in leaves {
-                    self.kv.keys.for_each_in_leaf(leaf, |key, state| deltas.push(Delta::Key { key: Bytes::copy_from_slice(key), state: state.clone() }));
+                    self.kv.keys.for_each_in_leaf(leaf, |key, state| {
+                        deltas.push(Delta::Key { key: Bytes::copy_from_slice(key), state: state.clone() })
+                    });
                 }
                 return ShardReply::Deltas(deltas);
             }

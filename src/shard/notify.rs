@@ -10,7 +10,6 @@ use super::{Shard, ShardOp, ShardReply};
 use crate::engine::kv::key_hash;
 use crate::notify::{self, Class, Flags, KeyEvent, Notifier};
 
-
 /// Which types of key a multi-key read looks past (it stops at the first other one).
 type AcceptsKind = fn(Option<crate::engine::kv::KeyKind>) -> bool;
 
@@ -94,7 +93,9 @@ impl Shard {
             ShardOp::MGet(keys) | ShardOp::CountExisting(keys) => (keys, |_| true),
             ShardOp::Copy { src, dst, .. } if src != dst => (std::slice::from_ref(src), |_| true),
             ShardOp::Snapshot(src) => (std::slice::from_ref(src), |_| true),
-            ShardOp::ZsetMulti(ZsetMulti::RangeStore { src, .. }) | ShardOp::ZsetRange { key: src, .. } => (std::slice::from_ref(src), |_| true),
+            ShardOp::ZsetMulti(ZsetMulti::RangeStore { src, .. }) | ShardOp::ZsetRange { key: src, .. } => {
+                (std::slice::from_ref(src), |_| true)
+            }
             ShardOp::SetAlgebra { keys, .. } | ShardOp::SetMemberLists(keys) => (keys, |kind| kind == Some(KeyKind::Set)),
             ShardOp::ZsetMulti(ZsetMulti::Algebra { keys, .. }) | ShardOp::ScoredLists(keys) => {
                 (keys, |kind| matches!(kind, Some(KeyKind::Set | KeyKind::Zset)))

@@ -19,12 +19,14 @@ use super::shards::Shards;
 use crate::command::hash::{HSetReply, HashCommand};
 use crate::command::vector::{VectorCommand, error};
 use crate::command::{KeyCommand, KeyspaceCommand, MultiKeyCommand};
-use crate::engine::vector::schema::{self, Algorithm, FieldKind, IndexDef};
-use crate::engine::vector::text::Language;
 use crate::engine::vector::aggregate::{self, AggregateQuery};
 use crate::engine::vector::definitions::{Definition, DefinitionCache};
+use crate::engine::vector::schema::{self, Algorithm, FieldKind, IndexDef};
 use crate::engine::vector::scorer::{NodeStats, format_relevance, score};
-use crate::engine::vector::{DEF_FIELD, DEF_KEY_PREFIX, Hit, SearchQuery, SortValue, Term, VectorOp, VectorReply, def_key, format_double, format_score};
+use crate::engine::vector::text::Language;
+use crate::engine::vector::{
+    DEF_FIELD, DEF_KEY_PREFIX, Hit, SearchQuery, SortValue, Term, VectorOp, VectorReply, def_key, format_double, format_score,
+};
 use crate::protocol::Frame;
 use crate::shard::{ShardOp, ShardReply};
 
@@ -86,7 +88,11 @@ async fn alter(access: &impl Shards, name: Bytes, fields: Vec<Bytes>) -> Frame {
     }
     let raw = schema::encode_args(&args);
     let key = def_key(&name);
-    let op = ShardOp::Key(KeyCommand::Hash(HashCommand::Set { key: key.clone(), pairs: vec![(Bytes::from_static(DEF_FIELD), raw.clone())], reply: HSetReply::Added }));
+    let op = ShardOp::Key(KeyCommand::Hash(HashCommand::Set {
+        key: key.clone(),
+        pairs: vec![(Bytes::from_static(DEF_FIELD), raw.clone())],
+        reply: HSetReply::Added,
+    }));
     let reply = access.run_one(access.shard_of(&key), op).await.into_frame();
     if reply.is_error() {
         return reply;
@@ -101,7 +107,9 @@ async fn alter(access: &impl Shards, name: Bytes, fields: Vec<Bytes>) -> Frame {
 async fn aggregate(access: &impl Shards, name: Bytes, definition: Arc<Definition>, query: Arc<AggregateQuery>, resp3: bool) -> Frame {
     let search = Arc::new(query.search.clone());
     let raw = &definition.raw;
-    let replies = match vector_replies(access.run_everywhere(|| ShardOp::Vector(VectorOp::Search { name: name.clone(), raw: raw.clone(), query: search.clone() })).await) {
+    let replies = match vector_replies(
+        access.run_everywhere(|| ShardOp::Vector(VectorOp::Search { name: name.clone(), raw: raw.clone(), query: search.clone() })).await,
+    ) {
         Ok(r) => r,
         Err(e) => return e,
     };
@@ -119,7 +127,10 @@ async fn aggregate(access: &impl Shards, name: Bytes, definition: Arc<Definition
             .into_iter()
             .map(|row| {
                 let pairs = row.into_iter().map(|(k, v)| (Frame::Bulk(k), value(v))).collect();
-                Frame::Map(vec![(Frame::simple("extra_attributes"), Frame::Map(pairs)), (Frame::simple("values"), Frame::Array(Vec::new()))])
+                Frame::Map(vec![
+                    (Frame::simple("extra_attributes"), Frame::Map(pairs)),
+                    (Frame::simple("values"), Frame::Array(Vec::new())),
+                ])
             })
             .collect();
         return resp3_results(total, results);
@@ -183,7 +194,9 @@ async fn read_definition(access: &impl Shards, name: &Bytes) -> Result<Option<By
     match access.run_one(access.shard_of(&key), op).await.into_frame() {
         Frame::Bulk(raw) => Ok(Some(raw)),
         Frame::Null => Ok(None),
-        Frame::Error(e) if e.starts_with(b"WRONGTYPE") => Err(error(format!("The key {} is reserved for FT.* definitions", String::from_utf8_lossy(&key)))),
+        Frame::Error(e) if e.starts_with(b"WRONGTYPE") => {
+            Err(error(format!("The key {} is reserved for FT.* definitions", String::from_utf8_lossy(&key))))
+        }
         other if other.is_error() => Err(other),
         _ => Ok(None),
     }
@@ -273,10 +286,11 @@ async fn drop_index(access: &impl Shards, name: Bytes, delete_docs: bool) -> Fra
 
 async fn info(access: &impl Shards, name: Bytes, definition: Arc<Definition>, resp3: bool) -> Frame {
     let raw = &definition.raw;
-    let replies = match vector_replies(access.run_everywhere(|| ShardOp::Vector(VectorOp::Info { name: name.clone(), raw: raw.clone() })).await) {
-        Ok(r) => r,
-        Err(e) => return e,
-    };
+    let replies =
+        match vector_replies(access.run_everywhere(|| ShardOp::Vector(VectorOp::Info { name: name.clone(), raw: raw.clone() })).await) {
+            Ok(r) => r,
+            Err(e) => return e,
+        };
     let (mut docs, mut failures, mut bytes, mut indexed, mut to_index) = (0usize, 0u64, 0usize, 0usize, 0usize);
     for reply in replies {
         if let VectorReply::Info { docs: d, failures: f, bytes: b, build } = reply {
@@ -346,10 +360,7 @@ async fn info(access: &impl Shards, name: Bytes, definition: Arc<Definition>, re
     Frame::Map(vec![
         pair("index_name", word(name)),
         pair("index_options", Frame::Array(Vec::new())),
-        pair(
-            "index_definition",
-            Frame::Map(index_definition(def, resp3)),
-        ),
+        pair("index_definition", Frame::Map(index_definition(def, resp3))),
         pair("attributes", Frame::Array(attributes)),
         pair("num_docs", Frame::Integer(docs as i64)),
         pair("max_doc_id", Frame::Integer(docs as i64)),
@@ -386,7 +397,8 @@ fn index_definition(def: &IndexDef, resp3: bool) -> Vec<(Frame, Frame)> {
 }
 
 async fn search(access: &impl Shards, name: Bytes, raw: Bytes, query: Arc<SearchQuery>, resp3: bool) -> Frame {
-    let replies = access.run_everywhere(|| ShardOp::Vector(VectorOp::Search { name: name.clone(), raw: raw.clone(), query: query.clone() })).await;
+    let replies =
+        access.run_everywhere(|| ShardOp::Vector(VectorOp::Search { name: name.clone(), raw: raw.clone(), query: query.clone() })).await;
     let replies = match vector_replies(replies) {
         Ok(r) => r,
         Err(e) => return e,
@@ -409,11 +421,15 @@ async fn search(access: &impl Shards, name: Bytes, raw: Bytes, query: Arc<Search
     }
     // Relevance (the query's SCORER; 0 for KNN) with the node's counts.
     let node = NodeStats { docs, total_len, counts: &counts };
-    let mut scored: Vec<(f64, Hit)> =
-        hits.into_iter().map(|hit| (if query.knn.is_some() { 0.0 } else { score(query.scorer, &hit.terms, &hit.stats, &node) }, hit)).collect();
+    let mut scored: Vec<(f64, Hit)> = hits
+        .into_iter()
+        .map(|hit| (if query.knn.is_some() { 0.0 } else { score(query.scorer, &hit.terms, &hit.stats, &node) }, hit))
+        .collect();
     if let Some(knn) = &query.knn {
         // Each shard sent its own k nearest: the node's k nearest are among them.
-        scored.sort_by(|(_, a), (_, b)| a.score.unwrap_or(f32::INFINITY).total_cmp(&b.score.unwrap_or(f32::INFINITY)).then_with(|| a.key.cmp(&b.key)));
+        scored.sort_by(|(_, a), (_, b)| {
+            a.score.unwrap_or(f32::INFINITY).total_cmp(&b.score.unwrap_or(f32::INFINITY)).then_with(|| a.key.cmp(&b.key))
+        });
         scored.truncate(knn.k);
         total = scored.len();
     } else {
@@ -423,7 +439,11 @@ async fn search(access: &impl Shards, name: Bytes, raw: Bytes, query: Arc<Search
     if let Some(sort) = &query.sort_by {
         let by_score = query.distance_alias().is_some_and(|a| a.eq_ignore_ascii_case(&sort.field));
         scored.sort_by(|(_, a), (_, b)| {
-            let order = if by_score { a.score.unwrap_or(f32::INFINITY).total_cmp(&b.score.unwrap_or(f32::INFINITY)) } else { compare_sort(a.sort.as_ref(), b.sort.as_ref(), sort.ascending) };
+            let order = if by_score {
+                a.score.unwrap_or(f32::INFINITY).total_cmp(&b.score.unwrap_or(f32::INFINITY))
+            } else {
+                compare_sort(a.sort.as_ref(), b.sort.as_ref(), sort.ascending)
+            };
             let order = if by_score && !sort.ascending { order.reverse() } else { order };
             order.then_with(|| a.key.cmp(&b.key))
         });

@@ -180,10 +180,7 @@ fn per_shard<T>(groups: Groups<T>, op: fn(Vec<T>) -> ShardOp) -> (Vec<(usize, Sh
 /// and the events come back in argument order, into `node.raised` for the oracle.
 fn run_in_order(node: &mut Node, groups: Vec<(usize, ShardOp)>, positions: &[Vec<usize>], now: u64) -> Vec<ShardReply> {
     let split = groups.len() > 1;
-    let replies = groups
-        .into_iter()
-        .map(|(shard, op)| node.shards[shard].apply(meridian::shell::notify::split(op, split), now))
-        .collect();
+    let replies = groups.into_iter().map(|(shard, op)| node.shards[shard].apply(meridian::shell::notify::split(op, split), now)).collect();
     if !split {
         return replies;
     }

@@ -123,6 +123,5 @@ pub(super) fn live_entries(n: &Node, local: u64) -> BTreeMap<Bytes, ModelEntry> 
 
 /// A list's element values in list order (its position index's order).
 pub(super) fn list_values(list: &meridian::engine::kv::elements::Elements) -> Vec<Bytes> {
-    meridian::engine::kv::lists::walk(list, false).map(|(_, e)| e.read().map(|v| v.to_bytes()).unwrap_or_default())
-        .collect()
+    meridian::engine::kv::lists::walk(list, false).map(|(_, e)| e.read().map(|v| v.to_bytes()).unwrap_or_default()).collect()
 }

@@ -58,7 +58,12 @@ pub(super) struct Before {
 /// 7.0 stores it (raising `new` if it created the key, never `del`) and expires it at
 /// the next lookup; the model drops it at once.
 /// Also says whether the model cannot tell (`KeyView::after_unknown`).
-fn view_after(model: &Model, key: &Bytes, now: u64, held_before: Option<&crate::model::ModelEntry>) -> (Option<crate::model::ModelEntry>, bool) {
+fn view_after(
+    model: &Model,
+    key: &Bytes,
+    now: u64,
+    held_before: Option<&crate::model::ModelEntry>,
+) -> (Option<crate::model::ModelEntry>, bool) {
     match model.keys.get(key) {
         Some(e) if e.expire_at_ms.is_some_and(|at| now > at) => {
             let unchanged = Some(e) == held_before;

@@ -233,7 +233,8 @@ impl KvEngine {
             // `KeyState::part_delta` would encode (tested in `delta::codec`), without
             // building a collection of them per write.
             debug_assert!(
-                !matches!(part, Part::Graph | Part::Stream) || names.iter().map(|n| n.as_ref()).collect::<std::collections::HashSet<&[u8]>>().len() == names.len(),
+                !matches!(part, Part::Graph | Part::Stream)
+                    || names.iter().map(|n| n.as_ref()).collect::<std::collections::HashSet<&[u8]>>().len() == names.len(),
                 "a graph query names each element once"
             );
             if !shipped.is_empty() {

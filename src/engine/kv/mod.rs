@@ -17,6 +17,8 @@ pub mod hashes;
 pub mod keys;
 pub mod keyspace;
 pub mod lazyfree;
+#[cfg(test)]
+mod list_runs_tests;
 pub mod list_table;
 pub mod lists;
 pub mod merkle;
@@ -30,8 +32,6 @@ pub mod value;
 mod value_laws;
 #[cfg(test)]
 mod value_outcomes;
-#[cfg(test)]
-mod list_runs_tests;
 pub mod zset_query;
 pub mod zsets;
 
@@ -40,10 +40,9 @@ use bytes::Bytes;
 use crate::crdt::{Dot, HlcClock, NodeId, VersionVector};
 use crate::notify::{Class, Notifier};
 use crate::routing::ShardScope;
+pub use delta_sink::DeltaSink;
 pub use keyspace::{Keyspace, key_hash};
 pub use value::{KeyKind, KeyState, StrVal};
-pub use delta_sink::DeltaSink;
-
 
 /// Everything a write needs from outside the keyspace.
 pub struct WriteCtx<'a> {
@@ -469,7 +468,11 @@ impl KvEngine {
                 }
             };
             let (_, keys, element_vv) = &mut self.replayed_forgets[at];
-            if elements { element_vv.merge(below) } else { keys.merge(below) }
+            if elements {
+                element_vv.merge(below)
+            } else {
+                keys.merge(below)
+            }
             Some(scope)
         };
         if elements {

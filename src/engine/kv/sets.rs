@@ -207,9 +207,15 @@ impl KvEngine {
         // SREM of the older one. Redis notifies only when a member was added: the key
         // is copied for the event before the write (which takes it) and raised after.
         let event_key = self.event_key(Class::Set, &key);
-        let added = self.write_elements_checked(ctx, key, Part::Set, &unique, false, |_| Some(MEMBER_MARK), |_, dot, _, s| {
-            MemberWrite::Add.apply(dot, s)
-        })?;
+        let added = self.write_elements_checked(
+            ctx,
+            key,
+            Part::Set,
+            &unique,
+            false,
+            |_| Some(MEMBER_MARK),
+            |_, dot, _, s| MemberWrite::Add.apply(dot, s),
+        )?;
         self.raise_collection_event(Class::Set, "sadd", if added > 0 { event_key } else { None });
         Ok(Frame::Integer(added as i64))
     }

@@ -2,10 +2,10 @@
 
 use bytes::Bytes;
 
+use super::Part;
 use crate::command::hash::{HSetReply, HashCommand};
 use crate::command::set::SetCommand;
 use crate::command::{SetCondition, SetReply, TtlChange};
-use super::Part;
 use crate::crdt::{HlcClock, VersionVector};
 use crate::engine::kv::{DeltaSink, KeyState, KvEngine, WriteCtx};
 use crate::protocol::Frame;

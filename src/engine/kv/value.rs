@@ -418,7 +418,9 @@ impl KeyState {
     /// INCRBYFLOAT: the caller has checked the current value is a number and the result is
     /// finite.
     pub fn incr_by_float(&mut self, dot: Dot, incarnation: Hlc, by: f64) {
-        self.mutate(dot, |s| s.full_mut().counters.get_or_insert_with(Default::default).floats.update(|f| f.add(dot.node, incarnation, dot.hlc, by)));
+        self.mutate(dot, |s| {
+            s.full_mut().counters.get_or_insert_with(Default::default).floats.update(|f| f.add(dot.node, incarnation, dot.hlc, by))
+        });
         self.settle();
     }
 

@@ -60,7 +60,10 @@ impl VectorEngine {
             // behind by a delete or an update would not show in the documents.
             let (mine, fresh) = (index.describe_postings(), rebuilt.describe_postings());
             if mine != fresh {
-                return Err(format!("index {:?}: postings differ from its rebuild's: {mine} / rebuilt {fresh}", String::from_utf8_lossy(name)));
+                return Err(format!(
+                    "index {:?}: postings differ from its rebuild's: {mine} / rebuilt {fresh}",
+                    String::from_utf8_lossy(name)
+                ));
             }
             for query in audit_queries(&index.def) {
                 let args: Vec<Bytes> = query.iter().map(|a| Bytes::copy_from_slice(a)).collect();
@@ -82,7 +85,8 @@ fn answer(index: &mut Index, query: &super::SearchQuery, kv: &KvEngine, now_ms: 
     let live = |key: &Bytes| kv.keys.get(key, key_hash(key)).is_some_and(|e| !expired(e.state(), now_ms));
     let mut read = |_: &Bytes| -> Option<Vec<(Bytes, Bytes)>> { None };
     let super::index::Found { total, hits, docs, total_len, counts } = index.search(query, &mut read, &live)?;
-    let mut out: Vec<String> = hits.into_iter().map(|h| format!("{:?} {:?} {:?} {:?}", h.key, h.score.map(f32::to_bits), h.terms, h.stats)).collect();
+    let mut out: Vec<String> =
+        hits.into_iter().map(|h| format!("{:?} {:?} {:?} {:?}", h.key, h.score.map(f32::to_bits), h.terms, h.stats)).collect();
     out.push(format!("total {total} docs {docs} length {total_len} counts {counts:?}"));
     Ok(out)
 }

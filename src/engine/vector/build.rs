@@ -35,8 +35,13 @@ pub struct Build {
 impl Build {
     /// Start a build of `index`'s definition over the keys `kv` holds now.
     pub fn start(index: &Index, kv: &KvEngine, shadow: Option<Index>) -> Build {
-        let mut keys: Vec<Bytes> =
-            kv.keys.iter().map(|e| e.key()).filter(|k| !k.starts_with(DEF_KEY_PREFIX) && index.def.covers(k)).map(Bytes::copy_from_slice).collect();
+        let mut keys: Vec<Bytes> = kv
+            .keys
+            .iter()
+            .map(|e| e.key())
+            .filter(|k| !k.starts_with(DEF_KEY_PREFIX) && index.def.covers(k))
+            .map(Bytes::copy_from_slice)
+            .collect();
         keys.sort_unstable();
         Build { keys, next: 0, shadow }
     }

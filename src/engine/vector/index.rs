@@ -20,8 +20,8 @@ use hashbrown::HashMap;
 use super::distance::{Metric, normalize};
 use super::hnsw::{Near, VectorStore};
 use super::query::{Filter, SearchQuery};
-use super::scorer::{DocStats, Scorer};
 use super::schema::{Algorithm, ElementType, FieldKind, IndexDef};
+use super::scorer::{DocStats, Scorer};
 use super::text::Language;
 pub use terms::Term;
 
@@ -190,7 +190,10 @@ impl Index {
             }
             let counter = match &field.kind {
                 FieldKind::Vector(p) => {
-                    stores.push((VectorStore::new(p.dim, p.metric, p.element, p.algorithm == Algorithm::Hnsw, p.m, p.ef_construction, p.initial_cap), Vec::new()));
+                    stores.push((
+                        VectorStore::new(p.dim, p.metric, p.element, p.algorithm == Algorithm::Hnsw, p.m, p.ef_construction, p.initial_cap),
+                        Vec::new(),
+                    ));
                     &mut vectors
                 }
                 // A TEXT field's terms are kept like a TAG field's tags.
@@ -224,7 +227,8 @@ impl Index {
     }
 
     pub fn memory_bytes(&self) -> usize {
-        self.stores.iter().map(|(s, owners)| s.memory_bytes() + owners.capacity() * 4).sum::<usize>() + self.docs.capacity() * std::mem::size_of::<Option<Doc>>()
+        self.stores.iter().map(|(s, owners)| s.memory_bytes() + owners.capacity() * 4).sum::<usize>()
+            + self.docs.capacity() * std::mem::size_of::<Option<Doc>>()
     }
 
     pub fn needs_compaction(&self) -> bool {
@@ -257,10 +261,13 @@ impl Index {
                     })
                 })
                 .collect();
-            out.insert(key.clone(), format!(
+            out.insert(
+                key.clone(),
+                format!(
                     "key {:?} tags {:?} text {:?} max_freq {} len {} score {} numbers {:?} vectors {vectors:?}",
                     doc.key, doc.tags, doc.text, doc.max_freq, doc.len, doc.score, doc.numbers
-                ));
+                ),
+            );
         }
         out
     }
@@ -272,7 +279,8 @@ impl Index {
         let mut postings = std::collections::BTreeMap::new();
         for (field, terms) in self.postings.iter().enumerate() {
             for (term, ids) in terms {
-                let mut keys: Vec<Option<&Bytes>> = ids.iter().map(|&id| self.docs.get(id as usize).and_then(Option::as_ref).map(|d| &d.key)).collect();
+                let mut keys: Vec<Option<&Bytes>> =
+                    ids.iter().map(|&id| self.docs.get(id as usize).and_then(Option::as_ref).map(|d| &d.key)).collect();
                 keys.sort_unstable();
                 postings.insert((field, term.clone()), keys);
             }
@@ -301,7 +309,16 @@ impl Index {
         let id = match self.by_key.get(key) {
             Some(&id) => id,
             None => {
-                let doc = Doc { key: key.clone(), slots: vec![None; self.stores.len()], tags: Vec::new(), text: Vec::new(), max_freq: 0, len: 0, score: 1.0, numbers: Vec::new() };
+                let doc = Doc {
+                    key: key.clone(),
+                    slots: vec![None; self.stores.len()],
+                    tags: Vec::new(),
+                    text: Vec::new(),
+                    max_freq: 0,
+                    len: 0,
+                    score: 1.0,
+                    numbers: Vec::new(),
+                };
                 let id = match self.free.pop() {
                     Some(id) => {
                         self.docs[id as usize] = Some(doc);
@@ -378,7 +395,15 @@ impl Index {
     /// of the wrong size, a number that does not parse): RediSearch leaves such a
     /// document out and counts a failure.
     fn parse(&self, get: FieldReader) -> Result<Parsed, ()> {
-        let mut parsed = Parsed { vectors: Vec::new(), tags: Vec::new(), text: Vec::new(), max_freq: 0, len: 0, score: self.def.score, numbers: Vec::new() };
+        let mut parsed = Parsed {
+            vectors: Vec::new(),
+            tags: Vec::new(),
+            text: Vec::new(),
+            max_freq: 0,
+            len: 0,
+            score: self.def.score,
+            numbers: Vec::new(),
+        };
         // LANGUAGE_FIELD: a language RediSearch does not know leaves the index's (as
         // RediSearch); one it knows that has no stemmer here fails the document rather
         // than stemming it wrongly.
@@ -393,7 +418,11 @@ impl Index {
         // SCORE_FIELD: a value that is not a number leaves the index's SCORE (as
         // RediSearch).
         if let Some(value) = self.def.score_field.as_ref().and_then(|f| get(f)) {
-            parsed.score = std::str::from_utf8(&value).ok().and_then(|t| t.trim().parse::<f64>().ok()).filter(|v| !v.is_nan()).unwrap_or(self.def.score);
+            parsed.score = std::str::from_utf8(&value)
+                .ok()
+                .and_then(|t| t.trim().parse::<f64>().ok())
+                .filter(|v| !v.is_nan())
+                .unwrap_or(self.def.score);
         }
         // RediSearch keeps a document's score as a C `float`: 0.9 scores 0.8999999761...
         // (seen in tests/vector_differential/text_scorers.rs).
@@ -422,13 +451,13 @@ impl Index {
                 FieldKind::Tag { separator, case_sensitive } => {
                     parsed.text.push(Vec::new());
                     parsed.tags.push(match value {
-                    None => Vec::new(),
-                    Some(text) => text
-                        .split(|b| b == separator)
-                        .map(|t| t.trim_ascii())
-                        .filter(|t| !t.is_empty())
-                        .map(|t| if *case_sensitive { Bytes::copy_from_slice(t) } else { Bytes::from(t.to_ascii_lowercase()) })
-                        .collect(),
+                        None => Vec::new(),
+                        Some(text) => text
+                            .split(|b| b == separator)
+                            .map(|t| t.trim_ascii())
+                            .filter(|t| !t.is_empty())
+                            .map(|t| if *case_sensitive { Bytes::copy_from_slice(t) } else { Bytes::from(t.to_ascii_lowercase()) })
+                            .collect(),
                     })
                 }
                 FieldKind::Text { nostem, weight } => {
@@ -440,7 +469,9 @@ impl Index {
                 }
                 FieldKind::Numeric => parsed.numbers.push(match value {
                     None => None,
-                    Some(text) => Some(std::str::from_utf8(&text).ok().and_then(|t| t.trim().parse::<f64>().ok()).filter(|v| !v.is_nan()).ok_or(())?),
+                    Some(text) => {
+                        Some(std::str::from_utf8(&text).ok().and_then(|t| t.trim().parse::<f64>().ok()).filter(|v| !v.is_nan()).ok_or(())?)
+                    }
                 }),
             }
         }

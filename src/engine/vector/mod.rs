@@ -20,8 +20,8 @@ pub mod build;
 pub mod definitions;
 pub mod distance;
 pub mod hnsw;
-pub mod quant;
 pub mod index;
+pub mod quant;
 pub mod query;
 pub mod schema;
 pub mod scorer;
@@ -55,12 +55,25 @@ pub fn def_key(name: &[u8]) -> Bytes {
 #[derive(Clone, Debug, PartialEq)]
 pub enum VectorOp {
     /// Build (or rebuild) index `name` from definition `raw` if not already built from it.
-    Sync { name: Bytes, raw: Bytes },
-    Search { name: Bytes, raw: Bytes, query: Arc<SearchQuery> },
+    Sync {
+        name: Bytes,
+        raw: Bytes,
+    },
+    Search {
+        name: Bytes,
+        raw: Bytes,
+        query: Arc<SearchQuery>,
+    },
     /// The counts FT.INFO sums over shards.
-    Info { name: Bytes, raw: Bytes },
+    Info {
+        name: Bytes,
+        raw: Bytes,
+    },
     /// The keys of this shard's documents (FT.DROPINDEX DD deletes them).
-    Keys { name: Bytes, raw: Bytes },
+    Keys {
+        name: Bytes,
+        raw: Bytes,
+    },
     /// Drop every index whose name is not listed (their definitions are gone).
     Retain(Vec<Bytes>),
 }
@@ -71,7 +84,12 @@ pub enum VectorReply {
     Hits(Found),
     /// `build`: keys indexed so far and keys to index of a build in progress on this
     /// shard ((0, 0) when none is).
-    Info { docs: usize, failures: u64, bytes: usize, build: (usize, usize) },
+    Info {
+        docs: usize,
+        failures: u64,
+        bytes: usize,
+        build: (usize, usize),
+    },
     Keys(Vec<Bytes>),
     Error(String),
 }

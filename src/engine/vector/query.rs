@@ -30,25 +30,53 @@ pub const LIMIT_MAX: usize = 1_000_000;
 pub enum Filter {
     All,
     /// Any of these tags on the field.
-    Tag { field: Bytes, values: Vec<Bytes> },
+    Tag {
+        field: Bytes,
+        values: Vec<Bytes>,
+    },
     /// Any tag on the field that starts with one of these (`{ab*}`).
-    TagPrefix { field: Bytes, prefixes: Vec<Bytes> },
+    TagPrefix {
+        field: Bytes,
+        prefixes: Vec<Bytes>,
+    },
     /// A full-text term (lower-cased) on one TEXT field or on all (`field` `None`);
     /// `prefix`: any term starting with it (`hel*`).
-    Text { field: Option<Bytes>, term: Bytes, prefix: bool },
+    Text {
+        field: Option<Bytes>,
+        term: Bytes,
+        prefix: bool,
+    },
     /// An exact phrase: these terms (lower-cased, never stemmed; a stop word in it
     /// matches nothing, as in RediSearch's DIALECT 2) at consecutive positions.
-    Phrase { field: Option<Bytes>, terms: Vec<Bytes> },
+    Phrase {
+        field: Option<Bytes>,
+        terms: Vec<Bytes>,
+    },
     /// A fuzzy term (`%term%`): any indexed term within `distance` (1 to 3) edits of
     /// it (Levenshtein), on one TEXT field or on all.
-    Fuzzy { field: Option<Bytes>, term: Bytes, distance: u8 },
+    Fuzzy {
+        field: Option<Bytes>,
+        term: Bytes,
+        distance: u8,
+    },
     /// An optional clause (`~x`): every document passes; those that match `x` score
     /// what `x` adds.
     Optional(Box<Filter>),
     /// Documents whose vector is within `radius` of `blob` (VECTOR_RANGE); the distance
     /// is returned under `yield_as` when given.
-    VectorRange { field: Bytes, radius: f64, blob: Bytes, yield_as: Option<Bytes> },
-    Range { field: Bytes, lo: f64, lo_exclusive: bool, hi: f64, hi_exclusive: bool },
+    VectorRange {
+        field: Bytes,
+        radius: f64,
+        blob: Bytes,
+        yield_as: Option<Bytes>,
+    },
+    Range {
+        field: Bytes,
+        lo: f64,
+        lo_exclusive: bool,
+        hi: f64,
+        hi_exclusive: bool,
+    },
     Not(Box<Filter>),
     And(Vec<Filter>),
     Or(Vec<Filter>),
@@ -132,7 +160,21 @@ pub fn parse_search(args: &[Bytes]) -> Result<SearchQuery, String> {
         return Err("wrong number of arguments for 'FT.SEARCH' command".into());
     };
     let mut params: Vec<(Bytes, Bytes)> = Vec::new();
-    let mut out = SearchQuery { filter: Filter::All, knn: None, offset: 0, num: 10, nocontent: false, return_fields: None, sort_by: None, with_scores: false, verbatim: false, language: None, scorer: Scorer::Tfidf, slop: None, in_order: false };
+    let mut out = SearchQuery {
+        filter: Filter::All,
+        knn: None,
+        offset: 0,
+        num: 10,
+        nocontent: false,
+        return_fields: None,
+        sort_by: None,
+        with_scores: false,
+        verbatim: false,
+        language: None,
+        scorer: Scorer::Tfidf,
+        slop: None,
+        in_order: false,
+    };
     let mut nostopwords = false;
     let mut i = 1;
     while i < args.len() {

@@ -62,11 +62,17 @@ pub struct VectorParams {
 #[derive(Clone, Debug, PartialEq)]
 pub enum FieldKind {
     Vector(VectorParams),
-    Tag { separator: u8, case_sensitive: bool },
+    Tag {
+        separator: u8,
+        case_sensitive: bool,
+    },
     Numeric,
     /// Full text, cut into terms (`text.rs`); `nostem`: words are indexed without their
     /// `+stem`s; `weight`: what each occurrence adds to a term's frequency.
-    Text { nostem: bool, weight: f64 },
+    Text {
+        nostem: bool,
+        weight: f64,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -114,7 +120,10 @@ fn err(text: impl Into<String>) -> String {
 
 fn usize_arg(arg: Option<&Bytes>, what: &str) -> Result<usize, String> {
     let arg = arg.ok_or_else(|| err(format!("Bad arguments for {what}: missing value")))?;
-    std::str::from_utf8(arg).ok().and_then(|s| s.parse::<usize>().ok()).ok_or_else(|| err(format!("Bad arguments for {what}: invalid value")))
+    std::str::from_utf8(arg)
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+        .ok_or_else(|| err(format!("Bad arguments for {what}: invalid value")))
 }
 
 /// Parse FT.CREATE's arguments after the index name. Errors are RediSearch's texts
@@ -148,7 +157,10 @@ pub fn parse(args: &[Bytes]) -> Result<IndexDef, String> {
             language = Language::parse(name).map_err(|e| if e == "No such language" { err("Invalid language") } else { e })?;
             i += 2;
         } else if eq(arg, "LANGUAGE_FIELD") || eq(arg, "SCORE_FIELD") {
-            let field = args.get(i + 1).cloned().ok_or_else(|| err(format!("Bad arguments for {}: missing value", String::from_utf8_lossy(arg).to_uppercase())))?;
+            let field = args
+                .get(i + 1)
+                .cloned()
+                .ok_or_else(|| err(format!("Bad arguments for {}: missing value", String::from_utf8_lossy(arg).to_uppercase())))?;
             if eq(arg, "LANGUAGE_FIELD") {
                 language_field = Some(field);
             } else {
@@ -299,7 +311,10 @@ fn parse_vector(args: &[Bytes]) -> Result<(VectorParams, usize), String> {
             } else if eq(value, "FLOAT16") {
                 ElementType::Float16
             } else {
-                return Err(err(format!("Bad arguments for vector similarity FLAT index type: {} is not supported by Meridian", String::from_utf8_lossy(value))));
+                return Err(err(format!(
+                    "Bad arguments for vector similarity FLAT index type: {} is not supported by Meridian",
+                    String::from_utf8_lossy(value)
+                )));
             };
             has_type = true;
         } else if eq(key, "DIM") {
@@ -324,14 +339,24 @@ fn parse_vector(args: &[Bytes]) -> Result<(VectorParams, usize), String> {
         } else if eq(key, "EF_RUNTIME") && algorithm == Algorithm::Hnsw {
             params.ef_runtime = usize_arg(Some(value), "vector similarity HNSW index EF_RUNTIME")?;
         } else {
-            return Err(err(format!("Bad arguments for algorithm {}: {}", if algorithm == Algorithm::Flat { "FLAT" } else { "HNSW" }, String::from_utf8_lossy(key))));
+            return Err(err(format!(
+                "Bad arguments for algorithm {}: {}",
+                if algorithm == Algorithm::Flat { "FLAT" } else { "HNSW" },
+                String::from_utf8_lossy(key)
+            )));
         }
     }
     if !has_type || params.dim == 0 || !has_metric {
         return Err(err(format!(
             "Missing mandatory parameter: cannot create {} index without specifying {} argument",
             if algorithm == Algorithm::Flat { "FLAT" } else { "HNSW" },
-            if !has_type { "TYPE" } else if params.dim == 0 { "DIM" } else { "DISTANCE_METRIC" }
+            if !has_type {
+                "TYPE"
+            } else if params.dim == 0 {
+                "DIM"
+            } else {
+                "DISTANCE_METRIC"
+            }
         )));
     }
     if params.dim > DIM_MAX {
@@ -397,7 +422,10 @@ mod tests {
     fn unsupported_parts_are_refused_by_name() {
         assert!(parse(&args("ON JSON SCHEMA v TAG")).unwrap_err().contains("JSON"));
         assert!(parse(&args("SCHEMA body GEO")).unwrap_err().contains("GEO"));
-        assert_eq!(parse(&args("SCHEMA body TEXT NOSTEM WEIGHT 2")).expect("text").fields[0].kind, FieldKind::Text { nostem: true, weight: 2.0 });
+        assert_eq!(
+            parse(&args("SCHEMA body TEXT NOSTEM WEIGHT 2")).expect("text").fields[0].kind,
+            FieldKind::Text { nostem: true, weight: 2.0 }
+        );
         assert!(parse(&args("FILTER x SCHEMA v TAG")).unwrap_err().contains("FILTER"));
         assert!(parse(&args("SCHEMA v VECTOR FLAT 4 TYPE FLOAT32 DIM 4")).unwrap_err().contains("DISTANCE_METRIC"));
     }

@@ -26,9 +26,7 @@ fn blob(v: &[f32]) -> Bytes {
 }
 
 fn definition(algorithm: &str) -> Bytes {
-    let line = format!(
-        "ON HASH PREFIX 1 doc: SCHEMA v VECTOR {algorithm} 6 TYPE FLOAT32 DIM {DIM} DISTANCE_METRIC L2 t TAG n NUMERIC"
-    );
+    let line = format!("ON HASH PREFIX 1 doc: SCHEMA v VECTOR {algorithm} 6 TYPE FLOAT32 DIM {DIM} DISTANCE_METRIC L2 t TAG n NUMERIC");
     encode_args(&line.split_whitespace().map(b).collect::<Vec<_>>())
 }
 
@@ -64,7 +62,9 @@ fn search(shard: &mut Shard, raw: &Bytes, query: &str, q: &[f32], now_ms: u64) -
     let args = vec![b(query), b("PARAMS"), b("2"), b("q"), blob(q), b("LIMIT"), b("0"), b("1000"), b("DIALECT"), b("2")];
     let query = Arc::new(parse_search(&args).expect("query parses"));
     match shard.apply(ShardOp::Vector(VectorOp::Search { name: b("idx"), raw: raw.clone(), query }), now_ms) {
-        ShardReply::Vector(VectorReply::Hits(crate::engine::vector::Found { hits, .. })) => hits.into_iter().map(|h| (h.key, h.score.unwrap_or(-1.0))).collect(),
+        ShardReply::Vector(VectorReply::Hits(crate::engine::vector::Found { hits, .. })) => {
+            hits.into_iter().map(|h| (h.key, h.score.unwrap_or(-1.0))).collect()
+        }
         other => panic!("search failed: {other:?}"),
     }
 }
@@ -155,7 +155,8 @@ fn documents_merged_from_a_peer_are_indexed_and_a_merged_delete_removes_them() {
     let ship = |from: &Shard, key: &str| {
         let key = b(key);
         let hash = crate::engine::kv::key_hash(&key);
-        let state = from.kv.keys.get(&key, hash).map(|e| e.state().clone()).or_else(|| from.kv.keys.tombstone(&key).cloned()).expect("a state");
+        let state =
+            from.kv.keys.get(&key, hash).map(|e| e.state().clone()).or_else(|| from.kv.keys.tombstone(&key).cloned()).expect("a state");
         ShardOp::MergeRemote(vec![Delta::Key { key, state }])
     };
     reader.apply(ship(&writer, "doc:1"), 11);

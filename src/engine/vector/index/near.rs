@@ -38,7 +38,8 @@ impl Index {
             Compiled::Tag(_, values) if values.len() > 1 => {}
             Compiled::Optional(inner) if self.terms(inner, id, &mut Vec::new()) => return self.offsets(doc, inner, id),
             Compiled::And(parts, _) | Compiled::Or(parts) => {
-                let lists: Vec<Vec<u32>> = parts.iter().filter(|p| self.terms(p, id, &mut Vec::new())).filter_map(|p| self.offsets(doc, p, id)).collect();
+                let lists: Vec<Vec<u32>> =
+                    parts.iter().filter(|p| self.terms(p, id, &mut Vec::new())).filter_map(|p| self.offsets(doc, p, id)).collect();
                 if lists.is_empty() {
                     return None;
                 }

@@ -66,13 +66,19 @@ impl Index {
                 let (position, vector, default_ef) = self.query_vector(&knn.field, &knn.blob)?;
                 let ef = knn.ef_runtime.unwrap_or(default_ef);
                 let near = self.knn(position, &filter, &vector, knn.k, ef, live);
-                let hits: Vec<Hit> = near.into_iter().map(|(key, d)| Hit { key, score: Some(d), terms: Vec::new(), stats: DocStats::default(), sort: None, fields: None }).collect();
+                let hits: Vec<Hit> = near
+                    .into_iter()
+                    .map(|(key, d)| Hit { key, score: Some(d), terms: Vec::new(), stats: DocStats::default(), sort: None, fields: None })
+                    .collect();
                 (hits.len(), hits)
             }
             None => {
                 let passing = self.eval(&filter);
-                let mut found: Vec<(Bytes, u32)> =
-                    ids(&passing).filter_map(|id| self.docs[id as usize].as_ref().map(|d| (d, id))).filter(|(d, _)| live(&d.key)).map(|(d, id)| (d.key.clone(), id)).collect();
+                let mut found: Vec<(Bytes, u32)> = ids(&passing)
+                    .filter_map(|id| self.docs[id as usize].as_ref().map(|d| (d, id)))
+                    .filter(|(d, _)| live(&d.key))
+                    .map(|(d, id)| (d.key.clone(), id))
+                    .collect();
                 let total = found.len();
                 // Without SORTBY the node orders by relevance score, then key. When every
                 // match scores alike, only this shard's first `page_end` keys can make
@@ -115,11 +121,15 @@ impl Index {
                     let doc = self.by_key.get(&hit.key).and_then(|&id| self.docs[id as usize].as_ref());
                     hit.sort = Some(match (&def.kind, doc) {
                         (FieldKind::Numeric, Some(d)) => d.numbers[self.positions[i]].map_or(SortValue::Missing, SortValue::Number),
-                        (FieldKind::Tag { .. }, Some(d)) => d.tags[self.positions[i]].first().cloned().map_or(SortValue::Missing, SortValue::Text),
+                        (FieldKind::Tag { .. }, Some(d)) => {
+                            d.tags[self.positions[i]].first().cloned().map_or(SortValue::Missing, SortValue::Text)
+                        }
                         // The value as written: the index keeps terms, not values.
                         (FieldKind::Text { .. }, Some(_)) => read(&hit.key)
                             .and_then(|fields| fields.into_iter().find(|(name, _)| *name == def.path).map(|(_, value)| value))
-                            .map_or(SortValue::Missing, |value| SortValue::Text(if def.sortable { Bytes::from(value.to_ascii_lowercase()) } else { value })),
+                            .map_or(SortValue::Missing, |value| {
+                                SortValue::Text(if def.sortable { Bytes::from(value.to_ascii_lowercase()) } else { value })
+                            }),
                         _ => SortValue::Missing,
                     });
                 }
@@ -128,7 +138,11 @@ impl Index {
         if !query.nocontent {
             // Without SORTBY (and with uniform scores) only the first `page_end` hits of
             // a shard can make the page.
-            let wanted = if query.sort_by.is_some() || (query.knn.is_none() && !self.uniform(&query.filter)) { hits.len() } else { page_end.min(hits.len()) };
+            let wanted = if query.sort_by.is_some() || (query.knn.is_none() && !self.uniform(&query.filter)) {
+                hits.len()
+            } else {
+                page_end.min(hits.len())
+            };
             for hit in hits.iter_mut().take(wanted) {
                 hit.fields = read(&hit.key);
             }
@@ -138,7 +152,15 @@ impl Index {
 
     /// The `k` nearest documents passing `filter` by vector field `field`, with their
     /// distances, nearest first (ties by key, so every node orders them alike).
-    fn knn(&mut self, field: usize, filter: &Compiled, query: &[f32], k: usize, ef: usize, live: &dyn Fn(&Bytes) -> bool) -> Vec<(Bytes, f32)> {
+    fn knn(
+        &mut self,
+        field: usize,
+        filter: &Compiled,
+        query: &[f32],
+        k: usize,
+        ef: usize,
+        live: &dyn Fn(&Bytes) -> bool,
+    ) -> Vec<(Bytes, f32)> {
         let passing = match filter {
             Compiled::All => None,
             _ => Some(self.eval(filter)),
@@ -148,10 +170,14 @@ impl Index {
         let doc_of = |slot: u32| docs[owners[slot as usize] as usize].as_ref();
         let passes = |slot: u32| passing.as_ref().is_none_or(|bits| has(bits, owners[slot as usize]));
         let near: Vec<Near> = if !store.is_graph() || store.live() == 0 {
-            let accepted: Vec<u32> = (0..store.slots() as u32).filter(|&s| !store.is_deleted(s) && passes(s) && doc_of(s).is_some_and(|d| live(&d.key))).collect();
+            let accepted: Vec<u32> = (0..store.slots() as u32)
+                .filter(|&s| !store.is_deleted(s) && passes(s) && doc_of(s).is_some_and(|d| live(&d.key)))
+                .collect();
             store.search_exact(query, k, accepted.into_iter())
         } else {
-            let slots: Option<Vec<u32>> = passing.as_ref().map(|bits| ids(bits).filter_map(|id| docs[id as usize].as_ref().and_then(|d| d.slots[field].map(|(s, _)| s))).collect());
+            let slots: Option<Vec<u32>> = passing
+                .as_ref()
+                .map(|bits| ids(bits).filter_map(|id| docs[id as usize].as_ref().and_then(|d| d.slots[field].map(|(s, _)| s))).collect());
             match slots {
                 Some(slots) if slots.len() <= EXACT_SCAN_DOCS_MAX || (slots.len() as f64) <= EXACT_SCAN_SHARE * store.live() as f64 => {
                     let slots: Vec<u32> = slots.into_iter().filter(|&s| doc_of(s).is_some_and(|d| live(&d.key))).collect();

@@ -152,7 +152,9 @@ impl Index {
                 self.terms(inner, id, out);
                 true
             }
-            Compiled::And(parts, near) => parts.iter().all(|p| self.terms(p, id, out)) && near.is_none_or(|near| self.near(parts, near, id)),
+            Compiled::And(parts, near) => {
+                parts.iter().all(|p| self.terms(p, id, out)) && near.is_none_or(|near| self.near(parts, near, id))
+            }
             Compiled::Or(parts) => parts.iter().fold(false, |any, p| self.terms(p, id, out) | any),
         };
         if !passes {
@@ -205,7 +207,9 @@ impl Index {
                 }
             }
             Compiled::And(parts, _) => parts.iter().map(|p| self.dismax(p, id)).sum(),
-            Compiled::Or(parts) => parts.iter().filter(|p| self.terms(p, id, &mut Vec::new())).map(|p| self.dismax(p, id)).fold(0.0, f64::max),
+            Compiled::Or(parts) => {
+                parts.iter().filter(|p| self.terms(p, id, &mut Vec::new())).map(|p| self.dismax(p, id)).fold(0.0, f64::max)
+            }
         }
     }
 }

@@ -112,7 +112,10 @@ fn fuzzy_and_optional_terms_slop_inorder_and_scorers_parse() {
     assert_eq!(parts[0], Filter::Fuzzy { field: None, term: "hello".into(), distance: 2 });
     assert_eq!(parts[1], Filter::Optional(Box::new(Filter::Text { field: Some("title".into()), term: "world".into(), prefix: false })));
     assert_eq!(parts.len(), 2, "an optional stop word is no condition");
-    assert_eq!(parse("@title:% fox %", &[]).expect("parses").filter, Filter::Fuzzy { field: Some("title".into()), term: "fox".into(), distance: 1 });
+    assert_eq!(
+        parse("@title:% fox %", &[]).expect("parses").filter,
+        Filter::Fuzzy { field: Some("title".into()), term: "fox".into(), distance: 1 }
+    );
     let args: Vec<Bytes> = ["a b", "SLOP", "2", "INORDER", "SCORER", "BM25"].iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
     let q = parse_search(&args).expect("parses");
     assert_eq!((q.slop, q.in_order, q.scorer), (Some(2), true, Scorer::Bm25));
