@@ -3,9 +3,10 @@
 //!
 //! Owns the codes and the integer dot kernel. Never decides a result: a walk over the
 //! codes picks its `ef` candidates, and the store re-ranks those by their exact
-//! distances before any leaves it (`hnsw.rs`). Why: a 384-d FLOAT32 vector is 24
-//! cache lines and its code 6, and over a graph larger than the cache the walk waits
-//! on memory more than it computes. The codes cost one byte a dimension on top of
+//! distances before any leaves it (`hnsw/walk.rs`); an insert also chooses its links
+//! by code distances (a link only has to point the right way, `hnsw.rs`). Why: a 384-d
+//! FLOAT32 vector is 24 cache lines and its code 6, and over a graph larger than the
+//! cache the walk waits on memory more than it computes. The codes cost one byte a dimension on top of
 //! the vectors (documented in docs/vector.md). Integer sums are exact, so every CPU and
 //! kernel gets the same distances: walks stay deterministic across machines.
 
