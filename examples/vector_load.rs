@@ -6,15 +6,18 @@
 //!
 //! cargo run --release --example vector_load -- --meridian-port 6391 --redisearch-port 6390
 //!     [--meridian-port NAME=PORT ...] [--docs 50000] [--queries 1000] [--clients 16] [--ef 10,15,20,30,40,80]
-//!     [--data ../shared/data/minilm-docs] [--recall-floor 0.95]
+//!     [--data ../shared/data/minilm-docs] [--recall-floor 0.95] [--repeat 1]
 //!
 //! For each server: FLUSHALL, FT.CREATE (HNSW M 16 EF_CONSTRUCTION 200, FLOAT32,
 //! COSINE, a TAG field), the documents as pipelined HSETs (200 per round trip, one
 //! connection, as `bench-vector.py` does), then for each EF_RUNTIME, unfiltered and
 //! with a tag on 10 % of the documents: recall@10 against the exact top 10 (computed
-//! here by scan) and queries/s with 1 client and with `--clients`. Then the ratios
-//! Meridian / RediSearch at the best q/s reaching the recall floor. Either port may be
-//! left out.
+//! here by scan), queries/s with 1 client and with `--clients`, and the server's CPU
+//! per query (INFO's used_cpu_user + used_cpu_sys, every thread, before and after: what
+//! a query costs the server, steadier than a 1-client q/s that is mostly waiting on the
+//! round trip). `--repeat N` sends the query list N times per measurement. Then the
+//! ratios Meridian / RediSearch at the best q/s, and at the least CPU per query,
+//! reaching the recall floor. Either port may be left out.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
@@ -38,6 +41,8 @@ struct Args {
     ef: Vec<usize>,
     data: String,
     recall_floor: f64,
+    /// How many times each measurement sends the query list (a longer run, steadier q/s).
+    repeat: usize,
 }
 
 fn parse_args() -> Args {
@@ -49,6 +54,7 @@ fn parse_args() -> Args {
         ef: vec![10, 15, 20, 30, 40, 80],
         data: "../shared/data/minilm-docs".into(),
         recall_floor: 0.95,
+        repeat: 1,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
@@ -67,6 +73,7 @@ fn parse_args() -> Args {
             "--ef" => args.ef = value.split(',').map(|e| e.parse().expect("--ef: numbers separated by commas")).collect(),
             "--data" => args.data = value.clone(),
             "--recall-floor" => args.recall_floor = value.parse().expect("--recall-floor: a number"),
+            "--repeat" => args.repeat = number().max(1),
             _ => panic!("unknown flag {flag}"),
         }
     }
@@ -171,7 +178,8 @@ fn vector_bytes(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-fn load(port: u16, base: &[Vec<f32>]) -> f64 {
+/// Inserts per second and the server's CPU microseconds per insert.
+fn load(port: u16, base: &[Vec<f32>]) -> (f64, f64) {
     let mut con = Connection::open(port);
     con.call(&[b"FLUSHALL"]);
     let create: Vec<&[u8]> = [
@@ -204,6 +212,7 @@ fn load(port: u16, base: &[Vec<f32>]) -> f64 {
     .map(|s| s.as_bytes())
     .collect();
     con.call(&create);
+    let cpu_before = server_cpu_seconds(&mut con);
     let start = Instant::now();
     for (first, chunk) in base.chunks(INSERT_BATCH).enumerate().map(|(i, c)| (i * INSERT_BATCH, c)) {
         for (i, v) in chunk.iter().enumerate() {
@@ -215,7 +224,8 @@ fn load(port: u16, base: &[Vec<f32>]) -> f64 {
             con.read();
         }
     }
-    base.len() as f64 / start.elapsed().as_secs_f64()
+    let rate = base.len() as f64 / start.elapsed().as_secs_f64();
+    (rate, (server_cpu_seconds(&mut con) - cpu_before) * 1e6 / base.len() as f64)
 }
 
 fn ids(reply: Reply) -> Vec<usize> {
@@ -230,12 +240,39 @@ fn ids(reply: Reply) -> Vec<usize> {
         .collect()
 }
 
-/// Recall@10 and queries/s of `queries` split over `clients` threads, each with its
-/// own connection, one query in flight per connection.
-fn measure(port: u16, queries: &[Vec<u8>], truth: &[Vec<usize>], ef: usize, clients: usize, filtered: bool) -> (f64, f64) {
+/// The server process's CPU time so far (user + system, every thread), in seconds,
+/// from INFO's CPU section (both servers report it from getrusage).
+fn server_cpu_seconds(con: &mut Connection) -> f64 {
+    let Reply::Text(info) = con.call(&[b"INFO", b"cpu"]) else { panic!("INFO cpu: not a bulk string") };
+    let info = String::from_utf8_lossy(&info);
+    let field = |name: &str| -> f64 {
+        info.lines()
+            .find_map(|line| line.strip_prefix(name).and_then(|rest| rest.strip_prefix(':')))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("INFO cpu has no {name}"))
+    };
+    field("used_cpu_user") + field("used_cpu_sys")
+}
+
+/// One measurement: recall@10, queries/s, and the server's CPU microseconds per query
+/// (what a query costs the server whatever the client's and the VM's latency: the
+/// figure to compare when the 1-client q/s is mostly waiting).
+struct Measured {
+    recall: f64,
+    qps: f64,
+    cpu_us: f64,
+}
+
+/// Recall@10, queries/s and server CPU per query of `queries` (sent `repeat` times)
+/// split over `clients` threads, each with its own connection, one query in flight per
+/// connection.
+fn measure(port: u16, queries: &[Vec<u8>], truth: &[Vec<usize>], ef: usize, clients: usize, filtered: bool, repeat: usize) -> Measured {
     let query = format!("{}=>[KNN {K} @v $q EF_RUNTIME {ef} AS score]", if filtered { "@tag:{a}" } else { "*" });
     // Connected before the clock starts: set-up is not the server's search time.
     let mut connections: Vec<Connection> = (0..clients).map(|_| Connection::open(port)).collect();
+    let mut control = Connection::open(port);
+    let cpu_before = server_cpu_seconds(&mut control);
+    let sent = queries.len() * repeat;
     let start = Instant::now();
     let hits: usize = std::thread::scope(|scope| {
         let workers: Vec<_> = connections
@@ -245,7 +282,7 @@ fn measure(port: u16, queries: &[Vec<u8>], truth: &[Vec<usize>], ef: usize, clie
                 let query = query.as_bytes();
                 scope.spawn(move || {
                     let mut hits = 0;
-                    for i in (c..queries.len()).step_by(clients) {
+                    for i in (c..sent).step_by(clients).map(|i| i % queries.len()) {
                         let reply = con.call(&[
                             b"FT.SEARCH",
                             b"bench",
@@ -270,17 +307,20 @@ fn measure(port: u16, queries: &[Vec<u8>], truth: &[Vec<usize>], ef: usize, clie
         workers.into_iter().map(|w| w.join().expect("a client thread")).sum()
     });
     let elapsed = start.elapsed().as_secs_f64();
-    (hits as f64 / (queries.len() * K) as f64, queries.len() as f64 / elapsed)
+    let cpu = server_cpu_seconds(&mut control) - cpu_before;
+    Measured { recall: hits as f64 / (sent * K) as f64, qps: sent as f64 / elapsed, cpu_us: cpu * 1e6 / sent as f64 }
 }
 
-type Rows = Vec<((bool, usize, usize), (f64, f64))>;
+type Rows = Vec<((bool, usize, usize), Measured)>;
 
-/// The best (q/s, EF_RUNTIME, recall) among settings reaching `floor`.
-fn best(rows: &Rows, filtered: bool, clients: usize, floor: f64) -> Option<(f64, usize, f64)> {
+/// The best (figure, EF_RUNTIME, recall) among settings reaching `floor`: the highest
+/// q/s, or with `by_cpu` the fewest server CPU microseconds per query.
+fn best(rows: &Rows, filtered: bool, clients: usize, floor: f64, by_cpu: bool) -> Option<(f64, usize, f64)> {
+    let figure = |m: &Measured| if by_cpu { -m.cpu_us } else { m.qps };
     rows.iter()
-        .filter(|((f, _, c), (recall, _))| *f == filtered && *c == clients && *recall >= floor)
-        .map(|((_, ef, _), (recall, qps))| (*qps, *ef, *recall))
-        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .filter(|((f, _, c), m)| *f == filtered && *c == clients && m.recall >= floor)
+        .max_by(|a, b| figure(&a.1).total_cmp(&figure(&b.1)))
+        .map(|((_, ef, _), m)| (if by_cpu { m.cpu_us } else { m.qps }, *ef, m.recall))
 }
 
 fn main() {
@@ -295,39 +335,50 @@ fn main() {
     let query_bytes: Vec<Vec<u8>> = queries.iter().map(|q| vector_bytes(q)).collect();
     let mut results = Vec::new();
     for &(name, port) in &args.ports {
-        let rate = load(port, &base);
-        println!("\n{name} (port {port}): insert {rate:.0} docs/s ({} docs, M 16, EF_CONSTRUCTION 200, FLOAT32)", base.len());
+        let (rate, insert_cpu_us) = load(port, &base);
+        println!(
+            "\n{name} (port {port}): insert {rate:.0} docs/s, {insert_cpu_us:.0} us server CPU per doc ({} docs, M 16, EF_CONSTRUCTION 200, FLOAT32)",
+            base.len()
+        );
         let mut rows: Rows = Vec::new();
         for filtered in [false, true] {
             let truth = if filtered { &filtered_truth } else { &truth };
             for &ef in &args.ef {
                 for clients in [1, args.clients] {
-                    let (recall, qps) = measure(port, &query_bytes, truth, ef, clients, filtered);
+                    let m = measure(port, &query_bytes, truth, ef, clients, filtered, args.repeat);
                     let kind = if filtered { "filtered 10%" } else { "unfiltered" };
-                    println!("  {kind:13} EF_RUNTIME {ef:4}  clients {clients:2}  recall@10 {recall:.3}  {qps:8.0} q/s");
-                    rows.push(((filtered, ef, clients), (recall, qps)));
+                    println!(
+                        "  {kind:13} EF_RUNTIME {ef:4}  clients {clients:2}  recall@10 {:.3}  {:8.0} q/s  {:6.1} us CPU/query",
+                        m.recall, m.qps, m.cpu_us
+                    );
+                    rows.push(((filtered, ef, clients), m));
                 }
             }
         }
-        results.push((name, rate, rows));
+        results.push((name, rate, insert_cpu_us, rows));
     }
-    let Some((_, r_rate, r_rows)) = results.iter().find(|(name, _, _)| *name == "redisearch") else { return };
-    for (m_name, m_rate, m_rows) in results.iter().filter(|(name, _, _)| *name != "redisearch") {
+    let Some((_, r_rate, r_insert_cpu, r_rows)) = results.iter().find(|(name, ..)| *name == "redisearch") else { return };
+    for (m_name, m_rate, m_insert_cpu, m_rows) in results.iter().filter(|(name, ..)| *name != "redisearch") {
         println!("\nratios ({m_name} / redisearch), at recall@10 >= {}:", args.recall_floor);
-        println!("  insert throughput: {:.2}x", m_rate / r_rate);
-        for filtered in [false, true] {
-            for clients in [1, args.clients] {
-                let kind = if filtered { "filtered 10%" } else { "unfiltered" };
-                match (best(m_rows, filtered, clients, args.recall_floor), best(r_rows, filtered, clients, args.recall_floor)) {
-                    (Some(m), Some(r)) => println!(
-                        "  {kind:13} clients {clients:2}: {:.2}x q/s (meridian EF {} recall {:.3}, redisearch EF {} recall {:.3})",
-                        m.0 / r.0,
-                        m.1,
-                        m.2,
-                        r.1,
-                        r.2
-                    ),
-                    (m, r) => println!("  {kind:13} clients {clients:2}: n/a (meridian {m:?}, redisearch {r:?})"),
+        println!("  insert throughput: {:.2}x; inserts per server CPU-second: {:.2}x", m_rate / r_rate, r_insert_cpu / m_insert_cpu);
+        for by_cpu in [false, true] {
+            let unit = if by_cpu { "queries per server CPU-second" } else { "q/s" };
+            for filtered in [false, true] {
+                for clients in [1, args.clients] {
+                    let kind = if filtered { "filtered 10%" } else { "unfiltered" };
+                    let m = best(m_rows, filtered, clients, args.recall_floor, by_cpu);
+                    let r = best(r_rows, filtered, clients, args.recall_floor, by_cpu);
+                    match (m, r) {
+                        (Some(m), Some(r)) => println!(
+                            "  {kind:13} clients {clients:2}: {:.2}x {unit} (meridian EF {} recall {:.3}, redisearch EF {} recall {:.3})",
+                            if by_cpu { r.0 / m.0 } else { m.0 / r.0 },
+                            m.1,
+                            m.2,
+                            r.1,
+                            r.2
+                        ),
+                        (m, r) => println!("  {kind:13} clients {clients:2}: n/a (meridian {m:?}, redisearch {r:?})"),
+                    }
                 }
             }
         }

@@ -70,6 +70,28 @@ pub type FieldReader<'a> = &'a dyn Fn(&[u8]) -> Option<Bytes>;
 /// Reads every field of a live hash key for a reply (`None`: the key is gone).
 pub type ContentReader<'a> = &'a mut dyn FnMut(&Bytes) -> Option<Vec<(Bytes, Bytes)>>;
 
+/// Which indexed documents a search may return.
+#[derive(Clone, Copy)]
+pub enum Live<'a> {
+    /// Every one: no key of the shard carries a TTL, and every indexed document's key
+    /// is in the keyspace (the indexes follow every change before a search runs). A
+    /// KNN walk then reads nothing per node to decide it (a document lookup per kept
+    /// node was ~6 % of a query's server time).
+    All,
+    /// Those whose key this says is live (not past its TTL, which active expiry may
+    /// not have acted on yet).
+    Checked(&'a dyn Fn(&Bytes) -> bool),
+}
+
+impl Live<'_> {
+    pub fn key(&self, key: &Bytes) -> bool {
+        match self {
+            Live::All => true,
+            Live::Checked(live) => live(key),
+        }
+    }
+}
+
 /// One result on one shard, before the node merges shards.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Hit {

@@ -34,7 +34,7 @@ use bytes::Bytes;
 
 use crate::engine::kv::value::KeyKind;
 use crate::engine::kv::{KeyState, KvEngine, key_hash};
-pub use index::{Found, Hit, Index, SortValue, Term};
+pub use index::{Found, Hit, Index, Live, SortValue, Term};
 pub use query::SearchQuery;
 
 /// Where index definitions live: `DEF_KEY_PREFIX` + index name, a hash whose field
@@ -202,14 +202,14 @@ impl VectorEngine {
                 // every change just before this op), so only a TTL can make one not
                 // live: with no key carrying one, skip the lookup (a hash and a probe
                 // for every slot a KNN walk keeps).
-                let any_ttl = keys.expiring() > 0;
-                let live = |key: &Bytes| !any_ttl || keys.get(key, key_hash(key)).is_some_and(|e| !expired(e.state(), now_ms));
+                let unexpired = |key: &Bytes| keys.get(key, key_hash(key)).is_some_and(|e| !expired(e.state(), now_ms));
+                let live = if keys.expiring() > 0 { Live::Checked(&unexpired) } else { Live::All };
                 let mut read = |key: &Bytes| {
                     let entry = keys.get(key, key_hash(key)).filter(|e| !expired(e.state(), now_ms))?;
                     let fields = entry.state().hash()?;
                     Some(fields.iter().filter_map(|(f, s)| s.read().map(|v| (Bytes::copy_from_slice(f), v.to_bytes()))).collect())
                 };
-                match index.search(&query, &mut read, &live) {
+                match index.search(&query, &mut read, live) {
                     Ok(found) => VectorReply::Hits(found),
                     Err(e) => VectorReply::Error(e),
                 }

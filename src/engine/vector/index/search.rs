@@ -47,10 +47,10 @@ impl Index {
         })
     }
 
-    /// Run a query on this shard's part of the index. `live(key, hash-field reader)`
-    /// says whether a key is still there now (a key past its TTL that active expiry has
-    /// not removed yet is not) and reads its fields for the reply.
-    pub fn search(&mut self, query: &SearchQuery, read: ContentReader, live: &dyn Fn(&Bytes) -> bool) -> Result<Found, String> {
+    /// Run a query on this shard's part of the index. `live` says which documents'
+    /// keys are still there now (a key past its TTL that active expiry has not removed
+    /// yet is not); `read` reads a key's fields for the reply.
+    pub fn search(&mut self, query: &SearchQuery, read: ContentReader, live: Live) -> Result<Found, String> {
         // INORDER without SLOP allows any distance (RediSearch: the largest slop).
         let near = match (query.slop, query.in_order) {
             (None, false) => None,
@@ -76,7 +76,7 @@ impl Index {
                 let passing = self.eval(&filter);
                 let mut found: Vec<(Bytes, u32)> = ids(&passing)
                     .filter_map(|id| self.docs[id as usize].as_ref().map(|d| (d, id)))
-                    .filter(|(d, _)| live(&d.key))
+                    .filter(|(d, _)| live.key(&d.key))
                     .map(|(d, id)| (d.key.clone(), id))
                     .collect();
                 let total = found.len();
@@ -159,7 +159,7 @@ impl Index {
         query: &[f32],
         k: usize,
         ef: usize,
-        live: &dyn Fn(&Bytes) -> bool,
+        live: Live,
     ) -> Vec<(Bytes, f32)> {
         let passing = match filter {
             Compiled::All => None,
@@ -171,7 +171,7 @@ impl Index {
         let passes = |slot: u32| passing.as_ref().is_none_or(|bits| has(bits, owners[slot as usize]));
         let near: Vec<Near> = if !store.is_graph() || store.live() == 0 {
             let accepted: Vec<u32> = (0..store.slots() as u32)
-                .filter(|&s| !store.is_deleted(s) && passes(s) && doc_of(s).is_some_and(|d| live(&d.key)))
+                .filter(|&s| !store.is_deleted(s) && passes(s) && doc_of(s).is_some_and(|d| live.key(&d.key)))
                 .collect();
             store.search_exact(query, k, accepted.into_iter())
         } else {
@@ -180,13 +180,21 @@ impl Index {
                 .map(|bits| ids(bits).filter_map(|id| docs[id as usize].as_ref().and_then(|d| d.slots[field].map(|(s, _)| s))).collect());
             match slots {
                 Some(slots) if slots.len() <= EXACT_SCAN_DOCS_MAX || (slots.len() as f64) <= EXACT_SCAN_SHARE * store.live() as f64 => {
-                    let slots: Vec<u32> = slots.into_iter().filter(|&s| doc_of(s).is_some_and(|d| live(&d.key))).collect();
+                    let slots: Vec<u32> = slots.into_iter().filter(|&s| doc_of(s).is_some_and(|d| live.key(&d.key))).collect();
                     store.search_exact(query, k, slots.into_iter())
                 }
-                _ => {
-                    let accept = |slot: u32| passes(slot) && doc_of(slot).is_some_and(|d| live(&d.key));
-                    store.search_graph(query, k, ef, accept)
-                }
+                _ => match live {
+                    // The walk keeps only slots not deleted, and a slot is deleted
+                    // whenever its document goes or its vector is replaced: every
+                    // slot it keeps has a document.
+                    Live::All => store.search_graph(query, k, ef, |slot| {
+                        debug_assert!(doc_of(slot).is_some(), "slot {slot} kept without a document");
+                        passes(slot)
+                    }),
+                    Live::Checked(_) => {
+                        store.search_graph(query, k, ef, |slot| passes(slot) && doc_of(slot).is_some_and(|d| live.key(&d.key)))
+                    }
+                },
             }
         };
         let mut out: Vec<(Bytes, f32)> = near.into_iter().filter_map(|n| doc_of(n.1).map(|d| (d.key.clone(), n.0))).collect();
