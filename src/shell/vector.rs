@@ -120,8 +120,17 @@ async fn aggregate(access: &impl Shards, name: Bytes, definition: Arc<Definition
         }
     }
     docs.sort_by(|a, b| a.0.cmp(&b.0));
-    let (total, rows) = aggregate::run(&definition.def, &query.steps, &docs);
-    let value = |v: Option<Bytes>| v.map_or(Frame::Null, Frame::Bulk);
+    let aggregate::Answer { total, rows, warning } = match aggregate::run(&definition.def, &query.steps, &docs) {
+        Ok(answer) => answer,
+        Err(e) => return Frame::error(e),
+    };
+    fn value(v: Option<aggregate::Value>) -> Frame {
+        match v {
+            None => Frame::Null,
+            Some(aggregate::Value::List(items)) => Frame::Array(items.into_iter().map(|i| value(Some(i))).collect()),
+            Some(v) => Frame::Bulk(v.text()),
+        }
+    }
     if resp3 {
         let results = rows
             .into_iter()
@@ -133,8 +142,9 @@ async fn aggregate(access: &impl Shards, name: Bytes, definition: Arc<Definition
                 ])
             })
             .collect();
-        return resp3_results(total, results);
+        return resp3_results(total, results, warning);
     }
+    // RESP2 has no place for the warning: RediSearch answers the rows alone.
     let mut out = vec![Frame::Integer(total as i64)];
     out.extend(rows.into_iter().map(|row| Frame::Array(row.into_iter().flat_map(|(k, v)| [Frame::Bulk(k), value(v)]).collect())));
     Frame::Array(out)
@@ -464,7 +474,7 @@ async fn search(access: &impl Shards, name: Bytes, raw: Bytes, query: Arc<Search
                 Frame::Map(entry)
             })
             .collect();
-        return resp3_results(total, results);
+        return resp3_results(total, results, None);
     }
     let mut out = vec![Frame::Integer(total as i64)];
     for (relevance, hit) in page {
@@ -487,13 +497,13 @@ fn word(name: Bytes) -> Frame {
 
 /// RediSearch's RESP3 envelope of FT.SEARCH and FT.AGGREGATE results (its keys are
 /// simple strings).
-fn resp3_results(total: usize, results: Vec<Frame>) -> Frame {
+fn resp3_results(total: usize, results: Vec<Frame>, warning: Option<String>) -> Frame {
     Frame::Map(vec![
         (Frame::simple("attributes"), Frame::Array(Vec::new())),
         (Frame::simple("total_results"), Frame::Integer(total as i64)),
         (Frame::simple("format"), Frame::simple("STRING")),
         (Frame::simple("results"), Frame::Array(results)),
-        (Frame::simple("warning"), Frame::Array(Vec::new())),
+        (Frame::simple("warning"), Frame::Array(warning.into_iter().map(|w| Frame::Bulk(w.into())).collect())),
     ])
 }
 

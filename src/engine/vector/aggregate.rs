@@ -1,11 +1,14 @@
-//! FT.AGGREGATE: its pipeline (LOAD, GROUPBY with REDUCE, SORTBY, LIMIT), parsed, and
-//! run over the documents a query matched.
+//! FT.AGGREGATE: its pipeline (LOAD, GROUPBY with REDUCE, APPLY, FILTER, SORTBY,
+//! LIMIT), parsed, and run over the documents a query matched.
 //!
-//! Owns the pipeline grammar, RediSearch's generated reducer names and the row
-//! transformations. Pure: the node gathers the matching documents from its shards and
-//! hands them here as (key, hash fields) pairs; this never reads data, a clock or
-//! randomness. Anything else of FT.AGGREGATE (APPLY, FILTER, WITHCURSOR, ...) is an
-//! error naming it.
+//! Owns the pipeline grammar and the row transformations; the reducers live in
+//! `reduce.rs`, APPLY's and FILTER's expressions in `expr.rs`. Pure: the node gathers
+//! the matching documents from its shards and hands them here as (key, hash fields)
+//! pairs; this never reads data, a clock or randomness. Anything else of FT.AGGREGATE
+//! (LOAD *, WITHCURSOR, ...) is an error naming it.
+
+mod expr;
+mod reduce;
 
 use std::cmp::Ordering;
 
@@ -13,36 +16,20 @@ use bytes::Bytes;
 
 use super::format_double;
 use super::query::{self, LIMIT_MAX, SearchQuery};
-use super::schema::IndexDef;
+use super::schema::{FieldKind, IndexDef};
+pub use reduce::{ReduceFn, Reducer};
 
 /// Most reducers and fields one step may name.
 const STEP_ARGS_MAX: usize = 1024;
 /// Most steps one pipeline may hold.
 const STEPS_MAX: usize = 64;
 
-#[derive(Copy, Clone, Debug, PartialEq)]
-pub enum ReduceFn {
-    Count,
-    Sum,
-    Avg,
-    Min,
-    Max,
-    CountDistinct,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct Reducer {
-    pub function: ReduceFn,
-    /// The property it reads (none for COUNT).
-    pub property: Option<Bytes>,
-    /// The name of its output column.
-    pub alias: Bytes,
-}
-
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
     Load(Vec<Bytes>),
     GroupBy { properties: Vec<Bytes>, reducers: Vec<Reducer> },
+    Apply { expr: expr::Expr, alias: Bytes },
+    Filter(expr::Expr),
     SortBy { keys: Vec<(Bytes, bool)>, max: Option<usize> },
     Limit { offset: usize, num: usize },
 }
@@ -54,8 +41,40 @@ pub struct AggregateQuery {
     pub steps: Vec<Step>,
 }
 
+/// A value in a row: a NUMERIC field's and a computed number are numbers (shown as
+/// RediSearch shows them, `1.50` as `1.5`), the rest text; TOLIST makes a list.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Number(f64),
+    Text(Bytes),
+    List(Vec<Value>),
+}
+
+impl Value {
+    /// The value as a reply shows it (a list's items joined by commas).
+    pub fn text(&self) -> Bytes {
+        match self {
+            Value::Number(n) => Bytes::from(show_number(*n)),
+            Value::Text(t) => t.clone(),
+            Value::List(items) => Bytes::from(items.iter().map(|i| i.text()).collect::<Vec<_>>().join(&b","[..])),
+        }
+    }
+}
+
+/// `%.12g`, and C's spelling of the non-finite values (a NaN with its sign bit set is
+/// `-nan`, as `sqrt(-1)` gives on x86).
+fn show_number(n: f64) -> String {
+    if n.is_nan() {
+        return if n.is_sign_negative() { "-nan" } else { "nan" }.into();
+    }
+    if n.is_infinite() {
+        return if n > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    format_double(n)
+}
+
 /// One output row: named values, in the order they were added (`None`: no value).
-pub type Row = Vec<(Bytes, Option<Bytes>)>;
+pub type Row = Vec<(Bytes, Option<Value>)>;
 
 fn eq(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())
@@ -78,6 +97,17 @@ fn property(arg: &Bytes, step: &str) -> Result<Bytes, String> {
             Err(format!("Bad arguments for {step}: Unknown property `{name}`. Did you mean `@{name}`?"))
         }
     }
+}
+
+/// `EXPR AS alias` after APPLY (the alias is the expression's text without one).
+fn parse_apply(args: &[Bytes]) -> Result<(Step, usize), String> {
+    let text = args.first().ok_or("Bad arguments for APPLY: Expected an argument, but none provided")?;
+    let expr = expr::parse(text)?;
+    if args.get(1).is_some_and(|a| eq(a, "AS")) {
+        let alias = args.get(2).cloned().ok_or("Bad arguments for AS: Expected an argument, but none provided")?;
+        return Ok((Step::Apply { expr, alias }, 3));
+    }
+    Ok((Step::Apply { expr, alias: text.clone() }, 1))
 }
 
 /// Parse FT.AGGREGATE's arguments after the index name (query string first).
@@ -118,11 +148,19 @@ pub fn parse(args: &[Bytes]) -> Result<AggregateQuery, String> {
             i += 2 + n;
             let mut reducers = Vec::new();
             while args.get(i).is_some_and(|a| eq(a, "REDUCE")) {
-                let (reducer, used) = parse_reducer(&args[i + 1..])?;
+                let (reducer, used) = reduce::parse_reducer(&args[i + 1..])?;
                 reducers.push(reducer);
                 i += 1 + used;
             }
             steps.push(Step::GroupBy { properties, reducers });
+        } else if eq(arg, "APPLY") {
+            let (step, used) = parse_apply(&args[i + 1..])?;
+            steps.push(step);
+            i += 1 + used;
+        } else if eq(arg, "FILTER") {
+            let text = args.get(i + 1).ok_or("Bad arguments for FILTER: Expected an argument, but none provided")?;
+            steps.push(Step::Filter(expr::parse(text)?));
+            i += 2;
         } else if eq(arg, "SORTBY") {
             let n = count(args.get(i + 1), "SORTBY")?;
             let list = args.get(i + 2..i + 2 + n).ok_or("Bad arguments for SORTBY: Expected an argument, but none provided")?;
@@ -151,8 +189,10 @@ pub fn parse(args: &[Bytes]) -> Result<AggregateQuery, String> {
             }
             steps.push(Step::Limit { offset, num });
             i += 3;
-        } else {
+        } else if ["WITHCURSOR", "SCORER", "ADDSCORES"].iter().any(|w| eq(arg, w)) {
             return Err(format!("{} is not supported by Meridian's FT.AGGREGATE", String::from_utf8_lossy(arg).to_uppercase()));
+        } else {
+            return Err(format!("Unknown argument `{}` at position {i} for <main>", String::from_utf8_lossy(arg)));
         }
     }
     let mut search = query::parse_search(&search_args)?;
@@ -168,82 +208,139 @@ fn number(arg: Option<&Bytes>) -> Result<usize, ()> {
     std::str::from_utf8(arg.ok_or(())?).ok().and_then(|s| s.parse().ok()).ok_or(())
 }
 
-/// `FN nargs args... [AS name]`; returns the reducer and the arguments used.
-fn parse_reducer(args: &[Bytes]) -> Result<(Reducer, usize), String> {
-    let name = args.first().ok_or("Bad arguments for REDUCE: Expected an argument, but none provided")?;
-    let function = match String::from_utf8_lossy(name).to_ascii_uppercase().as_str() {
-        "COUNT" => ReduceFn::Count,
-        "SUM" => ReduceFn::Sum,
-        "AVG" => ReduceFn::Avg,
-        "MIN" => ReduceFn::Min,
-        "MAX" => ReduceFn::Max,
-        "COUNT_DISTINCT" => ReduceFn::CountDistinct,
-        other => return Err(format!("Reducer {other} is not supported by Meridian")),
-    };
-    let n = count(args.get(1), "REDUCE")?;
-    let params = args.get(2..2 + n).ok_or("Bad arguments for REDUCE: Expected an argument, but none provided")?;
-    let property = match (function, params) {
-        (ReduceFn::Count, []) => None,
-        (ReduceFn::Count, _) => return Err("Count accepts 0 values only".into()),
-        (_, [p]) => Some(self::property(p, "REDUCE")?),
-        _ => return Err(format!("Bad arguments for {}: wrong number of arguments", String::from_utf8_lossy(name).to_uppercase())),
-    };
-    let mut used = 2 + n;
-    let alias = if args.get(used).is_some_and(|a| eq(a, "AS")) {
-        let alias = args.get(used + 1).cloned().ok_or("Bad arguments for AS: Expected an argument, but none provided")?;
-        used += 2;
-        alias
-    } else {
-        let mut generated = b"__generated_alias".to_vec();
-        generated.extend(name.to_ascii_lowercase());
-        generated.extend(property.iter().flat_map(|p| p.iter().copied()));
-        Bytes::from(generated)
-    };
-    Ok((Reducer { function, property, alias }, used))
-}
-
 /// A row and the document it came from (`None` once grouped).
 struct Working<'a> {
     row: Row,
     doc: Option<&'a [(Bytes, Bytes)]>,
 }
 
-/// The hash field a property names: a schema attribute's path, else the name itself.
-fn path<'a>(def: &'a IndexDef, name: &'a [u8]) -> &'a [u8] {
-    def.field(name).map_or(name, |(_, f)| &f.path[..])
+/// A document's value of property `name`: its schema attribute's hash field (a
+/// NUMERIC one's as a number when it reads as one), else the hash field of that name.
+fn field_value(def: &IndexDef, fields: &[(Bytes, Bytes)], name: &[u8]) -> Option<Value> {
+    let attribute = def.field(name).map(|(_, f)| f);
+    let wanted = attribute.map_or(name, |f| &f.path[..]);
+    let raw = fields.iter().find(|(f, _)| f[..] == *wanted).map(|(_, v)| v)?;
+    let numeric = attribute.is_some_and(|f| f.kind == FieldKind::Numeric);
+    match std::str::from_utf8(raw).ok().and_then(|s| s.trim().parse::<f64>().ok()) {
+        Some(n) if numeric => Some(Value::Number(n)),
+        _ => Some(Value::Text(raw.clone())),
+    }
 }
 
-fn value_of(def: &IndexDef, w: &Working, name: &[u8]) -> Option<Bytes> {
+fn value_of(def: &IndexDef, w: &Working, name: &[u8]) -> Option<Value> {
     if let Some((_, v)) = w.row.iter().find(|(k, _)| k[..] == *name) {
         return v.clone();
     }
-    let wanted = path(def, name);
-    w.doc.and_then(|fields| fields.iter().find(|(f, _)| f[..] == *wanted).map(|(_, v)| v.clone()))
+    w.doc.and_then(|fields| field_value(def, fields, name))
 }
 
-fn as_number(v: &Option<Bytes>) -> Option<f64> {
-    std::str::from_utf8(v.as_ref()?).ok()?.trim().parse::<f64>().ok()
+fn as_number(v: &Option<Value>) -> Option<f64> {
+    match v.as_ref()? {
+        Value::Number(n) => Some(*n),
+        Value::Text(t) => std::str::from_utf8(t).ok()?.trim().parse::<f64>().ok(),
+        Value::List(_) => None,
+    }
 }
 
-/// Numbers compare as numbers, anything else as bytes; missing values last.
-fn compare(a: &Option<Bytes>, b: &Option<Bytes>) -> Ordering {
+/// Numbers compare as numbers, anything else as bytes; a missing value before any
+/// (first ascending, last descending, as RediSearch sorts them).
+fn compare(a: &Option<Value>, b: &Option<Value>) -> Ordering {
     match (a, b) {
         (None, None) => Ordering::Equal,
-        (None, _) => Ordering::Greater,
-        (_, None) => Ordering::Less,
+        (None, _) => Ordering::Less,
+        (_, None) => Ordering::Greater,
         (Some(x), Some(y)) => match (as_number(a), as_number(b)) {
             (Some(p), Some(q)) => p.total_cmp(&q),
-            _ => x.cmp(y),
+            _ => x.text().cmp(&y.text()),
         },
     }
 }
 
-/// Run the pipeline over the matched documents (in key order). Returns the total
-/// RediSearch reports (groups after a GROUPBY, else matches) and the rows.
-pub fn run(def: &IndexDef, steps: &[Step], docs: &[(Bytes, Vec<(Bytes, Bytes)>)]) -> (usize, Vec<Row>) {
+/// RediSearch's check before it runs anything: APPLY and FILTER read only properties
+/// that a LOAD, an earlier APPLY or a GROUPBY put in the rows, or SORTABLE attributes.
+fn check_properties(def: &IndexDef, steps: &[Step]) -> Result<(), String> {
+    let mut known: Vec<Bytes> = def.fields.iter().filter(|f| f.sortable).map(|f| f.name.clone()).collect();
+    for step in steps {
+        let mut read = Vec::new();
+        match step {
+            Step::Load(names) => known.extend(names.iter().cloned()),
+            Step::GroupBy { properties, reducers } => {
+                // A GROUPBY reads schema attributes too (it loads them itself).
+                let readable = |p: &Bytes| known.contains(p) || def.field(p).is_some();
+                if let Some(missing) = properties.iter().find(|p| !readable(p)) {
+                    return Err(format!("No such property `{}`", String::from_utf8_lossy(missing)));
+                }
+                if let Some(missing) = reducers.iter().flat_map(Reducer::reads).find(|p| !readable(p)) {
+                    return Err(format!("Property `{}` not present in document or pipeline", String::from_utf8_lossy(missing)));
+                }
+                known = properties.iter().cloned().chain(reducers.iter().map(|r| r.alias.clone())).collect();
+            }
+            Step::Apply { expr, .. } | Step::Filter(expr) => expr.properties(&mut read),
+            Step::SortBy { .. } | Step::Limit { .. } => {}
+        }
+        if let Some(missing) = read.iter().find(|p| !known.contains(p)) {
+            return Err(format!("Property `{}` not loaded nor in pipeline", String::from_utf8_lossy(missing)));
+        }
+        if let Step::Apply { alias, .. } = step {
+            known.push(alias.clone());
+        }
+    }
+    Ok(())
+}
+
+/// Evaluate an APPLY or FILTER expression row by row, in order. A SORTABLE attribute
+/// it reads that the row does not hold yet joins the row first, as in RediSearch. At
+/// the first row it fails on (a property with no value, text that is not a number) it
+/// stops, as RediSearch's pipeline does: the rows before it go on, that one and the
+/// rest are dropped, and the error becomes the reply's warning.
+fn evaluate(def: &IndexDef, rows: &mut Vec<Working>, expr: &expr::Expr, warning: &mut Option<String>) -> Vec<Option<Value>> {
+    let mut read = Vec::new();
+    expr.properties(&mut read);
+    let mut values = Vec::with_capacity(rows.len());
+    for w in rows.iter_mut() {
+        for name in &read {
+            if !w.row.iter().any(|(k, _)| k == *name)
+                && let Some(value) = w.doc.and_then(|fields| field_value(def, fields, name))
+            {
+                w.row.push(((*name).clone(), Some(value)));
+            }
+        }
+        let row = &w.row;
+        match expr::eval(expr, &|p: &Bytes| row.iter().find(|(k, _)| k == p).and_then(|(_, v)| v.clone())) {
+            Ok(value) => values.push(value),
+            Err(e) => {
+                warning.get_or_insert(e);
+                break;
+            }
+        }
+    }
+    rows.truncate(values.len());
+    values
+}
+
+/// What a pipeline answers: the total RediSearch reports (groups after a GROUPBY,
+/// else matches), the rows, and the error that cut the rows short, if one did.
+pub struct Answer {
+    pub total: usize,
+    pub rows: Vec<Row>,
+    pub warning: Option<String>,
+}
+
+/// Run the pipeline over the matched documents (in key order); an error for a
+/// property no step provides.
+pub fn run(def: &IndexDef, steps: &[Step], docs: &[(Bytes, Vec<(Bytes, Bytes)>)]) -> Result<Answer, String> {
+    check_properties(def, steps)?;
+    let mut warning: Option<String> = None;
     let mut rows: Vec<Working> = docs.iter().map(|(_, fields)| Working { row: Vec::new(), doc: Some(&fields[..]) }).collect();
     let mut total = rows.len();
-    for step in steps {
+    for (at, step) in steps.iter().enumerate() {
+        // An expression's error before a step that needs every row (GROUPBY, SORTBY)
+        // is the reply, as in RediSearch; with none, the rows before it are.
+        if let Some(error) = &warning
+            && steps[at..].iter().any(|s| matches!(s, Step::GroupBy { .. } | Step::SortBy { .. }))
+        {
+            return Err(error.clone());
+        }
         match step {
             Step::Load(names) => {
                 for w in &mut rows {
@@ -258,6 +355,20 @@ pub fn run(def: &IndexDef, steps: &[Step], docs: &[(Bytes, Vec<(Bytes, Bytes)>)]
             Step::GroupBy { properties, reducers } => {
                 rows = group(def, rows, properties, reducers);
                 total = rows.len();
+            }
+            Step::Apply { expr, alias } => {
+                let values = evaluate(def, &mut rows, expr, &mut warning);
+                for (w, value) in rows.iter_mut().zip(values) {
+                    match w.row.iter_mut().find(|(k, _)| k == alias) {
+                        Some(slot) => slot.1 = value,
+                        None => w.row.push((alias.clone(), value)),
+                    }
+                }
+            }
+            Step::Filter(expr) => {
+                let keep = evaluate(def, &mut rows, expr, &mut warning);
+                let mut keep = keep.into_iter();
+                rows.retain(|_| keep.next().is_some_and(|v| expr::truthy(&v)));
             }
             Step::SortBy { keys, max } => {
                 for w in &mut rows {
@@ -288,40 +399,29 @@ pub fn run(def: &IndexDef, steps: &[Step], docs: &[(Bytes, Vec<(Bytes, Bytes)>)]
             }
         }
     }
-    (total, rows.into_iter().map(|w| w.row).collect())
+    Ok(Answer { total, rows: rows.into_iter().map(|w| w.row).collect(), warning })
 }
 
 fn group<'a>(def: &IndexDef, rows: Vec<Working<'a>>, properties: &[Bytes], reducers: &[Reducer]) -> Vec<Working<'a>> {
-    let mut groups: std::collections::BTreeMap<Vec<Option<Bytes>>, Vec<Working>> = std::collections::BTreeMap::new();
+    let mut groups: std::collections::BTreeMap<Vec<Option<Bytes>>, (Row, Vec<Working>)> = std::collections::BTreeMap::new();
     for w in rows {
-        let key: Vec<Option<Bytes>> = properties.iter().map(|p| value_of(def, &w, p)).collect();
-        groups.entry(key).or_default().push(w);
+        let values: Vec<Option<Value>> = properties.iter().map(|p| value_of(def, &w, p)).collect();
+        let key: Vec<Option<Bytes>> = values.iter().map(|v| v.as_ref().map(Value::text)).collect();
+        groups.entry(key).or_insert_with(|| (properties.iter().cloned().zip(values).collect(), Vec::new())).1.push(w);
     }
     groups
-        .into_iter()
-        .map(|(key, members)| {
-            let mut row: Row = properties.iter().cloned().zip(key).collect();
+        .into_values()
+        .map(|(mut row, members)| {
             for reducer in reducers {
-                let values: Vec<Option<Bytes>> = match &reducer.property {
-                    Some(p) => members.iter().map(|w| value_of(def, w, p)).collect(),
-                    None => Vec::new(),
+                let read = |p: Option<&Bytes>| -> Vec<Option<Value>> {
+                    p.map_or_else(Vec::new, |p| members.iter().map(|w| value_of(def, w, p)).collect())
                 };
-                let numbers: Vec<f64> = values.iter().filter_map(as_number).collect();
-                let out = match reducer.function {
-                    ReduceFn::Count => format_double(members.len() as f64),
-                    ReduceFn::Sum => format_double(numbers.iter().sum()),
-                    ReduceFn::Avg if numbers.is_empty() => "nan".into(),
-                    ReduceFn::Avg => format_double(numbers.iter().sum::<f64>() / numbers.len() as f64),
-                    ReduceFn::Min => numbers.iter().copied().reduce(f64::min).map_or_else(|| "inf".into(), format_double),
-                    ReduceFn::Max => numbers.iter().copied().reduce(f64::max).map_or_else(|| "-inf".into(), format_double),
-                    ReduceFn::CountDistinct => {
-                        let mut distinct: Vec<&Bytes> = values.iter().flatten().collect();
-                        distinct.sort_unstable();
-                        distinct.dedup();
-                        format_double(distinct.len() as f64)
-                    }
+                let by = match &reducer.function {
+                    ReduceFn::FirstValue { by: Some((by, _)) } => read(Some(by)),
+                    _ => Vec::new(),
                 };
-                row.push((reducer.alias.clone(), Some(Bytes::from(out))));
+                let value = reduce::reduce(reducer, members.len(), &read(reducer.property.as_ref()), &by);
+                row.push((reducer.alias.clone(), value));
             }
             Working { row, doc: None }
         })
@@ -346,14 +446,17 @@ mod tests {
         let q =
             parse(&args("* GROUPBY 1 @t REDUCE COUNT 0 AS c REDUCE SUM 1 @n REDUCE COUNT_DISTINCT 1 @n AS d SORTBY 2 @c DESC LIMIT 0 5"))
                 .expect("parses");
-        let (total, rows) = run(&def, &q.steps, &docs);
+        let Answer { total, rows, .. } = run(&def, &q.steps, &docs).expect("runs");
         assert_eq!(total, 2);
         let show: Vec<Vec<(String, String)>> = rows
             .iter()
             .map(|r| {
                 r.iter()
                     .map(|(k, v)| {
-                        (String::from_utf8_lossy(k).into_owned(), String::from_utf8_lossy(v.as_deref().unwrap_or(b"")).into_owned())
+                        (
+                            String::from_utf8_lossy(k).into_owned(),
+                            String::from_utf8_lossy(&v.as_ref().map(Value::text).unwrap_or_default()).into_owned(),
+                        )
                     })
                     .collect()
             })
@@ -361,7 +464,8 @@ mod tests {
         let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
         assert_eq!(show[0], vec![pair("t", "red"), pair("c", "3"), pair("__generated_aliassumn", "9"), pair("d", "2")]);
         assert_eq!(show[1], vec![pair("t", "blue"), pair("c", "1"), pair("__generated_aliassumn", "5"), pair("d", "1")]);
-        assert!(parse(&args("* APPLY @n*2 AS x")).unwrap_err().contains("APPLY"));
+        assert!(parse(&args("* WITHCURSOR")).unwrap_err().contains("WITHCURSOR"));
+        assert_eq!(parse(&args("* FOO")).unwrap_err(), "Unknown argument `FOO` at position 1 for <main>");
         assert_eq!(parse(&args("* GROUPBY 1 t")).unwrap_err(), "Bad arguments for GROUPBY: Unknown property `t`. Did you mean `@t`?");
     }
 }

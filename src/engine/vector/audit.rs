@@ -84,7 +84,8 @@ impl VectorEngine {
 fn answer(index: &mut Index, query: &super::SearchQuery, kv: &KvEngine, now_ms: u64) -> Result<Vec<String>, String> {
     let live = |key: &Bytes| kv.keys.get(key, key_hash(key)).is_some_and(|e| !expired(e.state(), now_ms));
     let mut read = |_: &Bytes| -> Option<Vec<(Bytes, Bytes)>> { None };
-    let super::index::Found { total, hits, docs, total_len, counts } = index.search(query, &mut read, super::index::Live::Checked(&live))?;
+    let super::index::Found { total, hits, docs, total_len, counts } =
+        index.search(query, &mut read, super::index::Live::Checked(&live))?;
     let mut out: Vec<String> =
         hits.into_iter().map(|h| format!("{:?} {:?} {:?} {:?}", h.key, h.score.map(f32::to_bits), h.terms, h.stats)).collect();
     out.push(format!("total {total} docs {docs} length {total_len} counts {counts:?}"));

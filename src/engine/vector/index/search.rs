@@ -152,15 +152,7 @@ impl Index {
 
     /// The `k` nearest documents passing `filter` by vector field `field`, with their
     /// distances, nearest first (ties by key, so every node orders them alike).
-    fn knn(
-        &mut self,
-        field: usize,
-        filter: &Compiled,
-        query: &[f32],
-        k: usize,
-        ef: usize,
-        live: Live,
-    ) -> Vec<(Bytes, f32)> {
+    fn knn(&mut self, field: usize, filter: &Compiled, query: &[f32], k: usize, ef: usize, live: Live) -> Vec<(Bytes, f32)> {
         let passing = match filter {
             Compiled::All => None,
             _ => Some(self.eval(filter)),
