@@ -210,14 +210,16 @@ impl VectorStore {
         found
     }
 
-    /// The `k` nearest accepted slots through the graph, searching `ef` wide.
+    /// The `k` nearest accepted slots through the graph, searching `ef` wide. `accept`
+    /// is asked only about slots not deleted.
     pub fn search_graph(&mut self, query: &[f32], k: usize, ef: usize, accept: impl Fn(u32) -> bool) -> Vec<Near> {
         debug_assert!(self.graph);
         if ef >= self.live() {
             // As wide as the live slots: a walk cannot beat a scan, and it could miss a
             // slot whose in-links were all pruned. Scan, exactly: "EF_RUNTIME at least
             // the document count gives exact answers" holds by construction.
-            return self.search_exact(query, k, (0..self.slots() as u32).filter(|&s| accept(s)));
+            // `accept` is asked about live slots only, as on the walk.
+            return self.search_exact(query, k, (0..self.slots() as u32).filter(|&s| !self.deleted[s as usize] && accept(s)));
         }
         let Some(entry) = self.entry else { return Vec::new() };
         let mut scratch = std::mem::take(&mut self.scratch);
