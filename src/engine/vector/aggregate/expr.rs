@@ -153,6 +153,10 @@ enum Token {
     Comma,
 }
 
+/// The operators spelled with two characters (tried before the one-character ones).
+const TWO_CHAR_OPS: [(&[u8; 2], Op); 6] =
+    [(b"&&", Op::And), (b"||", Op::Or), (b"==", Op::Eq), (b"!=", Op::Ne), (b"<=", Op::Le), (b">=", Op::Ge)];
+
 /// The tokens of `text` with each one's byte offset.
 fn tokens(text: &[u8]) -> Result<Vec<(usize, Token)>, String> {
     let syntax = |at: usize| format!("Syntax error at offset {at} near '{}'", String::from_utf8_lossy(&text[at..(at + 1).min(text.len())]));
@@ -161,7 +165,6 @@ fn tokens(text: &[u8]) -> Result<Vec<(usize, Token)>, String> {
     while i < text.len() {
         let c = text[i];
         let start = i;
-        let two = |a: u8, b: u8| c == a && text.get(i + 1) == Some(&b);
         let token = if c.is_ascii_whitespace() {
             i += 1;
             continue;
@@ -215,18 +218,8 @@ fn tokens(text: &[u8]) -> Result<Vec<(usize, Token)>, String> {
                 out.push((start, Token::Name(String::from_utf8_lossy(&text[start..i]).to_ascii_lowercase())));
             }
             continue;
-        } else if two(b'&', b'&') {
-            Token::Op(Op::And)
-        } else if two(b'|', b'|') {
-            Token::Op(Op::Or)
-        } else if two(b'=', b'=') {
-            Token::Op(Op::Eq)
-        } else if two(b'!', b'=') {
-            Token::Op(Op::Ne)
-        } else if two(b'<', b'=') {
-            Token::Op(Op::Le)
-        } else if two(b'>', b'=') {
-            Token::Op(Op::Ge)
+        } else if let Some(&(_, op)) = TWO_CHAR_OPS.iter().find(|(pair, _)| text[i..].starts_with(&pair[..])) {
+            Token::Op(op)
         } else {
             let token = match c {
                 b'<' => Token::Op(Op::Lt),
