@@ -540,6 +540,17 @@ pub fn aggregations_text_and_the_rest<'a>(qb: &'a [u8]) -> Vec<(Check, Vec<&'a [
                 b"ASC",
             ],
         ),
+        // LOAD *: every field as text (a NUMERIC one too, so "9" sorts after "10"),
+        // the named ones first; rows without a SORTBY key last in both directions.
+        (Check::Exact, vec![b"FT.AGGREGATE", b"flat", b"@color:{blue}", b"LOAD", b"*", b"SORTBY", b"2", b"@n", b"DESC"]),
+        (
+            Check::Exact,
+            vec![b"FT.AGGREGATE", b"flat", b"@n:[0 30]", b"LOAD", b"1", b"@extra", b"SORTBY", b"4", b"@extra", b"ASC", b"@n", b"DESC"],
+        ),
+        (
+            Check::Exact,
+            vec![b"FT.AGGREGATE", b"flat", b"@n:[0 30]", b"LOAD", b"1", b"@extra", b"SORTBY", b"4", b"@extra", b"DESC", b"@n", b"ASC"],
+        ),
         // Errors: a property no step loads, a function and a syntax RediSearch rejects,
         // a GROUPBY of a field no schema names, a value missing before a SORTBY.
         (Check::Exact, vec![b"FT.AGGREGATE", b"flat", b"*", b"APPLY", b"@title", b"AS", b"t"]),

@@ -5,7 +5,7 @@
 //! `reduce.rs`, APPLY's and FILTER's expressions in `expr.rs`. Pure: the node gathers
 //! the matching documents from its shards and hands them here as (key, hash fields)
 //! pairs; this never reads data, a clock or randomness. Anything else of FT.AGGREGATE
-//! (LOAD *, WITHCURSOR, ...) is an error naming it.
+//! (WITHCURSOR, ...) is an error naming it.
 
 mod expr;
 mod reduce;
@@ -23,15 +23,31 @@ pub use reduce::{ReduceFn, Reducer};
 const STEP_ARGS_MAX: usize = 1024;
 /// Most steps one pipeline may hold.
 const STEPS_MAX: usize = 64;
+/// The rows a SORTBY without MAX and without a later LIMIT keeps (RediSearch's).
+const SORTBY_DEFAULT_MAX: usize = 10;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
     Load(Vec<Bytes>),
-    GroupBy { properties: Vec<Bytes>, reducers: Vec<Reducer> },
-    Apply { expr: expr::Expr, alias: Bytes },
+    /// `LOAD *`: every field of the document, as its text.
+    LoadAll,
+    GroupBy {
+        properties: Vec<Bytes>,
+        reducers: Vec<Reducer>,
+    },
+    Apply {
+        expr: expr::Expr,
+        alias: Bytes,
+    },
     Filter(expr::Expr),
-    SortBy { keys: Vec<(Bytes, bool)>, max: Option<usize> },
-    Limit { offset: usize, num: usize },
+    SortBy {
+        keys: Vec<(Bytes, bool)>,
+        max: Option<usize>,
+    },
+    Limit {
+        offset: usize,
+        num: usize,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -135,7 +151,9 @@ pub fn parse(args: &[Bytes]) -> Result<AggregateQuery, String> {
             i += 1;
         } else if eq(arg, "LOAD") {
             if args.get(i + 1).is_some_and(|a| &a[..] == b"*") {
-                return Err("LOAD * is not supported by Meridian".into());
+                steps.push(Step::LoadAll);
+                i += 2;
+                continue;
             }
             let n = count(args.get(i + 1), "LOAD")?;
             let fields = args.get(i + 2..i + 2 + n).ok_or("Bad arguments for LOAD: Expected an argument, but none provided")?;
@@ -214,24 +232,32 @@ struct Working<'a> {
     doc: Option<&'a [(Bytes, Bytes)]>,
 }
 
+/// How a pipeline reads its documents' fields.
+struct Schema<'a> {
+    def: &'a IndexDef,
+    /// NUMERIC attributes as numbers; not in a pipeline with `LOAD *`, which (in
+    /// RediSearch) loads every field as its text, those named elsewhere too.
+    typed: bool,
+}
+
 /// A document's value of property `name`: its schema attribute's hash field (a
 /// NUMERIC one's as a number when it reads as one), else the hash field of that name.
-fn field_value(def: &IndexDef, fields: &[(Bytes, Bytes)], name: &[u8]) -> Option<Value> {
-    let attribute = def.field(name).map(|(_, f)| f);
+fn field_value(schema: &Schema, fields: &[(Bytes, Bytes)], name: &[u8]) -> Option<Value> {
+    let attribute = schema.def.field(name).map(|(_, f)| f);
     let wanted = attribute.map_or(name, |f| &f.path[..]);
     let raw = fields.iter().find(|(f, _)| f[..] == *wanted).map(|(_, v)| v)?;
-    let numeric = attribute.is_some_and(|f| f.kind == FieldKind::Numeric);
+    let numeric = schema.typed && attribute.is_some_and(|f| f.kind == FieldKind::Numeric);
     match std::str::from_utf8(raw).ok().and_then(|s| s.trim().parse::<f64>().ok()) {
         Some(n) if numeric => Some(Value::Number(n)),
         _ => Some(Value::Text(raw.clone())),
     }
 }
 
-fn value_of(def: &IndexDef, w: &Working, name: &[u8]) -> Option<Value> {
+fn value_of(schema: &Schema, w: &Working, name: &[u8]) -> Option<Value> {
     if let Some((_, v)) = w.row.iter().find(|(k, _)| k[..] == *name) {
         return v.clone();
     }
-    w.doc.and_then(|fields| field_value(def, fields, name))
+    w.doc.and_then(|fields| field_value(schema, fields, name))
 }
 
 fn as_number(v: &Option<Value>) -> Option<f64> {
@@ -242,17 +268,37 @@ fn as_number(v: &Option<Value>) -> Option<f64> {
     }
 }
 
-/// Numbers compare as numbers, anything else as bytes; a missing value before any
-/// (first ascending, last descending, as RediSearch sorts them).
+/// Two numbers compare as numbers and two texts as bytes (a NUMERIC field loaded by
+/// `LOAD *` is text: "4" after "10", as in RediSearch); a number and a text as numbers
+/// where the text reads as one. No value (`None`: a GROUPBY's group of documents
+/// without the property) comes before any value.
 fn compare(a: &Option<Value>, b: &Option<Value>) -> Ordering {
     match (a, b) {
         (None, None) => Ordering::Equal,
         (None, _) => Ordering::Less,
         (_, None) => Ordering::Greater,
+        (Some(Value::Text(x)), Some(Value::Text(y))) => x.cmp(y),
         (Some(x), Some(y)) => match (as_number(a), as_number(b)) {
             (Some(p), Some(q)) => p.total_cmp(&q),
             _ => x.text().cmp(&y.text()),
         },
+    }
+}
+
+/// Two rows by one SORTBY key. A row without the property at all comes last in
+/// either direction; one holding it with no value (a GROUPBY's group of documents
+/// without it) sorts before every value, as RediSearch orders them.
+fn sort_order(schema: &Schema, a: &Working, b: &Working, name: &[u8], ascending: bool) -> Ordering {
+    let held = |w: &Working| match w.row.iter().find(|(k, _)| k[..] == *name) {
+        Some((_, v)) => Some(v.clone()),
+        None => value_of(schema, w, name).map(Some),
+    };
+    match (held(a), held(b)) {
+        (None, None) => Ordering::Equal,
+        (None, _) => Ordering::Greater,
+        (_, None) => Ordering::Less,
+        (Some(x), Some(y)) if ascending => compare(&x, &y),
+        (Some(x), Some(y)) => compare(&x, &y).reverse(),
     }
 }
 
@@ -276,7 +322,7 @@ fn check_properties(def: &IndexDef, steps: &[Step]) -> Result<(), String> {
                 known = properties.iter().cloned().chain(reducers.iter().map(|r| r.alias.clone())).collect();
             }
             Step::Apply { expr, .. } | Step::Filter(expr) => expr.properties(&mut read),
-            Step::SortBy { .. } | Step::Limit { .. } => {}
+            Step::LoadAll | Step::SortBy { .. } | Step::Limit { .. } => {}
         }
         if let Some(missing) = read.iter().find(|p| !known.contains(p)) {
             return Err(format!("Property `{}` not loaded nor in pipeline", String::from_utf8_lossy(missing)));
@@ -293,14 +339,14 @@ fn check_properties(def: &IndexDef, steps: &[Step]) -> Result<(), String> {
 /// the first row it fails on (a property with no value, text that is not a number) it
 /// stops, as RediSearch's pipeline does: the rows before it go on, that one and the
 /// rest are dropped, and the error becomes the reply's warning.
-fn evaluate(def: &IndexDef, rows: &mut Vec<Working>, expr: &expr::Expr, warning: &mut Option<String>) -> Vec<Option<Value>> {
+fn evaluate(schema: &Schema, rows: &mut Vec<Working>, expr: &expr::Expr, warning: &mut Option<String>) -> Vec<Option<Value>> {
     let mut read = Vec::new();
     expr.properties(&mut read);
     let mut values = Vec::with_capacity(rows.len());
     for w in rows.iter_mut() {
         for name in &read {
             if !w.row.iter().any(|(k, _)| k == *name)
-                && let Some(value) = w.doc.and_then(|fields| field_value(def, fields, name))
+                && let Some(value) = w.doc.and_then(|fields| field_value(schema, fields, name))
             {
                 w.row.push(((*name).clone(), Some(value)));
             }
@@ -326,10 +372,32 @@ pub struct Answer {
     pub warning: Option<String>,
 }
 
+/// Every property the steps name, in step order, each once.
+fn named_properties(steps: &[Step]) -> Vec<&Bytes> {
+    let mut named: Vec<&Bytes> = Vec::new();
+    for step in steps {
+        let mut read = Vec::new();
+        match step {
+            Step::Load(names) => read.extend(names),
+            Step::GroupBy { properties, reducers } => read.extend(properties.iter().chain(reducers.iter().flat_map(Reducer::reads))),
+            Step::Apply { expr, .. } | Step::Filter(expr) => expr.properties(&mut read),
+            Step::SortBy { keys, .. } => read.extend(keys.iter().map(|(k, _)| k)),
+            Step::LoadAll | Step::Limit { .. } => {}
+        }
+        for name in read {
+            if !named.contains(&name) {
+                named.push(name);
+            }
+        }
+    }
+    named
+}
+
 /// Run the pipeline over the matched documents (in key order); an error for a
 /// property no step provides.
 pub fn run(def: &IndexDef, steps: &[Step], docs: &[(Bytes, Vec<(Bytes, Bytes)>)]) -> Result<Answer, String> {
     check_properties(def, steps)?;
+    let schema = &Schema { def, typed: !steps.contains(&Step::LoadAll) };
     let mut warning: Option<String> = None;
     let mut rows: Vec<Working> = docs.iter().map(|(_, fields)| Working { row: Vec::new(), doc: Some(&fields[..]) }).collect();
     let mut total = rows.len();
@@ -345,19 +413,34 @@ pub fn run(def: &IndexDef, steps: &[Step], docs: &[(Bytes, Vec<(Bytes, Bytes)>)]
             Step::Load(names) => {
                 for w in &mut rows {
                     for name in names {
-                        let value = value_of(def, w, name);
+                        let value = value_of(schema, w, name);
                         if value.is_some() && !w.row.iter().any(|(k, _)| k == name) {
                             w.row.push((name.clone(), value));
                         }
                     }
                 }
             }
+            Step::LoadAll => {
+                // The fields the pipeline names first (in the order it names them),
+                // then the rest in the hash's order: RediSearch's row keeps the keys
+                // its steps declared before the ones LOAD * finds.
+                let named = named_properties(steps);
+                for w in &mut rows {
+                    let Some(fields) = w.doc else { continue };
+                    let wanted = named.iter().filter_map(|n| fields.iter().find(|(f, _)| f == *n)).chain(fields.iter());
+                    for (field, value) in wanted {
+                        if !w.row.iter().any(|(k, _)| k == field) {
+                            w.row.push((field.clone(), Some(Value::Text(value.clone()))));
+                        }
+                    }
+                }
+            }
             Step::GroupBy { properties, reducers } => {
-                rows = group(def, rows, properties, reducers);
+                rows = group(schema, rows, properties, reducers);
                 total = rows.len();
             }
             Step::Apply { expr, alias } => {
-                let values = evaluate(def, &mut rows, expr, &mut warning);
+                let values = evaluate(schema, &mut rows, expr, &mut warning);
                 for (w, value) in rows.iter_mut().zip(values) {
                     match w.row.iter_mut().find(|(k, _)| k == alias) {
                         Some(slot) => slot.1 = value,
@@ -366,7 +449,7 @@ pub fn run(def: &IndexDef, steps: &[Step], docs: &[(Bytes, Vec<(Bytes, Bytes)>)]
                 }
             }
             Step::Filter(expr) => {
-                let keep = evaluate(def, &mut rows, expr, &mut warning);
+                let keep = evaluate(schema, &mut rows, expr, &mut warning);
                 let mut keep = keep.into_iter();
                 rows.retain(|_| keep.next().is_some_and(|v| expr::truthy(&v)));
             }
@@ -375,7 +458,7 @@ pub fn run(def: &IndexDef, steps: &[Step], docs: &[(Bytes, Vec<(Bytes, Bytes)>)]
                     // RediSearch shows the values it sorted by.
                     for (name, _) in keys {
                         if !w.row.iter().any(|(k, _)| k == name)
-                            && let Some(value) = value_of(def, w, name)
+                            && let Some(value) = value_of(schema, w, name)
                         {
                             w.row.push((name.clone(), Some(value)));
                         }
@@ -383,15 +466,17 @@ pub fn run(def: &IndexDef, steps: &[Step], docs: &[(Bytes, Vec<(Bytes, Bytes)>)]
                 }
                 rows.sort_by(|a, b| {
                     keys.iter()
-                        .map(|(name, ascending)| {
-                            let order = compare(&value_of(def, a, name), &value_of(def, b, name));
-                            if *ascending { order } else { order.reverse() }
-                        })
+                        .map(|(name, ascending)| sort_order(schema, a, b, name, *ascending))
                         .find(|o| o.is_ne())
                         .unwrap_or(Ordering::Equal)
                 });
-                if let Some(max) = max {
-                    rows.truncate(*max);
+                // RediSearch: a SORTBY without MAX keeps the 10 first rows unless a
+                // LIMIT comes after it (which then cuts).
+                let limited = steps[at..].iter().any(|s| matches!(s, Step::Limit { .. }));
+                match max {
+                    Some(max) => rows.truncate(*max),
+                    None if !limited => rows.truncate(SORTBY_DEFAULT_MAX),
+                    None => {}
                 }
             }
             Step::Limit { offset, num } => {
@@ -402,10 +487,10 @@ pub fn run(def: &IndexDef, steps: &[Step], docs: &[(Bytes, Vec<(Bytes, Bytes)>)]
     Ok(Answer { total, rows: rows.into_iter().map(|w| w.row).collect(), warning })
 }
 
-fn group<'a>(def: &IndexDef, rows: Vec<Working<'a>>, properties: &[Bytes], reducers: &[Reducer]) -> Vec<Working<'a>> {
+fn group<'a>(schema: &Schema, rows: Vec<Working<'a>>, properties: &[Bytes], reducers: &[Reducer]) -> Vec<Working<'a>> {
     let mut groups: std::collections::BTreeMap<Vec<Option<Bytes>>, (Row, Vec<Working>)> = std::collections::BTreeMap::new();
     for w in rows {
-        let values: Vec<Option<Value>> = properties.iter().map(|p| value_of(def, &w, p)).collect();
+        let values: Vec<Option<Value>> = properties.iter().map(|p| value_of(schema, &w, p)).collect();
         let key: Vec<Option<Bytes>> = values.iter().map(|v| v.as_ref().map(Value::text)).collect();
         groups.entry(key).or_insert_with(|| (properties.iter().cloned().zip(values).collect(), Vec::new())).1.push(w);
     }
@@ -414,7 +499,7 @@ fn group<'a>(def: &IndexDef, rows: Vec<Working<'a>>, properties: &[Bytes], reduc
         .map(|(mut row, members)| {
             for reducer in reducers {
                 let read = |p: Option<&Bytes>| -> Vec<Option<Value>> {
-                    p.map_or_else(Vec::new, |p| members.iter().map(|w| value_of(def, w, p)).collect())
+                    p.map_or_else(Vec::new, |p| members.iter().map(|w| value_of(schema, w, p)).collect())
                 };
                 let by = match &reducer.function {
                     ReduceFn::FirstValue { by: Some((by, _)) } => read(Some(by)),
@@ -467,5 +552,40 @@ mod tests {
         assert!(parse(&args("* WITHCURSOR")).unwrap_err().contains("WITHCURSOR"));
         assert_eq!(parse(&args("* FOO")).unwrap_err(), "Unknown argument `FOO` at position 1 for <main>");
         assert_eq!(parse(&args("* GROUPBY 1 t")).unwrap_err(), "Bad arguments for GROUPBY: Unknown property `t`. Did you mean `@t`?");
+    }
+
+    #[test]
+    fn sortby_keeps_ten_rows_missing_values_last_and_load_all_is_text() {
+        let def = super::super::schema::parse(&args("SCHEMA t TAG n NUMERIC")).expect("schema");
+        // 12 documents; the first has no n.
+        let docs: Vec<(Bytes, Vec<(Bytes, Bytes)>)> = (0..12)
+            .map(|i| {
+                let mut fields = vec![(Bytes::from("t"), Bytes::from("x"))];
+                if i > 0 {
+                    fields.push((Bytes::from("n"), Bytes::from(format!("{}", i * 3))));
+                }
+                (Bytes::from(format!("d{i:02}")), fields)
+            })
+            .collect();
+        let first_n = |query: &str| -> Vec<String> {
+            let q = parse(&args(query)).expect("parses");
+            let Answer { rows, .. } = run(&def, &q.steps, &docs).expect("runs");
+            rows.iter()
+                .map(|r| {
+                    r.iter()
+                        .find(|(k, _)| &k[..] == b"n")
+                        .map_or("-".into(), |(_, v)| String::from_utf8_lossy(&v.as_ref().expect("a value").text()).into_owned())
+                })
+                .collect()
+        };
+        // Ten rows without LIMIT; numbers as numbers; the row without n last both ways.
+        assert_eq!(first_n("* LOAD 1 @n SORTBY 2 @n ASC"), ["3", "6", "9", "12", "15", "18", "21", "24", "27", "30"]);
+        assert_eq!(
+            first_n("* LOAD 1 @n SORTBY 2 @n DESC LIMIT 0 20"),
+            ["33", "30", "27", "24", "21", "18", "15", "12", "9", "6", "3", "-"]
+        );
+        assert_eq!(first_n("* LOAD 1 @n SORTBY 2 @n ASC LIMIT 8 5"), ["27", "30", "33", "-"]);
+        // LOAD *: text, so "9" sorts after "33".
+        assert_eq!(first_n("* LOAD * SORTBY 2 @n DESC MAX 3"), ["9", "6", "33"]);
     }
 }
