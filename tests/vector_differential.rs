@@ -13,6 +13,8 @@
 //! Prints SKIPPED when the peer is not installed; fails instead when `CI` is set (.ci/run
 //! installs it).
 
+#[path = "vector_differential/aggregations.rs"]
+mod aggregations;
 mod common;
 #[path = "vector_differential/compare.rs"]
 mod compare;
@@ -281,7 +283,7 @@ fn script(seed: u64) -> Vec<Step> {
     let q: Vec<f32> = (0..DIM).map(|_| rng.random_range(-1.0f32..1.0)).collect();
     let qb = blob(&q);
     let qh = f16_blob(&q);
-    let queries = queries::searches(&qb, &qh).into_iter().chain(queries::aggregations_text_and_the_rest(&qb));
+    let queries = queries::searches(&qb, &qh).into_iter().chain(aggregations::steps()).chain(queries::text_and_the_rest(&qb));
     steps.extend(queries.map(|(check, args)| step(check, &args)));
     steps
 }
