@@ -77,6 +77,30 @@ impl Value {
     }
 }
 
+impl Value {
+    /// The value as a number: a number is one, text that reads as one is parsed.
+    fn as_number(&self) -> Option<f64> {
+        match self {
+            Value::Number(n) => Some(*n),
+            Value::Text(t) => std::str::from_utf8(t).ok()?.trim().parse::<f64>().ok(),
+            Value::List(_) => None,
+        }
+    }
+
+    /// Two texts compare as bytes; otherwise as numbers (by `numbers`) where both read
+    /// as one, else by their text. SORTBY and the expressions differ only in how they
+    /// compare two numbers (a total order to sort by; NaN equal to nothing in `==`).
+    fn order(&self, other: &Value, numbers: fn(&f64, &f64) -> Option<Ordering>) -> Option<Ordering> {
+        match (self, other) {
+            (Value::Text(x), Value::Text(y)) => Some(x.cmp(y)),
+            _ => match (self.as_number(), other.as_number()) {
+                (Some(p), Some(q)) => numbers(&p, &q),
+                _ => Some(self.text().cmp(&other.text())),
+            },
+        }
+    }
+}
+
 /// `%.12g`, and C's spelling of the non-finite values (a NaN with its sign bit set is
 /// `-nan`, as `sqrt(-1)` gives on x86).
 fn show_number(n: f64) -> String {
@@ -260,28 +284,16 @@ fn value_of(schema: &Schema, w: &Working, name: &[u8]) -> Option<Value> {
     w.doc.and_then(|fields| field_value(schema, fields, name))
 }
 
-fn as_number(v: &Option<Value>) -> Option<f64> {
-    match v.as_ref()? {
-        Value::Number(n) => Some(*n),
-        Value::Text(t) => std::str::from_utf8(t).ok()?.trim().parse::<f64>().ok(),
-        Value::List(_) => None,
-    }
-}
-
 /// Two numbers compare as numbers and two texts as bytes (a NUMERIC field loaded by
 /// `LOAD *` is text: "4" after "10", as in RediSearch); a number and a text as numbers
 /// where the text reads as one. No value (`None`: a GROUPBY's group of documents
 /// without the property) comes before any value.
-fn compare(a: &Option<Value>, b: &Option<Value>) -> Ordering {
+fn compare(a: Option<&Value>, b: Option<&Value>) -> Ordering {
     match (a, b) {
         (None, None) => Ordering::Equal,
         (None, _) => Ordering::Less,
         (_, None) => Ordering::Greater,
-        (Some(Value::Text(x)), Some(Value::Text(y))) => x.cmp(y),
-        (Some(x), Some(y)) => match (as_number(a), as_number(b)) {
-            (Some(p), Some(q)) => p.total_cmp(&q),
-            _ => x.text().cmp(&y.text()),
-        },
+        (Some(x), Some(y)) => x.order(y, |p, q| Some(p.total_cmp(q))).unwrap_or(Ordering::Equal),
     }
 }
 
@@ -297,8 +309,8 @@ fn sort_order(schema: &Schema, a: &Working, b: &Working, name: &[u8], ascending:
         (None, None) => Ordering::Equal,
         (None, _) => Ordering::Greater,
         (_, None) => Ordering::Less,
-        (Some(x), Some(y)) if ascending => compare(&x, &y),
-        (Some(x), Some(y)) => compare(&x, &y).reverse(),
+        (Some(x), Some(y)) if ascending => compare(x.as_ref(), y.as_ref()),
+        (Some(x), Some(y)) => compare(x.as_ref(), y.as_ref()).reverse(),
     }
 }
 

@@ -400,11 +400,7 @@ pub fn parse(text: &[u8]) -> Result<Expr, String> {
 
 /// A value as a number: numbers are, text is parsed (an error if it is not one).
 fn number(v: &Value) -> Result<f64, String> {
-    match v {
-        Value::Number(n) => Ok(*n),
-        Value::Text(t) => std::str::from_utf8(t).ok().and_then(|s| s.trim().parse::<f64>().ok()).ok_or_else(not_a_number),
-        Value::List(_) => Err(not_a_number()),
-    }
+    v.as_number().ok_or_else(not_a_number)
 }
 
 fn not_a_number() -> String {
@@ -424,16 +420,10 @@ fn boolean(b: bool) -> Option<Value> {
     Some(Value::Number(if b { 1.0 } else { 0.0 }))
 }
 
-/// Compare two values: as numbers when one is a number and the other reads as one,
-/// else as bytes.
+/// Compare two values: as numbers when one is a number and the other reads as one
+/// (NaN equal to nothing), else as bytes.
 fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
-    match (a, b) {
-        (Value::Text(x), Value::Text(y)) => Some(x.cmp(y)),
-        _ => match (number(a), number(b)) {
-            (Ok(x), Ok(y)) => x.partial_cmp(&y),
-            _ => Some(a.text().cmp(&b.text())),
-        },
-    }
+    a.order(b, f64::partial_cmp)
 }
 
 fn text_arg(func: Func, args: &[Option<Value>], i: usize) -> Result<&Bytes, String> {

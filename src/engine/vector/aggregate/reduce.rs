@@ -126,18 +126,10 @@ pub fn parse_reducer(args: &[Bytes]) -> Result<(Reducer, usize), String> {
     Ok((Reducer { function, property, alias }, used))
 }
 
-fn as_number(v: &Option<Value>) -> Option<f64> {
-    match v.as_ref()? {
-        Value::Number(n) => Some(*n),
-        Value::Text(t) => std::str::from_utf8(t).ok()?.trim().parse::<f64>().ok(),
-        Value::List(_) => None,
-    }
-}
-
 /// What `reducer` makes of one group: `values` holds its property's value in each row
 /// (empty for COUNT), `by` the FIRST_VALUE BY property's, `rows` the group's size.
 pub fn reduce(reducer: &Reducer, rows: usize, values: &[Option<Value>], by: &[Option<Value>]) -> Option<Value> {
-    let numbers: Vec<f64> = values.iter().filter_map(as_number).collect();
+    let numbers: Vec<f64> = values.iter().flatten().filter_map(Value::as_number).collect();
     let number = |n: f64| Some(Value::Number(n));
     match &reducer.function {
         ReduceFn::Count => number(rows as f64),
@@ -173,7 +165,7 @@ pub fn reduce(reducer: &Reducer, rows: usize, values: &[Option<Value>], by: &[Op
                         (Some(_), None) => true,
                         (None, _) => false,
                         (Some(k), Some(bk)) => {
-                            let order = compare(&Some(k.clone()), &Some(bk.clone()));
+                            let order = compare(Some(k), Some(bk));
                             if *ascending { order == Ordering::Less } else { order == Ordering::Greater }
                         }
                     },
