@@ -480,7 +480,13 @@ pub fn eval(expr: &Expr, lookup: &dyn Fn(&Bytes) -> Option<Value>) -> Result<Opt
                         Op::Mul => x * y,
                         Op::Div | Op::Mod if y == 0.0 => f64::NAN,
                         Op::Div => x / y,
-                        Op::Mod => (x as i64 % y as i64) as f64,
+                        // On the integer parts (RediSearch's `7.5 % 2` is 1); a divisor
+                        // whose integer part is 0 is division by zero too.
+                        Op::Mod => match (x as i64).checked_rem(y as i64) {
+                            Some(r) => r as f64,
+                            None if y as i64 == 0 => f64::NAN,
+                            None => 0.0,
+                        },
                         _ => x.powf(y),
                     }))
                 }
