@@ -220,6 +220,7 @@ pub fn steps() -> Vec<(Check, Vec<&'static [u8]>)> {
         // Errors: a property no step loads, a function and a syntax RediSearch rejects,
         // a GROUPBY of a field no schema names, a value missing before a SORTBY.
         (Check::Exact, vec![b"FT.AGGREGATE", b"flat", b"*", b"APPLY", b"@title", b"AS", b"t"]),
+        (Check::Exact, vec![b"FT.AGGREGATE", b"flat", b"*", b"APPLY", b"exists(@title)", b"AS", b"t"]),
         (Check::Exact, vec![b"FT.AGGREGATE", b"flat", b"*", b"LOAD", b"1", b"@color", b"APPLY", b"nosuch(@color)", b"AS", b"x"]),
         (Check::Exact, vec![b"FT.AGGREGATE", b"flat", b"*", b"LOAD", b"1", b"@color", b"APPLY", b"@color +", b"AS", b"x"]),
         (Check::Exact, vec![b"FT.AGGREGATE", b"flat", b"*", b"GROUPBY", b"1", b"@title"]),

@@ -123,7 +123,8 @@ pub enum Expr {
 }
 
 impl Expr {
-    /// Every property the expression reads, in order (`exists` reads none: it asks).
+    /// Every property the expression reads, in order (`exists`'s too: RediSearch wants
+    /// it loaded like any other).
     pub fn properties<'a>(&'a self, out: &mut Vec<&'a Bytes>) {
         match self {
             Expr::Property(p) => out.push(p),
@@ -132,7 +133,6 @@ impl Expr {
                 a.properties(out);
                 b.properties(out);
             }
-            Expr::Call(Func::Exists, _) => {}
             Expr::Call(_, args) => args.iter().for_each(|a| a.properties(out)),
             Expr::Number(_) | Expr::Text(_) => {}
         }
