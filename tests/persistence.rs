@@ -411,3 +411,42 @@ fn an_idle_node_writes_nothing() {
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(info_u64(&mut con, "persistence", "store_puts"), puts, "store puts after reads only");
 }
+
+/// A busy interval's segment (a megabyte and more) goes to the folder with `O_DIRECT`
+/// through an aligned window (`shell/local_store.rs`): it must hold exactly its bytes
+/// (the last block's padding cut off), and every write in it must survive SIGKILL.
+#[test]
+fn a_segment_of_several_megabytes_survives_sigkill_byte_for_byte() {
+    const KEYS: usize = 3000;
+    let node = Node::new("big-segment");
+    // One interval longer than the burst, so that the burst is one segment.
+    let mut first = node.start("first", &["--flush-interval-ms", "1000"]);
+    let mut con = connect(&first);
+    let start = wait_claimed(&mut con).1;
+    // 1,000-byte values whose bytes depend on the key, so a shifted or padded body shows.
+    let value = |i: usize| -> Vec<u8> { (0..1000).map(|j| b'a' + ((i * 7 + j) % 26) as u8).collect() };
+    let mut pipe = redis::pipe();
+    for i in 0..KEYS {
+        pipe.cmd("SET").arg(format!("big:{i}")).arg(value(i)).ignore();
+    }
+    pipe.query::<()>(&mut con).expect("pipelined SETs");
+    wait_flushed(&mut con, start);
+    let segments = segment_files(&node.segments_dir());
+    let (biggest, bytes) = segments.iter().max_by_key(|(_, bytes)| bytes.len()).expect("a segment");
+    assert!(bytes.len() > 3_000_000, "segment {biggest} holds {} bytes: the burst should be one segment", bytes.len());
+    kill(&mut first);
+    assert!(
+        files_under(&node.data).iter().all(|path| !path.to_string_lossy().contains('#')),
+        "no temporary file is left once a segment is stored: {:?}",
+        files_under(&node.data)
+    );
+
+    let second = node.start("second", &[]);
+    let mut con = connect(&second);
+    assert_eq!(info_fields(&mut con, "persistence")["recovery_data_loss"], "");
+    assert_eq!(int(&mut con, &["DBSIZE"]), KEYS as i64);
+    for i in (0..KEYS).step_by(97).chain([KEYS - 1]) {
+        let back: Vec<u8> = redis::cmd("GET").arg(format!("big:{i}")).query(&mut con).expect("GET");
+        assert!(back == value(i), "big:{i} came back different");
+    }
+}

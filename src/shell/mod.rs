@@ -18,6 +18,7 @@ pub mod idle_poll;
 pub mod info;
 pub mod list_fanout;
 pub mod loading;
+pub mod local_store;
 pub mod memory;
 pub mod metrics;
 pub mod monitor;
