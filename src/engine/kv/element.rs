@@ -262,22 +262,13 @@ impl<'a> ElementRef<'a> {
     /// the element's state, fed without building it for the compact form (the bytes
     /// [`KeyState::feed_digest`] feeds for a state of one value at one dot).
     pub fn digest(self, name: &[u8]) -> u64 {
-        // No explicit context, one value at `dot`, the value's tag and its integer or
-        // length; then a string's bytes, then no TTL write (`merkle::digest_plain`).
-        const _: () = assert!(std::mem::size_of::<NodeId>() == 2, "a dot's node feeds 2 bytes");
-        fn head(dot: Dot, tag: u8, word: [u8; 8]) -> [u8; merkle::PLAIN_HEAD_BYTES] {
-            let mut head = [0u8; merkle::PLAIN_HEAD_BYTES];
-            head[4..8].copy_from_slice(&1u32.to_le_bytes());
-            head[8..16].copy_from_slice(&dot.hlc.0.to_le_bytes());
-            head[16..18].copy_from_slice(&dot.node.to_le_bytes());
-            head[18] = tag;
-            head[19..27].copy_from_slice(&word);
-            head
-        }
+        // The head (`merkle::plain_head`), then a string's bytes, then no TTL write.
         match self {
             ElementRef::Full(state) => merkle::digest(name, state),
-            ElementRef::Int(dot, n) => merkle::digest_plain(name, &head(dot, 0, n.to_le_bytes()), &[]),
-            ElementRef::Raw(dot, value) => merkle::digest_plain(name, &head(dot, 1, (value.len() as u64).to_le_bytes()), value),
+            ElementRef::Int(dot, n) => merkle::digest_plain(name, &merkle::plain_head(dot, 0, n.to_le_bytes()), &[]),
+            ElementRef::Raw(dot, value) => {
+                merkle::digest_plain(name, &merkle::plain_head(dot, 1, (value.len() as u64).to_le_bytes()), value)
+            }
         }
     }
 }

@@ -293,6 +293,11 @@ impl KeyState {
     /// The newest stamp of `node` this state holds: `causal_context().get(node)`
     /// without building the context (the replication batcher asks it of every delta).
     pub fn newest_stamp_of(&self, node: crate::crdt::NodeId) -> crate::crdt::Hlc {
+        // A state of one value at one dot (every SET's) holds that dot and nothing else:
+        // asked of every replicated SET, the general walk below was ~150 instructions.
+        if let Some((dot, _)) = self.plain_value() {
+            return if dot.node == node { dot.hlc } else { crate::crdt::Hlc::ZERO };
+        }
         let mut newest = self.ctx().get(node);
         for dot in self.values().dots().chain(self.ttl().dots()).filter(|d| d.node == node) {
             newest = newest.max(dot.hlc);
