@@ -61,6 +61,12 @@ impl DeltaLog {
         self.recorded.body.len()
     }
 
+    /// The bytes recorded from byte `start` on (`start` read from [`DeltaLog::bytes`]
+    /// before a write): the encoding of what that write recorded.
+    pub fn recorded_since(&self, start: usize) -> &[u8] {
+        &self.recorded.body[start..]
+    }
+
     /// Position of the newest recorded delta in this shard's stream: once everything
     /// drained up to here is stored, every write made so far is durable.
     pub fn recorded_total(&self) -> u64 {

@@ -96,8 +96,20 @@ impl Outbox {
     }
 
     pub fn key_changed(&mut self, key: &[u8], state: &KeyState) {
-        let item = self.deltas.len();
         self.deltas.push_key(self.own, key, state);
+        self.supersede_older(key);
+    }
+
+    /// [`Outbox::key_changed`] with the delta's bytes already encoded (by the
+    /// persistence log, for the same write): copied instead of encoded a second time.
+    pub fn key_changed_encoded(&mut self, key: &[u8], state: &KeyState, encoded: &[u8]) {
+        self.deltas.push_key_encoded(self.own, key, state, encoded);
+        self.supersede_older(key);
+    }
+
+    /// The whole state of `key` just pushed supersedes an older one in this window.
+    fn supersede_older(&mut self, key: &[u8]) {
+        let item = self.deltas.len() - 1;
         let hash = hash_key(key);
         let deltas = &self.deltas;
         match self.newest.entry(hash, |&(h, i)| h == hash && deltas.key_at(i) == Some(key), |&(h, _)| h) {
@@ -204,6 +216,34 @@ mod tests {
         assert_eq!(batch.deltas.decode().unwrap(), vec![Delta::Key { key: other, state: state(2) }, Delta::Key { key, state: state(3) }]);
         assert!(!batch.overflowed);
         assert!(outbox.drain().deltas.is_empty());
+    }
+
+    /// The bytes the persistence log encoded for a write, handed to the outbox, make the
+    /// same batch as the outbox's own encoding: same deltas, same stamps, same dedup.
+    #[test]
+    fn a_delta_taken_from_the_log_ships_as_one_encoded_here() {
+        let writes = [("k", 1u64, 1u16), ("other", 2, 2), ("k", 3, 1), ("big", 4, 1)];
+        let stateful = |ms: u64, node: u16| {
+            let value = if ms == 4 { StrVal::raw(Bytes::from(vec![b'v'; 300])) } else { StrVal::Int(ms as i64) };
+            KeyState::with_value(Dot::new(Hlc::from_parts(ms, 0), node), value, if ms == 2 { Some(99) } else { None })
+        };
+        let mut own = Outbox::new(1, 1 << 20, 1 << 20);
+        let mut copied = Outbox::new(1, 1 << 20, 1 << 20);
+        let mut log = crate::delta::DeltaLog::new(true, 100, 1 << 20);
+        for (key, ms, node) in writes {
+            let state = stateful(ms, node);
+            own.key_changed(key.as_bytes(), &state);
+            let start = log.bytes();
+            crate::engine::kv::DeltaSink::key_changed(&mut log, key.as_bytes(), &state);
+            copied.key_changed_encoded(key.as_bytes(), &state, log.recorded_since(start));
+        }
+        let (own, copied) = (own.drain(), copied.drain());
+        assert_eq!(copied, own);
+        assert_eq!(copied.deltas.len(), 3, "the first write of k was superseded");
+        assert_eq!(
+            (0..3).map(|i| copied.deltas.own_stamp(i)).collect::<Vec<_>>(),
+            [Hlc::ZERO, Hlc::from_parts(3, 0), Hlc::from_parts(4, 0)]
+        );
     }
 
     #[test]

@@ -56,6 +56,24 @@ impl Outgoing {
         self.push_with(own_stamp, |w| codec::write_key_delta(w, key, state));
     }
 
+    /// [`Outgoing::push_key`] of a delta already encoded by `codec::write_key_delta`
+    /// (the persistence log's copy of the same write): its bytes are copied, not encoded
+    /// again.
+    pub fn push_key_encoded(&mut self, own: NodeId, key: &[u8], state: &KeyState, encoded: &[u8]) {
+        debug_assert!(
+            {
+                let mut again = Vec::new();
+                Writer::append_to(&mut again, |w| codec::write_key_delta(w, key, state));
+                again == encoded
+            },
+            "the bytes handed over are this key's delta"
+        );
+        let own_stamp = state.newest_stamp_of(own);
+        self.bytes.extend_from_slice(encoded);
+        assert!(self.bytes.len() <= u32::MAX as usize, "outgoing deltas past 4 GiB");
+        self.items.push(Item { end: self.bytes.len() as u32, own_stamp });
+    }
+
     /// Append the delta of a write to some elements of one collection part, written
     /// straight from them (`codec::write_part_delta`).
     pub fn push_part(&mut self, own: NodeId, key: &[u8], part: Part, elements: &[(&[u8], KeyState)]) {
@@ -111,7 +129,7 @@ impl Outgoing {
     }
 
     /// This node's newest stamp in the delta at `index`.
-    fn own_stamp(&self, index: usize) -> Hlc {
+    pub(super) fn own_stamp(&self, index: usize) -> Hlc {
         self.items[index].own_stamp
     }
 

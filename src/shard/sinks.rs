@@ -19,9 +19,16 @@ pub(super) struct ShardSinks<'a> {
 
 impl DeltaSink for ShardSinks<'_> {
     fn key_changed(&mut self, key: &[u8], state: &KeyState) {
+        let start = self.log.bytes();
         self.log.key_changed(key, state);
         if let Some(outbox) = self.outbox.as_deref_mut() {
-            outbox.key_changed(key, state);
+            if self.log.is_recording() {
+                // Both carry the same encoding of the delta (`codec::write_key_delta`):
+                // the outbox copies the log's instead of encoding it again.
+                outbox.key_changed_encoded(key, state, self.log.recorded_since(start));
+            } else {
+                outbox.key_changed(key, state);
+            }
         }
     }
 
