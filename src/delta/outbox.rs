@@ -96,20 +96,14 @@ impl Outbox {
     }
 
     pub fn key_changed(&mut self, key: &[u8], state: &KeyState) {
-        self.deltas.push_key(self.own, key, state);
-        self.supersede_older(key);
+        self.key_changed_logged(key, state, None);
     }
 
-    /// [`Outbox::key_changed`] with the delta's bytes already encoded (by the
-    /// persistence log, for the same write): copied instead of encoded a second time.
-    pub fn key_changed_encoded(&mut self, key: &[u8], state: &KeyState, encoded: &[u8]) {
-        self.deltas.push_key_encoded(self.own, key, state, encoded);
-        self.supersede_older(key);
-    }
-
-    /// The whole state of `key` just pushed supersedes an older one in this window.
-    fn supersede_older(&mut self, key: &[u8]) {
-        let item = self.deltas.len() - 1;
+    /// [`Outbox::key_changed`]; `logged` is the same delta when the persistence log has
+    /// just encoded it (copied instead of encoded a second time).
+    pub fn key_changed_logged(&mut self, key: &[u8], state: &KeyState, logged: Option<&[u8]>) {
+        let item = self.deltas.len();
+        self.deltas.push_key_logged(self.own, key, state, logged);
         let hash = hash_key(key);
         let deltas = &self.deltas;
         match self.newest.entry(hash, |&(h, i)| h == hash && deltas.key_at(i) == Some(key), |&(h, _)| h) {
@@ -142,15 +136,15 @@ impl Outbox {
 
     /// [`Outbox::key_elements_changed`] of a list push's new elements, written from
     /// their views (see `DeltaSink::key_elements_pushed`).
-    pub fn key_elements_pushed(&mut self, key: &[u8], elements: &[(&[u8], ElementRef<'_>)]) {
-        self.deltas.push_list_push(self.own, key, elements);
+    pub fn key_elements_pushed(&mut self, key: &[u8], elements: &[(&[u8], ElementRef<'_>)], logged: Option<&[u8]>) {
+        self.deltas.push_list_push(self.own, key, elements, logged);
         self.enforce_bound();
     }
 
     /// [`Outbox::key_elements_changed`] of one element set to one value, from its view
     /// (see `DeltaSink::key_element_set`).
-    pub fn key_element_set(&mut self, key: &[u8], part: Part, name: &[u8], element: ElementRef<'_>) {
-        self.deltas.push_element_set(self.own, key, part, name, element);
+    pub fn key_element_set(&mut self, key: &[u8], part: Part, name: &[u8], element: ElementRef<'_>, logged: Option<&[u8]>) {
+        self.deltas.push_element_set(self.own, key, part, name, element, logged);
         self.enforce_bound();
     }
 
@@ -235,7 +229,7 @@ mod tests {
             own.key_changed(key.as_bytes(), &state);
             let start = log.bytes();
             crate::engine::kv::DeltaSink::key_changed(&mut log, key.as_bytes(), &state);
-            copied.key_changed_encoded(key.as_bytes(), &state, log.recorded_since(start));
+            copied.key_changed_logged(key.as_bytes(), &state, Some(log.recorded_since(start)));
         }
         let (own, copied) = (own.drain(), copied.drain());
         assert_eq!(copied, own);

@@ -52,26 +52,13 @@ impl Outgoing {
 
     /// Append a key's state (the write path: nothing is copied but the encoding).
     pub fn push_key(&mut self, own: NodeId, key: &[u8], state: &KeyState) {
-        let own_stamp = state.newest_stamp_of(own);
-        self.push_with(own_stamp, |w| codec::write_key_delta(w, key, state));
+        self.push_key_logged(own, key, state, None);
     }
 
-    /// [`Outgoing::push_key`] of a delta already encoded by `codec::write_key_delta`
-    /// (the persistence log's copy of the same write): its bytes are copied, not encoded
-    /// again.
-    pub fn push_key_encoded(&mut self, own: NodeId, key: &[u8], state: &KeyState, encoded: &[u8]) {
-        debug_assert!(
-            {
-                let mut again = Vec::new();
-                Writer::append_to(&mut again, |w| codec::write_key_delta(w, key, state));
-                again == encoded
-            },
-            "the bytes handed over are this key's delta"
-        );
-        let own_stamp = state.newest_stamp_of(own);
-        self.bytes.extend_from_slice(encoded);
-        assert!(self.bytes.len() <= u32::MAX as usize, "outgoing deltas past 4 GiB");
-        self.items.push(Item { end: self.bytes.len() as u32, own_stamp });
+    /// [`Outgoing::push_key`], copying `logged` when the persistence log has just
+    /// encoded the same delta (see [`Outgoing::push_or_copy`]).
+    pub fn push_key_logged(&mut self, own: NodeId, key: &[u8], state: &KeyState, logged: Option<&[u8]>) {
+        self.push_or_copy(state.newest_stamp_of(own), logged, |w| codec::write_key_delta(w, key, state));
     }
 
     /// Append the delta of a write to some elements of one collection part, written
@@ -82,8 +69,9 @@ impl Outgoing {
         self.push_with(own_stamp, |w| codec::write_part_delta(w, key, part, elements));
     }
 
-    /// [`Outgoing::push_part`] of a list push's new elements, from their views.
-    pub fn push_list_push(&mut self, own: NodeId, key: &[u8], elements: &[(&[u8], ElementRef<'_>)]) {
+    /// [`Outgoing::push_part`] of a list push's new elements, from their views; copies
+    /// `logged` as [`Outgoing::push_key_logged`] does.
+    pub fn push_list_push(&mut self, own: NodeId, key: &[u8], elements: &[(&[u8], ElementRef<'_>)], logged: Option<&[u8]>) {
         // `newest_stamp_of(own)` of a state holding one value at `dot`: its stamp when
         // `own` wrote it.
         let own_stamp = elements
@@ -93,15 +81,34 @@ impl Outgoing {
             .map(|dot| dot.hlc)
             .max()
             .unwrap_or_default();
-        self.push_with(own_stamp, |w| codec::write_list_push(w, key, elements));
+        self.push_or_copy(own_stamp, logged, |w| codec::write_list_push(w, key, elements));
     }
 
     /// [`Outgoing::push_part`] of one element set to one value at one dot, from its view
-    /// (`codec::write_element_set`).
-    pub fn push_element_set(&mut self, own: NodeId, key: &[u8], part: Part, name: &[u8], element: ElementRef<'_>) {
+    /// (`codec::write_element_set`); copies `logged` as [`Outgoing::push_key_logged`] does.
+    pub fn push_element_set(&mut self, own: NodeId, key: &[u8], part: Part, name: &[u8], element: ElementRef<'_>, logged: Option<&[u8]>) {
         // `newest_stamp_of(own)` of that state: its dot's stamp when `own` wrote it.
         let own_stamp = element.plain_dot().filter(|dot| dot.node == own).map(|dot| dot.hlc).unwrap_or_default();
-        self.push_with(own_stamp, |w| codec::write_element_set(w, key, part, name, element));
+        self.push_or_copy(own_stamp, logged, |w| codec::write_element_set(w, key, part, name, element));
+    }
+
+    /// Append the delta `write` encodes, or, when the persistence log has just encoded
+    /// the same write's delta with the same function, a copy of those `logged` bytes:
+    /// a replicated write with persistence on is encoded once (a debug build checks the
+    /// bytes against `write`).
+    fn push_or_copy(&mut self, own_stamp: Hlc, logged: Option<&[u8]>, write: impl Fn(&mut Writer)) {
+        let Some(logged) = logged else { return self.push_with(own_stamp, write) };
+        debug_assert!(
+            {
+                let mut again = Vec::new();
+                Writer::append_to(&mut again, &write);
+                again == logged
+            },
+            "the logged bytes are this write's delta"
+        );
+        self.bytes.extend_from_slice(logged);
+        assert!(self.bytes.len() <= u32::MAX as usize, "outgoing deltas past 4 GiB");
+        self.items.push(Item { end: self.bytes.len() as u32, own_stamp });
     }
 
     /// Append any delta.

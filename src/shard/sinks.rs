@@ -10,6 +10,15 @@ use crate::engine::kv::element::ElementRef;
 use crate::engine::kv::{DeltaSink, KeyState};
 use crate::routing;
 
+/// What the log recorded from byte `start` on, if anything: the delta of the write
+/// just made, in the encoding the outbox would give it (the log and the outbox encode a
+/// key's state, an element set and a list push with the same `delta::codec` function),
+/// so the outbox copies it instead of encoding it again. Nothing when the log does not
+/// record (persistence off) or skipped the write (a planted bug).
+fn logged_since(log: &DeltaLog, start: usize) -> Option<&[u8]> {
+    (log.is_recording() && log.bytes() > start).then(|| log.recorded_since(start))
+}
+
 /// Where a local write's delta goes: the persistence log, and the outbox when there
 /// are peers.
 pub(super) struct ShardSinks<'a> {
@@ -22,13 +31,7 @@ impl DeltaSink for ShardSinks<'_> {
         let start = self.log.bytes();
         self.log.key_changed(key, state);
         if let Some(outbox) = self.outbox.as_deref_mut() {
-            if self.log.is_recording() {
-                // Both carry the same encoding of the delta (`codec::write_key_delta`):
-                // the outbox copies the log's instead of encoding it again.
-                outbox.key_changed_encoded(key, state, self.log.recorded_since(start));
-            } else {
-                outbox.key_changed(key, state);
-            }
+            outbox.key_changed_logged(key, state, logged_since(self.log, start));
         }
     }
 
@@ -51,20 +54,22 @@ impl DeltaSink for ShardSinks<'_> {
     }
 
     fn key_elements_pushed(&mut self, key: &[u8], elements: &[(&[u8], ElementRef<'_>)]) {
+        let start = self.log.bytes();
         if !crate::bugs::active(crate::bugs::Bug::HashFieldsNotPersisted) {
             self.log.key_elements_pushed(key, elements);
         }
         if let Some(outbox) = self.outbox.as_deref_mut() {
-            outbox.key_elements_pushed(key, elements);
+            outbox.key_elements_pushed(key, elements, logged_since(self.log, start));
         }
     }
 
     fn key_element_set(&mut self, key: &[u8], part: Part, name: &[u8], element: ElementRef<'_>) {
+        let start = self.log.bytes();
         if !crate::bugs::active(crate::bugs::Bug::HashFieldsNotPersisted) {
             self.log.key_element_set(key, part, name, element);
         }
         if let Some(outbox) = self.outbox.as_deref_mut() {
-            outbox.key_element_set(key, part, name, element);
+            outbox.key_element_set(key, part, name, element, logged_since(self.log, start));
         }
     }
 
