@@ -266,10 +266,25 @@ impl ObjectStore for LocalStore {
             outcome
         })
         .await
-        .map_err(|e| generic(io::Error::other(e)))??;
+        .map_err(|e| generic(io::Error::other(e)))?;
         match outcome {
-            Direct::Stored => Ok(PutResult { e_tag: None, version: None }),
-            Direct::Refused => self.library.put_opts(location, payload, opts).await,
+            Ok(Direct::Stored) => Ok(PutResult { e_tag: None, version: None }),
+            Ok(Direct::Refused) => self.library.put_opts(location, payload, opts).await,
+            Err(e @ object_store::Error::AlreadyExists { .. }) => Err(e),
+            Err(direct_error) => {
+                // A file system may refuse direct writes with other errors than EINVAL
+                // (some FUSE mounts). If the library's write succeeds where the direct
+                // one failed, the failure was the direct write's: stop trying it. If
+                // both fail (a full disk, say), the error is the store's, and the
+                // streamer retries as it does for any store error.
+                let stored = self.library.put_opts(location, payload, opts).await?;
+                if self.direct.swap(false, Ordering::Relaxed) {
+                    tracing::warn!(
+                        "a direct write failed ({direct_error}) where a buffered one succeeded: big objects are written through the page cache"
+                    );
+                }
+                Ok(stored)
+            }
         }
     }
 
