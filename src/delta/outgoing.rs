@@ -152,6 +152,32 @@ impl Outgoing {
         self.items.extend(other.items.iter().map(|i| Item { end: base + i.end, ..*i }));
     }
 
+    /// Keep only the deltas `keep` picks, in order, moving their bytes down in place:
+    /// no allocation, and the deltas before the first dropped one stay where they are
+    /// (an outbox drain drops a few superseded writes from tens of kilobytes).
+    pub fn retain(&mut self, mut keep: impl FnMut(usize) -> bool) {
+        // Each item's old start is the previous item's old end, carried in `read_end`:
+        // the items are rewritten (at `kept`, never past `index`) as the loop goes.
+        let (mut write_end, mut kept, mut read_end) = (0usize, 0usize, 0usize);
+        for index in 0..self.items.len() {
+            let item = self.items[index];
+            let read = read_end..item.end as usize;
+            read_end = read.end;
+            if !keep(index) {
+                continue;
+            }
+            let len = read.len();
+            if read.start != write_end {
+                self.bytes.copy_within(read, write_end);
+            }
+            write_end += len;
+            self.items[kept] = Item { end: write_end as u32, own_stamp: item.own_stamp };
+            kept += 1;
+        }
+        self.bytes.truncate(write_end);
+        self.items.truncate(kept);
+    }
+
     /// The deltas `keep` picks, in order (a copy of their bytes).
     pub fn filtered(&self, mut keep: impl FnMut(usize) -> bool) -> Outgoing {
         let mut out = Outgoing::default();
@@ -173,7 +199,8 @@ impl Outgoing {
             return (Outgoing::default(), None);
         }
         let held = self.filtered(|i| self.items[i].own_stamp > ceiling);
-        *self = self.filtered(|i| self.items[i].own_stamp <= ceiling);
+        let stamps: Vec<Hlc> = self.items.iter().map(|i| i.own_stamp).collect();
+        self.retain(|i| stamps[i] <= ceiling);
         (held, lowest)
     }
 
@@ -239,6 +266,19 @@ mod tests {
         assert_eq!(out.decode().unwrap(), vec![deltas[0].clone(), deltas[2].clone()], "own stamps within it, and a peer's, go");
         assert_eq!(held.decode().unwrap(), vec![deltas[1].clone(), deltas[3].clone()]);
         assert_eq!(lowest, Some(Hlc::from_parts(13, 0)));
+    }
+
+    #[test]
+    fn retain_keeps_exactly_the_picked_deltas_in_order() {
+        let deltas: Vec<Delta> = (0..40).map(|i| write(i, 1 + (i % 3) as NodeId)).collect();
+        for pick in [|i: usize| i % 3 != 1, |i: usize| i >= 10, |i: usize| i < 10, |_| false, |_| true, |i: usize| i % 7 == 0] {
+            let mut out = outgoing(&deltas);
+            out.retain(pick);
+            let expected = outgoing(&deltas).filtered(pick);
+            assert_eq!(out, expected);
+            let kept: Vec<Delta> = deltas.iter().enumerate().filter(|(i, _)| pick(*i)).map(|(_, d)| d.clone()).collect();
+            assert_eq!(out.decode().unwrap(), kept);
+        }
     }
 
     #[test]

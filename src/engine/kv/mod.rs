@@ -333,14 +333,7 @@ impl KvEngine {
     /// history: this node's writes up to `dot` and what is causally stable; `None` (all
     /// it has seen) on a node without peers.
     fn whole_key_safe(&self, dot: Option<Dot>) -> Option<VersionVector> {
-        if !self.keep_tombstones {
-            return None;
-        }
-        let mut safe = self.stable.clone();
-        if let Some(dot) = dot {
-            safe.add(dot);
-        }
-        Some(safe)
+        whole_key_safe_of(self.keep_tombstones, &self.stable, dot)
     }
 
     /// Before a write that replaces the whole key at `dot` (DEL, a STORE, RESTORE): its
@@ -566,4 +559,17 @@ fn forgotten_for<'a>(
     let mut joined = own.clone();
     covering.for_each(|(_, keys, element_vv)| joined.merge(if elements { element_vv } else { keys }));
     std::borrow::Cow::Owned(joined)
+}
+
+/// [`KvEngine::whole_key_safe`] from its two fields, for a caller that holds the key
+/// table borrowed (a write changing a key in place).
+fn whole_key_safe_of(keep_tombstones: bool, stable: &VersionVector, dot: Option<Dot>) -> Option<VersionVector> {
+    if !keep_tombstones {
+        return None;
+    }
+    let mut safe = stable.clone();
+    if let Some(dot) = dot {
+        safe.add(dot);
+    }
+    Some(safe)
 }

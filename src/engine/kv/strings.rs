@@ -92,18 +92,17 @@ impl KvEngine {
         }
         // The common case, an existing key, is changed in place: one lookup, no copy.
         let mut value = Some(StrVal::from_bytes(value));
-        // A SET over a collection removes its elements, claiming only what is safe.
-        let stable = self.whole_key_safe(None);
+        // A SET over a collection removes its elements, claiming only what is safe. The
+        // safe vector is built only then: cloning it for every SET was ~70 instructions
+        // of a replicated node's SET (docs/benchmarks.md, "Thirty-second session").
+        let (keep_tombstones, stable) = (self.keep_tombstones, &self.stable);
         let updated = self.keys.update(&key, hash, |stored_key, state| {
             let old_value = if reply == SetReply::OldValue { state.read() } else { None };
             let allowed = condition != SetCondition::IfAbsent;
             if allowed {
                 let dot = ctx.next_dot();
                 if state.has_collection() {
-                    let mut safe = stable;
-                    if let Some(safe) = safe.as_mut() {
-                        safe.add(dot);
-                    }
+                    let safe = super::whole_key_safe_of(keep_tombstones, stable, Some(dot));
                     state.remove_elements(safe.as_ref(), Some(dot));
                 }
                 state.set(dot, value.take().unwrap_or(StrVal::Int(0)), ttl);
