@@ -146,12 +146,16 @@ measure() {
     wait "$SERVER_PID" 2>/dev/null || true
     SERVER_PID=""
     # The total of the counted events (Ir, or with CACHE_SIM the last-level data
-    # misses DLmr + DLmw) less what the timer-driven functions cost, inclusive.
-    local events=Ir timer='serverCron'
+    # misses DLmr + DLmw) less what the timer-driven functions cost, inclusive, and
+    # for Meridian less CommandStats' clock calibration at start (quanta measures the
+    # TSC for a wall-clock while, so under callgrind its count differs from run to run:
+    # ~50 instructions per command of noise in N2 - N1 before it was left out).
+    local events=Ir timers='serverCron'
     [[ -n "${CACHE_SIM:-}" ]] && events=DLmr,DLmw
-    [[ "$server" == meridian ]] && timer='meridian::shell::memory::sample_loop'
+    [[ "$server" == meridian ]] && timers='meridian::shell::memory::sample_loop|meridian::shell::command_stats::CommandStats::new'
     callgrind_annotate --inclusive=yes --threshold=100 --show="$events" "$out" 2>/dev/null |
-        awk -v timer="$timer" '
+        awk -v timers="$timers" '
+            BEGIN { ntimers = split(timers, timer, "|") }
             # Leading counts, one per event, each maybe followed by "(12.3%)".
             function sum(    i, n, v) {
                 n = 0
@@ -162,7 +166,10 @@ measure() {
                 return n
             }
             /PROGRAM TOTALS/ { total = sum() }
-            index($0, timer) && !seen { periodic = sum(); seen = 1 }
+            {
+                for (t = 1; t <= ntimers; t++)
+                    if (index($0, timer[t]) && !seen[t]) { periodic += sum(); seen[t] = 1 }
+            }
             # %.0f, not %d: mawk (Debian'"'"'s awk) prints any %d past 2^31 - 1 as 2147483647,
             # which turned a long run'"'"'s totals (N2 = 600000) into nonsense per-op figures.
             END { printf "%.0f\n", total - periodic }'
