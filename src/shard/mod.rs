@@ -13,12 +13,13 @@ use rand_chacha::ChaCha8Rng;
 use crate::command::{KeyCommand, KeyspaceCommand, ObjectField, SetCondition, SetOutput, SetReply, TtlChange};
 use crate::crdt::Hlc;
 use crate::crdt::{HlcClock, NodeId};
-use crate::delta::outbox::{Outbox, OutboxBatch};
+use crate::delta::outbox::Outbox;
 use crate::delta::{Delta, DeltaLog, EncodedDeltas};
 use crate::engine::kv::{DeltaSink, KvEngine, WriteCtx};
 use crate::protocol::Frame;
 use crate::routing;
 
+mod exchange;
 mod notify;
 mod ops;
 mod replay;
@@ -352,76 +353,16 @@ impl Shard {
                 KeyspaceCommand::RandomKey => return ShardReply::RandomKey(kv.random_key(now_ms, || rng.next_u64())),
             },
             ShardOp::Stats => return ShardReply::Stats(Box::new(self.stats())),
-            ShardOp::ExportChunk { cursor, count } => {
-                // No tombstone is collected while a checkpoint reads this shard: a key
-                // whose tombstone went after the checkpoint began but before the scan
-                // reached it would be in neither the checkpoint nor (as a collection
-                // the checkpoint's record covers) replayed in order with the segments
-                // after it, and a stale copy of it there would come back to life.
-                self.checkpoint_scan_open = true;
-                let mut deltas = Vec::new();
-                let next = kv.keys.scan(cursor.min(crate::engine::kv::keyspace::SLOT_SPACE - 1), count, |e| {
-                    deltas.push(Delta::Key { key: e.key_to_bytes(), state: e.state().clone() })
-                });
-                // The last chunk also carries the tombstones: a checkpoint replaces the
-                // segments before it, and a delete must outlive them.
-                if next == crate::engine::kv::keyspace::SLOT_SPACE {
-                    self.checkpoint_scan_open = false;
-                    deltas.extend(kv.keys.tombstones().map(|(key, state)| Delta::Key { key: key.clone(), state: state.clone() }));
-                    // So must what collected tombstones covered: after this shard's
-                    // keys, for this shard's keys only (`Delta::Forget`). A checkpoint
-                    // is taken after replay, so replayed records count for every key.
-                    kv.settle_replayed_forgets();
-                    let scope = kv.scope;
-                    let forgotten = kv.forgotten().clone();
-                    if !forgotten.is_empty() {
-                        deltas.push(Delta::Forget { below: forgotten, elements: false, scope });
-                    }
-                    let forgotten_elements = kv.forgotten_elements().clone();
-                    if !forgotten_elements.is_empty() {
-                        deltas.push(Delta::Forget { below: forgotten_elements, elements: true, scope });
-                    }
-                }
-                return ShardReply::Chunk { deltas, next };
-            }
+            ShardOp::ExportChunk { cursor, count } => return self.export_chunk(cursor, count),
             ShardOp::DeltaMark => return ShardReply::Count(self.deltas.recorded_total() as i64),
             ShardOp::MergeRemote(deltas) => return self.merge_remote(deltas, now_ms),
-            ShardOp::ForgetStable(stable) => {
-                if self.checkpoint_scan_open {
-                    return ShardReply::Count(0); // the next collection round runs it
-                }
-                let (keys, elements) = self.kv.forget_stable(&stable);
-                if self.deltas.is_recording() {
-                    let scope = self.kv.scope;
-                    if keys > 0 {
-                        self.deltas.forgot(&stable, false, scope);
-                    }
-                    if elements > 0 {
-                        self.deltas.forgot(&stable, true, scope);
-                    }
-                }
-                return ShardReply::Count((keys + elements) as i64);
-            }
-            ShardOp::DrainOutbox { floor } => {
-                let batch = self.outbox.as_mut().map_or(OutboxBatch { deltas: Default::default(), overflowed: false }, |o| o.drain());
-                // An idle shard's clock moves up to now (and to the other shards'), so
-                // `stable` keeps up with time; every later local write is stamped above it.
-                self.clock.witness(Hlc::from_parts(now_ms.saturating_sub(1), u16::MAX).max(floor));
-                return ShardReply::Outbox { batch, stable: self.clock.last(), recorded: self.deltas.recorded_total() };
-            }
+            ShardOp::ForgetStable(stable) => return self.forget_stable(&stable),
+            ShardOp::DrainOutbox { floor } => return self.drain_outbox(floor, now_ms),
             ShardOp::WatchTokens(keys) => return ShardReply::Tokens(keys.iter().map(|k| kv.watch_token(k, now_ms)).collect()),
             ShardOp::Transaction { .. } => unreachable!("a transaction is applied by Shard::apply"),
             ShardOp::Quiet(_) | ShardOp::Notify(_) | ShardOp::Split(_) => unreachable!("applied above"),
             ShardOp::MerkleLeaves => return ShardReply::Merkle(self.kv.keys.merkle().cloned().unwrap_or_default()),
-            ShardOp::ExportLeaves(leaves) => {
-                let mut deltas = Vec::new();
-                for leaf in leaves {
-                    self.kv.keys.for_each_in_leaf(leaf, |key, state| {
-                        deltas.push(Delta::Key { key: Bytes::copy_from_slice(key), state: state.clone() })
-                    });
-                }
-                return ShardReply::Deltas(deltas);
-            }
+            ShardOp::ExportLeaves(leaves) => return self.export_leaves(leaves),
             ShardOp::ResetStats => {
                 self.reset_stats();
                 Frame::ok()
@@ -433,49 +374,6 @@ impl Shard {
             }
         };
         ShardReply::Frame(frame)
-    }
-
-    /// Join deltas received from a peer: the clock moves past their stamps (counting
-    /// those too far ahead), and they are recorded for persistence (this node's store
-    /// holds everything it holds) but never put in the outbox (no echo). Refused whole
-    /// while persistence can't keep up (the deltas come back: `MergeRefused`).
-    fn merge_remote(&mut self, deltas: Vec<Delta>, now_ms: u64) -> ShardReply {
-        if !self.deltas.has_room() {
-            return ShardReply::MergeRefused(deltas);
-        }
-        let count = deltas.len();
-        let mut watch = self.merge_watch();
-        for delta in deltas {
-            if matches!(delta, Delta::Forget { .. }) {
-                // What this node may forget is its own decision, never a peer's.
-                continue;
-            }
-            if let (Some(watch), Delta::Key { key, .. }) = (watch.as_mut(), &delta) {
-                self.watch_merge(watch, key);
-            }
-            self.clock.observe(delta.max_hlc(), now_ms, self.config.max_clock_skew_ms);
-            if self.deltas.is_recording() {
-                match &delta {
-                    Delta::Key { key, state } => self.deltas.key_changed(key, state),
-                    Delta::Flush { seen, scope } => self.deltas.flushed(seen, *scope),
-                    Delta::Forget { .. } => {}
-                }
-            }
-            if crate::bugs::active(crate::bugs::Bug::ReplicationEchoes)
-                && let (Some(outbox), Delta::Key { key, state }) = (self.outbox.as_mut(), &delta)
-            {
-                outbox.key_changed(key, state);
-            }
-            self.merge_into_kv(delta);
-        }
-        self.remote_deltas_merged += count as u64;
-        if self.vector.is_tracking() {
-            self.vector.follow_merged(&mut self.kv);
-        }
-        if let Some(watch) = watch {
-            self.raise_merged(watch);
-        }
-        ShardReply::Count(self.deltas.recorded_total() as i64)
     }
 
     /// The newest stamp this shard issued or witnessed.

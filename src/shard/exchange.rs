@@ -1,0 +1,132 @@
+//! What a shard exchanges with the rest of the node beyond commands: the checkpoint's
+//! scan, a batch of local writes for the peers, Merkle leaves' states for anti-entropy,
+//! deltas merged from a peer, and tombstone collection. Part of [`Shard`]: the same
+//! deterministic state machine, no I/O; the shell's replication and persistence
+//! drivers (and the simulator) send the ops that land here.
+
+use bytes::Bytes;
+
+use super::{Shard, ShardReply};
+use crate::crdt::{Hlc, VersionVector};
+use crate::delta::Delta;
+use crate::delta::outbox::OutboxBatch;
+use crate::engine::kv::DeltaSink;
+
+impl Shard {
+    /// One chunk of a checkpoint's scan from `cursor`, at most `count` keys; the last
+    /// chunk also carries the tombstones and the collected-tombstone records.
+    pub(super) fn export_chunk(&mut self, cursor: u64, count: usize) -> ShardReply {
+        // No tombstone is collected while a checkpoint reads this shard: a key
+        // whose tombstone went after the checkpoint began but before the scan
+        // reached it would be in neither the checkpoint nor (as a collection
+        // the checkpoint's record covers) replayed in order with the segments
+        // after it, and a stale copy of it there would come back to life.
+        self.checkpoint_scan_open = true;
+        let mut deltas = Vec::new();
+        let next = self.kv.keys.scan(cursor.min(crate::engine::kv::keyspace::SLOT_SPACE - 1), count, |e| {
+            deltas.push(Delta::Key { key: e.key_to_bytes(), state: e.state().clone() })
+        });
+        // The last chunk also carries the tombstones: a checkpoint replaces the
+        // segments before it, and a delete must outlive them.
+        if next == crate::engine::kv::keyspace::SLOT_SPACE {
+            self.checkpoint_scan_open = false;
+            deltas.extend(self.kv.keys.tombstones().map(|(key, state)| Delta::Key { key: key.clone(), state: state.clone() }));
+            // So must what collected tombstones covered: after this shard's
+            // keys, for this shard's keys only (`Delta::Forget`). A checkpoint
+            // is taken after replay, so replayed records count for every key.
+            self.kv.settle_replayed_forgets();
+            let scope = self.kv.scope;
+            let forgotten = self.kv.forgotten().clone();
+            if !forgotten.is_empty() {
+                deltas.push(Delta::Forget { below: forgotten, elements: false, scope });
+            }
+            let forgotten_elements = self.kv.forgotten_elements().clone();
+            if !forgotten_elements.is_empty() {
+                deltas.push(Delta::Forget { below: forgotten_elements, elements: true, scope });
+            }
+        }
+        ShardReply::Chunk { deltas, next }
+    }
+
+    /// Tombstone GC: drop the tombstones `stable` covers, and record that they went.
+    pub(super) fn forget_stable(&mut self, stable: &VersionVector) -> ShardReply {
+        if self.checkpoint_scan_open {
+            return ShardReply::Count(0); // the next collection round runs it
+        }
+        let (keys, elements) = self.kv.forget_stable(stable);
+        if self.deltas.is_recording() {
+            let scope = self.kv.scope;
+            if keys > 0 {
+                self.deltas.forgot(stable, false, scope);
+            }
+            if elements > 0 {
+                self.deltas.forgot(stable, true, scope);
+            }
+        }
+        ShardReply::Count((keys + elements) as i64)
+    }
+
+    /// The local writes since the last drain, for the next replication batch; the
+    /// clock first moves up to `floor` and to now.
+    pub(super) fn drain_outbox(&mut self, floor: Hlc, now_ms: u64) -> ShardReply {
+        let batch = self.outbox.as_mut().map_or(OutboxBatch { deltas: Default::default(), overflowed: false }, |o| o.drain());
+        // An idle shard's clock moves up to now (and to the other shards'), so
+        // `stable` keeps up with time; every later local write is stamped above it.
+        self.clock.witness(Hlc::from_parts(now_ms.saturating_sub(1), u16::MAX).max(floor));
+        ShardReply::Outbox { batch, stable: self.clock.last(), recorded: self.deltas.recorded_total() }
+    }
+
+    /// Every key state in `leaves`, for a peer's anti-entropy.
+    pub(super) fn export_leaves(&self, leaves: Vec<u16>) -> ShardReply {
+        let mut deltas = Vec::new();
+        for leaf in leaves {
+            self.kv
+                .keys
+                .for_each_in_leaf(leaf, |key, state| deltas.push(Delta::Key { key: Bytes::copy_from_slice(key), state: state.clone() }));
+        }
+        ShardReply::Deltas(deltas)
+    }
+
+    /// Join deltas received from a peer: the clock moves past their stamps (counting
+    /// those too far ahead), and they are recorded for persistence (this node's store
+    /// holds everything it holds) but never put in the outbox (no echo). Refused whole
+    /// while persistence can't keep up (the deltas come back: `MergeRefused`).
+    pub(super) fn merge_remote(&mut self, deltas: Vec<Delta>, now_ms: u64) -> ShardReply {
+        if !self.deltas.has_room() {
+            return ShardReply::MergeRefused(deltas);
+        }
+        let count = deltas.len();
+        let mut watch = self.merge_watch();
+        for delta in deltas {
+            if matches!(delta, Delta::Forget { .. }) {
+                // What this node may forget is its own decision, never a peer's.
+                continue;
+            }
+            if let (Some(watch), Delta::Key { key, .. }) = (watch.as_mut(), &delta) {
+                self.watch_merge(watch, key);
+            }
+            self.clock.observe(delta.max_hlc(), now_ms, self.config.max_clock_skew_ms);
+            if self.deltas.is_recording() {
+                match &delta {
+                    Delta::Key { key, state } => self.deltas.key_changed(key, state),
+                    Delta::Flush { seen, scope } => self.deltas.flushed(seen, *scope),
+                    Delta::Forget { .. } => {}
+                }
+            }
+            if crate::bugs::active(crate::bugs::Bug::ReplicationEchoes)
+                && let (Some(outbox), Delta::Key { key, state }) = (self.outbox.as_mut(), &delta)
+            {
+                outbox.key_changed(key, state);
+            }
+            self.merge_into_kv(delta);
+        }
+        self.remote_deltas_merged += count as u64;
+        if self.vector.is_tracking() {
+            self.vector.follow_merged(&mut self.kv);
+        }
+        if let Some(watch) = watch {
+            self.raise_merged(watch);
+        }
+        ShardReply::Count(self.deltas.recorded_total() as i64)
+    }
+}
