@@ -340,7 +340,7 @@ pub fn searches<'a>(qb: &'a [u8], qh: &'a [u8]) -> Vec<(Check, Vec<&'a [u8]>)> {
 
 /// TEXT, stemming, phrases and TFIDF; SORTBY a TEXT field; FT.INFO and FT._LIST;
 /// errors; FT.ALTER; drops (after the aggregations, `aggregations.rs`).
-pub fn text_and_the_rest<'a>(qb: &'a [u8]) -> Vec<(Check, Vec<&'a [u8]>)> {
+pub fn text_and_the_rest(qb: &[u8]) -> Vec<(Check, Vec<&[u8]>)> {
     vec![
         // TEXT: bare terms (intersection), fields, OR groups, prefixes, negation, stop
         // words, with tag filters and as a KNN prefilter. Relevance differs from
