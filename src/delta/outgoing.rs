@@ -199,8 +199,7 @@ impl Outgoing {
             return (Outgoing::default(), None);
         }
         let held = self.filtered(|i| self.items[i].own_stamp > ceiling);
-        let stamps: Vec<Hlc> = self.items.iter().map(|i| i.own_stamp).collect();
-        self.retain(|i| stamps[i] <= ceiling);
+        *self = self.filtered(|i| self.items[i].own_stamp <= ceiling);
         (held, lowest)
     }
 

@@ -25,9 +25,7 @@ impl Value {
             Value::List(items) => Bytes::from(items.iter().map(|i| i.text()).collect::<Vec<_>>().join(&b","[..])),
         }
     }
-}
 
-impl Value {
     /// The value as a number: a number is one, text that reads as one is parsed.
     pub(super) fn as_number(&self) -> Option<f64> {
         match self {
