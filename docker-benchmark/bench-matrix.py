@@ -7,7 +7,10 @@ Each server is pinned to one core (`--server-core`) and `redis-benchmark` to oth
 Rounds alternate the servers (redis, meridian A, meridian B, ..., redis, ...); in each
 round a fresh server runs every test in order (GET after SET, so GET finds the keys SET
 wrote; pops after pushes). The table gives each Meridian binary's median requests per
-second over the median of Redis's, per test and pipeline depth.
+second over the median of Redis's, per test and pipeline depth, and, because on a small
+machine the client is often the limit, each server's own CPU time per request (user +
+system, every thread, from /proc) with Redis's over Meridian's: above 1, Meridian spent
+less of its core on each request than Redis did, whoever was the limit of the run.
 
     docker-benchmark/bench-matrix.py                                  # target/release/meridian
     docker-benchmark/bench-matrix.py --meridian a=/path/a --meridian b=/path/b --rounds 5
@@ -32,7 +35,7 @@ import tempfile
 import time
 
 from benchlib import MERIDIAN_BIN, start_server, stop
-from benchlib import load_average
+from benchlib import cpu_seconds, load_average
 
 BENCH_TIMEOUT_S = 600
 # A client this busy (share of the cores it may use) was the limit of its run.
@@ -59,25 +62,29 @@ TESTS = [
 ]
 
 
-def rate(port, args, pipeline, requests, clients, client_cores, threads):
-    """Requests per second of one redis-benchmark run, and the share of the client's
-    cores it kept busy (its CPU time over the run's wall time and the cores it may use):
-    near 1, the client was the limit and the rate says little about the server."""
+def rate(server_pid, port, args, pipeline, requests, clients, client_cores, threads):
+    """Requests per second of one redis-benchmark run, the share of the client's cores
+    it kept busy (its CPU time over the run's wall time and the cores it may use: near 1,
+    the client was the limit and the rate says little about the server), and the
+    server's CPU seconds per request over the run."""
     command = ["taskset", "-c", client_cores, "redis-benchmark", "-p", str(port), "-c", str(clients), "-n", str(requests),
                "-P", str(pipeline), "--csv"]
     if threads > 1:
         command += ["--threads", str(threads)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server_before = cpu_seconds(server_pid)
     started = time.monotonic()
     out = subprocess.run(command + args, capture_output=True, timeout=BENCH_TIMEOUT_S)
     wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server_cpu = cpu_seconds(server_pid) - server_before
     rows = [line for line in out.stdout.decode().splitlines() if line.startswith('"') and not line.startswith('"test"')]
     if out.returncode != 0 or not rows:
         sys.exit(f"bench-matrix: redis-benchmark failed on {args}: {out.stderr.decode().strip()}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     usable = min(threads, core_count(client_cores))
-    return float(rows[-1].split(",")[1].strip('"')), cpu / wall / usable
+    # redis-benchmark sends `requests` commands (a pipeline's last batch included).
+    return float(rows[-1].split(",")[1].strip('"')), cpu / wall / usable, server_cpu / requests
 
 
 def core_count(cores):
@@ -126,6 +133,7 @@ def main():
     servers = [("redis", None, ())] + binaries
     results = {}  # (server, test, pipeline) -> [rates]
     client_busy = {}  # (server, test, pipeline) -> [share of the client's cores busy]
+    server_cpu = {}  # (server, test, pipeline) -> [server CPU seconds per request]
     print(f"load average before: {load_average()}; server core {opts.server_core}, client cores {opts.client_cores}, "
           f"redis-benchmark threads {opts.threads}, {opts.clients} clients, {opts.rounds} rounds", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-matrix-") as workdir:
@@ -139,20 +147,23 @@ def main():
                     for pipeline in pipelines:
                         requests = opts.requests_p16 if pipeline > 1 else opts.requests_p1
                         for test, args in tests:
-                            r, busy = rate(port, args, pipeline, requests, opts.clients, opts.client_cores, opts.threads)
+                            r, busy, cpu = rate(process.pid, port, args, pipeline, requests, opts.clients, opts.client_cores,
+                                                opts.threads)
                             results.setdefault((name, test, pipeline), []).append(r)
                             client_busy.setdefault((name, test, pipeline), []).append(busy)
+                            server_cpu.setdefault((name, test, pipeline), []).append(cpu)
                             if opts.verbose:
-                                print(f"  round {round_no + 1} {name} P={pipeline} {test}: {r:,.0f} (client busy {busy:.0%})",
-                                      flush=True)
+                                print(f"  round {round_no + 1} {name} P={pipeline} {test}: {r:,.0f} (client busy {busy:.0%}, "
+                                      f"server {cpu * 1e6:.2f} us/request)", flush=True)
                 finally:
                     stop(process)
                     log.close()
             print(f"round {round_no + 1}/{opts.rounds} done, load average {load_average()}", flush=True)
     out = io.StringIO()
     header = ("| test | P | redis req/s | " + " | ".join(f"{n} req/s | {n}/redis" for n, _, _ in binaries)
+              + " | redis CPU µs/req | " + " | ".join(f"{n} CPU µs/req | redis/{n} by CPU" for n, _, _ in binaries)
               + " | client busy (redis" + "".join(f", {n}" for n, _, _ in binaries) + ") |")
-    out.write(header + "\n" + "|---" * (4 + 2 * len(binaries)) + "|\n")
+    out.write(header + "\n" + "|---" * (5 + 4 * len(binaries)) + "|\n")
     client_bound = False
     for pipeline in pipelines:
         for test, _ in tests:
@@ -161,6 +172,11 @@ def main():
             for name, _, _ in binaries:
                 m = statistics.median(results[(name, test, pipeline)])
                 cells += [f"{m:,.0f}", f"**{m / base:.2f}**"]
+            base_cpu = statistics.median(server_cpu[("redis", test, pipeline)])
+            cells.append(f"{base_cpu * 1e6:.2f}")
+            for name, _, _ in binaries:
+                m_cpu = statistics.median(server_cpu[(name, test, pipeline)])
+                cells += [f"{m_cpu * 1e6:.2f}", f"**{base_cpu / m_cpu:.2f}**" if m_cpu > 0 else "-"]
             busy = [statistics.median(client_busy[(name, test, pipeline)]) for name, _, _ in servers]
             client_bound |= max(busy) >= CLIENT_BOUND_SHARE
             cells.append(" / ".join(f"{b:.0%}" for b in busy) + (" ⚠" if max(busy) >= CLIENT_BOUND_SHARE else ""))

@@ -182,7 +182,9 @@ impl Keyspace {
         if let Some(keys) = &mut changes.keys {
             keys.push(Bytes::copy_from_slice(key));
         }
-        if changes.watched.is_some_and(|prefix| key.starts_with(prefix)) {
+        // `key` is usually an entry's own: compared by `same_bytes`, which reads no byte
+        // past it (see there why).
+        if changes.watched.is_some_and(|prefix| key.len() >= prefix.len() && entry::same_bytes(&key[..prefix.len()], prefix)) {
             changes.watched_count += 1;
         }
     }
@@ -341,7 +343,7 @@ impl Keyspace {
     }
 
     pub fn get(&self, key: &[u8], hash: u64) -> Option<&Entry> {
-        self.tables[self.table_index(hash)].find(hash, |e| e.key() == key)
+        self.tables[self.table_index(hash)].find(hash, |e| e.has_key(key))
     }
 
     /// Insert or replace the state of `key`; keeps the TTL count and expiry index right.
@@ -353,7 +355,7 @@ impl Keyspace {
         let index = self.table_index(hash);
         let digest = self.digest_to_store(key, &state);
         let merkle = &mut self.merkle;
-        let (stored_key, old_expiry) = match self.tables[index].find_mut(hash, |e| e.key() == key) {
+        let (stored_key, old_expiry) = match self.tables[index].find_mut(hash, |e| e.has_key(key)) {
             Some(entry) => {
                 debug_assert_eq!(entry.kept_digest(), merkle.as_ref().map_or(0, |_| merkle::digest(key, entry.state())), "stale digest");
                 if let (Some(leaves), Some(digest)) = (merkle.as_mut(), digest) {
@@ -385,13 +387,13 @@ impl Keyspace {
         }
         self.maybe_grow();
         let index = self.table_index(hash);
-        self.tables[index].find(hash, |e| e.key() == key).expect("the entry just stored")
+        self.tables[index].find(hash, |e| e.has_key(key)).expect("the entry just stored")
     }
 
     /// Insert a key known to be absent (a decoded key): no lookup.
     pub fn insert_new_owned(&mut self, key: Bytes, hash: u64, state: KeyState) {
         let index = self.table_index(hash);
-        debug_assert!(self.tables[index].find(hash, |e| e.key() == key).is_none());
+        debug_assert!(self.tables[index].find(hash, |e| e.has_key(&key)).is_none());
         let expiry = state.expire_at_ms();
         let digest = self.digest_to_store(&key, &state);
         self.merkle_replace(hash, 0, digest.unwrap_or(0));
@@ -424,7 +426,7 @@ impl Keyspace {
         f: impl FnOnce(&[u8], &mut KeyState, A) -> R,
     ) -> Option<Result<R, E>> {
         let index = self.table_index(hash);
-        let entry = self.tables[index].find_mut(hash, |e| e.key() == key)?;
+        let entry = self.tables[index].find_mut(hash, |e| e.has_key(key))?;
         let admitted = match admit(entry.state()) {
             Ok(admitted) => admitted,
             Err(refused) => return Some(Err(refused)),
@@ -450,7 +452,7 @@ impl Keyspace {
 
     pub fn remove(&mut self, key: &[u8], hash: u64) -> Option<KeyState> {
         let index = self.table_index(hash);
-        let entry = self.tables[index].find_entry(hash, |e| e.key() == key).ok()?;
+        let entry = self.tables[index].find_entry(hash, |e| e.has_key(key)).ok()?;
         let (removed, _) = entry.remove();
         Self::note_change(&mut self.changes, removed.key());
         debug_assert_eq!(removed.kept_digest(), self.digest_to_store(key, removed.state()).unwrap_or(0), "stale digest");

@@ -140,11 +140,20 @@ impl Entry {
         (at + 8, len)
     }
 
-    /// Ask the CPU to start loading the entry's first cache line (its state and a short
-    /// key's bytes): a hint with no effect on what anything reads.
+    /// Ask the CPU to start loading the entry's cache lines up to 64 bytes from its start
+    /// (its state and a short key's bytes): a hint with no effect on what anything reads.
+    ///
+    /// Why two lines: an entry of a key up to 14 bytes is 48 bytes, an allocation class
+    /// the allocator packs back to back, so half of those entries cross a line boundary
+    /// and their key's bytes (what a lookup compares first) lie in the second line. The
+    /// byte 63 past the start is in the second line whenever an entry of up to 64 bytes
+    /// may reach one (and in the first when the entry starts a line), so no third line
+    /// is ever asked for.
     #[inline]
     pub fn prefetch(&self) {
-        crate::engine::prefetch::prefetch(self.ptr.as_ptr());
+        use crate::engine::prefetch::prefetch;
+        prefetch(self.ptr.as_ptr());
+        prefetch(self.ptr.as_ptr().wrapping_add(63));
     }
 
     /// The key's bytes.
@@ -155,6 +164,14 @@ impl Entry {
         // SAFETY: the key's bytes fill the allocation from `at` to its end, and live as
         // long as `self`.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(at), len) }
+    }
+
+    /// Whether the entry's key is `key`: what every lookup asks of each entry its
+    /// control byte matches. Compared by [`same_bytes`], which reads nothing past either
+    /// key (see there why that matters here).
+    #[inline]
+    pub fn has_key(&self, key: &[u8]) -> bool {
+        same_bytes(self.key(), key)
     }
 
     /// A copy of the key, for what outlives the entry (a reply, the expiry index).
@@ -243,6 +260,40 @@ impl std::fmt::Debug for Entry {
     }
 }
 
+/// `a == b`, reading only the bytes of `a` and `b`.
+///
+/// Why not `==`: that calls the C library's `memcmp`, which for a short slice loads a
+/// whole 32-byte window under a mask. An entry's key starts 33 bytes into it and the
+/// allocator packs entries back to back, so that window reaches into the next cache line,
+/// the next entry's, which nothing prefetched: `perf` put 8 to 12 % of a pipelined SET's
+/// time on that load, after every line of the entry itself had been prefetched. Keys up
+/// to 32 bytes are compared here a word at a time (the last word overlapping the one
+/// before), longer ones by `==`.
+#[inline]
+pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word = |s: &[u8], at: usize| u64::from_ne_bytes(s[at..at + 8].try_into().expect("8 bytes"));
+    let half = |s: &[u8], at: usize| u32::from_ne_bytes(s[at..at + 4].try_into().expect("4 bytes"));
+    match n {
+        0..4 => a == b,
+        4..8 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+        8..=32 => {
+            let mut at = 0;
+            while at + 8 < n {
+                if word(a, at) != word(b, at) {
+                    return false;
+                }
+                at += 8;
+            }
+            word(a, n - 8) == word(b, n - 8)
+        }
+        _ => a == b,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,6 +301,26 @@ mod tests {
     fn string_state(value: &[u8]) -> KeyState {
         let dot = crate::crdt::Dot { node: 1, hlc: crate::crdt::Hlc(7) };
         KeyState::with_value(dot, crate::engine::kv::value::StrVal::from_bytes(Bytes::copy_from_slice(value)), Some(99))
+    }
+
+    #[test]
+    fn same_bytes_is_slice_equality_at_every_length_and_every_differing_byte() {
+        let a: Vec<u8> = (0..40u8).map(|i| i.wrapping_mul(37)).collect();
+        for len in 0..=a.len() {
+            let key = &a[..len];
+            assert!(same_bytes(key, &key.to_vec()), "len {len}");
+            for at in 0..len {
+                let mut other = key.to_vec();
+                other[at] ^= 0x40;
+                assert!(!same_bytes(key, &other) && !same_bytes(&other, key), "len {len}, byte {at}");
+            }
+            if len > 0 {
+                assert!(!same_bytes(key, &key[..len - 1]) && !same_bytes(&key[..len - 1], key), "len {len} vs shorter");
+            }
+        }
+        let entry = Entry::new(b"key:000000123456", string_state(b"v"), None);
+        assert!(entry.has_key(b"key:000000123456"));
+        assert!(!entry.has_key(b"key:000000123457") && !entry.has_key(b"key:00000012345"));
     }
 
     #[test]

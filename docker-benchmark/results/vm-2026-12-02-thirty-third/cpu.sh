@@ -1,0 +1,25 @@
+#!/bin/bash
+# usage: cpu.sh BIN TEST [meridian flags...]; TEST: set|get|hset|sadd|lpush; BIN "redis" for
+# redis-server. Server pinned to core 0, redis-benchmark to core 1; 1M writes first (for get:
+# 1M SETs), then 2M of TEST at P=16 from 50 clients. Prints the rate and the server's CPU
+# (user + system, /proc ticks) per request in microseconds.
+BIN=$1; T=$2; shift 2
+D=$(mktemp -d)
+if [ "$BIN" = redis ]; then taskset -c 0 redis-server --port 6400 --save "" --appendonly no > /dev/null 2>&1 &
+else taskset -c 0 $BIN --port 6400 --shards 1 --data-dir $D "$@" > /dev/null 2>&1 & fi
+PID=$!
+sleep 1.5
+case $T in
+ set) ARGS="-r 1000000 -d 64 -t set"; FILL="$ARGS";;
+ get) ARGS="-r 1000000 -d 64 -t get"; FILL="-r 1000000 -d 64 -t set";;
+ hset) ARGS="-r 100000 HSET hash:1 f:__rand_int__ value-16-bytes.."; FILL="$ARGS";;
+ sadd) ARGS="-r 100000 SADD set:1 m:__rand_int__"; FILL="$ARGS";;
+ lpush) ARGS="-d 16 -t lpush"; FILL="$ARGS";;
+esac
+taskset -c 1 redis-benchmark -p 6400 -c 50 -n 1000000 -P 16 $FILL > /dev/null
+t0=$(awk '{print $14+$15}' /proc/$PID/stat)
+R=$(taskset -c 1 redis-benchmark -p 6400 -c 50 -n 2000000 -P 16 --csv $ARGS | tail -1 | cut -d, -f2 | tr -d '"')
+t1=$(awk '{print $14+$15}' /proc/$PID/stat)
+echo "$T $(basename $BIN)$* rate $R cpu_us_per_op $(python3 -c "print(round(($t1-$t0)*10000/2000000,3))")"
+kill $PID; wait $PID 2>/dev/null
+rm -rf $D
