@@ -2,6 +2,7 @@
 //! (`FT.*`) whose indexes are derived from the key-value engine's hashes, and the graph
 //! (`GRAPH.*`) and stream (`X*`) engines, whose data are elements of key-value keys.
 
+pub mod bytes_eq;
 pub mod graph;
 pub mod huge_pages;
 pub mod kv;

@@ -1,7 +1,7 @@
 #!/bin/bash
-# usage: cpu.sh BIN TEST [meridian flags...]; TEST: set|get|hset|sadd|lpush; BIN "redis" for
-# redis-server. Server pinned to core 0, redis-benchmark to core 1; 1M writes first (for get:
-# 1M SETs), then 2M of TEST at P=16 from 50 clients. Prints the rate and the server's CPU
+# usage: cpu.sh BIN TEST [meridian flags...]; TEST: set|set-fresh|get|hset|sadd|lpush; BIN
+# "redis" for redis-server. Server pinned to core 0, redis-benchmark to core 1; 1M writes
+# first (for get: 1M SETs; for set-fresh none), then 2M of TEST at P=16 from 50 clients. Prints the rate and the server's CPU
 # (user + system, /proc ticks) per request in microseconds.
 BIN=$1; T=$2; shift 2
 D=$(mktemp -d)
@@ -11,12 +11,13 @@ PID=$!
 sleep 1.5
 case $T in
  set) ARGS="-r 1000000 -d 64 -t set"; FILL="$ARGS";;
+ set-fresh) ARGS="-r 1000000 -d 64 -t set"; FILL="";;
  get) ARGS="-r 1000000 -d 64 -t get"; FILL="-r 1000000 -d 64 -t set";;
  hset) ARGS="-r 100000 HSET hash:1 f:__rand_int__ value-16-bytes.."; FILL="$ARGS";;
  sadd) ARGS="-r 100000 SADD set:1 m:__rand_int__"; FILL="$ARGS";;
  lpush) ARGS="-d 16 -t lpush"; FILL="$ARGS";;
 esac
-taskset -c 1 redis-benchmark -p 6400 -c 50 -n 1000000 -P 16 $FILL > /dev/null
+[ -n "$FILL" ] && taskset -c 1 redis-benchmark -p 6400 -c 50 -n 1000000 -P 16 $FILL > /dev/null
 t0=$(awk '{print $14+$15}' /proc/$PID/stat)
 R=$(taskset -c 1 redis-benchmark -p 6400 -c 50 -n 2000000 -P 16 --csv $ARGS | tail -1 | cut -d, -f2 | tr -d '"')
 t1=$(awk '{print $14+$15}' /proc/$PID/stat)

@@ -24,6 +24,7 @@ use foldhash::fast::FixedState;
 
 use super::ElementName;
 use super::position_table::PositionTable;
+use crate::engine::bytes_eq::same_bytes;
 use crate::engine::kv::element::Stored;
 
 #[derive(Clone)]
@@ -94,7 +95,7 @@ impl ElementMap {
     #[inline]
     pub fn find_hashed(&self, hash: u64, name: &[u8]) -> Option<usize> {
         let entries = &self.entries;
-        self.table.find(hash, |at| *entries[at as usize].0 == *name).map(|bucket| self.table.get(bucket) as usize)
+        self.table.find(hash, |at| same_bytes(&entries[at as usize].0, name)).map(|bucket| self.table.get(bucket) as usize)
     }
 
     pub fn get_index_of(&self, name: &[u8]) -> Option<usize> {
@@ -147,7 +148,7 @@ impl ElementMap {
     fn unindex(&mut self, name: &[u8]) -> Option<usize> {
         let hash = self.hash(name);
         let entries = &self.entries;
-        let bucket = self.table.find(hash, |at| *entries[at as usize].0 == *name)?;
+        let bucket = self.table.find(hash, |at| same_bytes(&entries[at as usize].0, name))?;
         Some(self.table.remove(bucket) as usize)
     }
 

@@ -32,6 +32,7 @@ use std::ptr::NonNull;
 use bytes::Bytes;
 
 use super::KeyState;
+use crate::engine::bytes_eq::same_bytes;
 
 const STATE_BYTES: usize = std::mem::size_of::<KeyState>();
 const DIGEST_FLAG: u8 = 0x80;
@@ -260,40 +261,6 @@ impl std::fmt::Debug for Entry {
     }
 }
 
-/// `a == b`, reading only the bytes of `a` and `b`.
-///
-/// Why not `==`: that calls the C library's `memcmp`, which for a short slice loads a
-/// whole 32-byte window under a mask. An entry's key starts 33 bytes into it and the
-/// allocator packs entries back to back, so that window reaches into the next cache line,
-/// the next entry's, which nothing prefetched: `perf` put 8 to 12 % of a pipelined SET's
-/// time on that load, after every line of the entry itself had been prefetched. Keys up
-/// to 32 bytes are compared here a word at a time (the last word overlapping the one
-/// before), longer ones by `==`.
-#[inline]
-pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    let n = a.len();
-    if n != b.len() {
-        return false;
-    }
-    let word = |s: &[u8], at: usize| u64::from_ne_bytes(s[at..at + 8].try_into().expect("8 bytes"));
-    let half = |s: &[u8], at: usize| u32::from_ne_bytes(s[at..at + 4].try_into().expect("4 bytes"));
-    match n {
-        0..4 => a == b,
-        4..8 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
-        8..=32 => {
-            let mut at = 0;
-            while at + 8 < n {
-                if word(a, at) != word(b, at) {
-                    return false;
-                }
-                at += 8;
-            }
-            word(a, n - 8) == word(b, n - 8)
-        }
-        _ => a == b,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,20 +271,7 @@ mod tests {
     }
 
     #[test]
-    fn same_bytes_is_slice_equality_at_every_length_and_every_differing_byte() {
-        let a: Vec<u8> = (0..40u8).map(|i| i.wrapping_mul(37)).collect();
-        for len in 0..=a.len() {
-            let key = &a[..len];
-            assert!(same_bytes(key, &key.to_vec()), "len {len}");
-            for at in 0..len {
-                let mut other = key.to_vec();
-                other[at] ^= 0x40;
-                assert!(!same_bytes(key, &other) && !same_bytes(&other, key), "len {len}, byte {at}");
-            }
-            if len > 0 {
-                assert!(!same_bytes(key, &key[..len - 1]) && !same_bytes(&key[..len - 1], key), "len {len} vs shorter");
-            }
-        }
+    fn an_entry_has_its_own_key_only() {
         let entry = Entry::new(b"key:000000123456", string_state(b"v"), None);
         assert!(entry.has_key(b"key:000000123456"));
         assert!(!entry.has_key(b"key:000000123457") && !entry.has_key(b"key:00000012345"));

@@ -130,6 +130,57 @@ fn a_split_finds_every_key_and_sizes_each_table_as_growth_would() {
 }
 
 #[test]
+fn a_new_key_is_returned_as_stored_through_splits_with_and_without_a_ttl() {
+    let mut ks = Keyspace::new();
+    for i in 0..5_000u64 {
+        let key = format!("new:{i}");
+        // Every third key carries a TTL (stored first, indexed after).
+        let expire = (i % 3 == 0).then_some(1_000 + i);
+        let entry = ks.put(key.as_bytes(), key_hash(key.as_bytes()), state(expire));
+        assert_eq!(entry.key(), key.as_bytes());
+        assert_eq!(entry.state().expire_at_ms(), expire);
+    }
+    assert!(ks.slot_bits >= 6, "the directory split: {} bits", ks.slot_bits);
+    assert_eq!(ks.len(), 5_000);
+    assert_eq!(ks.expiring(), 1_667);
+    for i in 0..5_000u64 {
+        let key = format!("new:{i}");
+        let found = ks.get(key.as_bytes(), key_hash(key.as_bytes())).expect("every new key stored");
+        assert_eq!(found.state().expire_at_ms(), (i % 3 == 0).then_some(1_000 + i));
+    }
+}
+
+#[test]
+fn a_full_table_moved_by_insert_new_keeps_every_entry_and_doubles() {
+    let mut table: HashTable<Entry> = HashTable::new();
+    let mut sizes = Vec::new();
+    for i in 0..200 {
+        let key = format!("t:{i}");
+        let before = table.capacity();
+        let entry = insert_new(&mut table, key_hash(key.as_bytes()), Entry::new(key.as_bytes(), state(None), None));
+        assert_eq!(entry.key(), key.as_bytes());
+        if table.capacity() != before {
+            sizes.push(table.capacity());
+        }
+    }
+    // The capacities hashbrown's own growth goes through.
+    let mut grown: HashTable<u64> = HashTable::new();
+    let mut expected = Vec::new();
+    for n in 0..200u64 {
+        let before = grown.capacity();
+        grown.insert_unique(n, n, |n| *n);
+        if grown.capacity() != before {
+            expected.push(grown.capacity());
+        }
+    }
+    assert_eq!(sizes, expected);
+    for i in 0..200 {
+        let key = format!("t:{i}");
+        assert!(table.find(key_hash(key.as_bytes()), |e| e.has_key(key.as_bytes())).is_some(), "{key} lost");
+    }
+}
+
+#[test]
 fn prefetching_present_and_absent_keys_of_every_shape_changes_nothing() {
     let mut ks = Keyspace::new();
     let dot = Dot::new(Hlc::from_parts(1, 0), 1);
