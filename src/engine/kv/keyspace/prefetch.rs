@@ -4,7 +4,7 @@
 //! Must never: change what anything reads (every call here only prefetches), or look
 //! at more than [`PREFETCH_KEYS_MAX`] commands at once.
 
-use super::{Keyspace, key_hash};
+use super::{Entry, Keyspace, key_hash};
 use crate::engine::kv::elements::Elements;
 use crate::engine::prefetch::prefetch;
 
@@ -55,24 +55,23 @@ impl Keyspace {
         }
         // Each key's control bytes are read here (the one miss this pass waits on), and
         // each bucket whose control byte matches is prefetched (its address, not yet its
-        // content: a pass that waited on both misses in turn overlapped fewer keys).
+        // content: a pass that waited on both misses in turn overlapped fewer keys). The
+        // matches are kept, up to two a key, so that the passes after do not probe again.
+        let mut matches: [Option<&Entry>; 2 * PREFETCH_KEYS_MAX] = [None; 2 * PREFETCH_KEYS_MAX];
         for at in (0..reads.len()).filter(|&at| !repeats[at]) {
-            for entry in self.tables[self.table_index(hashes[at])].iter_hash(hashes[at]) {
+            for (n, entry) in self.tables[self.table_index(hashes[at])].iter_hash(hashes[at]).take(2).enumerate() {
                 prefetch(entry);
+                matches[2 * at + n] = Some(entry);
             }
         }
-        // The buckets now cached: each matching entry.
-        for at in (0..reads.len()).filter(|&at| !repeats[at]) {
-            for entry in self.tables[self.table_index(hashes[at])].iter_hash(hashes[at]) {
-                entry.prefetch();
-            }
+        // The buckets now cached: each matching entry (no key is compared: a byte
+        // comparison a key for a hint).
+        for entry in matches.iter().flatten() {
+            entry.prefetch();
         }
-        // Every entry whose control byte matches, as above: comparing keys would cost a
-        // byte comparison a key for a hint.
-        for at in (0..reads.len()).filter(|&at| !repeats[at]) {
-            for entry in self.tables[self.table_index(hashes[at])].iter_hash(hashes[at]) {
-                entry.state().prefetch_heap();
-            }
+        // The entries now cached: what each state points to.
+        for entry in matches.iter().flatten() {
+            entry.state().prefetch_heap();
         }
         // The named elements, in three steps (`Elements::prefetch_map`): each collection's
         // map header, then each name's bucket group, then each name's entry.
