@@ -1,8 +1,16 @@
 #!/bin/bash
-# usage: cpu.sh BIN TEST [meridian flags...]; TEST: set|set-fresh|get|hset|sadd|lpush; BIN
-# "redis" for redis-server. Server pinned to core 0, redis-benchmark to core 1; 1M writes
-# first (for get: 1M SETs; for set-fresh none), then 2M of TEST at P=16 from 50 clients. Prints the rate and the server's CPU
-# (user + system, /proc ticks) per request in microseconds.
+# cpu-per-request.sh: one server's own CPU time per request under a pipelined load, the
+# figure to A/B two builds with on a machine whose speed swings (the ratio of two such
+# figures moves far less than their rates do).
+#
+# usage: docker-benchmark/cpu-per-request.sh BIN TEST [meridian flags...]
+#   BIN   a Meridian binary, or "redis" for redis-server (no persistence)
+#   TEST  set | set-fresh | get | hset | sadd | lpush
+# The server is pinned to core 0 (Meridian with --shards 1 and its default persistence to
+# a fresh folder), redis-benchmark to core 1. 1M writes fill it first (for get: 1M SETs;
+# for set-fresh nothing, so the keyspace grows during the measured run), then 2M of TEST
+# at P=16 from 50 clients. Prints the rate and the server's CPU (user + system, all
+# threads, /proc ticks) per request in microseconds. Uses port 6400.
 BIN=$1; T=$2; shift 2
 D=$(mktemp -d)
 if [ "$BIN" = redis ]; then taskset -c 0 redis-server --port 6400 --save "" --appendonly no > /dev/null 2>&1 &
