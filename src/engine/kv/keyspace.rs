@@ -581,8 +581,10 @@ fn with_hashes(table: HashTable<Entry>, out: &mut Vec<(u64, Entry)>) {
 }
 
 /// Insert `entry`, whose key `table` does not hold, under `hash`; the stored entry. A
-/// full table is first moved into one twice its size ([`with_hashes`]; the sizes are
-/// those hashbrown's own growth picks, so memory is the same).
+/// full table is first moved into one with room for one more entry ([`with_hashes`]):
+/// twice its size when it is full of entries, the sizes hashbrown's own growth picks, so
+/// memory is the same; the same size or smaller when removals left it tombstones (where
+/// hashbrown would rehash in place).
 fn insert_new(table: &mut HashTable<Entry>, hash: u64, entry: Entry) -> &Entry {
     if table.len() == table.capacity() {
         let mut moved = Vec::with_capacity(table.len());
