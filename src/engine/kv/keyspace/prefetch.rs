@@ -38,7 +38,7 @@ impl Keyspace {
     /// after another before running them lets the CPU overlap those misses across
     /// commands instead of waiting on each in turn; one pass that read the control bytes
     /// and then the bucket of each key in turn still waited on both, key after key (with
-    /// the key comparison's stray load, `entry::same_bytes`, the server CPU per
+    /// the key comparison's stray load, `engine::bytes_eq`, the server CPU per
     /// pipelined SET fell by a fifth when that pass was split in two).
     pub fn prefetch(&self, reads: &[Prefetch<'_>]) {
         let reads = &reads[..reads.len().min(PREFETCH_KEYS_MAX)];
