@@ -114,7 +114,10 @@ impl Gather {
         Gather { inline: [0; GATHER_INLINE_BYTES], len: 0, spill: Vec::new() }
     }
 
-    #[inline]
+    // Always inlined: its callers feed fixed-size fields (a `u32`, a dot's `u64`), and
+    // only inlined does each copy become a move of that size instead of a call to
+    // `memcpy` with a variable length.
+    #[inline(always)]
     fn put(&mut self, bytes: &[u8]) {
         let end = self.len + bytes.len();
         if end <= GATHER_INLINE_BYTES {
