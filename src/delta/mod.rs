@@ -101,14 +101,14 @@ pub struct EncodedDeltas {
 const PREFETCH_AHEAD_BYTES: usize = 512;
 
 /// Ask for the two cache lines a few deltas past the end of `body`, which the next
-/// deltas will be written into. A busy shard's log or outbox takes tens of megabytes
+/// deltas will be written into. A busy shard's delta log takes tens of megabytes
 /// between two drains, far more than the caches hold, so each line it is written into
 /// is first read from memory; without the hint the encoder's stores wait for those
 /// reads (the samples of a pipelined SET with persistence on pile up on the encoder's
 /// byte stores). Two lines a delta cover deltas of up to 128 bytes; longer runs of
 /// bytes are the hardware prefetcher's. Nothing is asked past the buffer's capacity.
 #[inline(always)]
-pub(crate) fn prefetch_ahead(body: &Vec<u8>) {
+fn prefetch_ahead(body: &Vec<u8>) {
     let ahead = body.len() + PREFETCH_AHEAD_BYTES;
     if ahead + 64 < body.capacity() {
         let at = body.as_ptr().wrapping_add(ahead);

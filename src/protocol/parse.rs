@@ -21,7 +21,7 @@ const PREALLOCATED_ARGS_MAX: usize = 1024;
 /// channel name kept by the server would pin the whole read buffer. A copy is a
 /// thread-local allocation and a few bytes moved; past this length, the copy costs
 /// more than the sharing.
-pub const COPIED_ARG_BYTES_MAX: usize = 128;
+const COPIED_ARG_BYTES_MAX: usize = 128;
 /// Bulk strings at least this large get their buffer space reserved up front.
 const BIG_ARG_BYTES: usize = 32 * 1024;
 
