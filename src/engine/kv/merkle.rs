@@ -114,9 +114,10 @@ impl Gather {
         Gather { inline: [0; GATHER_INLINE_BYTES], len: 0, spill: Vec::new() }
     }
 
-    // Always inlined: its callers feed fixed-size fields (a `u32`, a dot's `u64`), and
-    // only inlined does each copy become a move of that size instead of a call to
-    // `memcpy` with a variable length.
+    // Always inlined, with the spill out of line: its callers feed fixed-size fields
+    // (a `u32`, a dot's `u64`) through a closure, and only when that closure stays
+    // small is it inlined into them, each copy then a move of that size instead of a
+    // call to `memcpy` with a variable length.
     #[inline(always)]
     fn put(&mut self, bytes: &[u8]) {
         let end = self.len + bytes.len();
@@ -125,6 +126,13 @@ impl Gather {
             self.len = end;
             return;
         }
+        self.spill_put(bytes);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn spill_put(&mut self, bytes: &[u8]) {
+        let end = self.len + bytes.len();
         if self.spill.is_empty() {
             self.spill.reserve(end.max(2 * GATHER_INLINE_BYTES));
             self.spill.extend_from_slice(&self.inline[..self.len]);
