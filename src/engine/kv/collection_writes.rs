@@ -544,3 +544,7 @@ mod lone_removal_tests {
 #[cfg(test)]
 #[path = "type_check_tests.rs"]
 mod type_check_tests;
+
+#[cfg(test)]
+#[path = "refill_tests.rs"]
+mod refill_tests;

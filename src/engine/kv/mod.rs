@@ -247,10 +247,20 @@ impl KvEngine {
         // A key written again after a delete: the write has seen the delete, and all
         // the tombstone holds (a TTL write that arrived after the delete, say) is what
         // it replaces, not something concurrent with it.
+        let mut write_alone = None;
         if let Some(mut tombstone) = self.keys.take_tombstone(&key, hash) {
             let safe = self.whole_key_safe(None);
             tombstone.clear_held(safe.as_ref(), None);
-            state.merge(&tombstone);
+            if tombstone.element_tombstones() > 0 {
+                // The write ships with the key-level part alone, not with the removed
+                // elements: its peers have each tombstone from the removal that left
+                // it (or get it by anti-entropy), and shipping them all again on every
+                // refill made a queue that empties often quadratic.
+                let mut shipped = tombstone.without_elements();
+                shipped.merge(&state);
+                write_alone = Some(shipped);
+            }
+            state = joined_with_tombstone(state, tombstone);
         }
         let part_only = !whole && state.has_collection();
         if !self.keep_tombstones && state.exists() && state.element_tombstones() > 0 {
@@ -276,14 +286,14 @@ impl KvEngine {
             if part_only {
                 ctx.deltas.key_part_changed(entry.key(), &entry.state().without_elements());
             } else {
-                ctx.deltas.key_changed(entry.key(), entry.state());
+                ctx.deltas.key_changed(entry.key(), write_alone.as_ref().unwrap_or(entry.state()));
             }
         } else {
             let key = Bytes::copy_from_slice(&key);
             if part_only {
                 ctx.deltas.key_part_changed(&key, &state.without_elements());
             } else {
-                ctx.deltas.key_changed(&key, &state);
+                ctx.deltas.key_changed(&key, write_alone.as_ref().unwrap_or(&state));
             }
             self.keys.remove(&key, hash);
             if self.keep_tombstones {
@@ -379,7 +389,7 @@ impl KvEngine {
                 let forgotten = forgotten_for(&self.forgotten, &self.replayed_forgets, &key, false);
                 let forgotten = forgotten.as_ref();
                 match self.keys.take_tombstone(&key, hash) {
-                    Some(tombstone) => state.merge(&tombstone),
+                    Some(tombstone) => state = joined_with_tombstone(state, tombstone),
                     // No trace of the key: whatever of it this node had seen before its
                     // tombstone was collected was removed here, so it stays removed.
                     None if !forgotten.is_empty() && state.has_dot_covered_by(forgotten) => {
@@ -559,6 +569,22 @@ fn forgotten_for<'a>(
     let mut joined = own.clone();
     covering.for_each(|(_, keys, element_vv)| joined.merge(if elements { element_vv } else { keys }));
     std::borrow::Cow::Owned(joined)
+}
+
+/// The join of `state` (a write, or a state merged from a peer) with the `tombstone`
+/// the key left. With a long history of removed elements (a queue's pops waiting for
+/// a peer to merge them) `state` joins the history rather than the history `state`:
+/// the same join, in O(`state`) instead of O(history), for a queue that empties and
+/// refills on every job. A short history keeps `state`'s own order first (a small
+/// hash's or set's replies follow insertion).
+fn joined_with_tombstone(mut state: KeyState, mut tombstone: KeyState) -> KeyState {
+    if tombstone.element_tombstones() > elements::ORDERED_ENTRIES_MAX {
+        tombstone.merge(&state);
+        tombstone
+    } else {
+        state.merge(&tombstone);
+        state
+    }
 }
 
 /// [`KvEngine::whole_key_safe`] from its two fields, for a caller that holds the key

@@ -101,6 +101,14 @@ impl Elements {
             return;
         }
         let claim = safe.map_or_else(|| self.seen.clone(), |safe| self.seen.meet(safe));
+        if by.is_none() && self.live == 0 && self.removed.dominates(&claim) {
+            // Nothing live to remove, no dot of its own to join, and nothing newly
+            // claimed: every tombstone held is already canonical against `removed` and
+            // the walk below would leave each as it is. A key written again after its
+            // last element went (a queue emptied and refilled, its pops' tombstones
+            // waiting for a peer) must not walk that history on every refill.
+            return;
+        }
         self.removed.merge(&claim);
         if self.removed.dominates(&self.seen) && self.all_compact() {
             // Every element is one value at a dot the claim covers: each would leave
