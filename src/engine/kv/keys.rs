@@ -199,7 +199,12 @@ impl KvEngine {
         // A list's or a graph's chunks, and its elements held outside them as map entries.
         let chunked = |l: &super::list_table::ListTable| {
             l.chunk_bytes().0
-                + l.others().map(|(p, s)| element + std::mem::size_of::<Bytes>() + p.len() + value_bytes(s.view())).sum::<usize>()
+                + l.others()
+                    .map(|(p, s)| {
+                        let name = std::mem::size_of_val(p) + if p.spilled() { p.len() } else { 0 };
+                        element + name + value_bytes(s.view())
+                    })
+                    .sum::<usize>()
         };
         let listed: usize = state.list_elements().and_then(|l| l.list()).map_or(0, chunked)
             + state.part(Part::Graph).and_then(|g| g.list()).map_or(0, chunked)

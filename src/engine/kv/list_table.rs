@@ -33,7 +33,6 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use bytes::Bytes;
 use smallvec::SmallVec;
 
 use super::element::{ElementRef, Stored};
@@ -65,7 +64,9 @@ pub struct ListTable {
     /// ~110 bytes per 128 elements of the list (0.9 MB at a million elements).
     chunks: VecDeque<Chunk>,
     /// Elements that are not one value at one dot (tombstones, concurrent values).
-    others: BTreeMap<Bytes, Stored>,
+    /// Keyed by the name held inline (a position of up to two levels): a pop's
+    /// tombstone, on a node with peers, costs no allocation for its name.
+    others: BTreeMap<Name, Stored>,
     /// Entries in chunks.
     chunked: usize,
     /// Live entries among `others` (when 0, an index walk skips whole chunks).
@@ -87,7 +88,7 @@ impl ListTable {
     }
 
     /// Entries outside the chunks, with their names (MEMORY USAGE, tombstone walks).
-    pub fn others(&self) -> impl Iterator<Item = (&Bytes, &Stored)> + '_ {
+    pub fn others(&self) -> impl Iterator<Item = (&Name, &Stored)> + '_ {
         self.others.iter()
     }
 
@@ -207,7 +208,7 @@ impl ListTable {
         if stored.view().exists() {
             self.others_live += 1;
         }
-        let was_other = match self.others.insert(Bytes::copy_from_slice(name), stored) {
+        let was_other = match self.others.insert(Name::from_slice(name), stored) {
             Some(old) => {
                 if old.view().exists() {
                     self.others_live -= 1;
@@ -487,15 +488,15 @@ pub struct Walk<'a> {
     taken: usize,
     /// The side map's entries, taken from the front (the back when `rev`), and the
     /// next of them once peeked (not boxed: a walk per pop allocates nothing for it).
-    others: std::collections::btree_map::Iter<'a, Bytes, Stored>,
-    others_next: Option<Option<(&'a Bytes, &'a Stored)>>,
+    others: std::collections::btree_map::Iter<'a, Name, Stored>,
+    others_next: Option<Option<(&'a Name, &'a Stored)>>,
     /// The entry last returned, when it came from the side map.
     current: Option<(&'a [u8], ElementRef<'a>)>,
 }
 
 impl<'a> Walk<'a> {
     /// The next side-map entry without consuming it.
-    fn peek_other(&mut self) -> Option<(&'a Bytes, &'a Stored)> {
+    fn peek_other(&mut self) -> Option<(&'a Name, &'a Stored)> {
         let (others, rev) = (&mut self.others, self.rev);
         *self.others_next.get_or_insert_with(|| if rev { others.next_back() } else { others.next() })
     }

@@ -9,8 +9,9 @@ use crate::engine::kv::list_table::Name as ListName;
 /// What a pop leaves to ship ([`Elements::pop_list_end`]).
 #[derive(Debug)]
 pub enum Removed {
-    /// An element of one value at `old` removed by `by`, no tombstone kept: the delta
-    /// is `KeyState::plain_removed(old, by)` (`DeltaSink::key_element_removed`).
+    /// An element of one value at `old` removed by `by`: the delta (and the tombstone,
+    /// where one is kept) is `KeyState::plain_removed(old, by)`
+    /// (`DeltaSink::key_element_removed`).
     Plain { old: Dot, by: Dot },
     /// The tombstone left (kept in the list too when tombstones are kept).
     State(KeyState),
@@ -93,6 +94,26 @@ impl Elements {
             self.seen.add(old);
             self.seen.add(dot);
             self.toggle_digest(old_digest);
+            self.account(true, false);
+            return Some((name, value, Removed::Plain { old, by: dot }));
+        }
+        if let Ok(old) = taken
+            && keep_tombstone
+            && !self.removed.covers(old)
+            && !self.removed.covers(dot)
+        {
+            // The tombstone kept (a node with peers): `plain_removed(old, dot)`, which
+            // `canonical` leaves as it is (`removed` covers neither dot). Moved into the
+            // side map, not copied from a view, and shipped as the plain removal it is
+            // (`DeltaSink::key_element_removed`, the same delta).
+            let state = KeyState::plain_removed(old, dot);
+            let new_digest = if keeps_digest { element_digest(&name, &state) } else { 0 };
+            list.put(&name, Stored::from_owned(state));
+            self.seen.add(old);
+            self.seen.add(dot);
+            if keeps_digest {
+                self.toggle_digest(old_digest ^ new_digest);
+            }
             self.account(true, false);
             return Some((name, value, Removed::Plain { old, by: dot }));
         }

@@ -5,6 +5,7 @@ use super::*;
 use crate::crdt::{Dot, Hlc};
 use crate::engine::kv::position::{self, Placement};
 use crate::engine::kv::value::{KeyState, StrVal};
+use bytes::Bytes;
 use rand::{Rng, SeedableRng};
 
 fn dot(hlc: u64, node: u16) -> Dot {
