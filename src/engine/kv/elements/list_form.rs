@@ -108,7 +108,7 @@ impl Elements {
             // (`DeltaSink::key_element_removed`, the same delta).
             let state = KeyState::plain_removed(old, dot);
             let new_digest = if keeps_digest { element_digest(&name, &state) } else { 0 };
-            list.put(&name, Stored::from_owned(state));
+            list.put_other_unchunked(&name, Stored::from_owned(state));
             self.seen.add(old);
             self.seen.add(dot);
             if keeps_digest {
