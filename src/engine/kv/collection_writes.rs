@@ -471,9 +471,9 @@ mod lone_removal_tests {
     use crate::routing::ShardScope;
 
     /// Keeps every delta as the key state it stands for (element writes arrive through
-    /// the trait's default, which builds that state).
+    /// the trait's default, which builds that state). Also `refill_tests`' sink.
     #[derive(Default)]
-    struct Deltas(Vec<(Bytes, KeyState)>);
+    pub(super) struct Deltas(pub(super) Vec<(Bytes, KeyState)>);
 
     impl DeltaSink for Deltas {
         fn key_changed(&mut self, key: &[u8], state: &KeyState) {

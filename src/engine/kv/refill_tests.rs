@@ -6,26 +6,12 @@
 
 use bytes::Bytes;
 
+use super::lone_removal_tests::Deltas;
 use crate::command::hash::{HSetReply, HashCommand};
 use crate::command::list::{End, ListCommand};
-use crate::crdt::{HlcClock, VersionVector};
+use crate::crdt::HlcClock;
 use crate::engine::kv::elements::ORDERED_ENTRIES_MAX;
-use crate::engine::kv::{DeltaSink, KeyState, KvEngine, WriteCtx, key_hash, merkle};
-use crate::routing::ShardScope;
-
-/// Every delta as the key state it stands for.
-#[derive(Default)]
-struct Deltas(Vec<(Bytes, KeyState)>);
-
-impl DeltaSink for Deltas {
-    fn key_changed(&mut self, key: &[u8], state: &KeyState) {
-        self.0.push((Bytes::copy_from_slice(key), state.clone()));
-    }
-    fn key_part_changed(&mut self, key: &[u8], part: &KeyState) {
-        self.key_changed(key, part);
-    }
-    fn flushed(&mut self, _: &VersionVector, _: ShardScope) {}
-}
+use crate::engine::kv::{KeyState, KvEngine, WriteCtx, key_hash, merkle};
 
 /// The key's whole state, live or tombstone, and its anti-entropy digest.
 fn held(kv: &KvEngine, key: &[u8]) -> Option<(KeyState, u64)> {
