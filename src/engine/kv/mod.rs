@@ -252,10 +252,9 @@ impl KvEngine {
             let safe = self.whole_key_safe(None);
             tombstone.clear_held(safe.as_ref(), None);
             if tombstone.element_tombstones() > 0 {
-                // The write ships with the key-level part alone, not with the removed
-                // elements: its peers have each tombstone from the removal that left
-                // it (or get it by anti-entropy), and shipping them all again on every
-                // refill made a queue that empties often quadratic.
+                // The write ships with the key-level part alone: peers have each removed
+                // element's tombstone from its removal (or by anti-entropy), and shipping
+                // them all on every refill made a queue that empties often quadratic.
                 let mut shipped = tombstone.without_elements();
                 shipped.merge(&state);
                 write_alone = Some(shipped);
