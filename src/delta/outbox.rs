@@ -16,7 +16,7 @@
 //! ten milliseconds of writes that have long been evicted and must be read back from
 //! memory, and the peers get a steady stream instead of bursts.
 
-use crate::crdt::{NodeId, VersionVector};
+use crate::crdt::{Dot, NodeId, VersionVector};
 use crate::delta::Delta;
 use crate::delta::outgoing::Outgoing;
 use crate::engine::kv::KeyState;
@@ -148,6 +148,14 @@ impl Outbox {
         self.enforce_bound();
     }
 
+    /// [`Outbox::key_elements_changed`] of one element removed from one value at `old`
+    /// by the write at `by` (see `DeltaSink::key_element_removed`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn key_element_removed(&mut self, key: &[u8], part: Part, name: &[u8], old: Dot, by: Dot, logged: Option<&[u8]>) {
+        self.deltas.push_element_removed(self.own, key, part, name, old, by, logged);
+        self.enforce_bound();
+    }
+
     pub fn flushed(&mut self, seen: &VersionVector, scope: ShardScope) {
         self.deltas.push(self.own, &Delta::Flush { seen: seen.clone(), scope });
         self.enforce_bound();
@@ -251,6 +259,34 @@ mod tests {
         assert_eq!(
             (0..3).map(|i| copied.deltas.own_stamp(i)).collect::<Vec<_>>(),
             [Hlc::ZERO, Hlc::from_parts(3, 0), Hlc::from_parts(4, 0)]
+        );
+    }
+
+    /// A pop's tombstone written from its two dots (`key_element_removed`), encoded
+    /// here or copied from the log, ships as the built tombstone state did: the same
+    /// bytes and this node's stamp in it, whoever wrote the popped element.
+    #[test]
+    fn a_removed_element_ships_as_its_built_tombstone() {
+        let dot = |ms: u64, node: u16| Dot::new(Hlc::from_parts(ms, 0), node);
+        let pops = [(dot(1, 1), dot(2, 1)), (dot(3, 2), dot(4, 1)), (dot(5, 1), dot(6, 3)), (dot(7, 3), dot(8, 2))];
+        let mut built = Outbox::new(1, 1 << 20, 1 << 20);
+        let mut own = Outbox::new(1, 1 << 20, 1 << 20);
+        let mut copied = Outbox::new(1, 1 << 20, 1 << 20);
+        let mut log = crate::delta::DeltaLog::new(true, 100, 1 << 20);
+        for (i, (old, by)) in pops.into_iter().enumerate() {
+            let name = [i as u8 + 1; 18];
+            built.key_elements_changed(b"q", Part::List, &[(&name, KeyState::plain_removed(old, by))]);
+            own.key_element_removed(b"q", Part::List, &name, old, by, None);
+            let start = log.bytes();
+            crate::engine::kv::DeltaSink::key_element_removed(&mut log, b"q", Part::List, &name, old, by);
+            copied.key_element_removed(b"q", Part::List, &name, old, by, Some(log.recorded_since(start)));
+        }
+        let (built, own, copied) = (built.drain(), own.drain(), copied.drain());
+        assert_eq!(own, built);
+        assert_eq!(copied, built);
+        assert_eq!(
+            (0..4).map(|i| built.deltas.own_stamp(i)).collect::<Vec<_>>(),
+            [Hlc::from_parts(2, 0), Hlc::from_parts(4, 0), Hlc::from_parts(5, 0), Hlc::ZERO]
         );
     }
 

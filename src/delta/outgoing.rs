@@ -9,7 +9,7 @@
 
 use bytes::Bytes;
 
-use crate::crdt::{Hlc, NodeId};
+use crate::crdt::{Dot, Hlc, NodeId};
 use crate::delta::Delta;
 use crate::delta::codec::{self, DecodeError, Writer};
 use crate::engine::kv::KeyState;
@@ -90,6 +90,18 @@ impl Outgoing {
         // `newest_stamp_of(own)` of that state: its dot's stamp when `own` wrote it.
         let own_stamp = element.plain_dot().filter(|dot| dot.node == own).map(|dot| dot.hlc).unwrap_or_default();
         self.push_or_copy(own_stamp, logged, |w| codec::write_element_set(w, key, part, name, element));
+    }
+
+    /// [`Outgoing::push_part`] of one element removed from one value at `old` by the
+    /// write at `by` (a list pop's tombstone, `codec::write_removed_element`: the bytes
+    /// of `KeyState::plain_removed(old, by)` as that element, without building it);
+    /// copies `logged` as [`Outgoing::push_key_logged`] does.
+    #[allow(clippy::too_many_arguments)]
+    pub fn push_element_removed(&mut self, own: NodeId, key: &[u8], part: Part, name: &[u8], old: Dot, by: Dot, logged: Option<&[u8]>) {
+        // `newest_stamp_of(own)` of that tombstone: the newest of its context's dots
+        // that `own` wrote.
+        let own_stamp = [old, by].iter().filter(|dot| dot.node == own).map(|dot| dot.hlc).max().unwrap_or_default();
+        self.push_or_copy(own_stamp, logged, |w| codec::write_removed_element(w, key, part, name, old, by));
     }
 
     /// Append the delta `write` encodes, or, when the persistence log has just encoded

@@ -74,11 +74,12 @@ impl DeltaSink for ShardSinks<'_> {
     }
 
     fn key_element_removed(&mut self, key: &[u8], part: Part, name: &[u8], old: Dot, by: Dot) {
+        let start = self.log.bytes();
         if !crate::bugs::active(crate::bugs::Bug::HashFieldsNotPersisted) {
             self.log.key_element_removed(key, part, name, old, by);
         }
         if let Some(outbox) = self.outbox.as_deref_mut() {
-            outbox.key_elements_changed(key, part, &[(name, KeyState::plain_removed(old, by))]);
+            outbox.key_element_removed(key, part, name, old, by, logged_since(self.log, start));
         }
     }
 

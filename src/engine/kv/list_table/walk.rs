@@ -4,7 +4,7 @@
 use smallvec::SmallVec;
 
 use super::entry::Decoder;
-use super::{ListTable, Name};
+use super::{ListTable, Name, SideName};
 use crate::engine::kv::element::{ElementRef, Stored};
 
 /// A walk over a list's entries in order (see [`ListTable::walk`]): a lending
@@ -31,15 +31,15 @@ pub struct Walk<'a> {
     pub(super) taken: usize,
     /// The side map's entries, taken from the front (the back when `rev`), and the
     /// next of them once peeked (not boxed: a walk per pop allocates nothing for it).
-    pub(super) others: std::collections::btree_map::Iter<'a, Name, Stored>,
-    pub(super) others_next: Option<Option<(&'a Name, &'a Stored)>>,
+    pub(super) others: std::collections::btree_map::Iter<'a, SideName, Stored>,
+    pub(super) others_next: Option<Option<(&'a SideName, &'a Stored)>>,
     /// The entry last returned, when it came from the side map.
     pub(super) current: Option<(&'a [u8], ElementRef<'a>)>,
 }
 
 impl<'a> Walk<'a> {
     /// The next side-map entry without consuming it.
-    fn peek_other(&mut self) -> Option<(&'a Name, &'a Stored)> {
+    fn peek_other(&mut self) -> Option<(&'a SideName, &'a Stored)> {
         let (others, rev) = (&mut self.others, self.rev);
         *self.others_next.get_or_insert_with(|| if rev { others.next_back() } else { others.next() })
     }
