@@ -438,10 +438,8 @@ impl KeyState {
         let mut ctx = VersionVector::new();
         ctx.add(old);
         ctx.add(by);
-        let mut state = KeyState::new();
-        state.ctx_set(ctx);
-        state.settle();
-        state
+        // Settled already: the context-only form, one box.
+        KeyState::of_meta(KeyMeta { ctx, ttl: TtlRegister::default() })
     }
 
     /// DEL: remove everything observed. The result is a tombstone unless it merged

@@ -11,6 +11,9 @@
 //!   `INCRBY` has written, by one node incarnation, never SET or deleted since.
 //! - `Coll`: collection parts and nothing else (a hash, set, sorted set or list key),
 //!   the parts' own allocation without a full box around it.
+//! - `Meta`: an explicit context (and TTL writes) and nothing else: a tombstone, such
+//!   as every element a node with peers removes leaves until they have all merged it
+//!   (each LPOP's), in the context's one box without a full box around it.
 //! - `Full`: anything else, boxed ([`Full`], the fields as they always were).
 //!
 //! A state is *settled* into the smallest form that holds it after every public
@@ -72,6 +75,9 @@ pub(super) enum Repr {
     /// Collection parts and nothing else (a hash, set, sorted set or list key whose
     /// string part never held anything): the parts' one allocation, no full box.
     Coll(Box<Collections>),
+    /// An explicit context and TTL writes, nothing else (a tombstone): the [`KeyMeta`]
+    /// box the full form would hold, without the full box around it. Never empty.
+    Meta(Box<KeyMeta>),
     Full(Box<Full>),
 }
 
@@ -160,6 +166,7 @@ impl KeyState {
             Repr::Str { value: super::StrVal::Raw(bytes), .. } => prefetch(bytes.as_ptr()),
             Repr::Coll(collections) => prefetch(&**collections),
             Repr::Full(full) => prefetch(&**full),
+            Repr::Meta(meta) => prefetch(&**meta),
             Repr::Empty | Repr::Count { .. } | Repr::Str { value: super::StrVal::Int(_), .. } => {}
         }
     }
@@ -174,6 +181,7 @@ impl KeyState {
     pub(super) fn meta_ref(&self) -> &KeyMeta {
         match &self.repr {
             Repr::Full(full) => &full.meta,
+            Repr::Meta(meta) => meta,
             _ => KeyMeta::empty(),
         }
     }
@@ -182,7 +190,7 @@ impl KeyState {
         match &self.repr {
             Repr::Full(full) => Values::Slice(full.value.entries()),
             Repr::Str { node, hlc, value } => Values::One(Dot::new(*hlc, *node), value),
-            Repr::Empty | Repr::Count { .. } | Repr::Coll(_) => Values::Slice(&[]),
+            Repr::Empty | Repr::Count { .. } | Repr::Coll(_) | Repr::Meta(_) => Values::Slice(&[]),
         }
     }
 
@@ -299,6 +307,7 @@ impl KeyState {
             match std::mem::take(&mut self.repr) {
                 Repr::Str { node, hlc, value } => full.value.write(Dot::new(hlc, node), value),
                 Repr::Coll(collections) => full.collections = Some(collections),
+                Repr::Meta(meta) => full.meta = Sparse::from_box(meta),
                 _ => {}
             }
             self.repr = Repr::Full(full);
@@ -313,6 +322,13 @@ impl KeyState {
     pub(super) fn settle(&mut self) {
         let Repr::Full(full) = &mut self.repr else { return };
         if !full.meta.is_empty() {
+            if full.value.is_empty()
+                && full.counters.is_none()
+                && full.collections.is_none()
+                && let Some(meta) = full.meta.take_box()
+            {
+                self.repr = Repr::Meta(meta);
+            }
             return;
         }
         if full.collections.is_some() {
@@ -342,6 +358,11 @@ impl KeyState {
         self.repr = compact;
     }
 
+    /// A state of `meta` alone (a tombstone; the compact form directly: one box).
+    pub(super) fn of_meta(meta: KeyMeta) -> KeyState {
+        if meta.is_empty() { KeyState::default() } else { KeyState { repr: Repr::Meta(Box::new(meta)) } }
+    }
+
     /// A state of one value at one dot (the compact form directly: no box on the way).
     pub(super) fn one_value(dot: Dot, value: StrVal) -> KeyState {
         KeyState { repr: Repr::Str { node: dot.node, hlc: dot.hlc, value } }
@@ -355,6 +376,7 @@ impl KeyState {
             Repr::Str { .. } => "str",
             Repr::Count { .. } => "count",
             Repr::Coll(_) => "coll",
+            Repr::Meta(_) => "meta",
             Repr::Full(_) => "full",
         }
     }
@@ -448,6 +470,33 @@ mod tests {
         assert_eq!(h.kind(), Some(crate::engine::kv::value::KeyKind::String));
     }
 
+    /// A tombstone is held in the context-only form, whether built directly (a pop's)
+    /// or left by a mutation, and equal either way.
+    #[test]
+    fn a_tombstone_holds_its_context_without_a_full_box() {
+        for (old, by) in [(dot(1, 1), dot(2, 1)), (dot(1, 2), dot(2, 1)), (dot(3, 1), dot(2, 2))] {
+            let direct = KeyState::plain_removed(old, by);
+            assert_eq!(direct.form(), "meta");
+            let mut general = KeyState::new();
+            let mut ctx = crate::crdt::VersionVector::new();
+            ctx.add(old);
+            ctx.add(by);
+            general.ctx_set(ctx);
+            general.settle();
+            assert_eq!(general.form(), "meta");
+            assert_eq!(general, direct);
+            assert!(!direct.exists());
+            // Written again: the full form's logic, then settled back to a value.
+            let mut rewritten = direct.clone();
+            rewritten.set(dot(9, 1), StrVal::raw("v"), crate::engine::kv::value::SetTtl::Keep);
+            assert!(rewritten.exists());
+            assert_ne!(rewritten.form(), "meta");
+        }
+        let mut deleted = KeyState::with_value(dot(6, 1), StrVal::Int(1), None);
+        deleted.delete(dot(7, 2));
+        assert_eq!(deleted.form(), "meta");
+    }
+
     #[test]
     fn every_form_encodes_digests_and_compares_as_its_full_equal() {
         let mut states = vec![KeyState::new(), KeyState::with_value(dot(1, 1), StrVal::raw("abc"), None)];
@@ -455,6 +504,12 @@ mod tests {
         counter.incr_by(dot(2, 3), Hlc::from_parts(1, 0), 9);
         states.push(counter);
         states.push(KeyState::with_value(dot(3, 1), StrVal::Int(-4), None));
+        // Tombstones: a pop's (one writer, two writers) and a deleted key's.
+        states.push(KeyState::plain_removed(dot(4, 1), dot(5, 1)));
+        states.push(KeyState::plain_removed(dot(4, 2), dot(5, 1)));
+        let mut deleted = KeyState::with_value(dot(6, 1), StrVal::Int(1), None);
+        deleted.delete(dot(7, 2));
+        states.push(deleted);
         for state in states {
             assert_ne!(state.form(), "full");
             // The same fields held full, as every state was before the compact forms.

@@ -61,6 +61,17 @@ impl<T: SparseValue> From<T> for Sparse<T> {
 }
 
 impl<T: SparseValue> Sparse<T> {
+    /// A value already boxed (a compact form's, see `repr.rs`), which must not be empty.
+    pub(super) fn from_box(value: Box<T>) -> Self {
+        debug_assert!(!value.is_empty_value());
+        Sparse(Some(value))
+    }
+
+    /// The box, if a value is held, leaving none.
+    pub(super) fn take_box(&mut self) -> Option<Box<T>> {
+        self.0.take()
+    }
+
     pub(super) fn set(&mut self, value: T) {
         *self = Sparse::from(value);
     }
