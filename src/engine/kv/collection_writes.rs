@@ -460,7 +460,7 @@ mod shipped_delta_tests {
 }
 
 #[cfg(test)]
-mod lone_removal_tests {
+pub(super) mod lone_removal_tests {
     use bytes::Bytes;
 
     use super::Part;
@@ -473,7 +473,7 @@ mod lone_removal_tests {
     /// Keeps every delta as the key state it stands for (element writes arrive through
     /// the trait's default, which builds that state). Also `refill_tests`' sink.
     #[derive(Default)]
-    pub(super) struct Deltas(pub(super) Vec<(Bytes, KeyState)>);
+    pub(in crate::engine::kv) struct Deltas(pub(in crate::engine::kv) Vec<(Bytes, KeyState)>);
 
     impl DeltaSink for Deltas {
         fn key_changed(&mut self, key: &[u8], state: &KeyState) {

@@ -11,7 +11,7 @@
 
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::crdt::Dot;
+use crate::crdt::{Dot, VersionVector};
 use crate::engine::kv::{KeyState, StrVal};
 
 /// Leaves: 4096 buckets of the key's slot position (its top 12 bits).
@@ -39,6 +39,13 @@ pub fn digest(key: &[u8], state: &KeyState) -> u64 {
             StrVal::Raw(bytes) => digest_plain(key, &plain_head(dot, 1, (bytes.len() as u64).to_le_bytes()), bytes),
         };
     }
+    // A collection key and nothing else (every HSET, SADD, ZADD, LPUSH and LPOP's key
+    // on a node with peers): its few fields written straight, as `lone_part_digest` says.
+    if let Some((part, elements)) = state.lone_part()
+        && elements.removed().len() <= LONE_PART_REMOVED_MAX
+    {
+        return lone_part_digest(key, part.digest_tag(), elements.removed(), elements.entries_len() as u64, elements.digest());
+    }
     // Gathered into one buffer first: one XXH3 call over ~60 bytes is several times
     // cheaper than a streaming update per field (this runs once or twice per write).
     let mut buf = Gather::new();
@@ -47,6 +54,51 @@ pub fn digest(key: &[u8], state: &KeyState) -> u64 {
     state.feed_digest(&mut |bytes| buf.put(bytes));
     let digest = xxhash_rust::xxh3::xxh3_64(buf.as_slice());
     // Zero is the digest of "no key": keep real keys off it.
+    if digest == 0 { 1 } else { digest }
+}
+
+/// Removal-context entries up to which [`lone_part_digest`] gathers on the stack (one
+/// per node that removed elements or the key; more take the general path).
+const LONE_PART_REMOVED_MAX: usize = 8;
+
+/// [`digest`] of a key holding one collection part and nothing else: the bytes
+/// `KeyState::feed_digest` feeds for it (no context, values or TTL writes, then the
+/// part's tag, its removal context, its entry count and its elements' digest),
+/// written into one stack buffer. Measured, the general feed was ~800 instructions of
+/// an LPOP on a node with peers (callgrind, 2026-12-03): the part iterator and a
+/// zeroed 256-byte gather buffer.
+fn lone_part_digest(key: &[u8], tag: u8, removed: &VersionVector, entries: u64, elements_digest: u64) -> u64 {
+    const FIXED: usize = 8 + 3 * 4 + 1 + 4 + 8 + 8;
+    const DOT: usize = 8 + 2;
+    const INLINE: usize = 128;
+    let total = FIXED + key.len() + removed.len() * DOT;
+    let mut inline = [0u8; INLINE];
+    let mut spilled;
+    let buf: &mut [u8] = if total <= INLINE {
+        &mut inline[..total]
+    } else {
+        spilled = vec![0u8; total];
+        &mut spilled
+    };
+    let mut at = 0;
+    let mut put = |bytes: &[u8]| {
+        buf[at..at + bytes.len()].copy_from_slice(bytes);
+        at += bytes.len();
+    };
+    put(&(key.len() as u64).to_le_bytes());
+    put(key);
+    // No explicit context, no values, no TTL writes: three zero counts.
+    put(&[0; 12]);
+    put(&[tag]);
+    put(&(removed.len() as u32).to_le_bytes());
+    for dot in removed.iter() {
+        put(&dot.hlc.0.to_le_bytes());
+        put(&dot.node.to_le_bytes());
+    }
+    put(&entries.to_le_bytes());
+    put(&elements_digest.to_le_bytes());
+    debug_assert_eq!(at, total);
+    let digest = xxhash_rust::xxh3::xxh3_64(buf);
     if digest == 0 { 1 } else { digest }
 }
 
@@ -261,6 +313,56 @@ mod tests {
         let long_key = [b'k'; 300];
         let state = KeyState::with_value(Dot::new(Hlc::from_parts(9, 0), 2), StrVal::Int(3), None);
         assert_eq!(digest(&long_key, &state), digest_of_fed_bytes(&long_key, &state), "a key past the stack buffer");
+    }
+
+    /// A key holding one collection part and nothing else is digested without the
+    /// general feed (`lone_part_digest`): the same digest for every part type, with
+    /// removal contexts of one node and of more than fit its stack buffer, and a long key.
+    #[test]
+    fn a_lone_collection_part_digests_as_its_fed_bytes() {
+        use crate::command::hash::{HSetReply, HashCommand};
+        use crate::command::list::{End, ListCommand};
+        use crate::command::set::SetCommand;
+        use crate::engine::kv::{KvEngine, WriteCtx, key_hash};
+        let mut kv = KvEngine { keep_tombstones: true, ..KvEngine::default() };
+        let mut clock = crate::crdt::HlcClock::new();
+        let mut sink = crate::engine::kv::collection_writes::lone_removal_tests::Deltas::default();
+        let long_key = bytes::Bytes::from(vec![b'k'; 200]);
+        let keys = [bytes::Bytes::from_static(b"h"), bytes::Bytes::from_static(b"s"), bytes::Bytes::from_static(b"l"), long_key];
+        let mut lone = 0;
+        for round in 0..(LONE_PART_REMOVED_MAX as u16 + 3) {
+            // Each round's writes come from another node; every third round deletes the
+            // keys first (a key written after its DEL holds that context: the general
+            // path), and the others write onto what is there (a lone part).
+            let mut ctx = WriteCtx { clock: &mut clock, node: round + 1, now_ms: 1_000, string_bytes_max: 1 << 20, deltas: &mut sink };
+            for (i, key) in keys.iter().enumerate() {
+                if round % 3 == 2 {
+                    kv.del(&mut ctx, std::slice::from_ref(key));
+                }
+                let (a, b) = (bytes::Bytes::from(format!("a{round}")), bytes::Bytes::from(format!("b{round}")));
+                match i {
+                    1 => drop(kv.set_command(&mut ctx, SetCommand::Add { key: key.clone(), members: vec![a, b.clone()] }, &mut || 0)),
+                    2 => {
+                        kv.list_command(
+                            &mut ctx,
+                            ListCommand::Push { key: key.clone(), end: End::Left, elements: vec![a, b], only_if_exists: false },
+                        );
+                        kv.list_command(&mut ctx, ListCommand::Pop { key: key.clone(), end: End::Right, count: None });
+                    }
+                    _ => {
+                        let pairs = vec![(a.clone(), b.clone()), (b.clone(), a)];
+                        kv.hash_command(&mut ctx, HashCommand::Set { key: key.clone(), pairs, reply: HSetReply::Added }, &mut || 0);
+                        kv.hash_command(&mut ctx, HashCommand::Del { key: key.clone(), fields: vec![b] }, &mut || 0);
+                    }
+                }
+                let state = kv.keys.get(key, key_hash(key)).expect("written").state();
+                lone += usize::from(state.lone_part().is_some());
+                assert_eq!(digest(key, state), digest_of_fed_bytes(key, state), "round {round}, key {i}");
+            }
+            sink.0.clear();
+        }
+        assert!(lone >= 2 * keys.len(), "the lone-part path was taken ({lone} times)");
+        assert!(lone < keys.len() * (LONE_PART_REMOVED_MAX + 3), "and the general path too");
     }
 
     /// The definition of a digest: XXH3 of the key's length and bytes and every byte

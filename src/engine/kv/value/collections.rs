@@ -112,6 +112,19 @@ impl KeyState {
         delta
     }
 
+    /// The one collection part of a key that holds it and nothing else (no value,
+    /// context, TTL, counter or other part): the common collection key, whose digest
+    /// (`merkle::digest`) needs no walk over the state's fields.
+    #[inline]
+    pub fn lone_part(&self) -> Option<(Part, &Elements)> {
+        if let Repr::Coll(collections) = &self.repr
+            && let Collections::One(part, elements) = &**collections
+        {
+            return Some((*part, elements));
+        }
+        None
+    }
+
     /// The collection parts held, with which part each is.
     pub fn collection_parts(&self) -> impl Iterator<Item = (Part, &Elements)> + '_ {
         self.colls().map_or([None; Part::COUNT], Collections::parts).into_iter().flatten()
