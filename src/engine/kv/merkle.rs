@@ -70,34 +70,47 @@ const LONE_PART_REMOVED_MAX: usize = 8;
 fn lone_part_digest(key: &[u8], tag: u8, removed: &VersionVector, entries: u64, elements_digest: u64) -> u64 {
     const FIXED: usize = 8 + 3 * 4 + 1 + 4 + 8 + 8;
     const DOT: usize = 8 + 2;
-    const INLINE: usize = 128;
     let total = FIXED + key.len() + removed.len() * DOT;
-    let mut inline = [0u8; INLINE];
+    hash_filled(total, |buf| {
+        let mut at = 0;
+        let mut put = |bytes: &[u8]| {
+            buf[at..at + bytes.len()].copy_from_slice(bytes);
+            at += bytes.len();
+        };
+        put(&(key.len() as u64).to_le_bytes());
+        put(key);
+        // No explicit context, no values, no TTL writes: three zero counts.
+        put(&[0; 12]);
+        put(&[tag]);
+        put(&(removed.len() as u32).to_le_bytes());
+        for dot in removed.iter() {
+            put(&dot.hlc.0.to_le_bytes());
+            put(&dot.node.to_le_bytes());
+        }
+        put(&entries.to_le_bytes());
+        put(&elements_digest.to_le_bytes());
+        debug_assert_eq!(at, total);
+    })
+}
+
+/// Fed bytes up to which [`hash_filled`] gathers on the stack: a key or element name,
+/// a short value and a few fields (the common write) fit.
+const STACK_GATHER_BYTES: usize = 128;
+
+/// The digest of `total` fed bytes that `fill` writes into a zeroed buffer (on the
+/// stack up to [`STACK_GATHER_BYTES`], else on the heap): XXH3, 0 moved to 1. What the
+/// direct digests of the common states ([`digest_plain`], [`lone_part_digest`]) share.
+#[inline(always)]
+fn hash_filled(total: usize, fill: impl FnOnce(&mut [u8])) -> u64 {
+    let mut inline = [0u8; STACK_GATHER_BYTES];
     let mut spilled;
-    let buf: &mut [u8] = if total <= INLINE {
+    let buf: &mut [u8] = if total <= STACK_GATHER_BYTES {
         &mut inline[..total]
     } else {
         spilled = vec![0u8; total];
         &mut spilled
     };
-    let mut at = 0;
-    let mut put = |bytes: &[u8]| {
-        buf[at..at + bytes.len()].copy_from_slice(bytes);
-        at += bytes.len();
-    };
-    put(&(key.len() as u64).to_le_bytes());
-    put(key);
-    // No explicit context, no values, no TTL writes: three zero counts.
-    put(&[0; 12]);
-    put(&[tag]);
-    put(&(removed.len() as u32).to_le_bytes());
-    for dot in removed.iter() {
-        put(&dot.hlc.0.to_le_bytes());
-        put(&dot.node.to_le_bytes());
-    }
-    put(&entries.to_le_bytes());
-    put(&elements_digest.to_le_bytes());
-    debug_assert_eq!(at, total);
+    fill(buf);
     let digest = xxhash_rust::xxh3::xxh3_64(buf);
     if digest == 0 { 1 } else { digest }
 }
@@ -119,36 +132,24 @@ pub fn plain_head(dot: Dot, tag: u8, word: [u8; 8]) -> [u8; PLAIN_HEAD_BYTES] {
     head
 }
 
-/// Fed bytes up to which [`digest_plain`] gathers on the stack: a field or member name
-/// and a short value (the common element) fit.
-const PLAIN_INLINE_BYTES: usize = 128;
-
 /// [`digest`] of a key whose state's fed bytes are `head`, then `value`, then a zero
 /// `u32`: a collection's plain element, which has no [`KeyState`] to feed them
 /// (`element.rs` says what the head holds). Gathered with two copies where feeding
 /// makes an indirect call and a copy per field: an element write digests two.
 pub fn digest_plain(key: &[u8], head: &[u8; PLAIN_HEAD_BYTES], value: &[u8]) -> u64 {
     let total = 8 + key.len() + PLAIN_HEAD_BYTES + value.len() + 4;
-    let mut inline = [0u8; PLAIN_INLINE_BYTES];
-    let mut spilled;
-    let buf: &mut [u8] = if total <= PLAIN_INLINE_BYTES {
-        &mut inline[..total]
-    } else {
-        spilled = vec![0u8; total];
-        &mut spilled
-    };
-    let (len, rest) = buf.split_at_mut(8);
-    len.copy_from_slice(&(key.len() as u64).to_le_bytes());
-    let (name, rest) = rest.split_at_mut(key.len());
-    name.copy_from_slice(key);
-    let (fixed, rest) = rest.split_at_mut(PLAIN_HEAD_BYTES);
-    fixed.copy_from_slice(head);
-    let (bytes, trailer) = rest.split_at_mut(value.len());
-    bytes.copy_from_slice(value);
-    // The trailer is the zero `u32` the buffer already holds (no TTL write).
-    debug_assert_eq!(trailer, &[0u8; 4]);
-    let digest = xxhash_rust::xxh3::xxh3_64(buf);
-    if digest == 0 { 1 } else { digest }
+    hash_filled(total, |buf| {
+        let (len, rest) = buf.split_at_mut(8);
+        len.copy_from_slice(&(key.len() as u64).to_le_bytes());
+        let (name, rest) = rest.split_at_mut(key.len());
+        name.copy_from_slice(key);
+        let (fixed, rest) = rest.split_at_mut(PLAIN_HEAD_BYTES);
+        fixed.copy_from_slice(head);
+        let (bytes, trailer) = rest.split_at_mut(value.len());
+        bytes.copy_from_slice(value);
+        // The trailer is the zero `u32` the buffer already holds (no TTL write).
+        debug_assert_eq!(trailer, &[0u8; 4]);
+    })
 }
 
 /// Bytes gathered on the stack, spilling to the heap past `GATHER_INLINE_BYTES` (a big
@@ -316,8 +317,9 @@ mod tests {
     }
 
     /// A key holding one collection part and nothing else is digested without the
-    /// general feed (`lone_part_digest`): the same digest for every part type, with
-    /// removal contexts of one node and of more than fit its stack buffer, and a long key.
+    /// general feed (`lone_part_digest`): the same digest for a hash, a set and a list,
+    /// with elements and element tombstones from several nodes and a key past the
+    /// stack buffer; the same keys written again after a DEL take the general path.
     #[test]
     fn a_lone_collection_part_digests_as_its_fed_bytes() {
         use crate::command::hash::{HSetReply, HashCommand};
