@@ -16,7 +16,7 @@ use std::cmp::Ordering;
 use super::Name;
 
 /// A position name as the side map's key.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(super) struct SideName(pub(super) Name);
 
 impl SideName {

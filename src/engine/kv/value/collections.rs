@@ -367,9 +367,7 @@ impl KeyState {
     pub fn kind(&self) -> Option<KeyKind> {
         // The common shape, one collection part and nothing else, without the walk
         // below (its chain of iterators cost ~100 instructions a type check).
-        if let Repr::Coll(collections) = &self.repr
-            && let Collections::One(part, elements) = &**collections
-        {
+        if let Some((part, elements)) = self.lone_part() {
             return (!elements.is_empty()).then(|| part.kind());
         }
         let string = self.string_exists();
