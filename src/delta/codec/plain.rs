@@ -174,7 +174,7 @@ fn view_value(c: &mut Cursor, element: ElementRef<'_>) {
     match element {
         ElementRef::Int(_, n) => int_value(c, n),
         ElementRef::Raw(_, b) => raw_value(c, b),
-        ElementRef::Full(_) => panic!("a plain view holds one value at one dot"),
+        ElementRef::Tombstone(_) | ElementRef::Full(_) => panic!("a plain view holds one value at one dot"),
     }
 }
 

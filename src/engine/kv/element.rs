@@ -7,8 +7,10 @@
 //! Such an element is stored as that dot and value alone ([`Stored::Int`],
 //! [`Stored::Inline`], [`Stored::Raw`]: 32 bytes; a value of up to
 //! [`INLINE_VALUE_BYTES`] inside those, a longer one in one exact-size allocation), and
-//! only an element with more history (concurrent values, counter slots, an explicit
-//! context, a tombstone) keeps a boxed state. The two forms are one element: the
+//! a removed element's tombstone whose context names one or two nodes (every pop's,
+//! HDEL's, SREM's) as that context alone ([`Stored::Tombstone`], `element/tombstone.rs`),
+//! and only an element with more history (concurrent values, counter slots, a wider
+//! context) keeps a boxed state. The two forms are one element: the
 //! conversion is exact both ways, equal states store equal, and an element digests,
 //! encodes and merges the same whichever form holds it (tested below and by
 //! `value_laws`).
@@ -17,6 +19,9 @@
 //! would make equal collections compare unequal), or do I/O.
 
 use std::borrow::Cow;
+
+mod tombstone;
+pub use tombstone::Tombstone;
 
 use super::merkle;
 use super::value::{KeyState, StrVal, parse_canonical_i64, parse_f64};
@@ -41,6 +46,9 @@ pub enum Stored {
     /// One byte-string value longer than [`INLINE_VALUE_BYTES`] at one dot (never a
     /// shorter one: equal states must store equal).
     Raw { hlc: Hlc, node: NodeId, value: Box<[u8]> },
+    /// A removed element: its context and nothing else, when that names one or two
+    /// nodes (see `element/tombstone.rs`).
+    Tombstone(Tombstone),
     /// Anything else.
     Full(Box<KeyState>),
 }
@@ -50,6 +58,7 @@ pub enum Stored {
 pub enum ElementRef<'a> {
     Int(Dot, i64),
     Raw(Dot, &'a [u8]),
+    Tombstone(Tombstone),
     Full(&'a KeyState),
 }
 
@@ -82,7 +91,10 @@ impl Stored {
         match state.plain_value() {
             Some((dot, StrVal::Int(n))) => Stored::Int { hlc: dot.hlc, node: dot.node, value: *n },
             Some((dot, StrVal::Raw(bytes))) => Stored::bytes_at(dot, bytes),
-            None => Stored::Full(Box::new(state.clone())),
+            None => match tombstone_of(state) {
+                Some(tombstone) => Stored::Tombstone(tombstone),
+                None => Stored::Full(Box::new(state.clone())),
+            },
         }
     }
 
@@ -91,6 +103,7 @@ impl Stored {
         match element {
             ElementRef::Int(dot, value) => Stored::Int { hlc: dot.hlc, node: dot.node, value },
             ElementRef::Raw(dot, value) => Stored::bytes_at(dot, value),
+            ElementRef::Tombstone(tombstone) => Stored::Tombstone(tombstone),
             ElementRef::Full(state) => Stored::Full(Box::new(state.clone())),
         }
     }
@@ -99,13 +112,17 @@ impl Stored {
     pub fn plain_dot(&self) -> Option<Dot> {
         match self {
             Stored::Int { hlc, node, .. } | Stored::Inline { hlc, node, .. } | Stored::Raw { hlc, node, .. } => Some(Dot::new(*hlc, *node)),
-            Stored::Full(_) => None,
+            Stored::Tombstone(_) | Stored::Full(_) => None,
         }
     }
 
     /// [`Stored::from_state`], taking the state (no copy when it stays boxed).
     pub fn from_owned(state: KeyState) -> Stored {
-        if state.plain_value().is_some() { Stored::from_state(&state) } else { Stored::Full(Box::new(state)) }
+        if state.plain_value().is_some() || tombstone_of(&state).is_some() {
+            Stored::from_state(&state)
+        } else {
+            Stored::Full(Box::new(state))
+        }
     }
 
     /// The element's state, taken out of its slot.
@@ -121,9 +138,16 @@ impl Stored {
             Stored::Int { hlc, node, value } => ElementRef::Int(Dot::new(*hlc, *node), *value),
             Stored::Inline { hlc, node, len, bytes } => ElementRef::Raw(Dot::new(*hlc, *node), &bytes[..usize::from(*len)]),
             Stored::Raw { hlc, node, value } => ElementRef::Raw(Dot::new(*hlc, *node), value),
+            Stored::Tombstone(tombstone) => ElementRef::Tombstone(*tombstone),
             Stored::Full(state) => ElementRef::Full(state),
         }
     }
+}
+
+/// The compact tombstone of `state` if it is one: a context of one or two nodes and
+/// nothing else.
+fn tombstone_of(state: &KeyState) -> Option<Tombstone> {
+    state.context_only().and_then(Tombstone::of_context)
 }
 
 impl<'a> ElementRef<'a> {
@@ -143,7 +167,10 @@ impl<'a> ElementRef<'a> {
         match state.plain_value() {
             Some((dot, StrVal::Int(n))) => ElementRef::Int(dot, *n),
             Some((dot, StrVal::Raw(bytes))) => ElementRef::Raw(dot, bytes),
-            None => ElementRef::Full(state),
+            None => match tombstone_of(state) {
+                Some(tombstone) => ElementRef::Tombstone(tombstone),
+                None => ElementRef::Full(state),
+            },
         }
     }
 
@@ -151,6 +178,7 @@ impl<'a> ElementRef<'a> {
         match self {
             ElementRef::Int(dot, n) => KeyState::with_value(dot, StrVal::Int(n), None),
             ElementRef::Raw(dot, value) => KeyState::with_value(dot, StrVal::raw(value), None),
+            ElementRef::Tombstone(tombstone) => tombstone.to_state(),
             ElementRef::Full(state) => state.clone(),
         }
     }
@@ -167,15 +195,16 @@ impl<'a> ElementRef<'a> {
     pub fn plain_dot(self) -> Option<Dot> {
         match self {
             ElementRef::Int(dot, _) | ElementRef::Raw(dot, _) => Some(dot),
-            ElementRef::Full(_) => None,
+            ElementRef::Tombstone(_) | ElementRef::Full(_) => None,
         }
     }
 
     /// Whether the element exists (a tombstone does not).
     pub fn exists(self) -> bool {
         match self {
+            ElementRef::Int(..) | ElementRef::Raw(..) => true,
+            ElementRef::Tombstone(_) => false,
             ElementRef::Full(state) => state.exists(),
-            _ => true,
         }
     }
 
@@ -184,6 +213,7 @@ impl<'a> ElementRef<'a> {
         match self {
             ElementRef::Int(_, n) => Some(StrVal::Int(n)),
             ElementRef::Raw(_, value) => Some(StrVal::raw(value)),
+            ElementRef::Tombstone(_) => None,
             ElementRef::Full(state) => state.read(),
         }
     }
@@ -193,6 +223,7 @@ impl<'a> ElementRef<'a> {
         match self {
             ElementRef::Int(_, n) => Some(itoa::Buffer::new().format(n).len()),
             ElementRef::Raw(_, value) => Some(value.len()),
+            ElementRef::Tombstone(_) => None,
             ElementRef::Full(state) => state.read().map(|v| v.len()),
         }
     }
@@ -202,6 +233,8 @@ impl<'a> ElementRef<'a> {
         let score = match self {
             ElementRef::Int(_, n) => n as f64,
             ElementRef::Raw(_, value) => parse_f64(value).unwrap_or(0.0),
+            // No value and no increments (`KeyState::score` of a tombstone).
+            ElementRef::Tombstone(_) => 0.0,
             ElementRef::Full(state) => return state.score(),
         };
         if score == 0.0 { 0.0 } else { score }
@@ -211,6 +244,7 @@ impl<'a> ElementRef<'a> {
     pub fn newest_dot(self) -> Option<Dot> {
         match self {
             ElementRef::Int(dot, _) | ElementRef::Raw(dot, _) => Some(dot),
+            ElementRef::Tombstone(_) => None,
             ElementRef::Full(state) => state.newest_dot(),
         }
     }
@@ -219,6 +253,7 @@ impl<'a> ElementRef<'a> {
     pub fn has_dot_covered_by(self, seen: &VersionVector) -> bool {
         match self {
             ElementRef::Int(dot, _) | ElementRef::Raw(dot, _) => seen.covers(dot),
+            ElementRef::Tombstone(_) => false,
             ElementRef::Full(state) => state.has_dot_covered_by(seen),
         }
     }
@@ -227,8 +262,9 @@ impl<'a> ElementRef<'a> {
     /// compact form has none).
     pub fn has_context_covered_by(self, covered: &VersionVector) -> bool {
         match self {
+            ElementRef::Int(..) | ElementRef::Raw(..) => false,
+            ElementRef::Tombstone(tombstone) => tombstone.dots().any(|dot| covered.covers(dot)),
             ElementRef::Full(state) => state.has_context_covered_by(covered),
-            _ => false,
         }
     }
 
@@ -240,7 +276,18 @@ impl<'a> ElementRef<'a> {
                 ctx.add(dot);
                 ctx
             }
+            ElementRef::Tombstone(tombstone) => tombstone.context(),
             ElementRef::Full(state) => state.causal_context(),
+        }
+    }
+
+    /// Whether `bound` covers everything the element has seen (a tombstone's removal
+    /// is then causally stable): `bound.dominates(&self.causal_context())`, without
+    /// building the context of a compact tombstone.
+    pub fn context_within(self, bound: &VersionVector) -> bool {
+        match self {
+            ElementRef::Tombstone(tombstone) => tombstone.dots().all(|dot| bound.covers(dot)),
+            other => bound.dominates(&other.causal_context()),
         }
     }
 
@@ -249,8 +296,9 @@ impl<'a> ElementRef<'a> {
     pub fn add_context_to(self, into: &mut VersionVector) {
         match self {
             ElementRef::Int(dot, _) | ElementRef::Raw(dot, _) => into.add(dot),
-            // A tombstone's causal context is its explicit one: joined as it is, with no
-            // context gathered (every LPOP and RPOP leaves one).
+            ElementRef::Tombstone(tombstone) => tombstone.dots().for_each(|dot| into.add(dot)),
+            // A wider tombstone's causal context is its explicit one: joined as it is,
+            // with no context gathered.
             ElementRef::Full(state) => match state.context_only() {
                 Some(ctx) => into.merge(ctx),
                 None => into.merge(&state.causal_context()),
@@ -265,6 +313,7 @@ impl<'a> ElementRef<'a> {
         // The head (`merkle::plain_head`), then a string's bytes, then no TTL write.
         match self {
             ElementRef::Full(state) => merkle::digest(name, state),
+            ElementRef::Tombstone(tombstone) => tombstone.digest(name),
             ElementRef::Int(dot, n) => merkle::digest_plain(name, &merkle::plain_head(dot, 0, n.to_le_bytes()), &[]),
             ElementRef::Raw(dot, value) => {
                 merkle::digest_plain(name, &merkle::plain_head(dot, 1, (value.len() as u64).to_le_bytes()), value)
@@ -347,7 +396,9 @@ mod tests {
         overwritten.set(dot(6, 2), StrVal::Int(2), SetTtl::Keep);
         let mut counted = KeyState::new();
         counted.incr_by(dot(5, 2), Hlc::from_parts(1, 0), 3);
+        // A tombstone of three nodes' writes (one of one or two is compact: `tombstone.rs`).
         let mut removed = KeyState::with_value(dot(5, 2), StrVal::Int(1), None);
+        removed.merge(&KeyState::with_value(dot(5, 3), StrVal::Int(2), None));
         removed.delete(dot(6, 1));
         let mut concurrent = KeyState::with_value(dot(5, 2), StrVal::Int(1), None);
         concurrent.merge(&KeyState::with_value(dot(5, 3), StrVal::Int(2), None));

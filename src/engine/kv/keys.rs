@@ -196,13 +196,15 @@ impl KvEngine {
             .map_or(0, |h| if h.is_packed() { h.packed_bytes() } else { h.entries().map(|(m, _)| element + m.len()).sum() });
         let order_entry = std::mem::size_of::<(f64, Bytes)>();
         let scored: usize = state.zset_members().map_or(0, |z| z.entries().map(|(m, _)| element + order_entry + m.len()).sum());
-        // A list's or a graph's chunks, and its elements held outside them as map entries.
+        // A list's or a graph's chunks, and its elements held outside them as side-map
+        // entries (a name and a stored element in a run, `list_table/side_map.rs`).
         let chunked = |l: &super::list_table::ListTable| {
+            let entry = std::mem::size_of::<(super::list_table::Name, super::element::Stored)>();
             l.chunk_bytes().0
                 + l.others()
                     .map(|(p, s)| {
-                        let name = std::mem::size_of_val(p) + if p.spilled() { p.len() } else { 0 };
-                        element + name + value_bytes(s.view())
+                        let name = if p.spilled() { p.len() } else { 0 };
+                        entry + name + value_bytes(s.view())
                     })
                     .sum::<usize>()
         };

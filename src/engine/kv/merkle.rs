@@ -131,18 +131,32 @@ pub fn plain_head(dot: Dot, tag: u8, word: [u8; 8]) -> [u8; PLAIN_HEAD_BYTES] {
 /// (`element.rs` says what the head holds). Gathered with two copies where feeding
 /// makes an indirect call and a copy per field: an element write digests two.
 pub fn digest_plain(key: &[u8], head: &[u8; PLAIN_HEAD_BYTES], value: &[u8]) -> u64 {
-    let total = 8 + key.len() + PLAIN_HEAD_BYTES + value.len() + 4;
-    hash_filled(total, |buf| {
-        let (len, rest) = buf.split_at_mut(8);
-        len.copy_from_slice(&(key.len() as u64).to_le_bytes());
-        let (name, rest) = rest.split_at_mut(key.len());
-        name.copy_from_slice(key);
+    hash_named(key, PLAIN_HEAD_BYTES + value.len() + 4, |rest| {
         let (fixed, rest) = rest.split_at_mut(PLAIN_HEAD_BYTES);
         fixed.copy_from_slice(head);
         let (bytes, trailer) = rest.split_at_mut(value.len());
         bytes.copy_from_slice(value);
         // The trailer is the zero `u32` the buffer already holds (no TTL write).
         debug_assert_eq!(trailer, &[0u8; 4]);
+    })
+}
+
+/// [`digest`] of a key whose state feeds exactly `fed` (a form that holds no
+/// [`KeyState`] to feed them, as a compact tombstone does: `element/tombstone.rs`).
+pub fn digest_fed(key: &[u8], fed: &[u8]) -> u64 {
+    hash_named(key, fed.len(), |rest| rest.copy_from_slice(fed))
+}
+
+/// [`hash_filled`] of a key's fed prefix (its length and bytes, as [`digest`] feeds
+/// them) and then `rest` bytes that `fill` writes.
+#[inline(always)]
+fn hash_named(key: &[u8], rest: usize, fill: impl FnOnce(&mut [u8])) -> u64 {
+    hash_filled(8 + key.len() + rest, |buf| {
+        let (len, tail) = buf.split_at_mut(8);
+        len.copy_from_slice(&(key.len() as u64).to_le_bytes());
+        let (name, tail) = tail.split_at_mut(key.len());
+        name.copy_from_slice(key);
+        fill(tail)
     })
 }
 

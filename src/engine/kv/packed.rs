@@ -247,7 +247,7 @@ impl Packed {
             let (dot, kind) = match element {
                 ElementRef::Int(dot, _) => (dot, 0),
                 ElementRef::Raw(dot, _) => (dot, 1),
-                ElementRef::Full(_) => unreachable!("checked above"),
+                ElementRef::Tombstone(_) | ElementRef::Full(_) => unreachable!("checked above"),
             };
             let index = dots.iter().position(|d| *d == dot).expect("every dot is in the table");
             out.push((index as u8) << 1 | kind);
@@ -257,7 +257,7 @@ impl Packed {
                     put_var(&mut out, value.len() as u64);
                     out.extend_from_slice(value);
                 }
-                ElementRef::Full(_) => unreachable!("checked above"),
+                ElementRef::Tombstone(_) | ElementRef::Full(_) => unreachable!("checked above"),
             }
         }
         debug_assert_eq!(out.len(), out.capacity());

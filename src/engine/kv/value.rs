@@ -438,7 +438,12 @@ impl KeyState {
         let mut ctx = VersionVector::new();
         ctx.add(old);
         ctx.add(by);
-        // Settled already: the context-only form, one box.
+        KeyState::context_only_of(ctx)
+    }
+
+    /// A state holding the context `ctx` and nothing else: a removed element's
+    /// tombstone (settled already: the context-only form, one box).
+    pub fn context_only_of(ctx: VersionVector) -> KeyState {
         KeyState::of_meta(KeyMeta { ctx, ttl: TtlRegister::default() })
     }
 

@@ -4,6 +4,7 @@
 //! graph's, but in a delta (see [`Elements::only`]).
 
 use super::*;
+use crate::engine::kv::element::Tombstone;
 use crate::engine::kv::list_table::Name as ListName;
 
 /// What a pop leaves to ship ([`Elements::pop_list_end`]).
@@ -103,12 +104,12 @@ impl Elements {
             && !self.removed.covers(dot)
         {
             // The tombstone kept (a node with peers): `plain_removed(old, dot)`, which
-            // `canonical` leaves as it is (`removed` covers neither dot). Moved into the
-            // side map, not copied from a view, and shipped as the plain removal it is
+            // `canonical` leaves as it is (`removed` covers neither dot), in its compact
+            // form (no allocation), and shipped as the plain removal it is
             // (`DeltaSink::key_element_removed`, the same delta).
-            let state = KeyState::plain_removed(old, dot);
-            let new_digest = if keeps_digest { element_digest(&name, &state) } else { 0 };
-            list.put_other_unchunked(&name, Stored::from_owned(state));
+            let tombstone = Tombstone::of_removal(old, dot);
+            let new_digest = if keeps_digest { tombstone.digest(&name) } else { 0 };
+            list.put_other_unchunked(&name, Stored::Tombstone(tombstone));
             self.seen.add(old);
             self.seen.add(dot);
             if keeps_digest {

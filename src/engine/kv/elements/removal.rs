@@ -180,7 +180,7 @@ impl Elements {
     fn all_compact(&self) -> bool {
         match &self.table {
             Table::Packed(_) => true,
-            Table::Map(map) => map.values().all(|stored| !matches!(stored, Stored::Full(_))),
+            Table::Map(map) => map.values().all(|stored| stored.plain_dot().is_some()),
             Table::List(list) => list.all_compact(),
         }
     }
@@ -195,7 +195,7 @@ impl Elements {
         let keeps_digest = self.digest_kept.is_kept();
         let mut digest = *self.digest.get_mut();
         let mut keep = |name: &[u8], state: ElementRef<'_>| {
-            let drop = !state.exists() && stable.dominates(&state.causal_context());
+            let drop = !state.exists() && state.context_within(stable);
             if drop && keeps_digest {
                 digest ^= state.digest(name);
             }

@@ -74,7 +74,7 @@ pub(super) fn encode_entry(out: &mut impl ByteOut, prev: Option<&[u8]>, name: &[
     let (dot, value_tag) = match element {
         ElementRef::Int(dot, _) => (dot, VALUE_INT),
         ElementRef::Raw(dot, _) => (dot, 0),
-        ElementRef::Full(_) => unreachable!("a chunk holds compact elements only"),
+        ElementRef::Tombstone(_) | ElementRef::Full(_) => unreachable!("a chunk holds one value at one dot only"),
     };
     // A name shorter than a triple is no position (a test or a bad peer made it): it
     // is stored in full with its dot, and the codec refuses it when it is read back.
@@ -96,7 +96,7 @@ pub(super) fn encode_entry(out: &mut impl ByteOut, prev: Option<&[u8]>, name: &[
             put_var(out, value.len() as u64);
             out.put_bytes(value);
         }
-        ElementRef::Full(_) => unreachable!("checked above"),
+        ElementRef::Tombstone(_) | ElementRef::Full(_) => unreachable!("checked above"),
     }
 }
 

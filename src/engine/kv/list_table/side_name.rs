@@ -1,15 +1,15 @@
-//! The key of a list's side map (`ListTable::others`): a position name ordered as its
-//! bytes, compared eight bytes at a time. Owns that key type only.
+//! The key of a list's side map (`side_map.rs`): a position name ordered as its
+//! bytes, compared eight bytes at a time ([`cmp_names`]). Owns that key type only.
 //!
 //! Why: the side map holds every pop's tombstone on a node with peers (until they have
-//! all merged it), so a queue's map holds tens of thousands of names, and each pop
-//! inserts one. `BTreeMap` searches each node's keys in turn; with the names'
-//! derived order every comparison was a `memcmp` call (~1,200 instructions of an LPOP's
-//! 11,600 with two peers, callgrind, 60,000 tombstones). A position's first eight bytes
+//! all merged it), so a queue's map holds tens of thousands of names, and a lookup
+//! compares a name with several of them. With the names' derived order every
+//! comparison was a `memcmp` call (~1,200 instructions of an LPOP's 11,600 with two
+//! peers, callgrind, 60,000 tombstones in a `BTreeMap`). A position's first eight bytes
 //! are its first digit, big-endian (`position.rs`), which tells most neighbours apart.
 //!
-//! Must never: order, compare or hash a name other than as its bytes (the map is probed
-//! with plain slices through `Borrow<[u8]>`, whose order is the slices').
+//! Must never: order or compare a name other than as its bytes (the map is probed with
+//! plain slices, whose order is the slices').
 
 use std::cmp::Ordering;
 
@@ -31,15 +31,20 @@ fn prefix(bytes: &[u8]) -> Option<u64> {
     bytes.first_chunk::<8>().map(|b| u64::from_be_bytes(*b))
 }
 
+/// `a.cmp(b)`, deciding on the first eight bytes as one integer where they differ.
+#[inline]
+pub(super) fn cmp_names(a: &[u8], b: &[u8]) -> Ordering {
+    if let (Some(pa), Some(pb)) = (prefix(a), prefix(b))
+        && pa != pb
+    {
+        return pa.cmp(&pb);
+    }
+    a.cmp(b)
+}
+
 impl Ord for SideName {
     fn cmp(&self, other: &SideName) -> Ordering {
-        let (a, b) = (self.0.as_slice(), other.0.as_slice());
-        if let (Some(pa), Some(pb)) = (prefix(a), prefix(b))
-            && pa != pb
-        {
-            return pa.cmp(&pb);
-        }
-        a.cmp(b)
+        cmp_names(&self.0, &other.0)
     }
 }
 
@@ -56,12 +61,6 @@ impl PartialEq for SideName {
 }
 
 impl Eq for SideName {}
-
-impl std::borrow::Borrow<[u8]> for SideName {
-    fn borrow(&self) -> &[u8] {
-        &self.0
-    }
-}
 
 impl AsRef<[u8]> for SideName {
     fn as_ref(&self) -> &[u8] {

@@ -7,6 +7,7 @@ use crate::engine::kv::position::{self, Placement};
 use crate::engine::kv::value::{KeyState, StrVal};
 use bytes::Bytes;
 use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
 
 fn dot(hlc: u64, node: u16) -> Dot {
     Dot::new(Hlc(hlc), node)
@@ -275,6 +276,68 @@ fn pops_from_either_end_take_the_end_entries_in_order() {
             assert_eq!(names_of(&table), model.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(), "step {step}");
         }
     }
+}
+
+/// A queue on a node with peers: every pop leaves its tombstone in the side map (at
+/// its high end for LPOP, its low end for RPOP), and reads of the live elements, from
+/// either end and any index, see exactly those, whether or not a live entry is in the
+/// side map too; tombstone collection leaves the rest in order.
+#[test]
+fn pops_tombstones_wait_in_the_side_map_and_reads_see_only_the_live() {
+    let mut table = ListTable::default();
+    let mut last: Option<Vec<u8>> = None;
+    let mut live: std::collections::VecDeque<Vec<u8>> = std::collections::VecDeque::new();
+    for i in 0..2_000u64 {
+        let d = dot(10 + i, 1 + (i % 2) as u16);
+        let n = position::between(last.as_deref(), None, d, Placement::AfterLow);
+        table.put_at_end(true, &n, raw(d, b"v").view());
+        live.push_back(n.clone());
+        last = Some(n);
+    }
+    let by = |i: u64| dot(1 << 30 | i, 3);
+    let mut tombstones = Vec::new();
+    for i in 0..1_500u64 {
+        let tail = i % 3 == 0;
+        let (name, old) = table.pop_end(tail, |_, element| element.plain_dot().expect("plain")).expect("not empty");
+        let tombstone = Stored::Tombstone(crate::engine::kv::element::Tombstone::of_removal(old, by(i)));
+        table.put_other_unchunked(&name, tombstone);
+        let want = if tail { live.pop_back() } else { live.pop_front() }.expect("not empty");
+        assert_eq!(name.to_vec(), want);
+        tombstones.push(want);
+    }
+    let check = |table: &ListTable, live: &std::collections::VecDeque<Vec<u8>>| {
+        let live: Vec<Vec<u8>> = live.iter().cloned().collect();
+        let forward: Vec<Vec<u8>> = table.walk(false, true).map(|(n, _)| n.to_vec()).collect();
+        assert_eq!(forward, live);
+        let back: Vec<Vec<u8>> = table.walk(true, true).map(|(n, _)| n.to_vec()).collect();
+        assert_eq!(back.into_iter().rev().collect::<Vec<_>>(), live);
+        for skip in [0, 1, 100, live.len() - 1, live.len()] {
+            let from: Vec<Vec<u8>> = table.walk_from(skip, false).map(|(n, _)| n.to_vec()).collect();
+            assert_eq!(from, live[skip..].to_vec());
+            let from_tail: Vec<Vec<u8>> = table.walk_from(skip, true).map(|(n, _)| n.to_vec()).collect();
+            assert_eq!(from_tail, live.iter().rev().skip(skip).cloned().collect::<Vec<_>>());
+        }
+        assert_eq!(table.edge(false).map(|n| n.to_vec()), live.first().cloned());
+        assert_eq!(table.edge(true).map(|n| n.to_vec()), live.last().cloned());
+    };
+    assert_eq!(table.entries_len(), 2_000);
+    check(&table, &live);
+    for name in &tombstones {
+        assert!(table.get(name).is_some_and(|e| !e.exists()));
+    }
+    // A live entry in the side map too (concurrent values on one element).
+    let middle = live[live.len() / 2].clone();
+    let mut concurrent = KeyState::with_value(dot(7, 1), StrVal::Int(1), None);
+    concurrent.merge(&KeyState::with_value(dot(7, 2), StrVal::Int(2), None));
+    assert!(table.put(&middle, Stored::from_owned(concurrent)));
+    check(&table, &live);
+    // Collection of every other tombstone.
+    table.retain_others(|name, element| element.exists() || name.last().is_some_and(|b| b % 2 == 0));
+    let kept: Vec<Vec<u8>> = table.walk(false, false).filter(|(_, e)| !e.exists()).map(|(n, _)| n.to_vec()).collect();
+    let mut want: Vec<Vec<u8>> = tombstones.into_iter().filter(|n| n.last().is_some_and(|b| b % 2 == 0)).collect();
+    want.sort();
+    assert_eq!(kept, want);
+    check(&table, &live);
 }
 
 #[test]

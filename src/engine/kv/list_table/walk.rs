@@ -4,7 +4,9 @@
 use smallvec::SmallVec;
 
 use super::entry::Decoder;
-use super::{ListTable, Name, SideName};
+use super::side_map;
+use super::side_name::SideName;
+use super::{ListTable, Name};
 use crate::engine::kv::element::{ElementRef, Stored};
 
 /// A walk over a list's entries in order (see [`ListTable::walk`]): a lending
@@ -31,15 +33,15 @@ pub struct Walk<'a> {
     pub(super) taken: usize,
     /// The side map's entries, taken from the front (the back when `rev`), and the
     /// next of them once peeked (not boxed: a walk per pop allocates nothing for it).
-    pub(super) others: std::collections::btree_map::Iter<'a, SideName, Stored>,
-    pub(super) others_next: Option<Option<(&'a SideName, &'a Stored)>>,
+    pub(super) others: side_map::Iter<'a>,
+    pub(super) others_next: Option<Option<&'a (SideName, Stored)>>,
     /// The entry last returned, when it came from the side map.
     pub(super) current: Option<(&'a [u8], ElementRef<'a>)>,
 }
 
 impl<'a> Walk<'a> {
     /// The next side-map entry without consuming it.
-    fn peek_other(&mut self) -> Option<(&'a SideName, &'a Stored)> {
+    fn peek_other(&mut self) -> Option<&'a (SideName, Stored)> {
         let (others, rev) = (&mut self.others, self.rev);
         *self.others_next.get_or_insert_with(|| if rev { others.next_back() } else { others.next() })
     }
