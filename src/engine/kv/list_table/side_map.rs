@@ -35,6 +35,10 @@ type Run = VecDeque<(SideName, Stored)>;
 pub(super) struct SideMap {
     runs: VecDeque<Run>,
     len: usize,
+    /// The run the last insert went to: the next insert usually goes there too (a
+    /// queue's pops on both ends insert in two places, each next to its previous
+    /// one). Only a hint: checked before use, so a stale one costs a search.
+    last_run: usize,
 }
 
 /// The entries in name order, from either end.
@@ -73,6 +77,16 @@ impl SideMap {
         self.runs.partition_point(|run| cmp_names(first_name(run), name) != Ordering::Greater).saturating_sub(1)
     }
 
+    /// [`SideMap::run_for`], trying the run of the last insert first.
+    fn hinted_run_for(&self, name: &[u8]) -> usize {
+        let hint = self.last_run;
+        let holds = |i: usize| {
+            self.runs.get(i).is_some_and(|run| cmp_names(first_name(run), name) != Ordering::Greater)
+                && self.runs.get(i + 1).is_none_or(|next| cmp_names(first_name(next), name) == Ordering::Greater)
+        };
+        if holds(hint) { hint } else { self.run_for(name) }
+    }
+
     pub(super) fn get(&self, name: &[u8]) -> Option<&Stored> {
         if self.runs.is_empty() {
             return None;
@@ -88,7 +102,8 @@ impl SideMap {
             self.len = 1;
             return None;
         }
-        let i = self.run_for(name);
+        let i = self.hinted_run_for(name);
+        self.last_run = i;
         let run = &mut self.runs[i];
         // Past the run's last name (the common case: a pop next to the previous one).
         let at = if cmp_names(last_name(run), name) == Ordering::Less {
@@ -104,11 +119,20 @@ impl SideMap {
         if run.len() < RUN_ENTRIES_MAX {
             run.insert(at, entry);
         } else if at == run.len() {
-            // A full run grows at its end: a new run after it, sized for a run of
-            // inserts in order (it fills, as this one did).
-            let mut next = VecDeque::with_capacity(RUN_ENTRIES_MAX);
-            next.push_back(entry);
-            self.runs.insert(i + 1, next);
+            match self.runs.get_mut(i + 1) {
+                // Before the next run's first name (`run_for`), when that run has room:
+                // inserts in descending order past a full run (an RPOP's tombstone after
+                // a run of LPOPs' once the list emptied and filled again) fill the next
+                // run from its front rather than each starting a run of its own.
+                Some(next) if next.len() < RUN_ENTRIES_MAX => next.push_front(entry),
+                // A full run grows at its end: a new run after it, sized for a run of
+                // inserts in order (it fills, as this one did).
+                _ => {
+                    let mut next = VecDeque::with_capacity(RUN_ENTRIES_MAX);
+                    next.push_back(entry);
+                    self.runs.insert(i + 1, next);
+                }
+            }
         } else if at == 0 {
             // Only the first run is reached with a name before its first (`run_for`).
             debug_assert_eq!(i, 0);
@@ -230,6 +254,17 @@ mod tests {
         }
         check(&map, &model);
         assert!(map.runs.len() <= 600usize.div_ceil(RUN_ENTRIES_MAX) + 1, "runs filled in order stay full");
+        // In descending order between two full runs (RPOP's tombstones in a list that
+        // LPOPs emptied and pushes filled again): they fill one run from its front.
+        let boundary = map.runs[1].back().expect("not empty").0.as_ref().to_vec();
+        assert_eq!(map.runs[1].len(), RUN_ENTRIES_MAX);
+        for j in (0..200u8).rev() {
+            let mut between = boundary.clone();
+            between.push(j);
+            assert_eq!(map.insert(&between, stored(j.into())), model.insert(between.clone(), stored(j.into())));
+        }
+        check(&map, &model);
+        assert!(map.runs.len() <= 800usize.div_ceil(RUN_ENTRIES_MAX) + 2, "{} runs", map.runs.len());
         for step in 0..5_000u64 {
             let n = 9_000 + next() % 2_000;
             match next() % 4 {
