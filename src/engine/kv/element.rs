@@ -118,10 +118,12 @@ impl Stored {
 
     /// [`Stored::from_state`], taking the state (no copy when it stays boxed).
     pub fn from_owned(state: KeyState) -> Stored {
-        if state.plain_value().is_some() || tombstone_of(&state).is_some() {
-            Stored::from_state(&state)
-        } else {
-            Stored::Full(Box::new(state))
+        if state.plain_value().is_some() {
+            return Stored::from_state(&state);
+        }
+        match tombstone_of(&state) {
+            Some(tombstone) => Stored::Tombstone(tombstone),
+            None => Stored::Full(Box::new(state)),
         }
     }
 

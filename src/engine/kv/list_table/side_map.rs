@@ -148,7 +148,7 @@ impl SideMap {
             }
             self.runs.insert(i + 1, upper);
         }
-        self.debug_check();
+        self.debug_check_around(i);
         None
     }
 
@@ -187,6 +187,27 @@ impl SideMap {
             self.runs = packed;
         }
         self.debug_check();
+    }
+
+    /// Debug builds, after an insert at run `i`: the runs it may have touched (it,
+    /// one split or started before or after it) are non-empty, within bounds and in
+    /// order with their neighbours. Local, so that a debug build's inserts stay
+    /// constant-time (the whole map is checked after a retain, which walks it anyway).
+    fn debug_check_around(&self, i: usize) {
+        if cfg!(debug_assertions) {
+            let touched = i.saturating_sub(1)..(i + 3).min(self.runs.len());
+            let mut previous: Option<&[u8]> = touched.start.checked_sub(1).map(|j| last_name(&self.runs[j]));
+            for run in self.runs.range(touched.clone()) {
+                assert!(!run.is_empty() && run.len() <= RUN_ENTRIES_MAX);
+                for (name, _) in run {
+                    assert!(previous.is_none_or(|p| p < name.as_ref()), "names ascend");
+                    previous = Some(name.as_ref());
+                }
+            }
+            if let Some(next) = self.runs.get(touched.end) {
+                assert!(previous.is_none_or(|p| p < first_name(next)), "names ascend");
+            }
+        }
     }
 
     /// Debug builds: the runs are non-empty, within bounds, in order and counted.
