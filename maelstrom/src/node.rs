@@ -166,7 +166,7 @@ impl Node {
             }
             let mut frames = link.batches_to_send(now_ms);
             if link.round_due(now_ms) {
-                let leaves = node_leaves(&cluster.shards);
+                let leaves = node_leaves(&mut cluster.shards);
                 let link = cluster.links[peer].as_mut().expect("a peer's link");
                 frames.push(link.start_round(now_ms, leaves));
             }
@@ -212,7 +212,7 @@ impl Node {
                 Vec::new()
             }
             Message::AeGroups { round, groups } => {
-                let mine = node_leaves(&cluster.shards);
+                let mine = node_leaves(&mut cluster.shards);
                 vec![answer(cluster, &answer_groups(round, &mine, &groups))]
             }
             Message::AeLeaves { round, leaves } => {
@@ -268,7 +268,7 @@ fn peer_envelope(cluster: &Cluster, peer: usize, out: Outbound) -> Envelope {
 }
 
 /// The node's leaves: its shards' leaves combined.
-fn node_leaves(shards: &[Shard]) -> MerkleLeaves {
+fn node_leaves(shards: &mut [Shard]) -> MerkleLeaves {
     let mut leaves = MerkleLeaves::new();
     for shard in shards {
         if let Some(l) = shard.kv.keys.merkle() {

@@ -437,7 +437,7 @@ impl Shard {
         self.has_due_expiry(now_ms) || self.vector.is_building()
     }
 
-    pub fn stats(&self) -> ShardStats {
+    pub fn stats(&mut self) -> ShardStats {
         ShardStats {
             keys: self.kv.keys.len(),
             expiring_keys: self.kv.keys.expiring(),

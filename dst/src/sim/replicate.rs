@@ -95,9 +95,9 @@ impl Sim {
     /// The node's leaves: its shards' leaves combined. Read in place rather than
     /// through `ShardOp::MerkleLeaves` (which hands the server's batcher a 32 KiB copy
     /// per shard, and has no other effect): copying them was 7% of a replicated run.
-    fn leaves(&self, node: usize) -> MerkleLeaves {
+    fn leaves(&mut self, node: usize) -> MerkleLeaves {
         let mut leaves = MerkleLeaves::new();
-        for shard in &self.nodes[node].shards {
+        for shard in &mut self.nodes[node].shards {
             if let Some(l) = shard.kv.keys.merkle() {
                 leaves.combine(l);
             }

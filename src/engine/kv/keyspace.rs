@@ -58,6 +58,11 @@ fn slot_position(hash: u64) -> u32 {
     (hash >> 16) as u32
 }
 
+/// The sub-table of a key hash under `slot_bits` bits of directory.
+fn table_index_of(slot_bits: u32, hash: u64) -> usize {
+    (slot_position(hash) >> (32 - slot_bits)) as usize
+}
+
 /// The anti-entropy leaf of a key hash.
 pub fn leaf_of(hash: u64) -> u16 {
     merkle::leaf_of_position(slot_position(hash))
@@ -65,10 +70,14 @@ pub fn leaf_of(hash: u64) -> u16 {
 
 type TombstoneMap = hashbrown::HashMap<Bytes, KeyState, foldhash::fast::FixedState>;
 
+mod digests;
 mod entry;
 mod expiry;
 mod growth;
 mod prefetch;
+mod tombstone_keys;
+
+use tombstone_keys::TombstoneKeys;
 
 pub use prefetch::{PREFETCH_KEYS_MAX, Prefetch};
 
@@ -101,10 +110,12 @@ pub struct Keyspace {
     expiry_heap: BinaryHeap<Reverse<(u64, Bytes)>>,
     tombstones: TombstoneMap,
     merkle: Option<MerkleLeaves>,
+    /// The entries whose digest a hot key's writes left for later (`digests.rs`).
+    deferred: digests::Deferred,
     /// Live keys whose collection holds element tombstones (what tombstone GC visits
     /// besides key tombstones), noted on every store of a state: a superset, since a key
     /// that lost them since is skipped by the visit.
-    element_tombstone_keys: hashbrown::HashSet<Bytes, foldhash::fast::FixedState>,
+    element_tombstone_keys: TombstoneKeys,
     /// Keys whose live state changed since `take_changes` (`None`: nobody follows them),
     /// and the count of changes under the watched prefix.
     changes: Changes,
@@ -141,9 +152,8 @@ impl Keyspace {
             expiry_heap: BinaryHeap::new(),
             tombstones: TombstoneMap::with_hasher(foldhash::fast::FixedState::with_seed(super::hash_seed::key_hash_seed())),
             merkle: None,
-            element_tombstone_keys: hashbrown::HashSet::with_hasher(foldhash::fast::FixedState::with_seed(
-                super::hash_seed::key_hash_seed(),
-            )),
+            deferred: digests::Deferred::default(),
+            element_tombstone_keys: TombstoneKeys::new(super::hash_seed::key_hash_seed()),
             changes: Changes::default(),
             cleared: false,
         }
@@ -191,49 +201,6 @@ impl Keyspace {
             .is_some_and(|prefix| key.len() >= prefix.len() && crate::engine::bytes_eq::same_bytes(&key[..prefix.len()], prefix))
         {
             changes.watched_count += 1;
-        }
-    }
-
-    /// Keep Merkle leaves from now on (replication), starting from what is stored.
-    pub fn enable_merkle(&mut self) {
-        let mut leaves = MerkleLeaves::new();
-        for table in &mut self.tables {
-            // Every entry is made again with room for its digest.
-            let entries: Vec<Entry> = table.drain().collect();
-            for entry in entries {
-                let digest = merkle::digest(entry.key(), entry.state());
-                let hash = entry.hash();
-                leaves.toggle(leaf_of(hash), digest);
-                table.insert_unique(hash, entry.with_digest(Some(digest)), |e| e.hash());
-            }
-        }
-        for (key, state) in &self.tombstones {
-            leaves.toggle(leaf_of(key_hash(key)), merkle::digest(key, state));
-        }
-        self.merkle = Some(leaves);
-    }
-
-    pub fn merkle(&self) -> Option<&MerkleLeaves> {
-        self.merkle.as_ref()
-    }
-
-    fn merkle_toggle(&mut self, key: &[u8], hash: u64, state: &KeyState) {
-        if let Some(leaves) = &mut self.merkle {
-            leaves.toggle(leaf_of(hash), merkle::digest(key, state));
-        }
-    }
-
-    /// The digest an entry holding `state` stores (`None`, and no room for one, while
-    /// no leaves are kept).
-    fn digest_to_store(&self, key: &[u8], state: &KeyState) -> Option<u64> {
-        self.merkle.is_some().then(|| merkle::digest(key, state))
-    }
-
-    /// An entry's state changed from the one digested as `old` to the one digested as
-    /// `new`: its leaf swaps one for the other.
-    fn merkle_replace(&mut self, hash: u64, old: u64, new: u64) {
-        if let Some(leaves) = &mut self.merkle {
-            leaves.toggle(leaf_of(hash), old ^ new);
         }
     }
 
@@ -331,20 +298,20 @@ impl Keyspace {
     }
 
     fn table_index(&self, hash: u64) -> usize {
-        (slot_position(hash) >> (32 - self.slot_bits)) as usize
+        table_index_of(self.slot_bits, hash)
     }
 
     /// Note a stored state's element tombstones (one branch for a string key).
-    fn note_element_tombstones(set: &mut hashbrown::HashSet<Bytes, foldhash::fast::FixedState>, key: &[u8], state: &KeyState) {
-        if state.element_tombstones() > 0 && !set.contains(key) {
-            set.insert(Bytes::copy_from_slice(key));
+    fn note_element_tombstones(keys: &mut TombstoneKeys, key: &[u8], hash: u64, state: &KeyState) {
+        if state.element_tombstones() > 0 {
+            keys.note(key, hash);
         }
     }
 
     /// The keys noted as holding element tombstones, handed over (the caller visits
     /// them through [`Keyspace::update`], which notes again those that keep some).
     pub fn take_element_tombstone_keys(&mut self) -> Vec<Bytes> {
-        self.element_tombstone_keys.drain().collect()
+        self.element_tombstone_keys.take()
     }
 
     pub fn get(&self, key: &[u8], hash: u64) -> Option<&Entry> {
@@ -358,28 +325,24 @@ impl Keyspace {
     pub fn put(&mut self, key: &[u8], hash: u64, state: KeyState) -> &Entry {
         let new_expiry = state.expire_at_ms();
         let index = self.table_index(hash);
-        let digest = self.digest_to_store(key, &state);
-        let merkle = &mut self.merkle;
+        debug_assert!(self.get(key, hash).is_none_or(|entry| self.digest_is_current_or_stale(key, entry)), "a wrong digest");
         let (stored_key, old_expiry) = match self.tables[index].find_mut(hash, |e| e.has_key(key)) {
             Some(entry) => {
-                debug_assert_eq!(entry.kept_digest(), merkle.as_ref().map_or(0, |_| merkle::digest(key, entry.state())), "stale digest");
-                if let (Some(leaves), Some(digest)) = (merkle.as_mut(), digest) {
-                    leaves.toggle(leaf_of(hash), entry.kept_digest() ^ digest);
-                    entry.set_digest(digest);
-                }
                 let old = entry.state().expire_at_ms();
                 let (stored, slot) = entry.key_and_state_mut();
-                Self::note_element_tombstones(&mut self.element_tombstone_keys, stored, &state);
+                Self::note_element_tombstones(&mut self.element_tombstone_keys, stored, hash, &state);
                 Self::note_change(&mut self.changes, stored);
                 *slot = state;
+                Self::rewrite_digest(&mut self.merkle, &mut self.deferred, entry, hash);
                 // The expiry index needs the key only when the TTL changed.
                 (if old != new_expiry { Some(entry.key_to_bytes()) } else { None }, old)
             }
             None => {
-                if let (Some(leaves), Some(digest)) = (merkle.as_mut(), digest) {
+                let digest = self.digest_to_store(key, &state);
+                if let (Some(leaves), Some(digest)) = (self.merkle.as_mut(), digest) {
                     leaves.toggle(leaf_of(hash), digest);
                 }
-                Self::note_element_tombstones(&mut self.element_tombstone_keys, key, &state);
+                Self::note_element_tombstones(&mut self.element_tombstone_keys, key, hash, &state);
                 Self::note_change(&mut self.changes, key);
                 let entry = Entry::new(key, state, digest);
                 self.len += 1;
@@ -412,7 +375,7 @@ impl Keyspace {
         let expiry = state.expire_at_ms();
         let digest = self.digest_to_store(&key, &state);
         self.merkle_replace(hash, 0, digest.unwrap_or(0));
-        Self::note_element_tombstones(&mut self.element_tombstone_keys, &key, &state);
+        Self::note_element_tombstones(&mut self.element_tombstone_keys, &key, hash, &state);
         Self::note_change(&mut self.changes, &key);
         self.tables[index].insert_unique(hash, Entry::new(&key, state, digest), |e| e.hash());
         self.len += 1;
@@ -446,18 +409,17 @@ impl Keyspace {
             Ok(admitted) => admitted,
             Err(refused) => return Some(Err(refused)),
         };
-        debug_assert_eq!(entry.kept_digest(), self.merkle.as_ref().map_or(0, |_| merkle::digest(key, entry.state())), "stale digest");
+        debug_assert!(
+            entry.kept_digest() == 0 || self.merkle.is_none() || entry.kept_digest() == merkle::digest(key, entry.state()),
+            "a wrong digest"
+        );
         let old = entry.state().expire_at_ms();
         let (stored, state) = entry.key_and_state_mut();
         let result = f(stored, state, admitted);
-        Self::note_element_tombstones(&mut self.element_tombstone_keys, stored, state);
+        Self::note_element_tombstones(&mut self.element_tombstone_keys, stored, hash, state);
         Self::note_change(&mut self.changes, stored);
         let new = state.expire_at_ms();
-        if let Some(leaves) = &mut self.merkle {
-            let digest = merkle::digest(key, entry.state());
-            leaves.toggle(leaf_of(hash), entry.kept_digest() ^ digest);
-            entry.set_digest(digest);
-        }
+        Self::rewrite_digest(&mut self.merkle, &mut self.deferred, entry, hash);
         if old != new {
             let stored_key = entry.key_to_bytes();
             self.track_expiry(stored_key, old, new);
@@ -470,7 +432,7 @@ impl Keyspace {
         let entry = self.tables[index].find_entry(hash, |e| e.has_key(key)).ok()?;
         let (removed, _) = entry.remove();
         Self::note_change(&mut self.changes, removed.key());
-        debug_assert_eq!(removed.kept_digest(), self.digest_to_store(key, removed.state()).unwrap_or(0), "stale digest");
+        debug_assert!(self.digest_is_current_or_stale(key, &removed), "a wrong digest");
         self.merkle_replace(hash, removed.kept_digest(), 0);
         self.len -= 1;
         if let Some(at_ms) = removed.state().expire_at_ms() {

@@ -66,6 +66,78 @@ fn merkle_leaves_kept_per_write_equal_leaves_computed_afresh() {
     assert!(kept == *ks.merkle().expect("leaves kept"), "incremental leaves drifted from a fresh computation");
 }
 
+/// A hot key's writes leave its digest stale (`digests.rs`): whatever happens to a
+/// stale entry before the leaves are read (more writes, removal, a new key in its
+/// place, the directory splitting under it), the leaves read equal those computed
+/// afresh, and the stale list stays within its bound.
+#[test]
+fn a_hot_keys_deferred_digests_settle_to_the_leaves_computed_afresh() {
+    let mut ks = Keyspace::new();
+    ks.enable_merkle();
+    let dot = |ms: u64| Dot::new(Hlc::from_parts(ms, 0), 1);
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut stale_seen = 0;
+    for round in 0..40u64 {
+        // Runs of writes to one key (deferred after the first) over a growing set of
+        // keys, so that the directory splits while entries are stale.
+        for i in 0..400u64 {
+            let at = round * 1_000 + i;
+            let key = Bytes::from(format!("k{}", next() % (50 + round * 40)));
+            let hash = key_hash(&key);
+            for step in 0..1 + next() % 4 {
+                match next() % 6 {
+                    0 | 1 => {
+                        ks.put(&key, hash, KeyState::with_value(dot(at * 8 + step), StrVal::Int(step as i64), None));
+                    }
+                    2 | 3 => {
+                        ks.update(&key, hash, |_, state| {
+                            state.set(dot(at * 8 + step), StrVal::raw(Bytes::from(vec![b'v'; (at % 90) as usize])), SetTtl::Keep)
+                        });
+                    }
+                    4 => {
+                        ks.remove(&key, hash);
+                    }
+                    _ => {
+                        // Another key in between: the next write to `key` digests at once.
+                        let other = Bytes::from(format!("o{}", next() % 7));
+                        ks.put(&other, key_hash(&other), KeyState::with_value(dot(at * 8 + step), StrVal::Int(1), None));
+                    }
+                }
+            }
+            stale_seen = stale_seen.max(ks.deferred.stale.len());
+            assert!(ks.deferred.stale.len() <= digests::STALE_DIGESTS_MAX);
+        }
+        if round % 3 == 0 {
+            let kept = ks.merkle().cloned().expect("leaves kept");
+            assert!(ks.deferred.stale.is_empty(), "reading the leaves settles every stale digest");
+            let mut fresh = Keyspace::new();
+            for entry in ks.iter() {
+                fresh.put(entry.key(), entry.hash(), entry.state().clone());
+            }
+            fresh.enable_merkle();
+            assert!(kept == *fresh.merkle().expect("leaves kept"), "round {round}: settled leaves differ from fresh ones");
+        }
+    }
+    assert!(stale_seen > 0, "the workload left some digests stale");
+    // More hot keys than the stale list holds: the ones past it digest at once.
+    for i in 0..digests::STALE_DIGESTS_MAX as u64 + 500 {
+        let key = Bytes::from(format!("hot{i}"));
+        for step in 0..3 {
+            ks.put(&key, key_hash(&key), KeyState::with_value(dot(1_000_000 + i * 4 + step), StrVal::Int(step as i64), None));
+        }
+    }
+    assert_eq!(ks.deferred.stale.len(), digests::STALE_DIGESTS_MAX);
+    let kept = ks.merkle().cloned().expect("leaves kept");
+    ks.enable_merkle();
+    assert!(kept == *ks.merkle().expect("leaves kept"));
+}
+
 #[test]
 fn expiry_index_stays_bounded_under_ttl_rewrites() {
     let mut ks = Keyspace::new();
