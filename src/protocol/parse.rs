@@ -113,26 +113,39 @@ impl RequestParser {
     /// The next complete command in `buf`, consuming it; `Ok(None)` when more bytes are
     /// needed. Empty commands (`*0`, blank inline lines) are skipped.
     pub fn next_command(&mut self, buf: &mut BytesMut, limits: &ParseLimits) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        // Bytes read past are counted in `at` and taken off `buf` once, on the way out:
+        // `BytesMut::advance` is ~20 instructions, and a command took seven or more.
+        let mut at = 0;
+        let parsed = self.parse_from(buf, &mut at, limits);
+        buf.advance(at);
+        parsed
+    }
+
+    /// [`RequestParser::next_command`] over `buf[*at..]`, moving `*at` past what it
+    /// consumed (`buf` itself changes only where a long argument is split off it, which
+    /// first takes the consumed bytes off and sets `*at` back to 0).
+    fn parse_from(&mut self, buf: &mut BytesMut, at: &mut usize, limits: &ParseLimits) -> Result<Option<Vec<Bytes>>, ProtocolError> {
         loop {
             if self.args_remaining == 0 {
-                if buf.is_empty() {
+                let rest = &buf[*at..];
+                if rest.is_empty() {
                     return Ok(None);
                 }
-                if buf[0] == b'*' {
-                    let Some(end) = find_crlf(buf) else {
-                        if buf.len() > INLINE_LINE_BYTES_MAX {
+                if rest[0] == b'*' {
+                    let Some(end) = find_crlf(rest) else {
+                        if rest.len() > INLINE_LINE_BYTES_MAX {
                             return Err(ProtocolError(Cow::Borrowed("too big mbulk count string")));
                         }
                         return Ok(None);
                     };
-                    let count = parse_header_int(&buf[1..end]).filter(|&n| n <= i32::MAX as i64);
+                    let count = parse_header_int(&rest[1..end]).filter(|&n| n <= i32::MAX as i64);
                     let Some(count) = count else {
                         return Err(ProtocolError(Cow::Borrowed("invalid multibulk length")));
                     };
                     if limits.unauthenticated && count > UNAUTHENTICATED_ARGS_MAX {
                         return Err(ProtocolError(Cow::Borrowed("unauthenticated multibulk length")));
                     }
-                    buf.advance(end + 2);
+                    *at += end + 2;
                     if count <= 0 {
                         continue;
                     }
@@ -140,18 +153,18 @@ impl RequestParser {
                     self.args = Vec::with_capacity((count as usize).min(PREALLOCATED_ARGS_MAX));
                     self.pending_bytes = 0;
                 } else {
-                    let Some(newline) = buf.iter().position(|&b| b == b'\n') else {
-                        if buf.len() > INLINE_LINE_BYTES_MAX {
+                    let Some(newline) = rest.iter().position(|&b| b == b'\n') else {
+                        if rest.len() > INLINE_LINE_BYTES_MAX {
                             return Err(ProtocolError(Cow::Borrowed("too big inline request")));
                         }
                         return Ok(None);
                     };
-                    let line = buf.split_to(newline + 1);
-                    let mut line = &line[..newline];
+                    let mut line = &rest[..newline];
                     if line.last() == Some(&b'\r') {
                         line = &line[..line.len() - 1];
                     }
                     let args = split_inline_args(line).ok_or(ProtocolError(Cow::Borrowed("unbalanced quotes in request")))?;
+                    *at += newline + 1;
                     if args.is_empty() {
                         continue;
                     }
@@ -163,19 +176,20 @@ impl RequestParser {
                 let len = match self.bulk_len {
                     Some(len) => len,
                     None => {
-                        if buf.is_empty() {
+                        let rest = &buf[*at..];
+                        if rest.is_empty() {
                             return Ok(None);
                         }
-                        if buf[0] != b'$' {
-                            return Err(expected_dollar_message(buf[0]));
+                        if rest[0] != b'$' {
+                            return Err(expected_dollar_message(rest[0]));
                         }
-                        let Some(end) = find_crlf(buf) else {
-                            if buf.len() > INLINE_LINE_BYTES_MAX {
+                        let Some(end) = find_crlf(rest) else {
+                            if rest.len() > INLINE_LINE_BYTES_MAX {
                                 return Err(ProtocolError(Cow::Borrowed("too big bulk count string")));
                             }
                             return Ok(None);
                         };
-                        let declared = parse_header_int(&buf[1..end]);
+                        let declared = parse_header_int(&rest[1..end]);
                         if limits.unauthenticated && declared.is_some_and(|n| n > UNAUTHENTICATED_BULK_BYTES_MAX) {
                             return Err(ProtocolError(Cow::Borrowed("unauthenticated bulk length")));
                         }
@@ -186,26 +200,28 @@ impl RequestParser {
                         if self.pending_bytes > limits.query_bytes_max {
                             return Err(ProtocolError(Cow::Borrowed("query buffer limit exceeded")));
                         }
-                        buf.advance(end + 2);
+                        *at += end + 2;
                         if len >= BIG_ARG_BYTES {
+                            buf.advance(std::mem::take(at));
                             buf.reserve(len + 2);
                         }
                         self.bulk_len = Some(len);
                         len
                     }
                 };
-                if buf.len() < len + 2 {
+                if buf.len() - *at < len + 2 {
                     return Ok(None);
                 }
                 let arg = if len <= COPIED_ARG_BYTES_MAX {
-                    let arg = Bytes::copy_from_slice(&buf[..len]);
-                    buf.advance(len);
+                    let arg = Bytes::copy_from_slice(&buf[*at..*at + len]);
+                    *at += len;
                     arg
                 } else {
+                    buf.advance(std::mem::take(at));
                     buf.split_to(len).freeze()
                 };
                 // Redis does not check the two bytes after a bulk string; neither do we.
-                buf.advance(2);
+                *at += 2;
                 self.args.push(arg);
                 self.bulk_len = None;
                 self.args_remaining -= 1;
@@ -372,6 +388,42 @@ mod tests {
             buf.extend_from_slice(&input[cut..]);
             let cmd = parser.next_command(&mut buf, &ParseLimits::default()).unwrap().unwrap();
             assert_eq!(cmd, vec![Bytes::from("GET"), Bytes::from("hello")]);
+        }
+    }
+
+    /// What a call consumed is exactly what it parsed: short, long (shared) and big
+    /// (reserved) arguments in one pipeline, cut at every byte, leave the buffer holding
+    /// only the bytes of a bulk string still arriving.
+    #[test]
+    fn a_pipeline_of_short_long_and_big_arguments_is_consumed_exactly_at_every_cut() {
+        let long = vec![b'l'; COPIED_ARG_BYTES_MAX + 7];
+        let big = vec![b'b'; BIG_ARG_BYTES + 3];
+        let mut input = Vec::new();
+        let mut expected = Vec::new();
+        for args in [vec![&b"SET"[..], b"k", &long], vec![b"PING"], vec![b"SET", b"big", &big], vec![b"GET", b"k"]] {
+            input.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+            for arg in &args {
+                input.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+                input.extend_from_slice(arg);
+                input.extend_from_slice(b"\r\n");
+            }
+            expected.push(args.iter().map(|a| Bytes::copy_from_slice(a)).collect::<Vec<_>>());
+        }
+        for cut in (1..input.len()).step_by(97).chain([1, 2, 3, 4, 5, 20, input.len() - 1]) {
+            let mut parser = RequestParser::new();
+            let mut buf = BytesMut::from(&input[..cut]);
+            let mut got = Vec::new();
+            while let Some(cmd) = parser.next_command(&mut buf, &ParseLimits::default()).unwrap() {
+                got.push(cmd);
+            }
+            // Whatever is left is the start of an argument's bytes or of a header.
+            assert!(buf.len() <= BIG_ARG_BYTES + 5, "cut {cut}: {} bytes left", buf.len());
+            buf.extend_from_slice(&input[cut..]);
+            while let Some(cmd) = parser.next_command(&mut buf, &ParseLimits::default()).unwrap() {
+                got.push(cmd);
+            }
+            assert!(got == expected, "cut {cut}: {} commands, {:?}", got.len(), got.iter().map(|c| c.len()).collect::<Vec<_>>());
+            assert!(buf.is_empty() && !parser.is_mid_command(), "cut {cut}");
         }
     }
 
