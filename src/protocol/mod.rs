@@ -5,6 +5,7 @@
 pub mod bulks;
 pub mod encode;
 pub mod frame;
+mod names;
 pub mod parse;
 
 pub use bulks::{EncodedBulks, EncodedBulksBuilder};

@@ -213,7 +213,9 @@ impl RequestParser {
                     return Ok(None);
                 }
                 let arg = if len <= COPIED_ARG_BYTES_MAX {
-                    let arg = Bytes::copy_from_slice(&buf[*at..*at + len]);
+                    let bytes = &buf[*at..*at + len];
+                    let name = if self.args.is_empty() { super::names::interned(bytes) } else { None };
+                    let arg = name.unwrap_or_else(|| Bytes::copy_from_slice(bytes));
                     *at += len;
                     arg
                 } else {

@@ -208,6 +208,12 @@ impl KeyState {
 
     /// Element tombstones held over every collection part.
     pub fn element_tombstones(&self) -> usize {
+        // Asked on every store of a state (the keyspace notes keys holding some): the
+        // common key of one part is read directly, not through the parts' array
+        // (~75 instructions of an RPUSH, callgrind).
+        if let Some((_, elements)) = self.lone_part() {
+            return elements.tombstones();
+        }
         self.collections().map(|c| c.tombstones()).sum()
     }
 
