@@ -117,7 +117,9 @@ impl SideMap {
         let entry = (SideName::from_slice(name), stored);
         self.len += 1;
         if run.len() < RUN_ENTRIES_MAX {
-            run.insert(at, entry);
+            // `VecDeque::insert` at the end still takes its general path (~60
+            // instructions and a wrap copy, callgrind): a queue's pops append.
+            if at == run.len() { run.push_back(entry) } else { run.insert(at, entry) }
         } else if at == run.len() {
             match self.runs.get_mut(i + 1) {
                 // Before the next run's first name (`run_for`), when that run has room:
