@@ -119,6 +119,7 @@ impl Outgoing {
             "the logged bytes are this write's delta"
         );
         self.bytes.extend_from_slice(logged);
+        super::prefetch_ahead(&self.bytes);
         assert!(self.bytes.len() <= u32::MAX as usize, "outgoing deltas past 4 GiB");
         self.items.push(Item { end: self.bytes.len() as u32, own_stamp });
     }
@@ -130,6 +131,9 @@ impl Outgoing {
 
     fn push_with(&mut self, own_stamp: Hlc, write: impl FnOnce(&mut Writer)) {
         Writer::append_to(&mut self.bytes, write);
+        // As the log's (`prefetch_ahead`): the outbox fills a fresh buffer after every
+        // drain, so each line written is first read from memory.
+        super::prefetch_ahead(&self.bytes);
         assert!(self.bytes.len() <= u32::MAX as usize, "outgoing deltas past 4 GiB");
         self.items.push(Item { end: self.bytes.len() as u32, own_stamp });
     }
