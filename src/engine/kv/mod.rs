@@ -27,6 +27,7 @@ pub mod position;
 pub mod score_order;
 pub mod sets;
 pub mod strings;
+mod tombstone_gc;
 pub mod value;
 #[cfg(test)]
 mod value_laws;
@@ -427,98 +428,6 @@ impl KvEngine {
                 }
             }
         }
-    }
-
-    /// Tombstone GC: drop every tombstone whose causal context `stable` covers (every
-    /// node has seen the removal and everything concurrent with it has arrived here).
-    /// Returns how many key tombstones and element tombstones were dropped; `stable` is
-    /// remembered (in `forgotten`, `forgotten_elements`) only where one was.
-    pub fn forget_stable(&mut self, stable: &VersionVector) -> (usize, usize) {
-        // Collection runs once the node serves: replay is over.
-        self.settle_replayed_forgets();
-        self.stable.merge(stable);
-        let keys = self.keys.drop_tombstones_where(|_, state| stable.dominates(&state.causal_context()));
-        let elements = self.forget_element_tombstones(stable, None);
-        if keys > 0 {
-            self.forgotten.merge(stable);
-        }
-        if elements > 0 {
-            self.forgotten_elements.merge(stable);
-        }
-        self.tombstones_dropped += (keys + elements) as u64;
-        (keys, elements)
-    }
-
-    /// Replay a recorded tombstone GC (recovery, checkpoints): of key tombstones, or of
-    /// element tombstones.
-    /// Replay a recorded tombstone GC (recovery, checkpoints) of shard `scope`: of key
-    /// tombstones, or of element tombstones. This shard's own record applies as the GC
-    /// did; another shard's only to the keys of its scope (see `replayed_forgets`).
-    pub fn merge_forget(&mut self, below: &VersionVector, elements: bool, scope: ShardScope) {
-        // A recorded GC was of stable writes.
-        self.stable.merge(below);
-        let only = if scope == self.scope {
-            let forgotten = if elements { &mut self.forgotten_elements } else { &mut self.forgotten };
-            forgotten.merge(below);
-            None
-        } else {
-            let at = match self.replayed_forgets.iter().position(|(s, ..)| *s == scope) {
-                Some(at) => at,
-                None => {
-                    self.replayed_forgets.push((scope, VersionVector::new(), VersionVector::new()));
-                    self.replayed_forgets.len() - 1
-                }
-            };
-            let (_, keys, element_vv) = &mut self.replayed_forgets[at];
-            if elements {
-                element_vv.merge(below)
-            } else {
-                keys.merge(below)
-            }
-            Some(scope)
-        };
-        if elements {
-            self.forget_element_tombstones(below, only);
-        } else {
-            self.keys.drop_tombstones_where(|key, state| {
-                only.is_none_or(|scope| scope.contains(key)) && below.dominates(&state.causal_context())
-            });
-        }
-    }
-
-    /// Replay is over (every shard's stream is in): every replayed record now covers
-    /// every key, as the node-wide stable vectors they were.
-    pub fn settle_replayed_forgets(&mut self) {
-        for (_, keys, elements) in std::mem::take(&mut self.replayed_forgets) {
-            self.forgotten.merge(&keys);
-            self.forgotten_elements.merge(&elements);
-        }
-    }
-
-    /// Drop the element tombstones of live collections that `stable` covers (of the
-    /// keys in `only`, when given).
-    fn forget_element_tombstones(&mut self, stable: &VersionVector, only: Option<ShardScope>) -> usize {
-        let mut dropped = 0;
-        for key in self.keys.take_element_tombstone_keys() {
-            // `update` notes the key again while it keeps element tombstones.
-            self.keys.update(&key, key_hash(&key), |key, state| {
-                if state.element_tombstones() > 0 && only.is_none_or(|scope| scope.contains(key)) {
-                    dropped += state.forget_stable_elements(stable);
-                }
-            });
-        }
-        dropped
-    }
-
-    /// What this shard's dropped tombstones covered (a checkpoint carries it, after
-    /// `settle_replayed_forgets`; see `forget_stable`).
-    pub fn forgotten(&self) -> &VersionVector {
-        &self.forgotten
-    }
-
-    /// What dropped element tombstones covered (a checkpoint carries it too).
-    pub fn forgotten_elements(&self) -> &VersionVector {
-        &self.forgotten_elements
     }
 
     /// This process's counter incarnation: the stamp of its first increment.
