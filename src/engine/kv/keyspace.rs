@@ -325,9 +325,9 @@ impl Keyspace {
     pub fn put(&mut self, key: &[u8], hash: u64, state: KeyState) -> &Entry {
         let new_expiry = state.expire_at_ms();
         let index = self.table_index(hash);
-        debug_assert!(self.get(key, hash).is_none_or(|entry| self.digest_is_current_or_stale(key, entry)), "a wrong digest");
         let (stored_key, old_expiry) = match self.tables[index].find_mut(hash, |e| e.has_key(key)) {
             Some(entry) => {
+                debug_assert!(Self::digest_is_current_or_stale(self.merkle.is_some(), key, entry), "a wrong digest");
                 let old = entry.state().expire_at_ms();
                 let (stored, slot) = entry.key_and_state_mut();
                 Self::note_element_tombstones(&mut self.element_tombstone_keys, stored, hash, &state);
@@ -409,10 +409,7 @@ impl Keyspace {
             Ok(admitted) => admitted,
             Err(refused) => return Some(Err(refused)),
         };
-        debug_assert!(
-            entry.kept_digest() == 0 || self.merkle.is_none() || entry.kept_digest() == merkle::digest(key, entry.state()),
-            "a wrong digest"
-        );
+        debug_assert!(Self::digest_is_current_or_stale(self.merkle.is_some(), key, entry), "a wrong digest");
         let old = entry.state().expire_at_ms();
         let (stored, state) = entry.key_and_state_mut();
         let result = f(stored, state, admitted);
@@ -432,7 +429,7 @@ impl Keyspace {
         let entry = self.tables[index].find_entry(hash, |e| e.has_key(key)).ok()?;
         let (removed, _) = entry.remove();
         Self::note_change(&mut self.changes, removed.key());
-        debug_assert!(self.digest_is_current_or_stale(key, &removed), "a wrong digest");
+        debug_assert!(Self::digest_is_current_or_stale(self.merkle.is_some(), key, &removed), "a wrong digest");
         self.merkle_replace(hash, removed.kept_digest(), 0);
         self.len -= 1;
         if let Some(at_ms) = removed.state().expire_at_ms() {

@@ -36,9 +36,7 @@ impl TombstoneKeys {
             debug_assert!(self.set.contains(key));
             return;
         }
-        if !self.set.contains(key) {
-            self.set.insert(Bytes::copy_from_slice(key));
-        }
+        self.set.get_or_insert_with(key, Bytes::copy_from_slice);
         self.last = Some(hash);
         self.last_key.clear();
         self.last_key.extend_from_slice(key);
