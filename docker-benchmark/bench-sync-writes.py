@@ -3,8 +3,9 @@
 
 For 1, 8 and 50 clients, each client sends SETs one at a time (no pipelining) and
 waits for each reply, for --seconds per cell. A reply means durable: for Meridian, the
-segment holding the write is stored (a local folder, or moto's S3 server over HTTP);
-for Redis, the AOF is written and fsync'ed. Prints p50 and p99 latency and acknowledged
+segment holding the write is stored (a local folder, synced to the device with the
+default `--fsync on` and not with `--fsync off`, or moto's S3 server over HTTP); for
+Redis, the AOF is written and fsync'ed. Prints p50 and p99 latency and acknowledged
 writes per second for every cell, and Meridian / Redis ratios (writes/s: higher is
 better for Meridian; p50: lower is better for Meridian).
 
@@ -35,6 +36,12 @@ import redis
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUCKET = "bench"
+
+
+# Redis with an fsync before every reply; Meridian to a local folder with its default
+# `--fsync on` (each segment synced before it counts as stored) and with `--fsync off`
+# (what the syncs cost); Meridian to moto's S3 server.
+TARGETS = ("redis", "folder", "folder-nofsync", "s3")
 
 
 def free_port():
@@ -85,6 +92,8 @@ def start_meridian(binary, target, moto_port, shards, tag):
     args = [binary, "--bind", "127.0.0.1", "--port", str(port), "--durability", "sync", "--data-dir", data]
     if shards:
         args += ["--shards", str(shards)]
+    if target == "folder-nofsync":
+        args += ["--fsync", "off"]
     env = dict(os.environ)
     if target == "s3":
         args += ["--object-store", f"s3://{BUCKET}/{tag}"]
@@ -167,7 +176,7 @@ def main():
         for clients in counts:
             # Alternate the servers within one client count so drifting machine load
             # hits them alike.
-            for target in ("redis", "folder", "s3"):
+            for target in TARGETS:
                 if target == "redis":
                     proc, port, data = start_redis()
                 else:
@@ -181,7 +190,7 @@ def main():
                 row.update(target=target, clients=clients)
                 rows.append(row)
                 seg = f" segments={row['segments']}" if row["segments"] is not None else ""
-                print(f"{target:6} clients={clients:3} p50={row['p50_ms']:8.3f} ms p99={row['p99_ms']:8.3f} ms "
+                print(f"{target:14} clients={clients:3} p50={row['p50_ms']:8.3f} ms p99={row['p99_ms']:8.3f} ms "
                       f"writes/s={row['writes_s']:9.1f}{seg}", flush=True)
     finally:
         stop(moto)
@@ -194,10 +203,15 @@ def main():
     print()
     print("| Server | Clients | p50 ms | p99 ms | writes/s | writes per segment | writes/s vs Redis | p50 vs Redis |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    names = {"redis": "Redis `appendfsync always`", "folder": "Meridian, local folder", "s3": "Meridian, moto S3"}
+    names = {
+        "redis": "Redis `appendfsync always`",
+        "folder": "Meridian, local folder (`--fsync on`)",
+        "folder-nofsync": "Meridian, local folder, `--fsync off`",
+        "s3": "Meridian, moto S3",
+    }
     for clients in counts:
         base = by[("redis", clients)]
-        for target in ("redis", "folder", "s3"):
+        for target in TARGETS:
             r = by[(target, clients)]
             per_segment = f"{r['writes'] / r['segments']:.1f}" if r["segments"] else "–"
             print(f"| {names[target]} | {clients} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['writes_s']:.0f} | {per_segment} | "

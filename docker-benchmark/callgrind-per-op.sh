@@ -13,7 +13,10 @@
 # callgrind runs about fifty times slower and would run its timers fifty times as often
 # per command: Redis's serverCron and Meridian's memory sampler (jemalloc statistics,
 # ten times a second). Meridian's segment flush (every 250 ms) stays in: it is where
-# each write's delta is stored, a per-write cost.
+# each write's delta is stored, a per-write cost. Shutdown is left out (counting stops
+# before the server is stopped, `callgrind_control -i off`): what it frees grows with
+# the run, so it does not cancel out (figures before 2026-12-04 include it: for SET
+# to random keys, Meridian's keyspace drop added ~190 instructions per command).
 #
 # Usage: docker-benchmark/callgrind-per-op.sh [TEST ...]      (default: SET GET)
 # Environment: MERIDIAN_BIN (default target/release/meridian), PIPELINE (16), CLIENTS (1), N1
@@ -142,6 +145,11 @@ measure() {
                 ;;
         esac
     fi
+    # Shutdown is not a command's cost: freeing what the run built grows with the run
+    # (Meridian drops its keyspace at exit, ~190 instructions per SET'd key; Redis
+    # exits without freeing), so it would not cancel out between N1 and N2. Counting
+    # stops here for both servers.
+    callgrind_control -i off "$SERVER_PID" >/dev/null 2>&1 || echo "callgrind-per-op: could not stop counting before shutdown" >&2
     kill -TERM "$SERVER_PID"
     wait "$SERVER_PID" 2>/dev/null || true
     SERVER_PID=""

@@ -73,6 +73,14 @@ pub struct Config {
     #[arg(long, default_value = "async", value_parser = ["async", "sync"])]
     pub durability: String,
 
+    /// Local folder only (`--data-dir`): `on` syncs every stored object (segment,
+    /// checkpoint part, manifest) and its folder entry to the device before it counts
+    /// as stored, so it survives the machine losing power; `off` skips the syncs (a
+    /// stored object then survives a killed process, not a power cut). S3 and MinIO
+    /// store durably by themselves.
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    pub fsync: String,
+
     /// Start even if recovery finds a corrupt or missing object, keeping what could be
     /// recovered up to it (the rest is lost; this is logged loudly).
     #[arg(long)]

@@ -169,6 +169,7 @@ impl RuntimeConfig {
             ("max-unflushed-bytes", config.max_unflushed_bytes.to_string()),
             ("checkpoint-every-segments", config.checkpoint_every_segments.to_string()),
             ("durability", config.durability.clone()),
+            ("fsync", config.fsync.clone()),
             ("repl-port", config.repl_port.map(|p| p.to_string()).unwrap_or_default()),
             ("repl-bind", config.repl_bind.clone().unwrap_or_default()),
             ("peers", config.peers.join(",")),
@@ -280,6 +281,7 @@ impl RuntimeConfig {
             | "max-unflushed-bytes"
             | "checkpoint-every-segments"
             | "durability"
+            | "fsync"
             | "repl-port"
             | "repl-bind"
             | "peers"

@@ -1,25 +1,37 @@
 //! The local folder store (`--data-dir`, the default): object_store's
-//! `LocalFileSystem` with one change. An object of at least [`DIRECT_BYTES_MIN`] (a
-//! busy node's segment, a checkpoint part) is written with `O_DIRECT` from one reused,
-//! block-aligned window instead of through the page cache; everything else (reads,
-//! listings, deletes, small objects such as manifests) is the library's.
+//! `LocalFileSystem` for reads, listings and deletes, and writes of its own.
 //!
-//! Why by hand: a node writes its delta stream once and reads it back only to recover,
-//! so the page cache is the wrong home for it. Through the page cache every segment
-//! takes fresh pages, which the kernel copies into, later writes back and then frees
-//! when the segment is deleted after a checkpoint. Measured on the 2-core VM
-//! (docs/benchmarks.md, "Thirty-first session"): writing a 14 MiB segment every 250 ms
-//! cost 47-56 ms of CPU through the page cache (the VM hands freed pages back to its
-//! host, so each fresh page costs a host fault) against 4-5 ms with `O_DIRECT` from a
-//! reused buffer, and on one core that time is taken from the shard serving clients.
+//! Every object is written to a temporary `name#N` file (which `LocalFileSystem` lists
+//! as absent) and linked (create-only) or renamed into place, as the library does. Two
+//! things differ:
+//!
+//! - **Durability** (`--fsync on`, the default): the file's bytes reach the device
+//!   (`fdatasync`) before it is linked into place, and its folder's entry after
+//!   (`fsync` of the folder, and of each folder above it that the write created), so a
+//!   stored segment, checkpoint part or manifest survives the machine losing power, not
+//!   only the process being killed. The library writes without either: after a power
+//!   cut a manifest could name a checkpoint whose bytes never reached the disk, and a
+//!   `--durability sync` acknowledgement would have promised what the disk did not
+//!   hold. `--fsync off` leaves small objects to the library, as before (a stored
+//!   object then survives a killed process only).
+//! - **Big objects skip the page cache**: an object of at least [`DIRECT_BYTES_MIN`] (a
+//!   busy node's segment, a checkpoint part) is written with `O_DIRECT` from one
+//!   reused, block-aligned window. A node writes its delta stream once and reads it
+//!   back only to recover, so the page cache is the wrong home for it: through it
+//!   every segment takes fresh pages, which the kernel copies into, later writes back
+//!   and then frees when the segment is deleted after a checkpoint. Measured on the
+//!   2-core VM (docs/benchmarks.md, "Thirty-first session"): writing a 14 MiB segment
+//!   every 250 ms cost 47-56 ms of CPU through the page cache (the VM hands freed pages
+//!   back to its host, so each fresh page costs a host fault) against 4-5 ms with
+//!   `O_DIRECT` from a reused buffer, and on one core that time is taken from the shard
+//!   serving clients. Where the file system refuses `O_DIRECT` (tmpfs on older
+//!   kernels, some FUSE mounts), the store says so once and writes big objects through
+//!   the page cache from then on.
 //!
 //! Owns the window and nothing else; never decides what is written or when (the
 //! streamer does), and never changes what a reader sees: the same files under the same
-//! names, a temporary `name#N` file (which `LocalFileSystem` lists as absent) linked
-//! into place, create-only where asked. Durability is the library's too: no fsync (a
-//! stored object survives the process being killed, not the machine losing power).
-//! Where the file system refuses `O_DIRECT` (tmpfs on older kernels, some FUSE
-//! mounts), the store says so once and writes through the library from then on.
+//! names, create-only where asked. Conditional updates and objects with attributes
+//! (neither of which Meridian writes) are the library's.
 
 use std::fmt;
 use std::fs::{File, OpenOptions};
@@ -77,28 +89,44 @@ impl Window {
 
 pub struct LocalStore {
     library: LocalFileSystem,
+    /// The folder the store writes under, as the file system names it: folder syncs
+    /// stop at it.
+    root: PathBuf,
     /// The window, free between writes; a second concurrent big write takes a window
     /// of its own for its duration.
     window: Arc<Mutex<Option<Window>>>,
     /// False once the file system refused a direct write.
     direct: Arc<AtomicBool>,
+    /// Whether a stored object's bytes and folder entry are synced to the device before
+    /// the put returns (`--fsync on`; see the module docs).
+    fsync: bool,
     direct_bytes_min: usize,
     window_bytes: usize,
 }
 
 impl LocalStore {
-    pub fn new(root: &FsPath) -> object_store::Result<LocalStore> {
-        LocalStore::with_limits(root, DIRECT_BYTES_MIN, WINDOW_BYTES)
+    /// The store under `root` (which must exist), syncing what it stores when `fsync`.
+    pub fn new(root: &FsPath, fsync: bool) -> object_store::Result<LocalStore> {
+        LocalStore::with_limits(root, fsync, DIRECT_BYTES_MIN, WINDOW_BYTES)
     }
 
     /// [`LocalStore::new`] with other sizes (tests cross the window's edges with small
     /// objects).
-    pub fn with_limits(root: &FsPath, direct_bytes_min: usize, window_bytes: usize) -> object_store::Result<LocalStore> {
+    pub fn with_limits(root: &FsPath, fsync: bool, direct_bytes_min: usize, window_bytes: usize) -> object_store::Result<LocalStore> {
         assert!(window_bytes > 0 && window_bytes.is_multiple_of(BLOCK_BYTES));
+        let root = std::fs::canonicalize(root).map_err(generic)?;
+        if fsync && let Some(parent) = root.parent() {
+            // The folder itself may be new (the server creates `--data-dir`): its entry
+            // lives in its parent. Best effort: a parent that cannot be opened is the
+            // operator's to mind, not a reason to refuse to start.
+            let _ = sync_folder(parent);
+        }
         Ok(LocalStore {
-            library: LocalFileSystem::new_with_prefix(root)?,
+            library: LocalFileSystem::new_with_prefix(&root)?,
+            root,
             window: Arc::new(Mutex::new(None)),
             direct: Arc::new(AtomicBool::new(true)),
+            fsync,
             direct_bytes_min,
             window_bytes,
         })
@@ -133,24 +161,33 @@ fn generic(source: io::Error) -> object_store::Error {
     object_store::Error::Generic { store: STORE_NAME, source: Box::new(source) }
 }
 
+/// A temporary file beside its destination, and whether making it created folders.
+struct Staging {
+    file: File,
+    path: PathBuf,
+    created_folders: bool,
+}
+
 /// Create `dest#N` for the first free N, as `LocalFileSystem` names its own temporary
-/// files (its listings skip them), creating parent folders as needed.
-fn create_staging(dest: &FsPath) -> io::Result<(File, PathBuf)> {
+/// files (its listings skip them), creating parent folders as needed; opened with
+/// `O_DIRECT` when `direct`.
+fn create_staging(dest: &FsPath, direct: bool) -> io::Result<Staging> {
+    let flags = if direct { libc::O_DIRECT } else { 0 };
     // Bounded: each attempt either succeeds, fails for good, or finds a name taken by
     // another writer's temporary file, and there are only so many of those.
     for suffix in 1..=1024u32 {
         let mut name = dest.as_os_str().to_owned();
         name.push(format!("#{suffix}"));
-        let staging = PathBuf::from(name);
-        let open = || OpenOptions::new().write(true).create_new(true).custom_flags(libc::O_DIRECT).open(&staging);
+        let path = PathBuf::from(name);
+        let open = || OpenOptions::new().write(true).create_new(true).custom_flags(flags).open(&path);
         match open() {
-            Ok(file) => return Ok((file, staging)),
+            Ok(file) => return Ok(Staging { file, path, created_folders: false }),
             Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
             Err(e) if e.kind() == ErrorKind::NotFound => {
                 if let Some(parent) = dest.parent() {
                     std::fs::create_dir_all(parent)?;
                 }
-                return open().map(|file| (file, staging));
+                return open().map(|file| Staging { file, path, created_folders: true });
             }
             Err(e) => return Err(e),
         }
@@ -203,52 +240,116 @@ fn remove_then<T>(staging: &FsPath, outcome: T) -> T {
     outcome
 }
 
-/// Write `payload` to `dest` directly; `Refused` when the file system does not take
-/// `O_DIRECT`, with nothing left behind.
-fn put_direct(dest: &FsPath, payload: &PutPayload, mode: &PutMode, window: &mut [u8]) -> object_store::Result<Direct> {
-    let (mut file, staging) = match create_staging(dest) {
+/// Sync `folder`'s entries to the device (a file linked, renamed or created in it).
+fn sync_folder(folder: &FsPath) -> io::Result<()> {
+    File::open(folder)?.sync_all()
+}
+
+/// Make a file just linked or renamed to `dest` durable as a name: sync its folder,
+/// and, when the write created folders, every folder above it up to `root` (a new
+/// folder's own entry lives in its parent).
+fn sync_entries(dest: &FsPath, root: &FsPath, created_folders: bool) -> io::Result<()> {
+    let Some(folder) = dest.parent() else { return Ok(()) };
+    sync_folder(folder)?;
+    if created_folders {
+        // Bounded by the depth of `dest` below `root`.
+        for above in folder.ancestors().skip(1) {
+            if !above.starts_with(root) {
+                break;
+            }
+            sync_folder(above)?;
+        }
+    }
+    Ok(())
+}
+
+/// How one put writes: through the window (`O_DIRECT`) or the page cache, and
+/// whether it syncs.
+struct PutHow<'a> {
+    window: Option<&'a mut [u8]>,
+    fsync: bool,
+    root: &'a FsPath,
+}
+
+/// Write `payload` to `dest` through a temporary file, synced before it is linked
+/// (create-only) or renamed into place when `how.fsync`, and its folder synced after.
+/// `Refused`, with nothing left behind, when a direct write meets a file system that
+/// does not take `O_DIRECT`.
+fn put_staged(dest: &FsPath, payload: &PutPayload, mode: &PutMode, how: PutHow<'_>) -> object_store::Result<Direct> {
+    let direct = how.window.is_some();
+    let Staging { mut file, path: staging, created_folders } = match create_staging(dest, direct) {
         Ok(created) => created,
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return Ok(Direct::Refused),
+        Err(e) if direct && e.raw_os_error() == Some(libc::EINVAL) => return Ok(Direct::Refused),
         Err(e) => return Err(generic(e)),
     };
     let cleanup = |e| remove_then(&staging, e);
-    let refused = || remove_then(&staging, Direct::Refused);
-    match write_through_window(&mut file, window, payload) {
+    let written = match how.window {
+        Some(window) => write_through_window(&mut file, window, payload),
+        None => payload.iter().try_for_each(|chunk| file.write_all(chunk)),
+    };
+    match written {
         Ok(()) => {}
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return Ok(refused()),
+        Err(e) if direct && e.raw_os_error() == Some(libc::EINVAL) => return Ok(remove_then(&staging, Direct::Refused)),
         Err(e) => return Err(cleanup(generic(e))),
+    }
+    // The bytes (and the length that reads them back) are on the device before any
+    // name points at them: a power cut leaves the object whole or absent.
+    if how.fsync {
+        file.sync_data().map_err(|e| cleanup(generic(e)))?;
     }
     drop(file);
     match mode {
         PutMode::Create => match std::fs::hard_link(&staging, dest) {
             Ok(()) => {
                 let _ = std::fs::remove_file(&staging);
-                Ok(Direct::Stored)
             }
             Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-                Err(cleanup(object_store::Error::AlreadyExists { path: dest.display().to_string(), source: Box::new(e) }))
+                return Err(cleanup(object_store::Error::AlreadyExists { path: dest.display().to_string(), source: Box::new(e) }));
             }
-            Err(e) => Err(cleanup(generic(e))),
+            Err(e) => return Err(cleanup(generic(e))),
         },
-        PutMode::Overwrite => std::fs::rename(&staging, dest).map(|()| Direct::Stored).map_err(|e| cleanup(generic(e))),
+        PutMode::Overwrite => std::fs::rename(&staging, dest).map_err(|e| cleanup(generic(e)))?,
         PutMode::Update(_) => unreachable!("the caller sends conditional updates to the library"),
+    }
+    if how.fsync {
+        // The name is stored only once its folder is: until then the put has not
+        // returned, so nothing was acknowledged on it.
+        sync_entries(dest, how.root, created_folders).map_err(generic)?;
+    }
+    Ok(Direct::Stored)
+}
+
+impl LocalStore {
+    /// Write `payload` to `dest` through the page cache, on a blocking thread (the
+    /// small objects when syncing, and big ones where direct writes failed).
+    async fn put_buffered(&self, dest: PathBuf, payload: PutPayload, mode: PutMode) -> object_store::Result<PutResult> {
+        let (root, fsync) = (self.root.clone(), self.fsync);
+        let outcome = tokio::task::spawn_blocking(move || put_staged(&dest, &payload, &mode, PutHow { window: None, fsync, root: &root }))
+            .await
+            .map_err(|e| generic(io::Error::other(e)))?;
+        outcome.map(|_| PutResult { e_tag: None, version: None })
     }
 }
 
 #[async_trait]
 impl ObjectStore for LocalStore {
     async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> object_store::Result<PutResult> {
-        let eligible = self.direct.load(Ordering::Relaxed)
-            && payload.content_length() >= self.direct_bytes_min
-            && !matches!(opts.mode, PutMode::Update(_))
-            && opts.attributes.is_empty();
-        if !eligible {
+        let ours = !matches!(opts.mode, PutMode::Update(_)) && opts.attributes.is_empty();
+        let big = payload.content_length() >= self.direct_bytes_min;
+        let direct = ours && big && self.direct.load(Ordering::Relaxed);
+        if !direct {
+            if ours && self.fsync {
+                let dest = self.library.path_to_filesystem(location)?;
+                return self.put_buffered(dest, payload, opts.mode).await;
+            }
             return self.library.put_opts(location, payload, opts).await;
         }
         let dest = self.library.path_to_filesystem(location)?;
         let (window_slot, direct, window_bytes) = (self.window.clone(), self.direct.clone(), self.window_bytes);
+        let (root, fsync) = (self.root.clone(), self.fsync);
         let mode = opts.mode.clone();
         let direct_payload = payload.clone();
+        let direct_dest = dest.clone();
         let outcome = tokio::task::spawn_blocking(move || {
             let mut reused = window_slot.try_lock().ok().map(|mut slot| slot.take().unwrap_or_else(|| Window::new(window_bytes)));
             let mut own = None;
@@ -256,7 +357,8 @@ impl ObjectStore for LocalStore {
                 Some(window) => window,
                 None => own.insert(Window::new(window_bytes)),
             };
-            let outcome = put_direct(&dest, &direct_payload, &mode, window.slice());
+            let how = PutHow { window: Some(window.slice()), fsync, root: &root };
+            let outcome = put_staged(&direct_dest, &direct_payload, &mode, how);
             if let (Some(window), Ok(mut slot)) = (reused, window_slot.lock()) {
                 *slot = Some(window);
             }
@@ -267,17 +369,22 @@ impl ObjectStore for LocalStore {
         })
         .await
         .map_err(|e| generic(io::Error::other(e)))?;
+        // Where the direct write did not store the object, the page cache's does (the
+        // library's when not syncing).
+        let through_cache = async {
+            if self.fsync { self.put_buffered(dest, payload, opts.mode).await } else { self.library.put_opts(location, payload, opts).await }
+        };
         match outcome {
             Ok(Direct::Stored) => Ok(PutResult { e_tag: None, version: None }),
-            Ok(Direct::Refused) => self.library.put_opts(location, payload, opts).await,
+            Ok(Direct::Refused) => through_cache.await,
             Err(e @ object_store::Error::AlreadyExists { .. }) => Err(e),
             Err(direct_error) => {
                 // A file system may refuse direct writes with other errors than EINVAL
-                // (some FUSE mounts). If the library's write succeeds where the direct
-                // one failed, the failure was the direct write's: stop trying it. If
-                // both fail (a full disk, say), the error is the store's, and the
+                // (some FUSE mounts). If a write through the page cache succeeds where
+                // the direct one failed, the failure was the direct write's: stop trying
+                // it. If both fail (a full disk, say), the error is the store's, and the
                 // streamer retries as it does for any store error.
-                let stored = self.library.put_opts(location, payload, opts).await?;
+                let stored = through_cache.await?;
                 if self.direct.swap(false, Ordering::Relaxed) {
                     tracing::warn!(
                         "a direct write failed ({direct_error}) where a buffered one succeeded: big objects are written through the page cache"

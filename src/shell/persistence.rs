@@ -120,7 +120,7 @@ pub fn open_store(config: &Config) -> Result<(Arc<dyn ObjectStore>, String), Str
         None => {
             std::fs::create_dir_all(&config.data_dir)
                 .map_err(|e| format!("cannot create --data-dir {}: {e}", config.data_dir.display()))?;
-            let store = crate::shell::local_store::LocalStore::new(&config.data_dir)
+            let store = crate::shell::local_store::LocalStore::new(&config.data_dir, config.fsync == "on")
                 .map_err(|e| format!("cannot use --data-dir {}: {e}", config.data_dir.display()))?;
             Ok((Arc::new(store), format!("file://{}", config.data_dir.display())))
         }

@@ -118,7 +118,7 @@ async fn restore(config: &Config, target_ms: u64, into: &std::path::Path) -> Res
 
     // Write the result as checkpoint 1 of a fresh data set.
     std::fs::create_dir_all(into).map_err(|e| format!("cannot create {}: {e}", into.display()))?;
-    let target = super::local_store::LocalStore::new(into).map_err(|e| e.to_string())?;
+    let target = super::local_store::LocalStore::new(into, true).map_err(|e| e.to_string())?;
     let mut cursor = 0;
     let mut part = 0u32;
     let mut keys = 0usize;

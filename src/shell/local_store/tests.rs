@@ -46,7 +46,7 @@ async fn listing(store: &LocalStore) -> Vec<String> {
 async fn objects_across_block_and_window_edges_read_back_exactly() {
     let dir = folder(&std::env::temp_dir(), "edges");
     let window = 3 * BLOCK_BYTES;
-    let store = LocalStore::with_limits(&dir, 1, window).expect("store");
+    let store = LocalStore::with_limits(&dir, true, 1, window).expect("store");
     let sizes =
         [1, 63, BLOCK_BYTES - 1, BLOCK_BYTES, BLOCK_BYTES + 1, window - 1, window, window + 1, 2 * window + 100, 7 * BLOCK_BYTES + 5];
     for (i, &size) in sizes.iter().enumerate() {
@@ -75,7 +75,7 @@ fn direct_supported(dir: &FsPath) -> bool {
 #[tokio::test]
 async fn create_only_refuses_a_second_object_and_keeps_the_first() {
     let dir = folder(&std::env::temp_dir(), "create");
-    let store = LocalStore::with_limits(&dir, 1, 2 * BLOCK_BYTES).expect("store");
+    let store = LocalStore::with_limits(&dir, true, 1, 2 * BLOCK_BYTES).expect("store");
     let name = Path::from("node-00001/manifest/00000000000000000001");
     let first = pattern(5000, 1);
     store.put_opts(&name, chunked(&first, &[]), PutOptions::from(PutMode::Create)).await.expect("first create");
@@ -91,11 +91,12 @@ async fn create_only_refuses_a_second_object_and_keeps_the_first() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Objects under the threshold go through the library; both kinds list and read alike.
+/// Without `--fsync`, objects under the threshold go through the library; both kinds
+/// list and read alike.
 #[tokio::test]
 async fn small_objects_take_the_library_path_and_big_ones_the_direct_one() {
     let dir = folder(&std::env::temp_dir(), "threshold");
-    let store = LocalStore::with_limits(&dir, 10_000, 2 * BLOCK_BYTES).expect("store");
+    let store = LocalStore::with_limits(&dir, false, 10_000, 2 * BLOCK_BYTES).expect("store");
     let small = pattern(9_999, 4);
     let big = pattern(10_000, 5);
     store.put(&Path::from("a/small"), chunked(&small, &[])).await.expect("small");
@@ -117,12 +118,37 @@ async fn a_file_system_that_refuses_direct_writes_still_stores_every_object() {
         return;
     }
     let dir = folder(shm, "refused");
-    let store = LocalStore::with_limits(&dir, 1, 2 * BLOCK_BYTES).expect("store");
+    let store = LocalStore::with_limits(&dir, true, 1, 2 * BLOCK_BYTES).expect("store");
     let bytes = pattern(3 * BLOCK_BYTES + 11, 6);
     store.put(&Path::from("x/one"), chunked(&bytes, &[10])).await.expect("put");
     store.put(&Path::from("x/two"), chunked(&bytes, &[])).await.expect("put");
     assert!(read(&store, "x/one").await == bytes && read(&store, "x/two").await == bytes);
     assert_eq!(store.writes_directly(), direct_supported(&dir));
     assert_eq!(listing(&store).await.len(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// With `--fsync`, objects under the threshold are written staged by the store itself
+/// (page cache, synced): they read back, create-only holds, overwrite replaces, new
+/// folders are made, and no temporary file is left or listed.
+#[tokio::test]
+async fn with_fsync_small_objects_are_staged_and_create_only_holds() {
+    let dir = folder(&std::env::temp_dir(), "staged");
+    let store = LocalStore::with_limits(&dir, true, 10_000, 2 * BLOCK_BYTES).expect("store");
+    let name = Path::from("node-00001/manifest/00000000000000000001");
+    let first = pattern(700, 7);
+    store.put_opts(&name, chunked(&first, &[100, 300]), PutOptions::from(PutMode::Create)).await.expect("first create");
+    let second = store.put_opts(&name, chunked(&pattern(50, 8), &[]), PutOptions::from(PutMode::Create)).await;
+    assert!(matches!(second, Err(object_store::Error::AlreadyExists { .. })), "second create: {second:?}");
+    assert!(read(&store, name.as_ref()).await == first, "the first object is untouched");
+    let third = pattern(9_999, 9);
+    store.put_opts(&name, chunked(&third, &[4096]), PutOptions::from(PutMode::Overwrite)).await.expect("overwrite");
+    assert!(read(&store, name.as_ref()).await == third);
+    let empty = Path::from("node-00001/a/b/c/empty");
+    store.put(&empty, PutPayload::default()).await.expect("an empty object in new folders");
+    assert!(read(&store, empty.as_ref()).await.is_empty());
+    assert_eq!(listing(&store).await, vec!["node-00001/a/b/c/empty".to_string(), name.to_string()]);
+    let files: Vec<_> = std::fs::read_dir(dir.join("node-00001/manifest")).expect("read_dir").collect();
+    assert_eq!(files.len(), 1, "no temporary file left: {files:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
