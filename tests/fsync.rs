@@ -73,9 +73,8 @@ fn stored_objects(trace: &str, root: &Path) -> Vec<Stored> {
             if !dest.starts_with(root) {
                 continue;
             }
-            let data_synced_before = calls[..at]
-                .iter()
-                .any(|c| matches!(c.name.as_str(), "fdatasync" | "fsync") && fd_path(&c.text) == Some(staging));
+            let data_synced_before =
+                calls[..at].iter().any(|c| matches!(c.name.as_str(), "fdatasync" | "fsync") && fd_path(&c.text) == Some(staging));
             let folder = dest.parent().and_then(|p| p.to_str()).unwrap_or_default().to_string();
             let folder_synced_after = calls[at + 1..].iter().any(|c| c.name == "fsync" && fd_path(&c.text) == Some(folder.as_str()));
             stored.push(Stored { dest, data_synced_before, folder_synced_after });

@@ -372,7 +372,11 @@ impl ObjectStore for LocalStore {
         // Where the direct write did not store the object, the page cache's does (the
         // library's when not syncing).
         let through_cache = async {
-            if self.fsync { self.put_buffered(dest, payload, opts.mode).await } else { self.library.put_opts(location, payload, opts).await }
+            if self.fsync {
+                self.put_buffered(dest, payload, opts.mode).await
+            } else {
+                self.library.put_opts(location, payload, opts).await
+            }
         };
         match outcome {
             Ok(Direct::Stored) => Ok(PutResult { e_tag: None, version: None }),
