@@ -311,10 +311,18 @@ fn put_staged(dest: &FsPath, payload: &PutPayload, mode: &PutMode, how: PutHow<'
         PutMode::Overwrite => std::fs::rename(&staging, dest).map_err(|e| cleanup(generic(e)))?,
         PutMode::Update(_) => unreachable!("the caller sends conditional updates to the library"),
     }
-    if how.fsync {
+    if how.fsync
+        && let Err(e) = sync_entries(dest, how.root, created_folders)
+    {
         // The name is stored only once its folder is: until then the put has not
-        // returned, so nothing was acknowledged on it.
-        sync_entries(dest, how.root, created_folders).map_err(generic)?;
+        // returned, so nothing was acknowledged on it. A created object whose name
+        // could not be made durable goes again, so that the streamer's retry creates
+        // it anew instead of finding it taken (which it would read as another writer,
+        // fencing this node out); an overwrite is simply written again.
+        if matches!(mode, PutMode::Create) {
+            let _ = std::fs::remove_file(dest);
+        }
+        return Err(generic(e));
     }
     Ok(Direct::Stored)
 }
