@@ -161,14 +161,20 @@ fn traced_run(fsync: &str) -> (String, PathBuf, common::TempDir) {
     (text, root, data)
 }
 
-#[test]
-fn with_fsync_on_every_stored_object_is_synced_before_it_is_named_and_its_folder_after() {
+/// [`traced_run`] and the objects it stored; `None` (saying SKIPPED) without strace.
+fn traced_stores(fsync: &str) -> Option<(String, PathBuf, Vec<Stored>, common::TempDir)> {
     if !strace_available() {
         eprintln!("SKIPPED: strace is not installed (.ci/run installs it)");
-        return;
+        return None;
     }
-    let (trace, root, _data) = traced_run("on");
+    let (trace, root, data) = traced_run(fsync);
     let stored = stored_objects(&trace, &root);
+    Some((trace, root, stored, data))
+}
+
+#[test]
+fn with_fsync_on_every_stored_object_is_synced_before_it_is_named_and_its_folder_after() {
+    let Some((trace, root, stored, _data)) = traced_stores("on") else { return };
     eprintln!("{} objects stored, each synced", stored.len());
     for kind in ["probe", "manifest", "segments", "checkpoints"] {
         assert!(
@@ -182,12 +188,7 @@ fn with_fsync_on_every_stored_object_is_synced_before_it_is_named_and_its_folder
 
 #[test]
 fn with_fsync_off_no_stored_object_is_synced() {
-    if !strace_available() {
-        eprintln!("SKIPPED: strace is not installed (.ci/run installs it)");
-        return;
-    }
-    let (trace, root, _data) = traced_run("off");
-    let stored = stored_objects(&trace, &root);
+    let Some((_, _, stored, _data)) = traced_stores("off") else { return };
     assert!(stored.iter().any(|s| s.dest.to_string_lossy().contains("/segments/")), "segments were stored: {stored:#?}");
     let synced: Vec<&Stored> = stored.iter().filter(|s| s.data_synced_before || s.folder_synced_after).collect();
     assert!(synced.is_empty(), "--fsync off synced: {synced:#?}");
