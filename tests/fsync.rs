@@ -134,7 +134,7 @@ fn traced_run(fsync: &str) -> (String, PathBuf, common::TempDir) {
     let trace_dir = common::TempDir::new("fsync-trace");
     let trace = trace_dir.path.join("trace.txt");
     let port = common::free_port();
-    let mut child = Command::new("strace")
+    let child = Command::new("strace")
         .args(["-f", "-y", "-qq", "-e", "trace=fdatasync,fsync,link,linkat,rename,renameat,renameat2", "-o"])
         .arg(&trace)
         .arg(env!("CARGO_BIN_EXE_meridian"))
