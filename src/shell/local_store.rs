@@ -241,8 +241,14 @@ fn remove_then<T>(staging: &FsPath, outcome: T) -> T {
 }
 
 /// Sync `folder`'s entries to the device (a file linked, renamed or created in it).
+/// A file system that cannot sync a folder at all (`EINVAL`, `EBADF`: some network and
+/// FUSE mounts) is taken at its word, as PostgreSQL does: its names are as durable as
+/// it makes them, and refusing every write there would stop persistence altogether.
 fn sync_folder(folder: &FsPath) -> io::Result<()> {
-    File::open(folder)?.sync_all()
+    match File::open(folder)?.sync_all() {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::EBADF)) => Ok(()),
+        synced => synced,
+    }
 }
 
 /// Make a file just linked or renamed to `dest` durable as a name: sync its folder,
