@@ -334,13 +334,21 @@ fn put_staged(dest: &FsPath, payload: &PutPayload, mode: &PutMode, how: PutHow<'
 }
 
 impl LocalStore {
-    /// Write `payload` to `dest` through the page cache, on a blocking thread (the
-    /// small objects when syncing, and big ones where direct writes failed).
-    async fn put_buffered(&self, dest: PathBuf, payload: PutPayload, mode: PutMode) -> object_store::Result<PutResult> {
-        let (root, fsync) = (self.root.clone(), self.fsync);
-        let outcome = tokio::task::spawn_blocking(move || put_staged(&dest, &payload, &mode, PutHow { window: None, fsync, root: &root }))
-            .await
-            .map_err(|e| generic(io::Error::other(e)))?;
+    /// Write `payload` through the page cache (an object below the direct threshold, or
+    /// a big one where direct writes failed): staged and synced by this store, on a
+    /// blocking thread, when syncing; the library's write otherwise, as are
+    /// conditional updates and objects with attributes.
+    async fn put_through_cache(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> object_store::Result<PutResult> {
+        let ours = !matches!(opts.mode, PutMode::Update(_)) && opts.attributes.is_empty();
+        if !(ours && self.fsync) {
+            return self.library.put_opts(location, payload, opts).await;
+        }
+        let dest = self.library.path_to_filesystem(location)?;
+        let (root, mode) = (self.root.clone(), opts.mode);
+        let outcome =
+            tokio::task::spawn_blocking(move || put_staged(&dest, &payload, &mode, PutHow { window: None, fsync: true, root: &root }))
+                .await
+                .map_err(|e| generic(io::Error::other(e)))?;
         outcome.map(|_| PutResult { e_tag: None, version: None })
     }
 }
@@ -352,18 +360,13 @@ impl ObjectStore for LocalStore {
         let big = payload.content_length() >= self.direct_bytes_min;
         let direct = ours && big && self.direct.load(Ordering::Relaxed);
         if !direct {
-            if ours && self.fsync {
-                let dest = self.library.path_to_filesystem(location)?;
-                return self.put_buffered(dest, payload, opts.mode).await;
-            }
-            return self.library.put_opts(location, payload, opts).await;
+            return self.put_through_cache(location, payload, opts).await;
         }
         let dest = self.library.path_to_filesystem(location)?;
         let (window_slot, direct, window_bytes) = (self.window.clone(), self.direct.clone(), self.window_bytes);
         let (root, fsync) = (self.root.clone(), self.fsync);
         let mode = opts.mode.clone();
         let direct_payload = payload.clone();
-        let direct_dest = dest.clone();
         let outcome = tokio::task::spawn_blocking(move || {
             let mut reused = window_slot.try_lock().ok().map(|mut slot| slot.take().unwrap_or_else(|| Window::new(window_bytes)));
             let mut own = None;
@@ -372,7 +375,7 @@ impl ObjectStore for LocalStore {
                 None => own.insert(Window::new(window_bytes)),
             };
             let how = PutHow { window: Some(window.slice()), fsync, root: &root };
-            let outcome = put_staged(&direct_dest, &direct_payload, &mode, how);
+            let outcome = put_staged(&dest, &direct_payload, &mode, how);
             if let (Some(window), Ok(mut slot)) = (reused, window_slot.lock()) {
                 *slot = Some(window);
             }
@@ -383,15 +386,9 @@ impl ObjectStore for LocalStore {
         })
         .await
         .map_err(|e| generic(io::Error::other(e)))?;
-        // Where the direct write did not store the object, the page cache's does (the
-        // library's when not syncing).
-        let through_cache = async {
-            if self.fsync {
-                self.put_buffered(dest, payload, opts.mode).await
-            } else {
-                self.library.put_opts(location, payload, opts).await
-            }
-        };
+        // Where the direct write did not store the object, a write through the page
+        // cache does.
+        let through_cache = self.put_through_cache(location, payload, opts);
         match outcome {
             Ok(Direct::Stored) => Ok(PutResult { e_tag: None, version: None }),
             Ok(Direct::Refused) => through_cache.await,

@@ -72,20 +72,33 @@ fn direct_supported(dir: &FsPath) -> bool {
     supported
 }
 
+/// Create `name` from `first`; a second create (`second`) is refused and leaves the
+/// first untouched; an overwrite with `third` replaces it.
+async fn create_refuse_overwrite(store: &LocalStore, name: &Path, first: PutPayload, second: PutPayload, third: PutPayload) {
+    let bytes = |payload: &PutPayload| payload.iter().flat_map(|chunk| chunk.iter().copied()).collect::<Vec<u8>>();
+    let (first_bytes, third_bytes) = (bytes(&first), bytes(&third));
+    store.put_opts(name, first, PutOptions::from(PutMode::Create)).await.expect("first create");
+    let refused = store.put_opts(name, second, PutOptions::from(PutMode::Create)).await;
+    assert!(matches!(refused, Err(object_store::Error::AlreadyExists { .. })), "second create: {refused:?}");
+    assert!(read(store, name.as_ref()).await == first_bytes, "the first object is untouched");
+    store.put_opts(name, third, PutOptions::from(PutMode::Overwrite)).await.expect("overwrite");
+    assert!(read(store, name.as_ref()).await == third_bytes);
+}
+
 #[tokio::test]
 async fn create_only_refuses_a_second_object_and_keeps_the_first() {
     let dir = folder(&std::env::temp_dir(), "create");
     let store = LocalStore::with_limits(&dir, true, 1, 2 * BLOCK_BYTES).expect("store");
     let name = Path::from("node-00001/manifest/00000000000000000001");
-    let first = pattern(5000, 1);
-    store.put_opts(&name, chunked(&first, &[]), PutOptions::from(PutMode::Create)).await.expect("first create");
-    let second = store.put_opts(&name, chunked(&pattern(9000, 2), &[]), PutOptions::from(PutMode::Create)).await;
-    assert!(matches!(second, Err(object_store::Error::AlreadyExists { .. })), "second create: {second:?}");
-    assert!(read(&store, name.as_ref()).await == first, "the first object is untouched");
     // Overwrite replaces it, and leaves no temporary file behind either way.
-    let third = pattern(100, 3);
-    store.put_opts(&name, chunked(&third, &[]), PutOptions::from(PutMode::Overwrite)).await.expect("overwrite");
-    assert!(read(&store, name.as_ref()).await == third);
+    create_refuse_overwrite(
+        &store,
+        &name,
+        chunked(&pattern(5000, 1), &[]),
+        chunked(&pattern(9000, 2), &[]),
+        chunked(&pattern(100, 3), &[]),
+    )
+    .await;
     let files: Vec<_> = std::fs::read_dir(dir.join("node-00001/manifest")).expect("read_dir").collect();
     assert_eq!(files.len(), 1, "{files:?}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -136,14 +149,8 @@ async fn with_fsync_small_objects_are_staged_and_create_only_holds() {
     let dir = folder(&std::env::temp_dir(), "staged");
     let store = LocalStore::with_limits(&dir, true, 10_000, 2 * BLOCK_BYTES).expect("store");
     let name = Path::from("node-00001/manifest/00000000000000000001");
-    let first = pattern(700, 7);
-    store.put_opts(&name, chunked(&first, &[100, 300]), PutOptions::from(PutMode::Create)).await.expect("first create");
-    let second = store.put_opts(&name, chunked(&pattern(50, 8), &[]), PutOptions::from(PutMode::Create)).await;
-    assert!(matches!(second, Err(object_store::Error::AlreadyExists { .. })), "second create: {second:?}");
-    assert!(read(&store, name.as_ref()).await == first, "the first object is untouched");
-    let third = pattern(9_999, 9);
-    store.put_opts(&name, chunked(&third, &[4096]), PutOptions::from(PutMode::Overwrite)).await.expect("overwrite");
-    assert!(read(&store, name.as_ref()).await == third);
+    let (first, third) = (chunked(&pattern(700, 7), &[100, 300]), chunked(&pattern(9_999, 9), &[4096]));
+    create_refuse_overwrite(&store, &name, first, chunked(&pattern(50, 8), &[]), third).await;
     let empty = Path::from("node-00001/a/b/c/empty");
     store.put(&empty, PutPayload::default()).await.expect("an empty object in new folders");
     assert!(read(&store, empty.as_ref()).await.is_empty());
