@@ -77,10 +77,14 @@ pub enum Bug {
     /// sequence (Redis's lone-node rule): two regions adding in the same millisecond
     /// after the same last id make the same id, and one of the two entries is lost.
     StreamIdsIgnoreNode,
+    /// Anti-entropy ignores what a peer has forgotten (`shard::absence`): a node that
+    /// missed a removal whose tombstone the others collected after giving up on it
+    /// keeps the removed writes, and they never converge.
+    AbsenceIgnored,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 23] = [
+    pub const ALL: [Bug; 24] = [
         Bug::TtlNeverFires,
         Bug::SetKeepsIncrements,
         Bug::PersistIgnored,
@@ -104,6 +108,7 @@ impl Bug {
         Bug::NewOnlyForStrings,
         Bug::TextUpdateKeepsOldTerms,
         Bug::StreamIdsIgnoreNode,
+        Bug::AbsenceIgnored,
     ];
 
     /// Whether the bug lives in replication (the simulator must run replicated nodes
@@ -122,6 +127,7 @@ impl Bug {
                 | Bug::MergedDeleteStaysIndexed
                 | Bug::GraphEdgeOutlivesEndpoint
                 | Bug::StreamIdsIgnoreNode
+                | Bug::AbsenceIgnored
         )
     }
 
@@ -162,6 +168,7 @@ impl Bug {
             Bug::NewOnlyForStrings => "new-only-for-strings",
             Bug::TextUpdateKeepsOldTerms => "text-update-keeps-old-terms",
             Bug::StreamIdsIgnoreNode => "stream-ids-ignore-node",
+            Bug::AbsenceIgnored => "absence-ignored",
         }
     }
 

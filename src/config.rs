@@ -191,6 +191,12 @@ pub struct Config {
     #[arg(long, default_value_t = 10_000)]
     pub anti_entropy_interval_ms: u64,
 
+    /// A peer not heard from for this long is given up on: tombstones are collected
+    /// without it, and anti-entropy catches it up when it returns (0: never give up,
+    /// and keep every tombstone until every peer has it).
+    #[arg(long, default_value_t = 3_600_000)]
+    pub peer_horizon_ms: u64,
+
     /// Remote stamps further ahead of local time than this are counted and logged.
     #[arg(long, default_value_t = 2_000)]
     pub max_clock_skew_ms: u64,
@@ -296,6 +302,10 @@ impl Config {
             }
             if self.anti_entropy_interval_ms < 10 {
                 return Err("--anti-entropy-interval-ms must be at least 10".into());
+            }
+            if self.peer_horizon_ms != 0 && self.peer_horizon_ms < 5_000 {
+                // Idle peers send a batch every two seconds (`shell::replication`).
+                return Err("--peer-horizon-ms must be 0 (never) or at least 5000".into());
             }
             if self.repl_backlog_bytes < 64 * 1024 {
                 return Err("--repl-backlog-bytes must be at least 64kb".into());

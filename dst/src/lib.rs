@@ -37,4 +37,4 @@ pub mod workload;
 
 pub use faults::FaultWeights;
 pub use meridian::bugs::Bug;
-pub use sim::{Outcome, SimConfig, run};
+pub use sim::{Outcome, SEEDED_HORIZON_MS, SimConfig, run};

@@ -79,6 +79,10 @@ struct Args {
     /// checked against the stream oracle after convergence.
     #[arg(long)]
     streams: bool,
+    /// Replication runs: give up on a peer silent this long (0: never). Default: by
+    /// the seed, even seeds after 600 ms, odd ones never.
+    #[arg(long)]
+    peer_horizon_ms: Option<u64>,
     /// Stop a sweep at the first failing seed.
     #[arg(long)]
     fail_fast: bool,
@@ -136,6 +140,7 @@ fn main() -> ExitCode {
         replicate: args.replicate || !args.no_replicate,
         graph: args.graph,
         streams: args.streams,
+        peer_horizon_ms: args.peer_horizon_ms,
         ..SimConfig::default()
     };
     if let Some(seed) = args.seed {

@@ -180,6 +180,7 @@ impl RuntimeConfig {
             ("repl-batch-ms", config.repl_batch_ms.to_string()),
             ("repl-backlog-bytes", config.repl_backlog_bytes.to_string()),
             ("anti-entropy-interval-ms", config.anti_entropy_interval_ms.to_string()),
+            ("peer-horizon-ms", config.peer_horizon_ms.to_string()),
             ("max-clock-skew-ms", config.max_clock_skew_ms.to_string()),
             ("metrics-port", config.metrics_port.map(|p| p.to_string()).unwrap_or_default()),
             ("requirepass", self.requirepass().unwrap_or_default()),

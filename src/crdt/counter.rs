@@ -176,6 +176,14 @@ impl<V: CounterValue> Counter<V> {
         self.raise_floor(&covered);
     }
 
+    /// Absorb exactly these slots (each as of its stamp): what a replica that had
+    /// merged them and no longer holds them removed (`engine::kv::value::absence`).
+    pub fn absorb_slots(&mut self, slots: &[Slot<V>]) {
+        let mut sorted = slots.to_vec();
+        sorted.sort_by_key(|s| (s.node, s.incarnation));
+        self.raise_floor(&sorted);
+    }
+
     /// A SET or DEL absorbs every increment it has observed.
     pub fn absorb_all(&mut self) {
         let slots = self.slots.clone();

@@ -49,7 +49,10 @@ pub enum Delta {
     },
     /// Tombstones covered by `below` were dropped as causally stable: from here on a
     /// state arriving for an absent key loses every write `below` covers (this node had
-    /// seen those writes and removed them). Local only: never sent to a peer.
+    /// seen those writes and removed them). Never sent to a peer in a batch; a shard's
+    /// anti-entropy states end with its records, and the peer removes what they cover
+    /// from the keys and elements the states leave out (`shard::absence`), never
+    /// collects anything by them.
     Forget {
         below: VersionVector,
         /// Element tombstones (of collections) were collected, not key tombstones.

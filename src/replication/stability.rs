@@ -25,7 +25,15 @@
 //! concurrent with the removal has arrived here. Dropping it loses nothing: a late copy
 //! of a removed write is below `merged`, and the shard drops such copies for keys it no
 //! longer holds (`KvEngine::merge_key`). Stability waits for every configured peer; a
-//! peer that never reports (down, partitioned) holds every tombstone back.
+//! peer that never reports (down, partitioned) holds every tombstone back, until it has
+//! been silent for the *horizon* (`--peer-horizon-ms`): it is then given up on, and
+//! the stable vector is the least over the others (its own writes count as far as they
+//! have reached them). When it comes back it cannot be sent the tombstones collected
+//! meanwhile; anti-entropy catches it up instead: with a peer's leaf states comes what
+//! the peer has forgotten, and a write held here that the peer merged and no longer
+//! holds is removed here too (`shard::absence`). While any peer is given up, this
+//! node's own writes count only as far as it claims them itself (`report`), so a
+//! restarted node never collects past own writes it may have lost.
 //!
 //! Pure state: the shell and the simulator feed it batches, anti-entropy rounds and
 //! stored positions; it never does I/O or reads a clock.
@@ -86,6 +94,14 @@ pub struct Stability {
     /// Peers whose anti-entropy round since this process started has completed, with
     /// the positions its merges reached (`None` once those are stored).
     caught_up: BTreeMap<NodeId, Option<Vec<u64>>>,
+    /// A peer silent this long is given up on (0: never).
+    horizon_ms: u64,
+    /// When this process started counting (a peer never heard from is silent since).
+    started_ms: u64,
+    /// When each peer's last batch arrived.
+    heard_ms: BTreeMap<NodeId, u64>,
+    /// The newest stamp the outboxes were drained below (`own_drained`).
+    own_drained_upto: Hlc,
 }
 
 impl Stability {
@@ -101,12 +117,43 @@ impl Stability {
             own_marks: VecDeque::new(),
             own_stored: Hlc::ZERO,
             caught_up: BTreeMap::new(),
+            horizon_ms: 0,
+            started_ms: 0,
+            heard_ms: BTreeMap::new(),
+            own_drained_upto: Hlc::ZERO,
         }
+    }
+
+    /// Give up on a peer silent for `horizon_ms` (0: never), counting from `now_ms`.
+    pub fn set_horizon(&mut self, horizon_ms: u64, now_ms: u64) {
+        self.horizon_ms = horizon_ms;
+        self.started_ms = now_ms;
+    }
+
+    /// A batch (an idle peer sends an empty one every second) from `node` arrived.
+    pub fn heard_from(&mut self, node: NodeId, now_ms: u64) {
+        let heard = self.heard_ms.entry(node).or_insert(now_ms);
+        *heard = (*heard).max(now_ms);
+    }
+
+    /// Whether the configured peer `member` (its node id, if known) is given up on.
+    fn given_up(&self, member: Option<NodeId>, now_ms: u64) -> bool {
+        if self.horizon_ms == 0 {
+            return false;
+        }
+        let heard = member.and_then(|node| self.heard_ms.get(&node).copied()).unwrap_or(self.started_ms);
+        now_ms.saturating_sub(heard) > self.horizon_ms
+    }
+
+    /// Configured peers given up on now (INFO).
+    pub fn given_up_peers(&self, now_ms: u64) -> usize {
+        self.members.iter().filter(|m| self.given_up(**m, now_ms)).count()
     }
 
     /// The outboxes were drained with `stable` below every later own stamp, each
     /// shard's delta stream then holding every own write up to it at `positions`.
     pub fn own_drained(&mut self, stable: Hlc, positions: Vec<u64>) {
+        self.own_drained_upto = self.own_drained_upto.max(stable);
         if self.own_marks.back().is_some_and(|(last, _)| *last >= stable) {
             return; // claims nothing more than the last mark
         }
@@ -232,13 +279,16 @@ impl Stability {
     /// peer (see the module docs).
     pub fn report(&self, own_stable: Hlc) -> VersionVector {
         let mut report = self.merged.clone();
-        if self.caught_up_with_every_peer() {
-            let own = own_stable.min(self.own_stored);
-            if own > Hlc::ZERO {
-                report.add(Dot::new(own, self.own));
-            }
+        let own = self.own_claim(own_stable);
+        if own > Hlc::ZERO {
+            report.add(Dot::new(own, self.own));
         }
         report
+    }
+
+    /// Up to where this node holds its own writes for good (see the module docs).
+    fn own_claim(&self, own_stable: Hlc) -> Hlc {
+        if self.caught_up_with_every_peer() { own_stable.min(self.own_stored) } else { Hlc::ZERO }
     }
 
     /// Whether an anti-entropy round with every configured peer completed since this
@@ -247,14 +297,16 @@ impl Stability {
         self.members.iter().all(|m| m.is_some_and(|node| matches!(self.caught_up.get(&node), Some(None))))
     }
 
-    /// The stable vector, or None while some configured peer is unknown or a node
-    /// outside the configuration has written here.
-    pub fn stable_vector(&self) -> Option<VersionVector> {
-        let members: Option<Vec<NodeId>> = self.members.iter().copied().collect();
-        let members = members?;
-        if self.origins.keys().any(|o| !members.contains(o)) {
+    /// The stable vector at `now_ms`, or None while some configured peer not given up
+    /// on is unknown, or a node outside the configuration has written here.
+    pub fn stable_vector(&self, now_ms: u64) -> Option<VersionVector> {
+        let configured: Vec<NodeId> = self.members.iter().flatten().copied().collect();
+        if self.origins.keys().any(|o| !configured.contains(o)) {
             return None;
         }
+        let counted: Option<Vec<NodeId>> = self.members.iter().filter(|m| !self.given_up(**m, now_ms)).copied().collect();
+        let members = counted?;
+        let gave_up = members.len() < self.members.len();
         if crate::bugs::active(crate::bugs::Bug::TombstoneGcUnstable) {
             // Planted: only this node's own knowledge, as if the others had all of it.
             let mut local = self.merged.clone();
@@ -262,8 +314,13 @@ impl Stability {
             return Some(local);
         }
         let mut stable = VersionVector::new();
-        for &origin in members.iter().chain(std::iter::once(&self.own)) {
-            let mine = if origin == self.own { Hlc(u64::MAX) } else { self.merged.get(origin) };
+        for &origin in configured.iter().chain(std::iter::once(&self.own)) {
+            let mine = match origin == self.own {
+                // With every peer counted, their reports bound this node's own writes.
+                true if !gave_up => Hlc(u64::MAX),
+                true => self.own_claim(self.own_drained_upto),
+                false => self.merged.get(origin),
+            };
             let least = members.iter().map(|m| self.reports.get(m).map_or(Hlc::ZERO, |r| r.get(origin))).fold(mine, Hlc::min);
             if least > Hlc::ZERO {
                 stable.add(Dot::new(least, origin));
@@ -326,15 +383,15 @@ mod tests {
     #[test]
     fn stable_is_the_least_of_what_every_node_has_merged() {
         let mut s = three();
-        assert_eq!(s.stable_vector(), Some(VersionVector::new()), "nothing reported yet");
+        assert_eq!(s.stable_vector(0), Some(VersionVector::new()), "nothing reported yet");
         open(&mut s, 2, 7);
         open(&mut s, 3, 8);
         s.on_batch(batch(2, 7, 2, 50, &[(1, 40), (2, 50), (3, 30)]), vec![10]);
         s.on_batch(batch(3, 8, 2, 60, &[(1, 45), (2, 20), (3, 60)]), vec![12]);
-        assert_eq!(s.stable_vector(), Some(VersionVector::new()), "not stored yet: nothing counts");
+        assert_eq!(s.stable_vector(0), Some(VersionVector::new()), "not stored yet: nothing counts");
         s.own_drained(hlc(70), vec![12]);
         s.on_stored(&[12]);
-        assert_eq!(s.stable_vector(), Some(vv(&[(1, 40), (2, 20), (3, 30)])));
+        assert_eq!(s.stable_vector(0), Some(vv(&[(1, 40), (2, 20), (3, 30)])));
         assert_eq!(s.report(hlc(70)), vv(&[(1, 70), (2, 50), (3, 60)]));
     }
 
@@ -390,10 +447,10 @@ mod tests {
     fn an_unknown_peer_or_a_stranger_holds_collection_back() {
         let mut s = Stability::new(1, 2);
         s.set_member(0, 2);
-        assert_eq!(s.stable_vector(), None, "peer 2's node id is not known yet");
+        assert_eq!(s.stable_vector(0), None, "peer 2's node id is not known yet");
         s.set_member(1, 3);
         s.on_batch(batch(9, 1, 1, 5, &[]), vec![0]);
-        assert_eq!(s.stable_vector(), None, "node 9 writes here but is not configured");
+        assert_eq!(s.stable_vector(0), None, "node 9 writes here but is not configured");
     }
 
     #[test]
@@ -459,5 +516,62 @@ mod tests {
         s.on_stored(&[u64::MAX]);
         assert_eq!(s.merged().get(2), hlc(4_999), "nothing folded away is lost");
         assert_eq!(s.pending_advances(), 0);
+    }
+
+    #[test]
+    fn a_peer_silent_past_the_horizon_is_given_up_until_it_reports_again() {
+        let mut s = three();
+        s.set_horizon(1_000, 0);
+        open(&mut s, 2, 7);
+        open(&mut s, 3, 8);
+        s.heard_from(2, 0);
+        s.heard_from(3, 0);
+        s.on_batch(batch(2, 7, 2, 50, &[(1, 40), (2, 50), (3, 30)]), vec![10]);
+        s.on_batch(batch(3, 8, 2, 60, &[(1, 45), (2, 20), (3, 60)]), vec![12]);
+        s.own_drained(hlc(70), vec![12]);
+        s.on_stored(&[12]);
+        let everyone = Some(vv(&[(1, 40), (2, 20), (3, 30)]));
+        assert_eq!(s.stable_vector(1_000), everyone, "within the horizon every peer counts");
+        // Peer 3 falls silent; peer 2 reports on.
+        s.heard_from(2, 1_500);
+        s.on_batch(batch(2, 7, 3, 90, &[(1, 80), (2, 90), (3, 30)]), vec![13]);
+        s.on_stored(&[13]);
+        assert_eq!(s.given_up_peers(1_000), 0);
+        assert_eq!(s.given_up_peers(1_001), 1);
+        // Own writes: as far as this node claims them (70, stored) and peer 2 merged
+        // them (80); peer 3's: as far as nodes 1 and 2 merged them (60 and 30).
+        assert_eq!(s.stable_vector(1_001), Some(vv(&[(1, 70), (2, 90), (3, 30)])));
+        // Peer 3 is heard from again: it counts again, and holds collection back.
+        s.heard_from(3, 2_000);
+        assert_eq!(s.given_up_peers(2_000), 0);
+        assert_eq!(s.stable_vector(2_000), Some(vv(&[(1, 45), (2, 20), (3, 30)])));
+    }
+
+    #[test]
+    fn with_a_peer_given_up_a_node_not_caught_up_with_it_counts_none_of_its_own_writes() {
+        // A restarted node may have lost own writes that only the absent peer holds.
+        let mut s = three();
+        s.set_horizon(1_000, 0);
+        open(&mut s, 2, 7);
+        s.heard_from(2, 5_000);
+        s.on_batch(batch(2, 7, 2, 50, &[(1, 40), (2, 50)]), vec![1]);
+        s.own_drained(hlc(70), vec![1]);
+        s.on_stored(&[1]);
+        let stable = s.stable_vector(5_000).expect("peer 3, never heard from, is given up");
+        assert_eq!(stable.get(1), Hlc::ZERO, "no own write counts");
+        assert_eq!(stable.get(2), hlc(50));
+    }
+
+    #[test]
+    fn a_peer_whose_node_id_is_unknown_is_given_up_after_the_horizon_too() {
+        let mut s = Stability::new(1, 2);
+        s.set_member(0, 2);
+        s.set_horizon(1_000, 100);
+        s.heard_from(2, 1_100);
+        assert_eq!(s.stable_vector(1_100), None, "peer 2's node id is not known yet");
+        assert!(s.stable_vector(1_101).is_some(), "silent since the start: given up");
+        let mut never = Stability::new(1, 1);
+        never.set_horizon(0, 0);
+        assert_eq!(never.stable_vector(u64::MAX), None, "horizon 0: never given up");
     }
 }

@@ -51,8 +51,11 @@ pub enum Message {
     AeGroups { round: u64, groups: Vec<u64> },
     /// Anti-entropy, second exchange: the answerer's leaves of every differing group.
     AeLeaves { round: u64, leaves: Vec<(u16, u64)> },
-    /// Anti-entropy, third exchange: every key state in `leaves`. The initiator sends
-    /// its own with `reply_wanted`; the answerer merges them and replies with its own.
+    /// Anti-entropy, third exchange: every key state in `leaves`, then the sender's
+    /// shards' records of what they have forgotten (`Delta::Forget`: the receiver
+    /// removes what they cover from what the states leave out, `shard::absence`). The
+    /// initiator sends its own with `reply_wanted`; the answerer merges them and
+    /// replies with its own.
     AeStates { round: u64, reply_wanted: bool, leaves: Vec<u16>, deltas: Vec<Delta> },
     /// A PUBLISH (or SPUBLISH when `shard`) made on the sender at its wall-clock
     /// `sent_ms`, for the receiver's local subscribers only (never forwarded).

@@ -76,7 +76,10 @@ impl Shard {
         ShardReply::Outbox { batch, stable: self.clock.last(), recorded: self.deltas.recorded_total() }
     }
 
-    /// Every key state in `leaves`, for a peer's anti-entropy.
+    /// Every key state in `leaves`, for a peer's anti-entropy, and after them this
+    /// shard's records of what it has forgotten, read in the same step (so that they
+    /// never cover a write merged after the states were read): the peer removes what
+    /// they cover from keys and elements these states leave out (`shard::absence`).
     pub(super) fn export_leaves(&self, leaves: Vec<u16>) -> ShardReply {
         let mut deltas = Vec::new();
         for leaf in leaves {
@@ -84,7 +87,24 @@ impl Shard {
                 .keys
                 .for_each_in_leaf(leaf, |key, state| deltas.push(Delta::Key { key: Bytes::copy_from_slice(key), state: state.clone() }));
         }
+        let scope = self.kv.scope;
+        for (below, elements) in [(self.kv.forgotten(), false), (self.kv.forgotten_elements(), true)] {
+            if !below.is_empty() {
+                deltas.push(Delta::Forget { below: below.clone(), elements, scope });
+            }
+        }
         ShardReply::Deltas(deltas)
+    }
+
+    /// A peer's anti-entropy states of `leaves`: merged with the removals its forget
+    /// records imply here (`shard::absence`).
+    pub(super) fn merge_leaves(&mut self, leaves: Vec<u16>, mut deltas: Vec<Delta>, now_ms: u64) -> ShardReply {
+        let removals = self.add_absence_removals(&leaves, &mut deltas);
+        let reply = self.merge_remote(deltas, now_ms);
+        if matches!(reply, ShardReply::Count(_)) {
+            self.absence_removals += removals as u64;
+        }
+        reply
     }
 
     /// Join deltas received from a peer: the clock moves past their stamps (counting

@@ -19,6 +19,7 @@ use crate::engine::kv::{DeltaSink, KvEngine, WriteCtx};
 use crate::protocol::Frame;
 use crate::routing;
 
+mod absence;
 mod exchange;
 mod notify;
 mod ops;
@@ -90,6 +91,7 @@ pub struct Shard {
     outbox: Option<Outbox>,
     ops_applied: u64,
     remote_deltas_merged: u64,
+    absence_removals: u64,
     /// A checkpoint is reading this shard (its first chunk was taken, its last not
     /// yet): tombstone collection waits (see `ShardOp::ExportChunk`).
     checkpoint_scan_open: bool,
@@ -121,6 +123,7 @@ impl Shard {
             outbox: config.replicate.then(|| Outbox::new(config.node_id, config.outbox_bytes_max, config.outbox_eager_bytes)),
             ops_applied: 0,
             remote_deltas_merged: 0,
+            absence_removals: 0,
             checkpoint_scan_open: false,
             definitions_epoch: None,
             definitions_announced: 0,
@@ -356,6 +359,7 @@ impl Shard {
             ShardOp::ExportChunk { cursor, count } => return self.export_chunk(cursor, count),
             ShardOp::DeltaMark => return ShardReply::Count(self.deltas.recorded_total() as i64),
             ShardOp::MergeRemote(deltas) => return self.merge_remote(deltas, now_ms),
+            ShardOp::MergeLeaves { leaves, deltas } => return self.merge_leaves(leaves, deltas, now_ms),
             ShardOp::ForgetStable(stable) => return self.forget_stable(&stable),
             ShardOp::DrainOutbox { floor } => return self.drain_outbox(floor, now_ms),
             ShardOp::WatchTokens(keys) => return ShardReply::Tokens(keys.iter().map(|k| kv.watch_token(k, now_ms)).collect()),
@@ -454,6 +458,7 @@ impl Shard {
             clock_skew_events: self.clock.skew_events,
             outbox_overflows: self.outbox.as_ref().map_or(0, |o| o.overflows),
             remote_deltas_merged: self.remote_deltas_merged,
+            absence_removals: self.absence_removals,
             keyspace_digest: self.kv.keys.merkle().map_or(0, |m| m.leaves().iter().fold(0, |acc, l| acc ^ l)),
         }
     }

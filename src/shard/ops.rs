@@ -111,6 +111,13 @@ pub enum ShardOp {
     /// Join key states (or flushes) received from a peer. Replies with the shard's
     /// delta-stream position once they are recorded (see `DeltaMark`).
     MergeRemote(Vec<Delta>),
+    /// A peer's anti-entropy states of `leaves` (with its forget records): merged as
+    /// `MergeRemote`, together with the removals what it has forgotten implies for the
+    /// keys of those leaves held here (`shard::absence`).
+    MergeLeaves {
+        leaves: Vec<u16>,
+        deltas: Vec<Delta>,
+    },
     /// Tombstone GC: drop the tombstones this causally stable vector covers.
     ForgetStable(crate::crdt::VersionVector),
     /// Local writes since the last call, for the next replication batch. The shard's
@@ -176,7 +183,7 @@ impl ShardOp {
                 ZsetMulti::MPop { .. } => Vec::new(),
                 other => other.keys().into_iter().cloned().collect(),
             },
-            ShardOp::MergeRemote(deltas) => deltas
+            ShardOp::MergeRemote(deltas) | ShardOp::MergeLeaves { deltas, .. } => deltas
                 .iter()
                 .filter_map(|d| match d {
                     Delta::Key { key, state } if state.exists() => Some(key.clone()),
@@ -210,6 +217,9 @@ pub struct ShardStats {
     pub clock_skew_events: u64,
     pub outbox_overflows: u64,
     pub remote_deltas_merged: u64,
+    /// Keys anti-entropy removed writes from because a peer had forgotten them
+    /// (`shard::absence`).
+    pub absence_removals: u64,
     /// XOR of the Merkle leaves (of every key digest): equal on converged nodes.
     pub keyspace_digest: u64,
 }

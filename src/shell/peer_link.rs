@@ -19,7 +19,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 use super::now_ms;
-use super::replication::{Peer, Replication, RoundWait, delta_marks, export_leaves, merge_into_shards, node_leaves};
+use super::replication::{Peer, Replication, RoundWait, delta_marks, export_leaves, merge_into_shards, merge_leaf_states, node_leaves};
 use super::router::Router;
 use crate::replication::anti_entropy::{AntiEntropy, LEAVES_PER_ROUND_MAX, answer_groups};
 use crate::replication::auth::{self, Exchange, Role};
@@ -202,6 +202,7 @@ async fn serve_inbound(stream: TcpStream, replication: &Replication, router: &Ro
                 replication.inbound.deltas.fetch_add(deltas.len() as u64, Ordering::Relaxed);
                 let positions = merge_into_shards(router, deltas).await.map_err(LinkError::Io)?;
                 if let Ok(mut stability) = replication.stability.lock() {
+                    stability.heard_from(remote, now_ms());
                     stability.on_batch(BatchReceipt { origin: remote, session, seq, gap, stable, seen }, positions);
                 }
                 send(&mut write, &Message::Ack { seq }).await?;
@@ -215,7 +216,7 @@ async fn serve_inbound(stream: TcpStream, replication: &Replication, router: &Ro
             }
             Message::AeStates { round, reply_wanted, leaves, deltas } => {
                 replication.inbound.ae_keys_received.fetch_add(deltas.len() as u64, Ordering::Relaxed);
-                merge_into_shards(router, deltas).await.map_err(LinkError::Io)?;
+                merge_leaf_states(router, &leaves, deltas).await.map_err(LinkError::Io)?;
                 if reply_wanted {
                     let mine = export_leaves(router, &leaves).await.map_err(LinkError::Io)?;
                     // Unanswered when our stamps may not leave yet: the round times out.
@@ -520,9 +521,9 @@ async fn read_outbound<R: AsyncRead + Unpin>(
                     return;
                 }
             }
-            Message::AeStates { round, reply_wanted: false, deltas, .. } => {
+            Message::AeStates { round, reply_wanted: false, leaves, deltas } => {
                 let count = deltas.len() as u64;
-                if let Err(e) = merge_into_shards(&router, deltas).await {
+                if let Err(e) = merge_leaf_states(&router, &leaves, deltas).await {
                     let _ = to_writer.send(Inbound::Failed(LinkError::Io(e))).await;
                     return;
                 }

@@ -37,6 +37,8 @@ const REPORT_INTERVAL_MS: u64 = 1_000;
 const HELD_BYTES_MAX: usize = 64 << 20;
 /// Tombstone collection runs at most this often.
 const GC_INTERVAL_MS: u64 = 1_000;
+/// An idle node sends its peers an empty batch at least this often.
+const HEARTBEAT_INTERVAL_MS: u64 = 2_000;
 
 /// How a link to a peer stands, for INFO.
 #[derive(Clone, Debug, Default)]
@@ -209,7 +211,11 @@ pub fn prepare(config: &Config, pubsub: Arc<super::pubsub::Broker>) -> Result<(A
         frame_bytes_max: config.proto_max_bulk_len.saturating_add(16 << 20).max(64 << 20),
         tls,
         session: rand::random::<u64>() | 1,
-        stability: Mutex::new(Stability::new(config.node_id, config.peers.len())),
+        stability: Mutex::new({
+            let mut stability = Stability::new(config.node_id, config.peers.len());
+            stability.set_horizon(config.peer_horizon_ms, now_ms());
+            stability
+        }),
         gc: GcStats::default(),
         stamp_ceiling: AtomicU64::new(0),
         outbox_ready: Notify::new(),
@@ -296,7 +302,10 @@ pub(super) async fn batch_loop(
             Err(_) => return,
         };
         collect_tombstones(&replication, &router, now, &mut last_gc).await;
-        let report_due = report != last_report.0 && now >= last_report.1 + REPORT_INTERVAL_MS;
+        // Also unchanged, every `HEARTBEAT_INTERVAL_MS`: a peer's silence is what gives
+        // up on it (`Stability::heard_from`).
+        let report_due =
+            now >= last_report.1 + REPORT_INTERVAL_MS && (report != last_report.0 || now >= last_report.1 + HEARTBEAT_INTERVAL_MS);
         if deltas.is_empty() && !report_due {
             continue;
         }
@@ -347,7 +356,7 @@ async fn collect_tombstones(replication: &Replication, router: &Router, now: u64
     if now < last.1 + GC_INTERVAL_MS {
         return;
     }
-    let Some(stable) = replication.stability.lock().ok().and_then(|s| s.stable_vector()) else { return };
+    let Some(stable) = replication.stability.lock().ok().and_then(|s| s.stable_vector(now)) else { return };
     // Runs again under an unchanged stable vector too: a merge after the last run can
     // leave a hash field tombstone that vector already covers (a remove absorbing
     // counter history it had seen), and nothing else would collect it.
@@ -395,9 +404,21 @@ pub async fn export_leaves(router: &Router, leaves: &[u16]) -> Result<Vec<Delta>
 /// shard whose persistence is behind refuses; its part is retried until it takes it.
 /// Returns, per shard, the delta-stream position the merge reached (0: untouched).
 pub async fn merge_into_shards(router: &Router, deltas: Vec<Delta>) -> Result<Vec<u64>, String> {
+    merge_parts(router, deltas, None).await
+}
+
+/// [`merge_into_shards`] for a peer's anti-entropy states of `leaves`: every shard
+/// also takes the peer's forget records (split to all, as a flush is) and removes
+/// what they cover from its keys of those leaves that the states leave out
+/// (`ShardOp::MergeLeaves`).
+pub async fn merge_leaf_states(router: &Router, leaves: &[u16], deltas: Vec<Delta>) -> Result<Vec<u64>, String> {
+    merge_parts(router, deltas, Some(leaves)).await
+}
+
+async fn merge_parts(router: &Router, deltas: Vec<Delta>, leaves: Option<&[u16]>) -> Result<Vec<u64>, String> {
     const RETRIES_MAX: usize = 600;
     let shards = router.shard_count();
-    // (A peer's forget record reaches the shards, which ignore it: `Shard::merge_remote`.)
+    // (In a batch there is no forget record; a shard would ignore one: `Shard::merge_remote`.)
     let parts = crate::shard::split_by_shard(deltas, shards);
     let mut positions = vec![0u64; shards];
     for (shard, mut part) in parts.into_iter().enumerate() {
@@ -406,7 +427,11 @@ pub async fn merge_into_shards(router: &Router, deltas: Vec<Delta>) -> Result<Ve
         }
         let mut attempt = 0;
         loop {
-            let replies = router.send(shard, vec![ShardOp::MergeRemote(part)]).await.await.map_err(|_| "shutting down".to_string())?;
+            let op = match leaves {
+                Some(leaves) => ShardOp::MergeLeaves { leaves: leaves.to_vec(), deltas: part },
+                None => ShardOp::MergeRemote(part),
+            };
+            let replies = router.send(shard, vec![op]).await.await.map_err(|_| "shutting down".to_string())?;
             match replies.into_iter().next() {
                 Some(ShardReply::Count(position)) => {
                     positions[shard] = position.max(0) as u64;

@@ -158,6 +158,7 @@ fn is_client_op(op: &ShardOp) -> bool {
             | ShardOp::ExportChunk { .. }
             | ShardOp::DeltaMark
             | ShardOp::MergeRemote(_)
+            | ShardOp::MergeLeaves { .. }
             | ShardOp::ForgetStable(_)
             | ShardOp::DrainOutbox { .. }
             | ShardOp::MerkleLeaves

@@ -32,7 +32,14 @@ pub struct SimConfig {
     /// key (`streams.rs`), checked against the stream oracle after convergence
     /// (`--streams`).
     pub streams: bool,
+    /// Give up on a peer silent this long (`--peer-horizon-ms`; 0: never). `None`:
+    /// chosen by the seed, so that a sweep covers both: even seeds give up after
+    /// `SEEDED_HORIZON_MS`, odd ones never.
+    pub peer_horizon_ms: Option<u64>,
 }
+
+/// The horizon of an even seed's run: shorter than most partitions (100-2,000 ms).
+pub const SEEDED_HORIZON_MS: u64 = 600;
 
 impl Default for SimConfig {
     fn default() -> Self {
@@ -50,11 +57,17 @@ impl Default for SimConfig {
             replicate: true,
             graph: false,
             streams: false,
+            peer_horizon_ms: None,
         }
     }
 }
 
 impl SimConfig {
+    /// The horizon this run gives up on silent peers after (0: never).
+    pub fn horizon_ms(&self) -> u64 {
+        self.peer_horizon_ms.unwrap_or(if self.seed % 2 == 0 { SEEDED_HORIZON_MS } else { 0 })
+    }
+
     /// The `dst` command that replays exactly this run: every setting that differs
     /// from the default, so a failure reproduces as printed.
     pub fn replay_command(&self) -> String {
@@ -68,6 +81,9 @@ impl SimConfig {
         }
         if self.streams {
             command.push_str(" --streams");
+        }
+        if let Some(horizon) = self.peer_horizon_ms {
+            command.push_str(&format!(" --peer-horizon-ms {horizon}"));
         }
         for (flag, value, default) in [
             ("--nodes", self.nodes, default.nodes),

@@ -20,6 +20,7 @@ mod inject;
 mod notifications;
 mod persist;
 mod replicate;
+mod replicate_shards;
 mod report;
 mod stream_writes;
 mod writes;
@@ -28,7 +29,7 @@ use crate::model::Model;
 use crate::oracle::Oracle;
 use crate::storage::{self, NodeStorage};
 use crate::workload;
-pub use config::{Outcome, SimConfig};
+pub use config::{Outcome, SEEDED_HORIZON_MS, SimConfig};
 use meridian::persistence::recovery::Recovered;
 use meridian::persistence::streamer::Streamer;
 use replicate::{QUIESCE_MS, REPL_TICK_MS, ReplNode};
@@ -227,7 +228,7 @@ impl Sim {
                     )),
                     ..NodeStorage::default()
                 },
-                repl: cfg.replicate.then(|| ReplNode::new(cfg.nodes, i, i as u64)),
+                repl: cfg.replicate.then(|| ReplNode::new(cfg.nodes, i, i as u64, cfg.horizon_ms(), 0)),
                 raised: Vec::new(),
             })
             .collect();

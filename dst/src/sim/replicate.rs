@@ -18,7 +18,6 @@ use meridian::crdt::VersionVector;
 use meridian::delta::Delta;
 use meridian::delta::outgoing::Outgoing;
 use meridian::engine::kv::KeyState;
-use meridian::engine::kv::merkle::MerkleLeaves;
 use meridian::replication::anti_entropy::{AntiEntropy, answer_groups};
 use meridian::replication::peer::PeerQueue;
 use meridian::replication::reservation;
@@ -44,6 +43,8 @@ pub const QUIESCE_MS: u64 = 5_000;
 const REPORT_INTERVAL_MS: u64 = 100;
 /// Tombstone collection runs at most this often (the server: every second).
 const GC_INTERVAL_MS: u64 = 100;
+/// An idle node sends an empty batch at least this often (the server: every 2 s).
+const HEARTBEAT_INTERVAL_MS: u64 = 200;
 
 /// A node's replication state: one queue and one anti-entropy state per peer, and
 /// what it knows of causal stability.
@@ -68,9 +69,11 @@ pub struct ReplNode {
 }
 
 impl ReplNode {
-    /// `node` is this node's index; node ids are index + 1.
-    pub fn new(nodes: usize, node: usize, session: u64) -> ReplNode {
+    /// `node` is this node's index; node ids are index + 1. A peer silent for
+    /// `horizon_ms` (0: never) from `now_ms` on is given up on.
+    pub fn new(nodes: usize, node: usize, session: u64, horizon_ms: u64, now_ms: u64) -> ReplNode {
         let mut stability = Stability::new(node as u16 + 1, nodes - 1);
+        stability.set_horizon(horizon_ms, now_ms);
         for (i, peer) in (0..nodes).filter(|&p| p != node).enumerate() {
             stability.set_member(i, peer as u16 + 1);
         }
@@ -92,51 +95,6 @@ impl ReplNode {
 }
 
 impl Sim {
-    /// The node's leaves: its shards' leaves combined. Read in place rather than
-    /// through `ShardOp::MerkleLeaves` (which hands the server's batcher a 32 KiB copy
-    /// per shard, and has no other effect): copying them was 7% of a replicated run.
-    fn leaves(&mut self, node: usize) -> MerkleLeaves {
-        let mut leaves = MerkleLeaves::new();
-        for shard in &mut self.nodes[node].shards {
-            if let Some(l) = shard.kv.keys.merkle() {
-                leaves.combine(l);
-            }
-        }
-        leaves
-    }
-
-    fn export(&mut self, node: usize, leaves: &[u16], now: u64) -> Vec<Delta> {
-        let mut deltas = Vec::new();
-        for shard in &mut self.nodes[node].shards {
-            if let ShardReply::Deltas(d) = shard.apply(ShardOp::ExportLeaves(leaves.to_vec()), now) {
-                deltas.extend(d);
-            }
-        }
-        deltas
-    }
-
-    /// Merge a peer's deltas; the positions they reached in each shard's delta stream,
-    /// or None when a shard refused (its persistence is behind).
-    fn merge(&mut self, node: usize, deltas: Vec<Delta>, now: u64) -> Option<Vec<u64>> {
-        let shards = self.nodes[node].shards.len();
-        let parts = meridian::shard::split_by_shard(deltas, shards);
-        let mut positions = vec![0u64; shards];
-        let mut all = true;
-        self.nodes[node].notify_on();
-        self.nodes[node].take_events();
-        for (shard, part) in parts.into_iter().enumerate() {
-            if part.is_empty() {
-                continue;
-            }
-            match self.nodes[node].shards[shard].apply(ShardOp::MergeRemote(part), now) {
-                ShardReply::Count(position) => positions[shard] = position as u64,
-                _ => all = false,
-            }
-            self.notify_merged(node, shard);
-        }
-        all.then_some(positions)
-    }
-
     /// The highest own stamp that may leave `node` now.
     fn ceiling(&self, node: usize) -> meridian::crdt::Hlc {
         let stored = self.nodes[node].storage.streamer.as_ref().map_or(meridian::crdt::Hlc::ZERO, |s| s.durable_hlc());
@@ -168,7 +126,7 @@ impl Sim {
         if now < repl.last_gc.1 + GC_INTERVAL_MS {
             return;
         }
-        let Some(stable) = repl.stability.stable_vector() else { return };
+        let Some(stable) = repl.stability.stable_vector(local) else { return };
         // Also under an unchanged stable vector, as the server does
         // (`shell::replication::collect_tombstones`).
         if stable.is_empty() {
@@ -251,7 +209,10 @@ impl Sim {
         }
         repl.gap |= overflowed;
         let seen = repl.stability.report(stable);
-        let report_due = seen != repl.last_report.0 && now >= repl.last_report.1 + REPORT_INTERVAL_MS;
+        // Also unchanged, every `HEARTBEAT_INTERVAL_MS` (as the server does): a peer's
+        // silence is what gives up on it.
+        let report_due = now >= repl.last_report.1 + REPORT_INTERVAL_MS
+            && (seen != repl.last_report.0 || now >= repl.last_report.1 + HEARTBEAT_INTERVAL_MS);
         if !deltas.is_empty() || report_due {
             repl.last_report = (seen.clone(), now);
             repl.seq += 1;
@@ -320,6 +281,7 @@ impl Sim {
                 if let Some(positions) = self.merge(listener, deltas, local) {
                     let receipt = BatchReceipt { origin: dialer as u16 + 1, session, seq, gap, stable, seen };
                     if let Some(repl) = self.nodes[listener].repl.as_mut() {
+                        repl.stability.heard_from(dialer as u16 + 1, local);
                         repl.stability.on_batch(receipt, positions);
                     }
                     self.link_send(dialer, listener, true, &Message::Ack { seq });
@@ -374,7 +336,7 @@ impl Sim {
                 }
             }
             Message::AeStates { round, reply_wanted, leaves, deltas } => {
-                if self.merge(at, deltas, local).is_none() {
+                if self.merge_leaf_states(at, &leaves, deltas, local).is_none() {
                     return; // repaired by a later round
                 }
                 if to_dialer {
@@ -418,7 +380,8 @@ impl Sim {
             self.reset_link(other, node);
         }
         let session = ((self.nodes[node].incarnation as u64) << 16) | node as u64;
-        self.nodes[node].repl = Some(ReplNode::new(nodes, node, session));
+        let local = self.nodes[node].local_ms(self.now);
+        self.nodes[node].repl = Some(ReplNode::new(nodes, node, session, self.cfg.horizon_ms(), local));
     }
 
     /// A restart: the peers' connections to the node come up again, to the new
@@ -497,7 +460,13 @@ impl Sim {
         let node0 = &self.nodes[0];
         let context = |key: &Bytes| match states[0].get(key) {
             Some(state) => state.causal_context(),
-            None => node0.shards[shard_for_key(key, node0.shards.len())].kv.forgotten().clone(),
+            // Absent: every write its shard's collections covered (keys' or elements').
+            None => {
+                let kv = &node0.shards[shard_for_key(key, node0.shards.len())].kv;
+                let mut forgotten = kv.forgotten().clone();
+                forgotten.merge(kv.forgotten_elements());
+                forgotten
+            }
         };
         if let Err(reason) = self.oracle.check_none_lost(context) {
             self.fail(reason);
@@ -536,7 +505,7 @@ impl Sim {
                     st.merged(),
                     st.frozen_origins(),
                     st.pending_advances(),
-                    st.stable_vector(),
+                    st.stable_vector(n.local_ms(self.now)),
                     tomb
                 ));
             }

@@ -104,7 +104,13 @@ impl Sim {
         written_keys(args)
             .into_iter()
             .map(|k| {
-                let ctx = context_of(n, &k);
+                // What the write supersedes: its key's context, and every write the
+                // shard has forgotten (merged, removed, the record collected: it holds
+                // none of them, and drops any copy that arrives, `value::absence`).
+                let mut ctx = context_of(n, &k);
+                let kv = &n.shards[shard_for_key(&k, n.shards.len())].kv;
+                ctx.merge(kv.forgotten());
+                ctx.merge(kv.forgotten_elements());
                 let (mut unobserved, mut supersedes) = (Vec::new(), Vec::new());
                 for (&origin, by_key) in &self.oracle.orphans {
                     for &dot in by_key.get(&k).into_iter().flatten() {

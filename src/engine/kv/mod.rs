@@ -128,11 +128,12 @@ pub struct KvEngine {
     /// Everything dropped tombstones had covered (tombstone GC): a state arriving for a
     /// key with neither a live entry nor a tombstone loses every write this covers.
     forgotten: VersionVector,
-    /// The same for collected element tombstones: an element arriving where it has
-    /// neither entry nor tombstone loses every write this covers. Kept apart from
-    /// `forgotten`, which whole key states arriving for absent keys are filtered by, so
-    /// that collecting a hash field's tombstone never changes how string keys merge.
+    /// The same for collected element tombstones. Recorded apart from `forgotten` (a
+    /// checkpoint and replay keep the two kinds of collection apart).
     forgotten_elements: VersionVector,
+    /// Both joined: what states arriving here are filtered by, keys and elements alike
+    /// (`value::absence`). Either kind covers only writes this node had merged.
+    forgotten_any: VersionVector,
     /// Replayed tombstone collections of *other* shards (another shard of this layout,
     /// or any shard of an older one), per scope: (key tombstones, element tombstones).
     /// A stored stream interleaves the shards' logs, so a record of shard A can come
@@ -260,7 +261,7 @@ impl KvEngine {
                 shipped.merge(&state);
                 write_alone = Some(shipped);
             }
-            state = joined_with_tombstone(state, tombstone);
+            state = joined_with_tombstone(state, tombstone, &VersionVector::new());
         }
         let part_only = !whole && state.has_collection();
         if !self.keep_tombstones && state.exists() && state.element_tombstones() > 0 {
@@ -363,11 +364,18 @@ impl KvEngine {
                 incoming.remove_observed(seen);
             }
         }
-        let forgotten_elements = forgotten_for(&self.forgotten_elements, &self.replayed_forgets, &key, true);
-        let forgotten = forgotten_elements.as_ref();
+        // What this shard collected covers writes it had merged (and so, lacking them,
+        // removed): a key's and an element's alike, whichever kind of tombstone went.
+        let forgotten_any = forgotten_for(&self.forgotten_any, &self.replayed_forgets, &key);
+        let forgotten = forgotten_any.as_ref();
         let keep_tombstones = self.keep_tombstones;
         // In place when the key is here, moved in when it is not: no copies.
         match self.keys.update(&key, hash, |_, state| {
+            // What it holds that this key does not and this shard has forgotten was
+            // removed here (its removal since collected): it stays removed.
+            if let Some(absent) = incoming.absent_writes(Some(state), forgotten) {
+                incoming.remove_absent(&absent);
+            }
             state.merge_forgetting(&incoming, forgotten);
             if !keep_tombstones && state.element_tombstones() > 0 {
                 // Replayed history of a lone node: a removed element leaves nothing, as
@@ -386,10 +394,8 @@ impl KvEngine {
             }
             None => {
                 let mut state = incoming;
-                let forgotten = forgotten_for(&self.forgotten, &self.replayed_forgets, &key, false);
-                let forgotten = forgotten.as_ref();
                 match self.keys.take_tombstone(&key, hash) {
-                    Some(tombstone) => state = joined_with_tombstone(state, tombstone),
+                    Some(tombstone) => state = joined_with_tombstone(state, tombstone, forgotten),
                     // No trace of the key: whatever of it this node had seen before its
                     // tombstone was collected was removed here, so it stays removed.
                     None if !forgotten.is_empty() && state.has_dot_covered_by(forgotten) => {
@@ -462,20 +468,22 @@ impl KvEngine {
 }
 
 /// What a state arriving for `key` is filtered by: what this shard's own collections
-/// covered (`own`: `forgotten`, or `forgotten_elements` when `elements`), joined with
-/// the replayed records of other shards that owned the key (`replayed_forgets`).
+/// covered (`own`: `forgotten_any`), joined with the replayed records of other shards
+/// that owned the key (`replayed_forgets`), of both kinds.
 fn forgotten_for<'a>(
     own: &'a VersionVector,
     replayed: &[(ShardScope, VersionVector, VersionVector)],
     key: &[u8],
-    elements: bool,
 ) -> std::borrow::Cow<'a, VersionVector> {
     let mut covering = replayed.iter().filter(|(scope, ..)| scope.contains(key)).peekable();
     if covering.peek().is_none() {
         return std::borrow::Cow::Borrowed(own);
     }
     let mut joined = own.clone();
-    covering.for_each(|(_, keys, element_vv)| joined.merge(if elements { element_vv } else { keys }));
+    covering.for_each(|(_, keys, elements)| {
+        joined.merge(keys);
+        joined.merge(elements);
+    });
     std::borrow::Cow::Owned(joined)
 }
 
@@ -485,9 +493,16 @@ fn forgotten_for<'a>(
 /// the same join, in O(`state`) instead of O(history), for a queue that empties and
 /// refills on every job. A short history keeps `state`'s own order first (a small
 /// hash's or set's replies follow insertion).
-fn joined_with_tombstone(mut state: KeyState, mut tombstone: KeyState) -> KeyState {
-    if tombstone.element_tombstones() > elements::ORDERED_ENTRIES_MAX {
-        tombstone.merge(&state);
+/// A state arriving for a key this shard holds as a tombstone, joined with it. What
+/// the state holds that the tombstone does not and `forgotten` covers was removed
+/// here and stays removed, as for a live key (`value::absence`, `Elements::merge`).
+fn joined_with_tombstone(mut state: KeyState, mut tombstone: KeyState, forgotten: &VersionVector) -> KeyState {
+    if let Some(absent) = state.absent_writes(Some(&tombstone), forgotten) {
+        state.remove_absent(&absent);
+    }
+    let filtered = !forgotten.is_empty() && state.has_dot_covered_by(forgotten);
+    if filtered || tombstone.element_tombstones() > elements::ORDERED_ENTRIES_MAX {
+        tombstone.merge_forgetting(&state, forgotten);
         tombstone
     } else {
         state.merge(&tombstone);

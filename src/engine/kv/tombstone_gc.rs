@@ -30,6 +30,9 @@ impl KvEngine {
         if elements > 0 {
             self.forgotten_elements.merge(stable);
         }
+        if keys + elements > 0 {
+            self.forgotten_any.merge(stable);
+        }
         self.tombstones_dropped += (keys + elements) as u64;
         (keys, elements)
     }
@@ -45,6 +48,7 @@ impl KvEngine {
         let only = if scope == self.scope {
             let forgotten = if elements { &mut self.forgotten_elements } else { &mut self.forgotten };
             forgotten.merge(below);
+            self.forgotten_any.merge(below);
             None
         } else {
             let at = match self.replayed_forgets.iter().position(|(s, ..)| *s == scope) {
@@ -77,6 +81,8 @@ impl KvEngine {
         for (_, keys, elements) in std::mem::take(&mut self.replayed_forgets) {
             self.forgotten.merge(&keys);
             self.forgotten_elements.merge(&elements);
+            self.forgotten_any.merge(&keys);
+            self.forgotten_any.merge(&elements);
         }
     }
 

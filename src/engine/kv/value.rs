@@ -21,6 +21,7 @@ use crate::crdt::{Dot, Hlc, VersionVector};
 
 use collections::Collections;
 
+mod absence;
 mod collections;
 mod meta;
 mod parts;
@@ -33,6 +34,7 @@ use meta::KeyMeta;
 use repr::{Full, Repr};
 use sparse::Sparse;
 
+pub use absence::AbsentWrites;
 pub use parts::{KeyStateParts, KeyStatePartsRef};
 pub use repr::{Slots, Values};
 

@@ -157,6 +157,9 @@ impl Elements {
         let Table::List(_) = &self.table else { unreachable!("a list's table") };
         match held {
             Some((mut state, old_digest)) => {
+                if let Some(absent) = incoming.absent_writes(Some(&state), forgotten) {
+                    incoming.remove_absent(&absent);
+                }
                 let was_live = state.exists();
                 let remove_wins = crate::bugs::active(crate::bugs::Bug::RemoveWinsMerge) && was_live != incoming.exists() && {
                     let (live, dead) = if was_live { (&state, &incoming) } else { (&incoming, &state) };

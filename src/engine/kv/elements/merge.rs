@@ -40,6 +40,10 @@ impl Elements {
                 let old_digest = if keeps_digest { slot.view().digest(stored_name) } else { 0 };
                 let mut taken = std::mem::replace(slot, Stored::PLACEHOLDER).into_state();
                 let state = &mut taken;
+                if let Some(absent) = incoming.absent_writes(Some(state), forgotten) {
+                    // Removed here, its removal since collected (`value::absence`).
+                    incoming.remove_absent(&absent);
+                }
                 let was_live = state.exists();
                 let old_score = self.order.is_some().then(|| live_score(state)).flatten();
                 let remove_wins = crate::bugs::active(crate::bugs::Bug::RemoveWinsMerge) && was_live != incoming.exists() && {

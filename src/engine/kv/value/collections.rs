@@ -327,6 +327,47 @@ impl KeyState {
         self.part(Part::List)
     }
 
+    /// Anti-entropy's absence rule for elements (`shard::absence`): this state is a
+    /// peer's whole state of a key that `held` is this node's state of. Add to it the
+    /// removal of every write of an element of `held` that `forgotten` covers and the
+    /// peer's element does not hold (all of them when the peer has no such element):
+    /// the peer merged those writes and holds them no more, so they were removed there
+    /// and the record since collected (`value::absence`). Merging the result here
+    /// removes them here too. Returns whether it added any.
+    pub fn add_removals_of_absent_elements(&mut self, held: &KeyState, forgotten: &VersionVector) -> bool {
+        let mut added = false;
+        for (part, mine) in held.collection_parts() {
+            let theirs = self.part(part);
+            let mut removals = Vec::new();
+            mine.for_each_entry(|name, element| match theirs.and_then(|t| t.get(name)) {
+                None if element.has_dot_covered_by(forgotten) => {
+                    let mut removal = element.to_state();
+                    removal.remove_observed(forgotten);
+                    removals.push((Bytes::copy_from_slice(name), removal));
+                }
+                None => {}
+                Some(their_element) => {
+                    let their_state = their_element.to_state();
+                    if let Some(absent) = element.to_state().absent_writes(Some(&their_state), forgotten) {
+                        let mut removal = their_state;
+                        removal.remove_absent(&absent);
+                        removals.push((Bytes::copy_from_slice(name), removal));
+                    }
+                }
+            });
+            if !removals.is_empty() {
+                added = true;
+                let removals = Elements::only(part, removals);
+                self.part_mut(part).merge(&removals, &VersionVector::new());
+            }
+        }
+        if added {
+            self.normalize_collections();
+            self.settle();
+        }
+        added
+    }
+
     /// A collection part holding nothing and no history is no part at all (so equal
     /// states compare and digest equal).
     pub(super) fn normalize_collections(&mut self) {
