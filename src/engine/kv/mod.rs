@@ -493,9 +493,11 @@ fn forgotten_for<'a>(
 /// the same join, in O(`state`) instead of O(history), for a queue that empties and
 /// refills on every job. A short history keeps `state`'s own order first (a small
 /// hash's or set's replies follow insertion).
-/// A state arriving for a key this shard holds as a tombstone, joined with it. What
-/// the state holds that the tombstone does not and `forgotten` covers was removed
-/// here and stays removed, as for a live key (`value::absence`, `Elements::merge`).
+///
+/// What `state` holds that the tombstone does not and `forgotten` (this shard's
+/// collections, empty for a local write) covers was removed here and stays removed, as
+/// for a live key (`value::absence`); a state holding some joins the tombstone the way
+/// that filters its elements too (`Elements::merge`).
 fn joined_with_tombstone(mut state: KeyState, mut tombstone: KeyState, forgotten: &VersionVector) -> KeyState {
     if let Some(absent) = state.absent_writes(Some(&tombstone), forgotten) {
         state.remove_absent(&absent);

@@ -154,6 +154,12 @@ impl KeyState {
         if self.collections().any(|part| part.any_entry(|_, element| element.has_dot_covered_by(seen))) {
             return true;
         }
+        self.has_own_dot_covered_by(seen)
+    }
+
+    /// [`KeyState::has_dot_covered_by`] of the key-level writes alone (values, TTL
+    /// writes, unabsorbed increments; not a collection's elements).
+    pub fn has_own_dot_covered_by(&self, seen: &VersionVector) -> bool {
         self.values().dots().chain(self.ttl().dots()).any(|d| seen.covers(d))
             || self.counters().is_some_and(|c| {
                 c.ints

@@ -32,19 +32,7 @@ impl KeyState {
     /// and `forgotten` covers. `None` when there are none.
     pub fn absent_writes(&self, other: Option<&KeyState>, forgotten: &VersionVector) -> Option<AbsentWrites> {
         // Most states arriving are fresh writes, above anything forgotten: one pass.
-        let counters = self.counters();
-        let covered_slot = |c: &Counters| {
-            c.ints
-                .slots()
-                .iter()
-                .map(|s| (s.node, s.hlc))
-                .chain(c.floats.slots().iter().map(|s| (s.node, s.hlc)))
-                .any(|(n, h)| forgotten.covers(Dot::new(h, n)))
-        };
-        if forgotten.is_empty()
-            || !(self.values().dots().chain(self.ttl().dots()).any(|d| forgotten.covers(d))
-                || counters.as_deref().is_some_and(covered_slot))
-        {
+        if forgotten.is_empty() || !self.has_own_dot_covered_by(forgotten) {
             return None;
         }
         let other_dots: Vec<Dot> = other.map_or(Vec::new(), |o| o.values().dots().chain(o.ttl().dots()).collect());
@@ -64,6 +52,7 @@ impl KeyState {
                 }
             }
         }
+        let counters = self.counters();
         let other_counters = other.and_then(KeyState::counters);
         let (ints, floats) = match counters.as_deref() {
             Some(c) => (
