@@ -179,9 +179,7 @@ impl<V: CounterValue> Counter<V> {
     /// Absorb exactly these slots (each as of its stamp): what a replica that had
     /// merged them and no longer holds them removed (`engine::kv::value::absence`).
     pub fn absorb_slots(&mut self, slots: &[Slot<V>]) {
-        let mut sorted = slots.to_vec();
-        sorted.sort_by_key(|s| (s.node, s.incarnation));
-        self.raise_floor(&sorted);
+        self.raise_floor(slots);
     }
 
     /// A SET or DEL absorbs every increment it has observed.

@@ -130,7 +130,8 @@ impl Stability {
         self.started_ms = now_ms;
     }
 
-    /// A batch (an idle peer sends an empty one every second) from `node` arrived.
+    /// A batch from `node` arrived (an idle peer sends an empty one at least every two
+    /// seconds: `shell::replication`).
     pub fn heard_from(&mut self, node: NodeId, now_ms: u64) {
         let heard = self.heard_ms.entry(node).or_insert(now_ms);
         *heard = (*heard).max(now_ms);

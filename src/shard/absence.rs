@@ -36,25 +36,18 @@ impl Shard {
         if crate::bugs::active(crate::bugs::Bug::AbsenceIgnored) {
             return 0;
         }
-        let records: Vec<(ShardScope, bool, VersionVector)> = deltas
-            .iter()
-            .filter_map(|d| match d {
-                Delta::Forget { below, elements, scope } => Some((*scope, *elements, below.clone())),
-                _ => None,
-            })
-            .collect();
-        debug_assert!(records.iter().all(|(s, ..)| s.count > 0));
-        if records.is_empty() {
-            return 0;
-        }
-        // The peer's records for the shard of its that owns `key`, of key and of
-        // element tombstones: each covers writes that shard had merged.
+        // The peer's records for the shard of its that owns a key, of key and of
+        // element tombstones joined: each covers writes that shard had merged.
         let mut covering_scopes: Vec<(ShardScope, VersionVector)> = Vec::new();
-        for (scope, _, below) in &records {
+        for delta in deltas.iter() {
+            let Delta::Forget { below, scope, .. } = delta else { continue };
             match covering_scopes.iter_mut().find(|(s, _)| s == scope) {
                 Some((_, joined)) => joined.merge(below),
                 None => covering_scopes.push((*scope, below.clone())),
             }
+        }
+        if covering_scopes.is_empty() {
+            return 0;
         }
         let covering = |key: &[u8]| covering_scopes.iter().find(|(s, _)| s.contains(key)).map(|(_, v)| v);
         let mut touched = 0;
@@ -62,9 +55,8 @@ impl Shard {
         for delta in deltas.iter_mut() {
             let Delta::Key { key, state } = delta else { continue };
             sent.insert(key.clone());
-            let Some(entry) = self.kv.keys.get(key, key_hash(key)) else { continue };
+            let (Some(entry), Some(forgotten)) = (self.kv.keys.get(key, key_hash(key)), covering(key)) else { continue };
             let mut touches = false;
-            let Some(forgotten) = covering(key) else { continue };
             if let Some(absent) = entry.state().absent_writes(Some(state), forgotten) {
                 state.remove_absent(&absent);
                 touches = true;

@@ -461,12 +461,7 @@ impl Sim {
         let context = |key: &Bytes| match states[0].get(key) {
             Some(state) => state.causal_context(),
             // Absent: every write its shard's collections covered (keys' or elements').
-            None => {
-                let kv = &node0.shards[shard_for_key(key, node0.shards.len())].kv;
-                let mut forgotten = kv.forgotten().clone();
-                forgotten.merge(kv.forgotten_elements());
-                forgotten
-            }
+            None => node0.shards[shard_for_key(key, node0.shards.len())].kv.forgotten_any().clone(),
         };
         if let Err(reason) = self.oracle.check_none_lost(context) {
             self.fail(reason);

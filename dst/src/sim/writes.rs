@@ -108,9 +108,7 @@ impl Sim {
                 // shard has forgotten (merged, removed, the record collected: it holds
                 // none of them, and drops any copy that arrives, `value::absence`).
                 let mut ctx = context_of(n, &k);
-                let kv = &n.shards[shard_for_key(&k, n.shards.len())].kv;
-                ctx.merge(kv.forgotten());
-                ctx.merge(kv.forgotten_elements());
+                ctx.merge(n.shards[shard_for_key(&k, n.shards.len())].kv.forgotten_any());
                 let (mut unobserved, mut supersedes) = (Vec::new(), Vec::new());
                 for (&origin, by_key) in &self.oracle.orphans {
                     for &dot in by_key.get(&k).into_iter().flatten() {

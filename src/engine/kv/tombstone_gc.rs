@@ -107,6 +107,11 @@ impl KvEngine {
         &self.forgotten
     }
 
+    /// Both of the above joined: what states arriving here are filtered by.
+    pub fn forgotten_any(&self) -> &VersionVector {
+        &self.forgotten_any
+    }
+
     /// What dropped element tombstones covered (a checkpoint carries it too).
     pub fn forgotten_elements(&self) -> &VersionVector {
         &self.forgotten_elements
