@@ -316,6 +316,7 @@ impl Model {
                         None => return errors::error(errors::NOT_FLOAT),
                     },
                 };
+                let Some(by) = by else { return errors::error(errors::NOT_FLOAT) };
                 let next = current + by;
                 if !next.is_finite() {
                     return errors::error(errors::NAN_OR_INFINITY);

@@ -88,7 +88,8 @@ impl Model {
             }
             ListCommand::Len(key) => Frame::Integer(self.elements(key, now_ms).map_or(0, |l| l.len()) as i64),
             ListCommand::Index { key, index: i } => {
-                let list = self.elements(key, now_ms).unwrap_or_default();
+                let Some(list) = self.elements(key, now_ms) else { return Frame::Null };
+                let Some(i) = i else { return errors::error(errors::NOT_INTEGER) };
                 index(*i, list.len()).map_or(Frame::Null, |i| Frame::Bulk(list[i].clone()))
             }
             ListCommand::Range { key, start, stop } => {
@@ -98,6 +99,7 @@ impl Model {
             }
             ListCommand::Set { key, index: i, element } => {
                 let Some(mut list) = self.elements(key, now_ms) else { return errors::error(errors::NO_SUCH_KEY) };
+                let Some(i) = i else { return errors::error(errors::NOT_INTEGER) };
                 let Some(i) = index(*i, list.len()) else { return Frame::static_error("ERR index out of range") };
                 list[i] = element.clone();
                 self.put_elements(key, list, now_ms);

@@ -151,6 +151,15 @@ fn range(args: &[Bytes], end_optional: bool) -> Result<Option<BitRange>, Frame> 
     let start = int(&args[0])?;
     // Redis reads BITCOUNT's end before the unit, and BITPOS's unit before the end.
     let early_end = if end_optional { None } else { Some(int(&args[1])?) };
+    if let Some(end) = early_end
+        && start < 0
+        && end < 0
+        && start > end
+    {
+        // Redis answers 0 for ends that count from the end and cross before it reads
+        // the unit, so a bad unit goes unremarked there (the shard applies the rule).
+        return Ok(Some(BitRange { start, end: Some(end), in_bits: false }));
+    }
     let in_bits = match args.get(2) {
         None => false,
         Some(unit) if eq(unit, "bit") => true,

@@ -49,18 +49,22 @@ pub enum ListCommand {
         count: Option<u64>,
     },
     Len(Bytes),
+    /// `index` is `None` when it is not an integer: Redis answers that only once the key
+    /// is found to hold a list (a missing key is nil, another type WRONGTYPE).
     Index {
         key: Bytes,
-        index: i64,
+        index: Option<i64>,
     },
     Range {
         key: Bytes,
         start: i64,
         stop: i64,
     },
+    /// `index` is `None` when it is not an integer, answered after the key's checks
+    /// (as LINDEX's).
     Set {
         key: Bytes,
-        index: i64,
+        index: Option<i64>,
         element: Bytes,
     },
     Insert {
@@ -193,7 +197,7 @@ pub fn parse(id: CmdId, name: &str, a: &mut [Bytes]) -> Result<Command, Frame> {
         }
         CmdId::LLen => key(ListCommand::Len(take(a, 1))),
         CmdId::LIndex => {
-            let index = int(&a[2])?;
+            let index = parse_i64(&a[2]);
             key(ListCommand::Index { key: take(a, 1), index })
         }
         CmdId::LRange | CmdId::LTrim => {
@@ -202,7 +206,7 @@ pub fn parse(id: CmdId, name: &str, a: &mut [Bytes]) -> Result<Command, Frame> {
             key(if id == CmdId::LRange { ListCommand::Range { key: k, start, stop } } else { ListCommand::Trim { key: k, start, stop } })
         }
         CmdId::LSet => {
-            let index = int(&a[2])?;
+            let index = parse_i64(&a[2]);
             key(ListCommand::Set { key: take(a, 1), index, element: take(a, 3) })
         }
         CmdId::LInsert => {

@@ -145,7 +145,9 @@ pub enum KeyCommand {
     },
     IncrByFloat {
         key: Bytes,
-        by: f64,
+        /// `None`: the increment is not a float, answered only after the key's type is
+        /// checked (Redis's order for INCRBYFLOAT, unlike INCRBY's).
+        by: Option<f64>,
     },
     /// EXPIRE family; `ms` is a unix time when `absolute`, else relative to now.
     Expire {

@@ -92,7 +92,8 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
         CmdId::GetEx => parse_getex(a),
         CmdId::Append => key(KeyCommand::Append { key: take(a, 1), value: take(a, 2) }),
         CmdId::StrLen => key(KeyCommand::StrLen(take(a, 1))),
-        CmdId::GetRange => {
+        // SUBSTR is GETRANGE's old name (deprecated in Redis, still served).
+        CmdId::GetRange | CmdId::Substr => {
             let start = int(&a[2])?;
             let end = int(&a[3])?;
             key(KeyCommand::GetRange { key: take(a, 1), start, end })
@@ -134,7 +135,7 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
             key(KeyCommand::IncrBy { key: take(a, 1), by: -by })
         }
         CmdId::IncrByFloat => {
-            let by = parse_f64(&a[2]).ok_or_else(|| errors::error(errors::NOT_FLOAT))?;
+            let by = parse_f64(&a[2]);
             key(KeyCommand::IncrByFloat { key: take(a, 1), by })
         }
         CmdId::Expire | CmdId::PExpire | CmdId::ExpireAt | CmdId::PExpireAt => parse_expire(spec.id, spec.name, a),
@@ -457,7 +458,9 @@ fn parse_expire(id: CmdId, name: &'static str, a: &mut [Bytes]) -> Parsed {
         } else if eq(opt, "lt") {
             condition.lt = true;
         } else {
-            return Err(Frame::error(format!("ERR Unsupported option {}", String::from_utf8_lossy(opt))));
+            // Redis formats the option as a C string: it ends at a NUL.
+            let shown = &opt[..opt.iter().position(|&b| b == 0).unwrap_or(opt.len())];
+            return Err(Frame::error(format!("ERR Unsupported option {}", String::from_utf8_lossy(shown))));
         }
     }
     if condition.nx && (condition.xx || condition.gt || condition.lt) {

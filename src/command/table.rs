@@ -99,6 +99,7 @@ pub enum CmdId {
     Append,
     StrLen,
     GetRange,
+    Substr,
     SetRange,
     Incr,
     Decr,

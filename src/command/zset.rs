@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 use super::errors::{self, wrong_arity};
 use super::hash::{ElementScan, parse_element_scan};
-use super::numbers::{parse_f64, parse_i64};
+use super::numbers::{parse_f64, parse_i64, parse_range_f64};
 use super::table::CmdId;
 use super::{Command, KeyCommand, MultiKeyCommand};
 use crate::engine::kv::score_order::{LexBound, ScoreBound};
@@ -177,6 +177,10 @@ pub enum ZOutput {
     Store(Bytes),
     /// Reply with their count, stopping at this limit if not 0 (ZINTERCARD).
     Count { limit: u64 },
+    /// The options after the keys were refused with this error, which is the reply once
+    /// every input key's type has been checked: Redis reads the inputs before their
+    /// options, so a key of another type answers WRONGTYPE first.
+    Refused(Frame),
 }
 
 /// The multi-key sorted set commands.
@@ -208,7 +212,7 @@ impl ZsetMulti {
     }
 
     pub fn is_write(&self) -> bool {
-        !matches!(self, ZsetMulti::Algebra { output: ZOutput::Reply { .. } | ZOutput::Count { .. }, .. })
+        !matches!(self, ZsetMulti::Algebra { output: ZOutput::Reply { .. } | ZOutput::Count { .. } | ZOutput::Refused(_), .. })
     }
 }
 
@@ -235,13 +239,14 @@ fn eq(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())
 }
 
-/// One end of a score range: a float, `(` before it for an exclusive end.
+/// One end of a score range: a float, `(` before it for an exclusive end, read as
+/// Redis's `zslParseRange` reads it (`parse_range_f64`: so `(` alone is an exclusive 0).
 pub fn parse_score_bound(arg: &[u8]) -> Result<ScoreBound, Frame> {
     let (exclusive, text) = match arg.first() {
         Some(b'(') => (true, &arg[1..]),
         _ => (false, arg),
     };
-    match parse_f64(text) {
+    match parse_range_f64(text) {
         Some(value) => Ok(ScoreBound { value, exclusive }),
         None => Err(Frame::static_error(MIN_MAX_NOT_FLOAT)),
     }
@@ -461,7 +466,25 @@ fn parse_algebra(id: CmdId, name: &str, a: &mut [Bytes]) -> Result<ZsetMulti, Fr
         _ => ZAlgebra::Diff,
     };
     let at = if store { 2 } else { 1 };
-    let (numkeys, mut j) = parse_numkeys(a, at, name)?;
+    let (numkeys, j) = parse_numkeys(a, at, name)?;
+    let options = parse_algebra_options(a, j, numkeys, op, store);
+    let keys = a[at + 1..at + 1 + numkeys].iter_mut().map(std::mem::take).collect();
+    let (weights, aggregate, output) = match options {
+        Ok((weights, aggregate, _)) if store => (weights, aggregate, ZOutput::Store(take(a, 1))),
+        Ok((weights, aggregate, with_scores)) => (weights, aggregate, ZOutput::Reply { with_scores }),
+        Err(refused) => (None, Aggregate::Sum, ZOutput::Refused(refused)),
+    };
+    Ok(ZsetMulti::Algebra { op, keys, weights, aggregate, output })
+}
+
+/// The options after an algebra's keys, from `a[j]`: weights, aggregate, WITHSCORES.
+fn parse_algebra_options(
+    a: &[Bytes],
+    mut j: usize,
+    numkeys: usize,
+    op: ZAlgebra,
+    store: bool,
+) -> Result<(Option<Vec<f64>>, Aggregate, bool), Frame> {
     let mut weights = None;
     let mut aggregate = Aggregate::Sum;
     let mut with_scores = false;
@@ -489,9 +512,7 @@ fn parse_algebra(id: CmdId, name: &str, a: &mut [Bytes]) -> Result<ZsetMulti, Fr
         }
         j += 1;
     }
-    let keys = a[at + 1..at + 1 + numkeys].iter_mut().map(std::mem::take).collect();
-    let output = if store { ZOutput::Store(take(a, 1)) } else { ZOutput::Reply { with_scores } };
-    Ok(ZsetMulti::Algebra { op, keys, weights, aggregate, output })
+    Ok((weights, aggregate, with_scores))
 }
 
 /// `ZINTERCARD numkeys key [key ...] [LIMIT limit]`.

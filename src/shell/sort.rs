@@ -107,11 +107,9 @@ async fn look_up(access: &impl Shards, pattern: &[u8], elements: &[Bytes]) -> Ve
     values
 }
 
-/// A weight as Redis's SORT parses it (`strtod`: leading spaces, nothing after).
+/// A weight as Redis's SORT parses it (`numbers::parse_sort_weight`).
 fn parse_weight(text: &[u8]) -> Option<f64> {
-    let text = std::str::from_utf8(text).ok()?.trim_start();
-    let value: f64 = text.parse().ok()?;
-    (!value.is_nan()).then_some(value)
+    crate::command::numbers::parse_sort_weight(text)
 }
 
 async fn sort_on(access: &impl Shards, command: SortCommand) -> Frame {

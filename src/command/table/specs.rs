@@ -100,6 +100,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!(Append, "append", 3, ["write", "denyoom", "fast"], 1, 1, 1, "string", "2.0.0", "Appends a string to the value of a key. Creates the key if it doesn't exist."),
     spec!(StrLen, "strlen", 2, ["readonly", "fast"], 1, 1, 1, "string", "2.2.0", "Returns the length of a string value."),
     spec!(GetRange, "getrange", 4, ["readonly"], 1, 1, 1, "string", "2.4.0", "Returns a substring of the string stored at a key."),
+    spec!(Substr, "substr", 4, ["readonly"], 1, 1, 1, "string", "1.0.0", "Returns a substring from a string value."),
     spec!(SetRange, "setrange", 4, ["write", "denyoom"], 1, 1, 1, "string", "2.2.0", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist."),
     spec!(Incr, "incr", 2, ["write", "denyoom", "fast"], 1, 1, 1, "string", "1.0.0", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."),
     spec!(Decr, "decr", 2, ["write", "denyoom", "fast"], 1, 1, 1, "string", "1.0.0", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."),

@@ -201,9 +201,11 @@ impl KvEngine {
                 (Some(popped), Some(_)) => Frame::Array(popped.into_iter().map(Frame::Bulk).collect()),
             }),
             ListCommand::Len(key) => self.list_elements(&key, now_ms).map(|l| Frame::Integer(l.map_or(0, |l| l.len()) as i64)),
-            ListCommand::Index { key, index } => self
-                .list_elements(&key, now_ms)
-                .map(|l| l.and_then(|l| position_at(l, index).map(|(_, e)| Frame::Bulk(value_of(e)))).unwrap_or(Frame::Null)),
+            ListCommand::Index { key, index } => self.list_elements(&key, now_ms).and_then(|l| match (l, index) {
+                (None, _) => Ok(Frame::Null),
+                (Some(_), None) => Err(errors::error(errors::NOT_INTEGER)),
+                (Some(l), Some(index)) => Ok(position_at(l, index).map_or(Frame::Null, |(_, e)| Frame::Bulk(value_of(e)))),
+            }),
             ListCommand::Range { key, start, stop } => self.list_elements(&key, now_ms).map(|l| {
                 let Some(l) = l else { return Frame::Array(Vec::new()) };
                 range_values(l, start, stop)
@@ -288,10 +290,11 @@ impl KvEngine {
         }
     }
 
-    fn list_set(&mut self, ctx: &mut WriteCtx, key: Bytes, index: i64, element: Bytes) -> Result<Frame, Frame> {
+    fn list_set(&mut self, ctx: &mut WriteCtx, key: Bytes, index: Option<i64>, element: Bytes) -> Result<Frame, Frame> {
         let Some(list) = self.list_elements(&key, ctx.now_ms)? else {
             return Err(errors::error(errors::NO_SUCH_KEY));
         };
+        let index = index.ok_or_else(|| errors::error(errors::NOT_INTEGER))?;
         let Some(name) = position_at(list, index).map(|(n, _)| Bytes::copy_from_slice(&n)) else {
             return Err(Frame::static_error("ERR index out of range"));
         };

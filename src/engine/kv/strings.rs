@@ -296,12 +296,15 @@ impl KvEngine {
         Frame::Integer(next)
     }
 
-    pub fn incr_by_float(&mut self, ctx: &mut WriteCtx, key: Bytes, by: f64) -> Frame {
+    /// INCRBYFLOAT; `by` is `None` when the increment is not a float, which Redis
+    /// reports only after the key's type.
+    pub fn incr_by_float(&mut self, ctx: &mut WriteCtx, key: Bytes, by: Option<f64>) -> Frame {
         let hash = key_hash(&key);
         let old = self.take_for_write(&key, hash, ctx.now_ms);
         if let Err(e) = check_string(old.as_ref()) {
             return e;
         }
+        let Some(by) = by else { return errors::error(errors::NOT_FLOAT) };
         let current = match old.as_ref().and_then(|s| s.read()) {
             None => 0.0,
             Some(v) => match v.as_f64() {

@@ -405,6 +405,7 @@ pub fn algebra_reply(output: &ZOutput, members: Vec<Scored>) -> Frame {
         ZOutput::Count { .. } => Frame::Integer(members.len() as i64),
         ZOutput::Reply { with_scores } => zset_query::members_reply(members, *with_scores),
         ZOutput::Store(_) => Frame::Integer(members.len() as i64),
+        ZOutput::Refused(error) => error.clone(),
     }
 }
 
