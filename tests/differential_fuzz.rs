@@ -78,15 +78,34 @@ fn show_command(args: &[Vec<u8>]) -> String {
 /// its index and both normalized replies.
 fn first_difference(redis: &mut Side, other: &mut Side, protocol: u8, steps: &[Step]) -> Option<(usize, String, String)> {
     for side in [&mut *redis, &mut *other] {
+        // A sequence may have ended inside MULTI or with keys watched.
+        side.call(&[b"DISCARD".to_vec()]).expect("DISCARD");
+        side.call(&[b"UNWATCH".to_vec()]).expect("UNWATCH");
         side.call(&[b"HELLO".to_vec(), protocol.to_string().into_bytes()]).expect("HELLO");
         side.call(&[b"FLUSHALL".to_vec()]).expect("FLUSHALL");
     }
+    // Inside MULTI: how each command queued so far is compared in EXEC's reply.
+    let mut queued: Option<Vec<Norm>> = None;
     for (i, step) in steps.iter().enumerate() {
         let raw_expected =
             redis.call(&step.args).unwrap_or_else(|e| panic!("redis-server itself failed on {}: {e}", show_command(&step.args)));
         let raw_got = other.call(&step.args);
-        let expected = reply::normalize(raw_expected.clone(), step.norm);
-        let got = raw_got.as_ref().map(|r| reply::normalize(r.clone(), step.norm));
+        let name = step.args[0].to_ascii_uppercase();
+        let norm_of = |reply: &Reply, queued: &Option<Vec<Norm>>| match (name.as_slice(), queued) {
+            (b"EXEC", Some(norms)) => reply::normalize_each(reply.clone(), norms),
+            _ => reply::normalize(reply.clone(), step.norm),
+        };
+        let expected = norm_of(&raw_expected, &queued);
+        let got = raw_got.as_ref().map(|r| norm_of(r, &queued));
+        queued = match (name.as_slice(), queued.take(), &raw_expected) {
+            (b"MULTI", None, Reply::Line(b'+', _)) => Some(Vec::new()),
+            (b"EXEC" | b"DISCARD", Some(_), _) => None,
+            (_, Some(mut norms), Reply::Line(b'+', line)) if line == b"QUEUED" => {
+                norms.push(step.norm);
+                Some(norms)
+            }
+            (_, queued, _) => queued,
+        };
         match got {
             Ok(got) if got == expected => {
                 if raw_got.as_ref() != Ok(&raw_expected) {
@@ -166,10 +185,10 @@ fn env_range(name: &str, default: std::ops::Range<u64>) -> std::ops::Range<u64> 
 fn survey(redis: &mut Side, other: &mut Side, seeds: std::ops::Range<u64>, steps_per_seed: usize) {
     let mut kinds: std::collections::BTreeMap<String, (usize, String)> = Default::default();
     for seed in seeds {
-        let mut rng = generator::Rng::new(seed);
+        let (mut rng, mut in_multi) = (generator::Rng::new(seed), false);
         let steps: Vec<Step> = (0..steps_per_seed)
             .map(|_| {
-                let generated = generator::command(&mut rng);
+                let generated = generator::command(&mut rng, &mut in_multi);
                 Step { args: generated.args, norm: generated.norm }
             })
             .collect();
@@ -209,10 +228,10 @@ fn random_command_sequences_answer_as_redis_does() {
     let (mut failing, mut report) = (Vec::new(), String::new());
     let mut commands = 0usize;
     for seed in seeds.clone() {
-        let mut rng = generator::Rng::new(seed);
+        let (mut rng, mut in_multi) = (generator::Rng::new(seed), false);
         let steps: Vec<Step> = (0..steps_per_seed)
             .map(|_| {
-                let generated = generator::command(&mut rng);
+                let generated = generator::command(&mut rng, &mut in_multi);
                 Step { args: generated.args, norm: generated.norm }
             })
             .collect();

@@ -67,8 +67,21 @@ impl TransactionState {
     /// Past maxmemory (`out_of_memory`) nothing more is queued, as Redis: a queue is
     /// memory too.
     pub fn offer(&mut self, index: Option<usize>, args: Vec<Bytes>, out_of_memory: bool) -> Result<Vec<Bytes>, Frame> {
+        let spec = index.map(|i| &table::COMMANDS[i]);
+        if let Some(spec) = spec
+            && spec.id == table::CmdId::Exec
+            && !spec.arity_ok(args.len())
+        {
+            // Redis discards the transaction for a refused EXEC, in MULTI or not, and
+            // with it every watched key (`execCommandAbort`).
+            *self = TransactionState::default();
+            return Err(Frame::error(format!(
+                "EXECABORT Transaction discarded because of: wrong number of arguments for '{}' command",
+                spec.name
+            )));
+        }
         let Some(queued) = self.queued.as_mut() else { return Ok(args) };
-        let Some(spec) = index.map(|i| &table::COMMANDS[i]) else {
+        let Some(spec) = spec else {
             self.dirty = true;
             return Err(errors::unknown_command(&args));
         };
@@ -76,12 +89,14 @@ impl TransactionState {
             self.dirty = true;
             return Err(Frame::static_error(super::memory::OOM));
         }
-        if matches!(spec.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
-            return Ok(args);
-        }
+        // A wrong arity is refused before anything else, the transaction's own
+        // commands included (a `MULTI x` or `DISCARD x` makes EXEC abort, as in Redis).
         if !spec.arity_ok(args.len()) {
             self.dirty = true;
             return Err(errors::wrong_arity(spec.name));
+        }
+        if matches!(spec.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
+            return Ok(args);
         }
         if spec.is_no_multi() {
             self.dirty = true;
@@ -147,17 +162,14 @@ impl TransactionState {
         }
     }
 
-    /// EXEC: the queued commands and watched keys, or the error to answer. The state is
-    /// cleared either way (EXEC ends the transaction and unwatches every key).
+    /// EXEC: the queued commands and watched keys, or the error to answer. A transaction
+    /// is ended either way, and its watched keys unwatched; an EXEC without MULTI
+    /// changes nothing (its keys stay watched, as in Redis).
     pub fn take_for_exec(&mut self) -> Result<(Vec<Queued>, Vec<Watched>), Frame> {
-        let queued = self.queued.take();
+        let Some(queued) = self.queued.take() else { return Err(Frame::static_error("ERR EXEC without MULTI")) };
         let dirty = std::mem::take(&mut self.dirty);
         let watched = std::mem::take(&mut self.watched);
-        match queued {
-            None => Err(Frame::static_error("ERR EXEC without MULTI")),
-            Some(_) if dirty => Err(Frame::static_error(EXECABORT)),
-            Some(queued) => Ok((queued, watched)),
-        }
+        if dirty { Err(Frame::static_error(EXECABORT)) } else { Ok((queued, watched)) }
     }
 }
 

@@ -111,6 +111,17 @@ pub fn normalize(reply: Reply, norm: Norm) -> Reply {
     }
 }
 
+/// EXEC's reply: each command's reply in its own normal form (`norms`, in queue order);
+/// anything else (EXECABORT, a nil for an aborted WATCH) as it is.
+pub fn normalize_each(reply: Reply, norms: &[Norm]) -> Reply {
+    match reply {
+        Reply::Aggregate(kind, Some(items)) if items.len() == norms.len() => {
+            Reply::Aggregate(kind, Some(items.into_iter().zip(norms).map(|(item, norm)| normalize(item, *norm)).collect()))
+        }
+        other => other,
+    }
+}
+
 /// A reply as one readable line for a report.
 pub fn show(reply: &Reply) -> String {
     let text = |bytes: &[u8]| bytes.iter().flat_map(|&b| std::ascii::escape_default(b)).map(char::from).collect::<String>();

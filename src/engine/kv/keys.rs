@@ -128,9 +128,15 @@ impl KvEngine {
     /// WATCH's token: the digest of the key's whole state (value, TTL, every element and
     /// the causal metadata), so any write changes it, from this node or merged from a
     /// peer, and so does an expiry; 0 for a missing (or expired) key.
+    /// What WATCH remembers of a key and EXEC compares: a live key's digest (any write
+    /// changes it), a missing key's count of removals (`Keyspace::absent_token`: one
+    /// created and removed again meanwhile changes it too).
     pub fn watch_token(&mut self, key: &[u8], now_ms: u64) -> u64 {
         let hash = key_hash(key);
-        self.live(key, hash, now_ms).map_or(0, |state| super::merkle::digest(key, state))
+        match self.live(key, hash, now_ms) {
+            Some(state) => super::merkle::digest(key, state),
+            None => self.keys.absent_token(hash),
+        }
     }
 
     pub fn type_of(&mut self, key: &[u8], now_ms: u64) -> Frame {

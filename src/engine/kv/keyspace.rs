@@ -75,6 +75,7 @@ mod entry;
 mod expiry;
 mod growth;
 mod prefetch;
+mod removals;
 mod tombstone_keys;
 
 use tombstone_keys::TombstoneKeys;
@@ -121,6 +122,8 @@ pub struct Keyspace {
     changes: Changes,
     /// Every live key went at once (`clear`) since `take_changes`.
     cleared: bool,
+    /// Removals by bucket of hash: a missing key's WATCH token (`removals.rs`).
+    removals: removals::RemovalCounts,
 }
 
 /// What the keyspace notes about changes as they happen.
@@ -156,7 +159,13 @@ impl Keyspace {
             element_tombstone_keys: TombstoneKeys::new(super::hash_seed::key_hash_seed()),
             changes: Changes::default(),
             cleared: false,
+            removals: removals::RemovalCounts::default(),
         }
+    }
+
+    /// What WATCH compares a missing key by (see `removals.rs`).
+    pub fn absent_token(&self, hash: u64) -> u64 {
+        self.removals.token(hash)
     }
 
     /// Note changed keys from now on (or stop). The vector engine turns this on when it
@@ -428,6 +437,7 @@ impl Keyspace {
         let index = self.table_index(hash);
         let entry = self.tables[index].find_entry(hash, |e| e.has_key(key)).ok()?;
         let (removed, _) = entry.remove();
+        self.removals.note(hash);
         Self::note_change(&mut self.changes, removed.key());
         debug_assert!(Self::digest_is_current_or_stale(self.merkle.is_some(), key, &removed), "a wrong digest");
         self.merkle_replace(hash, removed.kept_digest(), 0);
@@ -446,7 +456,14 @@ impl Keyspace {
         let following = self.changes.keys.is_some();
         // The count moves on (watched keys may have gone) and never goes back.
         let (watched, watched_count) = (self.changes.watched, self.changes.watched_count + 1);
+        // Each live key is removed, and counted so (a watcher of a missing key is not
+        // aborted by FLUSHALL, as in Redis; FLUSHALL visits every key already).
+        let mut removals = std::mem::take(&mut self.removals);
+        for entry in self.iter() {
+            removals.note(key_hash(entry.key()));
+        }
         *self = Keyspace::new();
+        self.removals = removals;
         self.tombstones = tombstones;
         self.track_changes(following);
         self.changes.watched = watched;
