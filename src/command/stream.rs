@@ -101,9 +101,11 @@ pub enum StreamCommand {
         count: Option<u64>,
         rev: bool,
     },
+    /// `ids` is the refusal of the first invalid one, which Redis answers only once the
+    /// key is found to hold a stream (a missing key is 0, another type WRONGTYPE).
     Del {
         key: Bytes,
-        ids: Vec<StreamId>,
+        ids: Result<Vec<StreamId>, Frame>,
     },
     Trim {
         key: Bytes,
@@ -531,7 +533,7 @@ pub fn parse(id: CmdId, a: &mut [Bytes]) -> Result<Parsed, Frame> {
         CmdId::XRange => parse_range_command(a, false)?,
         CmdId::XRevRange => parse_range_command(a, true)?,
         CmdId::XDel => {
-            let ids = a[2..].iter().map(|arg| strict_id(arg)).collect::<Result<_, _>>()?;
+            let ids = a[2..].iter().map(|arg| strict_id(arg)).collect::<Result<_, _>>();
             StreamCommand::Del { key: std::mem::take(&mut a[1]), ids }
         }
         CmdId::XTrim => {

@@ -128,7 +128,7 @@ pub fn command(rng: &mut Rng, in_multi: &mut bool) -> Generated {
 
 fn any_command(rng: &mut Rng) -> Generated {
     let key = |rng: &mut Rng| rng.pick(KEYS);
-    let (mut args, norm): (Vec<Vec<u8>>, Norm) = match rng.below(106) {
+    let (mut args, norm): (Vec<Vec<u8>>, Norm) = match rng.below(118) {
         // Strings and counters.
         0..=3 => {
             let mut args = vec![b"SET".to_vec(), key(rng), rng.pick(VALUES)];
@@ -414,7 +414,85 @@ fn any_command(rng: &mut Rng) -> Generated {
         101..=102 => (words(&["EXEC"]), Norm::Exact),
         103 => (words(&["DISCARD"]), Norm::Exact),
         104 => (std::iter::once(b"WATCH".to_vec()).chain((0..1 + rng.below(2)).map(|_| key(rng))).collect(), Norm::Exact),
-        _ => (words(&["UNWATCH"]), Norm::Exact),
+        105 => (words(&["UNWATCH"]), Norm::Exact),
+        // Bitmaps beyond SETBIT/GETBIT/BITCOUNT.
+        106 => {
+            let mut args = vec![b"BITPOS".to_vec(), key(rng), rng.pick(&["0", "1", "2"])];
+            for _ in 0..rng.below(3) {
+                args.push(rng.pick(RANGE_INDEXES));
+            }
+            if rng.chance(20) {
+                args.push(rng.pick(&["BYTE", "BIT", "bits"]));
+            }
+            (args, Norm::Exact)
+        }
+        107 => {
+            let op = rng.pick(&["AND", "OR", "XOR", "NOT", "nand"]);
+            let mut args = vec![b"BITOP".to_vec(), op, key(rng), key(rng)];
+            if rng.chance(50) {
+                args.push(key(rng));
+            }
+            (args, Norm::Exact)
+        }
+        108 => {
+            let mut args = vec![rng.pick(&["BITFIELD", "BITFIELD_RO"]), key(rng)];
+            for _ in 0..1 + rng.below(3) {
+                match rng.below(4) {
+                    0 => args.extend([
+                        b"GET".to_vec(),
+                        rng.pick(&["u8", "i5", "u63", "i64", "u64", "x3"]),
+                        rng.pick(&["0", "7", "#1", "-1", "100"]),
+                    ]),
+                    1 => args.extend([b"SET".to_vec(), rng.pick(&["u8", "i5", "u4"]), rng.pick(&["0", "3", "#2"]), rng.pick(INTS)]),
+                    2 => args.extend([b"INCRBY".to_vec(), rng.pick(&["u8", "i5", "u2"]), rng.pick(&["0", "5"]), rng.pick(INTS)]),
+                    _ => args.extend([b"OVERFLOW".to_vec(), rng.pick(&["WRAP", "SAT", "FAIL", "sat", "NONE"])]),
+                }
+            }
+            (args, Norm::Exact)
+        }
+        // Streams with explicit ids (a generated `*` id reads the clock).
+        109..=111 => {
+            let mut args = vec![b"XADD".to_vec(), key(rng)];
+            if rng.chance(20) {
+                args.extend([b"MAXLEN".to_vec(), rng.pick(&["2", "0", "~", "abc"])]);
+            }
+            args.push(rng.pick(&[
+                "1-1",
+                "1-2",
+                "2-0",
+                "0-1",
+                "5",
+                "1-*",
+                "3-*",
+                "0-0",
+                "abc",
+                "18446744073709551615-18446744073709551615",
+            ]));
+            for _ in 0..1 + rng.below(2) {
+                args.push(rng.pick(FIELDS));
+                args.push(rng.pick(VALUES));
+            }
+            (args, Norm::Exact)
+        }
+        112 => {
+            let mut args = vec![
+                rng.pick(&["XRANGE", "XREVRANGE"]),
+                key(rng),
+                rng.pick(&["-", "+", "1", "1-2", "(1-1", "2", "abc"]),
+                rng.pick(&["-", "+", "5", "1-1", "(5"]),
+            ];
+            if rng.chance(40) {
+                args.extend([b"COUNT".to_vec(), rng.pick(&["1", "2", "0", "-1", "abc"])]);
+            }
+            (args, Norm::Exact)
+        }
+        113 => (vec![b"XLEN".to_vec(), key(rng)], Norm::Exact),
+        114 => (vec![b"XDEL".to_vec(), key(rng), rng.pick(&["1-1", "1-2", "5-0", "abc"])], Norm::Exact),
+        115 => (
+            vec![b"XTRIM".to_vec(), key(rng), rng.pick(&["MAXLEN", "MINID", "maxlen"]), rng.pick(&["1", "0", "2-0", "-1", "abc"])],
+            Norm::Exact,
+        ),
+        _ => (vec![rng.pick(&["SETEX", "PSETEX"]), key(rng), rng.pick(TTLS), rng.pick(VALUES)], Norm::Exact),
     };
     // Now and then an argument too few or too many: the arity errors.
     // (Never SPOP's count: without one it pops a member at random.)

@@ -16,9 +16,9 @@ pub enum Norm {
     Shape,
     /// An integer whose positive values depend on the clock (TTL): any positive is 1.
     Ttl,
-    /// A float counter's text (INCRBYFLOAT): past 1e15 Redis's 80-bit long double and
-    /// Meridian's double differ in the last digits (docs/semantics.md), so a value that
-    /// large is compared to 12 significant digits; smaller ones exactly.
+    /// A float counter's text (INCRBYFLOAT): Redis's 80-bit long double prints up to 17
+    /// significant digits, Meridian's double 15 (docs/semantics.md), so it is compared
+    /// as a number to 12 significant digits.
     Float,
 }
 
@@ -98,9 +98,7 @@ pub fn normalize(reply: Reply, norm: Norm) -> Reply {
             Reply::Aggregate(kind, Some(vec![Reply::Line(b'#', b"any".to_vec()); items.len()]))
         }
         (Norm::Shape, Reply::Blob(kind, Some(_))) => Reply::Blob(kind, Some(b"any".to_vec())),
-        (Norm::Float, Reply::Blob(kind, Some(text)))
-            if std::str::from_utf8(&text).ok().and_then(|t| t.parse::<f64>().ok()).is_some_and(|v| v.abs() >= 1e15) =>
-        {
+        (Norm::Float, Reply::Blob(kind, Some(text))) if std::str::from_utf8(&text).ok().and_then(|t| t.parse::<f64>().ok()).is_some() => {
             let value: f64 = std::str::from_utf8(&text).expect("checked").parse().expect("checked");
             Reply::Blob(kind, Some(format!("{value:.11e}").into_bytes()))
         }

@@ -98,32 +98,86 @@ fn field_value(raw: u64, field: FieldType) -> i128 {
 }
 
 /// A SET or INCRBY on a field holding `old_raw`: the bits to store and the reply, or
-/// `None` when it overflows under FAIL (as Redis's checkSignedBitfieldOverflow and
-/// checkUnsignedBitfieldOverflow, computed in 128 bits).
+/// `None` when it overflows under FAIL. The overflow checks are Redis's
+/// `checkSignedBitfieldOverflow` and `checkUnsignedBitfieldOverflow` step by step, C's
+/// wrapping casts included: they take a SET of a signed field to a value far below its
+/// range (`SET i5 0 -9223372036854775808`) for an overflow upwards, so SAT stores the
+/// maximum there, and replies must match.
 fn field_write(old_raw: u64, op: &FieldOp) -> Option<(u64, i64)> {
     let field = op.field;
-    let (min, max): (i128, i128) =
-        if field.signed { (-(1i128 << (field.bits - 1)), (1i128 << (field.bits - 1)) - 1) } else { (0, (1i128 << field.bits) - 1) };
-    let old = field_value(old_raw, field);
-    let target = match op.kind {
-        // An unsigned field reads its argument as C's (uint64_t) cast does.
-        FieldOpKind::Set(v) if !field.signed => v as u64 as i128,
-        FieldOpKind::Set(v) => v as i128,
-        FieldOpKind::IncrBy(by) => old + by as i128,
-        FieldOpKind::Get => old,
+    let old = field_value(old_raw, field) as i64;
+    // Redis checks `value + incr`: INCRBY's old value and increment, SET's value and 0.
+    let (value, incr) = match op.kind {
+        FieldOpKind::Set(v) => (v, 0),
+        FieldOpKind::IncrBy(by) => (old, by),
+        FieldOpKind::Get => (old, 0),
     };
-    let mask = if field.bits == 64 { u64::MAX as u128 } else { (1u128 << field.bits) - 1 };
-    let new = if target > max || target < min {
-        match op.overflow {
-            Overflow::Fail => return None,
-            Overflow::Sat => target.clamp(min, max),
-            Overflow::Wrap => field_value(((target as u128) & mask) as u64, field),
-        }
+    let bits = field.bits;
+    let in_range = if field.signed {
+        signed_overflow(value, incr, bits, op.overflow)
     } else {
-        target
+        unsigned_overflow(value as u64, incr, bits, op.overflow)
     };
-    let reply = if matches!(op.kind, FieldOpKind::Set(_)) { old } else { new };
-    Some((((new as u128) & mask) as u64, reply as i64))
+    let new = match in_range {
+        Ok(sum) => sum,
+        Err(None) => return None,
+        Err(Some(limit)) => limit,
+    };
+    let reply = if matches!(op.kind, FieldOpKind::Set(_)) { old } else { field_value(truncate(new as u64, bits), field) as i64 };
+    Some((truncate(new as u64, bits), reply))
+}
+
+/// The low `bits` bits of `raw`.
+fn truncate(raw: u64, bits: u32) -> u64 {
+    if bits == 64 { raw } else { raw & ((1u64 << bits) - 1) }
+}
+
+/// `Ok(value + incr)` in range, or on overflow the value to store (`Err(Some)`) or
+/// nothing under FAIL (`Err(None)`): Redis's `checkSignedBitfieldOverflow`.
+fn signed_overflow(value: i64, incr: i64, bits: u32, overflow: Overflow) -> Result<i64, Option<i64>> {
+    let max: i64 = if bits == 64 { i64::MAX } else { (1i64 << (bits - 1)) - 1 };
+    let min = -max - 1;
+    let max_incr = (max as u64).wrapping_sub(value as u64) as i64;
+    let min_incr = min.wrapping_sub(value);
+    let wrap = || {
+        let sum = (value as u64).wrapping_add(incr as u64);
+        if bits == 64 {
+            return sum as i64;
+        }
+        let (msb, high) = (1u64 << (bits - 1), u64::MAX << bits);
+        (if sum & msb != 0 { sum | high } else { sum & !high }) as i64
+    };
+    let limit = |saturated: i64| match overflow {
+        Overflow::Wrap => Err(Some(wrap())),
+        Overflow::Sat => Err(Some(saturated)),
+        Overflow::Fail => Err(None),
+    };
+    if value > max || (bits != 64 && incr > max_incr) || (value >= 0 && incr > 0 && incr > max_incr) {
+        limit(max)
+    } else if value < min || (bits != 64 && incr < min_incr) || (value < 0 && incr < 0 && incr < min_incr) {
+        limit(min)
+    } else {
+        Ok(value.wrapping_add(incr))
+    }
+}
+
+/// Redis's `checkUnsignedBitfieldOverflow` (bits ≤ 63), as [`signed_overflow`].
+fn unsigned_overflow(value: u64, incr: i64, bits: u32, overflow: Overflow) -> Result<i64, Option<i64>> {
+    let max: u64 = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    let max_incr = max.wrapping_sub(value) as i64;
+    let min_incr = value.wrapping_neg() as i64;
+    let limit = |saturated: u64| match overflow {
+        Overflow::Wrap => Err(Some(truncate(value.wrapping_add(incr as u64), bits) as i64)),
+        Overflow::Sat => Err(Some(saturated as i64)),
+        Overflow::Fail => Err(None),
+    };
+    if value > max || (incr > 0 && incr > max_incr) {
+        limit(max)
+    } else if incr < 0 && incr < min_incr {
+        limit(0)
+    } else {
+        Ok(value.wrapping_add(incr as u64) as i64)
+    }
 }
 
 /// BITOP's result over the sources (missing keys as empty strings); empty when every

@@ -221,6 +221,8 @@ impl KeyState {
 
     /// The value a GET returns, or `None` when the key does not exist.
     pub fn read(&self) -> Option<StrVal> {
+        /// Every integer below this (2^53) is a double exactly.
+        const FLOAT_EXACT_INTEGER_MAX: f64 = 9_007_199_254_740_992.0;
         let base = self.values().winner().map(|(_, v)| v);
         let Some(counters) = self.counters() else {
             return base.cloned();
@@ -239,6 +241,15 @@ impl KeyState {
                     None => return Some(b.clone()),
                 },
             };
+            // A float part that is a whole number (an INCRBYFLOAT that left `4`) adds to
+            // integer increments exactly, as Redis adds INCRBY to the text `4`: a double
+            // would round them past 2^53. (Without integer increments it stays text, as
+            // INCRBYFLOAT leaves it in Redis.)
+            let float_part = counters.floats.contributions().fold(base_f, |sum, c| sum + c);
+            if has_ints && float_part.fract() == 0.0 && float_part.abs() < FLOAT_EXACT_INTEGER_MAX {
+                let total = counters.ints.contributions().fold(float_part as i128, |sum, c| sum + c as i128);
+                return Some(i64::try_from(total).map_or_else(|_| StrVal::raw(total.to_string()), StrVal::Int));
+            }
             let mut total = base_f;
             for c in counters.ints.contributions() {
                 total += c as f64;
@@ -251,13 +262,20 @@ impl KeyState {
             }
             return Some(StrVal::raw(format_float(total)));
         }
-        let mut total: i128 = base.and_then(|b| b.as_i64()).unwrap_or(0) as i128;
+        let base = base.and_then(|b| b.as_i64()).unwrap_or(0);
+        let mut total: i128 = base as i128;
         for c in counters.ints.contributions() {
             total += c as i128;
         }
         match i64::try_from(total) {
             Ok(n) => Some(StrVal::Int(n)),
-            // Concurrent increments can overflow together; show the exact sum as text.
+            // A slot's sum wraps (`CounterValue::add`): one node's increments past i64
+            // (INCRBY 2^62 three times from -2^63) wrap although every value it answered
+            // was in range. With one writer that holds: the wrapped sum is exact.
+            Err(_) if counters.ints.slots().windows(2).all(|pair| pair[0].node == pair[1].node) => {
+                Some(StrVal::Int(counters.ints.contributions().fold(base, i64::wrapping_add)))
+            }
+            // Concurrent increments can overflow together; show their sum as text.
             Err(_) => Some(StrVal::raw(total.to_string())),
         }
     }

@@ -102,7 +102,7 @@ pub fn command(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: StreamCommand) -> Fra
             (Some(_), _) if empty => Frame::Array(Vec::new()),
             (Some((view, _)), count) => entries_frame(&view.range(start, end, rev, count.unwrap_or(0))),
         }),
-        StreamCommand::Del { key, ids } => del(kv, ctx, key, &ids),
+        StreamCommand::Del { key, ids } => del(kv, ctx, key, ids),
         StreamCommand::Trim { key, trim } => {
             match view_of(kv, &key, now_ms).map(|s| s.map(|(view, live)| trim_writes(view, live, trim, node_max))) {
                 Err(e) => Err(e),
@@ -326,13 +326,14 @@ fn trim_writes(view: StreamView<'_>, live: usize, trim: Trim, node_max: usize) -
     remove.into_iter().map(|id| (Bytes::copy_from_slice(&store::entry_name(id)), None)).collect()
 }
 
-fn del(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, ids: &[StreamId]) -> Result<Frame, Frame> {
+fn del(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, ids: Result<Vec<StreamId>, Frame>) -> Result<Frame, Frame> {
     let Some((view, _)) = view_of(kv, &key, ctx.now_ms)? else { return Ok(Frame::Integer(0)) };
+    let ids = ids?;
     let counters = view.counters();
     let mut own = view.node_counters(ctx.node);
     let mut writes: ElementWrites = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    for &id in ids {
+    for &id in &ids {
         if seen.insert(id) && view.has_entry(id) {
             writes.push((Bytes::copy_from_slice(&store::entry_name(id)), None));
             if id > counters.max_deleted && id > own.max_deleted {
