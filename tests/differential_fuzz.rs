@@ -122,6 +122,17 @@ fn first_difference(redis: &mut Side, other: &mut Side, protocol: u8, steps: &[S
     None
 }
 
+/// The commands of seed `seed`.
+fn sequence(seed: u64, steps: usize) -> Vec<Step> {
+    let (mut rng, mut in_multi) = (generator::Rng::new(seed), false);
+    (0..steps)
+        .map(|_| {
+            let generated = generator::command(&mut rng, &mut in_multi);
+            Step { args: generated.args, norm: generated.norm }
+        })
+        .collect()
+}
+
 /// Even seeds speak RESP2, odd ones RESP3 (maps, sets, doubles and nulls of their own).
 fn protocol_of(seed: u64) -> u8 {
     2 + (seed % 2) as u8
@@ -185,13 +196,7 @@ fn env_range(name: &str, default: std::ops::Range<u64>) -> std::ops::Range<u64> 
 fn survey(redis: &mut Side, other: &mut Side, seeds: std::ops::Range<u64>, steps_per_seed: usize) {
     let mut kinds: std::collections::BTreeMap<String, (usize, String)> = Default::default();
     for seed in seeds {
-        let (mut rng, mut in_multi) = (generator::Rng::new(seed), false);
-        let steps: Vec<Step> = (0..steps_per_seed)
-            .map(|_| {
-                let generated = generator::command(&mut rng, &mut in_multi);
-                Step { args: generated.args, norm: generated.norm }
-            })
-            .collect();
+        let steps = sequence(seed, steps_per_seed);
         let mut from = 0;
         while let Some((at, expected, got)) = first_difference(redis, other, protocol_of(seed), &steps[from..]) {
             let step = &steps[from + at];
@@ -228,13 +233,7 @@ fn random_command_sequences_answer_as_redis_does() {
     let (mut failing, mut report) = (Vec::new(), String::new());
     let mut commands = 0usize;
     for seed in seeds.clone() {
-        let (mut rng, mut in_multi) = (generator::Rng::new(seed), false);
-        let steps: Vec<Step> = (0..steps_per_seed)
-            .map(|_| {
-                let generated = generator::command(&mut rng, &mut in_multi);
-                Step { args: generated.args, norm: generated.norm }
-            })
-            .collect();
+        let steps = sequence(seed, steps_per_seed);
         commands += steps.len();
         if first_difference(&mut redis, &mut other, protocol_of(seed), &steps).is_none() {
             continue;

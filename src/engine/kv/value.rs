@@ -262,20 +262,15 @@ impl KeyState {
             }
             return Some(StrVal::raw(format_float(total)));
         }
-        let base = base.and_then(|b| b.as_i64()).unwrap_or(0);
-        let mut total: i128 = base as i128;
+        let mut total: i128 = base.and_then(|b| b.as_i64()).unwrap_or(0) as i128;
         for c in counters.ints.contributions() {
             total += c as i128;
         }
         match i64::try_from(total) {
             Ok(n) => Some(StrVal::Int(n)),
-            // A slot's sum wraps (`CounterValue::add`): one node's increments past i64
-            // (INCRBY 2^62 three times from -2^63) wrap although every value it answered
-            // was in range. With one writer that holds: the wrapped sum is exact.
-            Err(_) if counters.ints.slots().windows(2).all(|pair| pair[0].node == pair[1].node) => {
-                Some(StrVal::Int(counters.ints.contributions().fold(base, i64::wrapping_add)))
-            }
-            // Concurrent increments can overflow together; show their sum as text.
+            // Concurrent increments can overflow together; show their sum as text. (So
+            // do one node's increments whose slot sum wrapped past i64 although each
+            // value they answered was in range: docs/semantics.md.)
             Err(_) => Some(StrVal::raw(total.to_string())),
         }
     }
