@@ -50,25 +50,26 @@ pub fn parse_f64(bytes: &[u8]) -> Option<f64> {
 /// over the text as C sees it (up to a NUL), leading spaces allowed, nothing after the
 /// number, no NaN; out of range is infinity, and an empty text is 0.
 pub fn parse_range_f64(bytes: &[u8]) -> Option<f64> {
-    let text = &bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())];
-    let read = c_strtod(text);
-    if read.consumed == 0 {
-        // No number: `strtod` leaves its end pointer at the start, which is the
-        // string's end only when the string is empty.
-        return text.is_empty().then_some(0.0);
-    }
-    (read.consumed == text.len() && !read.value.is_nan()).then_some(read.value)
+    c_string_strtod(bytes).filter(|read| !read.value.is_nan()).map(|read| read.value)
 }
 
 /// A SORT weight as Redis reads one (`strtod` over the text as C sees it, nothing after
 /// the number, no `ERANGE`, no NaN; an empty text is 0).
 pub fn parse_sort_weight(bytes: &[u8]) -> Option<f64> {
+    c_string_strtod(bytes).filter(|read| !read.range_error && !read.value.is_nan()).map(|read| read.value)
+}
+
+/// `strtod` over `bytes` as C sees them (up to a NUL) where the caller then checks
+/// only that the end pointer reached the string's end (`eptr[0] == '\0'`): `None`
+/// when something follows the number. No number at all leaves the end pointer at the
+/// start, which is the end only of an empty string: that reads as 0.
+fn c_string_strtod(bytes: &[u8]) -> Option<StrtodRead> {
     let text = &bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())];
     let read = c_strtod(text);
     if read.consumed == 0 {
-        return text.is_empty().then_some(0.0);
+        return text.is_empty().then_some(StrtodRead { value: 0.0, consumed: 0, range_error: false });
     }
-    (read.consumed == text.len() && !read.range_error && !read.value.is_nan()).then_some(read.value)
+    (read.consumed == text.len()).then_some(read)
 }
 
 /// What C's `strtod` read from the start of a text.

@@ -70,6 +70,8 @@ pub async fn zset_multi(access: &impl Shards, cmd: ZsetMulti) -> Frame {
                     let (ops, positions): (Vec<_>, Vec<_>) =
                         groups.into_iter().map(|(shard, (keys, pos))| ((shard, ShardOp::ScoredLists(keys)), pos)).unzip();
                     match gather(total, super::fanout::run_in_order(access, ops, &positions, true).await, positions) {
+                        // Refused options answer once the inputs' types checked out.
+                        Ok(_) if matches!(output, ZOutput::Refused(_)) => algebra_reply(&output, Vec::new()),
                         Ok(lists) => algebra_reply(&output, zset_query::combine(op, lists, weights.as_deref(), aggregate, limit)),
                         Err(error) => error,
                     }

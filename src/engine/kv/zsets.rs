@@ -347,6 +347,10 @@ impl KvEngine {
                     Ok(lists) => lists,
                     Err(error) => return error,
                 };
+                if let ZOutput::Refused(error) = output {
+                    // The inputs' types checked out; nothing is combined for an error.
+                    return error;
+                }
                 let limit = if let ZOutput::Count { limit } = output { limit } else { 0 };
                 let result = zset_query::combine(op, lists, weights.as_deref(), aggregate, limit);
                 match output {
