@@ -554,3 +554,39 @@ fn client_kill_closes_a_client_that_stopped_reading_its_replies() {
     assert!(gone, "the killed client {id} is still connected: {list}");
     drop(victim);
 }
+
+#[test]
+fn client_kill_closes_a_client_blocked_in_a_pop_without_a_reply() {
+    // A blocked pop waits on its key, the unblock signal and the kill signal at once:
+    // the kill must reach it there, and the client gets no reply (as in Redis, whose
+    // CLIENT KILL frees the client), only the closed connection.
+    let server = start_meridian(&["--shards", "2"]);
+    let mut admin = connect(&server);
+    let mut victim = raw_connect(&server);
+    use std::io::Write;
+    victim.write_all(b"CLIENT ID\r\n").expect("write");
+    let mut id_line = Vec::new();
+    let mut byte = [0u8; 1];
+    while !id_line.ends_with(b"\r\n") {
+        std::io::Read::read_exact(&mut victim, &mut byte).expect("read CLIENT ID reply");
+        id_line.push(byte[0]);
+    }
+    let id: i64 = String::from_utf8_lossy(&id_line[1..id_line.len() - 2]).parse().expect("id");
+    victim.write_all(b"BLPOP nothing-here 0\r\n").expect("write BLPOP");
+    let blocked = eventually(Duration::from_secs(3), || {
+        let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut admin).expect("CLIENT LIST");
+        list.lines().any(|l| l.starts_with(&format!("id={id} ")) && l.contains("cmd=blpop"))
+    });
+    assert!(blocked, "the victim never blocked");
+
+    let killed: i64 = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(id).query(&mut admin).expect("CLIENT KILL");
+    assert_eq!(killed, 1);
+    victim.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    let (reply, end) = read_until_close(&mut victim);
+    assert_eq!(end, ReadEnd::Closed, "the killed blocked client was not disconnected");
+    assert!(reply.is_empty(), "a killed blocked client got a reply: {:?}", String::from_utf8_lossy(&reply));
+    // Its key has no waiter left: a push stays in the list.
+    let _: i64 = redis::cmd("LPUSH").arg("nothing-here").arg("v").query(&mut admin).expect("LPUSH");
+    let len: i64 = redis::cmd("LLEN").arg("nothing-here").query(&mut admin).expect("LLEN");
+    assert_eq!(len, 1);
+}

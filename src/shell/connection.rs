@@ -270,7 +270,7 @@ impl Connection {
                 let room = self.read_buf.capacity() - self.read_buf.len();
                 let read = tokio::select! {
                     biased;
-                    _ = self.info.kill.notified() => return Ok(()),
+                    _ = self.info.kill_requested() => return Ok(()),
                     _ = messages_waiting(&self.inbox) => {
                         self.deliver().await?;
                         continue;

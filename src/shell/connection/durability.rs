@@ -56,7 +56,7 @@ impl Connection {
             let wait = durability.wait(&targets, deadline);
             tokio::select! {
                 biased;
-                _ = self.info.kill.notified() => {
+                _ = self.info.kill_requested() => {
                     self.closing = true;
                     false
                 }

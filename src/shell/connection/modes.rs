@@ -99,7 +99,7 @@ impl Connection {
             let may_read = super::output::make_read_room(&mut self.read_buf, self.read_closed, query_limit);
             tokio::select! {
                 biased;
-                _ = self.info.kill.notified() => {
+                _ = self.info.kill_requested() => {
                     self.closing = true;
                     return timed_out(command.name);
                 }

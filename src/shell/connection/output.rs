@@ -80,7 +80,7 @@ impl Connection {
             let (mut reader, mut writer) = self.stream.split();
             tokio::select! {
                 biased;
-                _ = self.info.kill.notified() => {
+                _ = self.info.kill_requested() => {
                     self.info.killed.store(true, Ordering::Relaxed);
                     return Err(std::io::Error::new(std::io::ErrorKind::ConnectionAborted, "killed by CLIENT KILL"));
                 }
