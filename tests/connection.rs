@@ -590,3 +590,21 @@ fn client_kill_closes_a_client_blocked_in_a_pop_without_a_reply() {
     let len: i64 = redis::cmd("LLEN").arg("nothing-here").query(&mut admin).expect("LLEN");
     assert_eq!(len, 1);
 }
+
+#[test]
+fn client_list_idle_counts_from_each_clients_last_command() {
+    let server = start_meridian(&["--shards", "2"]);
+    let mut quiet = connect(&server);
+    let mut busy = connect(&server);
+    let quiet_id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut quiet).expect("CLIENT ID");
+    let busy_id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut busy).expect("CLIENT ID");
+    std::thread::sleep(Duration::from_millis(2100));
+    let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut busy).expect("CLIENT LIST");
+    let field = |id: i64, name: &str| -> u64 {
+        let line = list.lines().find(|l| l.starts_with(&format!("id={id} "))).expect("listed");
+        line.split(' ').find_map(|f| f.strip_prefix(&format!("{name}="))).expect("field").parse().expect("a number")
+    };
+    assert!((2..=4).contains(&field(quiet_id, "idle")), "{list}");
+    assert!(field(quiet_id, "idle") <= field(quiet_id, "age"), "{list}");
+    assert_eq!(field(busy_id, "idle"), 0, "{list}");
+}

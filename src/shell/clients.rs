@@ -22,7 +22,8 @@ pub struct ClientInfo {
     pub fd: i64,
     pub created: Instant,
     pub name: Mutex<Bytes>,
-    /// Milliseconds since `created` of the last command.
+    /// When the last command ran (wall-clock unix ms, as Redis's `lastinteraction`
+    /// is wall-clock time); 0 before the first.
     pub last_active_ms: AtomicU64,
     /// Index into the command table of the last command (usize::MAX: none yet).
     pub last_command: AtomicUsize,
@@ -50,8 +51,9 @@ impl ClientInfo {
         }
     }
 
-    pub fn touch(&self, command_index: usize) {
-        self.last_active_ms.store(self.created.elapsed().as_millis() as u64, Ordering::Relaxed);
+    /// A command ran at `now_ms` (the pipeline's clock reading: no clock read here).
+    pub fn touch(&self, command_index: usize, now_ms: u64) {
+        self.last_active_ms.store(now_ms, Ordering::Relaxed);
         self.last_command.store(command_index, Ordering::Relaxed);
     }
 
@@ -124,7 +126,10 @@ impl ClientInfo {
     /// kind, from the Pub/Sub broker).
     pub fn describe(&self, subscriptions: [usize; 3]) -> String {
         let age_s = self.created.elapsed().as_secs();
-        let idle_s = age_s.saturating_sub(self.last_active_ms.load(Ordering::Relaxed) / 1000);
+        let idle_s = match self.last_active_ms.load(Ordering::Relaxed) {
+            0 => age_s,
+            last_ms => (super::now_ms().saturating_sub(last_ms) / 1000).min(age_s),
+        };
         let [sub, psub, ssub] = subscriptions;
         let flags = if sub + psub + ssub > 0 { "P" } else { "N" };
         format!(
