@@ -106,10 +106,11 @@ pub fn parse(name: &'static str, args: &[Bytes]) -> Result<Command, Frame> {
             (Attempt::Command(vec![b("rpoplpush"), args[1].clone(), args[2].clone()]), vec![args[1].clone()], timeout_ms)
         }
         "blmpop" | "bzmpop" => {
-            let timeout_ms = parse_timeout(&args[1])?;
             let mut attempt = vec![b(if name == "blmpop" { "lmpop" } else { "zmpop" })];
             attempt.extend(args[2..].iter().cloned());
+            // As Redis: numkeys, the end and COUNT first, then the timeout.
             let attempt = checked(attempt)?;
+            let timeout_ms = parse_timeout(&args[1])?;
             // numkeys was checked by the parser: the keys follow it.
             let numkeys = std::str::from_utf8(&args[2]).ok().and_then(|n| n.parse::<usize>().ok()).unwrap_or(0);
             let keys = args.get(3..3 + numkeys).map(<[Bytes]>::to_vec).ok_or_else(|| errors::error(errors::SYNTAX))?;
@@ -164,5 +165,10 @@ mod tests {
         let moved = blocking(&["blmove", "s", "d", "LEFT", "RIGHT", "2"]).unwrap();
         assert_eq!((moved.keys, moved.timeout_ms), (args(&["s"]), 2000));
         assert!(blocking(&["blmove", "s", "d", "UP", "RIGHT", "2"]).is_err());
+        // As Redis: the timeout is read after the rest.
+        let numkeys = Frame::static_error("ERR numkeys should be greater than 0");
+        assert_eq!(blocking(&["blmpop", "-1", "0", "x", "LEFT"]), Err(numkeys.clone()));
+        assert_eq!(blocking(&["bzmpop", "abc", "0", "x", "MIN"]), Err(numkeys));
+        assert_eq!(blocking(&["bzmpop", "abc", "1", "x", "MIN"]), Err(Frame::static_error("ERR timeout is not a float or out of range")));
     }
 }

@@ -27,7 +27,7 @@ pub fn invalid_expire(command: &str) -> Frame {
 
 /// Redis quotes client text in errors; line breaks would end the reply early, so they
 /// become spaces (as Redis's `addReplyErrorLength` does).
-fn sanitize(text: &[u8], max: usize) -> String {
+pub fn sanitize(text: &[u8], max: usize) -> String {
     let cut = &text[..text.len().min(max)];
     let cut = cut.split(|&b| b == 0).next().unwrap_or_default();
     String::from_utf8_lossy(cut).replace(['\r', '\n'], " ")

@@ -26,6 +26,18 @@ pub struct ElementScan {
     pub cursor: u64,
     pub pattern: Option<Bytes>,
     pub count: usize,
+    /// A bad option's error: Redis answers it only for a key of the right type (a
+    /// missing key is an empty scan, another type WRONGTYPE), so it waits for the key.
+    /// (Boxed: commands stay within their size bound.)
+    pub refused: Option<Box<Frame>>,
+}
+
+impl ElementScan {
+    /// The answer for a key that exists and has the scanned type, if its options were
+    /// refused.
+    pub fn refusal(&self, key_exists: bool) -> Option<Frame> {
+        self.refused.as_deref().filter(|_| key_exists).cloned()
+    }
 }
 
 /// A command on one hash key.
@@ -183,8 +195,16 @@ pub fn parse_random_count(a: &[Bytes], with: &str) -> Result<(Option<i64>, bool)
 /// `cursor [MATCH pattern] [COUNT count]` from `a[2]` on (HSCAN, and SSCAN/ZSCAN to
 /// come): Redis's cursor and option errors.
 pub fn parse_element_scan(a: &mut [Bytes]) -> Result<ElementScan, Frame> {
+    // As Redis: the cursor is read first, then the key is looked up, then the options.
     let cursor = super::numbers::parse_scan_cursor(&a[2]).ok_or_else(|| Frame::static_error("ERR invalid cursor"))?;
-    let mut scan = ElementScan { cursor, pattern: None, count: 10 };
+    let mut scan = ElementScan { cursor, pattern: None, count: 10, refused: None };
+    if let Err(refusal) = parse_scan_options(a, &mut scan) {
+        scan.refused = Some(Box::new(refusal));
+    }
+    Ok(scan)
+}
+
+fn parse_scan_options(a: &mut [Bytes], scan: &mut ElementScan) -> Result<(), Frame> {
     let mut i = 3;
     while i < a.len() {
         let has_next = i + 1 < a.len();
@@ -201,7 +221,7 @@ pub fn parse_element_scan(a: &mut [Bytes]) -> Result<ElementScan, Frame> {
         }
         i += 2;
     }
-    Ok(scan)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -363,6 +363,8 @@ pub enum ClientCommand {
         id: u64,
         error: bool,
     },
+    /// CLIENT GETREDIR: where tracking redirects, -1 (tracking is not supported).
+    GetRedir,
     Help,
 }
 

@@ -52,6 +52,13 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
     if !spec.arity_ok(args.len()) {
         return Err(wrong_arity(spec.name));
     }
+    // As Redis's command lookup: a container's unknown subcommand or a subcommand's
+    // wrong arity is refused before the subcommand's own parser sees it.
+    if spec.is_container()
+        && let Some(refusal) = table::subcommand_refusal(spec, &args)
+    {
+        return Err(refusal);
+    }
     let a = &mut args[..];
     let key = |cmd: KeyCommand| Ok(Command::Key(cmd));
     match spec.id {

@@ -34,10 +34,13 @@ pub struct Trim {
 }
 
 /// Where an XREAD or XREADGROUP reads a stream from.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum ReadFrom {
     /// Entries after this id.
     After(StreamId),
+    /// Not an id: the error, answered once the key's type (and XREADGROUP's group) has
+    /// been checked, as Redis checks each stream's key before reading its id.
+    Invalid(Frame),
     /// XREAD `$`: entries after the stream's last id (nothing, unless blocking).
     Last,
     /// XREADGROUP `>`: entries never delivered to the group.
@@ -55,14 +58,15 @@ pub enum InfoOf {
 /// XGROUP's subcommands.
 #[derive(Clone, Debug, PartialEq)]
 pub enum GroupOp {
-    /// `id` `None`: `$`.
+    /// `id` `Ok(None)`: `$`; `Err`: not an id, answered after the key and group checks
+    /// (as Redis reads the id last).
     Create {
-        id: Option<StreamId>,
+        id: Result<Option<StreamId>, Frame>,
         mkstream: bool,
         entries_read: i64,
     },
     SetId {
-        id: Option<StreamId>,
+        id: Result<Option<StreamId>, Frame>,
         entries_read: i64,
     },
     Destroy,
@@ -143,7 +147,9 @@ pub enum StreamCommand {
     Ack {
         key: Bytes,
         group: Bytes,
-        ids: Vec<StreamId>,
+        /// `Err`: an id that is not one, answered only for a stream that has the group
+        /// (as Redis: a missing key or group acknowledges nothing, 0).
+        ids: Result<Vec<StreamId>, Frame>,
     },
     Pending {
         key: Bytes,
@@ -443,7 +449,7 @@ pub fn parse_read(a: &[Bytes], group_form: bool) -> Result<StreamRead, Frame> {
                 ));
             }
             b">" => ReadFrom::New,
-            other => ReadFrom::After(strict_id(other)?),
+            other => strict_id(other).map_or_else(ReadFrom::Invalid, ReadFrom::After),
         };
         keys.push((key.clone(), from));
     }
@@ -490,7 +496,10 @@ pub const XREAD_ATTEMPT_STREAMS_AT: usize = 3;
 /// key may be named `streams` or `block`).
 pub fn parse_read_command(name: &'static str, a: &mut [Bytes]) -> Result<super::Command, Frame> {
     let read = parse_read(a, name == "xreadgroup")?;
-    let Some(timeout_ms) = read.block_ms else {
+    // A read with a bad id answers an error without waiting (which error, in key order,
+    // is found by reading).
+    let invalid = read.keys.iter().any(|(_, from)| matches!(from, ReadFrom::Invalid(_)));
+    let Some(timeout_ms) = read.block_ms.filter(|_| !invalid) else {
         return Ok(super::Command::Multi(super::MultiKeyCommand::StreamRead(read)));
     };
     let word = |w: &'static str| Bytes::from_static(w.as_bytes());
@@ -507,6 +516,7 @@ pub fn parse_read_command(name: &'static str, a: &mut [Bytes]) -> Result<super::
     attempt.extend(read.keys.iter().map(|(k, _)| k.clone()));
     attempt.extend(read.keys.iter().map(|(_, from)| match from {
         ReadFrom::After(id) => Bytes::from(id.to_string()),
+        ReadFrom::Invalid(_) => unreachable!("a read with a bad id does not block"),
         ReadFrom::Last => word("$"),
         ReadFrom::New => word(">"),
     }));
@@ -550,7 +560,7 @@ pub fn parse(id: CmdId, a: &mut [Bytes]) -> Result<Parsed, Frame> {
             None => return Ok(Parsed::Help(XINFO_HELP)),
         },
         CmdId::XAck => {
-            let ids = a[3..].iter().map(|arg| strict_id(arg)).collect::<Result<_, _>>()?;
+            let ids = a[3..].iter().map(|arg| strict_id(arg)).collect::<Result<_, _>>();
             StreamCommand::Ack { key: std::mem::take(&mut a[1]), group: std::mem::take(&mut a[2]), ids }
         }
         CmdId::XPending => parse_pending(a)?,

@@ -290,8 +290,10 @@ impl CommandSpec {
 }
 
 mod specs;
+mod subcommands;
 
 pub use specs::COMMANDS;
+pub use subcommands::refusal as subcommand_refusal;
 
 /// Command positions by name, hashed case-insensitively (see [`name_hash`]), each with
 /// its name's lowercased words (a lookup compares four words, not bytes one by one).

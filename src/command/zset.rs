@@ -517,11 +517,23 @@ fn parse_algebra_options(
 
 /// `ZINTERCARD numkeys key [key ...] [LIMIT limit]`.
 fn parse_intercard(a: &mut [Bytes]) -> Result<ZsetMulti, Frame> {
-    let (numkeys, mut j) = parse_numkeys(a, 1, "zintercard")?;
+    let (numkeys, j) = parse_numkeys(a, 1, "zintercard")?;
+    // As Redis: the inputs' types are checked before the options are read.
+    let output = match parse_intercard_limit(&a[j..]) {
+        Ok(limit) => ZOutput::Count { limit },
+        Err(refusal) => ZOutput::Refused(refusal),
+    };
+    let keys = a[2..2 + numkeys].iter_mut().map(std::mem::take).collect();
+    Ok(ZsetMulti::Algebra { op: ZAlgebra::Inter, keys, weights: None, aggregate: Aggregate::Sum, output })
+}
+
+/// ZINTERCARD's `[LIMIT limit]`: the limit, 0 for none.
+fn parse_intercard_limit(options: &[Bytes]) -> Result<u64, Frame> {
     let mut limit = 0;
-    while j < a.len() {
-        if eq(&a[j], "limit") && j + 1 < a.len() {
-            limit = match parse_i64(&a[j + 1]) {
+    let mut j = 0;
+    while j < options.len() {
+        if eq(&options[j], "limit") && j + 1 < options.len() {
+            limit = match parse_i64(&options[j + 1]) {
                 Some(n) if n >= 0 => n as u64,
                 _ => return Err(Frame::static_error("ERR LIMIT can't be negative")),
             };
@@ -530,8 +542,7 @@ fn parse_intercard(a: &mut [Bytes]) -> Result<ZsetMulti, Frame> {
             return Err(errors::error(errors::SYNTAX));
         }
     }
-    let keys = a[2..2 + numkeys].iter_mut().map(std::mem::take).collect();
-    Ok(ZsetMulti::Algebra { op: ZAlgebra::Inter, keys, weights: None, aggregate: Aggregate::Sum, output: ZOutput::Count { limit } })
+    Ok(limit)
 }
 
 /// `ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]`.

@@ -95,6 +95,11 @@ impl TransactionState {
             self.dirty = true;
             return Err(errors::wrong_arity(spec.name));
         }
+        // So is a container's unknown subcommand, or a subcommand's wrong arity.
+        if let Some(refusal) = table::subcommand_refusal(spec, &args) {
+            self.dirty = true;
+            return Err(refusal);
+        }
         if matches!(spec.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
             return Ok(args);
         }

@@ -4,7 +4,9 @@
 //! negative numbers, inf and nan, exclusive and lexical bounds, bad syntax), and now and
 //! then one argument too few or too many. Only commands whose reply Redis fixes (or
 //! whose unspecified part the comparison's `Norm` removes) are generated: no wall-clock
-//! TTLs short enough to expire within a run, no SCAN cursors, no encodings.
+//! TTLs short enough to expire within a run (absolute ones are far ahead or long past),
+//! cursors only over collections small enough to be answered whole, blocking pops only
+//! with timeouts of milliseconds, no idle times of stream consumers.
 //!
 //! Deterministic: a seed gives the same commands on every run and machine.
 
@@ -95,6 +97,10 @@ const INCREMENTS: &[&str] = &["0", "1", "-1", "1.5", "-2.25", "0.5", "3", "1e3",
 const SCORE_BOUNDS: &[&str] = &["-inf", "+inf", "inf", "0", "1", "-1", "(0", "(1", "2.5", "(2.5", "abc", "(", "nan", "1e3"];
 const LEX_BOUNDS: &[&str] = &["-", "+", "[a", "(a", "[f1", "(f1", "[f3", "(f3", "a", "[", "(", "[\u{0}"];
 const RANGE_INDEXES: &[&str] = &["0", "1", "2", "-1", "-2", "-100", "100", "9223372036854775807", "-9223372036854775808", "abc"];
+/// Unix times in seconds and in milliseconds: 2100-01-01 (and a second or a
+/// millisecond later), long past, and the bad ones.
+const SECONDS_AT: &[&str] = &["4102444800", "4102444801", "1", "0", "-1", "abc", "9223372036854775807"];
+const MILLIS_AT: &[&str] = &["4102444800000", "4102444800001", "1", "0", "-1", "abc", "9223372036854775807"];
 const TTLS: &[&str] = &["1000", "100000", "0", "-1", "-100", "abc", "", "9223372036854775807", "1.5"];
 
 /// One generated command, and how its replies are compared.
@@ -128,7 +134,7 @@ pub fn command(rng: &mut Rng, in_multi: &mut bool) -> Generated {
 
 fn any_command(rng: &mut Rng) -> Generated {
     let key = |rng: &mut Rng| rng.pick(KEYS);
-    let (mut args, norm): (Vec<Vec<u8>>, Norm) = match rng.below(118) {
+    let (mut args, norm): (Vec<Vec<u8>>, Norm) = match rng.below(140) {
         // Strings and counters.
         0..=3 => {
             let mut args = vec![b"SET".to_vec(), key(rng), rng.pick(VALUES)];
@@ -138,8 +144,11 @@ fn any_command(rng: &mut Rng) -> Generated {
                 }
             }
             if rng.chance(15) {
-                args.push(rng.pick(&["EX", "PX", "EXAT", "ex"]));
-                args.push(rng.pick(TTLS));
+                match rng.below(5) {
+                    0 => args.extend([b"EXAT".to_vec(), rng.pick(SECONDS_AT)]),
+                    1 => args.extend([b"PXAT".to_vec(), rng.pick(MILLIS_AT)]),
+                    _ => args.extend([rng.pick(&["EX", "PX", "EXAT", "ex"]), rng.pick(TTLS)]),
+                }
             }
             (args, Norm::Exact)
         }
@@ -164,7 +173,12 @@ fn any_command(rng: &mut Rng) -> Generated {
         14 => {
             let mut args = vec![b"GETEX".to_vec(), key(rng)];
             if rng.chance(50) {
-                args.extend(if rng.chance(50) { words(&["PERSIST"]) } else { vec![rng.pick(&["EX", "PX"]), rng.pick(TTLS)] });
+                args.extend(match rng.below(4) {
+                    0 => words(&["PERSIST"]),
+                    1 => vec![b"EXAT".to_vec(), rng.pick(SECONDS_AT)],
+                    2 => vec![b"PXAT".to_vec(), rng.pick(MILLIS_AT)],
+                    _ => vec![rng.pick(&["EX", "PX"]), rng.pick(TTLS)],
+                });
             }
             (args, Norm::Exact)
         }
@@ -492,13 +506,104 @@ fn any_command(rng: &mut Rng) -> Generated {
             vec![b"XTRIM".to_vec(), key(rng), rng.pick(&["MAXLEN", "MINID", "maxlen"]), rng.pick(&["1", "0", "2-0", "-1", "abc"])],
             Norm::Exact,
         ),
+        // Absolute expiry times: far in the future (so that the reply does not depend
+        // on the clock) or long past (the key goes at once).
+        116 => {
+            let (name, times) = if rng.chance(50) { ("EXPIREAT", SECONDS_AT) } else { ("PEXPIREAT", MILLIS_AT) };
+            let mut args = vec![name.as_bytes().to_vec(), key(rng), rng.pick(times)];
+            if rng.chance(30) {
+                args.push(rng.pick(&["NX", "XX", "GT", "LT", "gt", "XY"]));
+            }
+            (args, Norm::Exact)
+        }
+        117 => (vec![rng.pick(&["EXPIRETIME", "PEXPIRETIME"]), key(rng)], Norm::Ttl),
+        118 => (std::iter::once(b"TOUCH".to_vec()).chain((0..1 + rng.below(3)).map(|_| key(rng))).collect(), Norm::Exact),
+        119 => (words(&["RANDOMKEY"]), Norm::Shape),
+        120 => (vec![b"OBJECT".to_vec(), rng.pick(&["ENCODING", "encoding", "REFCOUNT", "NOPE"]), key(rng)], Norm::Encoding),
+        121 => {
+            let mut args = vec![b"ZREVRANGE".to_vec(), key(rng), rng.pick(RANGE_INDEXES), rng.pick(RANGE_INDEXES)];
+            if rng.chance(40) {
+                args.push(rng.pick(&["WITHSCORES", "withscores", "LIMIT"]));
+            }
+            (args, Norm::Exact)
+        }
+        122 => {
+            let mut args = vec![b"ZINTERCARD".to_vec(), rng.pick(&["1", "2", "0", "-1", "3"]), key(rng), key(rng)];
+            if rng.chance(40) {
+                args.extend([b"LIMIT".to_vec(), rng.pick(&["0", "1", "-1", "abc"])]);
+            }
+            (args, Norm::Exact)
+        }
+        // A cursor over a small collection: Redis answers it whole, with cursor 0.
+        123..=124 => {
+            let (name, norm) = match rng.below(3) {
+                0 => ("HSCAN", Norm::ScanPairs),
+                1 => ("SSCAN", Norm::Scan),
+                _ => ("ZSCAN", Norm::ScanPairs),
+            };
+            // (No cursor past 2^64: Redis's `strtoul` then leaves ERANGE in `errno`, and
+            // a later SORT of a list holding "" reads that stale `errno` as its own.)
+            let mut args = vec![name.as_bytes().to_vec(), key(rng), rng.pick(&["0", "0", "0", "abc", " 0", "0x"])];
+            if rng.chance(40) {
+                args.extend([b"MATCH".to_vec(), rng.pick(&["*", "f*", "f[0-1]", "?", "", "\\f*"])]);
+            }
+            if rng.chance(30) {
+                // (Not a COUNT below a collection's size: Redis walks a small hash table
+                // a bucket at a time, where Meridian answers the whole collection.)
+                args.extend([b"COUNT".to_vec(), rng.pick(&["10", "100", "0", "-1", "abc"])]);
+            }
+            (args, norm)
+        }
+        // Blocking pops with timeouts of a few milliseconds (never 0: an empty key
+        // would block the test for good); inside MULTI they do not block.
+        125..=127 => (blocking_pop(rng), Norm::Exact),
+        128 => {
+            let mut args = vec![b"XREAD".to_vec()];
+            if rng.chance(40) {
+                args.extend([b"COUNT".to_vec(), rng.pick(&["1", "2", "0", "-1", "abc"])]);
+            }
+            args.push(b"STREAMS".to_vec());
+            let streams = 1 + rng.below(2);
+            args.extend((0..streams).map(|_| key(rng)));
+            args.extend((0..streams).map(|_| rng.pick(&["0", "0-0", "1-1", "1", "$", "abc"])));
+            (args, Norm::Exact)
+        }
+        129 => {
+            // Only patterns with a `*` (one without means no sorting, in a set's own
+            // order), and ALPHA only without BY (Redis leaves equal weights in the
+            // order its sort leaves them; by number it orders them by element).
+            let mut args = vec![rng.pick(&["SORT", "SORT_RO"]), key(rng)];
+            let by = rng.chance(60);
+            if by {
+                args.extend([b"BY".to_vec(), rng.pick(&["k*", "{k}*", "*->f0"])]);
+            }
+            for _ in 0..rng.below(3) {
+                args.extend([b"GET".to_vec(), rng.pick(&["#", "k*", "k*->f0", "#->f0"])]);
+            }
+            if !by && rng.chance(30) {
+                args.push(b"ALPHA".to_vec());
+            }
+            if args[0] == b"SORT" && rng.chance(30) {
+                args.extend([b"STORE".to_vec(), key(rng)]);
+            }
+            (args, Norm::Exact)
+        }
+        130 => (stream_group_command(rng), Norm::Exact),
+        131 => (vec![b"XSETID".to_vec(), key(rng), rng.pick(&["5-0", "0-0", "1-1", "18446744073709551615-0", "abc"])], Norm::Exact),
+        132 => match rng.below(4) {
+            0 => (vec![rng.pick(&["FLUSHALL", "FLUSHDB"]), rng.pick(&["SYNC", "ASYNC", "sync", "LAZY"])], Norm::Exact),
+            _ => (vec![b"HRANDFIELD".to_vec(), key(rng), rng.pick(&["1", "2", "-3", "0", "abc"]), b"WITHVALUES".to_vec()], Norm::Shape),
+        },
         _ => (vec![rng.pick(&["SETEX", "PSETEX"]), key(rng), rng.pick(TTLS), rng.pick(VALUES)], Norm::Exact),
     };
     // Now and then an argument too few or too many: the arity errors.
     // (Never SPOP's count: without one it pops a member at random.)
-    if rng.chance(3) && args.len() > 1 && args[0] != b"SPOP" {
+    // (Nor a blocking pop's: its timeout would become a key or a value such as 0.)
+    let blocking =
+        matches!(args[0].as_slice(), b"BLPOP" | b"BRPOP" | b"BRPOPLPUSH" | b"BLMOVE" | b"BLMPOP" | b"BZPOPMIN" | b"BZPOPMAX" | b"BZMPOP");
+    if !blocking && rng.chance(3) && args.len() > 1 && args[0] != b"SPOP" {
         args.pop();
-    } else if rng.chance(3) {
+    } else if !blocking && rng.chance(3) {
         args.push(rng.pick(VALUES));
     }
     Generated { args, norm }
@@ -557,4 +662,69 @@ fn zrange(rng: &mut Rng, key: Vec<u8>) -> Vec<Vec<u8>> {
         args.push(b"WITHSCORES".to_vec());
     }
     args
+}
+
+/// Timeouts short enough that a pop on an empty key costs the test a few milliseconds.
+const BLOCK_TIMEOUTS: &[&str] = &["0.01", "0.01", "0.002", "-1", "abc", "0.01x", "-0.5"];
+
+/// A blocking pop of any kind.
+fn blocking_pop(rng: &mut Rng) -> Vec<Vec<u8>> {
+    let key = |rng: &mut Rng| rng.pick(KEYS);
+    let timeout = rng.pick(BLOCK_TIMEOUTS);
+    match rng.below(6) {
+        0 => {
+            let mut args = vec![rng.pick(&["BLPOP", "BRPOP", "BZPOPMIN", "BZPOPMAX"])];
+            args.extend((0..1 + rng.below(2)).map(|_| key(rng)));
+            args.push(timeout);
+            args
+        }
+        1 => vec![b"BRPOPLPUSH".to_vec(), key(rng), key(rng), timeout],
+        2 => vec![b"BLMOVE".to_vec(), key(rng), key(rng), rng.pick(&["LEFT", "RIGHT", "UP"]), rng.pick(&["LEFT", "RIGHT"]), timeout],
+        3 | 4 => {
+            let (name, ends) = if rng.chance(50) { ("BLMPOP", ["LEFT", "RIGHT", "MIDDLE"]) } else { ("BZMPOP", ["MIN", "MAX", "MIDDLE"]) };
+            let mut args = vec![name.as_bytes().to_vec(), timeout, rng.pick(&["1", "2", "0", "-1"]), key(rng), key(rng), rng.pick(&ends)];
+            if rng.chance(40) {
+                args.extend([b"COUNT".to_vec(), rng.pick(&["1", "2", "0", "-1", "abc"])]);
+            }
+            args
+        }
+        _ => vec![rng.pick(&["BLPOP", "BZPOPMIN"]), key(rng), timeout],
+    }
+}
+
+/// Consumer groups on the stream keys: create and destroy groups and consumers, read
+/// new and pending entries, acknowledge, and ask the pending summary (no idle times).
+fn stream_group_command(rng: &mut Rng) -> Vec<Vec<u8>> {
+    let key = rng.pick(KEYS);
+    let group = rng.pick(&["g1", "g2"]);
+    let consumer = rng.pick(&["c1", "c2"]);
+    match rng.below(7) {
+        0 | 1 => {
+            let mut args = vec![b"XGROUP".to_vec(), b"CREATE".to_vec(), key, group, rng.pick(&["0", "$", "1-1", "abc"])];
+            if rng.chance(40) {
+                args.push(b"MKSTREAM".to_vec());
+            }
+            args
+        }
+        2 => vec![
+            b"XGROUP".to_vec(),
+            rng.pick(&["DESTROY", "CREATECONSUMER", "DELCONSUMER", "SETID", "NOPE"]),
+            key,
+            group,
+            rng.pick(&["c1", "0", "$"]),
+        ],
+        3 | 4 => {
+            let mut args = vec![b"XREADGROUP".to_vec(), b"GROUP".to_vec(), group, consumer];
+            if rng.chance(50) {
+                args.extend([b"COUNT".to_vec(), rng.pick(&["1", "2", "0", "abc"])]);
+            }
+            if rng.chance(20) {
+                args.push(b"NOACK".to_vec());
+            }
+            args.extend([b"STREAMS".to_vec(), key, rng.pick(&[">", ">", "0", "1-1", "abc"])]);
+            args
+        }
+        5 => vec![b"XACK".to_vec(), key, group, rng.pick(&["1-1", "1-2", "2-0", "abc"])],
+        _ => vec![b"XPENDING".to_vec(), key, group],
+    }
 }

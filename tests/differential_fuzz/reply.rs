@@ -20,6 +20,16 @@ pub enum Norm {
     /// significant digits, Meridian's double 15 (docs/semantics.md), so it is compared
     /// as a number to 12 significant digits.
     Float,
+    /// A SCAN-family reply, `[cursor, [names]]`: the cursor exactly, the names sorted.
+    Scan,
+    /// The same with `[name, value]` pairs (HSCAN, ZSCAN), sorted as pairs.
+    ScanPairs,
+    /// OBJECT's reply (REFCOUNT's too) with an encoding named only by its kind, a string or a hash,
+    /// set or sorted set: Redis calls a string changed in place (APPEND, SETRANGE,
+    /// SETBIT...) `raw` at any length and never turns a big collection's encoding back
+    /// into a small one (SORT even turns a sorted set's into a skiplist), where
+    /// Meridian names the encoding by what the key holds now (docs/semantics.md).
+    Encoding,
 }
 
 /// One reply frame.
@@ -94,10 +104,27 @@ pub fn normalize(reply: Reply, norm: Norm) -> Reply {
             pairs.sort();
             Reply::Aggregate(kind, Some(pairs.concat()))
         }
+        (Norm::Scan | Norm::ScanPairs, Reply::Aggregate(kind, Some(mut items))) if items.len() == 2 => {
+            let names = items.pop().expect("two items");
+            let inner = if norm == Norm::Scan { Norm::Sorted } else { Norm::SortedPairs };
+            items.push(normalize(names, inner));
+            Reply::Aggregate(kind, Some(items))
+        }
         (Norm::Shape, Reply::Aggregate(kind, Some(items))) => {
             Reply::Aggregate(kind, Some(vec![Reply::Line(b'#', b"any".to_vec()); items.len()]))
         }
         (Norm::Shape, Reply::Blob(kind, Some(_))) => Reply::Blob(kind, Some(b"any".to_vec())),
+        (Norm::Encoding, Reply::Blob(kind, Some(name))) if matches!(name.as_slice(), b"int" | b"embstr" | b"raw") => {
+            Reply::Blob(kind, Some(b"a string".to_vec()))
+        }
+        (Norm::Encoding, Reply::Blob(kind, Some(name)))
+            if matches!(name.as_slice(), b"listpack" | b"intset" | b"hashtable" | b"skiplist") =>
+        {
+            Reply::Blob(kind, Some(b"a collection".to_vec()))
+        }
+        // REFCOUNT: Redis shares an integer below 10,000 unless a command made it in
+        // place, as for the encoding.
+        (Norm::Encoding, Reply::Line(b':', n)) if n == b"1" || n == b"2147483647" => Reply::Line(b':', b"1 or shared".to_vec()),
         (Norm::Float, Reply::Blob(kind, Some(text))) if std::str::from_utf8(&text).ok().and_then(|t| t.parse::<f64>().ok()).is_some() => {
             let value: f64 = std::str::from_utf8(&text).expect("checked").parse().expect("checked");
             Reply::Blob(kind, Some(format!("{value:.11e}").into_bytes()))

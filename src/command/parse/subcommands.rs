@@ -88,7 +88,16 @@ pub(super) fn parse_client(a: &mut [Bytes]) -> Parsed {
                 _ => return Err(errors::error(errors::SYNTAX)),
             }
         }
-        b"help" => ClientCommand::Help,
+        b"help" => arity(argc == 2, "client|help").map(|_| ClientCommand::Help)?,
+        // Client-side caching needs tracking, which Meridian does not offer: Redis's
+        // answers for a client that has it off.
+        b"getredir" => arity(argc == 2, "client|getredir").map(|_| ClientCommand::GetRedir)?,
+        b"caching" => {
+            arity(argc == 3, "client|caching")?;
+            return Err(Frame::static_error(
+                "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled",
+            ));
+        }
         b"kill" => {
             arity(argc >= 3, "client|kill")?;
             if argc == 3 {

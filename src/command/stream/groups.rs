@@ -101,8 +101,8 @@ pub(super) fn parse_group(a: &mut [Bytes]) -> Result<Option<StreamCommand>, Fram
         if arg == b"$" { Ok(None) } else { id::parse_id(arg, 0, strict).map(Some) }
     };
     let op = match &sub[..] {
-        b"create" => GroupOp::Create { id: start(&a[4], true)?, mkstream, entries_read },
-        b"setid" => GroupOp::SetId { id: start(&a[4], false)?, entries_read },
+        b"create" => GroupOp::Create { id: start(&a[4], true), mkstream, entries_read },
+        b"setid" => GroupOp::SetId { id: start(&a[4], false), entries_read },
         b"destroy" => GroupOp::Destroy,
         b"createconsumer" => GroupOp::CreateConsumer(std::mem::take(&mut a[4])),
         _ => GroupOp::DelConsumer(std::mem::take(&mut a[4])),

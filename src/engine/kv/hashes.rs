@@ -104,7 +104,9 @@ impl KvEngine {
             HashCommand::RandField { key, count, with_values } => {
                 self.hash_fields(&key, now_ms).map(|h| random_fields(h, count, with_values, picks))
             }
-            HashCommand::Scan { key, scan } => self.hash_fields(&key, now_ms).map(|h| scan_fields(h, &scan)),
+            HashCommand::Scan { key, scan } => {
+                self.hash_fields(&key, now_ms).map(|h| scan.refusal(h.is_some()).unwrap_or_else(|| scan_fields(h, &scan)))
+            }
         };
         result.unwrap_or_else(|error| error)
     }

@@ -92,8 +92,8 @@ impl KvEngine {
         match state.expire_at_ms() {
             None => Frame::Integer(-1),
             Some(at) => {
-                let left_ms = at.saturating_sub(now_ms) as i64;
-                Frame::Integer(if unit == TimeUnit::Millis { left_ms } else { (left_ms + 500) / 1000 })
+                let left_ms = at.saturating_sub(now_ms);
+                Frame::Integer(if unit == TimeUnit::Millis { left_ms as i64 } else { rounded_seconds(left_ms) })
             }
         }
     }
@@ -104,7 +104,7 @@ impl KvEngine {
         };
         match state.expire_at_ms() {
             None => Frame::Integer(-1),
-            Some(at) => Frame::Integer(if unit == TimeUnit::Millis { at as i64 } else { (at as i64 + 500) / 1000 }),
+            Some(at) => Frame::Integer(if unit == TimeUnit::Millis { at as i64 } else { rounded_seconds(at) }),
         }
     }
 
@@ -425,4 +425,11 @@ impl KvEngine {
     pub fn no_such_key() -> Frame {
         errors::error(errors::NO_SUCH_KEY)
     }
+}
+
+/// Milliseconds as the nearest whole second, as TTL and EXPIRETIME answer: exact up
+/// to an expiry at `i64::MAX` ms (whose `+ 500` overflowed an i64: found by the
+/// differential fuzz test, `PEXPIREAT k 9223372036854775807` then `EXPIRETIME k`).
+fn rounded_seconds(ms: u64) -> i64 {
+    ((u128::from(ms) + 500) / 1000) as i64
 }

@@ -182,7 +182,9 @@ impl KvEngine {
                 .map(|s| Frame::Array(members.iter().map(|m| Frame::Integer(s.and_then(|s| s.get(m)).is_some() as i64)).collect())),
             SetCommand::Card(key) => self.set_members(&key, now_ms).map(|s| Frame::Integer(s.map_or(0, |s| s.len()) as i64)),
             SetCommand::RandMember { key, count } => self.set_members(&key, now_ms).map(|s| random_members(s, count, &limits, picks)),
-            SetCommand::Scan { key, scan } => self.set_members(&key, now_ms).map(|s| scan_members(s, &scan, &limits)),
+            SetCommand::Scan { key, scan } => {
+                self.set_members(&key, now_ms).map(|s| scan.refusal(s.is_some()).unwrap_or_else(|| scan_members(s, &scan, &limits)))
+            }
         };
         result.unwrap_or_else(|error| error)
     }

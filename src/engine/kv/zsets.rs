@@ -140,7 +140,9 @@ impl KvEngine {
             ZsetCommand::RandMember { key, count, with_scores } => {
                 self.zset_members(&key, now_ms).map(|z| random_members(z, count, with_scores, picks))
             }
-            ZsetCommand::Scan { key, scan } => self.zset_members(&key, now_ms).map(|z| scan_members(z, &scan)),
+            ZsetCommand::Scan { key, scan } => {
+                self.zset_members(&key, now_ms).map(|z| scan.refusal(z.is_some()).unwrap_or_else(|| scan_members(z, &scan)))
+            }
         };
         result.unwrap_or_else(|error| error)
     }

@@ -138,7 +138,7 @@ pub fn command(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: StreamCommand) -> Res
         StreamCommand::ReadGroup { key, group, consumer, from, count, noack } => {
             read_group(kv, ctx, key, group, consumer, from, count, noack)
         }
-        StreamCommand::Ack { key, group, ids } => ack(kv, ctx, key, group, &ids),
+        StreamCommand::Ack { key, group, ids } => ack(kv, ctx, key, group, ids),
         StreamCommand::Pending { key, group, range } => pending(kv, ctx.now_ms, key, group, range),
         StreamCommand::Claim { key, group, consumer, min_idle, ids, options } => {
             claim(kv, ctx, key, group, consumer, min_idle, &ids, options)
@@ -168,9 +168,12 @@ fn group_op(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, group: Bytes, op:
     if needs_group && group_state.is_none() {
         return Err(Frame::error(format!("NOGROUP No such consumer group '{}' for key name '{}'", lossy(&group), lossy(&key))));
     }
+    if let GroupOp::Create { id: Err(error), .. } | GroupOp::SetId { id: Err(error), .. } = op {
+        return Err(error);
+    }
     let mut writes = Writes::default();
     let (reply, event) = match op {
-        GroupOp::Create { id, entries_read, .. } => {
+        GroupOp::Create { id: Ok(id), entries_read, .. } => {
             if group_state.is_some() {
                 return Err(Frame::static_error("BUSYGROUP Consumer Group name already exists"));
             }
@@ -181,7 +184,7 @@ fn group_op(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, group: Bytes, op:
             writes.set(store::group_name(&group), state.encode());
             (Frame::ok(), Some("xgroup-create"))
         }
-        GroupOp::SetId { id, entries_read } => {
+        GroupOp::SetId { id: Ok(id), entries_read } => {
             let state = GroupState { last_delivered: id.unwrap_or(last_id), entries_read };
             writes.set(store::group_name(&group), state.encode());
             (Frame::ok(), Some("xgroup-setid"))
@@ -200,6 +203,7 @@ fn group_op(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, group: Bytes, op:
             }
             _ => (Frame::Integer(0), None),
         },
+        GroupOp::Create { id: Err(_), .. } | GroupOp::SetId { id: Err(_), .. } => unreachable!("answered above"),
         GroupOp::CreateConsumer(consumer) => {
             let Some((view, _)) = &found else { unreachable!("checked above") };
             if view.consumer(&group, &consumer).is_some() {
@@ -261,6 +265,7 @@ fn read_group(
     let Some(state) = view.group(&group) else { return Err(missing()) };
     let mut writes = Writes::default();
     let entries = match from {
+        ReadFrom::Invalid(error) => return Err(error),
         ReadFrom::After(after) => {
             // History: this consumer's pending entries after `after`.
             let created = touch_consumer(view, &mut writes, &group, &consumer, now_ms);
@@ -321,14 +326,15 @@ fn write_and_notify(kv: &mut KvEngine, ctx: &mut WriteCtx, key: &Bytes, writes: 
     }
 }
 
-fn ack(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, group: Bytes, ids: &[StreamId]) -> Result<Frame, Frame> {
+fn ack(kv: &mut KvEngine, ctx: &mut WriteCtx, key: Bytes, group: Bytes, ids: Result<Vec<StreamId>, Frame>) -> Result<Frame, Frame> {
     let Some((view, _)) = view_of(kv, &key, ctx.now_ms)? else { return Ok(Frame::Integer(0)) };
     if view.group(&group).is_none() {
         return Ok(Frame::Integer(0));
     }
+    let ids = ids?;
     let mut writes = Writes::default();
     let mut acked = 0;
-    for &id in ids {
+    for &id in &ids {
         let name = store::pending_name(&group, id);
         if !writes.0.contains_key(&name) && view.pending_entry(&group, id).is_some() {
             writes.remove(name);

@@ -389,12 +389,14 @@ fn set_id(
 /// One key's part of XREAD: `[key, entries]` when something is after `from`, else
 /// nothing (`Frame::Null`; the caller leaves the key out).
 fn read(view: Option<StreamView<'_>>, key: Bytes, from: ReadFrom, count: u64) -> Frame {
-    let Some(view) = view else { return Frame::Null };
     let after = match from {
+        ReadFrom::Invalid(error) => return error,
+        _ if view.is_none() => return Frame::Null,
         ReadFrom::After(id) => id,
         // `$` (not blocking) and `>` (never here: the parser refuses it) read nothing.
         ReadFrom::Last | ReadFrom::New => return Frame::Null,
     };
+    let Some(view) = view else { return Frame::Null };
     match view.last_entry() {
         Some((top, _)) if top > after => {}
         _ => return Frame::Null,

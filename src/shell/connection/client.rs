@@ -73,6 +73,7 @@ impl Connection {
     pub(super) fn client(&mut self, command: ClientCommand) -> Frame {
         match command {
             ClientCommand::Id => Frame::Integer(self.info.id as i64),
+            ClientCommand::GetRedir => Frame::Integer(-1),
             ClientCommand::GetName => {
                 let name = self.info.name();
                 if name.is_empty() { Frame::Null } else { Frame::Bulk(name) }
