@@ -1,22 +1,8 @@
 //! The consumer-group and introspection stream commands' parsers (XGROUP, XINFO,
-//! XPENDING, XCLAIM, XAUTOCLAIM), with Redis 7.0's container-subcommand checks. Part of
-//! the stream command parser (`super`).
+//! XPENDING, XCLAIM, XAUTOCLAIM). Part of the stream command parser (`super`); the
+//! container checks (unknown subcommand, a subcommand's arity) are the command table's.
 
 use super::*;
-
-/// Redis's check of a container's subcommand against the command table: an unknown
-/// one, or a known one with the wrong number of arguments (`arity` as the table's).
-fn check_subcommand(a: &[Bytes], container: &str, arities: &[(&str, i32)]) -> Result<(), Frame> {
-    let sub = a[1].to_ascii_lowercase();
-    let Some((name, arity)) = arities.iter().find(|(name, _)| name.as_bytes() == sub.as_slice()) else {
-        return Err(Frame::error(format!("ERR unknown subcommand '{}'. Try {container} HELP.", String::from_utf8_lossy(&a[1]))));
-    };
-    let argc = a.len() as i32;
-    if (*arity >= 0 && argc != *arity) || argc < -*arity {
-        return Err(wrong_arity(&format!("{}|{name}", container.to_ascii_lowercase())));
-    }
-    Ok(())
-}
 
 fn subcommand_error(sub: &[u8], container: &str) -> Frame {
     Frame::error(format!(
@@ -59,11 +45,7 @@ pub const XINFO_HELP: &[&str] = &[
 
 /// XGROUP: `Ok(None)` is HELP.
 pub(super) fn parse_group(a: &mut [Bytes]) -> Result<Option<StreamCommand>, Frame> {
-    check_subcommand(
-        a,
-        "XGROUP",
-        &[("create", -5), ("setid", -5), ("destroy", 4), ("createconsumer", 5), ("delconsumer", 5), ("help", 2)],
-    )?;
+    // Unknown subcommands and wrong arities were refused by `table::subcommand_refusal`.
     let sub = a[1].to_ascii_lowercase();
     let argc = a.len();
     // Past the table's arities, Redis's own bounds on CREATE's and SETID's options.
@@ -112,7 +94,7 @@ pub(super) fn parse_group(a: &mut [Bytes]) -> Result<Option<StreamCommand>, Fram
 
 /// XINFO: `Ok(None)` is HELP.
 pub(super) fn parse_info(a: &mut [Bytes]) -> Result<Option<StreamCommand>, Frame> {
-    check_subcommand(a, "XINFO", &[("stream", -3), ("groups", 3), ("consumers", 4), ("help", 2)])?;
+    // Unknown subcommands and wrong arities were refused by `table::subcommand_refusal`.
     let sub = a[1].to_ascii_lowercase();
     let argc = a.len();
     let of = match &sub[..] {
