@@ -241,7 +241,9 @@ fn read_float_slots(r: &mut Reader) -> Result<Vec<Slot<f64>>, DecodeError> {
                 since: Hlc(r.var()?),
                 sum: f64::from_bits(r.u64()?),
             };
-            if slot.sum.is_finite() { Ok(slot) } else { err("non-finite float counter") }
+            // An infinite sum is a sorted set's score (`ZINCRBY z inf m`, as Redis
+            // allows); only NaN is never a counter's.
+            if slot.sum.is_nan() { err("NaN float counter") } else { Ok(slot) }
         })
         .collect()
 }
