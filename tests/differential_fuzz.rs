@@ -13,6 +13,8 @@
 //! - `MERIDIAN_FUZZ_TARGET=host:port` fuzzes an already running server.
 
 mod common;
+#[path = "differential_fuzz/families.rs"]
+mod families;
 #[path = "differential_fuzz/gen.rs"]
 mod generator;
 #[path = "differential_fuzz/reply.rs"]
