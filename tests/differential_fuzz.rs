@@ -11,12 +11,17 @@
 //! differ) and reported as the short sequence that shows it. Switches:
 //! - `MERIDIAN_FUZZ_SEEDS=A..B` (default `0..200`; even seeds in RESP2, odd in RESP3), `MERIDIAN_FUZZ_STEPS=N` (default 300);
 //! - `MERIDIAN_FUZZ_TARGET=host:port` fuzzes an already running server.
+//!
+//! A run that started its own server ends by checking that the server stored what the
+//! run wrote and reads it back after a SIGKILL (`differential_fuzz/recovery.rs`).
 
 mod common;
 #[path = "differential_fuzz/families.rs"]
 mod families;
 #[path = "differential_fuzz/gen.rs"]
 mod generator;
+#[path = "differential_fuzz/recovery.rs"]
+mod recovery;
 #[path = "differential_fuzz/reply.rs"]
 mod reply;
 #[path = "differential/resp.rs"]
@@ -252,5 +257,27 @@ fn random_command_sequences_answer_as_redis_does() {
         report += &format!("    redis-server: {expected}\n    meridian:     {got}\n");
     }
     eprintln!("differential fuzz: seeds {seeds:?}, {commands} commands, {} seed(s) differ", failing.len());
+    let recovered = meridian.map(|server| check_recovery(&mut other, server));
     assert!(failing.is_empty(), "replies differ from redis-server's for seeds {failing:?}:\n{report}");
+    if let Some(Err(problem)) = recovered {
+        panic!("the fuzzed server did not store or recover what the run wrote: {problem}");
+    }
+}
+
+/// Whether `server` (reached through `side`) stored everything the run wrote and holds
+/// the same keys after a SIGKILL and a restart on its data (`recovery`'s module comment).
+fn check_recovery(side: &mut Side, mut server: common::ServerGuard) -> Result<(), String> {
+    recovery::wait_stored(side)?;
+    let before = recovery::readout(side);
+    let data_dir = common::TempDir { path: server.data_dir.take().expect("start_meridian makes a data dir") };
+    drop(server); // SIGKILL
+    let log_dir = common::TempDir::new("fuzz-recovery-log");
+    let restarted = common::start_meridian_at(&data_dir.path, &["--shards", "4"], &[], &log_dir.path.join("server.log"));
+    *side = Side::connect(&restarted.addr());
+    let after = recovery::readout(side);
+    eprintln!("differential fuzz: {} key(s) read back alike after a SIGKILL and a restart", after.len());
+    match recovery::first_difference(&before, &after) {
+        Some(difference) => Err(format!("after a SIGKILL and a restart, {difference}")),
+        None => Ok(()),
+    }
 }
