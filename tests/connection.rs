@@ -533,7 +533,7 @@ fn client_kill_closes_a_client_that_stopped_reading_its_replies() {
     // block once the socket buffers are full.
     let mut victim = raw_connect(&server);
     use std::io::Write;
-    let id = raw_client_id(&mut victim);
+    let id = common::raw_client_id(&mut victim);
     victim.write_all(&b"GET big\r\n".repeat(10)).expect("write GETs");
     std::thread::sleep(Duration::from_millis(300));
 
@@ -557,7 +557,7 @@ fn client_kill_closes_a_client_blocked_in_a_pop_without_a_reply() {
     let mut admin = connect(&server);
     let mut victim = raw_connect(&server);
     use std::io::Write;
-    let id = raw_client_id(&mut victim);
+    let id = common::raw_client_id(&mut victim);
     victim.write_all(b"BLPOP nothing-here 0\r\n").expect("write BLPOP");
     let blocked = eventually(Duration::from_secs(3), || {
         let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut admin).expect("CLIENT LIST");
@@ -593,17 +593,4 @@ fn client_list_idle_counts_from_each_clients_last_command() {
     assert!((2..=4).contains(&field(quiet_id, "idle")), "{list}");
     assert!(field(quiet_id, "idle") <= field(quiet_id, "age"), "{list}");
     assert_eq!(field(busy_id, "idle"), 0, "{list}");
-}
-
-/// CLIENT ID asked on a raw connection, its reply read byte by byte (nothing after it).
-fn raw_client_id(stream: &mut std::net::TcpStream) -> i64 {
-    use std::io::{Read, Write};
-    stream.write_all(b"CLIENT ID\r\n").expect("write");
-    let mut line = Vec::new();
-    let mut byte = [0u8; 1];
-    while !line.ends_with(b"\r\n") {
-        stream.read_exact(&mut byte).expect("read CLIENT ID reply");
-        line.push(byte[0]);
-    }
-    String::from_utf8_lossy(&line[1..line.len() - 2]).parse().expect("id")
 }

@@ -101,6 +101,13 @@ fn parse_header_int(digits: &[u8]) -> Option<i64> {
 }
 
 impl RequestParser {
+    /// Bytes of an incomplete command's arguments already taken off the buffer (CLIENT
+    /// LIST's `argv-mem`); 0 between commands. The argument being received is still
+    /// the buffer's.
+    pub fn partial_args_bytes(&self) -> usize {
+        if self.args_remaining == 0 { 0 } else { self.pending_bytes - self.bulk_len.unwrap_or(0) }
+    }
+
     pub fn new() -> RequestParser {
         RequestParser::default()
     }

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -38,6 +38,92 @@ pub struct ClientInfo {
     /// CLIENT UNBLOCK: wake the blocking pop, with an error when `unblock_error`.
     pub unblock: Notify,
     pub unblock_error: AtomicBool,
+    /// What CLIENT LIST shows of the connection's buffers and transaction.
+    pub buffers: BufferGauge,
+}
+
+/// What CLIENT LIST shows of a connection's buffers (`qbuf`, `qbuf-free`, `rbs`, `rbp`,
+/// `obl`, `omem`, `tot-mem`, `events`) and of its transaction (`multi`, `multi-mem`,
+/// flag `x`). Published by the connection's own task with relaxed stores, as a pipeline
+/// starts and ends and while a reply waits for the socket: nothing is counted per
+/// command, no clock is read, no lock taken.
+pub struct BufferGauge {
+    /// Bytes in the query buffer. While a pipeline runs, every byte of the read it came
+    /// in (Redis's `qbuf` counts the whole read until its commands have run, so a
+    /// client listing itself sees its own request); between pipelines, the part of a
+    /// request still incomplete.
+    pub query_bytes: AtomicU64,
+    pub query_capacity: AtomicU64,
+    /// The most bytes the query buffer has held at a pipeline's start.
+    pub query_peak: AtomicU64,
+    /// An incomplete command's arguments already taken off the query buffer.
+    pub partial_args_bytes: AtomicU64,
+    /// Reply bytes written to the connection but not yet taken by its socket.
+    pub output_pending: AtomicU64,
+    pub output_capacity: AtomicU64,
+    /// Commands queued since MULTI, or -1 outside a transaction.
+    pub multi_queued: AtomicI64,
+    /// What the queued commands' arguments hold.
+    pub multi_bytes: AtomicU64,
+}
+
+impl Default for BufferGauge {
+    fn default() -> Self {
+        BufferGauge {
+            query_bytes: AtomicU64::new(0),
+            query_capacity: AtomicU64::new(0),
+            query_peak: AtomicU64::new(0),
+            partial_args_bytes: AtomicU64::new(0),
+            output_pending: AtomicU64::new(0),
+            output_capacity: AtomicU64::new(0),
+            multi_queued: AtomicI64::new(-1),
+            multi_bytes: AtomicU64::new(0),
+        }
+    }
+}
+
+impl BufferGauge {
+    /// A pipeline starts, read from a query buffer of `bytes` (of `capacity`). Only the
+    /// connection's task writes the gauge, so the peak needs no atomic read-modify-write.
+    pub fn pipeline_started(&self, bytes: usize, capacity: usize) {
+        self.partial_args_bytes.store(0, Ordering::Relaxed);
+        self.query_bytes.store(bytes as u64, Ordering::Relaxed);
+        self.query_capacity.store(capacity as u64, Ordering::Relaxed);
+        if bytes as u64 > self.query_peak.load(Ordering::Relaxed) {
+            self.query_peak.store(bytes as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// The connection waits for more of its client's bytes with `bytes` of an
+    /// incomplete request in its query buffer (of `capacity`).
+    /// `partial_args` bytes of its arguments already parsed.
+    pub fn waiting_to_read(&self, bytes: usize, capacity: usize, partial_args: usize) {
+        self.query_bytes.store(bytes as u64, Ordering::Relaxed);
+        self.query_capacity.store(capacity as u64, Ordering::Relaxed);
+        self.partial_args_bytes.store(partial_args as u64, Ordering::Relaxed);
+    }
+
+    /// A pipeline's replies are written: what the reply buffer and the transaction hold now.
+    pub fn pipeline_ended(&self, output_capacity: usize, (multi_queued, multi_bytes): (i64, usize)) {
+        self.output_capacity.store(output_capacity as u64, Ordering::Relaxed);
+        self.multi_queued.store(multi_queued, Ordering::Relaxed);
+        self.multi_bytes.store(multi_bytes as u64, Ordering::Relaxed);
+    }
+
+    /// CLIENT LIST's buffer and transaction fields, from `multi=` to `events=`.
+    fn describe(&self) -> String {
+        let load = |field: &AtomicU64| field.load(Ordering::Relaxed);
+        let (query, query_capacity, pending) = (load(&self.query_bytes), load(&self.query_capacity), load(&self.output_pending));
+        let (multi_bytes, partial_args) = (load(&self.multi_bytes), load(&self.partial_args_bytes));
+        let total = query_capacity + partial_args + load(&self.output_capacity).max(pending) + multi_bytes;
+        format!(
+            "multi={} qbuf={query} qbuf-free={} argv-mem={partial_args} multi-mem={multi_bytes} rbs={query_capacity} rbp={} obl={pending} oll=0 omem={pending} tot-mem={total} events={}",
+            self.multi_queued.load(Ordering::Relaxed),
+            query_capacity.saturating_sub(query),
+            load(&self.query_peak),
+            if pending > 0 { "rw" } else { "r" },
+        )
+    }
 }
 
 impl ClientInfo {
@@ -131,9 +217,22 @@ impl ClientInfo {
             last_ms => (super::now_ms().saturating_sub(last_ms) / 1000).min(age_s),
         };
         let [sub, psub, ssub] = subscriptions;
-        let flags = if sub + psub + ssub > 0 { "P" } else { "N" };
+        // In Redis's order of the flags: P(ub/sub), x (MULTI), b(locked); N for none.
+        let mut flags = String::new();
+        if sub + psub + ssub > 0 {
+            flags.push('P');
+        }
+        if self.buffers.multi_queued.load(Ordering::Relaxed) >= 0 {
+            flags.push('x');
+        }
+        if self.blocked.load(Ordering::Relaxed) {
+            flags.push('b');
+        }
+        if flags.is_empty() {
+            flags.push('N');
+        }
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db=0 sub={sub} psub={psub} ssub={ssub} multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db=0 sub={sub} psub={psub} ssub={ssub} {} cmd={} user=default redir=-1 resp={}",
             self.id,
             self.addr,
             self.local_addr,
@@ -141,6 +240,7 @@ impl ClientInfo {
             String::from_utf8_lossy(&self.name()),
             age_s,
             idle_s,
+            self.buffers.describe(),
             self.last_command_name(),
             self.resp.load(Ordering::Relaxed)
         )
@@ -172,6 +272,7 @@ impl ClientRegistry {
             blocked: AtomicBool::new(false),
             unblock: Notify::new(),
             unblock_error: AtomicBool::new(false),
+            buffers: BufferGauge::default(),
         });
         if let Ok(mut clients) = self.clients.lock() {
             clients.insert(id, info.clone());

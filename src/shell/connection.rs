@@ -251,6 +251,7 @@ impl Connection {
             // Before AUTH, one command at a time: an AUTH changes the limits that apply
             // to the commands after it.
             let batch_max = if limits.unauthenticated { 1 } else { PIPELINE_COMMANDS_MAX };
+            let query_bytes = self.read_buf.len();
             while commands.len() < batch_max {
                 match self.parser.next_command(&mut self.read_buf, &limits) {
                     Ok(Some(args)) => commands.push(args),
@@ -271,6 +272,7 @@ impl Connection {
                     self.read_buf.reserve(self.read_chunk);
                 }
                 let room = self.read_buf.capacity() - self.read_buf.len();
+                self.info.buffers.waiting_to_read(self.read_buf.len(), self.read_buf.capacity(), self.parser.partial_args_bytes());
                 let read = tokio::select! {
                     biased;
                     _ = self.info.kill_requested() => return Ok(()),
@@ -289,6 +291,7 @@ impl Connection {
                 self.state().stats.net_input_bytes.fetch_add(read as u64, Ordering::Relaxed);
                 continue;
             }
+            self.info.buffers.pipeline_started(query_bytes, self.read_buf.capacity());
             let wrote = self.run_pipeline(&mut commands).await?;
             if commands.capacity() <= PIPELINE_KEPT_CAPACITY {
                 self.pipeline = commands;
@@ -315,6 +318,7 @@ impl Connection {
                 tokio::task::yield_now().await;
             }
             self.write_out().await?;
+            self.info.buffers.pipeline_ended(self.write_buf.capacity(), self.transaction.queued_summary());
             if self.closing || self.info.killed.load(Ordering::Relaxed) {
                 return Ok(());
             }

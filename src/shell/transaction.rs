@@ -48,6 +48,8 @@ pub struct TransactionState {
     /// `Some` between MULTI and EXEC/DISCARD: the queued commands as sent (parsed at
     /// EXEC, as Redis reports syntax errors per command in EXEC's reply).
     queued: Option<Vec<Queued>>,
+    /// What the queued commands' arguments hold (CLIENT LIST's `multi-mem`).
+    queued_bytes: usize,
     /// A command was refused while queueing: EXEC answers EXECABORT.
     dirty: bool,
     /// Watched keys and the token each had when watched.
@@ -111,8 +113,18 @@ impl TransactionState {
             self.dirty = true;
             return Err(Frame::static_error("ERR too many commands queued in this transaction"));
         }
+        self.queued_bytes += args.iter().map(|arg| arg.len() + std::mem::size_of::<Bytes>()).sum::<usize>();
         queued.push((index, args));
         Err(Frame::simple("QUEUED"))
+    }
+
+    /// CLIENT LIST's `multi` and `multi-mem`: the commands queued (-1 outside MULTI) and
+    /// what their arguments hold.
+    pub fn queued_summary(&self) -> (i64, usize) {
+        match &self.queued {
+            Some(queued) => (queued.len() as i64, self.queued_bytes),
+            None => (-1, 0),
+        }
     }
 
     /// Whether a queued command may grow the data (EXEC is refused past maxmemory then).
@@ -133,6 +145,7 @@ impl TransactionState {
             return Frame::static_error("ERR MULTI calls can not be nested");
         }
         self.queued = Some(Vec::new());
+        self.queued_bytes = 0;
         self.dirty = false;
         Frame::ok()
     }

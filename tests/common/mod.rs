@@ -232,6 +232,19 @@ pub fn raw_connect(server: &ServerGuard) -> TcpStream {
     stream
 }
 
+/// CLIENT ID asked on a raw connection, its reply read byte by byte (nothing after it).
+pub fn raw_client_id(stream: &mut std::net::TcpStream) -> i64 {
+    use std::io::{Read, Write};
+    stream.write_all(b"CLIENT ID\r\n").expect("write");
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while !line.ends_with(b"\r\n") {
+        stream.read_exact(&mut byte).expect("read CLIENT ID reply");
+        line.push(byte[0]);
+    }
+    String::from_utf8_lossy(&line[1..line.len() - 2]).parse().expect("id")
+}
+
 /// How a raw read ended.
 #[derive(Debug, PartialEq, Eq)]
 pub enum ReadEnd {

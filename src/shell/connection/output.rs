@@ -75,7 +75,10 @@ impl Connection {
                 Err(e) => return Err(e),
             }
         }
+        let waits = written < self.write_buf.len();
         while written < self.write_buf.len() {
+            // The socket is full: CLIENT LIST shows what waits (`omem`, events `rw`).
+            self.info.buffers.output_pending.store((self.write_buf.len() - written) as u64, Ordering::Relaxed);
             let may_read = make_read_room(&mut self.read_buf, self.read_closed, query_limit);
             let (mut reader, mut writer) = self.stream.split();
             tokio::select! {
@@ -105,6 +108,9 @@ impl Connection {
                     }
                 }
             }
+        }
+        if waits {
+            self.info.buffers.output_pending.store(0, Ordering::Relaxed);
         }
         self.state().stats.net_output_bytes.fetch_add(self.write_buf.len() as u64, Ordering::Relaxed);
         self.write_buf.clear();
