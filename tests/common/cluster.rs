@@ -160,12 +160,23 @@ impl Cluster {
     pub fn converged(&self) -> bool {
         let infos = self.replication_info();
         let digests: Vec<&String> = infos.iter().filter_map(|i| i.get("keyspace_digest")).collect();
-        let idle = infos.iter().all(|info| {
+        digests.len() == infos.len() && digests.windows(2).all(|w| w[0] == w[1]) && Cluster::idle_in(&infos)
+    }
+
+    /// Whether no running node has a batch waiting for any peer (everything written
+    /// has been sent and acknowledged). Key tombstones may still differ: a node keeps
+    /// one until it knows every peer has it, so digests can lag behind what the nodes
+    /// answer.
+    pub fn idle(&self) -> bool {
+        Cluster::idle_in(&self.replication_info())
+    }
+
+    fn idle_in(infos: &[std::collections::HashMap<String, String>]) -> bool {
+        infos.iter().all(|info| {
             info.iter()
                 .filter(|(k, _)| k.strip_prefix("peer").is_some_and(|n| n.parse::<u32>().is_ok()))
                 .all(|(_, v)| v.contains("backlog_bytes=0,"))
-        });
-        digests.len() == infos.len() && digests.windows(2).all(|w| w[0] == w[1]) && idle
+        })
     }
 
     /// Wait until converged; on timeout, panic with every node's INFO and log tail.

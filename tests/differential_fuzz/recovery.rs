@@ -35,7 +35,8 @@ pub fn wait_stored(side: &mut Side) -> Result<(), String> {
 }
 
 /// Every key with its type, whether it has a TTL, and its whole content (in RESP2),
-/// sorted by key; unordered contents sorted too.
+/// sorted by key; unordered contents sorted too. `side` must be a connection of its
+/// own (not one inside MULTI).
 pub fn readout(side: &mut Side) -> Vec<(Vec<u8>, Vec<Reply>)> {
     call(side, &[b"HELLO", b"2"]);
     let Reply::Aggregate(_, Some(keys)) = call(side, &[b"KEYS", b"*"]) else { panic!("KEYS * is not an array") };
@@ -46,6 +47,8 @@ pub fn readout(side: &mut Side) -> Vec<(Vec<u8>, Vec<Reply>)> {
         let kind = call(side, &[b"TYPE", &key]);
         let Reply::Line(_, kind_name) = &kind else { panic!("TYPE answered {}", reply::show(&kind)) };
         let reads: &[(&[&[u8]], Norm)] = match kind_name.as_slice() {
+            // Its TTL ended after KEYS.
+            b"none" => continue,
             b"string" => &[(&[b"GET"], Norm::Exact)],
             b"list" => &[(&[b"LRANGE", b"0", b"-1"], Norm::Exact)],
             b"hash" => &[(&[b"HGETALL"], Norm::SortedPairs)],
