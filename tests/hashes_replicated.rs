@@ -152,3 +152,25 @@ fn an_hset_on_a_big_hash_ships_the_field_not_the_hash() {
     let counter: i64 = redis::cmd("HGET").arg("big").arg("counter").query(&mut cluster.con(1)).unwrap();
     assert_eq!(counter, 100);
 }
+
+/// A field's increment that a DEL absorbed stays absorbed on the peers when the field is
+/// set again in the same replication window as the DEL. The write after the DEL ships
+/// the key without its removed elements, and as a whole state it replaced the DEL's own
+/// delta in the outbox: the peers never got the DEL, and `HGET h n` read 5 + 1 there
+/// (the replicated fuzz test found it). The window is made long so that both writes
+/// surely fall in it, and anti-entropy, which would repair it, is off.
+#[test]
+fn a_field_set_again_in_the_window_of_the_del_that_removed_it_keeps_its_old_increments_out() {
+    let cluster = Cluster::start(2, &["--persistence", "off", "--repl-batch-ms", "500", "--anti-entropy-interval-ms", "3600000"]);
+    run(&mut cluster.con(0), &["HINCRBY", "h", "n", "5"]);
+    cluster.wait_converged(CONVERGE);
+    assert_eq!(hgetall(&cluster, 1, "h"), BTreeMap::from([("n".to_string(), "5".to_string())]));
+    let mut writer = cluster.con(0);
+    run(&mut writer, &["DEL", "h"]);
+    run(&mut writer, &["HSET", "h", "n", "1", "m", "2"]);
+    let expected = BTreeMap::from([("n".to_string(), "1".to_string()), ("m".to_string(), "2".to_string())]);
+    assert_eq!(hgetall(&cluster, 0, "h"), expected);
+    let arrived = common::eventually(Duration::from_secs(10), || hgetall(&cluster, 1, "h").contains_key("m") && cluster.idle());
+    assert!(arrived, "the HSET did not reach the peer");
+    assert_hash_everywhere(&cluster, "h", &[("n", "1"), ("m", "2")]);
+}

@@ -257,6 +257,11 @@ impl KvEngine {
                 // The write ships with the key-level part alone: peers have each removed
                 // element's tombstone from its removal (or by anti-entropy), and shipping
                 // them all on every refill made a queue that empties often quadratic.
+                // So it ships as a part, which supersedes nothing: as a whole state it
+                // replaced the removal's own delta when both fell in one replication
+                // window, and peers never got the element tombstones (a hash field's
+                // increment absorbed by a DEL came back on them when the field was
+                // set again: found by the replicated fuzz test).
                 let mut shipped = tombstone.without_elements();
                 shipped.merge(&state);
                 write_alone = Some(shipped);
@@ -286,15 +291,20 @@ impl KvEngine {
             // client read buffer kept alive by a slice of it.
             if part_only {
                 ctx.deltas.key_part_changed(entry.key(), &entry.state().without_elements());
+            } else if let Some(shipped) = &write_alone {
+                // Not a whole state: it must not supersede the removal's delta.
+                ctx.deltas.key_part_changed(entry.key(), shipped);
             } else {
-                ctx.deltas.key_changed(entry.key(), write_alone.as_ref().unwrap_or(entry.state()));
+                ctx.deltas.key_changed(entry.key(), entry.state());
             }
         } else {
             let key = Bytes::copy_from_slice(&key);
             if part_only {
                 ctx.deltas.key_part_changed(&key, &state.without_elements());
+            } else if let Some(shipped) = &write_alone {
+                ctx.deltas.key_part_changed(&key, shipped);
             } else {
-                ctx.deltas.key_changed(&key, write_alone.as_ref().unwrap_or(&state));
+                ctx.deltas.key_changed(&key, &state);
             }
             self.keys.remove(&key, hash);
             if self.keep_tombstones {
