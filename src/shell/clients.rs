@@ -95,8 +95,8 @@ impl BufferGauge {
     }
 
     /// The connection waits for more of its client's bytes with `bytes` of an
-    /// incomplete request in its query buffer (of `capacity`).
-    /// `partial_args` bytes of its arguments already parsed.
+    /// incomplete request in its query buffer (of `capacity`) and `partial_args` bytes
+    /// of that request's arguments already parsed.
     pub fn waiting_to_read(&self, bytes: usize, capacity: usize, partial_args: usize) {
         self.query_bytes.store(bytes as u64, Ordering::Relaxed);
         self.query_capacity.store(capacity as u64, Ordering::Relaxed);

@@ -48,7 +48,10 @@ impl Connection {
         if local == 1 && !persisting {
             return Frame::static_error("ERR WAITAOF cannot be used when numlocal is set but persistence is off.");
         }
-        let _ = replicas; // Replication is not implemented yet: no replica ever acknowledges.
+        // Peers are other regions, not Redis replicas that store this node's AOF: none
+        // is counted (the reply's second number is 0, as Redis's with no replica), and
+        // INFO replication's `acked_seq` shows what each peer has taken.
+        let _ = replicas;
         let stored = if persisting {
             let targets = self.durability_targets().await;
             let deadline = (timeout_ms > 0).then(|| tokio::time::Instant::now() + std::time::Duration::from_millis(timeout_ms as u64));
