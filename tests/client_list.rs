@@ -58,12 +58,14 @@ fn client_list_shows_a_transaction_and_a_blocked_client() {
     let mut in_multi = common::connect(&server);
     let multi_id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut in_multi).expect("id");
     let _: () = redis::cmd("MULTI").query(&mut in_multi).expect("MULTI");
-    for args in [&["SET", "k", "value"][..], &["INCR", "n"]] {
+    for args in [&["SET", "k", "value"][..], &["INCR", "n"], &["CLIENT", "GETNAME"]] {
         let queued: String = common::command(args).query(&mut in_multi).expect("queued");
         assert_eq!(queued, "QUEUED");
     }
     let fields = listed(&mut observer, multi_id);
-    assert_eq!((fields["flags"].as_str(), number(&fields, "multi")), ("x", 2), "{fields:?}");
+    assert_eq!((fields["flags"].as_str(), number(&fields, "multi")), ("x", 3), "{fields:?}");
+    // As Redis: a queued container command is named by its subcommand.
+    assert_eq!(fields["cmd"], "client|getname", "{fields:?}");
     assert!(number(&fields, "multi-mem") >= ("SETkvalueINCRn".len() as i64), "{fields:?}");
     let _: redis::Value = redis::cmd("EXEC").query(&mut in_multi).expect("EXEC");
     let fields = listed(&mut observer, multi_id);

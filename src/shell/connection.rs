@@ -142,6 +142,16 @@ pub async fn serve(
     state.connected.fetch_sub(1, Ordering::Relaxed);
 }
 
+/// A container command's `name|subcommand` (lower case), as INFO commandstats and
+/// CLIENT LIST name it; `None` for any other command.
+fn subcommand_row(spec: Option<&table::CommandSpec>, args: &[Bytes]) -> Option<String> {
+    spec.filter(|s| s.is_container() && args.len() > 1).map(|s| {
+        let mut name = format!("{}|{}", s.name, String::from_utf8_lossy(&args[1]));
+        name.make_ascii_lowercase();
+        name
+    })
+}
+
 thread_local! {
     /// Connections served by this thread's runtime now (see [`ConnectionsHere`]).
     static CONNECTIONS_HERE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
@@ -433,6 +443,13 @@ impl Connection {
             self.encode_ready();
             return;
         }
+        if self.transaction.in_multi()
+            && let Some(name) = subcommand_row(spec, &args)
+        {
+            // Queued or run, Redis names a container's subcommand (`client|list`) as
+            // the client's last command.
+            self.info.set_subcommand(&name);
+        }
         let args = match self.transaction.offer(index, args, out_of_memory) {
             Ok(args) => args,
             Err(answer) => {
@@ -450,11 +467,7 @@ impl Connection {
         // What the command's counters need before it is parsed: whether its arity was
         // wrong (refused, not run, as Redis counts it) and a container's subcommand row.
         let arity_ok = spec.is_some_and(|s| s.arity_ok(args.len()));
-        let mut counted_as = spec.filter(|s| s.is_container() && args.len() > 1).map(|s| {
-            let mut name = format!("{}|{}", s.name, String::from_utf8_lossy(&args[1]));
-            name.make_ascii_lowercase();
-            name
-        });
+        let mut counted_as = subcommand_row(spec, &args);
         if let Some(name) = &counted_as {
             // Before it runs: CLIENT LIST names itself `client|list`.
             self.info.set_subcommand(name);
