@@ -41,6 +41,9 @@ mod observe;
 mod output;
 mod prefetch;
 mod remote;
+mod thread_count;
+
+use thread_count::ConnectionsHere;
 
 use modes::{allowed_while_subscribed, messages_waiting};
 
@@ -150,34 +153,6 @@ fn subcommand_row(spec: Option<&table::CommandSpec>, args: &[Bytes]) -> Option<S
         name.make_ascii_lowercase();
         name
     })
-}
-
-thread_local! {
-    /// Connections served by this thread's runtime now (see [`ConnectionsHere`]).
-    static CONNECTIONS_HERE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
-/// Counts a connection served on this thread while it lives: the connection task is
-/// `!Send` (a `LocalSet`'s), so it is counted and uncounted on the same thread.
-struct ConnectionsHere;
-
-impl ConnectionsHere {
-    fn count_one() -> ConnectionsHere {
-        CONNECTIONS_HERE.with(|n| n.set(n.get() + 1));
-        ConnectionsHere
-    }
-
-    /// Whether another connection is served on this thread (one whose replies a yield
-    /// could send together with ours).
-    fn others() -> bool {
-        CONNECTIONS_HERE.with(|n| n.get() > 1)
-    }
-}
-
-impl Drop for ConnectionsHere {
-    fn drop(&mut self) {
-        CONNECTIONS_HERE.with(|n| n.set(n.get() - 1));
-    }
 }
 
 /// Operations queued for one remote shard, with the reply slots they fill.
