@@ -29,6 +29,8 @@ mod reply;
 #[path = "differential/resp.rs"]
 #[allow(dead_code)]
 mod resp;
+#[path = "differential_fuzz/rng.rs"]
+mod rng;
 
 use std::io::{BufReader, Write};
 use std::net::TcpStream;
