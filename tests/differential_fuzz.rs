@@ -13,9 +13,10 @@
 //! - `MERIDIAN_FUZZ_TARGET=host:port` fuzzes an already running server.
 //!
 //! A run that started its own server ends by checking that the server stored what the
-//! run wrote and reads it back after a SIGKILL (`differential_fuzz/recovery.rs`). A
-//! second test runs the same sequences on one of two replicating nodes and checks that
-//! the other reads out alike once nothing waits to be sent.
+//! run wrote and reads it back after a SIGKILL (`differential_fuzz/recovery.rs`). Two
+//! more tests run the sequences on two replicating nodes, on one of them or on both at
+//! once, and check that the nodes read out alike once nothing waits to be sent
+//! (`differential_fuzz/replicated.rs`).
 
 mod common;
 #[path = "differential_fuzz/families.rs"]
@@ -24,6 +25,8 @@ mod families;
 mod generator;
 #[path = "differential_fuzz/recovery.rs"]
 mod recovery;
+#[path = "differential_fuzz/replicated.rs"]
+mod replicated;
 #[path = "differential_fuzz/reply.rs"]
 mod reply;
 #[path = "differential/resp.rs"]
@@ -284,78 +287,5 @@ fn check_recovery(mut server: common::ServerGuard) -> Result<(), String> {
     match recovery::first_difference(&before, &after) {
         Some(difference) => Err(format!("after a SIGKILL and a restart, {difference}")),
         None => Ok(()),
-    }
-}
-
-/// Every write the random sequences make reaches a peer as the same state: each seed's
-/// sequence runs on one node of two replicating to each other, the first or the second
-/// by turns (replies are the other test's business), and once nothing waits to be sent
-/// the peer must read out exactly as the node that ran it (every key, its type, TTL
-/// presence and whole content: `recovery::readout`), what each node derives from the
-/// key states (score order, list order, a stream's groups) included, every 25 commands
-/// and at the end. Anti-entropy, which would repair what a wrong delta left, is off.
-/// Equal Merkle digests are not waited for: a key's tombstone lives on a node until it
-/// knows its peers have it, which takes seconds longer than the removal itself.
-/// `MERIDIAN_FUZZ_REPLICA_SEEDS=A..B` (default `0..20`).
-#[test]
-fn a_peer_converges_to_the_state_each_random_sequence_leaves() {
-    // Steps between two comparisons of the nodes.
-    const PEER_CHECK_STEPS: usize = 25;
-    // Anti-entropy would repair what a wrong delta left: not within a run.
-    let cluster = common::cluster::Cluster::start(2, &["--shards", "4", "--anti-entropy-interval-ms", "3600000"]);
-    // Even seeds write on the first node, odd ones on the second.
-    let mut writers = [Side::connect(&cluster.server(0).addr()), Side::connect(&cluster.server(1).addr())];
-    // Readouts on connections of their own: the writer's may be inside MULTI.
-    let mut readers = [Side::connect(&cluster.server(0).addr()), Side::connect(&cluster.server(1).addr())];
-    let seeds = env_range("MERIDIAN_FUZZ_REPLICA_SEEDS", 0..20);
-    let steps_per_seed: usize = std::env::var("MERIDIAN_FUZZ_STEPS").ok().map_or(300, |s| s.parse().expect("steps"));
-    let mut report = Vec::new();
-    for seed in seeds.clone() {
-        let (on, writer) = ((seed % 2) as usize, &mut writers[(seed % 2) as usize]);
-        for args in [&["DISCARD"][..], &["UNWATCH"], &["FLUSHALL"]] {
-            writer.call(&args.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>()).expect("reset the writer");
-        }
-        for (i, step) in sequence(seed, steps_per_seed).iter().enumerate() {
-            if let Err(e) = writer.call(&step.args) {
-                panic!("seed {seed}: the writer failed on {}: {e}", show_command(&step.args));
-            }
-            // Compared along the way too: a later write to a key can hide what an
-            // earlier delta got wrong.
-            if (i + 1) % PEER_CHECK_STEPS == 0
-                && let Some(difference) = peer_difference(&cluster, &mut readers, on)
-            {
-                report.push(format!("seed {seed}, after step {}: {difference}", i + 1));
-                break;
-            }
-        }
-        // A sequence may end inside MULTI: nothing queued is written.
-        writer.call(&[b"DISCARD".to_vec()]).expect("DISCARD");
-        if let Some(difference) = peer_difference(&cluster, &mut readers, on) {
-            report.push(format!("seed {seed}, at its end: {difference}"));
-        }
-    }
-    eprintln!("replicated fuzz: seeds {seeds:?}, {} differ", report.len());
-    assert!(report.is_empty(), "a peer's converged state differs:\n{}", report.join("\n"));
-}
-
-/// How the peer reads out against the writer, node `on` (through `readers`, one on each
-/// node), once
-/// what the writer wrote has been batched (`--repl-batch-ms`, 10 ms), sent and
-/// acknowledged (`None`: alike). A difference is read again for a while before it
-/// counts: a key whose TTL ends between the two readouts differs for a moment.
-fn peer_difference(cluster: &common::cluster::Cluster, readers: &mut [Side; 2], on: usize) -> Option<String> {
-    let [first, second] = readers;
-    let (writer, peer) = if on == 0 { (first, second) } else { (second, first) };
-    const BATCHED_AFTER: Duration = Duration::from_millis(30);
-    const SETTLE: Duration = Duration::from_secs(2);
-    std::thread::sleep(BATCHED_AFTER);
-    let deadline = std::time::Instant::now() + SETTLE;
-    loop {
-        let idle = cluster.idle();
-        let difference = recovery::first_difference(&recovery::readout(writer), &recovery::readout(peer));
-        if (idle && difference.is_none()) || std::time::Instant::now() >= deadline {
-            return difference.or_else(|| (!idle).then(|| format!("a batch still waits to be sent after {SETTLE:?}")));
-        }
-        std::thread::sleep(Duration::from_millis(20));
     }
 }

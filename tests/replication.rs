@@ -132,6 +132,51 @@ fn concurrent_writes_on_partitioned_nodes_converge_to_the_documented_results() {
     }
 }
 
+/// A key that expires on one node while another node writes it ends alike on both:
+/// the expiring node ships its expiry (the tombstone of what expired there), as Redis
+/// sends its replicas a DEL. Without that, the write reaches the node that expired
+/// the key after the expiry and survives there, while the writer, merging the TTL,
+/// expires its own write with the key: they disagreed until anti-entropy (off here)
+/// met them. Which of the two results they agree on depends on when the expiry and
+/// the write crossed; that they agree does not. The writes are made concurrent by a
+/// long batch window rather than a cut link (a link that drops and reconnects starts
+/// an anti-entropy round, which would hide the difference).
+#[test]
+fn a_key_expiring_on_one_node_while_another_writes_it_ends_alike_on_both() {
+    let cluster = Cluster::start(2, &["--anti-entropy-interval-ms", "3600000", "--repl-batch-ms", "1000"]);
+    let (mut a, mut b) = (cluster.con(0), cluster.con(1));
+    // Within one batch window: node 1 writes over its own hash a string whose TTL ends
+    // at once, or one already past when written (the random sequences' case); node 2
+    // writes the hash.
+    for (key, ttl) in [("short", ["PX", "50"]), ("past", ["PXAT", "1"])] {
+        run(&mut a, &["HSET", key, "mine", "1"]);
+        run(&mut b, &["HSET", key, "f", "1"]);
+        run(&mut a, &["SET", key, "v", "XX", ttl[0], ttl[1]]);
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    // Node 1 has expired both (a read removes an expired key) before the batches left.
+    let exists: i64 = redis::cmd("EXISTS").arg("short").arg("past").query(&mut a).unwrap();
+    assert_eq!(exists, 0);
+    let readout = |con: &mut redis::Connection, key: &str| -> (String, Vec<String>) {
+        let kind: String = redis::cmd("TYPE").arg(key).query(con).unwrap();
+        let fields: Vec<String> = redis::cmd("HGETALL").arg(key).query(con).unwrap_or_default();
+        (kind, fields)
+    };
+    let alike = || {
+        let (mut a, mut b) = (cluster.con(0), cluster.con(1));
+        cluster.idle() && ["short", "past"].iter().all(|key| readout(&mut a, key) == readout(&mut b, key))
+    };
+    // Two batch windows: the writes, then the expiries they caused.
+    std::thread::sleep(Duration::from_millis(2_500));
+    let agreed = eventually(Duration::from_secs(10), alike);
+    for key in ["short", "past"] {
+        assert!(agreed, "{key}: node 1 reads {:?}, node 2 {:?}", readout(&mut a, key), readout(&mut b, key));
+    }
+    // And they stay so.
+    std::thread::sleep(Duration::from_millis(1_500));
+    assert!(alike(), "the nodes agreed, then parted");
+}
+
 #[test]
 fn a_paused_node_catches_up_after_it_resumes() {
     let cluster = Cluster::start(3, &["--persistence", "off"]);

@@ -225,13 +225,20 @@ impl Shard {
         ShardReply::Transaction(Some(replies))
     }
 
-    /// Hand the tombstones of keys that expired to the delta log.
+    /// Hand the tombstones of keys that expired to the delta log (when it records) and
+    /// to the peers (`KvEngine::expired` says why they need them, as Redis's replicas
+    /// get a DEL for every expiry).
     fn record_expiries(&mut self) {
         if self.kv.expired.is_empty() {
             return;
         }
+        let persisted = !crate::bugs::active(crate::bugs::Bug::ExpiryNotPersisted);
         for (key, tombstone) in std::mem::take(&mut self.kv.expired) {
-            self.deltas.key_changed(&key, &tombstone);
+            if persisted {
+                ShardSinks { log: &mut self.deltas, outbox: self.outbox.as_mut() }.key_changed(&key, &tombstone);
+            } else if let Some(outbox) = self.outbox.as_mut() {
+                outbox.key_changed(&key, &tombstone);
+            }
         }
     }
 

@@ -110,9 +110,13 @@ pub struct KvEngine {
     /// Whether expiries are recorded for persistence (see [`KvEngine::expired`]).
     pub record_expiries: bool,
     /// Keys removed by expiry since the shard last looked, as tombstones of exactly the
-    /// state that expired. Persisting them makes an expiry durable (a clock that jumps
-    /// back after a restart cannot revive the key) without a new write stamp: replayed
-    /// or merged anywhere, a tombstone removes only what had expired.
+    /// state that expired (kept when expiries are recorded or peers exist). Persisting
+    /// them makes an expiry durable (a clock that jumps back after a restart cannot
+    /// revive the key) without a new write stamp; shipping them to the peers makes it
+    /// final everywhere: replayed or merged anywhere, a tombstone removes only what had
+    /// expired here. Without it, a peer's write that arrives after this node expired
+    /// the key survives here, while the peer, merging the TTL, expires its own write:
+    /// the nodes would disagree until anti-entropy met them.
     pub expired: Vec<(Bytes, KeyState)>,
     /// Keep the removal metadata of keys that no longer exist (replication): a delete
     /// must still win over an older write that reaches this node after it.
@@ -191,8 +195,7 @@ impl KvEngine {
         if let Some(state) = self.keys.remove(key, hash) {
             self.stats.expired_keys += 1;
             self.notify.raise(Class::Expired, "expired", key);
-            let record = self.record_expiries && !crate::bugs::active(crate::bugs::Bug::ExpiryNotPersisted);
-            if !record && !self.keep_tombstones {
+            if !self.record_expiries && !self.keep_tombstones {
                 return;
             }
             let safe = self.whole_key_safe(None);
@@ -201,9 +204,7 @@ impl KvEngine {
             if self.keep_tombstones {
                 self.keys.put_tombstone(key.clone(), hash, tombstone.clone());
             }
-            if record {
-                self.expired.push((key, tombstone));
-            }
+            self.expired.push((key, tombstone));
         }
     }
 
