@@ -174,3 +174,27 @@ fn a_field_set_again_in_the_window_of_the_del_that_removed_it_keeps_its_old_incr
     assert!(arrived, "the HSET did not reach the peer");
     assert_hash_everywhere(&cluster, "h", &[("n", "1"), ("m", "2")]);
 }
+
+/// A RENAME of a string over a hash removes the hash's fields on every node, the
+/// fields another node wrote included, while they are not yet stable (a field becomes
+/// stable about a report round, ~1 s, after every node has it, and only then does a
+/// key-level removal cover it): the RENAME ships the fields' tombstones, as a SET over
+/// the hash does. It shipped only the key-level part once, so the other node kept
+/// `gone` (found by the three-region fuzz test). A concurrent, later HSET wins the
+/// type clash with what the RENAME had not seen.
+#[test]
+fn a_string_renamed_over_another_regions_hash_removes_its_fields_there_too() {
+    let cluster = Cluster::start(2, &["--anti-entropy-interval-ms", "3600000"]);
+    let (mut first, mut second) = (cluster.con(0), cluster.con(1));
+    run(&mut second, &["DECR", "counter"]);
+    run(&mut second, &["HSET", "h", "old", "1", "gone", "2"]);
+    let arrived =
+        common::eventually(Duration::from_secs(5), || hgetall(&cluster, 0, "h").len() == 2 && key_type(&cluster, 0, "counter") == "string");
+    assert!(arrived, "node 1 did not get node 2's writes");
+    // At about the same time: each write is sent before the other arrives.
+    run(&mut first, &["RENAME", "counter", "h"]);
+    run(&mut second, &["HSET", "h", "old", "new", "added", "3"]);
+    let expected: BTreeMap<String, String> = [("old", "new"), ("added", "3")].iter().map(|(f, v)| (f.to_string(), v.to_string())).collect();
+    common::eventually(Duration::from_secs(10), || cluster.idle() && (0..2).all(|node| hgetall(&cluster, node, "h") == expected));
+    assert_hash_everywhere(&cluster, "h", &[("old", "new"), ("added", "3")]);
+}

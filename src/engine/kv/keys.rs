@@ -291,7 +291,12 @@ impl KvEngine {
         match snapshot.value {
             SnapshotValue::String(value) => {
                 state.set(dot, value, ttl);
-                self.commit(ctx, key, hash, state);
+                // Whole, as SET ships: a collection it replaced leaves the tombstones
+                // of elements its peers may hold and the key-level context does not
+                // cover (another node's fields not yet stable). Shipped as a part they
+                // stayed on the peers (RENAME of a counter over another region's hash:
+                // found by the three-region fuzz test).
+                self.commit_new(ctx, key, hash, state);
             }
             collection => {
                 // The old key goes whole, then the elements are written anew: the key
