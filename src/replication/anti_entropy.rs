@@ -30,22 +30,56 @@ pub struct AntiEntropy {
     in_flight: Option<(u64, u64, MerkleLeaves)>,
     /// More leaves differed than one round repairs.
     again: bool,
+    /// No round starts before this instant, wanted or not (`retry_later`).
+    not_before_ms: u64,
+    /// The round `due` gave up on for want of an answer, until `take_abandoned`.
+    abandoned: Option<u64>,
     pub rounds_completed: u64,
 }
+
+/// How long a link waits before it starts again a round it gave up for states that
+/// could not leave yet (their stamps not stored; a segment is written every 250 ms).
+pub const RETRY_MS: u64 = 500;
 
 impl AntiEntropy {
     pub fn new(interval_ms: u64, timeout_ms: u64) -> AntiEntropy {
         assert!(interval_ms > 0 && timeout_ms > 0);
-        AntiEntropy { interval_ms, timeout_ms, next_round: 1, due_ms: 0, in_flight: None, again: false, rounds_completed: 0 }
+        AntiEntropy {
+            interval_ms,
+            timeout_ms,
+            next_round: 1,
+            due_ms: 0,
+            in_flight: None,
+            again: false,
+            not_before_ms: 0,
+            abandoned: None,
+            rounds_completed: 0,
+        }
     }
 
     /// Whether a round should start now. `wanted`: the link asks for one (a new
     /// connection, an overflowed queue). Abandons a round that timed out.
     pub fn due(&mut self, now_ms: u64, wanted: bool) -> bool {
-        if self.in_flight.as_ref().is_some_and(|(_, started, _)| now_ms > started + self.timeout_ms) {
+        if let Some((round, started, _)) = &self.in_flight
+            && now_ms > started + self.timeout_ms
+        {
+            self.abandoned = Some(*round);
             self.in_flight = None;
         }
-        self.in_flight.is_none() && (wanted || self.again || now_ms >= self.due_ms)
+        self.in_flight.is_none() && now_ms >= self.not_before_ms && (wanted || self.again || now_ms >= self.due_ms)
+    }
+
+    /// The round `due` last gave up on (timed out), once: the link tells `Stability`.
+    pub fn take_abandoned(&mut self) -> Option<u64> {
+        self.abandoned.take()
+    }
+
+    /// The round in flight, or the one whose states are being exchanged, cannot finish
+    /// now (states whose stamps may not leave yet): start the next one after
+    /// [`RETRY_MS`], not at once (the stamps are stored within a segment interval).
+    pub fn retry_later(&mut self, now_ms: u64) {
+        self.in_flight = None;
+        self.not_before_ms = now_ms + RETRY_MS;
     }
 
     /// Start a round with this node's current leaves; returns the message to send.
@@ -120,11 +154,25 @@ mod tests {
     }
 
     #[test]
+    fn a_round_that_cannot_finish_now_is_retried_after_a_pause_not_at_once() {
+        let mut ae = AntiEntropy::new(1_000_000, 60_000);
+        assert!(ae.due(0, true));
+        let _ = ae.start(0, MerkleLeaves::new());
+        ae.retry_later(10);
+        assert!(!ae.due(11, true), "not in a loop, wanted or not");
+        assert!(ae.due(10 + RETRY_MS, true));
+        assert!(!ae.due(10 + RETRY_MS, false), "and only when wanted before its period");
+    }
+
+    #[test]
     fn a_lost_answer_times_out_and_a_stray_one_is_an_error() {
         let mut ae = AntiEntropy::new(1000, 3000);
         let _ = ae.start(0, MerkleLeaves::new());
         assert!(!ae.due(3000, true));
+        assert_eq!(ae.take_abandoned(), None);
         assert!(ae.due(3001, true), "abandoned after the timeout");
+        assert_eq!(ae.take_abandoned(), Some(1), "the link hears of it once");
+        assert_eq!(ae.take_abandoned(), None);
         assert!(ae.on_leaves(1, &[]).is_err(), "no round in flight any more");
     }
 

@@ -48,6 +48,14 @@ const PENDING_ADVANCES_MAX: usize = 256;
 /// mark claims more, so that only delays the claim).
 const OWN_MARKS_MAX: usize = 256;
 
+/// The round `token` with `peer` is over (completed or given up), unless a later one
+/// has started since.
+fn close_round(open: &mut BTreeMap<NodeId, u64>, peer: NodeId, token: u64) {
+    if open.get(&peer) == Some(&token) {
+        open.remove(&peer);
+    }
+}
+
 /// What a received batch says about its origin.
 #[derive(Clone, Debug)]
 pub struct BatchReceipt {
@@ -94,6 +102,9 @@ pub struct Stability {
     /// Peers whose anti-entropy round since this process started has completed, with
     /// the positions its merges reached (`None` once those are stored).
     caught_up: BTreeMap<NodeId, Option<Vec<u64>>>,
+    /// Per peer, the round started with it and neither completed nor given up yet
+    /// (at most one a peer: a link runs one round at a time).
+    rounds_open: BTreeMap<NodeId, u64>,
     /// A peer silent this long is given up on (0: never).
     horizon_ms: u64,
     /// When this process started counting (a peer never heard from is silent since).
@@ -117,6 +128,7 @@ impl Stability {
             own_marks: VecDeque::new(),
             own_stored: Hlc::ZERO,
             caught_up: BTreeMap::new(),
+            rounds_open: BTreeMap::new(),
             horizon_ms: 0,
             started_ms: 0,
             heard_ms: BTreeMap::new(),
@@ -203,6 +215,7 @@ impl Stability {
     pub fn round_started(&mut self, peer: NodeId) -> u64 {
         let token = self.next_round_token;
         self.next_round_token += 1;
+        self.rounds_open.insert(peer, token);
         let origin = self.origins.entry(peer).or_default();
         if origin.frozen {
             origin.clearing_round = Some(token);
@@ -210,10 +223,34 @@ impl Stability {
         token
     }
 
+    /// Whether a round with `peer` is needed that has not started: since this process
+    /// started none has completed with it (until one has, this node claims none of
+    /// its own writes), or its writes wait, after a gap, for one begun after the gap.
+    /// The link to it starts one at once rather than at its next period: until then
+    /// no tombstone of those writes can be collected, anywhere (with a long
+    /// `--anti-entropy-interval-ms`, for as long).
+    pub fn awaits_round(&self, peer: NodeId) -> bool {
+        let never_caught_up = !self.caught_up.contains_key(&peer) && !self.rounds_open.contains_key(&peer);
+        never_caught_up || self.origins.get(&peer).is_some_and(|o| o.frozen && o.clearing_round.is_none())
+    }
+
+    /// The round `token` with `peer` will not complete (it timed out, or its states
+    /// could not leave yet): a gap it was to close waits for another, which
+    /// [`Stability::awaits_round`] then asks for.
+    pub fn round_abandoned(&mut self, peer: NodeId, token: u64) {
+        close_round(&mut self.rounds_open, peer, token);
+        if let Some(origin) = self.origins.get_mut(&peer)
+            && origin.clearing_round == Some(token)
+        {
+            origin.clearing_round = None;
+        }
+    }
+
     /// The round `token` with `peer` compared every leaf and merged every differing
     /// one, reaching `positions`: everything the peer wrote before the round started is
     /// here, so a gap before that start is closed.
     pub fn round_completed(&mut self, peer: NodeId, token: u64, positions: Vec<u64>) {
+        close_round(&mut self.rounds_open, peer, token);
         self.caught_up.entry(peer).or_insert_with(|| Some(positions.clone()));
         let Some(origin) = self.origins.get_mut(&peer) else { return };
         if !origin.frozen || origin.clearing_round != Some(token) {
@@ -468,16 +505,39 @@ mod tests {
         s.on_stored(&[3]);
         assert_eq!(s.merged().get(2), hlc(20), "frozen");
         assert_eq!(s.frozen_origins(), 1);
+        assert!(s.awaits_round(2), "the link to 2 must start a round, not wait for its period");
+        assert!(s.awaits_round(3), "no round with node 3 has completed since this process started");
         s.round_completed(2, early, vec![3]);
         s.on_stored(&[3]);
         assert_eq!(s.merged().get(2), hlc(20), "a round started before the gap proves nothing");
+        assert!(s.awaits_round(2), "still: the round that ended began before the gap");
+        let abandoned = s.round_started(2);
+        assert!(!s.awaits_round(2), "one has started");
+        s.round_abandoned(2, abandoned);
+        assert!(s.awaits_round(2), "it will not complete: another is wanted");
         let late = s.round_started(2);
+        s.round_abandoned(2, abandoned);
+        assert!(!s.awaits_round(2), "an older round's end changes nothing");
         s.round_completed(2, late, vec![4]);
         s.on_stored(&[3]);
         assert_eq!(s.merged().get(2), hlc(20), "the round's merges are not stored yet");
         s.on_stored(&[4]);
         assert_eq!(s.merged().get(2), hlc(50));
         assert_eq!(s.frozen_origins(), 0);
+    }
+
+    #[test]
+    fn until_a_round_with_a_peer_completes_one_is_asked_for_even_after_one_is_given_up() {
+        let mut s = three();
+        assert!(s.awaits_round(2) && s.awaits_round(3), "none since this process started");
+        let first = s.round_started(2);
+        assert!(!s.awaits_round(2), "one is under way");
+        s.round_abandoned(2, first);
+        assert!(s.awaits_round(2), "it will not complete: ask again, or no own write is ever claimed");
+        let second = s.round_started(2);
+        s.round_completed(2, second, vec![0]);
+        assert!(!s.awaits_round(2), "caught up with node 2 (and no gap)");
+        assert!(s.awaits_round(3));
     }
 
     #[test]

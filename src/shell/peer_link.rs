@@ -419,7 +419,9 @@ where
                 None => break,
             }
         }
-        let wanted = peer.queue.lock().map(|q| q.needs_anti_entropy).unwrap_or(false);
+        give_up_stalled_rounds(&mut ae, &mut round_token, peer, remote, replication);
+        let wanted = peer.queue.lock().map(|q| q.needs_anti_entropy).unwrap_or(false)
+            || replication.stability.lock().map(|s| s.awaits_round(remote)).unwrap_or(false);
         if ae.due(now_ms(), wanted) {
             if let Ok(mut queue) = peer.queue.lock() {
                 queue.needs_anti_entropy = false;
@@ -449,15 +451,22 @@ where
                                 complete_round(replication, router, remote, token).await.map_err(LinkError::Io)?;
                             }
                         } else if let Ok(mut wait) = peer.round_wait.lock() {
-                            *wait = Some(RoundWait { round, token, remaining, whole });
+                            *wait = Some(RoundWait { round, token, remaining, whole, since_ms: now_ms() });
                         }
                     }
                     let mut sent = 0u64;
                     for chunk in differing.chunks(AE_LEAVES_PER_MESSAGE) {
                         let deltas = export_leaves(router, chunk).await.map_err(LinkError::Io)?;
                         if !replication.may_send(&deltas) {
-                            // Stamps not yet reserved by a stored segment: leave the
-                            // round unfinished (it times out; a later one repairs).
+                            // Stamps not yet reserved by a stored segment: the round
+                            // cannot finish; another starts once they are stored.
+                            let waiting = peer.round_wait.lock().ok().and_then(|mut w| w.take_if(|w| w.round == round));
+                            if let Some(token) = waiting.map(|w| w.token)
+                                && let Ok(mut stability) = replication.stability.lock()
+                            {
+                                stability.round_abandoned(remote, token);
+                            }
+                            ae.retry_later(now_ms());
                             break;
                         }
                         sent += deltas.len() as u64;
@@ -472,6 +481,31 @@ where
                 }
             },
         }
+    }
+}
+
+/// Rounds that will not complete: one `ae` timed out before its leaves came, or one
+/// whose states went out and whose answers have not come within the round timeout (a
+/// listener leaves them unanswered while its own stamps may not leave yet). Each is
+/// given up, so that a gap it was to close asks for another round
+/// (`Stability::awaits_round`) instead of waiting for the next period.
+fn give_up_stalled_rounds(ae: &mut AntiEntropy, round_token: &mut Option<(u64, u64)>, peer: &Peer, remote: u16, replication: &Replication) {
+    let mut abandoned = Vec::new();
+    if let Some(round) = ae.take_abandoned()
+        && let Some((_, token)) = round_token.take_if(|(r, _)| *r == round)
+    {
+        abandoned.push(token);
+    }
+    let now = now_ms();
+    if let Ok(mut wait) = peer.round_wait.lock()
+        && let Some(stalled) = wait.take_if(|w| now > w.since_ms + AE_ROUND_TIMEOUT_MS)
+    {
+        abandoned.push(stalled.token);
+    }
+    if !abandoned.is_empty()
+        && let Ok(mut stability) = replication.stability.lock()
+    {
+        abandoned.into_iter().for_each(|token| stability.round_abandoned(remote, token));
     }
 }
 

@@ -64,6 +64,9 @@ pub struct RoundWait {
     pub remaining: usize,
     /// Every differing leaf was exchanged (not cut at the per-round bound).
     pub whole: bool,
+    /// When its states were sent: a wait with no answer for the round timeout is
+    /// given up (`Stability::round_abandoned`).
+    pub since_ms: u64,
 }
 
 /// Tombstone collection, for INFO and metrics.
