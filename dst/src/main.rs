@@ -8,6 +8,8 @@
 //! dst --no-replicate --seeds 0..100  nodes alone, each checked reply by reply
 //! dst --graph --seeds 0..100     half the commands are graph writes (GRAPH.QUERY)
 //! dst --streams --seeds 0..100   half the commands are stream writes (XADD, XDEL)
+//! dst --no-periodic-anti-entropy --seeds 0..100  anti-entropy only after a reconnect:
+//!                                the deltas alone must make replicas converge
 //! dst --seeds 0..100000 --jobs 8 a sweep on 8 threads (default: every core)
 //! ```
 //!
@@ -83,6 +85,11 @@ struct Args {
     /// the seed, even seeds after 600 ms, odd ones never.
     #[arg(long)]
     peer_horizon_ms: Option<u64>,
+    /// Replication runs: anti-entropy rounds only where a link must have one (a new
+    /// connection, an overflowed queue), none every 500 ms, so that the deltas alone
+    /// must make the replicas converge.
+    #[arg(long)]
+    no_periodic_anti_entropy: bool,
     /// Stop a sweep at the first failing seed.
     #[arg(long)]
     fail_fast: bool,
@@ -141,6 +148,7 @@ fn main() -> ExitCode {
         graph: args.graph,
         streams: args.streams,
         peer_horizon_ms: args.peer_horizon_ms,
+        periodic_anti_entropy: !args.no_periodic_anti_entropy,
         ..SimConfig::default()
     };
     if let Some(seed) = args.seed {

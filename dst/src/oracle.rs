@@ -151,6 +151,10 @@ impl Oracle {
                     op.dot,
                     if op.existed { "existed" } else { "did not exist" },
                     if derived { "did" } else { "did not" },
+                ) + &format!(
+                    "\n  its context: {:?}\n  the writes it covers:\n    {}",
+                    op.observed,
+                    had.iter().map(|x| format!("{} ms {:?} {:?}", x.sim_ms, x.dot, x.kind)).collect::<Vec<_>>().join("\n    ")
                 ));
             }
         }

@@ -184,6 +184,11 @@ struct Sim {
     oracle: Oracle,
     /// Bumped when a link's connection dies: frames of older epochs are lost.
     link_epochs: Vec<Vec<u32>>,
+    /// Runs without periodic anti-entropy: when the last frame sent each way on each
+    /// link, `(dialer, listener, to_dialer)`, arrives, so that no frame overtakes an
+    /// earlier one, as on the TCP connection a link is (`SimConfig::periodic_anti_entropy`
+    /// says why those runs need it and the others do not have it yet).
+    link_arrivals: BTreeMap<(usize, usize, bool), u64>,
     /// Replication runs: the workload is done and links drain until this instant.
     quiesce_until: Option<u64>,
     /// Every fault, heal and restart, with its simulated instant: a failing key's report
@@ -228,7 +233,7 @@ impl Sim {
                     )),
                     ..NodeStorage::default()
                 },
-                repl: cfg.replicate.then(|| ReplNode::new(cfg.nodes, i, i as u64, cfg.horizon_ms(), 0)),
+                repl: cfg.replicate.then(|| ReplNode::new(&cfg, i, i as u64, 0)),
                 raised: Vec::new(),
             })
             .collect();
@@ -251,6 +256,7 @@ impl Sim {
             failure: None,
             oracle: Oracle::default(),
             link_epochs: vec![vec![0; cfg.nodes]; cfg.nodes],
+            link_arrivals: BTreeMap::new(),
             quiesce_until: None,
             fault_log: Vec::new(),
             graph_names: Default::default(),
@@ -310,7 +316,14 @@ impl Sim {
         if self.blocked(cut) {
             self.held.push((cut, event));
         } else {
-            let at = self.now + self.latency(from, to);
+            let mut at = self.now + self.latency(from, to);
+            if let Event::Deliver { dialer, listener, to_dialer, .. } = &event
+                && !self.cfg.periodic_anti_entropy
+            {
+                let last = self.link_arrivals.entry((*dialer, *listener, *to_dialer)).or_default();
+                at = at.max(*last);
+                *last = at;
+            }
             self.schedule(at, event);
         }
     }

@@ -27,12 +27,15 @@ use meridian::routing::shard_for_key;
 use meridian::shard::{ShardOp, ShardReply};
 
 use super::report::Converged;
-use super::{Event, Node, Sim};
+use super::{Event, Node, Sim, SimConfig};
 
 /// Batch window, as `--repl-batch-ms`.
 pub const REPL_TICK_MS: u64 = 10;
 /// Anti-entropy period per link.
 const AE_INTERVAL_MS: u64 = 500;
+/// The period of a run without periodic rounds (`SimConfig::periodic_anti_entropy`):
+/// longer than any run, and far from overflowing when added to a clock.
+const AE_NEVER_MS: u64 = 1 << 40;
 /// A round whose answer was lost with its connection is abandoned after this long.
 const AE_ROUND_TIMEOUT_MS: u64 = 3_000;
 /// Per-peer queue bound: small, so that overflow and anti-entropy catch-up happen.
@@ -57,8 +60,8 @@ pub struct ReplNode {
     ae: Vec<AntiEntropy>,
     /// Per peer: the round in flight and its stability token.
     round_tokens: Vec<Option<(u64, u64)>>,
-    /// Per peer: (round, token, answers still due, whole).
-    round_waits: Vec<Option<(u64, u64, usize, bool)>>,
+    /// Per peer: the round whose states went out, waiting for the answer.
+    round_waits: Vec<Option<RoundWait>>,
     stability: Stability,
     last_report: (VersionVector, u64),
     last_gc: (VersionVector, u64),
@@ -68,10 +71,24 @@ pub struct ReplNode {
     held: Outgoing,
 }
 
+/// A round whose states went to the peer, waiting for its answer (the states sent in
+/// one message: the simulator's rounds are small).
+#[derive(Clone, Copy, Debug)]
+struct RoundWait {
+    round: u64,
+    token: u64,
+    /// Every differing leaf was exchanged (not cut at the per-round bound).
+    whole: bool,
+    since_ms: u64,
+}
+
 impl ReplNode {
-    /// `node` is this node's index; node ids are index + 1. A peer silent for
-    /// `horizon_ms` (0: never) from `now_ms` on is given up on.
-    pub fn new(nodes: usize, node: usize, session: u64, horizon_ms: u64, now_ms: u64) -> ReplNode {
+    /// `node` is this node's index; node ids are index + 1. A peer silent for the
+    /// run's horizon (`SimConfig::horizon_ms`) from `now_ms` on is given up on.
+    pub fn new(cfg: &SimConfig, node: usize, session: u64, now_ms: u64) -> ReplNode {
+        let nodes = cfg.nodes;
+        let horizon_ms = cfg.horizon_ms();
+        let ae_interval_ms = if cfg.periodic_anti_entropy { AE_INTERVAL_MS } else { AE_NEVER_MS };
         let mut stability = Stability::new(node as u16 + 1, nodes - 1);
         stability.set_horizon(horizon_ms, now_ms);
         for (i, peer) in (0..nodes).filter(|&p| p != node).enumerate() {
@@ -82,7 +99,7 @@ impl ReplNode {
             seq: 0,
             session,
             gap: false,
-            ae: (0..nodes).map(|_| AntiEntropy::new(AE_INTERVAL_MS, AE_ROUND_TIMEOUT_MS)).collect(),
+            ae: (0..nodes).map(|_| AntiEntropy::new(ae_interval_ms, AE_ROUND_TIMEOUT_MS)).collect(),
             round_tokens: vec![None; nodes],
             round_waits: vec![None; nodes],
             stability,
@@ -235,7 +252,18 @@ impl Sim {
             while let Some(frame) = repl.queues[peer].next_to_send() {
                 frames.push(frame);
             }
-            let start_round = repl.ae[peer].due(now, repl.queues[peer].needs_anti_entropy);
+            // Rounds that will not complete are given up, as the server's
+            // `give_up_stalled_rounds` does, so that a gap asks for another.
+            if let Some(round) = repl.ae[peer].take_abandoned()
+                && let Some((_, token)) = repl.round_tokens[peer].take_if(|(r, _)| *r == round)
+            {
+                repl.stability.round_abandoned(peer as u16 + 1, token);
+            }
+            if let Some(stalled) = repl.round_waits[peer].take_if(|w| now > w.since_ms + AE_ROUND_TIMEOUT_MS) {
+                repl.stability.round_abandoned(peer as u16 + 1, stalled.token);
+            }
+            let wanted = repl.queues[peer].needs_anti_entropy || repl.stability.awaits_round(peer as u16 + 1);
+            let start_round = repl.ae[peer].due(now, wanted);
             for frame in frames {
                 self.link_send_frame(node, peer, false, frame);
             }
@@ -318,13 +346,13 @@ impl Sim {
                             self.complete_round(dialer, listener, token, local);
                         }
                     } else {
-                        repl.round_waits[listener] = Some((round, token, 1, whole));
+                        repl.round_waits[listener] = Some(RoundWait { round, token, whole, since_ms: self.now });
                     }
                 }
                 if !differing.is_empty() {
                     let deltas = self.export(dialer, &differing, local);
-                    // States with stamps that may not leave yet: the round is dropped
-                    // (it times out and a later one repairs).
+                    // States with stamps that may not leave yet: the round is given up
+                    // and another starts once they are stored (as the server does).
                     if reservation::may_leave(&deltas, self.nodes[dialer].id, self.ceiling(dialer)) {
                         self.link_send(
                             dialer,
@@ -332,6 +360,13 @@ impl Sim {
                             false,
                             &Message::AeStates { round, reply_wanted: true, leaves: differing, deltas },
                         );
+                    } else {
+                        let now = self.now;
+                        let repl = self.nodes[dialer].repl.as_mut().expect("replication runs");
+                        if let Some(given_up) = repl.round_waits[listener].take_if(|w| w.round == round) {
+                            repl.stability.round_abandoned(listener as u16 + 1, given_up.token);
+                        }
+                        repl.ae[listener].retry_later(now);
                     }
                 }
             }
@@ -341,13 +376,10 @@ impl Sim {
                 }
                 if to_dialer {
                     let repl = self.nodes[dialer].repl.as_mut().expect("replication runs");
-                    if let Some((r, token, _, whole)) = repl.round_waits[listener]
-                        && r == round
+                    if let Some(RoundWait { token, whole, .. }) = repl.round_waits[listener].take_if(|w| w.round == round)
+                        && whole
                     {
-                        repl.round_waits[listener] = None;
-                        if whole {
-                            self.complete_round(dialer, listener, token, local);
-                        }
+                        self.complete_round(dialer, listener, token, local);
                     }
                 }
                 if reply_wanted && !to_dialer {
@@ -381,7 +413,7 @@ impl Sim {
         }
         let session = ((self.nodes[node].incarnation as u64) << 16) | node as u64;
         let local = self.nodes[node].local_ms(self.now);
-        self.nodes[node].repl = Some(ReplNode::new(nodes, node, session, self.cfg.horizon_ms(), local));
+        self.nodes[node].repl = Some(ReplNode::new(&self.cfg, node, session, local));
     }
 
     /// A restart: the peers' connections to the node come up again, to the new
@@ -412,8 +444,31 @@ impl Sim {
         }
     }
 
+    /// Where each node's links stand, for the trace of a failure.
+    pub(super) fn log_link_states(&mut self) {
+        let mut lines = Vec::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            if let Some(r) = n.repl.as_ref() {
+                let queues: Vec<String> = r
+                    .queues
+                    .iter()
+                    .map(|q| format!("pending {} acked {} ae {}", q.pending_batches(), q.acked(), q.needs_anti_entropy))
+                    .collect();
+                let stored = n.storage.streamer.as_ref().map(|s| s.durable_hlc());
+                lines.push(format!(
+                    "n{i}: held {} queues {queues:?} frozen {} stored {stored:?}",
+                    r.held.len(),
+                    r.stability.frozen_origins()
+                ));
+            }
+        }
+        lines.into_iter().for_each(|l| self.log(l));
+    }
+
     /// After quiescence: every replica identical (live keys and tombstones), equal
-    /// Merkle trees, and every live key equal to the oracle's converged value.
+    /// Merkle trees, and every live key equal to the oracle's converged value. Without
+    /// periodic anti-entropy, replicas must read out alike rather than be identical
+    /// (`check_readouts_alike` says why).
     pub(super) fn check_replicas(&mut self) {
         // Lists first: a list that differs between replicas is reported as a list.
         self.check_lists();
@@ -421,7 +476,10 @@ impl Sim {
             return;
         }
         let states: Vec<BTreeMap<Bytes, KeyState>> = self.nodes.iter().map(full_state).collect();
-        for node in 1..self.nodes.len() {
+        if !self.cfg.periodic_anti_entropy && !self.check_readouts_alike() {
+            return;
+        }
+        for node in (1..self.nodes.len()).filter(|_| self.cfg.periodic_anti_entropy) {
             if states[node] != states[0] {
                 let diff: Vec<_> = states[0]
                     .keys()
@@ -429,39 +487,26 @@ impl Sim {
                     .filter(|k| states[0].get(*k) != states[node].get(*k))
                     .map(|k| format!("{k:?}: n0 {:?} / n{node} {:?}", states[0].get(k), states[node].get(k)))
                     .collect();
-                // Where each node's links stand, for the trace.
-                let mut lines = Vec::new();
-                for (i, n) in self.nodes.iter().enumerate() {
-                    if let Some(r) = n.repl.as_ref() {
-                        let queues: Vec<String> = r
-                            .queues
-                            .iter()
-                            .map(|q| format!("pending {} acked {} ae {}", q.pending_batches(), q.acked(), q.needs_anti_entropy))
-                            .collect();
-                        let stored = n.storage.streamer.as_ref().map(|s| s.durable_hlc());
-                        lines.push(format!(
-                            "n{i}: held {} queues {queues:?} frozen {} stored {stored:?}",
-                            r.held.len(),
-                            r.stability.frozen_origins()
-                        ));
-                    }
-                }
-                lines.into_iter().for_each(|l| self.log(l));
+                self.log_link_states();
                 self.fail(format!("replicas differ after quiescence:\n  {}", diff.join("\n  ")));
                 return;
             }
         }
         let roots: Vec<u64> = (0..self.nodes.len()).map(|n| self.leaves(n).root()).collect();
-        if roots.windows(2).any(|w| w[0] != w[1]) {
+        if self.cfg.periodic_anti_entropy && roots.windows(2).any(|w| w[0] != w[1]) {
             self.fail(format!("Merkle roots differ with identical states: {roots:x?}"));
             return;
         }
-        // A key whose tombstone was collected is covered by what its shard forgot.
+        // A key whose tombstone was collected is covered by what its shard forgot (every
+        // write its shard's collections covered, keys' or elements'), and so is a key
+        // written again after that: its new state's context starts after the removal.
         let node0 = &self.nodes[0];
-        let context = |key: &Bytes| match states[0].get(key) {
-            Some(state) => state.causal_context(),
-            // Absent: every write its shard's collections covered (keys' or elements').
-            None => node0.shards[shard_for_key(key, node0.shards.len())].kv.forgotten_any().clone(),
+        let context = |key: &Bytes| {
+            let mut ctx = node0.shards[shard_for_key(key, node0.shards.len())].kv.forgotten_any().clone();
+            if let Some(state) = states[0].get(key) {
+                ctx.merge(&state.causal_context());
+            }
+            ctx
         };
         if let Err(reason) = self.oracle.check_none_lost(context) {
             self.fail(reason);

@@ -185,14 +185,20 @@ impl Sim {
     }
 }
 
-/// Whether `shards` hold the write `dot` to `key`: its causal context covers it (for a
-/// key with neither entry nor tombstone, what its shard forgot covers it).
+/// Whether `shards` hold the write `dot` to `key`: its causal context covers it, or what
+/// its shard forgot does (merged, removed, the tombstone collected: for a key with
+/// neither entry nor tombstone, and for one written again since, whose new context
+/// starts after the removal).
 pub(super) fn holds(shards: &[meridian::shard::Shard], key: &Bytes, dot: Dot) -> bool {
     let shard = &shards[shard_for_key(key, shards.len())];
-    match shard.kv.keys.get(key, key_hash(key)).map(|e| e.state()).or_else(|| shard.kv.keys.tombstone(key)) {
-        Some(state) => state.causal_context().covers(dot),
-        None => shard.kv.forgotten().covers(dot),
-    }
+    shard.kv.forgotten().covers(dot)
+        || shard
+            .kv
+            .keys
+            .get(key, key_hash(key))
+            .map(|e| e.state())
+            .or_else(|| shard.kv.keys.tombstone(key))
+            .is_some_and(|s| s.causal_context().covers(dot))
 }
 
 /// A key a command is about to write: the writer's context for it, and which of its
@@ -207,12 +213,15 @@ pub(super) struct Orphaned {
 }
 
 /// Whether `shards` hold the increment `dot` of its node: a slot (or floor) of that node
-/// from an incarnation begun at or before it has reached its stamp; for a key with
-/// neither entry nor tombstone, what its shard forgot covers it (absorbed, collected).
+/// from an incarnation begun at or before it has reached its stamp, or what its shard
+/// forgot covers it (absorbed, the tombstone collected: as for [`holds`]).
 fn holds_increment(shards: &[meridian::shard::Shard], key: &Bytes, dot: Dot) -> bool {
     let shard = &shards[shard_for_key(key, shards.len())];
+    if shard.kv.forgotten().covers(dot) {
+        return true;
+    }
     let Some(state) = shard.kv.keys.get(key, key_hash(key)).map(|e| e.state()).or_else(|| shard.kv.keys.tombstone(key)) else {
-        return shard.kv.forgotten().covers(dot);
+        return false;
     };
     state.counter_slots().into_iter().any(|(node, incarnation, hlc)| node == dot.node && incarnation <= dot.hlc && hlc >= dot.hlc)
 }
