@@ -37,6 +37,21 @@ pub struct AntiEntropy {
     pub rounds_completed: u64,
 }
 
+/// An anti-entropy round whose states went to the peer and whose answers are still
+/// arriving (the dialer counts them; the last one completes the round for `Stability`).
+#[derive(Clone, Copy, Debug)]
+pub struct RoundWait {
+    pub round: u64,
+    /// `Stability::round_started`'s token for it.
+    pub token: u64,
+    pub remaining: usize,
+    /// Every differing leaf was exchanged (not cut at the per-round bound).
+    pub whole: bool,
+    /// When its states were sent: a wait with no answer for the round timeout is
+    /// given up.
+    pub since_ms: u64,
+}
+
 /// How long a link waits before it starts again a round it gave up for states that
 /// could not leave yet (their stamps not stored; a segment is written every 250 ms).
 pub const RETRY_MS: u64 = 500;
@@ -69,9 +84,16 @@ impl AntiEntropy {
         self.in_flight.is_none() && now_ms >= self.not_before_ms && (wanted || self.again || now_ms >= self.due_ms)
     }
 
-    /// The round `due` last gave up on (timed out), once: the link tells `Stability`.
-    pub fn take_abandoned(&mut self) -> Option<u64> {
-        self.abandoned.take()
+    /// The tokens of rounds that will not complete, each taken once: the round `due`
+    /// gave up on (timed out before its leaves came) when `round_token` (round, token)
+    /// names it, and a wait for answers older than the round timeout (a listener leaves
+    /// a round unanswered while its own stamps may not leave yet). The link hands them
+    /// to `Stability::round_abandoned`, so that a gap such a round was to close asks for
+    /// another instead of waiting for the next period.
+    pub fn stalled_rounds(&mut self, round_token: &mut Option<(u64, u64)>, wait: &mut Option<RoundWait>, now_ms: u64) -> [Option<u64>; 2] {
+        let timed_out = self.abandoned.take().and_then(|round| round_token.take_if(|(r, _)| *r == round)).map(|(_, token)| token);
+        let unanswered = wait.take_if(|w| now_ms > w.since_ms + self.timeout_ms).map(|w| w.token);
+        [timed_out, unanswered]
     }
 
     /// The round in flight, or the one whose states are being exchanged, cannot finish
@@ -168,11 +190,16 @@ mod tests {
     fn a_lost_answer_times_out_and_a_stray_one_is_an_error() {
         let mut ae = AntiEntropy::new(1000, 3000);
         let _ = ae.start(0, MerkleLeaves::new());
+        let (mut token, mut wait) = (Some((1, 77)), None);
         assert!(!ae.due(3000, true));
-        assert_eq!(ae.take_abandoned(), None);
+        assert_eq!(ae.stalled_rounds(&mut token, &mut wait, 3000), [None, None]);
         assert!(ae.due(3001, true), "abandoned after the timeout");
-        assert_eq!(ae.take_abandoned(), Some(1), "the link hears of it once");
-        assert_eq!(ae.take_abandoned(), None);
+        assert_eq!(ae.stalled_rounds(&mut token, &mut wait, 3001), [Some(77), None], "the link hears of it once");
+        assert_eq!(ae.stalled_rounds(&mut token, &mut wait, 3001), [None, None]);
+        let mut wait = Some(RoundWait { round: 2, token: 78, remaining: 1, whole: true, since_ms: 4000 });
+        assert_eq!(ae.stalled_rounds(&mut None, &mut wait, 7000), [None, None], "answers may still come");
+        assert_eq!(ae.stalled_rounds(&mut None, &mut wait, 7001), [None, Some(78)], "unanswered for the timeout");
+        assert!(wait.is_none());
         assert!(ae.on_leaves(1, &[]).is_err(), "no round in flight any more");
     }
 

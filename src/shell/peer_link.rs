@@ -19,9 +19,9 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 use super::now_ms;
-use super::replication::{Peer, Replication, RoundWait, delta_marks, export_leaves, merge_into_shards, merge_leaf_states, node_leaves};
+use super::replication::{Peer, Replication, delta_marks, export_leaves, merge_into_shards, merge_leaf_states, node_leaves};
 use super::router::Router;
-use crate::replication::anti_entropy::{AntiEntropy, LEAVES_PER_ROUND_MAX, answer_groups};
+use crate::replication::anti_entropy::{AntiEntropy, LEAVES_PER_ROUND_MAX, RoundWait, answer_groups};
 use crate::replication::auth::{self, Exchange, Role};
 use crate::replication::stability::BatchReceipt;
 use crate::replication::wire::{self, HANDSHAKE_FRAME_BYTES_MAX, Message};
@@ -484,28 +484,17 @@ where
     }
 }
 
-/// Rounds that will not complete: one `ae` timed out before its leaves came, or one
-/// whose states went out and whose answers have not come within the round timeout (a
-/// listener leaves them unanswered while its own stamps may not leave yet). Each is
-/// given up, so that a gap it was to close asks for another round
-/// (`Stability::awaits_round`) instead of waiting for the next period.
+/// Rounds that will not complete (`AntiEntropy::stalled_rounds`) are given up, so that
+/// a gap such a round was to close asks for another.
 fn give_up_stalled_rounds(ae: &mut AntiEntropy, round_token: &mut Option<(u64, u64)>, peer: &Peer, remote: u16, replication: &Replication) {
-    let mut abandoned = Vec::new();
-    if let Some(round) = ae.take_abandoned()
-        && let Some((_, token)) = round_token.take_if(|(r, _)| *r == round)
-    {
-        abandoned.push(token);
-    }
-    let now = now_ms();
-    if let Ok(mut wait) = peer.round_wait.lock()
-        && let Some(stalled) = wait.take_if(|w| now > w.since_ms + AE_ROUND_TIMEOUT_MS)
-    {
-        abandoned.push(stalled.token);
-    }
-    if !abandoned.is_empty()
+    let stalled = match peer.round_wait.lock() {
+        Ok(mut wait) => ae.stalled_rounds(round_token, &mut wait, now_ms()),
+        Err(_) => return,
+    };
+    if stalled.iter().any(Option::is_some)
         && let Ok(mut stability) = replication.stability.lock()
     {
-        abandoned.into_iter().for_each(|token| stability.round_abandoned(remote, token));
+        stalled.into_iter().flatten().for_each(|token| stability.round_abandoned(remote, token));
     }
 }
 

@@ -21,6 +21,7 @@ use crate::crdt::VersionVector;
 use crate::delta::Delta;
 use crate::delta::outgoing::Outgoing;
 use crate::engine::kv::merkle::MerkleLeaves;
+use crate::replication::anti_entropy::RoundWait;
 use crate::replication::peer::PeerQueue;
 use crate::replication::reservation;
 use crate::replication::stability::Stability;
@@ -53,20 +54,6 @@ pub struct PeerStatus {
     pub ae_last_ms: u64,
     pub ae_keys_sent: u64,
     pub ae_keys_received: u64,
-}
-
-/// An anti-entropy round whose answers are still arriving (the dialer's reader counts
-/// them; the last one completes the round for `Stability`).
-#[derive(Debug)]
-pub struct RoundWait {
-    pub round: u64,
-    pub token: u64,
-    pub remaining: usize,
-    /// Every differing leaf was exchanged (not cut at the per-round bound).
-    pub whole: bool,
-    /// When its states were sent: a wait with no answer for the round timeout is
-    /// given up (`Stability::round_abandoned`).
-    pub since_ms: u64,
 }
 
 /// Tombstone collection, for INFO and metrics.

@@ -18,7 +18,7 @@ use meridian::crdt::VersionVector;
 use meridian::delta::Delta;
 use meridian::delta::outgoing::Outgoing;
 use meridian::engine::kv::KeyState;
-use meridian::replication::anti_entropy::{AntiEntropy, answer_groups};
+use meridian::replication::anti_entropy::{AntiEntropy, RoundWait, answer_groups};
 use meridian::replication::peer::PeerQueue;
 use meridian::replication::reservation;
 use meridian::replication::stability::{BatchReceipt, Stability};
@@ -69,17 +69,6 @@ pub struct ReplNode {
     clock_floor: meridian::crdt::Hlc,
     /// Local writes whose stamps may not leave yet (`replication::reservation`).
     held: Outgoing,
-}
-
-/// A round whose states went to the peer, waiting for its answer (the states sent in
-/// one message: the simulator's rounds are small).
-#[derive(Clone, Copy, Debug)]
-struct RoundWait {
-    round: u64,
-    token: u64,
-    /// Every differing leaf was exchanged (not cut at the per-round bound).
-    whole: bool,
-    since_ms: u64,
 }
 
 impl ReplNode {
@@ -252,15 +241,10 @@ impl Sim {
             while let Some(frame) = repl.queues[peer].next_to_send() {
                 frames.push(frame);
             }
-            // Rounds that will not complete are given up, as the server's
-            // `give_up_stalled_rounds` does, so that a gap asks for another.
-            if let Some(round) = repl.ae[peer].take_abandoned()
-                && let Some((_, token)) = repl.round_tokens[peer].take_if(|(r, _)| *r == round)
+            // Rounds that will not complete are given up, as the server does.
+            for token in repl.ae[peer].stalled_rounds(&mut repl.round_tokens[peer], &mut repl.round_waits[peer], now).into_iter().flatten()
             {
                 repl.stability.round_abandoned(peer as u16 + 1, token);
-            }
-            if let Some(stalled) = repl.round_waits[peer].take_if(|w| now > w.since_ms + AE_ROUND_TIMEOUT_MS) {
-                repl.stability.round_abandoned(peer as u16 + 1, stalled.token);
             }
             let wanted = repl.queues[peer].needs_anti_entropy || repl.stability.awaits_round(peer as u16 + 1);
             let start_round = repl.ae[peer].due(now, wanted);
@@ -346,7 +330,7 @@ impl Sim {
                             self.complete_round(dialer, listener, token, local);
                         }
                     } else {
-                        repl.round_waits[listener] = Some(RoundWait { round, token, whole, since_ms: self.now });
+                        repl.round_waits[listener] = Some(RoundWait { round, token, remaining: 1, whole, since_ms: self.now });
                     }
                 }
                 if !differing.is_empty() {
