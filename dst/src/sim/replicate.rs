@@ -536,10 +536,14 @@ impl Sim {
         }
         lines.into_iter().for_each(|l| self.log(l));
         let left: usize = self.nodes[0].shards.iter().map(|s| s.kv.keys.tombstones_len()).sum();
+        // A dead state holding a TTL write not yet due is kept until it is (see
+        // `KeyState::holds_pending_ttl`): not a removal, so not one left behind.
+        let kept_for_ttl: usize =
+            self.nodes[0].shards.iter().map(|s| s.kv.keys.tombstones().filter(|(_, state)| s.kv.keeps_for_ttl(state)).count()).sum();
         // Liveness of collection: after the quiet period every removal is known to
         // every node, so no tombstone may be left anywhere.
-        if left > 0 {
-            self.fail(format!("{left} tombstones left after quiescence: collection made no progress"));
+        if left > kept_for_ttl {
+            self.fail(format!("{} tombstones left after quiescence: collection made no progress", left - kept_for_ttl));
             return;
         }
         let element_left: usize = self.nodes[0]
@@ -554,7 +558,7 @@ impl Sim {
         }
         let dropped: u64 = self.nodes.iter().flat_map(|n| &n.shards).map(|s| s.kv.tombstones_dropped).sum();
         self.log(format!(
-            "checked {} identical replicas, root {:016x}, {} keys, {left} tombstones left, {dropped} collected",
+            "checked {} identical replicas, root {:016x}, {} keys, {left} tombstones left ({kept_for_ttl} kept for a TTL not yet due), {dropped} collected",
             self.nodes.len(),
             roots[0],
             actual.len()

@@ -245,14 +245,7 @@ impl KvEngine {
         match updated {
             Some(None) => return None,
             Some(Some(true)) => {}
-            Some(Some(false)) => {
-                // The last element went: the key goes, its history kept as a tombstone.
-                if let Some(state) = self.keys.remove(&key, hash)
-                    && self.keep_tombstones
-                {
-                    self.keys.put_tombstone(key, hash, state);
-                }
-            }
+            Some(Some(false)) => self.remove_emptied(ctx, dot, key, hash),
             None => {
                 let mut state = KeyState::new();
                 let elements = state.part_mut(part);
@@ -266,6 +259,22 @@ impl KvEngine {
             }
         }
         Some(added)
+    }
+
+    /// The last element of `key` went by a local write at `dot`: the key goes, its TTL
+    /// with it (`KeyState::drop_ttl_of_emptied`, shipped as the key-level part), its
+    /// history kept as a tombstone.
+    pub(super) fn remove_emptied(&mut self, ctx: &mut WriteCtx, dot: Dot, key: Bytes, hash: u64) {
+        let Some(mut state) = self.keys.remove(&key, hash) else {
+            debug_assert!(false, "the emptied key is there");
+            return;
+        };
+        if state.drop_ttl_of_emptied(dot) {
+            ctx.deltas.key_part_changed(&key, &state.without_elements());
+        }
+        if self.keep_tombstones {
+            self.keys.put_tombstone(key, hash, state);
+        }
     }
 }
 
@@ -460,7 +469,7 @@ mod shipped_delta_tests {
 }
 
 #[cfg(test)]
-pub(super) mod lone_removal_tests {
+pub(in crate::engine::kv) mod lone_removal_tests {
     use bytes::Bytes;
 
     use super::Part;

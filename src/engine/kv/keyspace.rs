@@ -265,6 +265,31 @@ impl Keyspace {
         before - self.tombstones.len()
     }
 
+    /// Change in place the tombstones `pick` picks (`change` returns whether it changed
+    /// anything; their digests follow); returns the sum of what `change` counted.
+    pub fn update_tombstones_where(
+        &mut self,
+        mut pick: impl FnMut(&[u8], &KeyState) -> bool,
+        mut change: impl FnMut(&mut KeyState) -> usize,
+    ) -> usize {
+        let mut changed = 0;
+        let merkle = &mut self.merkle;
+        for (key, state) in self.tombstones.iter_mut() {
+            if !pick(key, state) {
+                continue;
+            }
+            let before = merkle.as_ref().map(|_| merkle::digest(key, state));
+            let count = change(state);
+            changed += count;
+            if count > 0
+                && let (Some(leaves), Some(before)) = (merkle.as_mut(), before)
+            {
+                leaves.toggle(leaf_of(key_hash(key)), before ^ merkle::digest(key, state));
+            }
+        }
+        changed
+    }
+
     /// Every live key and tombstone in one anti-entropy leaf.
     pub fn for_each_in_leaf(&self, leaf: u16, mut visit: impl FnMut(&[u8], &KeyState)) {
         let leaf_bits = merkle::LEAF_BITS;

@@ -122,8 +122,10 @@ impl KvEngine {
         let keep_tombstones = self.keep_tombstones;
         let pack_limit = self.pack_limit(Part::List);
         let mut values = Vec::new();
+        let mut pop_dot = None;
         let popped = self.keys.update_admitted(key, hash, admit, |stored_key, state, take| {
             let dot = ctx.next_dot();
+            pop_dot = Some(dot);
             values.reserve_exact(take);
             let elements = state.part_mut(Part::List);
             elements.set_pack_limit(pack_limit);
@@ -162,14 +164,8 @@ impl KvEngine {
         });
         let Some(popped) = popped else { return Some(None) };
         let exists = popped.ok()?;
-        if !exists {
-            // The last element went: the key goes, its history kept as a tombstone
-            // (as `write_elements_at` leaves it).
-            if let Some(state) = self.keys.remove(key, hash)
-                && self.keep_tombstones
-            {
-                self.keys.put_tombstone(key.clone(), hash, state);
-            }
+        if !exists && let Some(dot) = pop_dot {
+            self.remove_emptied(ctx, dot, key.clone(), hash);
         }
         let event_key = self.event_key(Class::List, key);
         self.raise_collection_event(Class::List, pop_event(end), event_key);

@@ -13,6 +13,14 @@ use super::{KvEngine, key_hash};
 use crate::crdt::VersionVector;
 use crate::routing::ShardScope;
 
+/// Whether the key tombstone `state` may go under the stable vector `stable`: every node
+/// has seen it, and it holds no TTL write still to come due (`KeyState::holds_pending_ttl`,
+/// against the latest instant `stable` has reached: a record replayed on recovery
+/// decides as the collection it records did).
+fn collectable(state: &super::KeyState, stable: &VersionVector) -> bool {
+    stable.dominates(&state.causal_context()) && !state.holds_pending_ttl(stable.max_hlc().physical_ms())
+}
+
 impl KvEngine {
     /// Tombstone GC: drop every tombstone whose causal context `stable` covers (every
     /// node has seen the removal and everything concurrent with it has arrived here).
@@ -22,7 +30,7 @@ impl KvEngine {
         // Collection runs once the node serves: replay is over.
         self.settle_replayed_forgets();
         self.stable.merge(stable);
-        let keys = self.keys.drop_tombstones_where(|_, state| stable.dominates(&state.causal_context()));
+        let keys = self.keys.drop_tombstones_where(|_, state| collectable(state, stable));
         let elements = self.forget_element_tombstones(stable, None);
         if keys > 0 {
             self.forgotten.merge(stable);
@@ -69,9 +77,7 @@ impl KvEngine {
         if elements {
             self.forget_element_tombstones(below, only);
         } else {
-            self.keys.drop_tombstones_where(|key, state| {
-                only.is_none_or(|scope| scope.contains(key)) && below.dominates(&state.causal_context())
-            });
+            self.keys.drop_tombstones_where(|key, state| only.is_none_or(|scope| scope.contains(key)) && collectable(state, below));
         }
     }
 
@@ -86,10 +92,16 @@ impl KvEngine {
         }
     }
 
-    /// Drop the element tombstones of live collections that `stable` covers (of the
-    /// keys in `only`, when given).
+    /// Drop the element tombstones that `stable` covers (of the keys in `only`, when
+    /// given): of live collections, and of key tombstones kept for a TTL not yet due
+    /// (`collectable`), which would otherwise keep theirs until that instant, each node
+    /// a different set of them.
     fn forget_element_tombstones(&mut self, stable: &VersionVector, only: Option<ShardScope>) -> usize {
-        let mut dropped = 0;
+        let time_ms = stable.max_hlc().physical_ms();
+        let mut dropped = self.keys.update_tombstones_where(
+            |key, state| state.element_tombstones() > 0 && only.is_none_or(|scope| scope.contains(key)) && state.holds_pending_ttl(time_ms),
+            |state| state.forget_stable_elements_of_tombstone(stable),
+        );
         for key in self.keys.take_element_tombstone_keys() {
             // `update` notes the key again while it keeps element tombstones.
             self.keys.update(&key, key_hash(&key), |key, state| {
@@ -99,6 +111,12 @@ impl KvEngine {
             });
         }
         dropped
+    }
+
+    /// Whether tombstone collection keeps the key tombstone `state` for a TTL write
+    /// still to come due (see `collectable`), as of the last stable vector it ran with.
+    pub fn keeps_for_ttl(&self, state: &super::KeyState) -> bool {
+        state.holds_pending_ttl(self.stable.max_hlc().physical_ms())
     }
 
     /// What this shard's dropped tombstones covered (a checkpoint carries it, after
@@ -117,3 +135,7 @@ impl KvEngine {
         &self.forgotten_elements
     }
 }
+
+#[cfg(test)]
+#[path = "ttl_tombstone_tests.rs"]
+mod ttl_tombstone_tests;

@@ -507,6 +507,35 @@ impl KeyState {
         self.settle();
     }
 
+    /// A collection a local write emptied: Redis deletes the key, its TTL with it, so
+    /// the write also removes every TTL write held here, at the write's own `dot` (the
+    /// element writes' dot; key level is a part of its own). A key written again later
+    /// then starts without a TTL on every node, not only on the ones that still held
+    /// the emptied state. Returns whether there was a TTL write to remove (the caller
+    /// ships the key-level part then).
+    pub fn drop_ttl_of_emptied(&mut self, dot: Dot) -> bool {
+        debug_assert!(!self.exists(), "only an emptied key loses its TTL this way");
+        if self.ttl().is_empty() {
+            return false;
+        }
+        self.mutate(dot, |s| s.ttl_set(TtlRegister::new()));
+        self.settle();
+        true
+    }
+
+    /// Whether tombstone collection must keep this dead state although every node has
+    /// seen it: it holds a TTL write no remove has observed and whose instant is not
+    /// past at `time_ms`. Such a state is not a removal but a TTL whose key's elements
+    /// have not arrived yet (an EXPIRE's delta carries the key-level part alone, and
+    /// may overtake, through another link, the element write its node had seen):
+    /// collected, it would be forgotten, and the elements would arrive to a key with
+    /// no TTL here while every other node expires it. Once the instant is past, every
+    /// node that holds those elements with this TTL expires the key and ships the
+    /// expiry, which removes them here too.
+    pub fn holds_pending_ttl(&self, time_ms: u64) -> bool {
+        !self.exists() && self.expire_at_ms().is_some_and(|at_ms| at_ms >= time_ms)
+    }
+
     /// EXPIRE family with a future instant.
     pub fn expire_at(&mut self, dot: Dot, at_ms: u64) {
         self.mutate(dot, |s| s.ttl_update(|t| t.write(dot, TtlWrite::At(at_ms))));

@@ -228,6 +228,16 @@ impl KeyState {
         self.collections_mut().map(|c| c.forget_stable(stable)).sum()
     }
 
+    /// [`KeyState::forget_stable_elements`] of a key tombstone (one kept for its TTL):
+    /// a part left with no element and no removal goes too, as a removal leaves it.
+    pub fn forget_stable_elements_of_tombstone(&mut self, stable: &VersionVector) -> usize {
+        let dropped = self.forget_stable_elements(stable);
+        if dropped > 0 {
+            self.normalize_collections();
+        }
+        dropped
+    }
+
     /// Drop the explicit context entries `covered` covers (an element under its
     /// collection's `removed` context, which says it already).
     pub fn strip_context_covered_by(&mut self, covered: &VersionVector) {
