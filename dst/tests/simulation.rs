@@ -190,6 +190,21 @@ fn seed_2004282_an_incr_after_a_restart_keeps_its_nodes_ttl() {
     assert!(outcome.ok(), "{}", outcome.failure.unwrap_or_default());
 }
 
+/// Without periodic anti-entropy: n0 runs `EXPIRE {t}l1 564`, ships it to n1 only, and
+/// is killed before storing it. The round n0 starts on reconnecting brings it back from
+/// n1, but peers never forward each other's writes and n2's round with n0 had run
+/// before n0 had it again: n2 kept the older TTL until a periodic round. A node now
+/// ships again an own write a round brings back (`Shard::ship_own_writes_back`).
+/// Fails without it (the same trace as before the fix: the replicas read out
+/// differently); seed 300 is the same case with list elements.
+#[test]
+fn seed_998_a_write_a_crash_lost_reaches_the_third_node_without_a_periodic_round() {
+    for seed in [998, 300] {
+        let outcome = run(SimConfig { seed, replicate: true, periodic_anti_entropy: false, ..SimConfig::default() });
+        assert!(outcome.ok(), "seed {seed}: {}", outcome.failure.unwrap_or_default());
+    }
+}
+
 /// A node was down when its idle peer sent its last stability report. The simulated
 /// link delivered that frame to the dead node and dropped it, and nothing reset the
 /// link when the node restarted, so the frame stayed unacknowledged and was never

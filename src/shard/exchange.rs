@@ -100,11 +100,65 @@ impl Shard {
     /// records imply here (`shard::absence`).
     pub(super) fn merge_leaves(&mut self, leaves: Vec<u16>, mut deltas: Vec<Delta>, now_ms: u64) -> ShardReply {
         let removals = self.add_absence_removals(&leaves, &mut deltas);
+        let own_lost = self.own_writes_lacked(&deltas);
         let reply = self.merge_remote(deltas, now_ms);
         if matches!(reply, ShardReply::Count(_)) {
             self.absence_removals += removals as u64;
+            self.ship_own_writes_back(own_lost);
         }
         reply
+    }
+
+    /// The keys of `deltas` (a peer's anti-entropy states) holding a write of this
+    /// node newer than any this node holds of the key or has forgotten (collected the
+    /// tombstone of), each with the stamp of it: a
+    /// write a crash lost here after it had reached that peer (docs/replication.md,
+    /// "Writes a crash lost locally"). Peers never forward each other's writes, so a
+    /// peer that had not received it before the crash gets it only from here.
+    fn own_writes_lacked(&self, deltas: &[Delta]) -> Vec<(Bytes, Hlc)> {
+        let me = self.config.node_id;
+        // A write of this node removed here and its tombstone collected is not lacked.
+        let forgotten = self.kv.forgotten_any().get(me);
+        let mut lacked = Vec::new();
+        for delta in deltas {
+            let Delta::Key { key, state } = delta else { continue };
+            let theirs = state.causal_context().get(me);
+            if theirs <= forgotten {
+                continue;
+            }
+            if self.own_stamp_held(key) < theirs {
+                lacked.push((key.clone(), theirs));
+            }
+        }
+        lacked
+    }
+
+    /// The latest stamp of this node's writes that the key's state here holds.
+    fn own_stamp_held(&self, key: &[u8]) -> Hlc {
+        let hash = crate::engine::kv::key_hash(key);
+        let state = self.kv.keys.get(key, hash).map(|e| e.state()).or_else(|| self.kv.keys.tombstone(key));
+        state.map_or(Hlc::ZERO, |s| s.causal_context().get(self.config.node_id))
+    }
+
+    /// After `own_writes_lacked`'s states merged: ship the keys that hold those writes
+    /// again to every peer, as this node's writes (its whole state of each such key: a
+    /// merge may have filtered what the peer sent, and what is shipped must be what is
+    /// held here). Rare: only after a crash lost acknowledged writes.
+    fn ship_own_writes_back(&mut self, lacked: Vec<(Bytes, Hlc)>) {
+        if lacked.is_empty() || self.outbox.is_none() {
+            return;
+        }
+        for (key, stamp) in lacked {
+            if self.own_stamp_held(&key) < stamp {
+                continue; // filtered here: removed, and its removal collected
+            }
+            let hash = crate::engine::kv::key_hash(&key);
+            let state = self.kv.keys.get(&key, hash).map(|e| e.state()).or_else(|| self.kv.keys.tombstone(&key)).cloned();
+            if let (Some(state), Some(outbox)) = (state, self.outbox.as_mut()) {
+                outbox.key_changed(&key, &state);
+                self.own_writes_shipped_back += 1;
+            }
+        }
     }
 
     /// Join deltas received from a peer: the clock moves past their stamps (counting

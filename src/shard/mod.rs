@@ -92,6 +92,9 @@ pub struct Shard {
     ops_applied: u64,
     remote_deltas_merged: u64,
     absence_removals: u64,
+    /// Keys shipped again because an anti-entropy round brought back a write of this
+    /// node that a crash had lost here (`exchange.rs ship_own_writes_back`).
+    own_writes_shipped_back: u64,
     /// A checkpoint is reading this shard (its first chunk was taken, its last not
     /// yet): tombstone collection waits (see `ShardOp::ExportChunk`).
     checkpoint_scan_open: bool,
@@ -124,6 +127,7 @@ impl Shard {
             ops_applied: 0,
             remote_deltas_merged: 0,
             absence_removals: 0,
+            own_writes_shipped_back: 0,
             checkpoint_scan_open: false,
             definitions_epoch: None,
             definitions_announced: 0,
@@ -466,6 +470,7 @@ impl Shard {
             outbox_overflows: self.outbox.as_ref().map_or(0, |o| o.overflows),
             remote_deltas_merged: self.remote_deltas_merged,
             absence_removals: self.absence_removals,
+            own_writes_shipped_back: self.own_writes_shipped_back,
             keyspace_digest: self.kv.keys.merkle().map_or(0, |m| m.leaves().iter().fold(0, |acc, l| acc ^ l)),
         }
     }

@@ -220,6 +220,9 @@ pub struct ShardStats {
     /// Keys anti-entropy removed writes from because a peer had forgotten them
     /// (`shard::absence`).
     pub absence_removals: u64,
+    /// Keys shipped again after a round brought back a write of this node a crash had
+    /// lost here.
+    pub own_writes_shipped_back: u64,
     /// XOR of the Merkle leaves (of every key digest): equal on converged nodes.
     pub keyspace_digest: u64,
 }

@@ -86,7 +86,7 @@ fn render_replication(out: &mut String, state: &ServerState, shards: &[ShardStat
     };
     let _ = write!(
         out,
-        "inbound_links_accepted:{}\r\ninbound_links_open:{}\r\ninbound_links_refused:{}\r\nauth_failures:{}\r\nbad_frames:{}\r\nbatches_made:{}\r\nbatches_received:{}\r\ndeltas_received:{}\r\nae_keys_received_inbound:{}\r\nremote_deltas_merged:{}\r\nclock_skew_events:{}\r\nskewed_batches:{}\r\noutbox_overflows:{}\r\ntombstones:{}\r\ntombstones_collected:{}\r\ntombstone_gc_runs:{}\r\ntombstone_gc_stable_lag_ms:{gc_lag}\r\ntombstone_gc_waiting_origins:{}\r\npeers_given_up:{}\r\nabsence_removals:{}\r\nkeyspace_digest:{digest:016x}\r\n\r\n",
+        "inbound_links_accepted:{}\r\ninbound_links_open:{}\r\ninbound_links_refused:{}\r\nauth_failures:{}\r\nbad_frames:{}\r\nbatches_made:{}\r\nbatches_received:{}\r\ndeltas_received:{}\r\nae_keys_received_inbound:{}\r\nremote_deltas_merged:{}\r\nclock_skew_events:{}\r\nskewed_batches:{}\r\noutbox_overflows:{}\r\ntombstones:{}\r\ntombstones_collected:{}\r\ntombstone_gc_runs:{}\r\ntombstone_gc_stable_lag_ms:{gc_lag}\r\ntombstone_gc_waiting_origins:{}\r\npeers_given_up:{}\r\nabsence_removals:{}\r\nown_writes_shipped_back:{}\r\nkeyspace_digest:{digest:016x}\r\n\r\n",
         i.connections.load(Ordering::Relaxed),
         i.open.load(Ordering::Relaxed),
         i.refused.load(Ordering::Relaxed),
@@ -106,6 +106,7 @@ fn render_replication(out: &mut String, state: &ServerState, shards: &[ShardStat
         r.stability.lock().map_or(0, |s| s.frozen_origins()),
         r.stability.lock().map_or(0, |s| s.given_up_peers(now)),
         total(|s| s.absence_removals),
+        total(|s| s.own_writes_shipped_back),
     );
 }
 
