@@ -111,10 +111,10 @@ impl Shard {
 
     /// The keys of `deltas` (a peer's anti-entropy states) holding a write of this
     /// node newer than any this node holds of the key or has forgotten (collected the
-    /// tombstone of), each with the stamp of it: a
-    /// write a crash lost here after it had reached that peer (docs/replication.md,
-    /// "Writes a crash lost locally"). Peers never forward each other's writes, so a
-    /// peer that had not received it before the crash gets it only from here.
+    /// tombstone of), each with the stamp of it: a write a crash lost here after it had
+    /// reached that peer (docs/replication.md, "Writes a crash lost locally"). Peers
+    /// never forward each other's writes, so a peer that had not received it before
+    /// the crash gets it only from here.
     fn own_writes_lacked(&self, deltas: &[Delta]) -> Vec<(Bytes, Hlc)> {
         let me = self.config.node_id;
         // A write of this node removed here and its tombstone collected is not lacked.
@@ -163,7 +163,8 @@ impl Shard {
 
     /// Join deltas received from a peer: the clock moves past their stamps (counting
     /// those too far ahead), and they are recorded for persistence (this node's store
-    /// holds everything it holds) but never put in the outbox (no echo). Refused whole
+    /// holds everything it holds) but never put in the outbox (no echo; only
+    /// `merge_leaves` ships again an own write a crash had lost here). Refused whole
     /// while persistence can't keep up (the deltas come back: `MergeRefused`).
     pub(super) fn merge_remote(&mut self, deltas: Vec<Delta>, now_ms: u64) -> ShardReply {
         if !self.deltas.has_room() {
