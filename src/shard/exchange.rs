@@ -10,7 +10,7 @@ use super::{Shard, ShardReply};
 use crate::crdt::{Hlc, VersionVector};
 use crate::delta::Delta;
 use crate::delta::outbox::OutboxBatch;
-use crate::engine::kv::DeltaSink;
+use crate::engine::kv::{DeltaSink, key_hash};
 
 impl Shard {
     /// One chunk of a checkpoint's scan from `cursor`, at most `count` keys; the last
@@ -135,8 +135,7 @@ impl Shard {
 
     /// The latest stamp of this node's writes that the key's state here holds.
     fn own_stamp_held(&self, key: &[u8]) -> Hlc {
-        let hash = crate::engine::kv::key_hash(key);
-        let state = self.kv.keys.get(key, hash).map(|e| e.state()).or_else(|| self.kv.keys.tombstone(key));
+        let state = self.kv.keys.state_or_tombstone(key, key_hash(key));
         state.map_or(Hlc::ZERO, |s| s.causal_context().get(self.config.node_id))
     }
 
@@ -145,19 +144,14 @@ impl Shard {
     /// merge may have filtered what the peer sent, and what is shipped must be what is
     /// held here). Rare: only after a crash lost acknowledged writes.
     fn ship_own_writes_back(&mut self, lacked: Vec<(Bytes, Hlc)>) {
-        if lacked.is_empty() || self.outbox.is_none() {
-            return;
-        }
+        let Some(outbox) = self.outbox.as_mut() else { return };
         for (key, stamp) in lacked {
-            if self.own_stamp_held(&key) < stamp {
+            let Some(state) = self.kv.keys.state_or_tombstone(&key, key_hash(&key)) else { continue };
+            if state.causal_context().get(self.config.node_id) < stamp {
                 continue; // filtered here: removed, and its removal collected
             }
-            let hash = crate::engine::kv::key_hash(&key);
-            let state = self.kv.keys.get(&key, hash).map(|e| e.state()).or_else(|| self.kv.keys.tombstone(&key)).cloned();
-            if let (Some(state), Some(outbox)) = (state, self.outbox.as_mut()) {
-                outbox.key_changed(&key, &state);
-                self.own_writes_shipped_back += 1;
-            }
+            outbox.key_changed(&key, state);
+            self.own_writes_shipped_back += 1;
         }
     }
 

@@ -226,6 +226,11 @@ impl Keyspace {
         if self.tombstones.is_empty() { None } else { self.tombstones.get(key) }
     }
 
+    /// What this keyspace holds of `key`: its live state, else its tombstone.
+    pub fn state_or_tombstone(&self, key: &[u8], hash: u64) -> Option<&KeyState> {
+        self.get(key, hash).map(|e| e.state()).or_else(|| self.tombstone(key))
+    }
+
     /// Take the tombstone of `key` out (the key is being written again).
     pub fn take_tombstone(&mut self, key: &[u8], hash: u64) -> Option<KeyState> {
         if self.tombstones.is_empty() {
@@ -265,8 +270,8 @@ impl Keyspace {
         before - self.tombstones.len()
     }
 
-    /// Change in place the tombstones `pick` picks (`change` returns whether it changed
-    /// anything; their digests follow); returns the sum of what `change` counted.
+    /// Change in place the tombstones `pick` picks (`change` returns how much it changed,
+    /// 0 for nothing; their digests follow); returns the sum of those counts.
     pub fn update_tombstones_where(
         &mut self,
         mut pick: impl FnMut(&[u8], &KeyState) -> bool,

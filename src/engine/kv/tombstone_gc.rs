@@ -18,7 +18,12 @@ use crate::routing::ShardScope;
 /// against the latest instant `stable` has reached: a record replayed on recovery
 /// decides as the collection it records did).
 fn collectable(state: &super::KeyState, stable: &VersionVector) -> bool {
-    stable.dominates(&state.causal_context()) && !state.holds_pending_ttl(stable.max_hlc().physical_ms())
+    stable.dominates(&state.causal_context()) && !pending_ttl_under(state, stable)
+}
+
+/// `KeyState::holds_pending_ttl` as of the latest instant `stable` has reached.
+fn pending_ttl_under(state: &super::KeyState, stable: &VersionVector) -> bool {
+    state.holds_pending_ttl(stable.max_hlc().physical_ms())
 }
 
 impl KvEngine {
@@ -97,9 +102,8 @@ impl KvEngine {
     /// (`collectable`), which would otherwise keep theirs until that instant, each node
     /// a different set of them.
     fn forget_element_tombstones(&mut self, stable: &VersionVector, only: Option<ShardScope>) -> usize {
-        let time_ms = stable.max_hlc().physical_ms();
         let mut dropped = self.keys.update_tombstones_where(
-            |key, state| state.element_tombstones() > 0 && only.is_none_or(|scope| scope.contains(key)) && state.holds_pending_ttl(time_ms),
+            |key, state| state.element_tombstones() > 0 && only.is_none_or(|scope| scope.contains(key)) && pending_ttl_under(state, stable),
             |state| state.forget_stable_elements_of_tombstone(stable),
         );
         for key in self.keys.take_element_tombstone_keys() {
@@ -116,7 +120,7 @@ impl KvEngine {
     /// Whether tombstone collection keeps the key tombstone `state` for a TTL write
     /// still to come due (see `collectable`), as of the last stable vector it ran with.
     pub fn keeps_for_ttl(&self, state: &super::KeyState) -> bool {
-        state.holds_pending_ttl(self.stable.max_hlc().physical_ms())
+        pending_ttl_under(state, &self.stable)
     }
 
     /// What this shard's dropped tombstones covered (a checkpoint carries it, after
