@@ -103,11 +103,16 @@ impl BufferGauge {
         self.partial_args_bytes.store(partial_args as u64, Ordering::Relaxed);
     }
 
-    /// A pipeline's replies are written: what the reply buffer and the transaction hold now.
-    pub fn pipeline_ended(&self, output_capacity: usize, (multi_queued, multi_bytes): (i64, usize)) {
-        self.output_capacity.store(output_capacity as u64, Ordering::Relaxed);
+    /// A pipeline's commands have run: what the transaction holds now. Published before
+    /// the replies leave, so a client that has read its QUEUED sees it counted.
+    pub fn pipeline_ran(&self, (multi_queued, multi_bytes): (i64, usize)) {
         self.multi_queued.store(multi_queued, Ordering::Relaxed);
         self.multi_bytes.store(multi_bytes as u64, Ordering::Relaxed);
+    }
+
+    /// A pipeline's replies are written: what the reply buffer holds now.
+    pub fn pipeline_ended(&self, output_capacity: usize) {
+        self.output_capacity.store(output_capacity as u64, Ordering::Relaxed);
     }
 
     /// CLIENT LIST's buffer and transaction fields, from `multi=` to `events=`.

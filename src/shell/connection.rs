@@ -307,6 +307,7 @@ impl Connection {
             }
             self.info.buffers.pipeline_started(query_bytes, self.read_buf.capacity());
             let wrote = self.run_pipeline(&mut commands).await?;
+            self.info.buffers.pipeline_ran(self.transaction.queued_summary());
             if commands.capacity() <= PIPELINE_KEPT_CAPACITY {
                 self.pipeline = commands;
             }
@@ -335,7 +336,7 @@ impl Connection {
                 tokio::task::yield_now().await;
             }
             self.write_out().await?;
-            self.info.buffers.pipeline_ended(self.write_buf.capacity(), self.transaction.queued_summary());
+            self.info.buffers.pipeline_ended(self.write_buf.capacity());
             if self.closing || self.info.killed.load(Ordering::Relaxed) {
                 return Ok(());
             }
