@@ -111,6 +111,9 @@ pub struct Stability {
     started_ms: u64,
     /// When each peer's last batch arrived.
     heard_ms: BTreeMap<NodeId, u64>,
+    /// Per peer: whether the last collection vector left it out (given up on), and how
+    /// many times one has newly left it out (`collection_vector`).
+    give_ups: BTreeMap<NodeId, (bool, u64)>,
     /// The newest stamp the outboxes were drained below (`own_drained`).
     own_drained_upto: Hlc,
 }
@@ -132,6 +135,7 @@ impl Stability {
             horizon_ms: 0,
             started_ms: 0,
             heard_ms: BTreeMap::new(),
+            give_ups: BTreeMap::new(),
             own_drained_upto: Hlc::ZERO,
         }
     }
@@ -333,6 +337,30 @@ impl Stability {
     /// process started, its merges stored.
     fn caught_up_with_every_peer(&self) -> bool {
         self.members.iter().all(|m| m.is_some_and(|node| matches!(self.caught_up.get(&node), Some(None))))
+    }
+
+    /// The stable vector tombstone collection uses at `now_ms` ([`Stability::stable_vector`]),
+    /// noting each peer it newly leaves out: a link to such a peer is then dropped with
+    /// what is in flight on it (`shell::peer_link::until_given_up`), since a batch sent
+    /// before and delivered late could carry writes this collection removes. Counted
+    /// here rather than by the links' own clocks, so that a peer given up on and heard
+    /// again between two of a link's checks still has its link dropped.
+    pub fn collection_vector(&mut self, now_ms: u64) -> Option<VersionVector> {
+        for member in self.members.clone().into_iter().flatten() {
+            let given_up = self.given_up(Some(member), now_ms);
+            let (was, episodes) = self.give_ups.entry(member).or_default();
+            if given_up && !*was {
+                *episodes += 1;
+            }
+            *was = given_up;
+        }
+        self.stable_vector(now_ms)
+    }
+
+    /// How many times collection has newly left peer `node` out (see
+    /// [`Stability::collection_vector`]): a link drops when this moves.
+    pub fn give_up_episodes(&self, node: NodeId) -> u64 {
+        self.give_ups.get(&node).map_or(0, |(_, episodes)| *episodes)
     }
 
     /// The stable vector at `now_ms`, or None while some configured peer not given up

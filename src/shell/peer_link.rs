@@ -30,6 +30,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 const RECONNECT_DELAY_MIN: Duration = Duration::from_millis(100);
 const RECONNECT_DELAY_MAX: Duration = Duration::from_secs(2);
+/// How often a link checks whether its peer has become given up on (`until_given_up`).
+const GIVE_UP_CHECK: Duration = Duration::from_millis(250);
 /// An anti-entropy round with no answer for this long is abandoned (its connection is
 /// most likely gone; the next connection starts a new one).
 const AE_ROUND_TIMEOUT_MS: u64 = 60_000;
@@ -79,6 +81,8 @@ enum LinkError {
     /// The other end could not prove the secret, or refused us.
     Auth(String),
     Protocol(String),
+    /// The peer fell silent past `--peer-horizon-ms` while linked (see `serve_outbound`).
+    GivenUp,
 }
 
 impl std::fmt::Display for LinkError {
@@ -89,6 +93,9 @@ impl std::fmt::Display for LinkError {
             LinkError::BadFrame(e) => write!(f, "bad frame: {e}"),
             LinkError::Auth(e) => write!(f, "authentication: {e}"),
             LinkError::Protocol(e) => write!(f, "protocol: {e}"),
+            LinkError::GivenUp => {
+                write!(f, "given up on: silent past --peer-horizon-ms, so the link is dropped and will be caught up anew")
+            }
         }
     }
 }
@@ -312,6 +319,11 @@ async fn connect_and_serve(peer: &Arc<Peer>, replication: &Arc<Replication>, rou
         .map_err(|_| LinkError::Io("connect timed out".into()))?
         .map_err(|e| LinkError::Io(format!("connect: {e}")))?;
     let _ = stream.set_nodelay(true);
+    // Closed by reset, not by sending what is still queued first: a dropped link's
+    // unacknowledged batches are resent on the next one anyway, and delivered late
+    // (after this node gave up on the peer and collected tombstones without it) they
+    // could bring back writes those collections removed (`LinkError::GivenUp`).
+    let _ = stream.set_zero_linger();
     let (read, mut write) = match &replication.tls {
         None => plain(stream),
         Some(tls) => {
@@ -343,7 +355,29 @@ async fn connect_and_serve(peer: &Arc<Peer>, replication: &Arc<Replication>, rou
     if let Ok(mut queue) = peer.queue.lock() {
         queue.needs_anti_entropy = true;
     }
-    serve_outbound(reader, write, peer, remote, replication, router).await
+    tokio::select! {
+        served = serve_outbound(reader, write, peer, remote, replication, router) => served,
+        _ = until_given_up(replication, remote) => Err(LinkError::GivenUp),
+    }
+}
+
+/// Returns once tombstone collection has left peer `remote` out (given up on: silent
+/// past `--peer-horizon-ms`) since this link came up. The link is then dropped with
+/// what is in flight on it, even a write blocked on a full socket: batches delivered
+/// to the peer late could carry writes that collection removed. The next connection
+/// resends what is unacknowledged and then compares trees, so the peer is caught up
+/// by a round after them (`shard::absence`).
+async fn until_given_up(replication: &Replication, remote: u16) {
+    let episodes = || replication.stability.lock().map(|s| s.give_up_episodes(remote)).unwrap_or(0);
+    let linked = episodes();
+    let mut check = tokio::time::interval(GIVE_UP_CHECK);
+    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        check.tick().await;
+        if episodes() != linked {
+            return;
+        }
+    }
 }
 
 /// The dialer's half of the handshake; returns the listener's node id and region.

@@ -273,6 +273,9 @@ pub(super) async fn batch_loop(
         if let Some(lowest) = lowest_held {
             stable = stable.min(Hlc(lowest.0 - 1));
         }
+        // Nor may the promise pass what a restarted process starts above
+        // (`reservation::stable_claim`).
+        stable = reservation::stable_claim(stable, ceiling);
         if held.bytes_len() > HELD_BYTES_MAX {
             tracing::warn!(
                 "writes waiting for their stamps to be stored passed {HELD_BYTES_MAX} bytes: peers will be repaired by anti-entropy"
@@ -346,7 +349,7 @@ async fn collect_tombstones(replication: &Replication, router: &Router, now: u64
     if now < last.1 + GC_INTERVAL_MS {
         return;
     }
-    let Some(stable) = replication.stability.lock().ok().and_then(|s| s.stable_vector(now)) else { return };
+    let Some(stable) = replication.stability.lock().ok().and_then(|mut s| s.collection_vector(now)) else { return };
     // Runs again under an unchanged stable vector too: a merge after the last run can
     // leave a hash field tombstone that vector already covers (a remove absorbing
     // counter history it had seen), and nothing else would collect it.

@@ -233,7 +233,7 @@ impl Sim {
                     )),
                     ..NodeStorage::default()
                 },
-                repl: cfg.replicate.then(|| ReplNode::new(&cfg, i, i as u64, 0)),
+                repl: cfg.replicate.then(|| ReplNode::new(&cfg, i, i as u64, EPOCH_MS)),
                 raised: Vec::new(),
             })
             .collect();

@@ -69,6 +69,8 @@ pub struct ReplNode {
     clock_floor: meridian::crdt::Hlc,
     /// Local writes whose stamps may not leave yet (`replication::reservation`).
     held: Outgoing,
+    /// Per peer: the give-up episodes its link has seen (`Stability::give_up_episodes`).
+    given_up: Vec<u64>,
 }
 
 impl ReplNode {
@@ -96,6 +98,7 @@ impl ReplNode {
             last_gc: (VersionVector::new(), 0),
             clock_floor: meridian::crdt::Hlc::ZERO,
             held: Outgoing::default(),
+            given_up: vec![0; nodes],
         }
     }
 }
@@ -132,7 +135,7 @@ impl Sim {
         if now < repl.last_gc.1 + GC_INTERVAL_MS {
             return;
         }
-        let Some(stable) = repl.stability.stable_vector(local) else { return };
+        let Some(stable) = repl.stability.collection_vector(local) else { return };
         // Also under an unchanged stable vector, as the server does
         // (`shell::replication::collect_tombstones`).
         if stable.is_empty() {
@@ -213,6 +216,7 @@ impl Sim {
         if let Some(lowest) = lowest_held {
             stable = stable.min(meridian::crdt::Hlc(lowest.0 - 1));
         }
+        stable = reservation::stable_claim(stable, ceiling);
         repl.gap |= overflowed;
         let seen = repl.stability.report(stable);
         // Also unchanged, every `HEARTBEAT_INTERVAL_MS` (as the server does): a peer's
@@ -233,6 +237,16 @@ impl Sim {
             }
         }
         for peer in (0..peers).filter(|&p| p != node) {
+            // As the server's link does (`shell::peer_link::until_given_up`): a peer
+            // that collection newly left out loses the connection and what is in flight
+            // on it, so that it is caught up by a round (which the new connection
+            // starts) after anything it is sent again.
+            let repl = self.nodes[node].repl.as_mut().expect("replication runs");
+            let episodes = repl.stability.give_up_episodes(peer as u16 + 1);
+            if std::mem::replace(&mut repl.given_up[peer], episodes) != episodes {
+                self.log(format!("n{node} gives up on n{peer}: its link drops"));
+                self.reset_link(node, peer);
+            }
             let repl = self.nodes[node].repl.as_mut().expect("replication runs");
             if overflowed {
                 repl.queues[peer].needs_anti_entropy = true;

@@ -87,11 +87,17 @@ impl KeyState {
     }
 }
 
-/// The slots of `mine` that `other` has neither a slot nor a floor for and whose
-/// newest increment `forgotten` covers.
+/// The slots of `mine` whose newest increment `forgotten` covers and that `other`
+/// holds neither at that increment nor later (as a slot or a floor). A replica that
+/// merged an increment holds its slot at it or later until a remove absorbs it; one
+/// holding the slot only at an earlier increment got that copy back after the
+/// removal's record was collected (a late state, merged as removed), so the newer
+/// increment was removed there too (seed 604 of `dst --no-periodic-anti-entropy`).
 fn absent_slots<V: CounterValue>(mine: &Counter<V>, other: Option<&Counter<V>>, forgotten: &VersionVector) -> Vec<Slot<V>> {
     let held = |slot: &Slot<V>| {
-        other.is_some_and(|o| o.slots().iter().chain(o.floor()).any(|s| s.node == slot.node && s.incarnation == slot.incarnation))
+        other.is_some_and(|o| {
+            o.slots().iter().chain(o.floor()).any(|s| s.node == slot.node && s.incarnation == slot.incarnation && s.hlc >= slot.hlc)
+        })
     };
     mine.slots().iter().filter(|s| forgotten.covers(Dot::new(s.hlc, s.node)) && !held(s)).copied().collect()
 }
@@ -165,5 +171,27 @@ mod tests {
         there.remove_absent(&absent);
         there.merge(&mine);
         assert_eq!(there.read(), here.read(), "either direction converges");
+    }
+
+    #[test]
+    fn an_increment_the_other_holds_only_an_earlier_copy_of_is_absorbed() {
+        // The other replica absorbed node 2's +4 at 20 with a DEL, collected that
+        // record, and later merged a late copy of the slot as of 10 (absorbed too).
+        let incarnation = Hlc::from_parts(1, 0);
+        let mut older = KeyState::new();
+        older.incr_by(dot(10, 2), incarnation, -1);
+        let mut newer = older.clone();
+        newer.incr_by(dot(20, 2), incarnation, 5);
+        let mut theirs = older.clone();
+        theirs.remove_observed(&vv(&[(2, 10)]));
+        assert_eq!(theirs.read(), None, "the earlier copy arrived absorbed");
+        let absent = newer.absent_writes(Some(&theirs), &vv(&[(2, 25)])).expect("the increment at 20 is not held there");
+        assert_eq!(absent.ints.len(), 1);
+        let mut here = newer.clone();
+        here.remove_absent(&absent);
+        here.merge(&theirs);
+        assert_eq!(here.read(), None, "the +4 at 20 is absorbed here too");
+        // Not covered by what the other forgot: nothing is absent.
+        assert_eq!(newer.absent_writes(Some(&theirs), &vv(&[(2, 15)])), None);
     }
 }
