@@ -229,7 +229,7 @@ fn seed_998_a_write_a_crash_lost_reaches_the_third_node_without_a_periodic_round
 /// round with n2 had caught it up: the increments counted on n0 alone (member `a` read
 /// 2 there and -3 elsewhere) and no round followed to remove them. A node now drops its
 /// link to a peer it gives up on, so what was in flight on it is lost and the new
-/// connection resends it before a round (`shell::peer_link::until_given_up`, mirrored by
+/// connection resends it before a round (`shell::peer_link::liveness::until_given_up`, mirrored by
 /// the simulator), and a slot held only at an earlier increment no longer shields a
 /// later one from the absence rule (`value::absence`). Fails without the link drop.
 #[test]

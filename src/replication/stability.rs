@@ -341,7 +341,7 @@ impl Stability {
 
     /// The stable vector tombstone collection uses at `now_ms` ([`Stability::stable_vector`]),
     /// noting each peer it newly leaves out: a link to such a peer is then dropped with
-    /// what is in flight on it (`shell::peer_link::until_given_up`), since a batch sent
+    /// what is in flight on it (`shell::peer_link::liveness::until_given_up`), since a batch sent
     /// before and delivered late could carry writes this collection removes. Counted
     /// here rather than by the links' own clocks, so that a peer given up on and heard
     /// again between two of a link's checks still has its link dropped.

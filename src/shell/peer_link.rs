@@ -9,6 +9,8 @@
 //! The dialer reads on a task of its own that never writes, so two nodes writing large
 //! frames at each other can't deadlock.
 
+mod liveness;
+
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -25,13 +27,12 @@ use crate::replication::anti_entropy::{AntiEntropy, LEAVES_PER_ROUND_MAX, RoundW
 use crate::replication::auth::{self, Exchange, Role};
 use crate::replication::stability::BatchReceipt;
 use crate::replication::wire::{self, HANDSHAKE_FRAME_BYTES_MAX, Message};
+use liveness::{give_up_stalled_rounds, until_given_up};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 const RECONNECT_DELAY_MIN: Duration = Duration::from_millis(100);
 const RECONNECT_DELAY_MAX: Duration = Duration::from_secs(2);
-/// How often a link checks whether its peer has become given up on (`until_given_up`).
-const GIVE_UP_CHECK: Duration = Duration::from_millis(250);
 /// An anti-entropy round with no answer for this long is abandoned (its connection is
 /// most likely gone; the next connection starts a new one).
 const AE_ROUND_TIMEOUT_MS: u64 = 60_000;
@@ -81,7 +82,7 @@ enum LinkError {
     /// The other end could not prove the secret, or refused us.
     Auth(String),
     Protocol(String),
-    /// The peer fell silent past `--peer-horizon-ms` while linked (see `serve_outbound`).
+    /// Tombstone collection left the peer out while linked (`liveness::until_given_up`).
     GivenUp,
 }
 
@@ -361,25 +362,6 @@ async fn connect_and_serve(peer: &Arc<Peer>, replication: &Arc<Replication>, rou
     }
 }
 
-/// Returns once tombstone collection has left peer `remote` out (given up on: silent
-/// past `--peer-horizon-ms`) since this link came up. The link is then dropped with
-/// what is in flight on it, even a write blocked on a full socket: batches delivered
-/// to the peer late could carry writes that collection removed. The next connection
-/// resends what is unacknowledged and then compares trees, so the peer is caught up
-/// by a round after them (`shard::absence`).
-async fn until_given_up(replication: &Replication, remote: u16) {
-    let episodes = || replication.stability.lock().map(|s| s.give_up_episodes(remote)).unwrap_or(0);
-    let linked = episodes();
-    let mut check = tokio::time::interval(GIVE_UP_CHECK);
-    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        check.tick().await;
-        if episodes() != linked {
-            return;
-        }
-    }
-}
-
 /// The dialer's half of the handshake; returns the listener's node id and region.
 async fn dial_handshake<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
     reader: &mut FrameReader<R>,
@@ -515,20 +497,6 @@ where
                 }
             },
         }
-    }
-}
-
-/// Rounds that will not complete (`AntiEntropy::stalled_rounds`) are given up, so that
-/// a gap such a round was to close asks for another.
-fn give_up_stalled_rounds(ae: &mut AntiEntropy, round_token: &mut Option<(u64, u64)>, peer: &Peer, remote: u16, replication: &Replication) {
-    let stalled = match peer.round_wait.lock() {
-        Ok(mut wait) => ae.stalled_rounds(round_token, &mut wait, now_ms()),
-        Err(_) => return,
-    };
-    if stalled.iter().any(Option::is_some)
-        && let Ok(mut stability) = replication.stability.lock()
-    {
-        stalled.into_iter().flatten().for_each(|token| stability.round_abandoned(remote, token));
     }
 }
 

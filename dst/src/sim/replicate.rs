@@ -70,7 +70,7 @@ pub struct ReplNode {
     /// Local writes whose stamps may not leave yet (`replication::reservation`).
     held: Outgoing,
     /// Per peer: the give-up episodes its link has seen (`Stability::give_up_episodes`).
-    given_up: Vec<u64>,
+    give_ups_seen: Vec<u64>,
 }
 
 impl ReplNode {
@@ -98,7 +98,7 @@ impl ReplNode {
             last_gc: (VersionVector::new(), 0),
             clock_floor: meridian::crdt::Hlc::ZERO,
             held: Outgoing::default(),
-            given_up: vec![0; nodes],
+            give_ups_seen: vec![0; nodes],
         }
     }
 }
@@ -237,13 +237,13 @@ impl Sim {
             }
         }
         for peer in (0..peers).filter(|&p| p != node) {
-            // As the server's link does (`shell::peer_link::until_given_up`): a peer
+            // As the server's link does (`shell::peer_link::liveness::until_given_up`): a peer
             // that collection newly left out loses the connection and what is in flight
             // on it, so that it is caught up by a round (which the new connection
             // starts) after anything it is sent again.
             let repl = self.nodes[node].repl.as_mut().expect("replication runs");
             let episodes = repl.stability.give_up_episodes(peer as u16 + 1);
-            if std::mem::replace(&mut repl.given_up[peer], episodes) != episodes {
+            if std::mem::replace(&mut repl.give_ups_seen[peer], episodes) != episodes {
                 self.log(format!("n{node} gives up on n{peer}: its link drops"));
                 self.reset_link(node, peer);
             }
