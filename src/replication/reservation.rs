@@ -31,12 +31,15 @@ pub fn ceiling(stored: Hlc) -> Hlc {
 }
 
 /// What a batch may promise as its `stable` stamp (no own write at or below it is
-/// still to come): at most `ceiling`. An idle shard's clock runs on with time, but a
-/// restarted process starts its clocks only above the ceiling of what it recovered; a
-/// promise past that could be broken by its first writes, which peers that had
-/// collected tombstones under the promise would then take for removed ones (seed 1244
-/// of `dst --no-periodic-anti-entropy`: a clock set back across a restart).
-pub fn stable_claim(stable: Hlc, ceiling: Hlc) -> Hlc {
+/// still to come), from the shards' clocks `stable`: below the lowest own stamp still
+/// held back (`hold_back`; those writes have not been sent), and at most `ceiling`. An
+/// idle shard's clock runs on with time, but a restarted process starts its clocks
+/// only above the ceiling of what it recovered; a promise past that could be broken
+/// by its first writes, which peers that had collected tombstones under the promise
+/// would then take for removed ones (seed 1244 of `dst --no-periodic-anti-entropy`: a
+/// clock set back across a restart).
+pub fn stable_claim(stable: Hlc, lowest_held: Option<Hlc>, ceiling: Hlc) -> Hlc {
+    let stable = lowest_held.map_or(stable, |lowest| stable.min(Hlc(lowest.0 - 1)));
     if crate::bugs::active(crate::bugs::Bug::ReservationIgnored) {
         return stable;
     }
@@ -50,7 +53,7 @@ pub fn may_leave(deltas: &[Delta], own: NodeId, ceiling: Hlc) -> bool {
 
 /// Add this window's `deltas` to what was held back, and split the lot into what may
 /// leave now (returned) and what stays held (left in `held`), with the lowest own stamp
-/// held (a batch's `stable` must stay below it: those writes have not been sent).
+/// held (a batch's `stable` must stay below it: `stable_claim`).
 pub fn hold_back(deltas: Outgoing, ceiling: Hlc, held: &mut Outgoing) -> (Outgoing, Option<Hlc>) {
     let mut pending = std::mem::take(held);
     pending.append(deltas);
@@ -79,10 +82,13 @@ mod tests {
         let stored = Hlc::from_parts(10_000, 0);
         let limit = ceiling(stored);
         // An idle clock runs on with time; the promise stops at the ceiling.
-        assert_eq!(stable_claim(Hlc::from_parts(60_000, 7), limit), limit);
-        assert_eq!(stable_claim(Hlc::from_parts(11_000, 0), limit), Hlc::from_parts(11_000, 0));
+        assert_eq!(stable_claim(Hlc::from_parts(60_000, 7), None, limit), limit);
+        assert_eq!(stable_claim(Hlc::from_parts(11_000, 0), None, limit), Hlc::from_parts(11_000, 0));
         // A process restarted from what was stored stamps above every promise.
-        assert!(Hlc::from_parts(ceiling(stored).physical_ms() + 1, 0) > stable_claim(Hlc(u64::MAX), limit));
+        assert!(Hlc::from_parts(ceiling(stored).physical_ms() + 1, 0) > stable_claim(Hlc(u64::MAX), None, limit));
+        // Below a write still held back, which has not been sent.
+        let held = Hlc::from_parts(12_000, 0);
+        assert_eq!(stable_claim(Hlc::from_parts(60_000, 7), Some(held), limit), Hlc(held.0 - 1));
     }
 
     #[test]

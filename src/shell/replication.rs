@@ -270,12 +270,7 @@ pub(super) async fn batch_loop(
         let ceiling = stamp_ceiling(durability.as_deref());
         replication.stamp_ceiling.store(ceiling.0, Ordering::Release);
         let (deltas, lowest_held) = reservation::hold_back(deltas, ceiling, &mut held);
-        if let Some(lowest) = lowest_held {
-            stable = stable.min(Hlc(lowest.0 - 1));
-        }
-        // Nor may the promise pass what a restarted process starts above
-        // (`reservation::stable_claim`).
-        stable = reservation::stable_claim(stable, ceiling);
+        stable = reservation::stable_claim(stable, lowest_held, ceiling);
         if held.bytes_len() > HELD_BYTES_MAX {
             tracing::warn!(
                 "writes waiting for their stamps to be stored passed {HELD_BYTES_MAX} bytes: peers will be repaired by anti-entropy"

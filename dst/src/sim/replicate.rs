@@ -213,10 +213,7 @@ impl Sim {
         let repl = self.nodes[node].repl.as_mut().expect("replication runs");
         repl.clock_floor = clock_floor;
         let (deltas, lowest_held) = reservation::hold_back(deltas, ceiling, &mut repl.held);
-        if let Some(lowest) = lowest_held {
-            stable = stable.min(meridian::crdt::Hlc(lowest.0 - 1));
-        }
-        stable = reservation::stable_claim(stable, ceiling);
+        stable = reservation::stable_claim(stable, lowest_held, ceiling);
         repl.gap |= overflowed;
         let seen = repl.stability.report(stable);
         // Also unchanged, every `HEARTBEAT_INTERVAL_MS` (as the server does): a peer's
