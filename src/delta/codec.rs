@@ -14,7 +14,6 @@ use crate::engine::kv::collection_writes::Part;
 use crate::engine::kv::elements::Elements;
 use crate::engine::kv::position;
 use crate::engine::kv::value::{KeyStateParts, StrVal};
-use crate::routing::ShardScope;
 
 /// The longest LEB128 encoding of a u64.
 const VARINT_BYTES_MAX: usize = 10;
@@ -379,26 +378,16 @@ pub fn read_key_state(r: &mut Reader) -> Result<KeyState, DecodeError> {
 }
 
 const DELTA_KEY: u8 = 1;
-const DELTA_FLUSH: u8 = 2;
-const DELTA_FORGET: u8 = 3;
-const DELTA_SHARD_FLUSH: u8 = 4;
 /// A key state with a hash part: the key state as `DELTA_KEY` writes it, then what
 /// whole-key removes saw and the elements (name, element state). Strings keep kind 1,
 /// so what was stored before hashes existed reads as it did.
 const DELTA_KEY_WITH_HASH: u8 = 5;
-/// A collection of element tombstones (`Delta::Forget { elements: true }`).
-const DELTA_FORGET_ELEMENTS: u8 = 7;
 /// A key state with collection parts other than a lone hash (a set, a sorted set, or
 /// several after a type clash): the key state, a byte of flags (bit `1 << part`:
 /// hash 1, set 2, sorted set 4, list 8, graph 16, stream 32), then each part flagged in that order, as kind 5 writes
 /// one. Kinds 1 and 5 stay as they were for strings and hashes.
 const DELTA_KEY_WITH_PARTS: u8 = 6;
-/// A collection of key tombstones by one shard of several: its index and the shard
-/// count (u16 each), then the vector. Kinds 3 and 7 (written before scopes) read as
-/// `ShardScope::ALL`, and a lone shard's record is still written as kind 3 or 7.
-const DELTA_SHARD_FORGET: u8 = 8;
-/// The same for element tombstones.
-const DELTA_SHARD_FORGET_ELEMENTS: u8 = 9;
+// Kinds 2, 3, 4, 7, 8, 9 and 11 are the records of `records.rs`.
 /// A list push: list elements that each hold one value at the dot their name was made
 /// with (its last triple, `position::maker`), the commonest collection delta (every
 /// LPUSH, RPUSH and LINSERT). The key, the element count, then each element's name and
@@ -511,40 +500,16 @@ pub fn key_of_delta(encoded: &[u8]) -> Option<&[u8]> {
 pub fn write_delta(w: &mut Writer, delta: &Delta) {
     match delta {
         Delta::Key { key, state } => write_key_delta(w, key, state),
-        Delta::Flush { seen, scope } if *scope == ShardScope::ALL => {
-            w.u8(DELTA_FLUSH);
-            write_vv(w, seen);
-        }
-        Delta::Flush { seen, scope } => {
-            w.u8(DELTA_SHARD_FLUSH);
-            w.u16(scope.index);
-            w.u16(scope.count);
-            write_vv(w, seen);
-        }
-        Delta::Forget { below, elements, scope } if *scope == ShardScope::ALL => {
-            w.u8(if *elements { DELTA_FORGET_ELEMENTS } else { DELTA_FORGET });
-            write_vv(w, below);
-        }
-        Delta::Forget { below, elements, scope } => {
-            w.u8(if *elements { DELTA_SHARD_FORGET_ELEMENTS } else { DELTA_SHARD_FORGET });
-            w.u16(scope.index);
-            w.u16(scope.count);
-            write_vv(w, below);
-        }
+        record => records::write_record(w, record),
     }
-}
-
-/// A shard scope: index and count, each a u16; `what` names the record in the error.
-fn read_scope(r: &mut Reader, what: &str) -> Result<ShardScope, DecodeError> {
-    let (index, count) = (r.u16()?, r.u16()?);
-    if count == 0 || index >= count {
-        return err(format!("{what} of shard {index} of {count}"));
-    }
-    Ok(ShardScope { index, count })
 }
 
 pub fn read_delta(r: &mut Reader) -> Result<Delta, DecodeError> {
-    match r.u8()? {
+    let kind = r.u8()?;
+    if let Some(record) = records::read_record(kind, r) {
+        return record;
+    }
+    match kind {
         DELTA_KEY => {
             let key = Bytes::copy_from_slice(r.bytes()?);
             Ok(Delta::Key { key, state: read_key_state(r)? })
@@ -572,23 +537,13 @@ pub fn read_delta(r: &mut Reader) -> Result<Delta, DecodeError> {
             Ok(Delta::Key { key, state })
         }
         DELTA_LIST_PUSH => read_list_push(r),
-        DELTA_FLUSH => Ok(Delta::Flush { seen: read_vv(r)?, scope: ShardScope::ALL }),
-        DELTA_SHARD_FLUSH => {
-            let scope = read_scope(r, "flush")?;
-            Ok(Delta::Flush { seen: read_vv(r)?, scope })
-        }
-        DELTA_FORGET => Ok(Delta::Forget { below: read_vv(r)?, elements: false, scope: ShardScope::ALL }),
-        DELTA_FORGET_ELEMENTS => Ok(Delta::Forget { below: read_vv(r)?, elements: true, scope: ShardScope::ALL }),
-        kind @ (DELTA_SHARD_FORGET | DELTA_SHARD_FORGET_ELEMENTS) => {
-            let scope = read_scope(r, "tombstone collection")?;
-            Ok(Delta::Forget { below: read_vv(r)?, elements: kind == DELTA_SHARD_FORGET_ELEMENTS, scope })
-        }
         other => err(format!("unknown delta kind {other}")),
     }
 }
 
 mod part;
 mod plain;
+mod records;
 
 pub use part::{write_element_set, write_list_push, write_part_delta, write_removed_element};
 #[cfg(test)]

@@ -107,11 +107,12 @@ impl DeltaLog {
         out
     }
 
-    /// Record that tombstones under `below` were dropped (see [`Delta::Forget`]).
-    pub fn forgot(&mut self, below: &VersionVector, elements: bool, scope: ShardScope) {
+    /// Record that tombstones under `below` were dropped, sparing the counters of
+    /// `spared` (see [`Delta::Forget`]).
+    pub fn forgot(&mut self, below: &VersionVector, spared: &[crate::crdt::NodeId], elements: bool, scope: ShardScope) {
         self.produced += 1;
         if self.recording {
-            self.recorded.push(&Delta::Forget { below: below.clone(), elements, scope });
+            self.recorded.push(&Delta::Forget { below: below.clone(), spared: spared.to_vec(), elements, scope });
         }
     }
 }

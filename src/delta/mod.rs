@@ -55,6 +55,10 @@ pub enum Delta {
     /// collects anything by them.
     Forget {
         below: VersionVector,
+        /// The nodes whose counters the collection spared: the peers it left out
+        /// (`engine::kv::tombstone_gc`). Sorted, and empty in every record written
+        /// before it existed.
+        spared: Vec<crate::crdt::NodeId>,
         /// Element tombstones (of collections) were collected, not key tombstones.
         elements: bool,
         /// The shard that collected them. Replay applies the record to that shard's

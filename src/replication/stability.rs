@@ -28,7 +28,10 @@
 //! peer that never reports (down, partitioned) holds every tombstone back, until it has
 //! been silent for the *horizon* (`--peer-horizon-ms`): it is then given up on, and
 //! the stable vector is the least over the others (its own writes count as far as they
-//! have reached them). When it comes back it cannot be sent the tombstones collected
+//! have reached them, and as far as its last report claimed them: a restarted peer may
+//! have lost writes that reached one node only, which the others' `merged` steps
+//! over). A collection that leaves it out spares the tombstones holding its counters
+//! (`engine::kv::tombstone_gc`). When it comes back it cannot be sent the tombstones collected
 //! meanwhile; anti-entropy catches it up instead: with a peer's leaf states comes what
 //! the peer has forgotten, and a write held here that the peer merged and no longer
 //! holds is removed here too (`shard::absence`). While any peer is given up, this
@@ -345,7 +348,11 @@ impl Stability {
     /// before and delivered late could carry writes this collection removes. Counted
     /// here rather than by the links' own clocks, so that a peer given up on and heard
     /// again between two of a link's checks still has its link dropped.
-    pub fn collection_vector(&mut self, now_ms: u64) -> Option<VersionVector> {
+    ///
+    /// With it, the peers it leaves out, sorted: the collection spares their counters
+    /// (`engine::kv::tombstone_gc` says why).
+    pub fn collection_vector(&mut self, now_ms: u64) -> Option<(VersionVector, Vec<NodeId>)> {
+        let mut spared = Vec::new();
         for member in self.members.clone().into_iter().flatten() {
             let given_up = self.given_up(Some(member), now_ms);
             let (was, episodes) = self.give_ups.entry(member).or_default();
@@ -353,8 +360,13 @@ impl Stability {
                 *episodes += 1;
             }
             *was = given_up;
+            if given_up {
+                spared.push(member);
+            }
         }
-        self.stable_vector(now_ms)
+        spared.sort_unstable();
+        spared.dedup();
+        Some((self.stable_vector(now_ms)?, spared))
     }
 
     /// How many times collection has newly left peer `node` out (see
@@ -385,7 +397,15 @@ impl Stability {
                 // With every peer counted, their reports bound this node's own writes.
                 true if !gave_up => Hlc(u64::MAX),
                 true => self.own_claim(self.own_drained_upto),
-                false => self.merged.get(origin),
+                // A peer's writes count only as far as it claims them itself, also
+                // when it is given up on (its claim then comes from its last report):
+                // restarted, it may lack writes that reached one other node only, and
+                // the others' `merged` may step over them (a round with it cannot bring
+                // them); collecting by that would take them for removed when they come.
+                false => {
+                    let claimed = self.reports.get(&origin).map_or(Hlc::ZERO, |r| r.get(origin));
+                    self.merged.get(origin).min(claimed)
+                }
             };
             let least = members.iter().map(|m| self.reports.get(m).map_or(Hlc::ZERO, |r| r.get(origin))).fold(mine, Hlc::min);
             if least > Hlc::ZERO {

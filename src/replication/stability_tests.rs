@@ -250,3 +250,25 @@ fn a_peer_whose_node_id_is_unknown_is_given_up_after_the_horizon_too() {
     never.set_horizon(0, 0);
     assert_eq!(never.stable_vector(u64::MAX), None, "horizon 0: never given up");
 }
+
+#[test]
+fn a_peer_given_up_on_counts_its_writes_only_as_far_as_it_claimed_them() {
+    // Peer 3 restarted and lost writes that reached one node only; its batches' promise
+    // has moved the others' `merged` past them, but its own report never claimed them
+    // (seed 1788 of `dst --no-periodic-anti-entropy`).
+    let mut s = three();
+    s.set_horizon(1_000, 0);
+    open(&mut s, 2, 7);
+    open(&mut s, 3, 8);
+    s.heard_from(2, 0);
+    s.heard_from(3, 0);
+    s.on_batch(batch(2, 7, 2, 50, &[(1, 40), (2, 50), (3, 60)]), vec![10]);
+    s.on_batch(batch(3, 8, 2, 60, &[(1, 45), (2, 20), (3, 30)]), vec![12]);
+    s.own_drained(hlc(70), vec![12]);
+    s.on_stored(&[12]);
+    s.heard_from(2, 1_500);
+    s.on_batch(batch(2, 7, 3, 90, &[(1, 80), (2, 90), (3, 60)]), vec![13]);
+    s.on_stored(&[13]);
+    assert_eq!(s.given_up_peers(1_001), 1);
+    assert_eq!(s.stable_vector(1_001).map(|v| v.get(3)), Some(hlc(30)), "nodes 1 and 2 merged to 60; peer 3 claimed 30");
+}

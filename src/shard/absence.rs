@@ -148,7 +148,7 @@ mod tests {
         assert_eq!(hget(&mut a, "g", "x"), Frame::Null);
         let mut stable = VersionVector::new();
         stable.add(Dot::new(Hlc::from_parts(20, 0), 1));
-        assert_eq!(a.apply(ShardOp::ForgetStable(stable), 16), ShardReply::Count(2));
+        assert_eq!(a.apply(ShardOp::ForgetStable { stable, spared: Vec::new() }, 16), ShardReply::Count(2));
         // Meanwhile node 3 increments a field node 1 never had.
         hincr(&mut p, "h", "f3", 1.0, 17);
         let states = export(&mut a);
@@ -178,7 +178,7 @@ mod tests {
         let mut stable = VersionVector::new();
         stable.add(Dot::new(Hlc::from_parts(20, 0), 1));
         stable.add(Dot::new(Hlc::from_parts(20, 0), 3));
-        p.apply(ShardOp::ForgetStable(stable), 20);
+        p.apply(ShardOp::ForgetStable { stable, spared: Vec::new() }, 20);
         p.apply(ShardOp::MergeLeaves { leaves: all_leaves(), deltas: export(&mut a) }, 21);
         a.apply(ShardOp::MergeLeaves { leaves: all_leaves(), deltas: export(&mut p) }, 21);
         let keys = |deltas: Vec<Delta>| deltas.into_iter().filter(|d| matches!(d, Delta::Key { .. })).collect::<Vec<_>>();

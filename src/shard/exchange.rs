@@ -35,32 +35,36 @@ impl Shard {
             // keys, for this shard's keys only (`Delta::Forget`). A checkpoint
             // is taken after replay, so replayed records count for every key.
             self.kv.settle_replayed_forgets();
+            // The tombstones the last collection spared are among the states
+            // above, and loading this must keep them as that collection did.
             let scope = self.kv.scope;
+            let spared = self.kv.spared().to_vec();
             let forgotten = self.kv.forgotten().clone();
             if !forgotten.is_empty() {
-                deltas.push(Delta::Forget { below: forgotten, elements: false, scope });
+                deltas.push(Delta::Forget { below: forgotten, spared: spared.clone(), elements: false, scope });
             }
             let forgotten_elements = self.kv.forgotten_elements().clone();
             if !forgotten_elements.is_empty() {
-                deltas.push(Delta::Forget { below: forgotten_elements, elements: true, scope });
+                deltas.push(Delta::Forget { below: forgotten_elements, spared, elements: true, scope });
             }
         }
         ShardReply::Chunk { deltas, next }
     }
 
-    /// Tombstone GC: drop the tombstones `stable` covers, and record that they went.
-    pub(super) fn forget_stable(&mut self, stable: &VersionVector) -> ShardReply {
+    /// Tombstone GC: drop the tombstones `stable` covers but those holding a counter
+    /// of a node in `spared`, and record that they went.
+    pub(super) fn forget_stable(&mut self, stable: &VersionVector, spared: &[crate::crdt::NodeId]) -> ShardReply {
         if self.checkpoint_scan_open {
             return ShardReply::Count(0); // the next collection round runs it
         }
-        let (keys, elements) = self.kv.forget_stable(stable);
+        let (keys, elements) = self.kv.forget_stable(stable, spared);
         if self.deltas.is_recording() {
             let scope = self.kv.scope;
             if keys > 0 {
-                self.deltas.forgot(stable, false, scope);
+                self.deltas.forgot(stable, spared, false, scope);
             }
             if elements > 0 {
-                self.deltas.forgot(stable, true, scope);
+                self.deltas.forgot(stable, spared, true, scope);
             }
         }
         ShardReply::Count((keys + elements) as i64)
@@ -90,7 +94,7 @@ impl Shard {
         let scope = self.kv.scope;
         for (below, elements) in [(self.kv.forgotten(), false), (self.kv.forgotten_elements(), true)] {
             if !below.is_empty() {
-                deltas.push(Delta::Forget { below: below.clone(), elements, scope });
+                deltas.push(Delta::Forget { below: below.clone(), spared: self.kv.spared().to_vec(), elements, scope });
             }
         }
         ShardReply::Deltas(deltas)

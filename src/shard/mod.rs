@@ -371,7 +371,7 @@ impl Shard {
             ShardOp::DeltaMark => return ShardReply::Count(self.deltas.recorded_total() as i64),
             ShardOp::MergeRemote(deltas) => return self.merge_remote(deltas, now_ms),
             ShardOp::MergeLeaves { leaves, deltas } => return self.merge_leaves(leaves, deltas, now_ms),
-            ShardOp::ForgetStable(stable) => return self.forget_stable(&stable),
+            ShardOp::ForgetStable { stable, spared } => return self.forget_stable(&stable, &spared),
             ShardOp::DrainOutbox { floor } => return self.drain_outbox(floor, now_ms),
             ShardOp::WatchTokens(keys) => return ShardReply::Tokens(keys.iter().map(|k| kv.watch_token(k, now_ms)).collect()),
             ShardOp::Transaction { .. } => unreachable!("a transaction is applied by Shard::apply"),
@@ -414,7 +414,7 @@ impl Shard {
         match delta {
             Delta::Key { key, state } => self.kv.merge_key(key, state),
             Delta::Flush { seen, scope } => self.kv.merge_flush(&seen, scope),
-            Delta::Forget { below, elements, scope } => self.kv.merge_forget(&below, elements, scope),
+            Delta::Forget { below, spared, elements, scope } => self.kv.merge_forget(&below, &spared, elements, scope),
         }
     }
 

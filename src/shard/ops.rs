@@ -118,8 +118,13 @@ pub enum ShardOp {
         leaves: Vec<u16>,
         deltas: Vec<Delta>,
     },
-    /// Tombstone GC: drop the tombstones this causally stable vector covers.
-    ForgetStable(crate::crdt::VersionVector),
+    /// Tombstone GC: drop the tombstones the causally stable vector `stable` covers,
+    /// sparing those that hold a counter of a node in `spared` (the peers given up on;
+    /// `engine::kv::tombstone_gc`).
+    ForgetStable {
+        stable: crate::crdt::VersionVector,
+        spared: Vec<crate::crdt::NodeId>,
+    },
     /// Local writes since the last call, for the next replication batch. The shard's
     /// clock first moves up to `floor` (the highest clock of any shard at the previous
     /// drain), so that one busy shard's clock does not hold the node's `stable` back.

@@ -344,7 +344,7 @@ async fn collect_tombstones(replication: &Replication, router: &Router, now: u64
     if now < last.1 + GC_INTERVAL_MS {
         return;
     }
-    let Some(stable) = replication.stability.lock().ok().and_then(|mut s| s.collection_vector(now)) else { return };
+    let Some((stable, spared)) = replication.stability.lock().ok().and_then(|mut s| s.collection_vector(now)) else { return };
     // Runs again under an unchanged stable vector too: a merge after the last run can
     // leave a hash field tombstone that vector already covers (a remove absorbing
     // counter history it had seen), and nothing else would collect it.
@@ -356,7 +356,11 @@ async fn collect_tombstones(replication: &Replication, router: &Router, now: u64
     replication.gc.stable_ms.store(oldest, Ordering::Relaxed);
     replication.gc.runs.fetch_add(1, Ordering::Relaxed);
     for shard in 0..router.shard_count() {
-        let Ok(mut replies) = router.send(shard, vec![ShardOp::ForgetStable(stable.clone())]).await.await else { return };
+        let Ok(mut replies) =
+            router.send(shard, vec![ShardOp::ForgetStable { stable: stable.clone(), spared: spared.clone() }]).await.await
+        else {
+            return;
+        };
         if let Some(ShardReply::Count(dropped)) = replies.pop() {
             replication.gc.tombstones_dropped.fetch_add(dropped.max(0) as u64, Ordering::Relaxed);
         }

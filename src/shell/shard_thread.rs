@@ -159,7 +159,7 @@ fn is_client_op(op: &ShardOp) -> bool {
             | ShardOp::DeltaMark
             | ShardOp::MergeRemote(_)
             | ShardOp::MergeLeaves { .. }
-            | ShardOp::ForgetStable(_)
+            | ShardOp::ForgetStable { .. }
             | ShardOp::DrainOutbox { .. }
             | ShardOp::MerkleLeaves
             | ShardOp::ExportLeaves(_)

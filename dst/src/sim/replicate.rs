@@ -135,7 +135,7 @@ impl Sim {
         if now < repl.last_gc.1 + GC_INTERVAL_MS {
             return;
         }
-        let Some(stable) = repl.stability.collection_vector(local) else { return };
+        let Some((stable, spared)) = repl.stability.collection_vector(local) else { return };
         // Also under an unchanged stable vector, as the server does
         // (`shell::replication::collect_tombstones`).
         if stable.is_empty() {
@@ -144,12 +144,12 @@ impl Sim {
         repl.last_gc = (stable.clone(), now);
         let mut dropped = 0;
         for shard in &mut self.nodes[node].shards {
-            if let ShardReply::Count(n) = shard.apply(ShardOp::ForgetStable(stable.clone()), local) {
+            if let ShardReply::Count(n) = shard.apply(ShardOp::ForgetStable { stable: stable.clone(), spared: spared.clone() }, local) {
                 dropped += n;
             }
         }
         if dropped > 0 {
-            self.log(format!("n{node} collected {dropped} tombstones below {stable:?}"));
+            self.log(format!("n{node} collected {dropped} tombstones below {stable:?} sparing {spared:?}"));
         }
     }
 

@@ -293,6 +293,12 @@ impl<'a> ElementRef<'a> {
         }
     }
 
+    /// Whether a counter slot or floor of a node in `nodes` is held (only the full form
+    /// holds counters).
+    pub fn holds_counter_of(self, nodes: &[crate::crdt::NodeId]) -> bool {
+        matches!(self, ElementRef::Full(state) if state.holds_counter_of(nodes))
+    }
+
     /// Join what the element has seen into `into` (no context built for the compact form
     /// or a tombstone).
     pub fn add_context_to(self, into: &mut VersionVector) {

@@ -7,18 +7,27 @@
 //! records), so a late state for a collected removal is filtered on merge
 //! (`KvEngine::merge_key`) instead of coming back.
 //!
-//! Must never: drop a tombstone `stable` does not cover, or forget what it dropped.
+//! A collection that left peers out (given up on, `replication::stability`) *spares*
+//! the tombstones holding a counter slot or floor of one of them: a counter slot is a
+//! running sum, and the peer may hold a later sum of the same slot that no one else
+//! has seen yet. Without the floor the removal left, that later sum would count again
+//! everything the removal had absorbed (seeds 4574 and 4932 of
+//! `dst --no-periodic-anti-entropy`). What was spared goes in the first collection
+//! that counts the peer again.
+//!
+//! Must never: drop a tombstone `stable` does not cover, drop one that holds a counter
+//! of a spared node, or forget what it dropped.
 
 use super::{KvEngine, key_hash};
-use crate::crdt::VersionVector;
+use crate::crdt::{NodeId, VersionVector};
 use crate::routing::ShardScope;
 
 /// Whether the key tombstone `state` may go under the stable vector `stable`: every node
 /// has seen it, and it holds no TTL write still to come due (`KeyState::holds_pending_ttl`,
 /// against the latest instant `stable` has reached: a record replayed on recovery
 /// decides as the collection it records did).
-fn collectable(state: &super::KeyState, stable: &VersionVector) -> bool {
-    stable.dominates(&state.causal_context()) && !pending_ttl_under(state, stable)
+fn collectable(state: &super::KeyState, stable: &VersionVector, spared: &[NodeId]) -> bool {
+    stable.dominates(&state.causal_context()) && !pending_ttl_under(state, stable) && !state.holds_counter_of(spared)
 }
 
 /// `KeyState::holds_pending_ttl` as of the latest instant `stable` has reached.
@@ -28,15 +37,18 @@ fn pending_ttl_under(state: &super::KeyState, stable: &VersionVector) -> bool {
 
 impl KvEngine {
     /// Tombstone GC: drop every tombstone whose causal context `stable` covers (every
-    /// node has seen the removal and everything concurrent with it has arrived here).
-    /// Returns how many key tombstones and element tombstones were dropped; `stable` is
-    /// remembered (in `forgotten`, `forgotten_elements`) only where one was.
-    pub fn forget_stable(&mut self, stable: &VersionVector) -> (usize, usize) {
+    /// node has seen the removal and everything concurrent with it has arrived here),
+    /// but those holding a counter of a node in `spared` (the peers this collection
+    /// left out; see the module doc). Returns how many key tombstones and element
+    /// tombstones were dropped; `stable` is remembered (in `forgotten`,
+    /// `forgotten_elements`) only where one was.
+    pub fn forget_stable(&mut self, stable: &VersionVector, spared: &[NodeId]) -> (usize, usize) {
         // Collection runs once the node serves: replay is over.
         self.settle_replayed_forgets();
         self.stable.merge(stable);
-        let keys = self.keys.drop_tombstones_where(|_, state| collectable(state, stable));
-        let elements = self.forget_element_tombstones(stable, None);
+        self.spared = spared.to_vec();
+        let keys = self.keys.drop_tombstones_where(|_, state| collectable(state, stable, spared));
+        let elements = self.forget_element_tombstones(stable, spared, None);
         if keys > 0 {
             self.forgotten.merge(stable);
         }
@@ -50,12 +62,11 @@ impl KvEngine {
         (keys, elements)
     }
 
-    /// Replay a recorded tombstone GC (recovery, checkpoints): of key tombstones, or of
-    /// element tombstones.
     /// Replay a recorded tombstone GC (recovery, checkpoints) of shard `scope`: of key
-    /// tombstones, or of element tombstones. This shard's own record applies as the GC
-    /// did; another shard's only to the keys of its scope (see `replayed_forgets`).
-    pub fn merge_forget(&mut self, below: &VersionVector, elements: bool, scope: ShardScope) {
+    /// tombstones, or of element tombstones, sparing those that GC spared. This shard's
+    /// own record applies as the GC did; another shard's only to the keys of its scope
+    /// (see `replayed_forgets`).
+    pub fn merge_forget(&mut self, below: &VersionVector, spared: &[NodeId], elements: bool, scope: ShardScope) {
         // A recorded GC was of stable writes.
         self.stable.merge(below);
         let only = if scope == self.scope {
@@ -80,9 +91,9 @@ impl KvEngine {
             Some(scope)
         };
         if elements {
-            self.forget_element_tombstones(below, only);
+            self.forget_element_tombstones(below, spared, only);
         } else {
-            self.keys.drop_tombstones_where(|key, state| only.is_none_or(|scope| scope.contains(key)) && collectable(state, below));
+            self.keys.drop_tombstones_where(|key, state| only.is_none_or(|scope| scope.contains(key)) && collectable(state, below, spared));
         }
     }
 
@@ -101,16 +112,16 @@ impl KvEngine {
     /// given): of live collections, and of key tombstones kept for a TTL not yet due
     /// (`collectable`), which would otherwise keep theirs until that instant, each node
     /// a different set of them.
-    fn forget_element_tombstones(&mut self, stable: &VersionVector, only: Option<ShardScope>) -> usize {
+    fn forget_element_tombstones(&mut self, stable: &VersionVector, spared: &[NodeId], only: Option<ShardScope>) -> usize {
         let mut dropped = self.keys.update_tombstones_where(
             |key, state| state.element_tombstones() > 0 && only.is_none_or(|scope| scope.contains(key)) && pending_ttl_under(state, stable),
-            |state| state.forget_stable_elements_of_tombstone(stable),
+            |state| state.forget_stable_elements_of_tombstone(stable, spared),
         );
         for key in self.keys.take_element_tombstone_keys() {
             // `update` notes the key again while it keeps element tombstones.
             self.keys.update(&key, key_hash(&key), |key, state| {
                 if state.element_tombstones() > 0 && only.is_none_or(|scope| scope.contains(key)) {
-                    dropped += state.forget_stable_elements(stable);
+                    dropped += state.forget_stable_elements(stable, spared);
                 }
             });
         }
@@ -121,6 +132,12 @@ impl KvEngine {
     /// still to come due (see `collectable`), as of the last stable vector it ran with.
     pub fn keeps_for_ttl(&self, state: &super::KeyState) -> bool {
         pending_ttl_under(state, &self.stable)
+    }
+
+    /// The nodes the last collection spared (see the module doc): a checkpoint's record
+    /// carries them, so that loading it keeps what that collection kept.
+    pub fn spared(&self) -> &[NodeId] {
+        &self.spared
     }
 
     /// What this shard's dropped tombstones covered (a checkpoint carries it, after
@@ -143,3 +160,7 @@ impl KvEngine {
 #[cfg(test)]
 #[path = "ttl_tombstone_tests.rs"]
 mod ttl_tombstone_tests;
+
+#[cfg(test)]
+#[path = "spared_counter_tests.rs"]
+mod spared_counter_tests;

@@ -15,26 +15,26 @@ const NOW_MS: u64 = 1_000_000;
 const EXPIRE_IN_MS: i64 = 600_000;
 
 /// A region: its engine (keeping tombstones, as a node with peers does) and clock.
-struct Region {
-    kv: KvEngine,
+pub(super) struct Region {
+    pub(super) kv: KvEngine,
     clock: HlcClock,
     node: u16,
 }
 
 impl Region {
-    fn new(node: u16) -> Region {
+    pub(super) fn new(node: u16) -> Region {
         Region { kv: KvEngine { keep_tombstones: true, ..KvEngine::default() }, clock: HlcClock::new(), node }
     }
 
     /// Run `write` at `now_ms`; returns the deltas it shipped.
-    fn write(&mut self, now_ms: u64, write: impl FnOnce(&mut KvEngine, &mut WriteCtx)) -> Vec<(Bytes, KeyState)> {
+    pub(super) fn write(&mut self, now_ms: u64, write: impl FnOnce(&mut KvEngine, &mut WriteCtx)) -> Vec<(Bytes, KeyState)> {
         let mut sink = Deltas::default();
         let mut ctx = WriteCtx { clock: &mut self.clock, node: self.node, now_ms, string_bytes_max: 1 << 20, deltas: &mut sink };
         write(&mut self.kv, &mut ctx);
         sink.0
     }
 
-    fn merge(&mut self, deltas: &[(Bytes, KeyState)]) {
+    pub(super) fn merge(&mut self, deltas: &[(Bytes, KeyState)]) {
         for (key, state) in deltas {
             self.kv.merge_key(key.clone(), state.clone());
         }
@@ -62,7 +62,7 @@ fn expire(kv: &mut KvEngine, ctx: &mut WriteCtx, key: &Bytes) {
 }
 
 /// A stable vector covering every write so far, its latest instant at `time_ms`.
-fn stable_at(time_ms: u64) -> VersionVector {
+pub(super) fn stable_at(time_ms: u64) -> VersionVector {
     let mut stable = VersionVector::new();
     for node in 1..=3 {
         stable.add(crate::crdt::Dot::new(Hlc::from_parts(time_ms, 0), node));
@@ -85,13 +85,13 @@ fn an_expire_that_arrives_before_the_field_it_saw_is_kept_until_the_field_comes(
 
     // Every node has every write, long before the TTL is due: B keeps it.
     let before_due = stable_at(NOW_MS + 10);
-    b.kv.forget_stable(&before_due);
+    b.kv.forget_stable(&before_due, &[]);
     assert!(b.tombstone(&key).is_some(), "kept: collected, the TTL would be forgotten before its field arrives");
     // A replay of that collection decides the same, and so does a merge of the same
     // state again under what B has forgotten.
     let mut replayed = Region::new(2);
     replayed.merge(&ttl);
-    replayed.kv.merge_forget(&before_due, false, replayed.kv.scope);
+    replayed.kv.merge_forget(&before_due, &[], false, replayed.kv.scope);
     assert!(replayed.tombstone(&key).is_some(), "a replayed collection keeps it too");
     b.merge(&ttl);
     assert!(b.tombstone(&key).is_some(), "merged again: still kept");
@@ -105,7 +105,7 @@ fn an_expire_that_arrives_before_the_field_it_saw_is_kept_until_the_field_comes(
     // Once the instant is past, such a state goes like any tombstone.
     let mut late = Region::new(2);
     late.merge(&ttl);
-    late.kv.forget_stable(&stable_at(due + 1));
+    late.kv.forget_stable(&stable_at(due + 1), &[]);
     assert!(late.tombstone(&key).is_none(), "collected once its TTL is due");
 }
 

@@ -115,7 +115,7 @@ proptest! {
             let stable = stable(replicas);
             for replica in replicas.iter_mut() {
                 if replica.state.exists() {
-                    replica.state.forget_stable_elements(&stable);
+                    replica.state.forget_stable_elements(&stable, &[]);
                 } else if stable.dominates(&replica.state.causal_context()) {
                     // A key tombstone goes whole (`KvEngine::forget_stable`).
                     replica.state = KeyState::new();

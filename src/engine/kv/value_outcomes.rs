@@ -220,7 +220,7 @@ fn a_whole_key_removes_element_tombstone_waits_for_the_remove_to_be_stable() {
     let mut stable = VersionVector::new();
     stable.add(dot(10, 1));
     let mut forgotten = VersionVector::new();
-    if n2.forget_stable_elements(&stable) > 0 {
+    if n2.forget_stable_elements(&stable, &[]) > 0 {
         forgotten.merge(&stable);
     }
     assert_eq!(n2.element_tombstones(), 1, "f's tombstone names the DEL, which is not stable");

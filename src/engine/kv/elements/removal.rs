@@ -185,8 +185,9 @@ impl Elements {
         }
     }
 
-    /// Drop the element tombstones `stable` covers (tombstone GC); returns how many.
-    pub fn forget_stable(&mut self, stable: &VersionVector) -> usize {
+    /// Drop the element tombstones `stable` covers (tombstone GC), but those holding a
+    /// counter of a node in `spared` (`kv::tombstone_gc`); returns how many.
+    pub fn forget_stable(&mut self, stable: &VersionVector, spared: &[crate::crdt::NodeId]) -> usize {
         // A packed collection holds no tombstones.
         if self.live as usize == self.entries_len() {
             return 0;
@@ -195,7 +196,7 @@ impl Elements {
         let keeps_digest = self.digest_kept.is_kept();
         let mut digest = *self.digest.get_mut();
         let mut keep = |name: &[u8], state: ElementRef<'_>| {
-            let drop = !state.exists() && state.context_within(stable);
+            let drop = !state.exists() && state.context_within(stable) && !state.holds_counter_of(spared);
             if drop && keeps_digest {
                 digest ^= state.digest(name);
             }

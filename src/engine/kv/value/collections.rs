@@ -8,7 +8,7 @@ use bytes::Bytes;
 use super::super::collection_writes::Part;
 use super::super::elements::Elements;
 use super::{Full, KeyKind, KeyState, Repr};
-use crate::crdt::{Dot, VersionVector};
+use crate::crdt::{Dot, NodeId, VersionVector};
 
 /// A key's collection parts. Almost every collection key holds one part, stored with
 /// its elements' header in the key's one collection allocation (112 bytes; a table of
@@ -222,20 +222,29 @@ impl KeyState {
         self.collections_mut().for_each(|c| c.drop_tombstones());
     }
 
-    /// Drop the element tombstones `stable` covers in every collection part (GC);
-    /// returns how many.
-    pub fn forget_stable_elements(&mut self, stable: &VersionVector) -> usize {
-        self.collections_mut().map(|c| c.forget_stable(stable)).sum()
+    /// Drop the element tombstones `stable` covers in every collection part (GC), but
+    /// those holding a counter of a node in `spared` (`kv::tombstone_gc`); returns how
+    /// many.
+    pub fn forget_stable_elements(&mut self, stable: &VersionVector, spared: &[NodeId]) -> usize {
+        self.collections_mut().map(|c| c.forget_stable(stable, spared)).sum()
     }
 
     /// [`KeyState::forget_stable_elements`] of a key tombstone (one kept for its TTL):
     /// a part left with no element and no removal goes too, as a removal leaves it.
-    pub fn forget_stable_elements_of_tombstone(&mut self, stable: &VersionVector) -> usize {
-        let dropped = self.forget_stable_elements(stable);
+    pub fn forget_stable_elements_of_tombstone(&mut self, stable: &VersionVector, spared: &[NodeId]) -> usize {
+        let dropped = self.forget_stable_elements(stable, spared);
         if dropped > 0 {
             self.normalize_collections();
         }
         dropped
+    }
+
+    /// Whether a counter slot or floor of a node in `nodes` is held, in the value or in
+    /// an element, tombstones included (a tombstone collection spares such a state;
+    /// `kv::tombstone_gc`).
+    pub fn holds_counter_of(&self, nodes: &[NodeId]) -> bool {
+        !nodes.is_empty()
+            && (self.counter_slots().iter().any(|(node, ..)| nodes.contains(node)) || self.collections().any(|c| c.holds_counter_of(nodes)))
     }
 
     /// Drop the explicit context entries `covered` covers (an element under its

@@ -469,7 +469,7 @@ pub(super) fn whole_key_safe(replicas: &[Replica], dot: Dot) -> VersionVector {
 pub(super) fn forget(replicas: &mut [Replica], r: usize) {
     let stable = stable(replicas);
     let replica = &mut replicas[r];
-    if replica.state.exists() && replica.state.forget_stable_elements(&stable) > 0 {
+    if replica.state.exists() && replica.state.forget_stable_elements(&stable, &[]) > 0 {
         replica.forgotten.merge(&stable);
     }
 }
