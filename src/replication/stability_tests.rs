@@ -194,24 +194,34 @@ fn pending_advances_stay_bounded_while_storage_is_stuck() {
     assert_eq!(s.pending_advances(), 0);
 }
 
-#[test]
-fn a_peer_silent_past_the_horizon_is_given_up_until_it_reports_again() {
+/// Node 1 with a horizon of 1,000 ms: peers 2 and 3 each report once at instant 0
+/// (peer 2 has merged peer 3's writes to `two_saw_three`; peer 3 claims its own to
+/// `three_claims`), node 1's own writes stored to 70; then only peer 2 reports on, at
+/// 1,500 ms, having merged peer 3's to `two_saw_three` still.
+fn peer_three_falls_silent(two_saw_three: u64, three_claims: u64) -> (Stability, Option<VersionVector>) {
     let mut s = three();
     s.set_horizon(1_000, 0);
     open(&mut s, 2, 7);
     open(&mut s, 3, 8);
     s.heard_from(2, 0);
     s.heard_from(3, 0);
-    s.on_batch(batch(2, 7, 2, 50, &[(1, 40), (2, 50), (3, 30)]), vec![10]);
-    s.on_batch(batch(3, 8, 2, 60, &[(1, 45), (2, 20), (3, 60)]), vec![12]);
+    s.on_batch(batch(2, 7, 2, 50, &[(1, 40), (2, 50), (3, two_saw_three)]), vec![10]);
+    s.on_batch(batch(3, 8, 2, 60, &[(1, 45), (2, 20), (3, three_claims)]), vec![12]);
     s.own_drained(hlc(70), vec![12]);
     s.on_stored(&[12]);
-    let everyone = Some(vv(&[(1, 40), (2, 20), (3, 30)]));
-    assert_eq!(s.stable_vector(1_000), everyone, "within the horizon every peer counts");
-    // Peer 3 falls silent; peer 2 reports on.
+    let within = s.stable_vector(1_000);
     s.heard_from(2, 1_500);
-    s.on_batch(batch(2, 7, 3, 90, &[(1, 80), (2, 90), (3, 30)]), vec![13]);
+    s.on_batch(batch(2, 7, 3, 90, &[(1, 80), (2, 90), (3, two_saw_three)]), vec![13]);
     s.on_stored(&[13]);
+    (s, within)
+}
+
+#[test]
+fn a_peer_silent_past_the_horizon_is_given_up_until_it_reports_again() {
+    let (mut s, within) = peer_three_falls_silent(30, 60);
+    let everyone = Some(vv(&[(1, 40), (2, 20), (3, 30)]));
+    assert_eq!(within, everyone, "within the horizon every peer counts");
+    // Peer 3 fell silent; peer 2 reported on.
     assert_eq!(s.given_up_peers(1_000), 0);
     assert_eq!(s.given_up_peers(1_001), 1);
     // Own writes: as far as this node claims them (70, stored) and peer 2 merged
@@ -254,21 +264,9 @@ fn a_peer_whose_node_id_is_unknown_is_given_up_after_the_horizon_too() {
 #[test]
 fn a_peer_given_up_on_counts_its_writes_only_as_far_as_it_claimed_them() {
     // Peer 3 restarted and lost writes that reached one node only; its batches' promise
-    // has moved the others' `merged` past them, but its own report never claimed them
-    // (seed 1788 of `dst --no-periodic-anti-entropy`).
-    let mut s = three();
-    s.set_horizon(1_000, 0);
-    open(&mut s, 2, 7);
-    open(&mut s, 3, 8);
-    s.heard_from(2, 0);
-    s.heard_from(3, 0);
-    s.on_batch(batch(2, 7, 2, 50, &[(1, 40), (2, 50), (3, 60)]), vec![10]);
-    s.on_batch(batch(3, 8, 2, 60, &[(1, 45), (2, 20), (3, 30)]), vec![12]);
-    s.own_drained(hlc(70), vec![12]);
-    s.on_stored(&[12]);
-    s.heard_from(2, 1_500);
-    s.on_batch(batch(2, 7, 3, 90, &[(1, 80), (2, 90), (3, 60)]), vec![13]);
-    s.on_stored(&[13]);
+    // has moved the others' `merged` past them (to 60), but its own report never
+    // claimed them (30) (seed 1788 of `dst --no-periodic-anti-entropy`).
+    let (s, _) = peer_three_falls_silent(60, 30);
     assert_eq!(s.given_up_peers(1_001), 1);
     assert_eq!(s.stable_vector(1_001).map(|v| v.get(3)), Some(hlc(30)), "nodes 1 and 2 merged to 60; peer 3 claimed 30");
 }

@@ -192,6 +192,12 @@ fn a_tombstone_a_collection_spared_stays_after_replaying_its_log_or_loading_a_ch
     replayed[0].kv.keep_tombstones = true;
     merge_recovered(&mut replayed, log);
     assert_eq!(tombstones(&replayed[0]), vec![counted.clone()], "replayed segments");
+    // A checkpoint the recovered node takes before its first collection keeps it too.
+    let ShardReply::Chunk { deltas, .. } = replayed[0].apply(ShardOp::ExportChunk { cursor: 0, count: usize::MAX }, 25) else { panic!() };
+    let mut reloaded = [Shard::new(ShardConfig::new(0, 1))];
+    reloaded[0].kv.keep_tombstones = true;
+    merge_recovered(&mut reloaded, deltas);
+    assert_eq!(tombstones(&reloaded[0]), vec![counted.clone()], "a checkpoint taken after replay");
     let ShardReply::Chunk { deltas, .. } = shard.apply(ShardOp::ExportChunk { cursor: 0, count: usize::MAX }, 30) else { panic!() };
     let mut loaded = [Shard::new(ShardConfig::new(0, 1))];
     loaded[0].kv.keep_tombstones = true;

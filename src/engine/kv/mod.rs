@@ -150,7 +150,7 @@ pub struct KvEngine {
     /// node holds every write it covers. What a whole-key remove may claim at key level
     /// beyond this node's own writes (see `Elements::remove_held`).
     stable: VersionVector,
-    /// The nodes the last tombstone collection spared (`tombstone_gc`).
+    /// The nodes the last tombstone collection spared, sorted (`tombstone_gc`).
     spared: Vec<crate::crdt::NodeId>,
     /// Tombstones dropped as causally stable since start.
     pub tombstones_dropped: u64,

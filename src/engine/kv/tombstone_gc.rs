@@ -69,6 +69,14 @@ impl KvEngine {
     pub fn merge_forget(&mut self, below: &VersionVector, spared: &[NodeId], elements: bool, scope: ShardScope) {
         // A recorded GC was of stable writes.
         self.stable.merge(below);
+        // What it spared is held here now, and a checkpoint taken before the next
+        // collection must keep it too: every replayed record's spared nodes count
+        // until a collection runs (a few node ids at most).
+        for &node in spared {
+            if let Err(at) = self.spared.binary_search(&node) {
+                self.spared.insert(at, node);
+            }
+        }
         let only = if scope == self.scope {
             let forgotten = if elements { &mut self.forgotten_elements } else { &mut self.forgotten };
             forgotten.merge(below);
@@ -134,8 +142,9 @@ impl KvEngine {
         pending_ttl_under(state, &self.stable)
     }
 
-    /// The nodes the last collection spared (see the module doc): a checkpoint's record
-    /// carries them, so that loading it keeps what that collection kept.
+    /// The nodes the last collection spared (see the module doc), or since the start
+    /// every replayed record spared: a checkpoint's record carries them, so that loading
+    /// it keeps what those collections kept.
     pub fn spared(&self) -> &[NodeId] {
         &self.spared
     }
