@@ -94,7 +94,9 @@ impl Shard {
         let scope = self.kv.scope;
         for (below, elements) in [(self.kv.forgotten(), false), (self.kv.forgotten_elements(), true)] {
             if !below.is_empty() {
-                deltas.push(Delta::Forget { below: below.clone(), spared: self.kv.spared().to_vec(), elements, scope });
+                // The peer reads only what they cover (`shard::absence`): what a
+                // collection spared matters to this node's own replay, not to it.
+                deltas.push(Delta::Forget { below: below.clone(), spared: Vec::new(), elements, scope });
             }
         }
         ShardReply::Deltas(deltas)

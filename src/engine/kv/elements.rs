@@ -294,16 +294,6 @@ impl Elements {
         }
     }
 
-    /// Whether some entry, tombstones included, holds a counter slot or floor of a
-    /// node in `nodes` (tombstone collection spares such a key; `kv::tombstone_gc`).
-    pub fn holds_counter_of(&self, nodes: &[NodeId]) -> bool {
-        let mut held = false;
-        if !nodes.is_empty() {
-            self.for_each_entry(|_, element| held |= element.holds_counter_of(nodes));
-        }
-        held
-    }
-
     /// Live entries with their names copied out, whatever the form (a list's too): for
     /// the simulator and tests, which compare collections whole.
     pub fn live_named(&self) -> Vec<(Bytes, ElementRef<'_>)> {

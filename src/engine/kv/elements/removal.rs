@@ -213,6 +213,12 @@ impl Elements {
         dropped
     }
 
+    /// Whether some entry, tombstones included, holds a counter slot or floor of a
+    /// node in `nodes` (tombstone collection spares such a key; `kv::tombstone_gc`).
+    pub fn holds_counter_of(&self, nodes: &[NodeId]) -> bool {
+        !nodes.is_empty() && self.any_entry(|_, element| element.holds_counter_of(nodes))
+    }
+
     /// Removals that keep insertion order while small (HDEL's tombstone replaces the
     /// entry in place, so this is only for dropping tombstones on request).
     pub fn drop_tombstone(&mut self, name: &[u8]) -> bool {
