@@ -81,10 +81,13 @@ pub enum Bug {
     /// missed a removal whose tombstone the others collected after giving up on it
     /// keeps the removed writes, and they never converge.
     AbsenceIgnored,
+    /// RENAME writes its destination without the source's TTL: a key meant to expire
+    /// lives for ever under its new name.
+    RenameDropsTtl,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 24] = [
+    pub const ALL: [Bug; 25] = [
         Bug::TtlNeverFires,
         Bug::SetKeepsIncrements,
         Bug::PersistIgnored,
@@ -109,6 +112,7 @@ impl Bug {
         Bug::TextUpdateKeepsOldTerms,
         Bug::StreamIdsIgnoreNode,
         Bug::AbsenceIgnored,
+        Bug::RenameDropsTtl,
     ];
 
     /// Whether the bug lives in replication (the simulator must run replicated nodes
@@ -128,6 +132,7 @@ impl Bug {
                 | Bug::GraphEdgeOutlivesEndpoint
                 | Bug::StreamIdsIgnoreNode
                 | Bug::AbsenceIgnored
+                | Bug::RenameDropsTtl
         )
     }
 
@@ -141,6 +146,12 @@ impl Bug {
     /// writes, `SimConfig::streams`, to reach it).
     pub fn needs_stream_writes(self) -> bool {
         matches!(self, Bug::StreamIdsIgnoreNode)
+    }
+
+    /// Whether the bug lives in RENAME (the simulator must send renames,
+    /// `SimConfig::renames`, to reach it: only replicated runs do).
+    pub fn needs_renames(self) -> bool {
+        matches!(self, Bug::RenameDropsTtl)
     }
 
     pub fn name(self) -> &'static str {
@@ -169,6 +180,7 @@ impl Bug {
             Bug::TextUpdateKeepsOldTerms => "text-update-keeps-old-terms",
             Bug::StreamIdsIgnoreNode => "stream-ids-ignore-node",
             Bug::AbsenceIgnored => "absence-ignored",
+            Bug::RenameDropsTtl => "rename-drops-ttl",
         }
     }
 

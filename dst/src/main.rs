@@ -8,6 +8,7 @@
 //! dst --no-replicate --seeds 0..100  nodes alone, each checked reply by reply
 //! dst --graph --seeds 0..100     half the commands are graph writes (GRAPH.QUERY)
 //! dst --streams --seeds 0..100   half the commands are stream writes (XADD, XDEL)
+//! dst --renames --seeds 0..100   one command in ten a RENAME, RENAMENX or COPY
 //! dst --no-periodic-anti-entropy --seeds 0..100  anti-entropy only after a reconnect:
 //!                                the deltas alone must make replicas converge
 //! dst --seeds 0..100000 --jobs 8 a sweep on 8 threads (default: every core)
@@ -81,6 +82,10 @@ struct Args {
     /// checked against the stream oracle after convergence.
     #[arg(long)]
     streams: bool,
+    /// Replication runs: about one command in ten is a RENAME, RENAMENX or COPY between
+    /// two string keys, checked against the oracle after convergence.
+    #[arg(long)]
+    renames: bool,
     /// Replication runs: give up on a peer silent this long (0: never). Default: by
     /// the seed, even seeds after 600 ms, odd ones never.
     #[arg(long)]
@@ -147,6 +152,7 @@ fn main() -> ExitCode {
         replicate: args.replicate || !args.no_replicate,
         graph: args.graph,
         streams: args.streams,
+        renames: args.renames,
         peer_horizon_ms: args.peer_horizon_ms,
         periodic_anti_entropy: !args.no_periodic_anti_entropy,
         ..SimConfig::default()

@@ -570,3 +570,16 @@ pub fn replicated_command(rng: &mut ChaCha8Rng) -> Vec<Bytes> {
     };
     words.into_iter().map(Bytes::from).collect()
 }
+
+/// One RENAME, RENAMENX or COPY between the two string keys that share a hash tag (so
+/// one shard runs it whole), either way round (`--renames`).
+pub fn rename_command(rng: &mut ChaCha8Rng) -> Vec<Bytes> {
+    let (src, dst) = if rng.random_bool(0.5) { ("{t}x", "{t}y") } else { ("{t}y", "{t}x") };
+    let words: Vec<&str> = match rng.random_range(0..10) {
+        0..=4 => vec!["RENAME", src, dst],
+        5 | 6 => vec!["RENAMENX", src, dst],
+        7 | 8 => vec!["COPY", src, dst, "REPLACE"],
+        _ => vec!["COPY", src, dst],
+    };
+    words.into_iter().map(|w| Bytes::copy_from_slice(w.as_bytes())).collect()
+}

@@ -288,9 +288,12 @@ impl Shard {
             ShardOp::Snapshot(key) => return ShardReply::Snapshot(kv.snapshot(&key, now_ms)),
             ShardOp::Restore { key, snapshot, replace } => return ShardReply::Restored(kv.restore(&mut ctx, key, snapshot, replace)),
             ShardOp::Rename { src, dst, nx } => {
-                let Some(snapshot) = kv.snapshot(&src, now_ms) else {
+                let Some(mut snapshot) = kv.snapshot(&src, now_ms) else {
                     return ShardReply::Frame(KvEngine::no_such_key());
                 };
+                if crate::bugs::active(crate::bugs::Bug::RenameDropsTtl) {
+                    snapshot.expire_at_ms = None;
+                }
                 if src == dst {
                     return ShardReply::Frame(if nx { Frame::Integer(0) } else { Frame::ok() });
                 }

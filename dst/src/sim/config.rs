@@ -32,6 +32,11 @@ pub struct SimConfig {
     /// key (`streams.rs`), checked against the stream oracle after convergence
     /// (`--streams`).
     pub streams: bool,
+    /// Replication runs: about one command in ten is a RENAME, RENAMENX or COPY between
+    /// the two string keys of one hash tag (`--renames`), which the oracle takes as the
+    /// removal of the source (RENAME) and a SET of the destination to the value and TTL
+    /// the source had on that node.
+    pub renames: bool,
     /// Give up on a peer silent this long (`--peer-horizon-ms`; 0: never). `None`:
     /// chosen by the seed, so that a sweep covers both: even seeds give up after
     /// `SEEDED_HORIZON_MS`, odd ones never.
@@ -72,6 +77,7 @@ impl Default for SimConfig {
             replicate: true,
             graph: false,
             streams: false,
+            renames: false,
             peer_horizon_ms: None,
             periodic_anti_entropy: true,
         }
@@ -97,6 +103,9 @@ impl SimConfig {
         }
         if self.streams {
             command.push_str(" --streams");
+        }
+        if self.renames {
+            command.push_str(" --renames");
         }
         if !self.periodic_anti_entropy {
             command.push_str(" --no-periodic-anti-entropy");

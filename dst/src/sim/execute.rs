@@ -55,6 +55,17 @@ impl Sim {
                 let shard = shard_for_key(&keys[0], shards);
                 (n.shards[shard].apply(ShardOp::SetAlgebra { op, keys, output }, now).into_frame(), Some(expected))
             }
+            // RENAME and COPY (`--renames`, replication runs only: the model does not
+            // follow them) on one hash tag, as the shell runs them when both keys are on
+            // one shard.
+            Command::Multi(MultiKeyCommand::Rename { src, dst, nx }) if shard_for_key(&src, shards) == shard_for_key(&dst, shards) => {
+                let shard = shard_for_key(&src, shards);
+                (n.shards[shard].apply(ShardOp::Rename { src, dst, nx }, now).into_frame(), None)
+            }
+            Command::Multi(MultiKeyCommand::Copy { src, dst, replace }) if shard_for_key(&src, shards) == shard_for_key(&dst, shards) => {
+                let shard = shard_for_key(&src, shards);
+                (n.shards[shard].apply(ShardOp::Copy { src, dst, replace }, now).into_frame(), None)
+            }
             Command::Multi(MultiKeyCommand::MGet(keys)) => {
                 let expected = n.model.mget(&keys, now);
                 let mut values = vec![Frame::Null; keys.len()];

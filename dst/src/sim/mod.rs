@@ -431,6 +431,8 @@ impl Sim {
             crate::graph::graph_command(&mut self.rng, &mut self.graph_names)
         } else if self.cfg.replicate && self.cfg.streams && self.rng.random_bool(0.5) {
             crate::streams::stream_command(&mut self.rng, &mut self.stream_names)
+        } else if self.cfg.replicate && self.cfg.renames && self.rng.random_bool(0.1) {
+            workload::rename_command(&mut self.rng)
         } else if self.cfg.replicate {
             workload::replicated_command(&mut self.rng)
         } else if self.rng.random_range(0..40) == 0 {

@@ -125,7 +125,11 @@ impl Sim {
                     }
                 }
                 let existed = exists_on(n, &k, local_ms);
-                Orphaned { key: k, ctx, unobserved, supersedes, existed }
+                // What a RENAME or COPY writes to its destination: the source as it
+                // reads here before the command.
+                let copies = matches!(args[0].to_ascii_uppercase().as_slice(), b"RENAME" | b"RENAMENX" | b"COPY");
+                let source = if copies && k != args[1] { string_on(n, &args[1], local_ms) } else { None };
+                Orphaned { key: k, ctx, unobserved, supersedes, existed, source }
             })
             .collect()
     }
@@ -136,7 +140,7 @@ impl Sim {
         let n = &self.nodes[node];
         let own = n.id;
         let name = args[0].to_ascii_uppercase();
-        for Orphaned { key, ctx: ctx_before, unobserved, supersedes, existed } in before {
+        for Orphaned { key, ctx: ctx_before, unobserved, supersedes, existed, source } in before {
             if crate::workload::is_collection_key(&key) {
                 // Hash and set keys have their own oracle (`sim::collection_writes`).
                 continue;
@@ -169,6 +173,16 @@ impl Sim {
                     s => OpKind::Expire(local_ms + 1000 * s as u64),
                 },
                 b"PERSIST" => OpKind::Persist,
+                // The source is removed as a DEL removes it; the destination is written
+                // as a SET of what the source held there, its TTL included.
+                b"RENAME" | b"RENAMENX" if key == args[1] => OpKind::Del,
+                b"RENAME" | b"RENAMENX" | b"COPY" => {
+                    let Some((value, expire_at_ms)) = source else {
+                        self.fail(format!("n{node}: {} wrote {key:?} from no string", String::from_utf8_lossy(&name)));
+                        return;
+                    };
+                    OpKind::Set { value, ttl: expire_at_ms.map_or(Ttl::Clear, Ttl::At) }
+                }
                 other => {
                     let reason = format!("n{node}: {} wrote {key:?}, which the oracle does not model", String::from_utf8_lossy(other));
                     self.fail(reason);
@@ -210,6 +224,8 @@ pub(super) struct Orphaned {
     supersedes: Vec<Dot>,
     /// Whether the key was live there.
     existed: bool,
+    /// The destination of a RENAME or COPY: the source's value and TTL there.
+    source: Option<(Bytes, Option<u64>)>,
 }
 
 /// Whether `shards` hold the increment `dot` of its node: a slot (or floor) of that node
@@ -236,8 +252,21 @@ fn written_keys(args: &[Bytes]) -> Vec<Bytes> {
             keys
         }
         b"SET" | b"INCR" | b"INCRBY" | b"DECRBY" | b"DEL" | b"EXPIRE" | b"PERSIST" => args.get(1).cloned().into_iter().collect(),
+        b"RENAME" | b"RENAMENX" => args[1..].iter().take(2).cloned().collect(),
+        b"COPY" => args.get(2).cloned().into_iter().collect(),
         _ => Vec::new(),
     }
+}
+
+/// The value a live string `key` reads on `node` at its local time `local_ms`, and its
+/// TTL (what a RENAME or COPY of it writes).
+fn string_on(node: &Node, key: &[u8], local_ms: u64) -> Option<(Bytes, Option<u64>)> {
+    let shard = &node.shards[shard_for_key(key, node.shards.len())];
+    let state = shard.kv.keys.get(key, key_hash(key))?.state();
+    if state.expire_at_ms().is_some_and(|at| local_ms > at) {
+        return None;
+    }
+    Some((Bytes::copy_from_slice(&state.read()?.to_bytes()), state.expire_at_ms()))
 }
 
 fn parse_i64(b: &[u8]) -> i64 {
