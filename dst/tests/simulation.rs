@@ -243,6 +243,19 @@ fn seed_998_a_write_a_crash_lost_reaches_the_third_node_without_a_periodic_round
     }
 }
 
+/// Without periodic anti-entropy: n1's `DEL h2` reached n0, its batch to n2 was in
+/// flight when n1 crashed, and the crash lost it on n1. n0's next field write carried
+/// the hash's context, the DEL's stamp in it, to n1 and n2: both then held the stamp
+/// but still the field `f0` the DEL had removed. The restarted n1 took the stamp for the
+/// write and shipped nothing after n0's round brought the removal back, so n2 kept `f0`
+/// for ever. A restarted node now ships again a key whose round state holds an own
+/// write newer than it replayed (`Shard::own_writes_maybe_lacked`). Fails without it.
+#[test]
+fn seed_1420_a_lost_delete_whose_stamp_came_back_first_reaches_the_third_node() {
+    let outcome = run(SimConfig { seed: 1420, replicate: true, periodic_anti_entropy: false, ..SimConfig::default() });
+    assert!(outcome.ok(), "{}", outcome.failure.unwrap_or_default());
+}
+
 /// n0 was cut off and given up on; meanwhile n1 incremented a sorted set member, n2
 /// deleted the key (absorbing those increments) and both collected the tombstone.
 /// n1's batches to n0, held by the partition, reached n0 after the heal, after its

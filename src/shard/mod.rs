@@ -95,6 +95,13 @@ pub struct Shard {
     /// Keys shipped again because an anti-entropy round brought back a write of this
     /// node that a crash had lost here (`exchange.rs ship_own_writes_back`).
     own_writes_shipped_back: u64,
+    /// The newest stamp of this node's writes among the states replayed from its store
+    /// (`merge_delta`): a write of this node with a later stamp that a peer holds is
+    /// one a crash may have lost here. `None`: nothing replayed.
+    replayed_own_newest: Option<Hlc>,
+    /// Until when (local milliseconds) rounds look for such writes
+    /// (`exchange.rs after_replay`); set by the first merge from a peer.
+    lost_writes_until_ms: Option<u64>,
     /// A checkpoint is reading this shard (its first chunk was taken, its last not
     /// yet): tombstone collection waits (see `ShardOp::ExportChunk`).
     checkpoint_scan_open: bool,
@@ -128,6 +135,8 @@ impl Shard {
             remote_deltas_merged: 0,
             absence_removals: 0,
             own_writes_shipped_back: 0,
+            replayed_own_newest: None,
+            lost_writes_until_ms: None,
             checkpoint_scan_open: false,
             definitions_epoch: None,
             definitions_announced: 0,
@@ -408,6 +417,10 @@ impl Shard {
     /// the outbox: it is already where it came from.
     pub fn merge_delta(&mut self, delta: Delta) {
         self.clock.witness(delta.max_hlc());
+        if let Delta::Key { state, .. } = &delta {
+            let own = state.newest_stamp_of(self.config.node_id);
+            self.replayed_own_newest = Some(self.replayed_own_newest.unwrap_or(Hlc::ZERO).max(own));
+        }
         self.merge_into_kv(delta);
         self.follow_indexes();
     }
