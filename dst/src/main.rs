@@ -8,7 +8,7 @@
 //! dst --no-replicate --seeds 0..100  nodes alone, each checked reply by reply
 //! dst --graph --seeds 0..100     half the commands are graph writes (GRAPH.QUERY)
 //! dst --streams --seeds 0..100   half the commands are stream writes (XADD, XDEL)
-//! dst --renames --seeds 0..100   one command in ten a RENAME, RENAMENX or COPY
+//! dst --renames --seeds 0..100   one command in ten a RENAME, RENAMENX, COPY or SET EX
 //! dst --no-periodic-anti-entropy --seeds 0..100  anti-entropy only after a reconnect:
 //!                                the deltas alone must make replicas converge
 //! dst --seeds 0..100000 --jobs 8 a sweep on 8 threads (default: every core)

@@ -571,15 +571,22 @@ pub fn replicated_command(rng: &mut ChaCha8Rng) -> Vec<Bytes> {
     words.into_iter().map(Bytes::from).collect()
 }
 
-/// One RENAME, RENAMENX or COPY between the two string keys that share a hash tag (so
-/// one shard runs it whole), either way round (`--renames`).
+/// One RENAME, RENAMENX or COPY between two string keys that share a hash tag (so one
+/// shard runs it whole), either way round, or a SET with a TTL of one of them
+/// (`--renames`).
 pub fn rename_command(rng: &mut ChaCha8Rng) -> Vec<Bytes> {
-    let (src, dst) = if rng.random_bool(0.5) { ("{t}x", "{t}y") } else { ("{t}y", "{t}x") };
-    let words: Vec<&str> = match rng.random_range(0..10) {
-        0..=4 => vec!["RENAME", src, dst],
-        5 | 6 => vec!["RENAMENX", src, dst],
-        7 | 8 => vec!["COPY", src, dst, "REPLACE"],
-        _ => vec!["COPY", src, dst],
+    // Half on keys of the string workload (renames meet increments, DELs and SETs
+    // from every region), half on two keys only this command writes (a TTL survives
+    // there until a rename shows what it does with it).
+    let (a, b) = if rng.random_bool(0.5) { ("{t}x", "{t}y") } else { ("{r}a", "{r}b") };
+    let (src, dst) = if rng.random_bool(0.5) { (a, b) } else { (b, a) };
+    let words: Vec<String> = match rng.random_range(0..10) {
+        // A source with a TTL, so that what a rename does with it shows.
+        0..=2 => vec!["SET".into(), src.into(), value(rng), "EX".into(), rng.random_range(500..1_000).to_string()],
+        3..=5 => vec!["RENAME".into(), src.into(), dst.into()],
+        6 => vec!["RENAMENX".into(), src.into(), dst.into()],
+        7 | 8 => vec!["COPY".into(), src.into(), dst.into(), "REPLACE".into()],
+        _ => vec!["COPY".into(), src.into(), dst.into()],
     };
-    words.into_iter().map(|w| Bytes::copy_from_slice(w.as_bytes())).collect()
+    words.into_iter().map(Bytes::from).collect()
 }

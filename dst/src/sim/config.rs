@@ -33,7 +33,8 @@ pub struct SimConfig {
     /// (`--streams`).
     pub streams: bool,
     /// Replication runs: about one command in ten is a RENAME, RENAMENX or COPY between
-    /// the two string keys of one hash tag (`--renames`), which the oracle takes as the
+    /// two string keys of one hash tag, or a SET with a TTL of one of them
+    /// (`--renames`, `workload::rename_command`); the oracle takes a rename as the
     /// removal of the source (RENAME) and a SET of the destination to the value and TTL
     /// the source had on that node.
     pub renames: bool,
