@@ -249,7 +249,7 @@ fn seed_998_a_write_a_crash_lost_reaches_the_third_node_without_a_periodic_round
 /// but still the field `f0` the DEL had removed. The restarted n1 took the stamp for the
 /// write and shipped nothing after n0's round brought the removal back, so n2 kept `f0`
 /// for ever. A restarted node now ships again a key whose round state holds an own
-/// write newer than it replayed (`Shard::own_writes_maybe_lacked`). Fails without it.
+/// write newer than it replayed (`Shard::own_writes_lacked`). Fails without it.
 #[test]
 fn seed_1420_a_lost_delete_whose_stamp_came_back_first_reaches_the_third_node() {
     let outcome = run(SimConfig { seed: 1420, replicate: true, periodic_anti_entropy: false, ..SimConfig::default() });

@@ -17,6 +17,10 @@ use crate::engine::kv::{DeltaSink, KeyState, key_hash};
 /// each peer on connecting are long over by then; a later one is a periodic round's.
 const LOST_WRITES_WINDOW_MS: u64 = 60_000;
 
+/// Keys that may hold a write a crash lost here, each with its stamp and the state held
+/// here before a round's merge (`Shard::own_writes_lacked`).
+type Suspects = Vec<(Bytes, Hlc, Option<KeyState>)>;
+
 impl Shard {
     /// One chunk of a checkpoint's scan from `cursor`, at most `count` keys; the last
     /// chunk also carries the tombstones and the collected-tombstone records.
@@ -111,8 +115,7 @@ impl Shard {
     /// records imply here (`shard::absence`).
     pub(super) fn merge_leaves(&mut self, leaves: Vec<u16>, mut deltas: Vec<Delta>, now_ms: u64) -> ShardReply {
         let removals = self.add_absence_removals(&leaves, &mut deltas);
-        let mut own_lost = self.own_writes_lacked(&deltas);
-        let suspects = self.own_writes_maybe_lacked(&deltas, &own_lost, now_ms);
+        let (mut own_lost, suspects) = self.own_writes_lacked(&deltas, now_ms);
         let reply = self.merge_remote(deltas, now_ms);
         if matches!(reply, ShardReply::Count(_)) {
             self.absence_removals += removals as u64;
@@ -135,43 +138,29 @@ impl Shard {
         (now_ms < until).then_some(replayed)
     }
 
-    /// The keys of `deltas` (a peer's anti-entropy states) that `own_writes_lacked` did
-    /// not find but that hold a write of this node newer than the newest it replayed
-    /// (`after_replay`), with that stamp and the state held here before the merge. A
-    /// stamp does not tell whether this node holds such a write: a batch's delta of one
-    /// element carries the key's whole causal context, a lost DEL's stamp in it, but
-    /// not the removal of the other elements (seed 1420 of `--no-periodic-anti-entropy`),
-    /// and a write made here since the restart hides an older lost one (seed 6663 of an
-    /// earlier attempt). So such a key is shipped again after any round whose state
-    /// changed it here, and only on a node that replayed a store: elsewhere an entry of
-    /// this node in a peer's context (a floor, not a write) is no sign of a loss.
-    fn own_writes_maybe_lacked(&mut self, deltas: &[Delta], lacked: &[(Bytes, Hlc)], now_ms: u64) -> Vec<(Bytes, Hlc, Option<KeyState>)> {
-        let Some(replayed) = self.after_replay(now_ms) else { return Vec::new() };
-        let me = self.config.node_id;
-        let forgotten = self.kv.forgotten_any().get(me);
-        let mut suspects = Vec::new();
-        for delta in deltas {
-            let Delta::Key { key, state } = delta else { continue };
-            let theirs = state.newest_stamp_of(me);
-            if theirs <= replayed.max(forgotten) || lacked.iter().any(|(k, _)| k == key) {
-                continue;
-            }
-            suspects.push((key.clone(), theirs, self.kv.keys.state_or_tombstone(key, key_hash(key)).cloned()));
-        }
-        suspects
-    }
-
     /// The keys of `deltas` (a peer's anti-entropy states) holding a write of this
     /// node newer than any this node holds of the key or has forgotten (collected the
     /// tombstone of), each with the stamp of it: a write a crash lost here after it had
     /// reached that peer (docs/replication.md, "Writes a crash lost locally"). Peers
     /// never forward each other's writes, so a peer that had not received it before
     /// the crash gets it only from here.
-    fn own_writes_lacked(&self, deltas: &[Delta]) -> Vec<(Bytes, Hlc)> {
+    ///
+    /// And the suspects: keys whose state holds a write of this node newer than the
+    /// newest it replayed (`after_replay`), with that stamp and the state held here
+    /// before the merge. A stamp does not tell whether this node holds such a write: a
+    /// batch's delta of one element carries the key's whole causal context, a lost DEL's
+    /// stamp in it, but not the removal of the other elements (seed 1420 of
+    /// `--no-periodic-anti-entropy`), and a write made here since the restart hides an
+    /// older lost one (seed 6663 of an earlier attempt). So a suspect is shipped again
+    /// after any round whose state changed it here, and only on a node that replayed a
+    /// store: elsewhere an entry of this node in a peer's context (a floor, not a write)
+    /// is no sign of a loss.
+    fn own_writes_lacked(&mut self, deltas: &[Delta], now_ms: u64) -> (Vec<(Bytes, Hlc)>, Suspects) {
+        let replayed = self.after_replay(now_ms);
         let me = self.config.node_id;
         // A write of this node removed here and its tombstone collected is not lacked.
         let forgotten = self.kv.forgotten_any().get(me);
-        let mut lacked = Vec::new();
+        let (mut lacked, mut suspects) = (Vec::new(), Vec::new());
         for delta in deltas {
             let Delta::Key { key, state } = delta else { continue };
             let theirs = state.newest_stamp_of(me);
@@ -180,9 +169,11 @@ impl Shard {
             }
             if self.own_stamp_held(key) < theirs {
                 lacked.push((key.clone(), theirs));
+            } else if replayed.is_some_and(|replayed| theirs > replayed) {
+                suspects.push((key.clone(), theirs, self.kv.keys.state_or_tombstone(key, key_hash(key)).cloned()));
             }
         }
-        lacked
+        (lacked, suspects)
     }
 
     /// The latest stamp of this node's writes that the key's state here holds.
