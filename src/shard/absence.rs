@@ -86,7 +86,7 @@ impl Shard {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::{KeyCommand, Shard, ShardConfig, ShardOp, ShardReply};
     use crate::command::HashCommand;
     use crate::crdt::{Dot, Hlc, VersionVector};
@@ -94,21 +94,21 @@ mod tests {
     use crate::protocol::Frame;
     use bytes::Bytes;
 
-    fn node(id: u16) -> Shard {
+    pub(in crate::shard) fn node(id: u16) -> Shard {
         let mut config = ShardConfig::new(0, id);
         config.replicate = true;
         Shard::new(config)
     }
 
-    fn b(s: &str) -> Bytes {
+    pub(in crate::shard) fn b(s: &str) -> Bytes {
         Bytes::copy_from_slice(s.as_bytes())
     }
 
-    fn all_leaves() -> Vec<u16> {
+    pub(in crate::shard) fn all_leaves() -> Vec<u16> {
         (0..crate::engine::kv::merkle::LEAVES as u16).collect()
     }
 
-    fn export(shard: &mut Shard) -> Vec<Delta> {
+    pub(in crate::shard) fn export(shard: &mut Shard) -> Vec<Delta> {
         match shard.apply(ShardOp::ExportLeaves(all_leaves()), 0) {
             ShardReply::Deltas(deltas) => deltas,
             other => panic!("{other:?}"),

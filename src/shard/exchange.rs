@@ -246,22 +246,12 @@ impl Shard {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Shard, ShardConfig, ShardOp, ShardReply};
+    use super::super::absence::tests::{all_leaves, b, export, node};
+    use super::super::{Shard, ShardOp, ShardReply};
     use crate::command::{HashCommand, KeyCommand};
     use crate::crdt::Hlc;
     use crate::delta::Delta;
     use crate::protocol::Frame;
-    use bytes::Bytes;
-
-    fn node(id: u16) -> Shard {
-        let mut config = ShardConfig::new(0, id);
-        config.replicate = true;
-        Shard::new(config)
-    }
-
-    fn b(s: &str) -> Bytes {
-        Bytes::copy_from_slice(s.as_bytes())
-    }
 
     fn hincr(shard: &mut Shard, field: &str, now: u64) {
         let op = ShardOp::Key(KeyCommand::Hash(HashCommand::IncrByFloat { key: b("h"), field: b(field), by: 1.0 }));
@@ -282,9 +272,8 @@ mod tests {
     }
 
     fn round(from: &mut Shard, to: &mut Shard, now: u64) {
-        let leaves: Vec<u16> = (0..crate::engine::kv::merkle::LEAVES as u16).collect();
-        let ShardReply::Deltas(deltas) = from.apply(ShardOp::ExportLeaves(leaves.clone()), now) else { panic!() };
-        assert!(matches!(to.apply(ShardOp::MergeLeaves { leaves, deltas }, now), ShardReply::Count(_)));
+        let deltas = export(from);
+        assert!(matches!(to.apply(ShardOp::MergeLeaves { leaves: all_leaves(), deltas }, now), ShardReply::Count(_)));
     }
 
     /// Node 2 deletes a hash; its DEL reaches node 1 only, and a crash loses it on node
