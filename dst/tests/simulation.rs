@@ -256,6 +256,19 @@ fn seed_1420_a_lost_delete_whose_stamp_came_back_first_reaches_the_third_node() 
     assert!(outcome.ok(), "{}", outcome.failure.unwrap_or_default());
 }
 
+/// n0 deleted `b`, whose state held a counter slot of n2; n0 and n1, having given up on
+/// the cut-off n2, collected tombstones sparing those with n2's counters, `b`'s among
+/// them. n2's link then resent an old batch holding `b` as the DEL had seen it, and
+/// the merge dropped the spared tombstone because what the shard had forgotten covered
+/// it: the DEL, held nowhere any more, was taken for lost with n0's crash, and n0's
+/// next write on `b` contradicted the oracle. A merge now keeps a tombstone the last
+/// collection spared (`KvEngine::keeps_merged_tombstone`). Fails without it.
+#[test]
+fn seed_1228_a_spared_tombstone_outlives_a_resent_copy_of_what_it_removed() {
+    let outcome = run(SimConfig { seed: 1228, replicate: true, periodic_anti_entropy: false, ..SimConfig::default() });
+    assert!(outcome.ok(), "{}", outcome.failure.unwrap_or_default());
+}
+
 /// n0 was cut off and given up on; meanwhile n1 incremented a sorted set member, n2
 /// deleted the key (absorbing those increments) and both collected the tombstone.
 /// n1's batches to n0, held by the partition, reached n0 after the heal, after its

@@ -422,7 +422,7 @@ impl KvEngine {
                         state.drop_element_tombstones();
                     }
                     self.keys.insert_new_owned(key, hash, state);
-                } else if self.keep_tombstones && (!forgotten.dominates(&state.causal_context()) || self.keeps_for_ttl(&state)) {
+                } else if self.keep_tombstones && self.keeps_merged_tombstone(&state, forgotten) {
                     self.keys.put_tombstone(key, hash, state);
                 }
             }

@@ -7,6 +7,7 @@ use bytes::Bytes;
 
 use super::ttl_tombstone_tests::{Region, stable_at};
 use crate::command::hash::HashCommand;
+use crate::command::{SetCondition, SetReply, TtlChange};
 use crate::crdt::NodeId;
 use crate::engine::kv::{KvEngine, WriteCtx, key_hash};
 
@@ -59,6 +60,30 @@ fn a_key_tombstone_with_a_given_up_peers_counter_is_spared_and_its_floor_kept() 
     assert_eq!(late_increment_after_collection(&[], incrby, del, read_counter), (Some(0), 1));
     // A peer not given up is not spared for another's sake.
     assert_eq!(late_increment_after_collection(&[3], incrby, del, read_counter).1, 1);
+}
+
+#[test]
+fn a_spared_tombstone_stays_when_a_copy_of_what_it_removed_arrives_again() {
+    // Seed 1228 of `dst --no-periodic-anti-entropy`: the peer's link resent a batch the
+    // removal had already covered, and the merge dropped the spared tombstone because
+    // what this shard forgot covered it, so the late sum counted the -3 again.
+    let (mut peer, mut a) = (Region::new(1), Region::new(2));
+    let seen = peer.write(NOW_MS, |kv, ctx| incrby(kv, ctx, -3));
+    a.merge(&seen);
+    // Another key's tombstone goes in the same collection, so that what this shard
+    // forgot covers the spared one too.
+    let other = Bytes::from_static(b"other");
+    a.write(NOW_MS, |kv, ctx| {
+        kv.set(ctx, other.clone(), Bytes::from_static(b"v"), SetCondition::Always, TtlChange::Clear, SetReply::Ok, "set");
+        kv.del(ctx, std::slice::from_ref(&other));
+    });
+    a.write(NOW_MS + 1, del);
+    let unseen = peer.write(NOW_MS + 2, |kv, ctx| incrby(kv, ctx, 3));
+    assert_eq!(a.kv.forget_stable(&stable_at(NOW_MS + 1), &[1]), (1, 0));
+    a.merge(&seen);
+    assert!(a.kv.keys.tombstone(b"k").is_some(), "a resent copy of the removed increment dropped the spared tombstone");
+    a.merge(&unseen);
+    assert_eq!(read_counter(&mut a.kv), Some(3));
 }
 
 fn field() -> Bytes {

@@ -136,6 +136,17 @@ impl KvEngine {
         dropped
     }
 
+    /// Whether a merge that leaves the key dead keeps its tombstone `state`, where what
+    /// this shard forgot (`forgotten`) may cover it: as collection would, it keeps one
+    /// that `forgotten` does not cover, one with a TTL write still to come due (as of
+    /// the last stable vector collection ran with), and one holding a counter of a
+    /// peer the last collection spared (seed 1228 of `dst
+    /// --no-periodic-anti-entropy`: a resent batch the removal covered dropped it, and
+    /// the peer's later sum counted again what the removal had absorbed).
+    pub fn keeps_merged_tombstone(&self, state: &super::KeyState, forgotten: &VersionVector) -> bool {
+        !forgotten.dominates(&state.causal_context()) || self.keeps_for_ttl(state) || state.holds_counter_of(&self.spared)
+    }
+
     /// Whether tombstone collection keeps the key tombstone `state` for a TTL write
     /// still to come due (see `collectable`), as of the last stable vector it ran with.
     pub fn keeps_for_ttl(&self, state: &super::KeyState) -> bool {
