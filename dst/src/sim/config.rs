@@ -48,14 +48,8 @@ pub struct SimConfig {
     /// one (a new connection, an overflowed queue), so whatever the deltas a node sends
     /// fail to carry is still different when the run ends, and the convergence check
     /// sees it (a write's delta that leaves something out is a bug even when a later
-    /// round would repair it: until then the regions answer differently). Such runs
-    /// also deliver each link's frames in order, as the TCP connection a link is does:
-    /// with frames overtaking one another, an acknowledgement (cumulative) can arrive
-    /// before a batch it covers, and a reset then loses that batch for good, which only
-    /// a round would repair. The default runs still reorder: ordered there, seed 1606
-    /// shows a stale anti-entropy state, held up by a partition, bringing back an
-    /// increment that a removal had absorbed and every other node had since forgotten
-    /// (docs/testing.md, "Known").
+    /// round would repair it: until then the regions answer differently). Every run
+    /// delivers each link's frames in order (`Sim::send`).
     pub periodic_anti_entropy: bool,
 }
 

@@ -184,10 +184,13 @@ struct Sim {
     oracle: Oracle,
     /// Bumped when a link's connection dies: frames of older epochs are lost.
     link_epochs: Vec<Vec<u32>>,
-    /// Runs without periodic anti-entropy: when the last frame sent each way on each
-    /// link, `(dialer, listener, to_dialer)`, arrives, so that no frame overtakes an
-    /// earlier one, as on the TCP connection a link is (`SimConfig::periodic_anti_entropy`
-    /// says why those runs need it and the others do not have it yet).
+    /// When the last frame sent each way on each link, `(dialer, listener, to_dialer)`,
+    /// arrives, so that no frame overtakes an earlier one, as on the TCP connection a
+    /// link is. With frames overtaking one another, an acknowledgement (cumulative)
+    /// could arrive before a batch it covers, and a reset then lost that batch for
+    /// good, which only a round repaired; and an anti-entropy answer held up behind a
+    /// partition could arrive after frames sent later (docs/testing.md, "Links in
+    /// order"). A connection that dies loses its frames (`link_epochs`).
     link_arrivals: BTreeMap<(usize, usize, bool), u64>,
     /// Replication runs: the workload is done and links drain until this instant.
     quiesce_until: Option<u64>,
@@ -317,9 +320,7 @@ impl Sim {
             self.held.push((cut, event));
         } else {
             let mut at = self.now + self.latency(from, to);
-            if let Event::Deliver { dialer, listener, to_dialer, .. } = &event
-                && !self.cfg.periodic_anti_entropy
-            {
+            if let Event::Deliver { dialer, listener, to_dialer, .. } = &event {
                 let last = self.link_arrivals.entry((*dialer, *listener, *to_dialer)).or_default();
                 at = at.max(*last);
                 *last = at;
