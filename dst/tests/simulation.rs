@@ -229,6 +229,13 @@ fn seed_2004282_an_incr_after_a_restart_keeps_its_nodes_ttl() {
     assert!(outcome.ok(), "{}", outcome.failure.unwrap_or_default());
 }
 
+/// A replicated run of `seed` with the default faults and no periodic anti-entropy
+/// passes (the seeds below each showed a bug once).
+fn passes_without_periodic_anti_entropy(seed: u64) {
+    let outcome = run(SimConfig { seed, replicate: true, periodic_anti_entropy: false, ..SimConfig::default() });
+    assert!(outcome.ok(), "seed {seed}: {}", outcome.failure.unwrap_or_default());
+}
+
 /// Without periodic anti-entropy: n0 runs `EXPIRE {t}l1 564`, ships it to n1 only, and
 /// is killed before storing it. The round n0 starts on reconnecting brings it back from
 /// n1, but peers never forward each other's writes and n2's round with n0 had run
@@ -239,8 +246,7 @@ fn seed_2004282_an_incr_after_a_restart_keeps_its_nodes_ttl() {
 #[test]
 fn seed_998_a_write_a_crash_lost_reaches_the_third_node_without_a_periodic_round() {
     for seed in [998, 300] {
-        let outcome = run(SimConfig { seed, replicate: true, periodic_anti_entropy: false, ..SimConfig::default() });
-        assert!(outcome.ok(), "seed {seed}: {}", outcome.failure.unwrap_or_default());
+        passes_without_periodic_anti_entropy(seed);
     }
 }
 
@@ -253,8 +259,7 @@ fn seed_998_a_write_a_crash_lost_reaches_the_third_node_without_a_periodic_round
 /// write newer than it replayed (`Shard::own_writes_lacked`). Fails without it.
 #[test]
 fn seed_1420_a_lost_delete_whose_stamp_came_back_first_reaches_the_third_node() {
-    let outcome = run(SimConfig { seed: 1420, replicate: true, periodic_anti_entropy: false, ..SimConfig::default() });
-    assert!(outcome.ok(), "{}", outcome.failure.unwrap_or_default());
+    passes_without_periodic_anti_entropy(1420);
 }
 
 /// n0 deleted `b`, whose state held a counter slot of n2; n0 and n1, having given up on
@@ -266,8 +271,7 @@ fn seed_1420_a_lost_delete_whose_stamp_came_back_first_reaches_the_third_node() 
 /// collection spared (`KvEngine::keeps_merged_tombstone`). Fails without it.
 #[test]
 fn seed_1228_a_spared_tombstone_outlives_a_resent_copy_of_what_it_removed() {
-    let outcome = run(SimConfig { seed: 1228, replicate: true, periodic_anti_entropy: false, ..SimConfig::default() });
-    assert!(outcome.ok(), "{}", outcome.failure.unwrap_or_default());
+    passes_without_periodic_anti_entropy(1228);
 }
 
 /// n0 was cut off and given up on; meanwhile n1 incremented a sorted set member, n2
@@ -281,8 +285,7 @@ fn seed_1228_a_spared_tombstone_outlives_a_resent_copy_of_what_it_removed() {
 /// later one from the absence rule (`value::absence`). Fails without the link drop.
 #[test]
 fn seed_604_increments_a_delete_absorbed_stay_absorbed_on_a_node_given_up_on() {
-    let outcome = run(SimConfig { seed: 604, replicate: true, periodic_anti_entropy: false, ..SimConfig::default() });
-    assert!(outcome.ok(), "{}", outcome.failure.unwrap_or_default());
+    passes_without_periodic_anti_entropy(604);
 }
 
 /// n1's idle clock had carried its batches' promise (no own write at or below
@@ -294,8 +297,7 @@ fn seed_604_increments_a_delete_absorbed_stay_absorbed_on_a_node_given_up_on() {
 /// restarted process starts above (`reservation::stable_claim`). Fails without it.
 #[test]
 fn seed_1244_a_write_after_a_restart_with_the_clock_set_back_is_not_taken_for_a_removed_one() {
-    let outcome = run(SimConfig { seed: 1244, replicate: true, periodic_anti_entropy: false, ..SimConfig::default() });
-    assert!(outcome.ok(), "{}", outcome.failure.unwrap_or_default());
+    passes_without_periodic_anti_entropy(1244);
 }
 
 /// A collection that leaves out a peer given up on spares the tombstones holding a
@@ -323,8 +325,7 @@ fn seed_224_a_removals_counter_floor_stays_while_the_counters_node_is_given_up_o
 /// without it.
 #[test]
 fn seed_1788_a_write_a_restarted_peer_lost_is_not_taken_for_removed_by_a_node_that_gave_it_up() {
-    let outcome = run(SimConfig { seed: 1788, replicate: true, periodic_anti_entropy: false, ..SimConfig::default() });
-    assert!(outcome.ok(), "{}", outcome.failure.unwrap_or_default());
+    passes_without_periodic_anti_entropy(1788);
 }
 
 /// A node was down when its idle peer sent its last stability report. The simulated
