@@ -274,6 +274,21 @@ fn seed_1228_a_spared_tombstone_outlives_a_resent_copy_of_what_it_removed() {
     passes_without_periodic_anti_entropy(1228);
 }
 
+/// Under the absence faults (`absence_config`): n2 added member `3` to `s1` and
+/// shipped it to n0 only, removed it, and, cut off, gave up on both peers and collected
+/// its tombstone; a crash then lost the removal's batch, still queued. Back, n2 caught
+/// n1 up by a round (n1 held no `3`: nothing there changed), but its round with n0 was
+/// held up by partitions, and n0's own round with n1 meanwhile passed n0's copy of `3`
+/// on. When n2's round reached n0, the absence rule removed `3` there, and no round
+/// told n1: it kept `3` for good. A node whose absence removals take away something a
+/// reader saw now asks every link for a round (`shard::absence::AbsenceRemovals`).
+/// Fails without it (the replicas read out differently after quiescence).
+#[test]
+fn seed_2228_a_stale_copy_passed_on_before_the_absence_rule_removed_it_is_removed_where_it_went() {
+    let outcome = run(absence_config(SimConfig { seed: 2228, replicate: true, ..SimConfig::default() }));
+    assert!(outcome.ok(), "seed 2228: {}", outcome.failure.unwrap_or_default());
+}
+
 /// n0 was cut off and given up on; meanwhile n1 incremented a sorted set member, n2
 /// deleted the key (absorbing those increments) and both collected the tombstone.
 /// n1's batches to n0, held by the partition, reached n0 after the heal, after its

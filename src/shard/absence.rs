@@ -29,12 +29,26 @@ use crate::delta::Delta;
 use crate::engine::kv::key_hash;
 use crate::routing::ShardScope;
 
+/// What the absence rule found in a peer's leaf states.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct AbsenceRemovals {
+    /// Keys whose states it added removals to, or that it removes.
+    pub keys: usize,
+    /// Whether any removal takes away something a reader sees here (a key, an element,
+    /// a value, an increment). This node may have passed such a write on to other
+    /// peers in its own rounds before it learned of the removal, and a peer that the
+    /// remover caught up earlier keeps a copy it gets afterwards: nothing there
+    /// remembers the removal. Every link then compares trees at once
+    /// (`Shard::stale_copies_possible`).
+    pub of_live: bool,
+}
+
 impl Shard {
-    /// Add to a peer's states of `leaves` the removals its forget records imply here;
-    /// returns how many keys they touch.
-    pub(super) fn add_absence_removals(&self, leaves: &[u16], deltas: &mut Vec<Delta>) -> usize {
+    /// Add to a peer's states of `leaves` the removals its forget records imply here.
+    pub(super) fn add_absence_removals(&self, leaves: &[u16], deltas: &mut Vec<Delta>) -> AbsenceRemovals {
+        let mut found = AbsenceRemovals::default();
         if crate::bugs::active(crate::bugs::Bug::AbsenceIgnored) {
-            return 0;
+            return found;
         }
         // The peer's records for the shard of its that owns a key, of key and of
         // element tombstones joined: each covers writes that shard had merged.
@@ -47,10 +61,9 @@ impl Shard {
             }
         }
         if covering_scopes.is_empty() {
-            return 0;
+            return found;
         }
         let covering = |key: &[u8]| covering_scopes.iter().find(|(s, _)| s.contains(key)).map(|(_, v)| v);
-        let mut touched = 0;
         let mut sent = HashSet::new();
         for delta in deltas.iter_mut() {
             let Delta::Key { key, state } = delta else { continue };
@@ -58,11 +71,14 @@ impl Shard {
             let (Some(entry), Some(forgotten)) = (self.kv.keys.get(key, key_hash(key)), covering(key)) else { continue };
             let mut touches = false;
             if let Some(absent) = entry.state().absent_writes(Some(state), forgotten) {
+                found.of_live |= entry.state().removal_changes_readout(&absent);
                 state.remove_absent(&absent);
                 touches = true;
             }
-            touches |= state.add_removals_of_absent_elements(entry.state(), forgotten);
-            touched += touches as usize;
+            let (added, of_live) = state.add_removals_of_absent_elements(entry.state(), forgotten);
+            found.of_live |= of_live;
+            touches |= added;
+            found.keys += touches as usize;
         }
         let mut removals = Vec::new();
         for &leaf in leaves {
@@ -75,13 +91,14 @@ impl Shard {
                 {
                     let mut removal = state.clone();
                     removal.remove_observed(forgotten);
+                    found.of_live |= state.reads_differently_from(&removal);
                     removals.push(Delta::Key { key: Bytes::copy_from_slice(key), state: removal });
                 }
             });
         }
-        touched += removals.len();
+        found.keys += removals.len();
         deltas.extend(removals);
-        touched
+        found
     }
 }
 
@@ -131,6 +148,14 @@ pub(super) mod tests {
         Frame::Bulk(b(s))
     }
 
+    /// Whether the shard's next outbox drain asks every link for a round.
+    fn rounds_wanted(shard: &mut Shard) -> bool {
+        match shard.apply(ShardOp::DrainOutbox { floor: crate::crdt::Hlc::ZERO }, 100) {
+            ShardReply::Outbox { rounds_wanted, .. } => rounds_wanted,
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn what_a_peer_removed_and_forgot_is_removed_here_by_its_leaf_states_and_nothing_else() {
         let (mut a, mut p) = (node(1), node(3));
@@ -161,12 +186,20 @@ pub(super) mod tests {
         plain.apply(ShardOp::MergeRemote(states.clone()), 18);
         assert_eq!(hget(&mut plain, "h", "f1"), bulk("1.5"));
 
-        assert!(matches!(p.apply(ShardOp::MergeLeaves { leaves: all_leaves(), deltas: states }, 18), ShardReply::Count(_)));
+        assert!(!rounds_wanted(&mut plain), "a batch's merge asks for no round");
+        assert!(!rounds_wanted(&mut p));
+        assert!(matches!(p.apply(ShardOp::MergeLeaves { leaves: all_leaves(), deltas: states.clone() }, 18), ShardReply::Count(_)));
         assert_eq!(hget(&mut p, "h", "f1"), Frame::Null, "removed there, forgotten there: removed here");
         assert_eq!(hget(&mut p, "g", "x"), Frame::Null, "a key node 1 no longer holds at all");
         assert_eq!(hget(&mut p, "h", "f2"), bulk("2"), "what node 1 holds stays");
         assert_eq!(hget(&mut p, "h", "f3"), bulk("1"), "node 3's own write, which node 1 never had, stays");
         assert_eq!(p.stats().absence_removals, 2);
+        // Node 3 may have passed on what went (in its own rounds): every link compares
+        // trees at once. Once: the same states again change nothing a reader sees.
+        assert!(rounds_wanted(&mut p), "a field and a key a reader saw went");
+        assert!(!rounds_wanted(&mut p), "asked once");
+        assert!(matches!(p.apply(ShardOp::MergeLeaves { leaves: all_leaves(), deltas: states }, 18), ShardReply::Count(_)));
+        assert!(!rounds_wanted(&mut p), "nothing more went");
 
         // The other way: node 1 takes node 3's write and none of what it removed.
         assert!(matches!(a.apply(ShardOp::MergeLeaves { leaves: all_leaves(), deltas: export(&mut p) }, 19), ShardReply::Count(_)));

@@ -86,7 +86,8 @@ impl Shard {
         // An idle shard's clock moves up to now (and to the other shards'), so
         // `stable` keeps up with time; every later local write is stamped above it.
         self.clock.witness(Hlc::from_parts(now_ms.saturating_sub(1), u16::MAX).max(floor));
-        ShardReply::Outbox { batch, stable: self.clock.last(), recorded: self.deltas.recorded_total() }
+        let rounds_wanted = std::mem::take(&mut self.stale_copies_possible);
+        ShardReply::Outbox { batch, stable: self.clock.last(), recorded: self.deltas.recorded_total(), rounds_wanted }
     }
 
     /// Every key state in `leaves`, for a peer's anti-entropy, and after them this
@@ -118,7 +119,8 @@ impl Shard {
         let (mut own_lost, suspects) = self.own_writes_lacked(&deltas, now_ms);
         let reply = self.merge_remote(deltas, now_ms);
         if matches!(reply, ShardReply::Count(_)) {
-            self.absence_removals += removals as u64;
+            self.absence_removals += removals.keys as u64;
+            self.stale_copies_possible |= removals.of_live;
             // A suspect whose state this round changed may have brought the write.
             for (key, stamp, before) in suspects {
                 if self.kv.keys.state_or_tombstone(&key, key_hash(&key)) != before.as_ref() {

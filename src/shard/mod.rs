@@ -92,6 +92,11 @@ pub struct Shard {
     ops_applied: u64,
     remote_deltas_merged: u64,
     absence_removals: u64,
+    /// A peer's anti-entropy states removed here, by the absence rule, something a
+    /// reader saw (`absence::AbsenceRemovals::of_live`): the next outbox drain asks
+    /// every link for a round, so that a copy this node passed on before it learned
+    /// is removed where it went.
+    stale_copies_possible: bool,
     /// Keys shipped again because an anti-entropy round brought back a write of this
     /// node that a crash had lost here (`exchange.rs ship_own_writes_back`).
     own_writes_shipped_back: u64,
@@ -134,6 +139,7 @@ impl Shard {
             ops_applied: 0,
             remote_deltas_merged: 0,
             absence_removals: 0,
+            stale_copies_possible: false,
             own_writes_shipped_back: 0,
             replayed_own_newest: None,
             lost_writes_until_ms: None,

@@ -259,10 +259,14 @@ pub enum ShardReply {
     },
     /// The outbox's batch, an HLC below which this shard will never stamp again, and
     /// the position in its delta stream that holds every write stamped below it.
+    /// `rounds_wanted`: since the last drain a peer's anti-entropy states removed here
+    /// something a reader saw, which this node may have passed on to other peers
+    /// before (`shard::absence`): every link should compare trees now.
     Outbox {
         batch: OutboxBatch,
         stable: Hlc,
         recorded: u64,
+        rounds_wanted: bool,
     },
     Merkle(MerkleLeaves),
     Deltas(Vec<Delta>),

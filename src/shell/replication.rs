@@ -240,15 +240,17 @@ pub(super) async fn batch_loop(
         let mut deltas = Outgoing::default();
         let mut stable = Hlc(u64::MAX);
         let mut overflowed = false;
+        let mut rounds_wanted = false;
         let floor = clock_floor;
         // Where each shard's delta stream holds every own write stamped at or below
         // `stable`: once stored, this node may claim those writes (`Stability::report`).
         let mut positions = Vec::with_capacity(router.shard_count());
         for shard in 0..router.shard_count() {
             let Ok(mut replies) = router.send(shard, vec![ShardOp::DrainOutbox { floor }]).await.await else { return };
-            if let Some(ShardReply::Outbox { batch, stable: shard_stable, recorded }) = replies.pop() {
+            if let Some(ShardReply::Outbox { batch, stable: shard_stable, recorded, rounds_wanted: wanted }) = replies.pop() {
                 deltas.append(batch.deltas);
                 overflowed |= batch.overflowed;
+                rounds_wanted |= wanted;
                 stable = stable.min(shard_stable);
                 clock_floor = clock_floor.max(shard_stable);
                 positions.push(recorded);
@@ -257,6 +259,8 @@ pub(super) async fn batch_loop(
         if overflowed {
             tracing::warn!("replication outbox overflowed: peers will be repaired by anti-entropy");
             gap = true;
+        }
+        if overflowed || rounds_wanted {
             for peer in &replication.peers {
                 if let Ok(mut queue) = peer.queue.lock() {
                     queue.needs_anti_entropy = true;

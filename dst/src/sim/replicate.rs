@@ -177,14 +177,18 @@ impl Sim {
         let mut deltas = Outgoing::default();
         let mut stable = meridian::crdt::Hlc(u64::MAX);
         let mut overflowed = false;
+        let mut rounds_wanted = false;
         let floor = n.repl.as_ref().map_or(meridian::crdt::Hlc::ZERO, |r| r.clock_floor);
         let mut clock_floor = floor;
         let mut positions = Vec::with_capacity(n.shards.len());
         for shard in &mut n.shards {
-            if let ShardReply::Outbox { batch, stable: s, recorded } = shard.apply(ShardOp::DrainOutbox { floor }, local) {
+            if let ShardReply::Outbox { batch, stable: s, recorded, rounds_wanted: wanted } =
+                shard.apply(ShardOp::DrainOutbox { floor }, local)
+            {
                 clock_floor = clock_floor.max(s);
                 deltas.append(batch.deltas);
                 overflowed |= batch.overflowed;
+                rounds_wanted |= wanted;
                 stable = stable.min(s);
                 positions.push(recorded);
             }
@@ -204,6 +208,9 @@ impl Sim {
             let reason = format!("n{node} sends a delta it did not write (echo): {echo:?}");
             self.fail(reason);
             return;
+        }
+        if rounds_wanted {
+            self.log(format!("n{node} removed by the absence rule what a reader saw: every link compares trees"));
         }
         let peers = self.nodes.len();
         let stability = &mut self.nodes[node].repl.as_mut().expect("replication runs").stability;
@@ -245,7 +252,7 @@ impl Sim {
                 self.reset_link(node, peer);
             }
             let repl = self.nodes[node].repl.as_mut().expect("replication runs");
-            if overflowed {
+            if overflowed || rounds_wanted {
                 repl.queues[peer].needs_anti_entropy = true;
             }
             let mut frames = Vec::new();

@@ -67,6 +67,30 @@ impl KeyState {
         Some(AbsentWrites { values, ints, floats })
     }
 
+    /// Whether removing `absent` (found in this state by [`KeyState::absent_writes`])
+    /// changes what a reader sees of it: the key or element goes, or its value or sum
+    /// changes. Merges a pure removal into a copy: called only where the absence rule
+    /// found something, which is rare (after a peer was given up on).
+    pub fn removal_changes_readout(&self, absent: &AbsentWrites) -> bool {
+        if !self.exists() {
+            return false;
+        }
+        let mut removal = KeyState::new();
+        removal.remove_absent(absent);
+        let mut after = self.clone();
+        after.merge(&removal);
+        self.reads_differently_from(&after)
+    }
+
+    /// Whether a reader tells the two states apart: one exists and the other not, the
+    /// value or sum differs, or a collection holds another number of live elements
+    /// (what a removal changes; an element's value is not compared).
+    pub fn reads_differently_from(&self, other: &KeyState) -> bool {
+        self.exists() != other.exists()
+            || self.read() != other.read()
+            || !self.collections().map(|c| c.len()).eq(other.collections().map(|c| c.len()))
+    }
+
     /// Record that `absent` was removed: its value and TTL writes are removed by
     /// observation (any this state holds go, and the context covers them), and its
     /// counter slots are absorbed. Applied to the state that holds them, they go; to
@@ -139,6 +163,35 @@ mod tests {
         let mut joined = mine.clone();
         joined.merge(&there);
         assert_eq!(joined.read(), Some(StrVal::Int(2)));
+    }
+
+    #[test]
+    fn a_removal_changes_the_readout_only_where_it_takes_away_what_a_reader_sees() {
+        let mine = KeyState::with_value(dot(10, 2), StrVal::Int(1), None);
+        let theirs = KeyState::with_value(dot(30, 3), StrVal::Int(2), None);
+        let absent = mine.absent_writes(Some(&theirs), &vv(&[(2, 20), (3, 40)])).expect("node 2's value");
+        assert!(mine.removal_changes_readout(&absent), "the value a GET read goes");
+        let incarnation = Hlc::from_parts(1, 0);
+        let mut counted = KeyState::new();
+        counted.incr_by(dot(10, 2), incarnation, -1);
+        counted.incr_by(dot(30, 1), incarnation, 5);
+        assert_eq!(counted.read(), Some(StrVal::Int(4)));
+        let absent = counted.absent_writes(None, &vv(&[(2, 20)])).expect("node 2's slot");
+        assert!(counted.removal_changes_readout(&absent), "the sum loses node 2's -1");
+        // Node 2's increment already absorbed here (a DEL took it), under a live one of
+        // node 1: removing it again changes nothing a reader sees.
+        let mut absorbed = KeyState::new();
+        absorbed.incr_by(dot(10, 2), incarnation, -1);
+        absorbed.remove_observed(&vv(&[(2, 10)]));
+        absorbed.incr_by(dot(30, 1), incarnation, 5);
+        assert_eq!(absorbed.read(), Some(StrVal::Int(5)));
+        let absent = absorbed.absent_writes(None, &vv(&[(2, 20)]));
+        assert!(absent.as_ref().is_none_or(|a| !absorbed.removal_changes_readout(a)), "{absent:?}");
+        // A state that reads as nothing: nothing to change.
+        let mut gone = mine.clone();
+        gone.remove_observed(&vv(&[(2, 10)]));
+        let absent = mine.absent_writes(None, &vv(&[(2, 20)])).expect("node 2's value");
+        assert!(!gone.removal_changes_readout(&absent));
     }
 
     #[test]

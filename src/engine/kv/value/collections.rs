@@ -352,22 +352,28 @@ impl KeyState {
     /// peer's element does not hold (all of them when the peer has no such element):
     /// the peer merged those writes and holds them no more, so they were removed there
     /// and the record since collected (`value::absence`). Merging the result here
-    /// removes them here too. Returns whether it added any.
-    pub fn add_removals_of_absent_elements(&mut self, held: &KeyState, forgotten: &VersionVector) -> bool {
-        let mut added = false;
+    /// removes them here too. Returns whether it added any, and whether any of them
+    /// removes an element that is live in `held` (one a reader sees go).
+    pub fn add_removals_of_absent_elements(&mut self, held: &KeyState, forgotten: &VersionVector) -> (bool, bool) {
+        let (mut added, mut of_live) = (false, false);
         for (part, mine) in held.collection_parts() {
             let theirs = self.part(part);
             let mut removals = Vec::new();
             mine.for_each_entry(|name, element| match theirs.and_then(|t| t.get(name)) {
                 None if element.has_dot_covered_by(forgotten) => {
+                    // Here the removal is what this element becomes.
                     let mut removal = element.to_state();
+                    let before = removal.clone();
                     removal.remove_observed(forgotten);
+                    of_live |= before.reads_differently_from(&removal);
                     removals.push((Bytes::copy_from_slice(name), removal));
                 }
                 None => {}
                 Some(their_element) => {
                     let their_state = their_element.to_state();
-                    if let Some(absent) = element.to_state().absent_writes(Some(&their_state), forgotten) {
+                    let mine = element.to_state();
+                    if let Some(absent) = mine.absent_writes(Some(&their_state), forgotten) {
+                        of_live |= mine.removal_changes_readout(&absent);
                         let mut removal = their_state;
                         removal.remove_absent(&absent);
                         removals.push((Bytes::copy_from_slice(name), removal));
@@ -384,7 +390,7 @@ impl KeyState {
             self.normalize_collections();
             self.settle();
         }
-        added
+        (added, of_live)
     }
 
     /// A collection part holding nothing and no history is no part at all (so equal
