@@ -462,7 +462,15 @@ impl Sim {
                 let queues: Vec<String> = r
                     .queues
                     .iter()
-                    .map(|q| format!("pending {} acked {} ae {} catching up {}", q.pending_batches(), q.acked(), q.needs_anti_entropy, q.catching_up()))
+                    .map(|q| {
+                        format!(
+                            "pending {} acked {} ae {} catching up {}",
+                            q.pending_batches(),
+                            q.acked(),
+                            q.needs_anti_entropy,
+                            q.catching_up()
+                        )
+                    })
                     .collect();
                 let stored = n.storage.streamer.as_ref().map(|s| s.durable_hlc());
                 lines.push(format!(
