@@ -6,6 +6,18 @@
 //! (merging is idempotent, so duplicates are harmless). When a peer falls so far behind
 //! that its queue would pass its byte bound, the queue is dropped and the peer marked
 //! for anti-entropy, which repairs it from full key states instead.
+//!
+//! On every connection the queue sends nothing until that connection's first whole
+//! anti-entropy round has sent its states (`states_sent`): the link is FIFO, so the
+//! peer merges what this node holds, with the records of what it collected (the
+//! absence rule, `shard::absence`), before any write of this node that came after
+//! those removals. Without that, a peer that had been given up on took this node's
+//! newer writes first and, until the round, answered from a state that still held
+//! what they causally follow the removal of. The batches queued before that round
+//! started are then dropped, not resent: the round's states hold whatever of their
+//! writes is still alive, and a write removed since (and its removal collected) would
+//! come back on the peer if it arrived after the round that told it of the removal
+//! (docs/replication.md, "Catch-up before batches").
 
 use std::collections::VecDeque;
 
@@ -27,6 +39,8 @@ pub struct PeerQueueStats {
     pub batches_acked: u64,
     pub deltas_acked: u64,
     pub overflows: u64,
+    /// Batches dropped unsent because a catch-up round's states held what they carried.
+    pub superseded: u64,
 }
 
 #[derive(Debug)]
@@ -41,6 +55,13 @@ pub struct PeerQueue {
     /// Set when batches were dropped (or never sent: a new link); cleared once an
     /// anti-entropy round starts.
     pub needs_anti_entropy: bool,
+    /// This connection has not yet sent a whole anti-entropy round's states: batches
+    /// wait (see the module docs).
+    catching_up: bool,
+    /// The last sequence queued.
+    last_queued: u64,
+    /// While catching up: the last sequence queued when the round in flight started.
+    round_mark: Option<u64>,
     pub stats: PeerQueueStats,
 }
 
@@ -54,6 +75,9 @@ impl PeerQueue {
             sent_upto: 0,
             acked: 0,
             needs_anti_entropy: true,
+            catching_up: true,
+            last_queued: 0,
+            round_mark: None,
             stats: PeerQueueStats::default(),
         }
     }
@@ -68,11 +92,16 @@ impl PeerQueue {
             self.stats.overflows += 1;
         }
         self.bytes += frame.len();
+        self.last_queued = seq;
         self.pending.push_back(Pending { seq, frame, deltas, queued_at_ms: now_ms });
     }
 
-    /// The next batch to write on the current connection, marked as sent.
+    /// The next batch to write on the current connection, marked as sent; none while
+    /// the connection's first round has not sent its states.
     pub fn next_to_send(&mut self) -> Option<Bytes> {
+        if self.catching_up {
+            return None;
+        }
         let next = self.pending.iter().find(|p| p.seq > self.sent_upto)?;
         self.sent_upto = next.seq;
         self.stats.batches_sent += 1;
@@ -94,9 +123,44 @@ impl PeerQueue {
         }
     }
 
-    /// The connection dropped: whatever was sent but not acknowledged goes again.
+    /// The connection dropped: whatever was sent but not acknowledged goes again, after
+    /// the next connection's first whole round.
     pub fn on_disconnect(&mut self) {
         self.sent_upto = self.acked;
+        self.catching_up = true;
+    }
+
+    /// An anti-entropy round starts on this connection.
+    pub fn round_started(&mut self) {
+        if self.catching_up {
+            self.round_mark = Some(self.last_queued);
+        }
+    }
+
+    /// An anti-entropy round on this connection sent its states (none, when no leaf
+    /// differed); `whole`: every differing leaf, not cut at the per-round bound. After
+    /// a whole one, batches flow, less those queued before the round started (see the
+    /// module docs).
+    pub fn states_sent(&mut self, whole: bool) {
+        if !whole || !self.catching_up {
+            return;
+        }
+        self.catching_up = false;
+        let Some(mark) = self.round_mark.take() else { return };
+        while let Some(front) = self.pending.front() {
+            if front.seq > mark {
+                break;
+            }
+            self.bytes -= front.frame.len();
+            self.stats.superseded += 1;
+            self.pending.pop_front();
+        }
+        self.sent_upto = self.sent_upto.max(mark);
+    }
+
+    /// Whether batches wait for this connection's first whole round.
+    pub fn catching_up(&self) -> bool {
+        self.catching_up
     }
 
     pub fn acked(&self) -> u64 {
@@ -135,10 +199,12 @@ mod tests {
         for seq in 1..=3 {
             queue.push(seq, frame(10), 1, 0);
         }
+        queue.states_sent(true);
         assert!(queue.next_to_send().is_some());
         assert!(queue.next_to_send().is_some());
         queue.on_ack(1);
         queue.on_disconnect();
+        queue.states_sent(true);
         let mut resent = 0;
         while queue.next_to_send().is_some() {
             resent += 1;
@@ -146,6 +212,28 @@ mod tests {
         assert_eq!(resent, 2, "batches 2 and 3");
         queue.on_ack(3);
         assert_eq!(queue.pending_batches(), 0);
+        assert_eq!(queue.pending_bytes(), 0);
+    }
+
+    #[test]
+    fn each_connection_sends_no_batch_before_a_whole_rounds_states() {
+        let mut queue = PeerQueue::new(1 << 20);
+        queue.push(1, frame(10), 1, 0);
+        assert!(queue.catching_up() && queue.next_to_send().is_none(), "a new queue's first connection");
+        queue.states_sent(false);
+        assert!(queue.next_to_send().is_none(), "a round cut at its bound caught the peer up only in part");
+        queue.states_sent(true);
+        assert!(queue.next_to_send().is_some());
+        queue.push(2, frame(10), 1, 0);
+        queue.on_disconnect();
+        assert!(queue.next_to_send().is_none(), "the next connection catches up first too");
+        queue.round_started();
+        queue.push(3, frame(10), 1, 0);
+        queue.states_sent(true);
+        assert_eq!(queue.next_to_send().map(|f| f.len()), Some(10), "what was queued after the round started");
+        assert!(queue.next_to_send().is_none(), "batches 1 and 2, unacknowledged, went with the round's states");
+        assert_eq!((queue.pending_batches(), queue.stats.superseded), (1, 2));
+        queue.on_ack(3);
         assert_eq!(queue.pending_bytes(), 0);
     }
 

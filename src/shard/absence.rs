@@ -83,7 +83,9 @@ impl Shard {
         let mut removals = Vec::new();
         for &leaf in leaves {
             self.kv.keys.for_each_in_leaf(leaf, |key, state| {
-                if !state.exists() || sent.contains(key) {
+                // Dead states too: a tombstone holding a TTL write not yet due is kept
+                // for it (`keeps_for_ttl`), and the peer removed that write as well.
+                if sent.contains(key) {
                     return;
                 }
                 if let Some(forgotten) = covering(key)

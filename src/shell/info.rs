@@ -63,7 +63,7 @@ fn render_replication(out: &mut String, state: &ServerState, shards: &[ShardStat
         let ae_ago = if status.ae_last_ms == 0 { -1 } else { now.saturating_sub(status.ae_last_ms) as i64 };
         let _ = write!(
             out,
-            "peer{i}:addr={},node_id={},region={},link={},lag_ms={lag_ms},backlog_bytes={backlog_bytes},backlog_deltas={backlog_deltas},acked_seq={acked},batches_sent={},bytes_sent={},deltas_acked={},backlog_overflows={},connects={},ae_rounds={},ae_last_ms_ago={ae_ago},ae_keys_sent={},ae_keys_received={},last_error={}\r\n",
+            "peer{i}:addr={},node_id={},region={},link={},lag_ms={lag_ms},backlog_bytes={backlog_bytes},backlog_deltas={backlog_deltas},acked_seq={acked},batches_sent={},bytes_sent={},deltas_acked={},backlog_overflows={},backlog_superseded={},connects={},ae_rounds={},ae_last_ms_ago={ae_ago},ae_keys_sent={},ae_keys_received={},last_error={}\r\n",
             peer.addr,
             status.remote_node.map_or(String::new(), |n| n.to_string()),
             status.remote_region,
@@ -72,6 +72,7 @@ fn render_replication(out: &mut String, state: &ServerState, shards: &[ShardStat
             stats.bytes_sent,
             stats.deltas_acked,
             stats.overflows,
+            stats.superseded,
             status.connects,
             status.ae_rounds,
             status.ae_keys_sent,

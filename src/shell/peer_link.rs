@@ -320,10 +320,11 @@ async fn connect_and_serve(peer: &Arc<Peer>, replication: &Arc<Replication>, rou
         .map_err(|_| LinkError::Io("connect timed out".into()))?
         .map_err(|e| LinkError::Io(format!("connect: {e}")))?;
     let _ = stream.set_nodelay(true);
-    // Closed by reset, not by sending what is still queued first: a dropped link's
-    // unacknowledged batches are resent on the next one anyway, and delivered late
-    // (after this node gave up on the peer and collected tombstones without it) they
-    // could bring back writes those collections removed (`LinkError::GivenUp`).
+    // Closed by reset, not by sending what is still queued first: the next connection
+    // catches the peer up by a round before any batch (`PeerQueue::states_sent`), and
+    // batches delivered late (after this node gave up on the peer and collected
+    // tombstones without it) could bring back writes those collections removed
+    // (`LinkError::GivenUp`).
     let _ = stream.set_zero_linger();
     let (read, mut write) = match &replication.tls {
         None => plain(stream),
@@ -352,7 +353,8 @@ async fn connect_and_serve(peer: &Arc<Peer>, replication: &Arc<Replication>, rou
         s.connects += 1;
         s.last_error.clear();
     });
-    // A new link always compares trees first: the peer may have missed anything.
+    // A new link always compares trees first, before any batch (`PeerQueue`): the peer
+    // may have missed anything.
     if let Ok(mut queue) = peer.queue.lock() {
         queue.needs_anti_entropy = true;
     }
@@ -436,11 +438,13 @@ where
             }
         }
         give_up_stalled_rounds(&mut ae, &mut round_token, peer, remote, replication);
-        let wanted = peer.queue.lock().map(|q| q.needs_anti_entropy).unwrap_or(false)
+        // A connection whose batches wait for a whole round's states keeps asking for one.
+        let wanted = peer.queue.lock().map(|q| q.needs_anti_entropy || q.catching_up()).unwrap_or(false)
             || replication.stability.lock().map(|s| s.awaits_round(remote)).unwrap_or(false);
         if ae.due(now_ms(), wanted) {
             if let Ok(mut queue) = peer.queue.lock() {
                 queue.needs_anti_entropy = false;
+                queue.round_started();
             }
             let leaves = node_leaves(router).await.map_err(LinkError::Io)?;
             let start = ae.start(now_ms(), leaves);
@@ -471,9 +475,11 @@ where
                         }
                     }
                     let mut sent = 0u64;
+                    let mut all_sent = true;
                     for chunk in differing.chunks(AE_LEAVES_PER_MESSAGE) {
                         let deltas = export_leaves(router, chunk).await.map_err(LinkError::Io)?;
                         if !replication.may_send(&deltas) {
+                            all_sent = false;
                             // Stamps not yet reserved by a stored segment: the round
                             // cannot finish; another starts once they are stored.
                             let waiting = peer.round_wait.lock().ok().and_then(|mut w| w.take_if(|w| w.round == round));
@@ -487,6 +493,10 @@ where
                         }
                         sent += deltas.len() as u64;
                         send(&mut write, &Message::AeStates { round, reply_wanted: true, leaves: chunk.to_vec(), deltas }).await?;
+                    }
+                    // The peer merges these before anything queued (`PeerQueue::states_sent`).
+                    if all_sent && let Ok(mut queue) = peer.queue.lock() {
+                        queue.states_sent(whole);
                     }
                     let rounds = ae.rounds_completed;
                     set_status(peer, |s| {

@@ -17,6 +17,7 @@ mod finish;
 mod graph_writes;
 mod indexes;
 mod inject;
+mod link_stall;
 mod notifications;
 mod persist;
 mod replicate;
@@ -160,6 +161,12 @@ enum Event {
         to_dialer: bool,
         frame: Bytes,
     },
+    /// Frames of a link end wait behind a refused one: offer them again.
+    RetryStalled {
+        dialer: usize,
+        listener: usize,
+        to_dialer: bool,
+    },
 }
 
 struct Sim {
@@ -192,6 +199,8 @@ struct Sim {
     /// partition could arrive after frames sent later (docs/testing.md, "Links in
     /// order"). A connection that dies loses its frames (`link_epochs`).
     link_arrivals: BTreeMap<(usize, usize, bool), u64>,
+    /// Per link end, frames waiting behind one whose merge was refused (`link_stall`).
+    link_stalls: BTreeMap<link_stall::LinkEnd, link_stall::Stalled>,
     /// Replication runs: the workload is done and links drain until this instant.
     quiesce_until: Option<u64>,
     /// Every fault, heal and restart, with its simulated instant: a failing key's report
@@ -260,6 +269,7 @@ impl Sim {
             oracle: Oracle::default(),
             link_epochs: vec![vec![0; cfg.nodes]; cfg.nodes],
             link_arrivals: BTreeMap::new(),
+            link_stalls: BTreeMap::new(),
             quiesce_until: None,
             fault_log: Vec::new(),
             graph_names: Default::default(),
@@ -408,6 +418,7 @@ impl Sim {
             }
             Event::OutboxReady { node } => self.repl_tick(node),
             Event::Deliver { dialer, listener, epoch, to_dialer, frame } => self.deliver(dialer, listener, epoch, to_dialer, frame),
+            Event::RetryStalled { dialer, listener, to_dialer } => self.retry_stalled((dialer, listener, to_dialer)),
             Event::Heal { partition } => {
                 self.partitions.remove(&partition);
                 self.log_fault(format!("heal partition {partition}"));

@@ -243,8 +243,8 @@ impl Sim {
         for peer in (0..peers).filter(|&p| p != node) {
             // As the server's link does (`shell::peer_link::liveness::until_given_up`): a peer
             // that collection newly left out loses the connection and what is in flight
-            // on it, so that it is caught up by a round (which the new connection
-            // starts) after anything it is sent again.
+            // on it; the new connection catches it up by a round before any batch
+            // (`PeerQueue::states_sent`).
             let repl = self.nodes[node].repl.as_mut().expect("replication runs");
             let episodes = repl.stability.give_up_episodes(peer as u16 + 1);
             if std::mem::replace(&mut repl.give_ups_seen[peer], episodes) != episodes {
@@ -264,7 +264,8 @@ impl Sim {
             {
                 repl.stability.round_abandoned(peer as u16 + 1, token);
             }
-            let wanted = repl.queues[peer].needs_anti_entropy || repl.stability.awaits_round(peer as u16 + 1);
+            let wanted =
+                repl.queues[peer].needs_anti_entropy || repl.queues[peer].catching_up() || repl.stability.awaits_round(peer as u16 + 1);
             let start_round = repl.ae[peer].due(now, wanted);
             for frame in frames {
                 self.link_send_frame(node, peer, false, frame);
@@ -273,6 +274,7 @@ impl Sim {
                 let leaves = self.leaves(node);
                 let repl = self.nodes[node].repl.as_mut().expect("replication runs");
                 repl.queues[peer].needs_anti_entropy = false;
+                repl.queues[peer].round_started();
                 let groups = repl.ae[peer].start(now, leaves);
                 if let Message::AeGroups { round, .. } = &groups {
                     let token = repl.stability.round_started(peer as u16 + 1);
@@ -283,27 +285,29 @@ impl Sim {
         }
     }
 
-    /// A frame arrives on the link `dialer -> listener`, at the dialer if `to_dialer`.
-    pub(super) fn deliver(&mut self, dialer: usize, listener: usize, epoch: u32, to_dialer: bool, frame: Bytes) {
+    /// A frame arrives on the link `dialer -> listener`, at the dialer if `to_dialer`,
+    /// and is taken; or is handed back when a shard refused its merge (persistence
+    /// behind), for the link to offer again before anything after it (`link_stall`).
+    pub(super) fn take_frame(&mut self, dialer: usize, listener: usize, epoch: u32, to_dialer: bool, frame: Bytes) -> Result<(), Bytes> {
         if epoch != self.link_epochs[dialer][listener] {
-            return; // the connection it was written on is gone
+            return Ok(()); // the connection it was written on is gone
         }
         let at = if to_dialer { dialer } else { listener };
         let n = &self.nodes[at];
         if !n.up {
-            return;
+            return Ok(());
         }
         if n.paused_until > self.now {
             let when = n.paused_until;
             self.schedule(when, Event::Deliver { dialer, listener, epoch, to_dialer, frame });
-            return;
+            return Ok(());
         }
         let local = n.local_ms(self.now);
         let message = match wire::decode_one(&frame, 64 << 20) {
             Ok(message) => message,
             Err(e) => {
                 self.fail(format!("n{at} cannot decode a frame from its peer: {e}"));
-                return;
+                return Ok(());
             }
         };
         match message {
@@ -316,8 +320,7 @@ impl Sim {
                     }
                     self.link_send(dialer, listener, true, &Message::Ack { seq });
                 } else {
-                    // Persistence behind: the listener takes it again a little later.
-                    self.schedule(self.now + 50, Event::Deliver { dialer, listener, epoch, to_dialer, frame });
+                    return Err(frame);
                 }
             }
             Message::Ack { seq } if to_dialer => {
@@ -330,14 +333,14 @@ impl Sim {
                 self.link_send(dialer, listener, true, &answer_groups(round, &mine, &groups));
             }
             Message::AeLeaves { round, leaves } if to_dialer => {
-                let Some(repl) = self.nodes[dialer].repl.as_mut() else { return };
+                let Some(repl) = self.nodes[dialer].repl.as_mut() else { return Ok(()) };
                 // A stray answer (its round abandoned) closes the connection, as it does
                 // in the server; the next round starts on the new one.
                 let differing = match repl.ae[listener].on_leaves(round, &leaves) {
                     Ok(differing) => differing,
                     Err(_) => {
                         self.reset_link(dialer, listener);
-                        return;
+                        return Ok(());
                     }
                 };
                 let whole = differing.len() < meridian::replication::anti_entropy::LEAVES_PER_ROUND_MAX;
@@ -351,7 +354,9 @@ impl Sim {
                         repl.round_waits[listener] = Some(RoundWait { round, token, remaining: 1, whole, since_ms: self.now });
                     }
                 }
-                if !differing.is_empty() {
+                if differing.is_empty() {
+                    self.nodes[dialer].repl.as_mut().expect("replication runs").queues[listener].states_sent(whole);
+                } else {
                     let deltas = self.export(dialer, &differing, local);
                     // States with stamps that may not leave yet: the round is given up
                     // and another starts once they are stored (as the server does).
@@ -362,6 +367,8 @@ impl Sim {
                             false,
                             &Message::AeStates { round, reply_wanted: true, leaves: differing, deltas },
                         );
+                        // Queued batches follow these states on the link (`PeerQueue::states_sent`).
+                        self.nodes[dialer].repl.as_mut().expect("replication runs").queues[listener].states_sent(whole);
                     } else {
                         let now = self.now;
                         let repl = self.nodes[dialer].repl.as_mut().expect("replication runs");
@@ -374,7 +381,7 @@ impl Sim {
             }
             Message::AeStates { round, reply_wanted, leaves, deltas } => {
                 if self.merge_leaf_states(at, &leaves, deltas, local).is_none() {
-                    return; // repaired by a later round
+                    return Err(frame);
                 }
                 if to_dialer {
                     let repl = self.nodes[dialer].repl.as_mut().expect("replication runs");
@@ -393,6 +400,7 @@ impl Sim {
             }
             other => self.fail(format!("n{at} got an unexpected {} message", other.name())),
         }
+        Ok(())
     }
 
     /// Whether every write the node made is in its object store (so a crash now loses
@@ -454,7 +462,15 @@ impl Sim {
                 let queues: Vec<String> = r
                     .queues
                     .iter()
-                    .map(|q| format!("pending {} acked {} ae {}", q.pending_batches(), q.acked(), q.needs_anti_entropy))
+                    .map(|q| {
+                        format!(
+                            "pending {} acked {} ae {} catching up {}",
+                            q.pending_batches(),
+                            q.acked(),
+                            q.needs_anti_entropy,
+                            q.catching_up()
+                        )
+                    })
                     .collect();
                 let stored = n.storage.streamer.as_ref().map(|s| s.durable_hlc());
                 lines.push(format!(

@@ -16,8 +16,9 @@ const GIVE_UP_CHECK: Duration = Duration::from_millis(250);
 /// past `--peer-horizon-ms`) since this link came up. The link is then dropped with
 /// what is in flight on it, even a write blocked on a full socket: batches delivered
 /// to the peer late could carry writes that collection removed. The next connection
-/// resends what is unacknowledged and then compares trees, so the peer is caught up
-/// by a round after them (`shard::absence`).
+/// compares trees before it sends any batch and drops what was queued before its
+/// round (`PeerQueue::states_sent`), so the peer is caught up by the absence rule
+/// (`shard::absence`) and no such write arrives after.
 pub(super) async fn until_given_up(replication: &Replication, remote: u16) {
     let episodes = || replication.stability.lock().map(|s| s.give_up_episodes(remote)).unwrap_or(0);
     let linked = episodes();
