@@ -55,6 +55,8 @@ pub struct PeerQueue {
     /// Set when batches were dropped (or never sent: a new link); cleared once an
     /// anti-entropy round starts.
     pub needs_anti_entropy: bool,
+    /// Every connection catches up before its batches (see the module docs).
+    catch_up: bool,
     /// This connection has not yet sent a whole anti-entropy round's states: batches
     /// wait (see the module docs).
     catching_up: bool,
@@ -66,6 +68,15 @@ pub struct PeerQueue {
 }
 
 impl PeerQueue {
+    /// A queue whose every connection first sends a whole anti-entropy round's states
+    /// (the server's and the simulator's links, FIFO connections: see the module docs).
+    pub fn with_catch_up(bytes_max: usize) -> PeerQueue {
+        PeerQueue { catch_up: true, catching_up: true, ..PeerQueue::new(bytes_max) }
+    }
+
+    /// A queue that sends its batches as soon as a connection is up (a link over a
+    /// network that loses and reorders messages, where a round's states cannot be
+    /// ordered before the batches anyway: `maelstrom`).
     pub fn new(bytes_max: usize) -> PeerQueue {
         assert!(bytes_max > 0);
         PeerQueue {
@@ -75,7 +86,8 @@ impl PeerQueue {
             sent_upto: 0,
             acked: 0,
             needs_anti_entropy: true,
-            catching_up: true,
+            catch_up: false,
+            catching_up: false,
             last_queued: 0,
             round_mark: None,
             stats: PeerQueueStats::default(),
@@ -127,7 +139,7 @@ impl PeerQueue {
     /// the next connection's first whole round.
     pub fn on_disconnect(&mut self) {
         self.sent_upto = self.acked;
-        self.catching_up = true;
+        self.catching_up = self.catch_up;
     }
 
     /// An anti-entropy round starts on this connection.
@@ -217,7 +229,11 @@ mod tests {
 
     #[test]
     fn each_connection_sends_no_batch_before_a_whole_rounds_states() {
-        let mut queue = PeerQueue::new(1 << 20);
+        let mut plain = PeerQueue::new(1 << 20);
+        plain.push(1, frame(10), 1, 0);
+        plain.on_disconnect();
+        assert!(plain.next_to_send().is_some(), "a queue made without catch-up never waits");
+        let mut queue = PeerQueue::with_catch_up(1 << 20);
         queue.push(1, frame(10), 1, 0);
         assert!(queue.catching_up() && queue.next_to_send().is_none(), "a new queue's first connection");
         queue.states_sent(false);

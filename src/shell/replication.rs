@@ -180,7 +180,7 @@ pub fn prepare(config: &Config, pubsub: Arc<super::pubsub::Broker>) -> Result<(A
             Arc::new(Peer {
                 index,
                 addr: addr.clone(),
-                queue: Mutex::new(PeerQueue::new(config.repl_backlog_bytes)),
+                queue: Mutex::new(PeerQueue::with_catch_up(config.repl_backlog_bytes)),
                 wake: Notify::new(),
                 status: Mutex::new(PeerStatus { link: "connecting", ..Default::default() }),
                 round_wait: Mutex::new(None),

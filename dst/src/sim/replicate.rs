@@ -86,7 +86,7 @@ impl ReplNode {
             stability.set_member(i, peer as u16 + 1);
         }
         ReplNode {
-            queues: (0..nodes).map(|_| PeerQueue::new(PEER_QUEUE_BYTES)).collect(),
+            queues: (0..nodes).map(|_| PeerQueue::with_catch_up(PEER_QUEUE_BYTES)).collect(),
             seq: 0,
             session,
             gap: false,
