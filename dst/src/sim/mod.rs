@@ -20,6 +20,7 @@ mod inject;
 mod link_stall;
 mod notifications;
 mod persist;
+mod replica_checks;
 mod replicate;
 mod replicate_shards;
 mod report;
