@@ -57,7 +57,11 @@ pub async fn read(stream: &TcpStream, buf: &mut BytesMut) -> io::Result<(usize, 
         buf.reserve(4096);
     }
     loop {
-        stream.readable().await?;
+        // The stream's single reader waker slot, not `readable()`'s future: that one
+        // links a waiter into the socket's list and unlinks it on drop, under its lock,
+        // every wait (~300 instructions a request at pipeline depth 1). One task reads a
+        // connection, so the single slot is enough.
+        std::future::poll_fn(|cx| stream.poll_read_ready(cx)).await?;
         #[cfg(target_os = "linux")]
         let read = {
             // A read that did not fill the room drained the socket: say so to tokio

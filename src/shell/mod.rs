@@ -10,6 +10,7 @@ pub mod blocking;
 pub mod clients;
 pub mod command_stats;
 pub mod connection;
+pub mod connection_pool;
 pub mod coordinator;
 pub mod fanout;
 pub mod graph_config;

@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::LocalSet;
 
+use super::connection_pool::ConnectionPool;
 use super::router::{ParkedWork, ShardMsg};
 use super::shards::{SharedShard, apply_local};
 use super::{ServerState, connection, idle_poll, now_ms, park_gate};
@@ -54,6 +55,8 @@ fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerSta
     let local = LocalSet::new();
     local.block_on(&runtime, async {
         tokio::task::spawn_local(expire_loop(shard.clone(), state.clone()));
+        let connections = ConnectionPool::default();
+        tokio::task::spawn_local(connections.run());
         // Messages that touch the shard, held while the coordinator has it parked (in
         // arrival order). New connections do not wait behind them: a client can still
         // connect, and be answered BUSY or SCRIPT KILL a script, while a script runs.
@@ -108,7 +111,7 @@ fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerSta
                     let _ = reply.send(apply_local(&shard, &state, ops));
                 }
                 ShardMsg::Connection { stream, peer, handover } => {
-                    tokio::task::spawn_local(connection::serve(stream, peer, handover, home, shard.clone(), state.clone()));
+                    connections.add(connection::serve(stream, peer, handover, home, shard.clone(), state.clone()));
                 }
                 ShardMsg::Park { parked, work } => {
                     park_gate::park();
@@ -130,7 +133,7 @@ fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerSta
             }
         }
     });
-    // Dropping the LocalSet cancels the connection tasks, which closes their sockets.
+    // Dropping the LocalSet cancels the connections' task, which closes their sockets.
     drop(local);
 }
 
