@@ -20,8 +20,11 @@ const ROUTE_HASH_SEED: u64 = 0x726f_7574_655f_6b65;
 /// The part of a key that decides its shard: the first non-empty `{...}` section, or
 /// the whole key (Redis Cluster's hash-tag rule).
 pub fn routing_part(key: &[u8]) -> &[u8] {
-    if let Some(open) = key.iter().position(|&b| b == b'{')
-        && let Some(len) = key[open + 1..].iter().position(|&b| b == b'}')
+    // `memchr`, not a byte loop: every command for a key of a node with several shards
+    // routes it (a pipelined one twice: its prefetch, then its run), and the loop cost
+    // ~100 instructions of the ~195 a routing took for a 16-byte key.
+    if let Some(open) = memchr::memchr(b'{', key)
+        && let Some(len) = memchr::memchr(b'}', &key[open + 1..])
         && len > 0
     {
         return &key[open + 1..open + 1 + len];
@@ -75,6 +78,12 @@ mod tests {
         assert_eq!(routing_part(b"{}x"), b"{}x");
         assert_eq!(routing_part(b"plain"), b"plain");
         assert_eq!(routing_part(b"a{b"), b"a{b");
+        // Redis Cluster's rule exactly: the first `{`, then the first `}` after it.
+        assert_eq!(routing_part(b"}{x}"), b"x");
+        assert_eq!(routing_part(b"a{b}{c}"), b"b");
+        assert_eq!(routing_part(b"{{x}}"), b"{x");
+        assert_eq!(routing_part(b"{"), b"{");
+        assert_eq!(routing_part(b""), b"");
     }
 
     #[test]
