@@ -176,13 +176,20 @@ impl Future for Isolated {
 mod tests {
     use super::*;
 
-    #[test]
-    fn every_connection_runs_to_its_end_and_a_panic_ends_only_its_own() {
+    /// Run `test` with a pool on a thread set up as a shard thread is.
+    fn with_a_pool<F: Future<Output = ()>>(test: impl FnOnce(ConnectionPool) -> F) {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
         let local = tokio::task::LocalSet::new();
         local.block_on(&runtime, async {
             let pool = ConnectionPool::default();
             tokio::task::spawn_local(pool.run());
+            test(pool).await;
+        });
+    }
+
+    #[test]
+    fn every_connection_runs_to_its_end_and_a_panic_ends_only_its_own() {
+        with_a_pool(|pool| async move {
             let done = Rc::new(RefCell::new(Vec::new()));
             for i in 0..5u32 {
                 let done = done.clone();
@@ -206,11 +213,7 @@ mod tests {
 
     #[test]
     fn a_connection_woken_from_another_thread_or_by_another_connection_runs() {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-        let local = tokio::task::LocalSet::new();
-        local.block_on(&runtime, async {
-            let pool = ConnectionPool::default();
-            tokio::task::spawn_local(pool.run());
+        with_a_pool(|pool| async move {
             let (reply_tx, reply_rx) = tokio::sync::oneshot::channel::<u32>();
             let (inbox_tx, mut inbox_rx) = tokio::sync::mpsc::unbounded_channel::<u32>();
             let got = Rc::new(RefCell::new(Vec::new()));
