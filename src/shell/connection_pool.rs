@@ -22,7 +22,7 @@
 //! (at most [`PASSES_MAX`]) instead of a turn of the runtime each. With few
 //! connections every pass polled them all, so each request paid a turn of the runtime
 //! for nothing (~300 instructions: a PUBLISH to one subscriber cost 3 % more than with
-//! a task per connection until this; it is still ~1.5 % more, docs/benchmarks.md).
+//! a task per connection until this; it is still ~2 % more, docs/benchmarks.md).
 //!
 //! A hand-written ready list (a slot per connection, its waker pushing the slot's
 //! index under a mutex) measured the same as `FuturesUnordered` here (a P=1 GET from 50
@@ -50,39 +50,38 @@ type ConnectionFuture = Pin<Box<dyn Future<Output = ()>>>;
 /// Where the shard thread hands its new connections to the pool task.
 #[derive(Clone, Default)]
 pub struct ConnectionPool {
-    arrivals: Rc<RefCell<Arrivals>>,
-}
-
-#[derive(Default)]
-struct Arrivals {
     /// Connections handed over and not yet taken by the pool task. Bounded by
     /// `maxclients` in practice: the pool task takes them on its next poll, and every
     /// connection over the limit ends at once (`connection::serve`).
-    waiting: Vec<ConnectionFuture>,
-    /// The pool task's waker, once it has been polled.
-    waker: Option<Waker>,
+    arrivals: Rc<RefCell<Vec<ConnectionFuture>>>,
+    /// The pool task's wake-ups (its own waker is registered there on every poll).
+    pass: Arc<PassWaker>,
 }
 
 impl ConnectionPool {
     /// Serve `connection` on this thread, among the others.
     pub fn add(&self, connection: impl Future<Output = ()> + 'static) {
-        let mut arrivals = self.arrivals.borrow_mut();
-        arrivals.waiting.push(Box::pin(connection));
-        if let Some(waker) = &arrivals.waker {
-            waker.wake_by_ref();
-        }
+        self.arrivals.borrow_mut().push(Box::pin(connection));
+        // Never called while the pool task polls (a connection hands none over), so
+        // this goes to the runtime; before the task's first poll there is no waker,
+        // and that first poll takes the arrivals anyway.
+        self.pass.task.wake();
     }
 
     /// The task that runs every connection handed to [`ConnectionPool::add`]; it never
     /// ends (dropping it drops every connection, which closes their sockets).
     pub fn run(&self) -> impl Future<Output = ()> + 'static {
-        let pass = Arc::new(PassWaker::default());
-        PoolTask { arrivals: self.arrivals.clone(), running: FuturesUnordered::new(), waker: Waker::from(pass.clone()), pass }
+        PoolTask {
+            arrivals: self.arrivals.clone(),
+            running: FuturesUnordered::new(),
+            waker: Waker::from(self.pass.clone()),
+            pass: self.pass.clone(),
+        }
     }
 }
 
 struct PoolTask {
-    arrivals: Rc<RefCell<Arrivals>>,
+    arrivals: Rc<RefCell<Vec<ConnectionFuture>>>,
     running: FuturesUnordered<Isolated>,
     /// What `running` wakes when a connection is ready (or it wants another pass).
     pass: Arc<PassWaker>,
@@ -124,16 +123,10 @@ impl Future for PoolTask {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = &mut *self;
-        {
-            let mut arrivals = this.arrivals.borrow_mut();
-            if !arrivals.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                arrivals.waker = Some(cx.waker().clone());
-            }
-            for connection in arrivals.waiting.drain(..) {
-                this.running.push(Isolated(connection));
-            }
-        }
         this.pass.task.register(cx.waker());
+        for connection in this.arrivals.borrow_mut().drain(..) {
+            this.running.push(Isolated(connection));
+        }
         this.pass.polling.store(true, Ordering::SeqCst);
         let mut passes = 0;
         let mut inner = Context::from_waker(&this.waker);
