@@ -52,6 +52,41 @@ fn with_idle_polling_pipelines_and_fan_outs_answer_alike_and_the_server_stops() 
     assert!(common::wait_for_exit(&mut server, Duration::from_secs(10)).is_some(), "SIGTERM stops a polling server");
 }
 
+/// A connection keeps a few emptied batch buffers for its next remote batches: with
+/// more shards than it keeps, pipelines of changing lengths take some batches from the
+/// kept ones and allocate the rest, and no reply lands in another's slot (errors
+/// included) nor is left over from an earlier pipeline.
+#[test]
+fn pipelines_of_changing_lengths_over_many_shards_get_their_own_replies() {
+    let server = start_meridian(&["--shards", "8"]);
+    let mut con = connect(&server);
+    let keys = common::keys_spread_over_shards("reuse:", 64, 8);
+    let () = redis::cmd("SET").arg("reuse:text").arg("not a number").query(&mut con).expect("SET");
+    for (round, length) in [1, 2, 17, 1, 40, 3, 9, 1, 64, 5, 1, 30].into_iter().enumerate() {
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for key in &keys[..length] {
+            pipe.cmd("SET").arg(key).arg(format!("{key}={round}")).ignore();
+            pipe.cmd("GET").arg(key);
+        }
+        pipe.cmd("INCR").arg("reuse:text");
+        for key in keys[..length].iter().rev() {
+            pipe.cmd("APPEND").arg(key).arg("!");
+        }
+        let replies: Vec<Value> = pipe.query(&mut con).unwrap_or_else(|e| panic!("round {round}: {e}"));
+        let want_get = keys[..length].iter().map(|key| Value::BulkString(format!("{key}={round}").into_bytes()));
+        let error_at = length;
+        assert_eq!(replies.len(), 2 * length + 1, "round {round}");
+        assert_eq!(replies[..length], want_get.collect::<Vec<_>>()[..], "round {round}: GETs");
+        let in_place = matches!(&replies[error_at], Value::ServerError(e) if e.details().is_some_and(|d| d.contains("not an integer")));
+        assert!(in_place, "round {round}: INCR's error in its own slot: {:?}", replies[error_at]);
+        for (at, key) in keys[..length].iter().rev().enumerate() {
+            let appended = format!("{key}={round}!").len() as i64;
+            assert_eq!(replies[error_at + 1 + at], Value::Int(appended), "round {round}: APPEND {key}");
+        }
+    }
+}
+
 fn pipeline_over_shards_keeps_order(con: &mut redis::Connection) {
     let con = &mut *con;
     const KEYS: usize = 24;

@@ -11,13 +11,11 @@ use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use smallvec::SmallVec;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-use tokio::sync::oneshot;
 
 use super::ServerState;
 use super::clients::ClientInfo;
@@ -30,7 +28,7 @@ use super::transaction::TransactionState;
 use crate::command::errors;
 use crate::command::{Command, ReplyMode, parse_command_at, table};
 use crate::protocol::{Frame, ParseLimits, Protocol, ProtocolError, RequestParser};
-use crate::shard::{ShardOp, ShardReply};
+use crate::shard::ShardOp;
 
 /// Commands parsed from the read buffer before they are run and answered.
 mod client;
@@ -61,18 +59,6 @@ const READ_CHUNK_BYTES_MAX: usize = 256 * 1024;
 const WRITE_BUFFER_BYTES_MAX: usize = 1024 * 1024;
 /// Replies up to this size wait for the end of the event loop's turn (see `run`).
 const HELD_REPLY_BYTES_MAX: usize = 8 * 1024;
-/// A remote shard's batch is sent once it holds this many operations, without waiting
-/// for the end of what was read: the other shards then work while this thread runs its
-/// own share. Eight operations per hop keep the hop's cost small next to theirs; a
-/// short pipeline (P=16 over several shards) never fills one.
-const REMOTE_BATCH_SEND_OPS: usize = 8;
-/// Queued remote operations are sent before the next home-shard command once they have
-/// waited this long behind home-shard work. Without it, a pipeline of expensive writes
-/// (vector-indexed HSETs, ~0.3 ms each) ran shard after shard: each read's home share
-/// first, then the remote batches (measured: 2 shards inserted no faster than 1). Cheap
-/// commands never wait this long, so they keep one hop per shard per read.
-const REMOTE_WAIT_MAX: Duration = Duration::from_micros(25);
-
 pub async fn serve(
     stream: std::net::TcpStream,
     peer: SocketAddr,
@@ -112,9 +98,7 @@ pub async fn serve(
         info: info.clone(),
         access: ShardAccess::new(home, shard, state.clone()),
         read_chunk: READ_CHUNK_BYTES,
-        pending: Vec::new(),
-        pending_since: None,
-        in_flight: Vec::new(),
+        remote: remote::RemoteQueue::default(),
         replies: Vec::new(),
         encoded: 0,
         closing: false,
@@ -155,17 +139,6 @@ fn subcommand_row(spec: Option<&table::CommandSpec>, args: &[Bytes]) -> Option<S
     })
 }
 
-/// Operations queued for one remote shard, with the reply slots they fill.
-struct PendingBatch {
-    shard: usize,
-    ops: Vec<ShardOp>,
-    slots: Vec<ReplySlot>,
-}
-
-/// A reply slot of the pipeline, with the command it answers (for its failure's count
-/// in INFO commandstats).
-type ReplySlot = (usize, Option<usize>);
-
 struct Connection {
     stream: TcpStream,
     read_buf: BytesMut,
@@ -186,11 +159,8 @@ struct Connection {
     /// Room made before the next read: grows while reads fill it (to
     /// `READ_CHUNK_BYTES_MAX`), back to `READ_CHUNK_BYTES` once one does not.
     read_chunk: usize,
-    pending: Vec<PendingBatch>,
-    /// When the oldest operation in `pending` was queued.
-    pending_since: Option<Instant>,
-    /// Batches sent before the end of the pipeline: their replies and the slots they fill.
-    in_flight: Vec<(oneshot::Receiver<Vec<ShardReply>>, Vec<ReplySlot>)>,
+    /// Commands for other shards: queued, sent, and their buffers (`remote`).
+    remote: remote::RemoteQueue,
     /// Replies of the pipeline being run, in request order; `None` while in flight.
     replies: Vec<Option<Frame>>,
     /// Replies already encoded into `write_buf`.
@@ -500,7 +470,7 @@ impl Connection {
             Ok(Command::Key(command)) => {
                 let shard = self.access.shard_of(command.key());
                 if shard == self.access.home {
-                    if self.pending_since.is_some_and(|since| since.elapsed() >= REMOTE_WAIT_MAX) {
+                    if self.remote.waited_too_long() {
                         self.send_pending().await;
                     }
                     // The coordinator may hold the shard (a script or a multi-shard

@@ -12,11 +12,38 @@ use crate::shard::{ShardOp, ShardReply};
 
 /// Messages a shard's mailbox holds at most before senders wait.
 pub const MAILBOX_MESSAGES_MAX: usize = 4096;
+/// Operations for one shard, and the room their replies go in. The shard thread sends
+/// it back with `ops` emptied and `replies` filled, in order, so that a connection can
+/// send the same two buffers again: a warm connection allocates nothing per remote batch.
+#[derive(Default)]
+pub struct Batch {
+    pub ops: Vec<ShardOp>,
+    pub replies: Vec<ShardReply>,
+}
+
+impl Batch {
+    pub fn of(ops: Vec<ShardOp>) -> Batch {
+        Batch { replies: Vec::with_capacity(ops.len()), ops }
+    }
+}
+
+/// The replies of a batch sent with [`Router::send`]: an error when the shard thread
+/// is gone (shutdown).
+pub struct Replies(oneshot::Receiver<Batch>);
+
+impl std::future::Future for Replies {
+    type Output = Result<Vec<ShardReply>, oneshot::error::RecvError>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0).poll(cx).map(|done| done.map(|batch| batch.replies))
+    }
+}
+
 pub enum ShardMsg {
-    /// Apply these operations in order and answer with their replies.
+    /// Apply the batch's operations in order and send it back with their replies.
     Batch {
-        ops: Vec<ShardOp>,
-        reply: oneshot::Sender<Vec<ShardReply>>,
+        batch: Batch,
+        reply: oneshot::Sender<Batch>,
     },
     /// Serve a newly accepted client connection on this shard's thread.
     Connection {
@@ -105,11 +132,17 @@ impl Router {
     }
 
     /// Send operations to a shard; the receiver yields their replies.
-    pub async fn send(&self, shard: usize, ops: Vec<ShardOp>) -> oneshot::Receiver<Vec<ShardReply>> {
+    pub async fn send(&self, shard: usize, ops: Vec<ShardOp>) -> Replies {
+        Replies(self.send_batch(shard, Batch::of(ops)).await)
+    }
+
+    /// Send a batch to a shard; the receiver yields it back, replies filled (see [`Batch`]).
+    pub async fn send_batch(&self, shard: usize, batch: Batch) -> oneshot::Receiver<Batch> {
+        debug_assert!(batch.replies.is_empty(), "a batch is sent with room for replies, not replies");
         let (reply, receiver) = oneshot::channel();
         // A send error means the shard thread is gone (shutdown); the receiver then
         // reports the failure to the caller.
-        let _ = self.mailboxes[shard].send(ShardMsg::Batch { ops, reply }).await;
+        let _ = self.mailboxes[shard].send(ShardMsg::Batch { batch, reply }).await;
         receiver
     }
 }

@@ -11,8 +11,8 @@ use tokio::sync::mpsc;
 use tokio::task::LocalSet;
 
 use super::connection_pool::ConnectionPool;
-use super::router::{ParkedWork, ShardMsg};
-use super::shards::{SharedShard, apply_local};
+use super::router::{Batch, ParkedWork, ShardMsg};
+use super::shards::{SharedShard, apply_batch, apply_local};
 use super::{ServerState, connection, idle_poll, now_ms, park_gate};
 use crate::engine::kv::lazyfree::Garbage;
 use crate::shard::{Shard, ShardOp, ShardReply};
@@ -107,8 +107,9 @@ fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerSta
                 }
             };
             match msg {
-                ShardMsg::Batch { ops, reply } => {
-                    let _ = reply.send(apply_local(&shard, &state, ops));
+                ShardMsg::Batch { mut batch, reply } => {
+                    apply_batch(&shard, &state, &mut batch);
+                    let _ = reply.send(batch);
                 }
                 ShardMsg::Connection { stream, peer, handover } => {
                     connections.add(connection::serve(stream, peer, handover, home, shard.clone(), state.clone()));
@@ -142,9 +143,11 @@ fn run(shard: Shard, mut mailbox: mpsc::Receiver<ShardMsg>, state: Arc<ServerSta
 /// The node's own work (merges from peers, drains, checkpoints) keeps waiting.
 fn refuse_while_busy(held: &mut park_gate::Held<ShardMsg>) {
     held.sift(|msg| match msg {
-        ShardMsg::Batch { ops, reply } if ops.iter().all(is_client_op) => {
+        ShardMsg::Batch { mut batch, reply } if batch.ops.iter().all(is_client_op) => {
             let busy = || ShardReply::Frame(crate::protocol::Frame::static_error(super::script::BUSY));
-            let _ = reply.send(ops.iter().map(|_| busy()).collect());
+            let Batch { ops, replies } = &mut batch;
+            replies.extend(ops.drain(..).map(|_| busy()));
+            let _ = reply.send(batch);
             None
         }
         other => Some(other),

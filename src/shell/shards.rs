@@ -57,6 +57,13 @@ pub fn apply_local(shard: &SharedShard, state: &ServerState, ops: Vec<ShardOp>) 
     replies
 }
 
+/// Apply a batch sent from another thread: its operations are taken out in order and
+/// their replies put in its `replies`, so both buffers go back to the sender for reuse.
+pub fn apply_batch(shard: &SharedShard, state: &ServerState, batch: &mut super::router::Batch) {
+    let super::router::Batch { ops, replies } = batch;
+    apply_local_each(shard, state, super::now_ms(), ops.drain(..), |reply| replies.push(reply));
+}
+
 /// Apply operations in order on the shard owned by this thread, under one borrow of
 /// it, handing each reply to `answer` in turn: the one path a single operation and a
 /// batch share.
@@ -240,7 +247,7 @@ impl Shards for ShardAccess {
                 local.push((i, op));
                 receivers.push(None);
             } else {
-                receivers.push(Some(self.state.router.send(shard, vec![op]).await));
+                receivers.push(Some(self.state.router.send_batch(shard, super::router::Batch::of(vec![op])).await));
             }
         }
         let mut replies: Vec<Option<ShardReply>> = (0..receivers.len()).map(|_| None).collect();
@@ -254,7 +261,7 @@ impl Shards for ShardAccess {
         }
         for (i, receiver) in receivers.into_iter().enumerate() {
             if let Some(receiver) = receiver {
-                replies[i] = super::idle_poll::reply(receiver, self.state.config.idle_poll()).await.and_then(|mut r| r.pop());
+                replies[i] = super::idle_poll::reply(receiver, self.state.config.idle_poll()).await.and_then(|mut b| b.replies.pop());
             }
         }
         replies.into_iter().map(|r| r.unwrap_or(ShardReply::Frame(Frame::static_error(SHUTTING_DOWN)))).collect()
