@@ -31,6 +31,9 @@ pub async fn poll_mailbox<T>(mailbox: &mut mpsc::Receiver<T>, budget: Duration) 
 /// `budget`, then awaited. A closed channel is answered at once: a oneshot receiver
 /// must not be awaited once `try_recv` has seen it finish.
 pub async fn reply<T>(mut receiver: oneshot::Receiver<T>, budget: Duration) -> Option<T> {
+    if budget.is_zero() {
+        return receiver.await.ok();
+    }
     let polled = poll_within(budget, || match receiver.try_recv() {
         Ok(value) => Some(Some(value)),
         Err(oneshot::error::TryRecvError::Closed) => Some(None),

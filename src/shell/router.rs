@@ -140,9 +140,12 @@ impl Router {
     pub async fn send_batch(&self, shard: usize, batch: Batch) -> oneshot::Receiver<Batch> {
         debug_assert!(batch.replies.is_empty(), "a batch is sent with room for replies, not replies");
         let (reply, receiver) = oneshot::channel();
-        // A send error means the shard thread is gone (shutdown); the receiver then
-        // reports the failure to the caller.
-        let _ = self.mailboxes[shard].send(ShardMsg::Batch { batch, reply }).await;
+        // A closed mailbox means the shard thread is gone (shutdown); the receiver then
+        // reports the failure to the caller. Room is taken without waiting when there is
+        // some (the common case: no semaphore wait set up), else waited for.
+        if let Err(mpsc::error::TrySendError::Full(msg)) = self.mailboxes[shard].try_send(ShardMsg::Batch { batch, reply }) {
+            let _ = self.mailboxes[shard].send(msg).await;
+        }
         receiver
     }
 }
