@@ -34,7 +34,9 @@
 # (DLmr + DLmw: a proxy for the memory stalls that instruction counts do not show).
 # The simulated last level is 32 MiB, 16-way (LL_CACHE=size,assoc,line overrides it):
 # valgrind would otherwise copy the host's, which on a large server holds a whole
-# million-key data set and shows no misses at all.
+# million-key data set and shows no misses at all. CACHE_EVENTS=D1mr,D1mw counts
+# first-level data misses instead (any of callgrind's cache events, comma-separated,
+# summed).
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -159,7 +161,7 @@ measure() {
     # TSC for a wall-clock while, so under callgrind its count differs from run to run:
     # ~50 instructions per command of noise in N2 - N1 before it was left out).
     local events=Ir timers='serverCron'
-    [[ -n "${CACHE_SIM:-}" ]] && events=DLmr,DLmw
+    [[ -n "${CACHE_SIM:-}" ]] && events="${CACHE_EVENTS:-DLmr,DLmw}"
     [[ "$server" == meridian ]] && timers='meridian::shell::memory::sample_loop|meridian::shell::command_stats::CommandStats::new'
     callgrind_annotate --inclusive=yes --threshold=100 --show="$events" "$out" 2>/dev/null |
         awk -v timers="$timers" '
@@ -184,7 +186,7 @@ measure() {
 }
 
 unit=Ir
-[[ -n "${CACHE_SIM:-}" ]] && unit=LLmiss
+[[ -n "${CACHE_SIM:-}" ]] && unit="$(tr -d ',' <<<"${CACHE_EVENTS:-LLmiss}")"
 printf '%-8s %4s %14s %14s %8s\n' test P "redis_$unit/op" "meridian_$unit/op" ratio
 for test in "${TESTS[@]}"; do
     declare -A per_op=()
