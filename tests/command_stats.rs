@@ -180,3 +180,30 @@ fn info_sections_follow_redis_defaults_all_and_names() {
     let cpu_and_all = info(&mut con, &["cpu", "all"]);
     assert_eq!(cpu_and_all.matches("used_cpu_user_children").count(), 1);
 }
+
+/// INFO's traffic counters are kept per shard thread and summed: commands and bytes of
+/// clients served by different threads all count, exactly (what each PING reads and
+/// writes), and CONFIG RESETSTAT clears every thread's.
+#[test]
+fn commands_and_bytes_of_clients_on_every_thread_add_up() {
+    let server = start_meridian(&["--shards", "4"]);
+    // Connections are placed on the shard threads in turn: two on each of the four.
+    let mut clients: Vec<redis::Connection> = (0..8).map(|_| connect(&server)).collect();
+    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut clients[0]).expect("RESETSTAT");
+    for con in clients.iter_mut() {
+        for _ in 0..10 {
+            let pong: String = redis::cmd("PING").query(con).expect("PING");
+            assert_eq!(pong, "PONG");
+        }
+    }
+    // RESETSTAT counts itself (as Redis's call() does after running it) and its +OK;
+    // INFO counts itself and the 25 bytes of `INFO stats`, not its reply.
+    let text = info(&mut clients[0], &["stats"]);
+    let value = |name: &str| -> u64 {
+        let prefix = format!("{name}:");
+        text.split("\r\n").find_map(|line| line.strip_prefix(&prefix)).and_then(|v| v.parse().ok()).expect(name)
+    };
+    assert_eq!(value("total_commands_processed"), 80 + 1, "{text}");
+    assert_eq!(value("total_net_input_bytes"), 80 * b"*1\r\n$4\r\nPING\r\n".len() as u64 + 25, "{text}");
+    assert_eq!(value("total_net_output_bytes"), 80 * b"+PONG\r\n".len() as u64 + 5, "{text}");
+}

@@ -274,7 +274,7 @@ impl Connection {
                     return Ok(());
                 }
                 self.read_chunk = if read == room { (self.read_chunk * 2).min(READ_CHUNK_BYTES_MAX) } else { READ_CHUNK_BYTES };
-                self.state().stats.net_input_bytes.fetch_add(read as u64, Ordering::Relaxed);
+                self.state().stats.traffic(self.access.home).read(read);
                 continue;
             }
             self.info.buffers.pipeline_started(query_bytes, self.read_buf.capacity());
@@ -319,7 +319,7 @@ impl Connection {
     /// `--durability sync`, the replies then wait for the store). Each name is looked up
     /// once, here.
     async fn run_pipeline(&mut self, commands: &mut Vec<Vec<Bytes>>) -> std::io::Result<bool> {
-        self.state().stats.commands_processed.fetch_add(commands.len() as u64, Ordering::Relaxed);
+        self.state().stats.traffic(self.access.home).commands(commands.len());
         self.now_ms = super::now_ms();
         self.clock_read = self.state().command_stats.now();
         self.clock_excluded = 0;

@@ -79,7 +79,7 @@ pub async fn render(state: &ServerState) -> String {
     metric(&mut out, "keyspace_misses_total", "counter", "Reads that did not.", total(|s| s.keyspace_misses));
     metric(&mut out, "tombstones", "gauge", "Removal records kept for replication.", total(|s| s.tombstones as u64));
     metric(&mut out, "connected_clients", "gauge", "Client connections.", state.clients.count());
-    metric(&mut out, "commands_processed_total", "counter", "Commands run.", state.stats.commands_processed.load(Ordering::Relaxed));
+    metric(&mut out, "commands_processed_total", "counter", "Commands run.", state.stats.commands_processed());
     metric(&mut out, "uptime_seconds", "gauge", "Seconds since start.", state.started.elapsed().as_secs());
     metric(
         &mut out,

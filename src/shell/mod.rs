@@ -35,6 +35,7 @@ pub mod replication;
 pub mod restore;
 pub mod router;
 pub mod script;
+pub mod server_stats;
 pub mod shard_thread;
 pub mod shards;
 pub mod sort;
@@ -44,7 +45,7 @@ pub mod vector;
 pub mod zset_fanout;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -56,6 +57,7 @@ use crate::shard::{Shard, ShardConfig};
 use clients::ClientRegistry;
 use coordinator::Coordinator;
 use router::{MAILBOX_MESSAGES_MAX, Router, ShardMsg};
+pub use server_stats::ServerStats;
 
 /// Wall-clock milliseconds since the Unix epoch: the only clock the core ever sees.
 /// Shifted by `MERIDIAN_CLOCK_OFFSET_MS` when set (see [`clock_offset_ms`]).
@@ -83,34 +85,6 @@ pub fn clock_offset_ms() -> i64 {
         let parsed = std::env::var("MERIDIAN_CLOCK_OFFSET_MS").ok().and_then(|v| v.trim().parse::<i64>().ok());
         parsed.unwrap_or(0).clamp(-CLOCK_OFFSET_MS_MAX, CLOCK_OFFSET_MS_MAX)
     })
-}
-
-/// Counters kept by the shell (the shards keep their own).
-#[derive(Default)]
-pub struct ServerStats {
-    pub connections_received: AtomicU64,
-    pub connections_rejected: AtomicU64,
-    pub commands_processed: AtomicU64,
-    pub net_input_bytes: AtomicU64,
-    pub net_output_bytes: AtomicU64,
-    /// Clients closed for overcoming their class's output buffer limit (INFO
-    /// `client_output_buffer_limit_disconnections`).
-    pub output_buffer_disconnections: AtomicU64,
-}
-
-impl ServerStats {
-    pub fn reset(&self) {
-        for counter in [
-            &self.connections_received,
-            &self.connections_rejected,
-            &self.commands_processed,
-            &self.net_input_bytes,
-            &self.net_output_bytes,
-            &self.output_buffer_disconnections,
-        ] {
-            counter.store(0, Ordering::Relaxed);
-        }
-    }
 }
 
 /// What every connection shares.
@@ -279,7 +253,7 @@ pub fn run(config: Config) -> Result<(), String> {
         clients: ClientRegistry::default(),
         pubsub: broker,
         waiters: blocking::Waiters::default(),
-        stats: ServerStats::default(),
+        stats: ServerStats::new(config.shard_count()),
         command_stats: command_stats::CommandStats::new(config.shard_count()),
         monitors: monitor::Monitors::default(),
         started: Instant::now(),

@@ -112,7 +112,7 @@ impl Connection {
         if waits {
             self.info.buffers.output_pending.store(0, Ordering::Relaxed);
         }
-        self.state().stats.net_output_bytes.fetch_add(self.write_buf.len() as u64, Ordering::Relaxed);
+        self.state().stats.traffic(self.access.home).wrote(self.write_buf.len());
         self.write_buf.clear();
         Ok(())
     }
