@@ -236,7 +236,7 @@ impl Connection {
             // to the commands after it.
             let batch_max = if limits.unauthenticated { 1 } else { PIPELINE_COMMANDS_MAX };
             let query_bytes = self.read_buf.len();
-            // An empty buffer holds no command (the parser would say so, ~50
+            // An empty buffer holds no command (the parser would say so, ~140
             // instructions later: at P=1 every read ends that way).
             while commands.len() < batch_max && !self.read_buf.is_empty() {
                 match self.parser.next_command(&mut self.read_buf, &limits) {
