@@ -15,7 +15,6 @@ pub const MAILBOX_MESSAGES_MAX: usize = 4096;
 /// Operations for one shard, and the room their replies go in. The shard thread sends
 /// it back with `ops` emptied and `replies` filled, in order, so that a connection can
 /// send the same two buffers again: a warm connection allocates nothing per remote batch.
-#[derive(Default)]
 pub struct Batch {
     pub ops: Vec<ShardOp>,
     pub replies: Vec<ShardReply>,

@@ -81,11 +81,11 @@ impl RemoteQueue {
         self.pending.is_empty() && self.in_flight.is_empty()
     }
 
-    fn keep(&mut self, mut batch: Batch, slots: Vec<ReplySlot>) {
-        debug_assert!(batch.ops.is_empty() && slots.is_empty());
+    /// Keep an answered batch's emptied buffers for a next batch, if there is room.
+    fn keep(&mut self, batch: Batch, slots: Vec<ReplySlot>) {
+        debug_assert!(batch.ops.is_empty() && batch.replies.is_empty() && slots.is_empty());
         let small = [batch.ops.capacity(), batch.replies.capacity(), slots.capacity()].iter().all(|&room| room <= SPARE_BATCH_OPS_MAX);
         if self.spare.len() < SPARE_BATCHES_MAX && small {
-            batch.replies.clear();
             self.spare.push((batch, slots));
         }
     }
