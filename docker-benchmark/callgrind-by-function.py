@@ -13,7 +13,9 @@ which also leaves out the timer work.
     docker-benchmark/callgrind-by-function.py /tmp/tmp.X/meridian-get-5000.out /tmp/tmp.X/meridian-get-30000.out 25000
 
 Options: --top N (rows printed, default 60), --inclusive (inclusive costs instead; they
-overlap, so they do not add up). Needs valgrind's callgrind_annotate.
+overlap, so they do not add up), --event E (another counted event than instructions,
+e.g. D1mr or D1mw from a `CACHE_SIM=1 CACHE_EVENTS=D1mr,D1mw` run: which functions miss
+the first-level data cache). Needs valgrind's callgrind_annotate.
 """
 
 import argparse
@@ -24,9 +26,11 @@ import subprocess
 ROW = re.compile(r"\s*([\d,]+) \([\s\d.]+%\)\s+(.*)")
 
 
-def costs(profile, inclusive):
+def costs(profile, inclusive, event):
     """Each function's cost in `profile`, by name (file and object left out)."""
     command = ["callgrind_annotate", "--auto=no", "--threshold=100"]
+    if event:
+        command.append(f"--show={event}")
     if inclusive:
         command.append("--inclusive=yes")
     out = subprocess.run(command + [profile], capture_output=True, text=True, check=True).stdout
@@ -49,8 +53,10 @@ def main():
     parser.add_argument("commands", type=float, help="N2 - N1")
     parser.add_argument("--top", type=int, default=60)
     parser.add_argument("--inclusive", action="store_true")
+    parser.add_argument("--event", help="count this event instead of instructions (Ir)")
     opts = parser.parse_args()
-    shorter, longer = costs(opts.shorter, opts.inclusive), costs(opts.longer, opts.inclusive)
+    shorter = costs(opts.shorter, opts.inclusive, opts.event)
+    longer = costs(opts.longer, opts.inclusive, opts.event)
     rows = sorted(((longer.get(n, 0) - shorter.get(n, 0)) / opts.commands, n) for n in set(shorter) | set(longer))
     rows.reverse()
     for per_command, name in rows[: opts.top]:

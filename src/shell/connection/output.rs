@@ -41,6 +41,15 @@ impl Connection {
             self.replies[self.encoded] = Some(Frame::Null);
             self.encoded += 1;
         }
+        // Every reply is out: let their slots go now, while they are in the cache. At
+        // the end of the turn (`write_out`, after the other connections ran) dropping
+        // them read each one back from memory. No slot is in flight (a reply in flight
+        // stops the encoding before it), so no later filing needs the numbering.
+        if self.encoded == self.replies.len() {
+            debug_assert!(self.silenced.is_empty(), "a silenced slot is never past the encoded ones");
+            self.replies.clear();
+            self.encoded = 0;
+        }
     }
 
     pub(super) async fn write_out_partial(&mut self) -> std::io::Result<()> {
