@@ -37,7 +37,7 @@ case $T in
  lpush | rpush) ARGS="-d 16 -t $T"; FILL="$ARGS";;
  lpop | rpop) ARGS="-t $T"; FILL="-d 16 -t lpush"; FILL_N=$((N + 1000));;
  lrange_100) ARGS="LRANGE mylist 0 99"; FILL="-d 16 -t lpush";;
- *) echo "unknown test $T" >&2; kill $PID; exit 2;;
+ *) echo "unknown test $T" >&2; kill $PID; wait $PID 2>/dev/null; rm -rf $D; exit 2;;
 esac
 [ -n "$FILL" ] && taskset -c 1 redis-benchmark -p 6400 -c 50 -n $FILL_N -P 16 $FILL > /dev/null
 read -r u0 s0 < <(awk '{print $14, $15}' /proc/$PID/stat)

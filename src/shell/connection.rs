@@ -309,7 +309,7 @@ impl Connection {
             if !self.write_buf.is_empty() && self.write_buf.len() <= HELD_REPLY_BYTES_MAX && ConnectionsHere::others() {
                 tokio::task::yield_now().await;
             }
-            self.write_out().await?;
+            self.write_buffered().await?;
             self.info.buffers.pipeline_ended(self.write_buf.capacity());
             if self.closing || self.info.killed.load(Ordering::Relaxed) {
                 return Ok(());
@@ -325,14 +325,15 @@ impl Connection {
         self.now_ms = super::now_ms();
         self.clock_read = self.state().command_stats.now();
         self.clock_excluded = 0;
-        // A client mostly repeats one command: a name equal (bytewise) to the one before,
-        // in this pipeline or the last, takes its position without a lookup.
-        // In a buffer the connection keeps, not a local: a local held across the awaits
-        // below lives in the connection's future, and an inline array there was copied
-        // whole (1 KiB) into that future's memory every pipeline, a first-level cache
-        // miss per 64 bytes of it (the future is cold after fifty other connections).
+        // The positions go in a buffer the connection keeps, not a local: a local held
+        // across the awaits below lives in the connection's future, and an inline array
+        // there was copied whole (1 KiB) into that future's memory every pipeline, a
+        // first-level cache miss per 64 bytes of it (the future is cold after fifty
+        // other connections).
         let mut indexes = std::mem::take(&mut self.pipeline_indexes);
         debug_assert!(indexes.is_empty());
+        // A client mostly repeats one command: a name equal (bytewise) to the one before,
+        // in this pipeline or the last, takes its position without a lookup.
         let names = &mut self.names;
         indexes.extend(commands.iter().map(|args| names.index_of(&args[0])));
         let mut last_command = None;
@@ -360,7 +361,7 @@ impl Connection {
             if self.write_buf.len() >= WRITE_BUFFER_BYTES_MAX {
                 // Writing replies is no command's time.
                 let paused = self.state().command_stats.now();
-                self.write_out_partial().await?;
+                self.write_buffered().await?;
                 self.clock_excluded += self.state().command_stats.now().saturating_sub(paused);
             }
         }

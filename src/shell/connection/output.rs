@@ -13,15 +13,6 @@ use super::{Connection, READ_CHUNK_BYTES};
 use crate::protocol::{Frame, encode};
 
 impl Connection {
-    pub(super) async fn write_out(&mut self) -> std::io::Result<()> {
-        self.write_buffered().await?;
-        if self.encoded == self.replies.len() {
-            self.replies.clear();
-            self.encoded = 0;
-        }
-        Ok(())
-    }
-
     pub(super) fn push_reply(&mut self, frame: Frame) {
         self.replies.push(Some(frame));
     }
@@ -41,19 +32,16 @@ impl Connection {
             self.replies[self.encoded] = Some(Frame::Null);
             self.encoded += 1;
         }
-        // Every reply is out: let their slots go now, while they are in the cache. At
-        // the end of the turn (`write_out`, after the other connections ran) dropping
-        // them read each one back from memory. No slot is in flight (a reply in flight
-        // stops the encoding before it), so no later filing needs the numbering.
+        // Every reply is out: let their slots go now, while they are in the cache (let go
+        // at the end of the turn, after the other connections ran, dropping them read
+        // each one back from memory). No slot is in flight (a reply in flight stops the
+        // encoding before it), so no later filing needs the numbering. This is the one
+        // place the slots are let go: `encoded` equals their count only when both are 0.
         if self.encoded == self.replies.len() {
             debug_assert!(self.silenced.is_empty(), "a silenced slot is never past the encoded ones");
             self.replies.clear();
             self.encoded = 0;
         }
-    }
-
-    pub(super) async fn write_out_partial(&mut self) -> std::io::Result<()> {
-        self.write_buffered().await
     }
 
     /// Write the buffered replies. While the client is not reading, keep reading its
