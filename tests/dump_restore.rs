@@ -1,6 +1,7 @@
 //! DUMP and RESTORE between a real `redis-server` 7.0 and real `meridian` processes:
 //! what Redis DUMPs, Meridian RESTOREs (strings, hashes, sets, sorted sets and lists in every encoding
-//! Redis picks, LZF-compressed ones included), and what Meridian DUMPs, Redis RESTOREs,
+//! Redis picks, LZF-compressed ones included, and streams with their consumer groups,
+//! pending entries and deleted entries), and what Meridian DUMPs, Redis RESTOREs,
 //! with the same values on both sides. Then a RESTORE is shown to be an ordinary write:
 //! it replicates to the other region and survives a restart from the object store.
 
@@ -26,6 +27,22 @@ enum Read {
     Zset(Vec<(Vec<u8>, String)>),
     /// Elements, head first.
     List(Vec<Vec<u8>>),
+    /// `XINFO STREAM key FULL` (entries, counters, groups, consumers and pending
+    /// entries, with absolute times), less the radix tree's sizes (how Redis happens to
+    /// hold the entries).
+    Stream(String),
+}
+
+/// XINFO STREAM FULL without `radix-tree-keys` and `radix-tree-nodes`.
+fn stream_read(con: &mut redis::Connection, key: &str) -> Read {
+    let reply: redis::Value = redis::cmd("XINFO").arg("STREAM").arg(key).arg("FULL").query(con).expect("XINFO STREAM FULL");
+    let redis::Value::Array(fields) = reply else { panic!("XINFO STREAM FULL {key}: {reply:?}") };
+    let kept: Vec<String> = fields
+        .chunks(2)
+        .filter(|pair| !matches!(&pair[0], redis::Value::BulkString(name) if name.starts_with(b"radix-tree")))
+        .map(|pair| format!("{:?} {:?}", pair[0], pair[1]))
+        .collect();
+    Read::Stream(kept.join("\n"))
 }
 
 fn read(con: &mut redis::Connection, key: &str) -> Read {
@@ -36,6 +53,7 @@ fn read(con: &mut redis::Connection, key: &str) -> Read {
         "set" => Read::Set(redis::cmd("SMEMBERS").arg(key).query(con).expect("SMEMBERS")),
         "zset" => Read::Zset(redis::cmd("ZRANGE").arg(key).arg(0).arg(-1).arg("WITHSCORES").query(con).expect("ZRANGE")),
         "list" => Read::List(redis::cmd("LRANGE").arg(key).arg(0).arg(-1).query(con).expect("LRANGE")),
+        "stream" => stream_read(con, key),
         other => panic!("{key} is a {other}"),
     }
 }
@@ -83,6 +101,28 @@ fn fill(con: &mut redis::Connection) -> Vec<&'static str> {
         // Several quicklist nodes (8 KiB each by default).
         pipe.cmd("RPUSH").arg("list:nodes").arg(format!("element-{i}")).ignore();
     }
+    // A stream whose entries differ in their fields, with a deleted entry kept in its
+    // node (XDEL), two groups, pending entries and a consumer without any.
+    for (id, fields) in
+        [("1-1", &["a", "1", "b", "hello"][..]), ("1-2", &["a", "2", "b", "x"]), ("2-0", &["c", "3"]), ("3-5", &["a", "7", "b", "y"])]
+    {
+        pipe.cmd("XADD").arg("stream:groups").arg(id).arg(fields).ignore();
+    }
+    pipe.cmd("XDEL").arg("stream:groups").arg("1-2").ignore();
+    pipe.cmd("XGROUP").arg(&["CREATE", "stream:groups", "g1", "0"]).ignore();
+    pipe.cmd("XGROUP").arg(&["CREATE", "stream:groups", "g2", "$"]).ignore();
+    pipe.cmd("XREADGROUP").arg(&["GROUP", "g1", "alice", "COUNT", "2", "STREAMS", "stream:groups", ">"]).ignore();
+    pipe.cmd("XGROUP").arg(&["CREATECONSUMER", "stream:groups", "g1", "bob"]).ignore();
+    // Several nodes (100 entries each by default), the first ones trimmed away.
+    for i in 0..450u64 {
+        pipe.cmd("XADD").arg("stream:nodes").arg(format!("{}-{}", 1000 + i / 7, i % 7)).arg(&["field", &format!("value-{i}")]).ignore();
+    }
+    pipe.cmd("XTRIM").arg(&["stream:nodes", "MINID", "1020-3"]).ignore();
+    pipe.cmd("XGROUP").arg(&["CREATE", "stream:nodes", "readers", "1030-0"]).ignore();
+    pipe.cmd("XREADGROUP").arg(&["GROUP", "readers", "r1", "COUNT", "3", "STREAMS", "stream:nodes", ">"]).ignore();
+    // An empty stream that remembers its last id.
+    pipe.cmd("XADD").arg("stream:empty").arg("5-5").arg(&["k", "v"]).ignore();
+    pipe.cmd("XDEL").arg("stream:empty").arg("5-5").ignore();
     let _: () = pipe.query(con).expect("fill redis");
     vec![
         "str:raw",
@@ -105,6 +145,9 @@ fn fill(con: &mut redis::Connection) -> Vec<&'static str> {
         "list:lzf",
         "list:plain",
         "list:nodes",
+        "stream:groups",
+        "stream:nodes",
+        "stream:empty",
     ]
 }
 
@@ -211,8 +254,14 @@ fn a_restored_key_survives_a_restart() {
         let mut con = connect(&server);
         let (_, segment_before) = wait_claimed(&mut con);
         let _: () = redis::cmd("HSET").arg("src").arg(&["a", "1", "b", "2"]).query(&mut con).expect("HSET");
+        let _: String = redis::cmd("XADD").arg(&["stream", "7-1", "f", "v"]).query(&mut con).expect("XADD");
+        let _: () = redis::cmd("XGROUP").arg(&["CREATE", "stream", "g", "0"]).query(&mut con).expect("XGROUP");
+        let _: redis::Value =
+            redis::cmd("XREADGROUP").arg(&["GROUP", "g", "c", "STREAMS", "stream", ">"]).query(&mut con).expect("XREADGROUP");
         let payload = dump(&mut con, "src");
         restore(&mut con, "dst", 0, &payload);
+        let stream_payload = dump(&mut con, "stream");
+        restore(&mut con, "stream:dst", 0, &stream_payload);
         wait_flushed(&mut con, segment_before);
         payload
     };
@@ -220,4 +269,33 @@ fn a_restored_key_survives_a_restart() {
     let mut con = connect(&server);
     assert_eq!(read(&mut con, "dst"), read(&mut con, "src"));
     assert_eq!(dump(&mut con, "dst"), payload);
+    assert_eq!(read(&mut con, "stream:dst"), read(&mut con, "stream"));
+}
+
+#[test]
+fn a_restored_stream_goes_on_where_it_left_off() {
+    let server = start_meridian(&["--shards", "2"]);
+    let mut con = connect(&server);
+    let q = |con: &mut redis::Connection, args: &[&str]| -> redis::Value {
+        redis::cmd(args[0]).arg(&args[1..]).query(con).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    };
+    q(&mut con, &["XADD", "src", "1-1", "a", "1"]);
+    q(&mut con, &["XADD", "src", "2-2", "b", "2"]);
+    q(&mut con, &["XGROUP", "CREATE", "src", "g", "0"]);
+    q(&mut con, &["XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "src", ">"]);
+    let payload = dump(&mut con, "src");
+    restore(&mut con, "dst", 0, &payload);
+    // The last id came along: XADD below it is refused, `*` goes above it.
+    let refused = redis::cmd("XADD").arg(&["dst", "2-2", "x", "y"]).query::<String>(&mut con).unwrap_err();
+    assert!(refused.to_string().contains("equal or smaller"), "{refused}");
+    let added: String = redis::cmd("XADD").arg(&["dst", "*", "c", "3"]).query(&mut con).expect("XADD *");
+    assert_ne!(added, "2-2");
+    // The group reads on from its last delivered id, and its pending entry is still c's.
+    let next: redis::Value = q(&mut con, &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "dst", ">"]);
+    assert!(format!("{next:?}").contains("2-2") && !format!("{next:?}").contains("1-1"), "{next:?}");
+    let pending: (i64, String, String, Vec<(String, String)>) =
+        redis::cmd("XPENDING").arg(&["dst", "g"]).query(&mut con).expect("XPENDING");
+    assert_eq!(pending, (3, "1-1".to_owned(), added, vec![("c".to_owned(), "3".to_owned())]));
+    let length: i64 = redis::cmd("XLEN").arg("dst").query(&mut con).expect("XLEN");
+    assert_eq!(length, 3);
 }

@@ -529,11 +529,18 @@ fn apply_key(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: KeyCommand, picks: &mut
         KeyCommand::MemoryUsage(key) => kv.memory_usage(&key, now_ms),
         KeyCommand::Object { key, field: ObjectField::Encoding } => kv.object_encoding(&key, now_ms),
         KeyCommand::Object { key, field: ObjectField::Refcount } => kv.object_refcount(&key, now_ms),
-        KeyCommand::Dump(key) => kv.dump(&key, now_ms),
-        KeyCommand::Restore(cmd) => kv.restore_payload(ctx, *cmd),
+        KeyCommand::Dump(key) => kv.dump(&key, now_ms, &STREAM_CODEC),
+        KeyCommand::Restore(cmd) => kv.restore_payload(ctx, *cmd, &STREAM_CODEC),
         KeyCommand::Bits(cmd) => kv.bit_command(ctx, cmd),
     }
 }
+
+/// How DUMP and RESTORE turn a stream's elements into a payload's stream and back
+/// (`engine::stream::dumped`; the key-value engine does not know a stream's naming).
+const STREAM_CODEC: crate::engine::kv::dump::StreamCodec = crate::engine::kv::dump::StreamCodec {
+    dumped_of: crate::engine::stream::dumped::dumped_of,
+    elements_of: crate::engine::stream::dumped::elements_of,
+};
 
 #[cfg(test)]
 mod tests;

@@ -9,7 +9,8 @@
 //!
 //! Decoding accepts what Redis 7.0 writes and reads: strings (raw, integer, LZF), hashes
 //! (plain, ziplist, listpack), sets (plain, intset), sorted sets (ZSET, ZSET_2, ziplist,
-//! listpack) and lists (plain, ziplist, quicklist, quicklist 2). It checks every payload
+//! listpack), lists (plain, ziplist, quicklist, quicklist 2) and streams (Redis 7.0's
+//! listpacks 2, and Redis 5 to 6.2's listpacks). It checks every payload
 //! as Redis's deep sanitizer (`sanitize-dump-payload yes`) does, whatever that setting
 //! says: a corrupt payload is refused, never half-applied. Encoding writes what Redis
 //! itself writes for a hash or set small enough to be compact (listpack, intset), and
@@ -17,6 +18,9 @@
 
 mod compact;
 mod rdb;
+mod stream;
+
+pub use stream::{DumpedEntry, DumpedGroup, DumpedPending, DumpedStream};
 
 use bytes::Bytes;
 use hashbrown::HashSet;
@@ -68,6 +72,7 @@ pub enum DumpedValue {
     Zset(Vec<(Bytes, f64)>),
     /// Elements, head first.
     List(Vec<Bytes>),
+    Stream(DumpedStream),
 }
 
 impl DumpedValue {
@@ -79,6 +84,7 @@ impl DumpedValue {
             DumpedValue::Set(_) => "set",
             DumpedValue::Zset(_) => "zset",
             DumpedValue::List(_) => "list",
+            DumpedValue::Stream(_) => "stream",
         }
     }
 }
@@ -90,7 +96,7 @@ pub enum PayloadError {
     VersionOrChecksum,
     /// The value's bytes are corrupt (or hold an empty collection or duplicates).
     BadFormat,
-    /// A well-formed value of a type Meridian has no decoder for (streams, modules).
+    /// A well-formed value of a type Meridian has no decoder for (modules, zipmaps).
     UnsupportedType(&'static str),
 }
 
@@ -175,7 +181,7 @@ pub fn decode_payload(payload: &[u8]) -> Result<DumpedValue, PayloadError> {
             }
             DumpedValue::List(elements)
         }
-        TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 => return Err(PayloadError::UnsupportedType("stream")),
+        TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 => DumpedValue::Stream(stream::decode(&mut r, kind == TYPE_STREAM_LISTPACKS_2)?),
         TYPE_MODULE | TYPE_MODULE_2 => return Err(PayloadError::UnsupportedType("module value")),
         TYPE_HASH_ZIPMAP => return Err(PayloadError::UnsupportedType("zipmap hash (Redis 2.4)")),
         _ => return Err(PayloadError::BadFormat),
@@ -241,6 +247,8 @@ fn check_collection(value: &DumpedValue) -> Result<(), PayloadError> {
         DumpedValue::Zset(entries) => unique(entries.iter().map(|(m, _)| m)),
         DumpedValue::List(elements) if elements.is_empty() => Err(PayloadError::BadFormat),
         DumpedValue::List(_) => Ok(()),
+        // Checked as it was read (`stream::decode`); an empty stream is a stream.
+        DumpedValue::Stream(_) => Ok(()),
     }
 }
 
@@ -311,6 +319,10 @@ pub fn encode_payload(value: &DumpedValue, layout: Layout) -> Vec<u8> {
                 rdb::put_length(&mut out, QUICKLIST_NODE_PACKED);
                 put_blob(&mut out, &compact::listpack(&node));
             }
+        }
+        DumpedValue::Stream(value) => {
+            out.push(TYPE_STREAM_LISTPACKS_2);
+            stream::encode(&mut out, value);
         }
     }
     out.extend_from_slice(&RDB_VERSION.to_le_bytes());

@@ -81,6 +81,14 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
+    /// A plain length (a number such as an id's half, not a count of what follows).
+    pub fn length(&mut self) -> Result<u64> {
+        match self.length_or_encoding()? {
+            (n, false) => Ok(n),
+            (_, true) => Err(PayloadError::BadFormat),
+        }
+    }
+
     /// A count of things that follow, each at least one byte: more than the bytes left
     /// is a corrupt payload, so no caller preallocates beyond the request.
     pub fn count(&mut self) -> Result<usize> {

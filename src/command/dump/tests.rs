@@ -138,7 +138,7 @@ fn corrupt_values_with_a_good_checksum_are_bad_data() {
     let mut nan = vec![TYPE_ZSET_2, 1, 1, b'm'];
     nan.extend_from_slice(&f64::NAN.to_le_bytes());
     assert_eq!(decode_payload(&sealed(&nan)), bad, "a NaN score");
-    assert_eq!(decode_payload(&sealed(&[TYPE_STREAM_LISTPACKS_2, 0])), Err(PayloadError::UnsupportedType("stream")));
+    assert_eq!(decode_payload(&sealed(&[TYPE_MODULE_2, 0])), Err(PayloadError::UnsupportedType("module value")));
 }
 
 #[test]
@@ -146,4 +146,118 @@ fn the_value_is_read_from_the_whole_payload_as_redis_reads_it() {
     assert_eq!(decode_payload(&sealed(&[TYPE_STRING, 1, b'a', 0xee])), Ok(DumpedValue::String(b("a"))), "bytes after it are ignored");
     // Redis 7.0 answers GET with "hel\n\0" for this one: the string runs into the footer.
     assert_eq!(decode_payload(&sealed(&[TYPE_STRING, 5, b'h', b'e', b'l'])), Ok(DumpedValue::String(b("hel\n\0"))));
+}
+
+/// `XADD s 1-1 a 1 b hello`, `XADD s 1-2 a 2 b x`, `XADD s 2-0 c 3`, `XADD s 3-5 a 7 b
+/// y`, `XDEL s 1-2`, `XGROUP CREATE s g1 0`, `XGROUP CREATE s g2 $`, `XREADGROUP GROUP
+/// g1 alice COUNT 2 STREAMS s >`, `XGROUP CREATECONSUMER s g1 bob` (Redis 7.0.15).
+const REDIS_STREAM: &str = "130110000000000000000100000000000000014050500000001f00030101010201816102816202000102010001000101018568656c6c6f0605010301000101010201817802050100010101dfff0201018163020301060102010201040107018179020501ff030305010101020402026731020081ffffffffffffffff02000000000000000100000000000000013660a651a201000001000000000000000200000000000000003660a651a2010000010205616c6963653660a651a201000002000000000000000100000000000000010000000000000002000000000000000003626f623960a651a201000000026732030581ffffffffffffffff00000a00d39c8ddd0a36b4e0";
+/// What Redis 5 DUMPed (RDB 9, `STREAM_LISTPACKS`, its node LZF-compressed), from
+/// Redis's own "Loading from legacy (Redis <= v6.2.x, rdb_ver < 10) persistence" test:
+/// entries 1-0 to 6-0 with `data`, 3-0 deleted, groups g1 and g2, g1's consumer c11
+/// read four, then `XTRIM x MAXLEN = 2`.
+const REDIS_5_STREAM: &str = "0f011000000000000000010000000000000000c3404a405716570000002300020104010101846461746105000103010020010381610204200a0001400a0062600a0002400a0063600a4022018164200a4039200a0065600a0005400a0066200a00ff02060002026731050004000000000000000100000000000000003ef783437a01000001000000000000000200000000000000003ef783437a01000001000000000000000400000000000000003ef783437a01000001000000000000000500000000000000003ef783437a0100000101036331313ef783437a01000004000000000000000100000000000000000000000000000002000000000000000000000000000000040000000000000000000000000000000500000000000000000267320000000009003d52ef6867521dfa";
+
+fn id(ms: u64, seq: u64) -> crate::command::stream::id::StreamId {
+    crate::command::stream::id::StreamId::new(ms, seq)
+}
+
+fn entry(ms: u64, seq: u64, index: u64, pairs: &[(&str, &str)]) -> DumpedEntry {
+    DumpedEntry { id: id(ms, seq), node: 0, index, fields: pairs.iter().map(|(f, v)| (b(f), b(v))).collect() }
+}
+
+fn stream_of(payload: &[u8]) -> DumpedStream {
+    match decode_payload(payload) {
+        Ok(DumpedValue::Stream(stream)) => stream,
+        other => panic!("not a stream: {other:?}"),
+    }
+}
+
+#[test]
+fn streams_from_redis_decode() {
+    let stream = stream_of(&hex(REDIS_STREAM));
+    // 1-2 was deleted in place: 2-0 is its node's third entry.
+    let entries =
+        vec![entry(1, 1, 0, &[("a", "1"), ("b", "hello")]), entry(2, 0, 2, &[("c", "3")]), entry(3, 5, 3, &[("a", "7"), ("b", "y")])];
+    assert_eq!((stream.entries, stream.last_id, stream.max_deleted, stream.entries_added), (entries, id(3, 5), id(1, 2), 4));
+    let [g1, g2] = &stream.groups[..] else { panic!("two groups: {:?}", stream.groups) };
+    assert_eq!((&g1.name[..], g1.last_delivered, g1.entries_read), (&b"g1"[..], id(2, 0), Some(-1)));
+    let pending: Vec<_> = g1.pending.iter().map(|p| (p.id, p.deliveries, &p.consumer[..])).collect();
+    assert_eq!(pending, vec![(id(1, 1), 1, &b"alice"[..]), (id(2, 0), 1, &b"alice"[..])]);
+    assert_eq!(g1.pending[0].delivered_ms, 1_796_666_187_830);
+    let consumers: Vec<_> = g1.consumers.iter().map(|(c, _)| &c[..]).collect();
+    assert_eq!(consumers, vec![&b"alice"[..], &b"bob"[..]]);
+    assert_eq!((&g2.name[..], g2.last_delivered, g2.pending.len(), g2.consumers.len()), (&b"g2"[..], id(3, 5), 0, 0));
+
+    let old = stream_of(&hex(REDIS_5_STREAM));
+    let ids: Vec<_> = old.entries.iter().map(|e| (e.id, &e.fields[0].1[..])).collect();
+    assert_eq!(ids, vec![(id(5, 0), &b"e"[..]), (id(6, 0), &b"f"[..])]);
+    // Before Redis 7.0 a payload has no counters: entries added is the length, and the
+    // groups' read counters are left for the reader to estimate.
+    assert_eq!((old.last_id, old.max_deleted, old.entries_added), (id(6, 0), id(0, 0), 2));
+    assert_eq!(
+        old.groups.iter().map(|g| (&g.name[..], g.last_delivered, g.entries_read)).collect::<Vec<_>>(),
+        vec![(&b"g1"[..], id(5, 0), None), (&b"g2"[..], id(0, 0), None)]
+    );
+    assert_eq!(old.groups[0].pending.iter().map(|p| p.id).collect::<Vec<_>>(), vec![id(1, 0), id(2, 0), id(4, 0), id(5, 0)]);
+    assert!(old.groups[0].pending.iter().all(|p| &p.consumer[..] == b"c11"));
+}
+
+#[test]
+fn streams_round_trip_with_their_nodes() {
+    let mut stream = stream_of(&hex(REDIS_STREAM));
+    stream.entries.push(DumpedEntry { id: id(9, 0), node: 1, index: 0, fields: vec![(b("a"), b("-70000"))] });
+    stream.last_id = id(9, 0);
+    let again = stream_of(&encode_payload(&DumpedValue::Stream(stream.clone()), Layout::Plain));
+    // A deleted entry is not written: the entries after it move up in their node.
+    let moved: Vec<_> = again.entries.iter().map(|e| (e.id, e.node, e.index)).collect();
+    assert_eq!(moved, vec![(id(1, 1), 0, 0), (id(2, 0), 0, 1), (id(3, 5), 0, 2), (id(9, 0), 1, 0)]);
+    for entry in &mut stream.entries {
+        entry.index = again.entries.iter().find(|e| e.id == entry.id).expect("kept").index;
+    }
+    assert_eq!(again, stream);
+    let empty = DumpedStream { entries: Vec::new(), last_id: id(5, 5), max_deleted: id(5, 5), entries_added: 1, groups: Vec::new() };
+    assert_eq!(stream_of(&encode_payload(&DumpedValue::Stream(empty.clone()), Layout::Plain)), empty);
+}
+
+#[test]
+fn corrupt_streams_are_bad_data() {
+    let good = stream_of(&hex(REDIS_STREAM));
+    let body = |stream: &DumpedStream| {
+        let payload = encode_payload(&DumpedValue::Stream(stream.clone()), Layout::Plain);
+        payload[..payload.len() - 10].to_vec()
+    };
+    let bad = |body: &[u8]| assert_eq!(decode_payload(&sealed(body)), Err(PayloadError::BadFormat), "{body:02x?}");
+    // A pending entry no consumer owns.
+    let mut unowned = good.clone();
+    unowned.groups[0].consumers.retain(|(c, _)| &c[..] != b"alice");
+    bad(&body(&unowned));
+    // A consumer's pending id that its group does not have: the payload's last 16
+    // bytes are bob's... so give alice's last id another value (g1 is written first,
+    // alice before bob, 2-0 her last id).
+    let mut foreign = body(&good);
+    let at = foreign.windows(16).rposition(|w| w == id(2, 0).to_bytes()).expect("alice's 2-0");
+    foreign[at + 15] = 7;
+    bad(&foreign);
+    // Entries out of order, and a last id below the last entry.
+    let mut swapped = good.clone();
+    swapped.entries.swap(0, 1);
+    bad(&body(&swapped));
+    let mut behind = good.clone();
+    behind.last_id = id(3, 4);
+    bad(&body(&behind));
+    // A node whose listpack lp-count is wrong (the first entry's, the 5 after "hello").
+    let mut miscounted = body(&good);
+    let at = miscounted.windows(7).position(|w| w == b"\x85hello\x06").expect("hello") + 7;
+    assert_eq!(miscounted[at], 5);
+    miscounted[at] = 4;
+    bad(&miscounted);
+    // Cut short anywhere: refused, or (read on into the footer's bytes, as Redis reads
+    // a payload) another stream; never the whole one, never a panic.
+    let whole = body(&good);
+    let full = decode_payload(&sealed(&whole));
+    assert!(full.is_ok());
+    for len in 1..whole.len() {
+        assert_ne!(decode_payload(&sealed(&whole[..len])), full, "cut at {len}");
+    }
 }

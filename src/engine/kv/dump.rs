@@ -5,9 +5,10 @@
 //! ([`KvEngine::restore`]): the old key, if replaced, is deleted at a fresh dot and the
 //! new value written whole, so it persists and replicates like the SET, HSET or SADD
 //! that would build it (a last-writer-wins string; a hash, set or sorted set whose
-//! fields or members are add-wins elements). Nothing of Meridian's CRDT metadata travels in a
-//! payload, and a payload never carries any: across regions a RESTORE is a new local
-//! write. Never does I/O or reads a clock.
+//! fields or members are add-wins elements; a stream's entries, groups and counters, whose
+//! element names `engine::stream` owns: the shard hands its codec in, [`StreamCodec`]).
+//! Nothing of Meridian's CRDT metadata travels in a payload, and a payload never carries
+//! any: across regions a RESTORE is a new local write. Never does I/O or reads a clock.
 
 use bytes::Bytes;
 
@@ -19,29 +20,39 @@ use super::value::KeyKind;
 use super::zsets::zset_encoding;
 use super::{KvEngine, StrVal, WriteCtx, key_hash};
 use crate::command::RestoreCommand;
-use crate::command::dump::{DumpedValue, Layout, encode_payload};
+use crate::command::dump::{DumpedStream, DumpedValue, Layout, encode_payload};
+use crate::crdt::NodeId;
 use crate::notify::{Class, KeyEvent};
 use crate::protocol::Frame;
 
 const BUSYKEY: &str = "BUSYKEY Target key name already exists.";
 
-/// A decoded payload as a snapshot this engine can write, or the error for a type
-/// Meridian does not have yet.
-fn snapshot_value(value: DumpedValue) -> Result<SnapshotValue, Frame> {
-    Ok(match value {
+/// Turns a stream's live elements into a payload's stream and back: `engine::stream`
+/// knows how a stream is named in elements, this engine does not (the shard hands
+/// `engine::stream::dumped`'s functions in).
+pub struct StreamCodec {
+    pub dumped_of: fn(&[(Bytes, StrVal)]) -> DumpedStream,
+    /// The elements of a restored stream, its counters the restoring node's.
+    pub elements_of: fn(DumpedStream, NodeId) -> Vec<(Bytes, StrVal)>,
+}
+
+/// A decoded payload as a snapshot this engine can write.
+fn snapshot_value(value: DumpedValue, streams: &StreamCodec, node: NodeId) -> SnapshotValue {
+    match value {
         DumpedValue::String(s) => SnapshotValue::String(StrVal::from_bytes(s)),
         DumpedValue::Hash(pairs) => SnapshotValue::Hash(pairs.into_iter().map(|(f, v)| (f, StrVal::from_bytes(v))).collect()),
         DumpedValue::Set(members) => SnapshotValue::Set(members),
         DumpedValue::Zset(entries) => SnapshotValue::Zset(entries),
         DumpedValue::List(elements) => SnapshotValue::List(elements),
-    })
+        DumpedValue::Stream(stream) => SnapshotValue::Named(Part::Stream, (streams.elements_of)(stream, node)),
+    }
 }
 
 impl KvEngine {
     /// DUMP: the key's value as a payload Redis 7.0 restores, or nil. A hash or set
     /// small enough for Redis's compact encoding is written in it (what OBJECT ENCODING
     /// reports here), so small values DUMP byte for byte as in Redis.
-    pub fn dump(&mut self, key: &[u8], now_ms: u64) -> Frame {
+    pub fn dump(&mut self, key: &[u8], now_ms: u64, streams: &StreamCodec) -> Frame {
         let limits = self.encoding;
         let Some(state) = self.live(key, key_hash(key), now_ms) else {
             return Frame::Null;
@@ -62,10 +73,10 @@ impl KvEngine {
             SnapshotValue::Set(members) => DumpedValue::Set(members),
             SnapshotValue::Zset(entries) => DumpedValue::Zset(entries),
             SnapshotValue::List(elements) => DumpedValue::List(elements),
-            // FalkorDB's RDB encoding of a graph is not implemented.
+            // FalkorDB's RDB encoding of a graph is not implemented. (`snapshot` names
+            // only graphs and streams.)
             SnapshotValue::Named(Part::Graph, _) => return Frame::static_error("ERR DUMP of a graph is not supported"),
-            // Redis's RDB encoding of a stream (listpacks in a radix tree) is not written.
-            SnapshotValue::Named(..) => return Frame::static_error("ERR DUMP of a stream is not supported"),
+            SnapshotValue::Named(_, elements) => DumpedValue::Stream((streams.dumped_of)(&elements)),
         };
         Frame::Bulk(Bytes::from(encode_payload(&value, layout)))
     }
@@ -73,7 +84,7 @@ impl KvEngine {
     /// RESTORE, with Redis 7.0's checks in its order: BUSYKEY, the TTL, the payload.
     /// A TTL already past (or one that overflows, as in Redis) writes nothing and
     /// deletes a key it would have replaced.
-    pub fn restore_payload(&mut self, ctx: &mut WriteCtx, cmd: RestoreCommand) -> Frame {
+    pub fn restore_payload(&mut self, ctx: &mut WriteCtx, cmd: RestoreCommand, streams: &StreamCodec) -> Frame {
         let RestoreCommand { key, ttl_ms, absttl, replace, value } = cmd;
         let hash = key_hash(&key);
         let exists = self.live(&key, hash, ctx.now_ms).is_some();
@@ -84,9 +95,9 @@ impl KvEngine {
             Ok(ttl_ms) => ttl_ms,
             Err(e) => return e,
         };
-        let value = match value.map_err(|e| e.frame()).and_then(snapshot_value) {
-            Ok(value) => value,
-            Err(e) => return e,
+        let value = match value {
+            Ok(value) => snapshot_value(value, streams, ctx.node),
+            Err(e) => return e.frame(),
         };
         let expire_at_ms = match (ttl_ms, absttl) {
             (0, _) => None,

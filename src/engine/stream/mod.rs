@@ -16,6 +16,7 @@
 //! Part of the deterministic core: no clock (times come in the write context), no I/O.
 //! Must never write anything but its own key's stream part.
 
+pub mod dumped;
 pub mod groups;
 pub mod info;
 pub mod store;
