@@ -23,7 +23,8 @@
 # (20000), N2 (60000), KEYSPACE (100000), MERIDIAN_EXTRA_ARGS, KEEP_TMP=1.
 # Each TEST is a redis-benchmark -t name (set, get, incr, hset, sadd, zadd, lpush, lpop, ...),
 # one of the collection reads hget, sismember, zscore, zrange100 (run against a key the
-# matching write test fills first; lpop/rpop also pop from a filled list), or
+# matching write test fills first; lpop/rpop also pop from a filled list), `xadd`
+# (`XADD mystream * field value-N` into one stream), or
 # `publish`: PUBLISH of a 16-byte message to SUBSCRIBERS (default 1) subscribed sockets
 # that read everything (bench-lists-pubsub.py's readers; the run fails if one is short),
 # so the figure is the cost of one PUBLISH and all its deliveries.
@@ -108,6 +109,7 @@ measure() {
         sismember) command=(SISMEMBER myset element:__rand_int__) ;;
         zscore) command=(ZSCORE myzset element:__rand_int__) ;;
         zrange100) command=(ZRANGE myzset 0 99) ;;
+        xadd) command=(XADD mystream '*' field value-__rand_int__) ;;
     esac
     case "$test" in
         hget) redis-benchmark -p "$port" -t hset -n "$KEYSPACE" -r "$KEYSPACE" -P 64 -c 1 -q >/dev/null ;;

@@ -261,3 +261,84 @@ fn corrupt_streams_are_bad_data() {
         assert_ne!(decode_payload(&sealed(&whole[..len])), full, "cut at {len}");
     }
 }
+
+mod stream_properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Field names and values as a stream holds them: short texts, integers (a listpack
+    /// codes those as integers), empty strings.
+    fn text() -> impl Strategy<Value = Bytes> {
+        prop_oneof![Just(Bytes::new()), "[a-c]{1,3}".prop_map(Bytes::from), (-70_000i64..70_000).prop_map(|n| Bytes::from(n.to_string()))]
+    }
+
+    /// A stream: ids ascending (steps in ms and seq, seq stepping down too), entries cut
+    /// into nodes, fields shared or not with the node's first entry, and a group or two
+    /// whose pending entries are owned by their consumers.
+    fn stream() -> impl Strategy<Value = DumpedStream> {
+        let entries = prop::collection::vec((0u64..3, 0u64..5, any::<bool>(), prop::collection::vec((text(), text()), 0..4)), 0..40);
+        let groups = prop::collection::vec((0u8..3, prop::collection::vec((0usize..40, 0u64..3, 1u64..9), 0..6), 0i64..5), 0..3);
+        (entries, groups, 0u64..3).prop_map(|(raw, raw_groups, extra)| {
+            let (mut ms, mut seq, mut node, mut index) = (1u64, 0u64, 0u64, 0u64);
+            let mut entries: Vec<DumpedEntry> = Vec::new();
+            for (ms_step, seq_value, new_node, fields) in raw {
+                if ms_step == 0 {
+                    seq += 1 + seq_value;
+                } else {
+                    (ms, seq) = (ms + ms_step, seq_value);
+                }
+                if new_node && !entries.is_empty() {
+                    (node, index) = (node + 1, 0);
+                }
+                entries.push(DumpedEntry { id: id(ms, seq), node, index, fields });
+                index += 1;
+            }
+            let last_id = id(ms + extra, 0).max(entries.last().map_or(id(0, 0), |e| e.id));
+            let mut groups: Vec<DumpedGroup> = Vec::new();
+            for (name, pending, entries_read) in raw_groups {
+                let name = Bytes::from(format!("g{name}"));
+                if groups.iter().any(|g| g.name == name) {
+                    continue;
+                }
+                let mut owned: Vec<DumpedPending> = pending
+                    .into_iter()
+                    .filter_map(|(at, consumer, deliveries)| {
+                        let entry = entries.get(at)?;
+                        Some(DumpedPending {
+                            id: entry.id,
+                            delivered_ms: 1_700_000_000_000 + at as u64,
+                            deliveries,
+                            consumer: Bytes::from(format!("c{consumer}")),
+                        })
+                    })
+                    .collect();
+                owned.sort_by_key(|p| p.id);
+                owned.dedup_by_key(|p| p.id);
+                let mut consumers: Vec<(Bytes, u64)> = owned.iter().map(|p| (p.consumer.clone(), p.delivered_ms + 5)).collect();
+                consumers.push((Bytes::from_static(b"idle"), 7));
+                consumers.sort();
+                consumers.dedup_by(|a, b| a.0 == b.0);
+                groups.push(DumpedGroup { name, last_delivered: last_id, entries_read: Some(entries_read - 1), pending: owned, consumers });
+            }
+            groups.sort_by(|a, b| a.name.cmp(&b.name));
+            DumpedStream { entries_added: entries.len() as u64 + extra, entries, last_id, max_deleted: id(0, extra), groups }
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn a_stream_decodes_to_what_was_encoded(stream in stream()) {
+            let payload = encode_payload(&DumpedValue::Stream(stream.clone()), Layout::Plain);
+            prop_assert_eq!(decode_payload(&payload), Ok(DumpedValue::Stream(stream)));
+        }
+
+        #[test]
+        fn a_damaged_stream_payload_is_refused_or_read_never_a_panic(stream in stream(), at in any::<prop::sample::Index>(), byte in any::<u8>()) {
+            let payload = encode_payload(&DumpedValue::Stream(stream), Layout::Plain);
+            let mut body = payload[..payload.len() - 10].to_vec();
+            let at = at.index(body.len());
+            body[at] = byte;
+            let _ = decode_payload(&sealed(&body));
+        }
+    }
+}
