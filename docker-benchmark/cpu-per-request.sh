@@ -7,7 +7,7 @@
 # usage: [PIPELINE=16] [N=2000000] docker-benchmark/cpu-per-request.sh BIN TEST [meridian flags...]
 #   BIN   a Meridian binary, or "redis" for redis-server (no persistence)
 #   TEST  set | set-fresh | get | hset | hget | sadd | sismember | zadd | zscore |
-#         zrange100 | lpush | rpush | lpop | rpop | lrange_100
+#         zrange100 | lpush | rpush | lpop | rpop | lrange_100 | xadd
 # The server is pinned to core 0 (Meridian with --shards 1 and its default persistence to
 # a fresh folder), redis-benchmark to core 1. 1M writes fill it first (for get: 1M SETs;
 # for hget, sismember, zscore and zrange100 the collection the write test fills; for the
@@ -37,6 +37,7 @@ case $T in
  lpush | rpush) ARGS="-d 16 -t $T"; FILL="$ARGS";;
  lpop | rpop) ARGS="-t $T"; FILL="-d 16 -t lpush"; FILL_N=$((N + 1000));;
  lrange_100) ARGS="LRANGE mylist 0 99"; FILL="-d 16 -t lpush";;
+ xadd) ARGS="XADD mystream * field value-__rand_int__"; FILL="$ARGS";;
  *) echo "unknown test $T" >&2; kill $PID; wait $PID 2>/dev/null; rm -rf $D; exit 2;;
 esac
 [ -n "$FILL" ] && taskset -c 1 redis-benchmark -p 6400 -c 50 -n $FILL_N -P 16 $FILL > /dev/null

@@ -60,7 +60,15 @@ impl StreamId {
     }
 
     pub fn to_frame(self) -> Frame {
-        Frame::Bulk(Bytes::from(self.to_string()))
+        // Every reply of XADD `*` carries one: itoa, not `format!` (~1,000 instructions
+        // an XADD less).
+        let (mut ms, mut seq) = (itoa::Buffer::new(), itoa::Buffer::new());
+        let (ms, seq) = (ms.format(self.ms).as_bytes(), seq.format(self.seq).as_bytes());
+        let mut text = Vec::with_capacity(ms.len() + 1 + seq.len());
+        text.extend_from_slice(ms);
+        text.push(b'-');
+        text.extend_from_slice(seq);
+        Frame::Bulk(Bytes::from(text))
     }
 }
 

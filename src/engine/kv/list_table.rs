@@ -422,6 +422,43 @@ impl ListTable {
         self.walk(tail, true).next().map(|(n, _)| n)
     }
 
+    /// The live entry at the tail with its name, reading only the last chunk's tail
+    /// when every live element is chunked (a stream's last entry, on every XADD).
+    pub fn last_live(&self) -> Option<(Name, ElementRef<'_>)> {
+        if self.others_live == 0 {
+            let chunk = self.chunks.back()?;
+            return chunk.last_element().map(|element| (Name::from_slice(&chunk.last), element));
+        }
+        self.walk(true, true).next()
+    }
+
+    /// Hand the live entries from `from` on, in order, to `keep` while it says so: the
+    /// chunks are decoded in place, names borrowed from the decoder, when every live
+    /// element is chunked (a stream's counters, read on every XADD); a walk otherwise.
+    pub fn scan_live_from<'a>(&'a self, from: &[u8], mut keep: impl FnMut(&[u8], ElementRef<'a>) -> bool) {
+        if self.others_live != 0 {
+            let mut walk = self.walk_at(from, false, true);
+            while let Some((name, element)) = walk.next_entry() {
+                if name >= from && !keep(name, element) {
+                    return;
+                }
+            }
+            return;
+        }
+        let first = match self.chunks.front() {
+            Some(chunk) if from <= &chunk.last[..] => 0,
+            _ => self.chunks.partition_point(|c| &c.last[..] < from),
+        };
+        for chunk in self.chunks.range(first..) {
+            let mut decoder = entry::Decoder::new(chunk);
+            while let Some((_, element)) = decoder.next_entry() {
+                if decoder.name.as_slice() >= from && !keep(&decoder.name, element) {
+                    return;
+                }
+            }
+        }
+    }
+
     /// The entries in list order (`rev`: from the tail); `live_only` skips tombstones.
     pub fn walk(&self, rev: bool, live_only: bool) -> Walk<'_> {
         Walk {

@@ -190,7 +190,10 @@ fn add(
     let (counters, own, tail) = match view_of(kv, &key, ctx.now_ms)? {
         None if no_mkstream => return Ok(Frame::Null),
         None => (NodeCounters::default(), NodeCounters::default(), None),
-        Some((view, _)) => (view.counters(), view.node_counters(ctx.node), view.last_slot()),
+        Some((view, _)) => {
+            let (counters, own) = view.counters_and_own(Some(ctx.node));
+            (counters, own, view.last_slot())
+        }
     };
     if counters.last_id == StreamId::MAX {
         return Err(Frame::static_error("ERR The stream has exhausted the last possible ID, unable to add more items"));

@@ -278,19 +278,19 @@ pub struct StreamView<'a> {
 /// borrowed (nothing is copied unless an element holds concurrent values), while `keep`
 /// says so; stops at the first it refuses.
 fn walk_live(table: &ListTable, from: &[u8], rev: bool, mut keep: impl FnMut(&[u8], &[u8]) -> bool) {
+    let mut visit = |name: &[u8], element: ElementRef<'_>| match element {
+        ElementRef::Raw(_, value) => keep(name, value),
+        other => match other.read() {
+            Some(value) => keep(name, &value.to_bytes()),
+            None => true,
+        },
+    };
+    if !rev {
+        table.scan_live_from(from, visit);
+        return;
+    }
     for (name, element) in table.walk_at(from, rev, true) {
-        let before = if rev { &name[..] > from } else { &name[..] < from };
-        if before {
-            continue;
-        }
-        let go_on = match element {
-            ElementRef::Raw(_, value) => keep(&name, value),
-            other => match other.read() {
-                Some(value) => keep(&name, &value.to_bytes()),
-                None => true,
-            },
-        };
-        if !go_on {
+        if &name[..] <= from && !visit(&name, element) {
             break;
         }
     }
@@ -303,7 +303,14 @@ impl<'a> StreamView<'a> {
 
     /// Every node's counters, summed as the stream's.
     pub fn counters(&self) -> NodeCounters {
-        let mut all = NodeCounters::default();
+        self.counters_and_own(None).0
+    }
+
+    /// [`StreamView::counters`], and `node`'s own counters read on the way (XADD needs
+    /// both: one pass over the `N` elements).
+    pub fn counters_and_own(&self, node: Option<NodeId>) -> (NodeCounters, NodeCounters) {
+        let (mut all, mut own) = (NodeCounters::default(), NodeCounters::default());
+        let own_name = node.map(node_name);
         walk_live(self.table, &[NODE], false, |name, value| {
             if name.first() != Some(&NODE) {
                 return false;
@@ -312,10 +319,13 @@ impl<'a> StreamView<'a> {
                 all.last_id = all.last_id.max(c.last_id);
                 all.entries_added += c.entries_added;
                 all.max_deleted = all.max_deleted.max(c.max_deleted);
+                if own_name.is_some_and(|own_name| name == own_name) {
+                    own = c;
+                }
             }
             true
         });
-        all
+        (all, own)
     }
 
     /// This node's own counters.
@@ -366,14 +376,15 @@ impl<'a> StreamView<'a> {
 
     /// The last entry's slot (where XADD puts the next), without copying it.
     pub fn last_slot(&self) -> Option<Slot> {
-        let mut slot = None;
-        walk_live(self.table, &entry_name(StreamId::MAX), true, |name, value| {
-            if name.first() == Some(&ENTRY) {
-                slot = Some(entry_slot(value));
-            }
-            false
-        });
-        slot
+        // Entries sort last: the stream's last live element is its last entry, if any.
+        let (name, element) = self.table.last_live()?;
+        if name.first() != Some(&ENTRY) {
+            return None;
+        }
+        match element {
+            ElementRef::Raw(_, value) => Some(entry_slot(value)),
+            other => other.read().map(|value| entry_slot(&value.to_bytes())),
+        }
     }
 
     pub fn first_entry(&self) -> Option<(StreamId, Bytes)> {

@@ -73,7 +73,11 @@ fn a_table_reads_as_a_sorted_map_through_random_changes() {
                 }
                 _ => {}
             }
+            if step % 100 == 0 {
+                check_scans(&table, &model, &mut rng);
+            }
         }
+        check_scans(&table, &model, &mut rng);
         assert_eq!(table.entries_len(), model.len(), "round {round}");
         assert_eq!(names_of(&table), model.keys().cloned().collect::<Vec<_>>());
         for (n, s) in &model {
@@ -92,6 +96,37 @@ fn a_table_reads_as_a_sorted_map_through_random_changes() {
         assert!(table.chunks.iter().all(|c| c.count > 0 && c.count as usize <= CHUNK_ENTRIES_MAX));
         assert_eq!(table.edge(false).map(|n| n.to_vec()), live.first().cloned());
         assert_eq!(table.edge(true).map(|n| n.to_vec()), live.last().cloned());
+    }
+}
+
+/// `last_live` and `scan_live_from` (its chunk fast path while every live element is
+/// chunked, a walk otherwise) against the model: from no name, an existing name, a
+/// name between two, past the end; stopped early too.
+fn check_scans(table: &ListTable, model: &BTreeMap<Vec<u8>, Stored>, rng: &mut impl Rng) {
+    let live: Vec<(&Vec<u8>, ElementRef<'_>)> = model.iter().filter(|(_, s)| s.view().exists()).map(|(n, s)| (n, s.view())).collect();
+    let last = table.last_live().map(|(n, e)| (n.to_vec(), e));
+    assert_eq!(last, live.last().map(|(n, e)| ((*n).clone(), *e)));
+    let mut froms: Vec<Vec<u8>> = vec![Vec::new(), vec![0xff; 40]];
+    if !live.is_empty() {
+        let picked = live[rng.random_range(0..live.len())].0.clone();
+        let mut between = picked.clone();
+        between.push(0);
+        froms.extend([picked, between]);
+    }
+    for from in froms {
+        let want: Vec<(Vec<u8>, ElementRef<'_>)> = live.iter().filter(|(n, _)| **n >= from).map(|(n, e)| ((*n).clone(), *e)).collect();
+        let mut got = Vec::new();
+        table.scan_live_from(&from, |n, e| {
+            got.push((n.to_vec(), e));
+            true
+        });
+        assert_eq!(got, want, "from {from:?}, all chunked: {}", table.live_all_chunked());
+        let mut first_two = Vec::new();
+        table.scan_live_from(&from, |n, _| {
+            first_two.push(n.to_vec());
+            first_two.len() < 2
+        });
+        assert_eq!(first_two, want.iter().take(2).map(|(n, _)| n.clone()).collect::<Vec<_>>());
     }
 }
 
