@@ -17,6 +17,8 @@
 # (user + system, all threads, /proc ticks) per request in microseconds, then its user
 # and system parts. Uses port 6400.
 BIN=$1; T=$2; shift 2
+# Test arguments go unquoted to redis-benchmark: no file-name expansion (XADD's `*`).
+set -f
 D=$(mktemp -d)
 if [ "$BIN" = redis ]; then taskset -c 0 redis-server --port 6400 --save "" --appendonly no > /dev/null 2>&1 &
 else taskset -c 0 $BIN --port 6400 --shards 1 --data-dir $D "$@" > /dev/null 2>&1 & fi
