@@ -422,6 +422,12 @@ impl ListTable {
         self.walk(tail, true).next().map(|(n, _)| n)
     }
 
+    /// The last chunked entry's name (a name past it can be appended to the last chunk,
+    /// [`ListTable::put_at_end`]).
+    pub fn chunked_last(&self) -> Option<&[u8]> {
+        self.chunks.back().map(|chunk| chunk.last.as_slice())
+    }
+
     /// The live entry at the tail with its name, reading only the last chunk's tail
     /// when every live element is chunked (a stream's last entry, on every XADD).
     pub fn last_live(&self) -> Option<(Name, ElementRef<'_>)> {

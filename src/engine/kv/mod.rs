@@ -27,6 +27,7 @@ pub mod position;
 pub mod score_order;
 pub mod sets;
 pub mod strings;
+mod tail_append;
 mod tombstone_gc;
 pub mod value;
 #[cfg(test)]

@@ -207,11 +207,13 @@ fn add(
     let clock_ms = if regions { dot.hlc.physical_ms() } else { ctx.now_ms };
     let id = new_id(counters.last_id, asked, clock_ms, ctx.node, regions)?;
     let own = NodeCounters { last_id: id, entries_added: own.entries_added + 1, max_deleted: own.max_deleted };
-    let writes = vec![
-        (Bytes::copy_from_slice(&store::entry_name(id)), Some(store::encode_entry(store::Slot::after(tail, node_max as u64), fields))),
-        (Bytes::copy_from_slice(&store::node_name(ctx.node)), Some(own.encode())),
-    ];
-    write_at(kv, ctx, dot, key.clone(), writes);
+    let (entry, value) = (store::entry_name(id), store::encode_entry(store::Slot::after(tail, node_max as u64), fields));
+    let (counters_name, counters) = (store::node_name(ctx.node), own.encode());
+    // Onto a stream that exists, the entry goes past its last chunk directly.
+    if !kv.append_and_set(ctx, dot, &key, Part::Stream, (&entry, &value), (&counters_name, &counters)) {
+        let writes = vec![(Bytes::copy_from_slice(&entry), Some(value)), (Bytes::copy_from_slice(&counters_name), Some(counters))];
+        write_at(kv, ctx, dot, key.clone(), writes);
+    }
     kv.notify.raise(Class::Stream, "xadd", &key);
     if let Some(trim) = trim {
         let writes = match view_of(kv, &key, ctx.now_ms)? {

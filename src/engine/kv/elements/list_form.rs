@@ -37,6 +37,16 @@ impl Elements {
         }
     }
 
+    /// Whether this part is held in chunks and `name` sorts past every chunked entry
+    /// (a stream entry's new id): [`Elements::push_list_element`] at the tail may write
+    /// it then.
+    pub fn is_past_chunked_end(&self, name: &[u8]) -> bool {
+        match &self.table {
+            Table::List(list) => list.chunked_last().is_none_or(|last| name > last),
+            _ => false,
+        }
+    }
+
     /// A push's write to a list: the element `name` is new (named after the push's own
     /// dot) and lands past the tail (`tail`) or before the head, so it is neither
     /// looked up first nor searched for: [`Elements::write_element`] of an absent
