@@ -14,6 +14,8 @@
 //! owned) and what Meridian relies on (entry ids ascending across nodes, the last id
 //! not below the last entry). Pure: knows nothing of how Meridian stores a stream.
 
+use std::collections::BTreeMap;
+
 use bytes::Bytes;
 
 use super::rdb::{self, Reader};
@@ -181,12 +183,15 @@ pub fn decode(r: &mut Reader, with_counters: bool) -> Result<DumpedStream> {
         }
         consumers.sort_by(|a, b| a.0.cmp(&b.0));
         let unowned = pending.iter().any(|p| p.consumer.is_empty());
-        if unowned || consumers.windows(2).any(|pair| pair[0].0 == pair[1].0) || groups.iter().any(|g| g.name == name) {
+        if unowned || consumers.windows(2).any(|pair| pair[0].0 == pair[1].0) {
             return Err(BAD);
         }
         groups.push(DumpedGroup { name, last_delivered, entries_read, pending, consumers });
     }
     groups.sort_by(|a, b| a.name.cmp(&b.name));
+    if groups.windows(2).any(|pair| pair[0].name == pair[1].name) {
+        return Err(BAD);
+    }
     Ok(DumpedStream { entries, last_id, max_deleted, entries_added, groups })
 }
 
@@ -248,14 +253,19 @@ pub fn encode(out: &mut Vec<u8>, stream: &DumpedStream) {
             out.extend_from_slice(&pending.delivered_ms.to_le_bytes());
             rdb::put_length(out, pending.deliveries as usize);
         }
+        // Each consumer's pending ids, in id order: one pass over the group's.
+        let mut owned: BTreeMap<&[u8], Vec<StreamId>> = BTreeMap::new();
+        for pending in &group.pending {
+            owned.entry(&pending.consumer).or_default().push(pending.id);
+        }
         rdb::put_length(out, group.consumers.len());
         for (consumer, seen) in &group.consumers {
             rdb::put_string(out, consumer);
             out.extend_from_slice(&seen.to_le_bytes());
-            let owned: Vec<&DumpedPending> = group.pending.iter().filter(|p| p.consumer == *consumer).collect();
-            rdb::put_length(out, owned.len());
-            for pending in owned {
-                out.extend_from_slice(&pending.id.to_bytes());
+            let ids = owned.get(consumer.as_ref()).map_or(&[][..], Vec::as_slice);
+            rdb::put_length(out, ids.len());
+            for id in ids {
+                out.extend_from_slice(&id.to_bytes());
             }
         }
     }

@@ -73,10 +73,10 @@ impl KvEngine {
             SnapshotValue::Set(members) => DumpedValue::Set(members),
             SnapshotValue::Zset(entries) => DumpedValue::Zset(entries),
             SnapshotValue::List(elements) => DumpedValue::List(elements),
-            // FalkorDB's RDB encoding of a graph is not implemented. (`snapshot` names
-            // only graphs and streams.)
-            SnapshotValue::Named(Part::Graph, _) => return Frame::static_error("ERR DUMP of a graph is not supported"),
-            SnapshotValue::Named(_, elements) => DumpedValue::Stream((streams.dumped_of)(&elements)),
+            SnapshotValue::Named(Part::Stream, elements) => DumpedValue::Stream((streams.dumped_of)(&elements)),
+            // FalkorDB's RDB encoding of a graph is not implemented (`snapshot` names
+            // graphs and streams only).
+            SnapshotValue::Named(..) => return Frame::static_error("ERR DUMP of a graph is not supported"),
         };
         Frame::Bulk(Bytes::from(encode_payload(&value, layout)))
     }

@@ -428,6 +428,15 @@ impl ListTable {
         self.chunks.back().map(|chunk| chunk.last.as_slice())
     }
 
+    /// How many chunks end before `name` (a forward read from `name` starts at the next;
+    /// a stream's counters are in the first chunk, so that case takes no search).
+    fn chunks_before(&self, name: &[u8]) -> usize {
+        match self.chunks.front() {
+            Some(first) if name <= &first.last[..] => 0,
+            _ => self.chunks.partition_point(|c| &c.last[..] < name),
+        }
+    }
+
     /// The live entry at the tail with its name, reading only the last chunk's tail
     /// when every live element is chunked (a stream's last entry, on every XADD).
     pub fn last_live(&self) -> Option<(Name, ElementRef<'_>)> {
@@ -451,11 +460,7 @@ impl ListTable {
             }
             return;
         }
-        let first = match self.chunks.front() {
-            Some(chunk) if from <= &chunk.last[..] => 0,
-            _ => self.chunks.partition_point(|c| &c.last[..] < from),
-        };
-        for chunk in self.chunks.range(first..) {
+        for chunk in self.chunks.range(self.chunks_before(from)..) {
             let mut decoder = entry::Decoder::new(chunk);
             while let Some((_, element)) = decoder.next_entry() {
                 if decoder.name.as_slice() >= from && !keep(&decoder.name, element) {
@@ -524,10 +529,7 @@ impl ListTable {
                 _ => self.chunks.len() - self.chunks.partition_point(|c| c.first() <= name),
             }
         } else {
-            match self.chunks.front() {
-                Some(first) if name <= &first.last[..] => 0,
-                _ => self.chunks.partition_point(|c| &c.last[..] < name),
-            }
+            self.chunks_before(name)
         };
         walk.chunks_left -= skipped;
         walk

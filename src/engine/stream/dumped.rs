@@ -7,6 +7,8 @@
 //! on the way out, come back as one `N` element of the restoring node: a restored
 //! stream is a local write, as any RESTORE. Pure: no clock, no keyspace.
 
+use std::collections::BTreeMap;
+
 use bytes::Bytes;
 
 use super::groups::Shape;
@@ -26,33 +28,33 @@ fn scoped(name: &[u8]) -> Option<(&[u8], &[u8])> {
     Some((group, &name[5 + len..]))
 }
 
-/// The group named `name`, added (empty, never read) if a consumer or pending entry
-/// names it first.
-fn group_mut<'a>(groups: &'a mut Vec<DumpedGroup>, name: &[u8]) -> &'a mut DumpedGroup {
-    let at = match groups.iter().position(|g| g.name == name) {
-        Some(at) => at,
-        None => {
-            groups.push(DumpedGroup {
-                name: Bytes::copy_from_slice(name),
-                last_delivered: StreamId::ZERO,
-                entries_read: Some(-1),
-                pending: Vec::new(),
-                consumers: Vec::new(),
-            });
-            groups.len() - 1
-        }
-    };
-    &mut groups[at]
+/// A group being gathered: its state once its `G` element is read, and the rest.
+type Gathered = BTreeMap<Bytes, (bool, DumpedGroup)>;
+
+/// The group named `name`, added (empty) if a consumer or pending entry names it
+/// before its `G` element.
+fn group_mut<'a>(groups: &'a mut Gathered, name: &[u8]) -> &'a mut (bool, DumpedGroup) {
+    if !groups.contains_key(name) {
+        let name = Bytes::copy_from_slice(name);
+        let group = DumpedGroup {
+            name: name.clone(),
+            last_delivered: StreamId::ZERO,
+            entries_read: Some(-1),
+            pending: Vec::new(),
+            consumers: Vec::new(),
+        };
+        groups.insert(name, (false, group));
+    }
+    groups.get_mut(name).expect("inserted above")
 }
 
 /// DUMP: a stream's live elements (any order) as a payload's value.
 pub fn dumped_of(elements: &[(Bytes, StrVal)]) -> DumpedStream {
     let mut counters = NodeCounters::default();
     let mut entries = Vec::new();
-    let mut groups: Vec<DumpedGroup> = Vec::new();
-    // Groups with a `G` element; a consumer or pending entry of a group whose `G` a
-    // concurrent XGROUP DESTROY removed is not the stream's any more.
-    let mut named: Vec<Bytes> = Vec::new();
+    // By name; a group without its `G` element (a concurrent XGROUP DESTROY removed
+    // it, not the consumers and pending entries it saw) is not the stream's any more.
+    let mut groups = Gathered::new();
     for (name, value) in elements {
         let value = value.to_bytes();
         match name.first().copied() {
@@ -71,29 +73,28 @@ pub fn dumped_of(elements: &[(Bytes, StrVal)]) -> DumpedStream {
             }
             Some(GROUP) => {
                 if let Some(state) = GroupState::decode(&value) {
-                    let group = group_mut(&mut groups, &name[1..]);
+                    let (named, group) = group_mut(&mut groups, &name[1..]);
+                    *named = true;
                     (group.last_delivered, group.entries_read) = (state.last_delivered, Some(state.entries_read));
-                    named.push(Bytes::copy_from_slice(&name[1..]));
                 }
             }
             Some(CONSUMER) => {
                 if let Some((group, consumer)) = scoped(name) {
-                    group_mut(&mut groups, group).consumers.push((Bytes::copy_from_slice(consumer), store::decode_seen(&value)));
+                    group_mut(&mut groups, group).1.consumers.push((Bytes::copy_from_slice(consumer), store::decode_seen(&value)));
                 }
             }
             Some(PENDING) => {
                 let id = scoped(name).and_then(|(group, id)| Some((group, StreamId::from_bytes(id).filter(|_| id.len() == ID_BYTES)?)));
                 if let (Some((group, id)), Some(p)) = (id, Pending::decode(&value)) {
                     let pending = DumpedPending { id, delivered_ms: p.delivered_ms, deliveries: p.deliveries, consumer: p.consumer };
-                    group_mut(&mut groups, group).pending.push(pending);
+                    group_mut(&mut groups, group).1.pending.push(pending);
                 }
             }
             _ => {}
         }
     }
     entries.sort_by_key(|e| e.id);
-    groups.retain(|g| named.contains(&g.name));
-    groups.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut groups: Vec<DumpedGroup> = groups.into_values().filter_map(|(named, group)| named.then_some(group)).collect();
     for group in &mut groups {
         group.pending.sort_by_key(|p| p.id);
         group.consumers.sort_by(|a, b| a.0.cmp(&b.0));
