@@ -2,7 +2,8 @@
 //! itself sees its own request in `qbuf` (as Redis), another sees a client's MULTI
 //! (`flags=x`, `multi`, `multi-mem`), a blocked client (`flags=b`), an incomplete
 //! request (`qbuf`) and replies waiting for a client that does not read (`obl`,
-//! `omem`, `events=rw`).
+//! `omem`, `events=rw`), and buffers given back: an idle client's, and one that a big
+//! reply grew while its client stays busy with small ones.
 
 mod common;
 
@@ -115,4 +116,42 @@ fn client_list_shows_an_incomplete_request_and_replies_a_client_does_not_read() 
     assert_eq!(replies.len(), 64 * ((1 << 20) + "$1048576\r\n\r\n".len()));
     let fields = eventually_listed(&mut observer, deaf_id, |f| f["events"] == "r");
     assert_eq!((fields["events"].as_str(), number(&fields, "omem")), ("r", 0), "{fields:?}");
+}
+
+#[test]
+fn an_idle_client_gives_back_its_buffers_and_a_big_reply_does_not_pin_one() {
+    let server = common::start_meridian(&[]);
+    let mut observer = common::connect(&server);
+
+    let mut idle = common::connect(&server);
+    let idle_id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut idle).expect("id");
+    let fields = listed(&mut observer, idle_id);
+    assert!(number(&fields, "rbs") > 0 && number(&fields, "tot-mem") > 0, "a fresh client holds its buffers: {fields:?}");
+    // Two seconds idle (the sweep looks every quarter second): nothing held.
+    let fields = eventually_listed(&mut observer, idle_id, |f| f["tot-mem"] == "0");
+    assert_eq!((number(&fields, "rbs"), number(&fields, "qbuf-free"), number(&fields, "tot-mem")), (0, 0, 0), "{fields:?}");
+    assert!(number(&fields, "idle") >= 2, "{fields:?}");
+    // It still serves, from buffers made again.
+    let pong: String = redis::cmd("PING").query(&mut idle).expect("PING");
+    assert_eq!(pong, "PONG");
+    let value: Option<String> = redis::cmd("GET").arg("missing").query(&mut idle).expect("GET");
+    assert_eq!(value, None);
+
+    let mut busy = common::connect(&server);
+    let busy_id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut busy).expect("id");
+    let _: () = redis::cmd("SET").arg("big").arg(vec![b'v'; 1 << 20]).query(&mut busy).expect("SET");
+    let big: Vec<u8> = redis::cmd("GET").arg("big").query(&mut busy).expect("GET");
+    assert_eq!(big.len(), 1 << 20);
+    // Small requests every 20 ms keep it from idling; its big buffers still go.
+    let mut fields = listed(&mut observer, busy_id);
+    for _ in 0..100 {
+        let _: Option<String> = redis::cmd("GET").arg("small").query(&mut busy).expect("GET");
+        fields = listed(&mut observer, busy_id);
+        if number(&fields, "tot-mem") < 64 * 1024 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(number(&fields, "tot-mem") < 64 * 1024, "{fields:?}");
+    assert!(number(&fields, "idle") < 2, "{fields:?}");
 }

@@ -49,19 +49,21 @@ pub fn now_ns() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// Read what is there into `buf` (at least one byte of room is made), waiting until
-/// something is: the byte count (0 at end of stream) and when the last byte read
-/// arrived. Cancel-safe, as `read_buf` (nothing is consumed unless it returns).
-pub async fn read(stream: &TcpStream, buf: &mut BytesMut) -> io::Result<(usize, u64)> {
-    if buf.capacity() == buf.len() {
-        buf.reserve(4096);
-    }
+/// Read what is there into `buf`, waiting until something is: the byte count (0 at
+/// end of stream) and when the last byte read arrived. A full (or given back, empty)
+/// buffer gets `room` bytes of room once the socket is readable, not before: an idle
+/// connection holds no buffer while it waits. Cancel-safe, as `read_buf` (nothing is
+/// consumed unless it returns).
+pub async fn read(stream: &TcpStream, buf: &mut BytesMut, room: usize) -> io::Result<(usize, u64)> {
     loop {
         // The stream's single reader waker slot, not `readable()`'s future: that one
         // links a waiter into the socket's list and unlinks it on drop, under its lock,
         // every wait (~300 instructions a request at pipeline depth 1). One task reads a
         // connection, so the single slot is enough.
         std::future::poll_fn(|cx| stream.poll_read_ready(cx)).await?;
+        if buf.capacity() == buf.len() {
+            buf.reserve(room.max(1));
+        }
         #[cfg(target_os = "linux")]
         let read = {
             // A read that did not fill the room drained the socket: say so to tokio
@@ -157,7 +159,7 @@ mod tests {
             accepted.set_nonblocking(true).expect("nonblocking");
             let accepted = TcpStream::from_std(accepted).expect("tokio");
             let before_read = now_ns();
-            let (_, stamp) = read(&accepted, &mut BytesMut::new()).await.expect("read");
+            let (_, stamp) = read(&accepted, &mut BytesMut::new(), 4096).await.expect("read");
             if stamp <= before_read {
                 stamping = true;
                 break;
@@ -178,9 +180,9 @@ mod tests {
         b.set_nonblocking(true).expect("nonblocking");
         let (a, b) = (TcpStream::from_std(a).expect("tokio"), TcpStream::from_std(b).expect("tokio"));
         let mut buf_b = BytesMut::new();
-        let (n_b, stamp_b) = read(&b, &mut buf_b).await.expect("read");
+        let (n_b, stamp_b) = read(&b, &mut buf_b, 4096).await.expect("read");
         let mut buf_a = BytesMut::new();
-        let (n_a, stamp_a) = read(&a, &mut buf_a).await.expect("read");
+        let (n_a, stamp_a) = read(&a, &mut buf_a, 4096).await.expect("read");
         assert_eq!((n_a, &buf_a[..], n_b, &buf_b[..]), (3, &b"one"[..], 3, &b"two"[..]));
         assert!(stamp_a < stamp_b, "first {stamp_a} second {stamp_b}");
         assert!(stamp_b <= before_reads, "kernel stamps, not read times: {stamp_b} > {before_reads}");

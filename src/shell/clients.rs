@@ -24,6 +24,9 @@ use tokio::sync::Notify;
 #[repr(C, align(64))]
 pub struct ClientInfo {
     pub killed: AtomicBool,
+    /// Set by [`ClientRegistry::release_idle_buffers`]: the connection should give back
+    /// the buffers it holds empty (see [`ClientInfo::attention`]).
+    pub release_requested: AtomicBool,
     /// Wakes the connection's task when `killed` is set (see [`ClientInfo::kill_requested`]).
     kill: AtomicWaker,
     /// When the last command ran (wall-clock unix ms, as Redis's `lastinteraction`
@@ -66,6 +69,9 @@ pub struct BufferGauge {
     pub query_capacity: AtomicU64,
     /// The most bytes the query buffer has held at a pipeline's start.
     pub query_peak: AtomicU64,
+    /// The same since the last sweep of idle buffers, which takes it (so that a buffer
+    /// one big command grew is given back once the commands after it are small).
+    pub query_peak_recent: AtomicU64,
     /// An incomplete command's arguments already taken off the query buffer.
     pub partial_args_bytes: AtomicU64,
     /// Reply bytes written to the connection but not yet taken by its socket.
@@ -83,6 +89,7 @@ impl Default for BufferGauge {
             query_bytes: AtomicU64::new(0),
             query_capacity: AtomicU64::new(0),
             query_peak: AtomicU64::new(0),
+            query_peak_recent: AtomicU64::new(0),
             partial_args_bytes: AtomicU64::new(0),
             output_pending: AtomicU64::new(0),
             output_capacity: AtomicU64::new(0),
@@ -101,6 +108,12 @@ impl BufferGauge {
         self.query_capacity.store(capacity as u64, Ordering::Relaxed);
         if bytes as u64 > self.query_peak.load(Ordering::Relaxed) {
             self.query_peak.store(bytes as u64, Ordering::Relaxed);
+        }
+        // The sweep may take the recent peak between the load and the store: it then
+        // sees this pipeline's bytes at its next sweep instead, which only delays a
+        // shrink.
+        if bytes as u64 > self.query_peak_recent.load(Ordering::Relaxed) {
+            self.query_peak_recent.store(bytes as u64, Ordering::Relaxed);
         }
     }
 
@@ -186,6 +199,49 @@ impl ClientInfo {
             self.kill.register(cx.waker());
             if self.killed.load(Ordering::SeqCst) { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
         })
+    }
+
+    /// Ask the connection to give back the buffers it holds empty (it does so the next
+    /// time it waits for its client).
+    pub fn request_buffer_release(&self) {
+        self.release_requested.store(true, Ordering::SeqCst);
+        self.kill.wake();
+    }
+
+    /// [`ClientInfo::kill_requested`], or a buffer release asked for: what a connection
+    /// waiting for its client's next bytes must wake for. The caller tells the two apart
+    /// by `killed`. Same waker slot, same rules: only the connection's own task waits.
+    pub fn attention(&self) -> impl std::future::Future<Output = ()> + '_ {
+        std::future::poll_fn(move |cx| {
+            self.kill.register(cx.waker());
+            if self.killed.load(Ordering::SeqCst) || self.release_requested.load(Ordering::SeqCst) {
+                std::task::Poll::Ready(())
+            } else {
+                std::task::Poll::Pending
+            }
+        })
+    }
+
+    /// Whether the sweep should ask this connection to give its buffers back at
+    /// `now_ms`: it holds some and has been idle for [`BUFFERS_IDLE_RELEASE_MS`], or
+    /// its query buffer is past [`BUFFER_SHRINK_BYTES_MIN`] while its pipelines since
+    /// the last sweep used under half of it, or its reply buffer is past that and
+    /// empty. Takes the recent query peak (each sweep looks at its own period).
+    fn buffers_worth_releasing(&self, now_ms: u64) -> bool {
+        let load = |field: &AtomicU64| field.load(Ordering::Relaxed);
+        let gauge = &self.buffers;
+        let (query, output) = (load(&gauge.query_capacity), load(&gauge.output_capacity));
+        let recent_peak = gauge.query_peak_recent.swap(0, Ordering::Relaxed);
+        if query + output == 0 || self.release_requested.load(Ordering::Relaxed) {
+            return false;
+        }
+        let idle_ms = match load(&self.last_active_ms) {
+            0 => self.created.elapsed().as_millis() as u64,
+            last_ms => now_ms.saturating_sub(last_ms),
+        };
+        idle_ms >= BUFFERS_IDLE_RELEASE_MS
+            || (query > BUFFER_SHRINK_BYTES_MIN && recent_peak < query / 2)
+            || (output > BUFFER_SHRINK_BYTES_MIN && load(&gauge.output_pending) == 0)
     }
 
     /// A container command's subcommand ran (`client|list`): CLIENT LIST's `cmd` names it.
@@ -283,6 +339,7 @@ impl ClientRegistry {
             last_subcommand: Mutex::new(String::new()),
             resp: AtomicU8::new(2),
             killed: AtomicBool::new(false),
+            release_requested: AtomicBool::new(false),
             kill: AtomicWaker::new(),
             blocked: AtomicBool::new(false),
             unblock: Notify::new(),
@@ -307,6 +364,43 @@ impl ClientRegistry {
 
     pub fn all(&self) -> Vec<Arc<ClientInfo>> {
         self.clients.lock().map(|c| c.values().cloned().collect()).unwrap_or_default()
+    }
+
+    /// Ask every connection whose buffers are worth giving back to give them back
+    /// (see [`ClientInfo::buffers_worth_releasing`]); how many were asked.
+    pub fn release_idle_buffers(&self, now_ms: u64) -> usize {
+        let Ok(clients) = self.clients.lock() else { return 0 };
+        let mut asked = 0;
+        for client in clients.values().filter(|c| c.buffers_worth_releasing(now_ms)) {
+            client.request_buffer_release();
+            asked += 1;
+        }
+        asked
+    }
+}
+
+/// A connection idle this long gives back its empty buffers (Redis frees an idle
+/// client's query buffer after two seconds too): an idle connection then holds no
+/// read or reply buffer, where it held 32 KiB of them for good.
+pub const BUFFERS_IDLE_RELEASE_MS: u64 = 2_000;
+
+/// A busy connection's buffer bigger than this is given back once it is used under
+/// half (query) or empty (replies): one big command or reply does not pin its buffer.
+pub const BUFFER_SHRINK_BYTES_MIN: u64 = 32 * 1024;
+
+/// How often connections' buffers are looked at.
+pub const BUFFER_SWEEP_INTERVAL_MS: u64 = 250;
+
+/// Look at every connection's buffers every [`BUFFER_SWEEP_INTERVAL_MS`] while the
+/// server runs. The registry's lock is taken once a sweep, a few atomic loads a
+/// connection under it.
+pub async fn buffer_sweep_loop(state: std::sync::Weak<super::ServerState>) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(BUFFER_SWEEP_INTERVAL_MS));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(state) = state.upgrade() else { return };
+        state.clients.release_idle_buffers(super::now_ms());
     }
 }
 

@@ -256,19 +256,27 @@ impl Connection {
                     // The client closed its side and everything it sent is answered.
                     return Ok(());
                 }
-                if self.read_buf.capacity() - self.read_buf.len() < self.read_chunk / 4 {
+                // A buffer given back (`give_back_buffers`) stays away while the client
+                // is idle: the read makes its room once bytes are there.
+                if self.read_buf.capacity() > 0 && self.read_buf.capacity() - self.read_buf.len() < self.read_chunk / 4 {
                     self.read_buf.reserve(self.read_chunk);
                 }
                 let room = self.read_buf.capacity() - self.read_buf.len();
                 self.info.buffers.waiting_to_read(self.read_buf.len(), self.read_buf.capacity(), self.parser.partial_args_bytes());
                 let read = tokio::select! {
                     biased;
-                    _ = self.info.kill_requested() => return Ok(()),
+                    _ = self.info.attention() => {
+                        if self.info.killed.load(Ordering::Relaxed) {
+                            return Ok(());
+                        }
+                        self.give_back_buffers();
+                        continue;
+                    }
                     _ = messages_waiting(&self.inbox) => {
                         self.deliver().await?;
                         continue;
                     }
-                    read = super::arrival::read(&self.stream, &mut self.read_buf) => read?,
+                    read = super::arrival::read(&self.stream, &mut self.read_buf, self.read_chunk) => read?,
                 };
                 let (read, arrived_ns) = read;
                 self.arrived_ns = arrived_ns;
@@ -315,6 +323,26 @@ impl Connection {
                 return Ok(());
             }
         }
+    }
+
+    /// Give back the buffers the connection holds empty, as the buffer sweep asked
+    /// (`ClientRegistry::release_idle_buffers`): the query buffer unless part of a
+    /// request waits in it, the reply buffer unless replies wait in it, and the
+    /// pipeline's kept vectors. Each comes back at its first use, from the allocator.
+    fn give_back_buffers(&mut self) {
+        self.info.release_requested.store(false, Ordering::SeqCst);
+        if self.read_buf.is_empty() && !self.parser.is_mid_command() {
+            self.read_buf = BytesMut::new();
+            self.read_chunk = READ_CHUNK_BYTES;
+        }
+        if self.write_buf.is_empty() {
+            self.write_buf = BytesMut::new();
+        }
+        self.pipeline = Vec::new();
+        self.pipeline_indexes = Vec::new();
+        self.replies = Vec::new();
+        self.remote.give_back_spares();
+        self.info.buffers.pipeline_ended(self.write_buf.capacity());
     }
 
     /// Run a pipeline's commands in order; whether any of them is a write (with

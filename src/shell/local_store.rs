@@ -28,6 +28,14 @@
 //!   kernels, some FUSE mounts), the store says so once and writes big objects through
 //!   the page cache from then on.
 //!
+//!   The window is kept only while big writes keep coming: the persistence driver gives
+//!   it back at its first round with nothing to store ([`LocalStore::window_release`]).
+//!   Kept for good, it was 4 MiB of `used_memory` after a node's first big write (Redis's
+//!   `unit/lazyfree` saw an idle node hold twice its starting memory); made afresh for
+//!   every write, it cost a 14 MiB segment 0.3-1.3 ms of CPU more (3.9-4.0 ms against
+//!   4.3-5.3) and a 2 MiB one 0.6-0.7 ms (`examples/local_store_puts.rs`,
+//!   docs/benchmarks.md, "Fifty-eighth session").
+//!
 //! Owns the window and nothing else; never decides what is written or when (the
 //! streamer does), and never changes what a reader sees: the same files under the same
 //! names, create-only where asked. Conditional updates and objects with attributes
@@ -92,8 +100,9 @@ pub struct LocalStore {
     /// The folder the store writes under, as the file system names it: folder syncs
     /// stop at it.
     root: PathBuf,
-    /// The window, free between writes; a second concurrent big write takes a window
-    /// of its own for its duration.
+    /// The window, free between writes (until the driver gives it back: see
+    /// [`LocalStore::window_release`]); a second concurrent big write takes a window of
+    /// its own for its duration.
     window: Arc<Mutex<Option<Window>>>,
     /// False once the file system refused a direct write.
     direct: Arc<AtomicBool>,
@@ -129,6 +138,17 @@ impl LocalStore {
             fsync,
             direct_bytes_min,
             window_bytes,
+        })
+    }
+
+    /// What gives the kept window back (a big write in progress keeps its own): for
+    /// the persistence driver's idle rounds, so that an idle node holds none.
+    pub fn window_release(&self) -> crate::shell::persistence::IdleMemoryRelease {
+        let slot = self.window.clone();
+        Arc::new(move || {
+            if let Ok(mut slot) = slot.try_lock() {
+                slot.take();
+            }
         })
     }
 

@@ -209,7 +209,8 @@ pub fn run(config: Config) -> Result<(), String> {
     let durability = Arc::new(persistence::Durability::new(shard_count));
     let persistence_info = Arc::new(std::sync::Mutex::new(persistence::PersistenceInfo::default()));
     let store = if record_deltas {
-        let (store, location) = persistence::open_store(&config)?;
+        let opened = persistence::open_store(&config)?;
+        let (store, location) = (opened.store.clone(), opened.location.clone());
         let nonce = run_id();
         if let Err(e) = io_runtime.block_on(persistence::probe_conditional_put(store.as_ref(), config.node_id, &nonce)) {
             if !config.allow_unfenced {
@@ -238,7 +239,7 @@ pub fn run(config: Config) -> Result<(), String> {
             let floor = crate::replication::reservation::ceiling(recovered_hlc);
             shards.iter_mut().for_each(|s| s.witness_clock(floor));
         }
-        Some((store, recovered))
+        Some((opened, recovered))
     } else {
         tracing::warn!("persistence is off: data lives in memory only and is lost when the process stops");
         None
@@ -285,8 +286,8 @@ pub fn run(config: Config) -> Result<(), String> {
     let listener = gate.finish()?;
     let durable_positions = store.as_ref().map(|_| state.durability.clone());
     let driver = match store {
-        Some((store, recovered)) => {
-            Some(persistence::start(&state.config, store, router.clone(), &recovered, persistence_info, state.durability.clone())?)
+        Some((opened, recovered)) => {
+            Some(persistence::start(&state.config, opened, router.clone(), &recovered, persistence_info, state.durability.clone())?)
         }
         None => None,
     };
@@ -316,6 +317,7 @@ pub fn run(config: Config) -> Result<(), String> {
 
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
     runtime.spawn(memory::sample_loop(Arc::downgrade(&state)));
+    runtime.spawn(clients::buffer_sweep_loop(Arc::downgrade(&state)));
     if let Some(metrics) = metrics_listener {
         let metrics = runtime.block_on(async { tokio::net::TcpListener::from_std(metrics) }).map_err(|e| e.to_string())?;
         runtime.spawn(metrics::serve(metrics, state.clone()));

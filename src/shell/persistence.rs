@@ -113,18 +113,31 @@ pub struct PersistenceInfo {
     pub fenced: Option<String>,
 }
 
+/// What a store gives back of the memory it keeps between writes when the node has
+/// nothing to store (called by the persistence driver's idle rounds).
+pub type IdleMemoryRelease = Arc<dyn Fn() + Send + Sync>;
+
+/// An opened object store: the store, where it is (for logs and INFO), and what gives
+/// back the memory it keeps between writes, if it keeps any.
+pub struct OpenedStore {
+    pub store: Arc<dyn ObjectStore>,
+    pub location: String,
+    pub idle_release: Option<IdleMemoryRelease>,
+}
+
 /// Open the configured object store: a local folder by default, `memory://`, or
 /// `s3://bucket/prefix` with the standard `AWS_*` environment variables.
-pub fn open_store(config: &Config) -> Result<(Arc<dyn ObjectStore>, String), String> {
-    match config.object_store.as_deref() {
+pub fn open_store(config: &Config) -> Result<OpenedStore, String> {
+    let (store, location): (Arc<dyn ObjectStore>, String) = match config.object_store.as_deref() {
         None => {
             std::fs::create_dir_all(&config.data_dir)
                 .map_err(|e| format!("cannot create --data-dir {}: {e}", config.data_dir.display()))?;
             let store = crate::shell::local_store::LocalStore::new(&config.data_dir, config.fsync == "on")
                 .map_err(|e| format!("cannot use --data-dir {}: {e}", config.data_dir.display()))?;
-            Ok((Arc::new(store), format!("file://{}", config.data_dir.display())))
+            let idle_release = Some(store.window_release());
+            return Ok(OpenedStore { store: Arc::new(store), location: format!("file://{}", config.data_dir.display()), idle_release });
         }
-        Some("memory://") => Ok((Arc::new(object_store::memory::InMemory::new()), "memory://".into())),
+        Some("memory://") => (Arc::new(object_store::memory::InMemory::new()), "memory://".into()),
         Some(url) if url.starts_with("s3://") => {
             let rest = &url["s3://".len()..];
             let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
@@ -141,10 +154,11 @@ pub fn open_store(config: &Config) -> Result<(Arc<dyn ObjectStore>, String), Str
             } else {
                 Arc::new(object_store::prefix::PrefixStore::new(s3, prefix.trim_matches('/')))
             };
-            Ok((store, url.to_string()))
+            (store, url.to_string())
         }
-        Some(other) => Err(format!("--object-store {other}: expected s3://bucket/prefix or memory://")),
-    }
+        Some(other) => return Err(format!("--object-store {other}: expected s3://bucket/prefix or memory://")),
+    };
+    Ok(OpenedStore { store, location, idle_release: None })
 }
 
 /// Carry out one store operation.
@@ -303,7 +317,7 @@ pub struct Driver {
 /// Start the persistence thread.
 pub fn start(
     config: &Config,
-    store: Arc<dyn ObjectStore>,
+    store: OpenedStore,
     router: Router,
     recovered: &Recovered,
     info: Arc<Mutex<PersistenceInfo>>,
@@ -382,7 +396,7 @@ fn streamer_node(streamer: &Streamer) -> u16 {
 
 async fn run(
     mut streamer: Streamer,
-    store: Arc<dyn ObjectStore>,
+    OpenedStore { store, idle_release, .. }: OpenedStore,
     router: Router,
     info: Arc<Mutex<PersistenceInfo>>,
     durability: Arc<Durability>,
@@ -413,8 +427,12 @@ async fn run(
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         if !drain_shards(&router, &mut streamer, &mut group).await {
-            // An idle round frees the bodies kept for the shards: an idle node holds none.
+            // An idle round frees the bodies kept for the shards and what the store
+            // keeps between writes: an idle node holds none.
             streamer.drop_spare_bodies();
+            if let Some(release) = &idle_release {
+                release();
+            }
         }
         feed_checkpoint(&router, &mut streamer, &mut checkpoint_cursor).await;
         busy = true;

@@ -60,8 +60,8 @@ pub fn run(config: &Config, to: &str, into: &std::path::Path) -> Result<(), Stri
 
 async fn restore(config: &Config, target_ms: u64, into: &std::path::Path) -> Result<(), String> {
     let node = config.node_id;
-    let (source, location) = open_store(config)?;
-    let source = source.as_ref();
+    let opened = open_store(config)?;
+    let (source, location) = (opened.store.as_ref(), opened.location);
 
     // Every checkpoint the retained manifests name, newest first.
     let mut checkpoints: Vec<(u64, u32)> = Vec::new();

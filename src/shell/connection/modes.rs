@@ -112,7 +112,7 @@ impl Connection {
                     };
                 }
                 _ = sleep_until(deadline) => return timed_out(command.name),
-                read = crate::shell::arrival::read(&self.stream, &mut self.read_buf), if may_read => match read {
+                read = crate::shell::arrival::read(&self.stream, &mut self.read_buf, super::READ_CHUNK_BYTES), if may_read => match read {
                     // The client went away: nothing is popped for it.
                     Ok((0, _)) | Err(_) => {
                         self.read_closed = true;

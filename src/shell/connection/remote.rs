@@ -81,6 +81,11 @@ impl RemoteQueue {
         self.pending.is_empty() && self.in_flight.is_empty()
     }
 
+    /// Drop the kept buffers of answered batches (an idle connection holds none).
+    pub(super) fn give_back_spares(&mut self) {
+        self.spare = Vec::new();
+    }
+
     /// Keep an answered batch's emptied buffers for a next batch, if there is room.
     fn keep(&mut self, batch: Batch, slots: Vec<ReplySlot>) {
         debug_assert!(batch.ops.is_empty() && batch.replies.is_empty() && slots.is_empty());

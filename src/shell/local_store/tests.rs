@@ -64,6 +64,29 @@ async fn objects_across_block_and_window_edges_read_back_exactly() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A big write leaves its window for the next one; the driver's release gives it back,
+/// and the next big write makes one again.
+#[tokio::test]
+async fn the_window_is_kept_between_big_writes_until_released() {
+    let dir = folder(&std::env::temp_dir(), "window");
+    let store = LocalStore::with_limits(&dir, true, 1, 2 * BLOCK_BYTES).expect("store");
+    let release = store.window_release();
+    let kept = || store.window.lock().expect("window").is_some();
+    assert!(!kept(), "no window before the first big write");
+    for (i, release_after) in [(0u8, false), (1, true), (2, true)] {
+        let name = format!("o{i}");
+        let bytes = pattern(3 * BLOCK_BYTES + 5, i);
+        store.put(&Path::from(name.as_str()), PutPayload::from(bytes.clone())).await.expect("put");
+        assert!(read(&store, &name).await == bytes, "object {i} reads back");
+        assert!(kept(), "the window stays after write {i}");
+        if release_after {
+            release();
+            assert!(!kept(), "released after write {i}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Whether `dir`'s file system takes `O_DIRECT` at all (tmpfs on older kernels does not).
 fn direct_supported(dir: &FsPath) -> bool {
     let probe = dir.join("probe-direct");
