@@ -84,10 +84,13 @@ pub enum Bug {
     /// RENAME writes its destination without the source's TTL: a key meant to expire
     /// lives for ever under its new name.
     RenameDropsTtl,
+    /// RESTORE ... ABSTTL takes its unix time as a duration: the restored key expires
+    /// decades late instead of at the instant given.
+    RestoreAbsttlIgnored,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 25] = [
+    pub const ALL: [Bug; 26] = [
         Bug::TtlNeverFires,
         Bug::SetKeepsIncrements,
         Bug::PersistIgnored,
@@ -113,6 +116,7 @@ impl Bug {
         Bug::StreamIdsIgnoreNode,
         Bug::AbsenceIgnored,
         Bug::RenameDropsTtl,
+        Bug::RestoreAbsttlIgnored,
     ];
 
     /// Whether the bug lives in replication (the simulator must run replicated nodes
@@ -154,6 +158,12 @@ impl Bug {
         matches!(self, Bug::RenameDropsTtl)
     }
 
+    /// Whether the bug lives in DUMP or RESTORE (the simulator must send them,
+    /// `SimConfig::dumps`, to reach it: only single-node runs do).
+    pub fn needs_dumps(self) -> bool {
+        matches!(self, Bug::RestoreAbsttlIgnored)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Bug::TtlNeverFires => "ttl-never-fires",
@@ -181,6 +191,7 @@ impl Bug {
             Bug::StreamIdsIgnoreNode => "stream-ids-ignore-node",
             Bug::AbsenceIgnored => "absence-ignored",
             Bug::RenameDropsTtl => "rename-drops-ttl",
+            Bug::RestoreAbsttlIgnored => "restore-absttl-ignored",
         }
     }
 

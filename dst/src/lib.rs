@@ -23,6 +23,7 @@
 pub mod faults;
 pub mod graph;
 pub mod model;
+pub mod model_dump;
 pub mod model_lists;
 pub mod model_sets;
 pub mod model_zsets;

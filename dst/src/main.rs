@@ -9,6 +9,8 @@
 //! dst --graph --seeds 0..100     half the commands are graph writes (GRAPH.QUERY)
 //! dst --streams --seeds 0..100   half the commands are stream writes (XADD, XDEL)
 //! dst --renames --seeds 0..100   one command in ten a RENAME, RENAMENX, COPY or SET EX
+//! dst --no-replicate --dumps --seeds 0..100  one command in six a DUMP, or a RESTORE
+//!                                of a payload an earlier DUMP gave (the model checks both)
 //! dst --no-periodic-anti-entropy --seeds 0..100  anti-entropy only after a reconnect:
 //!                                the deltas alone must make replicas converge
 //! dst --seeds 0..100000 --jobs 8 a sweep on 8 threads (default: every core)
@@ -86,6 +88,11 @@ struct Args {
     /// two string keys, checked against the oracle after convergence.
     #[arg(long)]
     renames: bool,
+    /// Single-node runs: about one command in six is a DUMP of a workload key or a
+    /// RESTORE of a payload an earlier DUMP returned (sometimes damaged), each checked
+    /// against the model.
+    #[arg(long)]
+    dumps: bool,
     /// Replication runs: give up on a peer silent this long (0: never). Default: by
     /// the seed, even seeds after 600 ms, odd ones never.
     #[arg(long)]
@@ -153,6 +160,7 @@ fn main() -> ExitCode {
         graph: args.graph,
         streams: args.streams,
         renames: args.renames,
+        dumps: args.dumps,
         peer_horizon_ms: args.peer_horizon_ms,
         periodic_anti_entropy: !args.no_periodic_anti_entropy,
         ..SimConfig::default()

@@ -384,7 +384,8 @@ impl Model {
             }
             KeyCommand::MemoryUsage(_) => Frame::static_error("ERR model does not cover MEMORY USAGE"),
             KeyCommand::Bits(_) => Frame::static_error("ERR model does not cover the bit commands"),
-            KeyCommand::Dump(_) | KeyCommand::Restore(_) => Frame::static_error("ERR model does not cover DUMP and RESTORE"),
+            KeyCommand::Dump(key) => self.dump(key, now_ms, actual),
+            KeyCommand::Restore(cmd) => self.restore(cmd, now_ms),
             // The workload sends no graph commands yet (docs/graph.md: what is missing).
             KeyCommand::Graph(_) => Frame::static_error("ERR model does not cover the graph commands"),
             // Streams are checked in replication runs by their oracle (`streams.rs`);

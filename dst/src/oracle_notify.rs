@@ -79,9 +79,12 @@ pub fn check_command(cmd: &CommandView<'_>, events: &[KeyEvent]) -> Result<(), S
     if !in_argument_order(cmd.keys, &lookups) || !in_argument_order(cmd.keys, &own) {
         return fail("events out of argument order".into());
     }
+    // RESTORE adds its key anew even over one it replaces (Redis deletes the old one
+    // without a `del`, then adds): `new` comes first whenever it writes.
+    let adds_anew = cmd.line.get(..8).is_some_and(|name| name.eq_ignore_ascii_case("RESTORE "));
     for view in cmd.views {
         let own: Vec<&KeyEvent> = events.iter().filter(|e| e.key == view.key).collect();
-        if let Err(why) = check_key(cmd.write, view, &own) {
+        if let Err(why) = check_key(cmd.write, adds_anew, view, &own) {
             return fail(format!("key `{}`: {why}", String::from_utf8_lossy(&view.key)));
         }
     }
@@ -104,7 +107,7 @@ fn in_argument_order(keys: &[Bytes], events: &[KeyEvent]) -> bool {
     true
 }
 
-fn check_key(write: bool, view: &KeyView, own: &[&KeyEvent]) -> Result<(), String> {
+fn check_key(write: bool, adds_anew: bool, view: &KeyView, own: &[&KeyEvent]) -> Result<(), String> {
     let names: Vec<&str> = own.iter().map(|e| e.event).collect();
     let count = |name: &str| names.iter().filter(|n| **n == name).count();
     let expired = count("expired");
@@ -127,7 +130,8 @@ fn check_key(write: bool, view: &KeyView, own: &[&KeyEvent]) -> Result<(), Strin
         return Err("`keymiss` for a key that exists".into());
     }
     let rest = &rest[misses..];
-    let added = view.before.is_none() && view.after.is_some();
+    // A RESTORE refused (BUSYKEY, a bad payload) raises nothing and adds nothing.
+    let added = (view.before.is_none() || (adds_anew && rest.contains(&"restore"))) && view.after.is_some();
     let removed = view.before.is_some() && view.after.is_none();
     let news = rest.iter().filter(|n| **n == "new").count();
     if view.after_unknown {

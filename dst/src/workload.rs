@@ -371,6 +371,13 @@ pub fn command(rng: &mut ChaCha8Rng, base_ms: u64) -> Vec<Bytes> {
     words.into_iter().map(Bytes::from).collect()
 }
 
+/// Any key of the single-node workload, whatever its type (what `--dumps` runs DUMP
+/// and RESTORE to).
+pub fn any_key(rng: &mut ChaCha8Rng) -> String {
+    let all: Vec<&str> = KEYS.iter().chain(&SET_KEYS).chain(&ZSET_KEYS).chain(&LIST_KEYS).copied().collect();
+    all[rng.random_range(0..all.len())].to_string()
+}
+
 /// How a simulated transaction treats WATCH (see [`transaction`]).
 pub const WATCH_NONE: &str = "none";
 /// Watch the first command's key just before EXEC: EXEC must run.

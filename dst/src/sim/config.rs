@@ -38,6 +38,12 @@ pub struct SimConfig {
     /// removal of the source (RENAME) and a SET of the destination to the value and TTL
     /// the source had on that node.
     pub renames: bool,
+    /// Single-node runs: about one command in six is a DUMP of a workload key or a
+    /// RESTORE (TTL, ABSTTL, REPLACE drawn) of a payload an earlier DUMP returned, one in
+    /// ten of them with a byte damaged (`--dumps`, `Sim::dump_or_restore`). The model
+    /// checks that a DUMP's payload decodes to the key's value and applies a RESTORE
+    /// from the payload it was given, so every later read of the key checks the engine's.
+    pub dumps: bool,
     /// Give up on a peer silent this long (`--peer-horizon-ms`; 0: never). `None`:
     /// chosen by the seed, so that a sweep covers both: even seeds give up after
     /// `SEEDED_HORIZON_MS`, odd ones never.
@@ -73,6 +79,7 @@ impl Default for SimConfig {
             graph: false,
             streams: false,
             renames: false,
+            dumps: false,
             peer_horizon_ms: None,
             periodic_anti_entropy: true,
         }
@@ -101,6 +108,9 @@ impl SimConfig {
         }
         if self.renames {
             command.push_str(" --renames");
+        }
+        if self.dumps {
+            command.push_str(" --dumps");
         }
         if !self.periodic_anti_entropy {
             command.push_str(" --no-periodic-anti-entropy");

@@ -12,6 +12,7 @@ use rand_chacha::ChaCha8Rng;
 
 mod collection_writes;
 mod config;
+mod dumps;
 mod execute;
 mod finish;
 mod graph_writes;
@@ -213,6 +214,8 @@ struct Sim {
     /// Streams runs: the ids the stream workload was answered, and what its writes did.
     stream_names: crate::streams::StreamNames,
     stream_oracle: crate::streams::StreamOracle,
+    /// `--dumps` runs: the last payloads DUMP answered, for RESTOREs to restore.
+    dumped: dumps::Dumped,
 }
 
 /// FNV-1a, so the trace hash is the same on every platform and run.
@@ -277,6 +280,7 @@ impl Sim {
             graph_oracle: Default::default(),
             stream_names: Default::default(),
             stream_oracle: Default::default(),
+            dumped: Default::default(),
             cfg,
         }
     }
@@ -448,6 +452,9 @@ impl Sim {
             workload::rename_command(&mut self.rng)
         } else if self.cfg.replicate {
             workload::replicated_command(&mut self.rng)
+        } else if self.cfg.dumps && self.rng.random_range(0..6) == 0 {
+            // Only `--dumps` runs draw this coin: other runs replay as before.
+            self.dump_or_restore(base_ms)
         } else if self.rng.random_range(0..40) == 0 {
             workload::transaction(&mut self.rng, base_ms)
         } else {
@@ -502,8 +509,12 @@ impl Sim {
             return;
         }
         let notify_before = self.notify_before(node, &args);
+        let dump = args[0].eq_ignore_ascii_case(b"DUMP");
         let (actual, expected) = self.execute(node, args);
         self.log(format!("c{client} n{node} {line} -> {actual:?}"));
+        if dump && let meridian::protocol::Frame::Bulk(payload) = &actual {
+            self.dumped.keep(payload.clone());
+        }
         if let Some(expected) = expected
             && actual != expected
         {

@@ -99,6 +99,7 @@ impl KvEngine {
             Ok(value) => snapshot_value(value, streams, ctx.node),
             Err(e) => return e.frame(),
         };
+        let absttl = absttl && !crate::bugs::active(crate::bugs::Bug::RestoreAbsttlIgnored);
         let expire_at_ms = match (ttl_ms, absttl) {
             (0, _) => None,
             (at_ms, true) => Some(Some(at_ms)),

@@ -303,6 +303,18 @@ impl KvEngine {
                 // is replaced, as Redis replaces it, and ships whole.
                 let dot = if state.exists() || !state.is_blank() {
                     state.delete(dot);
+                    if !self.keep_tombstones && state.element_tombstones() > 0 {
+                        // A lone node keeps no element tombstones, but the ones this
+                        // remove left (a counter field's absorbed floor) would hold
+                        // their old places, and a restored element of the same name
+                        // would take its old place instead of the payload's (Redis adds
+                        // them to a new key in the payload's order). So the remove is
+                        // logged as it is, floors and all (recovery absorbs the old
+                        // increments again, as for a DEL), and its tombstones go before
+                        // the elements are written. Found by the simulator's `--dumps`.
+                        ctx.deltas.key_changed(&key, &state);
+                        state.drop_element_tombstones();
+                    }
                     // The old elements' tombstones carry the remove's dot: the new
                     // elements are a write after it.
                     ctx.next_dot()
