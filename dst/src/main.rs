@@ -11,6 +11,8 @@
 //! dst --renames --seeds 0..100   one command in ten a RENAME, RENAMENX, COPY or SET EX
 //! dst --no-replicate --dumps --seeds 0..100  one command in six a DUMP, or a RESTORE
 //!                                of a payload an earlier DUMP gave (the model checks both)
+//! dst --dumps --seeds 0..100     one command in ten a DUMP or RESTORE of a string key,
+//!                                checked against the oracle after convergence
 //! dst --no-periodic-anti-entropy --seeds 0..100  anti-entropy only after a reconnect:
 //!                                the deltas alone must make replicas converge
 //! dst --seeds 0..100000 --jobs 8 a sweep on 8 threads (default: every core)
@@ -90,7 +92,8 @@ struct Args {
     renames: bool,
     /// Single-node runs: about one command in six is a DUMP of a workload key or a
     /// RESTORE of a payload an earlier DUMP returned (sometimes damaged), each checked
-    /// against the model.
+    /// against the model. Replication runs: about one in ten is a DUMP or a RESTORE
+    /// REPLACE of a string key, checked against the oracle after convergence.
     #[arg(long)]
     dumps: bool,
     /// Replication runs: give up on a peer silent this long (0: never). Default: by

@@ -186,6 +186,25 @@ fn dumps_and_restores_on_a_single_node_match_the_model() {
 
 const DUMP_SEEDS: u64 = 1_000;
 
+/// Replicated runs with DUMP and RESTORE (`--dumps`): a RESTORE ... REPLACE of a string
+/// payload onto a string key, in any region, converges as the SET of its value the
+/// oracle takes it for, through partitions and crashes. The runs do restore: at least
+/// ten RESTOREs a run on average succeed (the planted `restore-absttl-ignored` fails
+/// these runs too).
+#[test]
+fn restores_under_replication_faults_converge_to_the_oracle() {
+    let mut restored = 0;
+    for seed in 0..REPLICATED_DUMP_SEEDS {
+        let config = SimConfig { seed, dumps: true, ..SimConfig::default() };
+        let outcome = run(SimConfig { trace: true, ..config.clone() });
+        assert!(outcome.ok(), "{}\nreplay: {}", outcome.failure.unwrap_or_default(), config.replay_command());
+        restored += outcome.trace.iter().filter(|l| l.contains(" RESTORE ") && l.ends_with("Simple(b\"OK\")")).count() as u64;
+    }
+    assert!(restored >= 10 * REPLICATED_DUMP_SEEDS, "{restored} RESTOREs in {REPLICATED_DUMP_SEEDS} runs");
+}
+
+const REPLICATED_DUMP_SEEDS: u64 = 150;
+
 /// Runs in which a peer is given up on and caught up only by the absence rule.
 fn absence_config(config: SimConfig) -> SimConfig {
     let faults = FaultWeights::parse("partition=4").expect("fault weights");

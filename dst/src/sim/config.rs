@@ -43,6 +43,9 @@ pub struct SimConfig {
     /// ten of them with a byte damaged (`--dumps`, `Sim::dump_or_restore`). The model
     /// checks that a DUMP's payload decodes to the key's value and applies a RESTORE
     /// from the payload it was given, so every later read of the key checks the engine's.
+    /// Replication runs: about one command in ten is a DUMP of one of four string keys
+    /// or a RESTORE ... REPLACE of a string payload onto one (`replicated_dump_or_restore`),
+    /// which the oracle takes as a SET of the payload's value.
     pub dumps: bool,
     /// Give up on a peer silent this long (`--peer-horizon-ms`; 0: never). `None`:
     /// chosen by the seed, so that a sweep covers both: even seeds give up after

@@ -29,7 +29,43 @@ impl Dumped {
     }
 }
 
+/// The string keys replicated `--dumps` runs DUMP and RESTORE: two the string workload
+/// also writes (a RESTORE meets increments, DELs and SETs from every region) and two
+/// only these commands and `--renames` write.
+const REPLICATED_KEYS: [&str; 4] = ["{t}x", "{t}y", "{r}a", "{r}b"];
+
 impl Sim {
+    /// Replication runs: a DUMP of a string key (always while no string payload is
+    /// kept, else two in five), or a RESTORE ... REPLACE of a kept string payload onto
+    /// one, with no TTL, a relative or an absolute one (long: none fires during a run).
+    /// The oracle takes a RESTORE as a SET of the payload's value (`writes.rs`).
+    pub(super) fn replicated_dump_or_restore(&mut self) -> Vec<Bytes> {
+        let key = REPLICATED_KEYS[self.rng.random_range(0..REPLICATED_KEYS.len())];
+        let strings: Vec<&Bytes> = self
+            .dumped
+            .0
+            .iter()
+            .filter(|p| matches!(meridian::command::dump::decode_payload(p), Ok(meridian::command::dump::DumpedValue::String(_))))
+            .collect();
+        if strings.is_empty() || self.rng.random_bool(0.4) {
+            return vec![Bytes::from_static(b"DUMP"), Bytes::from_static(key.as_bytes())];
+        }
+        let payload = strings[self.rng.random_range(0..strings.len())].clone();
+        let mut args = vec![Bytes::from_static(b"RESTORE"), Bytes::from_static(key.as_bytes())];
+        match self.rng.random_range(0..3) {
+            0 => args.push(Bytes::from_static(b"0")),
+            1 => args.push(Bytes::from(self.rng.random_range(500_000..1_000_000u64).to_string())),
+            _ => {
+                // Far ahead of every node's clock.
+                args.push(Bytes::from((super::EPOCH_MS + self.now + self.rng.random_range(3_600_000..7_200_000u64)).to_string()));
+                args.extend([payload, Bytes::from_static(b"REPLACE"), Bytes::from_static(b"ABSTTL")]);
+                return args;
+            }
+        }
+        args.extend([payload, Bytes::from_static(b"REPLACE")]);
+        args
+    }
+
     /// A DUMP (always while no payload is kept, else two in five), or a RESTORE of a
     /// kept payload.
     pub(super) fn dump_or_restore(&mut self, base_ms: u64) -> Vec<Bytes> {

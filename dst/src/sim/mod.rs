@@ -450,6 +450,9 @@ impl Sim {
             crate::streams::stream_command(&mut self.rng, &mut self.stream_names)
         } else if self.cfg.replicate && self.cfg.renames && self.rng.random_bool(0.1) {
             workload::rename_command(&mut self.rng)
+        } else if self.cfg.replicate && self.cfg.dumps && self.rng.random_bool(0.1) {
+            // Only `--dumps` runs draw this coin: other runs replay as before.
+            self.replicated_dump_or_restore()
         } else if self.cfg.replicate {
             workload::replicated_command(&mut self.rng)
         } else if self.cfg.dumps && self.rng.random_range(0..6) == 0 {
@@ -490,6 +493,11 @@ impl Sim {
             let local = self.nodes[node].local_ms(self.now);
             let (actual, _) = self.execute(node, args.clone());
             self.log(format!("c{client} n{node} {line} -> {actual:?}"));
+            if args[0].eq_ignore_ascii_case(b"DUMP")
+                && let meridian::protocol::Frame::Bulk(payload) = &actual
+            {
+                self.dumped.keep(payload.clone());
+            }
             self.notify_after(node, &line, notify_before, false);
             self.record_writes(node, &args, before, local);
             self.record_collection_writes(node, &args, collections_before, &actual);

@@ -173,6 +173,14 @@ impl Sim {
                     s => OpKind::Expire(local_ms + 1000 * s as u64),
                 },
                 b"PERSIST" => OpKind::Persist,
+                // A RESTORE of a string payload is a SET of its value (docs/semantics.md).
+                b"RESTORE" => match restored_string(args, local_ms) {
+                    Some(kind) => kind,
+                    None => {
+                        self.fail(format!("n{node}: RESTORE wrote {key:?} from a payload the oracle does not model"));
+                        return;
+                    }
+                },
                 // The source is removed as a DEL removes it; the destination is written
                 // as a SET of what the source held there, its TTL included.
                 b"RENAME" | b"RENAMENX" if key == args[1] => OpKind::Del,
@@ -254,6 +262,7 @@ fn written_keys(args: &[Bytes]) -> Vec<Bytes> {
         b"SET" | b"INCR" | b"INCRBY" | b"DECRBY" | b"DEL" | b"EXPIRE" | b"PERSIST" => args.get(1).cloned().into_iter().collect(),
         b"RENAME" | b"RENAMENX" => args[1..].iter().take(2).cloned().collect(),
         b"COPY" => args.get(2).cloned().into_iter().collect(),
+        b"RESTORE" => args.get(1).cloned().into_iter().collect(),
         _ => Vec::new(),
     }
 }
@@ -267,6 +276,20 @@ fn string_on(node: &Node, key: &[u8], local_ms: u64) -> Option<(Bytes, Option<u6
         return None;
     }
     Some((Bytes::copy_from_slice(&state.read()?.to_bytes()), state.expire_at_ms()))
+}
+
+/// What `RESTORE key ttl payload [REPLACE] [ABSTTL]` of a string payload writes, as a
+/// SET: the payload's value, with the TTL the arguments give (node-local `local_ms`).
+fn restored_string(args: &[Bytes], local_ms: u64) -> Option<OpKind> {
+    use meridian::command::dump::{DumpedValue, decode_payload};
+    let DumpedValue::String(value) = decode_payload(args.get(3)?).ok()? else { return None };
+    let absolute = args[4..].iter().any(|a| a.eq_ignore_ascii_case(b"ABSTTL"));
+    let ttl = match parse_u64(&args[2]) {
+        0 => Ttl::Clear,
+        at_ms if absolute => Ttl::At(at_ms),
+        after_ms => Ttl::At(local_ms + after_ms),
+    };
+    Some(OpKind::Set { value, ttl })
 }
 
 fn parse_i64(b: &[u8]) -> i64 {
