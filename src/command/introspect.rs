@@ -2,11 +2,23 @@
 
 use bytes::Bytes;
 
+use super::CommandFilter;
 use super::table::{self, COMMANDS, CommandSpec};
 use crate::protocol::Frame;
 
-fn info(spec: &CommandSpec) -> Frame {
-    let mut categories = vec![format!("@{}", spec.group)];
+/// The ACL categories COMMAND INFO reports for a command (and COMMAND LIST FILTERBY
+/// ACLCAT selects by): its group's category as Redis names it (`generic` commands are
+/// `@keyspace`, `sorted-set` ones `@sortedset`; `server` ones have none of their own),
+/// read or write, fast or slow.
+fn categories(spec: &CommandSpec) -> Vec<String> {
+    let group = match spec.group {
+        "generic" => Some("keyspace"),
+        "sorted-set" => Some("sortedset"),
+        "transactions" => Some("transaction"),
+        "server" => None,
+        other => Some(other),
+    };
+    let mut categories: Vec<String> = group.map(|g| format!("@{g}")).into_iter().collect();
     if spec.is_write() {
         categories.push("@write".into());
     } else if spec.flags.contains(&"readonly") {
@@ -17,6 +29,11 @@ fn info(spec: &CommandSpec) -> Frame {
     } else {
         categories.push("@slow".into());
     }
+    categories
+}
+
+fn info(spec: &CommandSpec) -> Frame {
+    let categories = categories(spec);
     Frame::Array(vec![
         Frame::bulk_str(spec.name),
         Frame::Integer(spec.arity as i64),
@@ -47,8 +64,16 @@ pub fn count() -> Frame {
     Frame::Integer(COMMANDS.len() as i64)
 }
 
-pub fn list() -> Frame {
-    Frame::Array(COMMANDS.iter().map(|s| Frame::bulk_str(s.name)).collect())
+/// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern]: the
+/// commands' names (subcommands are not listed: see docs/semantics.md).
+pub fn list(filter: Option<&CommandFilter>) -> Frame {
+    let selected = |spec: &&CommandSpec| match filter {
+        None => true,
+        Some(CommandFilter::Module(_)) => false,
+        Some(CommandFilter::AclCategory(category)) => categories(spec).iter().any(|c| c.as_bytes()[1..].eq_ignore_ascii_case(category)),
+        Some(CommandFilter::Pattern(pattern)) => crate::engine::kv::glob::glob_match(&pattern.to_ascii_lowercase(), spec.name.as_bytes()),
+    };
+    Frame::Array(COMMANDS.iter().filter(selected).map(|s| Frame::bulk_str(s.name)).collect())
 }
 
 pub fn info_for(names: &[Bytes]) -> Frame {
@@ -69,38 +94,66 @@ pub fn getkeys(args: &[Bytes]) -> Frame {
     let Some(spec) = args.first().and_then(|n| table::lookup(n)) else {
         return Frame::static_error("ERR Invalid command specified");
     };
-    if matches!(spec.name, "lmpop" | "zmpop" | "blmpop" | "bzmpop") && spec.arity_ok(args.len()) {
-        // `numkeys key [key ...]` from argument 1 (movable keys; after the timeout for
-        // the blocking forms).
-        let at = if spec.name.starts_with('b') { 2 } else { 1 };
-        return match crate::command::numbers::parse_i64(&args[at]) {
-            Some(n) if n > 0 && (n as u64) < (args.len() - at - 1) as u64 => {
-                Frame::Array(args[at + 1..at + 1 + n as usize].iter().cloned().map(Frame::Bulk).collect())
-            }
-            _ => Frame::static_error("ERR Invalid arguments specified for command"),
-        };
-    }
-    if matches!(spec.name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro") && spec.arity_ok(args.len()) {
-        // `numkeys key [key ...]` from argument 2; a bad count names no key, and these
-        // commands need none (Redis's `no_mandatory_keys`): an empty array.
-        return match crate::command::numbers::parse_i64(&args[2]) {
-            Some(n) if n > 0 && n as u64 <= (args.len() - 3) as u64 => {
-                Frame::Array(args[3..3 + n as usize].iter().cloned().map(Frame::Bulk).collect())
-            }
-            _ => Frame::Array(Vec::new()),
-        };
-    }
-    if matches!(spec.name, "sort" | "sort_ro") && spec.arity_ok(args.len()) {
-        return Frame::Array(sort_keys(args).into_iter().map(|i| Frame::Bulk(args[i].clone())).collect());
-    }
-    if spec.first_key <= 0 {
-        return Frame::static_error("ERR The command has no key arguments");
-    }
+    // As Redis: the arity first, then the keys.
     if !spec.arity_ok(args.len()) {
         return Frame::static_error("ERR Invalid number of arguments specified for command");
     }
-    let positions = table::key_positions(spec, args.len());
+    let positions = match movable_keys(spec, args) {
+        Some(Ok(positions)) => positions,
+        Some(Err(e)) => return e,
+        None if spec.first_key <= 0 => return Frame::static_error(NO_KEYS),
+        None => table::key_positions(spec, args.len()),
+    };
     Frame::Array(positions.into_iter().map(|i| Frame::Bulk(args[i].clone())).collect())
+}
+
+const NO_KEYS: &str = "ERR The command has no key arguments";
+const INVALID_ARGUMENTS: &str = "ERR Invalid arguments specified for command";
+
+/// The keys of a command whose key spec alone cannot place them (Redis's movable keys,
+/// and the containers whose subcommands name a key), as Redis's key finders find them;
+/// `None` for the rest.
+fn movable_keys(spec: &CommandSpec, args: &[Bytes]) -> Option<Result<Vec<usize>, Frame>> {
+    let invalid = || Err(Frame::static_error(INVALID_ARGUMENTS));
+    let subcommand = |names: &[&str]| args.get(1).is_some_and(|s| names.iter().any(|n| s.eq_ignore_ascii_case(n.as_bytes())));
+    Some(match spec.name {
+        // `numkeys key [key ...]`, after a destination or a timeout for some.
+        "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" | "lmpop" | "zmpop" => {
+            numkeys_keys(args, 1).ok_or(()).or_else(|_| invalid())
+        }
+        "blmpop" | "bzmpop" => numkeys_keys(args, 2).ok_or(()).or_else(|_| invalid()),
+        "zunionstore" | "zinterstore" | "zdiffstore" => match numkeys_keys(args, 2) {
+            Some(keys) => Ok(std::iter::once(1).chain(keys).collect()),
+            None => invalid(),
+        },
+        // A bad count names no key, and these need none (Redis's `no_mandatory_keys`).
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => Ok(numkeys_keys(args, 2).unwrap_or_default()),
+        "sort" | "sort_ro" => Ok(sort_keys(args)),
+        // `... STREAMS key [key ...] id [id ...]`: the first half after the keyword
+        // (rounded down, as Redis 7.0's key spec divides).
+        "xread" | "xreadgroup" => {
+            let Some(at) = args.iter().position(|a| a.eq_ignore_ascii_case(b"streams")) else { return Some(invalid()) };
+            let keys = (args.len() - at - 1) / 2;
+            if keys == 0 {
+                return Some(invalid());
+            }
+            Ok((at + 1..=at + keys).collect())
+        }
+        "memory" if subcommand(&["usage"]) && args.len() > 2 => Ok(vec![2]),
+        "xgroup" if subcommand(&["create", "setid", "destroy", "createconsumer", "delconsumer"]) && args.len() > 2 => Ok(vec![2]),
+        "xinfo" if subcommand(&["stream", "groups", "consumers"]) && args.len() > 2 => Ok(vec![2]),
+        _ => return None,
+    })
+}
+
+/// The positions of `numkeys key [key ...]` with the count at `at`: `None` when the
+/// count is not a positive integer or names more keys than follow it.
+fn numkeys_keys(args: &[Bytes], at: usize) -> Option<Vec<usize>> {
+    let count = crate::command::numbers::parse_i64(args.get(at)?)?;
+    if count <= 0 || count as u64 > (args.len() - at - 1) as u64 {
+        return None;
+    }
+    Some((at + 1..=at + count as usize).collect())
 }
 
 /// SORT's keys as Redis's `sortGetKeys` finds them: the sorted key, and the last

@@ -384,8 +384,19 @@ pub enum CommandCommand {
     Info(Vec<Bytes>),
     Docs(Vec<Bytes>),
     GetKeys(Vec<Bytes>),
-    List,
+    List(Option<CommandFilter>),
     Help,
+}
+
+/// COMMAND LIST's `FILTERBY`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CommandFilter {
+    /// Commands of a module: there are none.
+    Module(Bytes),
+    /// Commands in an ACL category (`scripting`, `read`, ...).
+    AclCategory(Bytes),
+    /// Command names matching a glob pattern, case-insensitively.
+    Pattern(Bytes),
 }
 
 /// CONFIG subcommands.

@@ -159,7 +159,22 @@ pub(super) fn parse_command_command(a: &mut [Bytes]) -> Parsed {
         b"count" => return Err(wrong_arity("command|count")),
         b"info" => CommandCommand::Info(rest),
         b"docs" => CommandCommand::Docs(rest),
-        b"list" => CommandCommand::List,
+        b"list" => match rest.as_slice() {
+            [] => CommandCommand::List(None),
+            [filterby, kind, value] if eq(filterby, "filterby") => {
+                let filter = if eq(kind, "module") {
+                    CommandFilter::Module(value.clone())
+                } else if eq(kind, "aclcat") {
+                    CommandFilter::AclCategory(value.clone())
+                } else if eq(kind, "pattern") {
+                    CommandFilter::Pattern(value.clone())
+                } else {
+                    return Err(errors::error(errors::SYNTAX));
+                };
+                CommandCommand::List(Some(filter))
+            }
+            _ => return Err(errors::error(errors::SYNTAX)),
+        },
         b"help" => CommandCommand::Help,
         b"getkeys" if a.len() >= 4 => CommandCommand::GetKeys(rest),
         b"getkeys" => return Err(wrong_arity("command|getkeys")),

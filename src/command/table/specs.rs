@@ -201,7 +201,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!(BLMPop, "blmpop", -5, ["write", "blocking", "movablekeys"], 0, 0, 0, "list", "7.0.0", "Pop elements from a list, or block until one is available"),
     spec!(BZPopMin, "bzpopmin", -3, ["write", "noscript", "blocking", "fast"], 1, -2, 1, "sorted_set", "5.0.0", "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available"),
     spec!(BZPopMax, "bzpopmax", -3, ["write", "noscript", "blocking", "fast"], 1, -2, 1, "sorted_set", "5.0.0", "Remove and return the member with the highest score from one or more sorted sets, or block until one is available"),
-    spec!(BZMPop, "bzmpop", -5, ["write", "blocking", "movablekeys"], 0, 0, 0, "sorted_set", "7.0.0", "Remove and return members with scores in a sorted set or block until one is available"),
+    spec!(BZMPop, "bzmpop", -5, ["write", "blocking", "movablekeys"], 0, 0, 0, "sorted-set", "7.0.0", "Remove and return members with scores in a sorted set or block until one is available"),
     // FT.* (RediSearch's names; its module reports them in group "module").
     spec!(FtCreate, "ft.create", -5, ["write", "denyoom"], 0, 0, 0, "search", "1.0.0", "Creates an index with the given spec"),
     spec!(FtSearch, "ft.search", -3, ["readonly"], 0, 0, 0, "search", "1.0.0", "Searches the index with a textual query, returning either documents or just ids"),

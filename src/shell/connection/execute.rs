@@ -48,7 +48,7 @@ impl Connection {
             Command::Command(command) => match command {
                 CommandCommand::All => introspect::all(),
                 CommandCommand::Count => introspect::count(),
-                CommandCommand::List => introspect::list(),
+                CommandCommand::List(filter) => introspect::list(filter.as_ref()),
                 CommandCommand::Info(names) => introspect::info_for(&names),
                 CommandCommand::Docs(names) => introspect::docs_for(&names),
                 CommandCommand::GetKeys(args) => introspect::getkeys(&args),
