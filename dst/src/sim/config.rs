@@ -92,7 +92,7 @@ impl Default for SimConfig {
 impl SimConfig {
     /// The horizon this run gives up on silent peers after (0: never).
     pub fn horizon_ms(&self) -> u64 {
-        self.peer_horizon_ms.unwrap_or(if self.seed % 2 == 0 { SEEDED_HORIZON_MS } else { 0 })
+        self.peer_horizon_ms.unwrap_or(if self.seed.is_multiple_of(2) { SEEDED_HORIZON_MS } else { 0 })
     }
 
     /// The `dst` command that replays exactly this run: every setting that differs
