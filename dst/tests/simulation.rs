@@ -152,14 +152,21 @@ const GRAPH_SEEDS_WITH_CRASHES: u64 = 10;
 /// a run on average succeeds (the planted `rename-drops-ttl` shows the check can fail).
 #[test]
 fn renames_under_replication_faults_converge_to_the_oracle() {
-    let mut renamed = 0;
-    for seed in 0..RENAME_SEEDS {
-        let config = SimConfig { seed, renames: true, ..SimConfig::default() };
+    let renamed = passing_runs_count(RENAME_SEEDS, |seed| SimConfig { seed, renames: true, ..SimConfig::default() }, " RENAME ");
+    assert!(renamed >= RENAME_SEEDS, "{renamed} renames in {RENAME_SEEDS} runs");
+}
+
+/// Run `config(seed)` for every seed below `seeds`, each of which must pass, and count
+/// the commands of the runs whose trace line names `command` and answers OK.
+fn passing_runs_count(seeds: u64, config: impl Fn(u64) -> SimConfig, command: &str) -> u64 {
+    let mut count = 0;
+    for seed in 0..seeds {
+        let config = config(seed);
         let outcome = run(SimConfig { trace: true, ..config.clone() });
         assert!(outcome.ok(), "{}\nreplay: {}", outcome.failure.unwrap_or_default(), config.replay_command());
-        renamed += outcome.trace.iter().filter(|l| l.contains(" RENAME ") && l.ends_with("Simple(b\"OK\")")).count() as u64;
+        count += outcome.trace.iter().filter(|l| l.contains(command) && l.ends_with("Simple(b\"OK\")")).count() as u64;
     }
-    assert!(renamed >= RENAME_SEEDS, "{renamed} renames in {RENAME_SEEDS} runs");
+    count
 }
 
 const RENAME_SEEDS: u64 = 200;
@@ -174,13 +181,7 @@ const RENAME_SEEDS: u64 = 200;
 #[test]
 fn dumps_and_restores_on_a_single_node_match_the_model() {
     let seeds: u64 = std::env::var("DST_CI_DUMP_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(DUMP_SEEDS);
-    let mut restored = 0;
-    for seed in 0..seeds {
-        let config = SimConfig { seed, replicate: false, dumps: true, ..SimConfig::default() };
-        let outcome = run(SimConfig { trace: true, ..config.clone() });
-        assert!(outcome.ok(), "{}\nreplay: {}", outcome.failure.unwrap_or_default(), config.replay_command());
-        restored += outcome.trace.iter().filter(|l| l.contains(" RESTORE ") && l.ends_with("Simple(b\"OK\")")).count() as u64;
-    }
+    let restored = passing_runs_count(seeds, |seed| SimConfig { seed, replicate: false, dumps: true, ..SimConfig::default() }, " RESTORE ");
     assert!(restored >= 20 * seeds, "{restored} RESTOREs in {seeds} runs");
 }
 
@@ -193,13 +194,7 @@ const DUMP_SEEDS: u64 = 1_000;
 /// these runs too).
 #[test]
 fn restores_under_replication_faults_converge_to_the_oracle() {
-    let mut restored = 0;
-    for seed in 0..REPLICATED_DUMP_SEEDS {
-        let config = SimConfig { seed, dumps: true, ..SimConfig::default() };
-        let outcome = run(SimConfig { trace: true, ..config.clone() });
-        assert!(outcome.ok(), "{}\nreplay: {}", outcome.failure.unwrap_or_default(), config.replay_command());
-        restored += outcome.trace.iter().filter(|l| l.contains(" RESTORE ") && l.ends_with("Simple(b\"OK\")")).count() as u64;
-    }
+    let restored = passing_runs_count(REPLICATED_DUMP_SEEDS, |seed| SimConfig { seed, dumps: true, ..SimConfig::default() }, " RESTORE ");
     assert!(restored >= 10 * REPLICATED_DUMP_SEEDS, "{restored} RESTOREs in {REPLICATED_DUMP_SEEDS} runs");
 }
 

@@ -193,11 +193,18 @@ impl ClientInfo {
     /// and drop), about 300 instructions of a request at pipeline depth 1; registering
     /// a waker that is mostly the same one is a few atomic operations.
     pub fn kill_requested(&self) -> impl std::future::Future<Output = ()> + '_ {
+        self.signalled(false)
+    }
+
+    /// Completes once the client is killed, or (with `or_release`) asked to give its
+    /// buffers back.
+    fn signalled(&self, or_release: bool) -> impl std::future::Future<Output = ()> + '_ {
         std::future::poll_fn(move |cx| {
-            // Register before looking: a kill that sets the flag after the look wakes
+            // Register before looking: a signal that sets its flag after the look wakes
             // the waker just registered.
             self.kill.register(cx.waker());
-            if self.killed.load(Ordering::SeqCst) { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
+            let release = or_release && self.release_requested.load(Ordering::SeqCst);
+            if self.killed.load(Ordering::SeqCst) || release { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
         })
     }
 
@@ -212,14 +219,7 @@ impl ClientInfo {
     /// waiting for its client's next bytes must wake for. The caller tells the two apart
     /// by `killed`. Same waker slot, same rules: only the connection's own task waits.
     pub fn attention(&self) -> impl std::future::Future<Output = ()> + '_ {
-        std::future::poll_fn(move |cx| {
-            self.kill.register(cx.waker());
-            if self.killed.load(Ordering::SeqCst) || self.release_requested.load(Ordering::SeqCst) {
-                std::task::Poll::Ready(())
-            } else {
-                std::task::Poll::Pending
-            }
-        })
+        self.signalled(true)
     }
 
     /// Whether the sweep should ask this connection to give its buffers back at
