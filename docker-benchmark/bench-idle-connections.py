@@ -18,30 +18,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import MERIDIAN_BIN, start_server, stop
-
-
-def info_field(port, section, field):
-    with socket.create_connection(("127.0.0.1", port)) as s:
-        s.sendall(b"INFO %s\r\n" % section.encode())
-        data = b""
-        while True:
-            data += s.recv(65536)
-            header, _, rest = data.partition(b"\r\n")
-            if header.startswith(b"$") and len(rest) >= int(header[1:]):
-                break
-    for line in rest.decode().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split(":", 1)[1])
-    sys.exit(f"no {field} in INFO {section}")
-
-
-def rss_bytes(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
+from benchlib import MERIDIAN_BIN, info_field, rss_bytes, start_server, stop
 
 
 def measure(kind, connections, idle_s, meridian_bin, workdir):

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import cli, resp, start_server
+from benchlib import cli, resp, rss_bytes, start_server
 
 
 def start(kind, meridian_bin, workdir):
@@ -75,14 +75,6 @@ def shapes(scale):
         ("small hashes (10 fields)", "key", n(100_000), small_hashes, ("dbsize", None)),
         ("list 16 B elements", "element", n(1_000_000), lambda c: big(b"RPUSH", b"biglist", c, m16), ("LLEN", b"biglist")),
     ]
-
-
-def rss_bytes(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS")
 
 
 def settle(pid):

@@ -40,6 +40,23 @@ def cli(port, *args, timeout=60):
     return out.stdout.decode().strip()
 
 
+def rss_bytes(pid):
+    """Process `pid`'s resident set size in bytes (VmRSS)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def info_field(port, section, field):
+    """One integer field of INFO `section`, through redis-cli."""
+    for line in cli(port, "INFO", section).splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split(":", 1)[1])
+    sys.exit(f"no {field} in INFO {section} on port {port}")
+
+
 def load_average():
     """The 1-minute load average, as /proc/loadavg gives it."""
     with open("/proc/loadavg") as f:

@@ -22,6 +22,11 @@ fn number(fields: &HashMap<String, String>, name: &str) -> i64 {
     fields[name].parse().unwrap_or_else(|_| panic!("{name} is not a number: {fields:?}"))
 }
 
+/// The id of the client `con` is.
+fn client_id(con: &mut redis::Connection) -> i64 {
+    redis::cmd("CLIENT").arg("ID").query(con).expect("CLIENT ID")
+}
+
 /// Wait until client `id`'s line satisfies `check`; the last line seen otherwise.
 fn eventually_listed(con: &mut redis::Connection, id: i64, check: impl Fn(&HashMap<String, String>) -> bool) -> HashMap<String, String> {
     let mut fields = listed(con, id);
@@ -57,7 +62,7 @@ fn client_list_shows_a_transaction_and_a_blocked_client() {
     let server = common::start_meridian(&[]);
     let mut observer = common::connect(&server);
     let mut in_multi = common::connect(&server);
-    let multi_id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut in_multi).expect("id");
+    let multi_id = client_id(&mut in_multi);
     let _: () = redis::cmd("MULTI").query(&mut in_multi).expect("MULTI");
     for args in [&["SET", "k", "value"][..], &["INCR", "n"], &["CLIENT", "GETNAME"]] {
         let queued: String = common::command(args).query(&mut in_multi).expect("queued");
@@ -124,7 +129,7 @@ fn an_idle_client_gives_back_its_buffers_and_a_big_reply_does_not_pin_one() {
     let mut observer = common::connect(&server);
 
     let mut idle = common::connect(&server);
-    let idle_id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut idle).expect("id");
+    let idle_id = client_id(&mut idle);
     let fields = listed(&mut observer, idle_id);
     assert!(number(&fields, "rbs") > 0 && number(&fields, "tot-mem") > 0, "a fresh client holds its buffers: {fields:?}");
     // Two seconds idle (the sweep looks every quarter second): nothing held.
@@ -138,7 +143,7 @@ fn an_idle_client_gives_back_its_buffers_and_a_big_reply_does_not_pin_one() {
     assert_eq!(value, None);
 
     let mut busy = common::connect(&server);
-    let busy_id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut busy).expect("id");
+    let busy_id = client_id(&mut busy);
     let _: () = redis::cmd("SET").arg("big").arg(vec![b'v'; 1 << 20]).query(&mut busy).expect("SET");
     let big: Vec<u8> = redis::cmd("GET").arg("big").query(&mut busy).expect("GET");
     assert_eq!(big.len(), 1 << 20);

@@ -114,30 +114,26 @@ const INVALID_ARGUMENTS: &str = "ERR Invalid arguments specified for command";
 /// and the containers whose subcommands name a key), as Redis's key finders find them;
 /// `None` for the rest.
 fn movable_keys(spec: &CommandSpec, args: &[Bytes]) -> Option<Result<Vec<usize>, Frame>> {
-    let invalid = || Err(Frame::static_error(INVALID_ARGUMENTS));
+    let invalid = || Frame::static_error(INVALID_ARGUMENTS);
     let subcommand = |names: &[&str]| args.get(1).is_some_and(|s| names.iter().any(|n| s.eq_ignore_ascii_case(n.as_bytes())));
     Some(match spec.name {
         // `numkeys key [key ...]`, after a destination or a timeout for some.
-        "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" | "lmpop" | "zmpop" => {
-            numkeys_keys(args, 1).ok_or(()).or_else(|_| invalid())
+        "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" | "lmpop" | "zmpop" => numkeys_keys(args, 1).ok_or_else(invalid),
+        "blmpop" | "bzmpop" => numkeys_keys(args, 2).ok_or_else(invalid),
+        "zunionstore" | "zinterstore" | "zdiffstore" => {
+            numkeys_keys(args, 2).map(|keys| std::iter::once(1).chain(keys).collect()).ok_or_else(invalid)
         }
-        "blmpop" | "bzmpop" => numkeys_keys(args, 2).ok_or(()).or_else(|_| invalid()),
-        "zunionstore" | "zinterstore" | "zdiffstore" => match numkeys_keys(args, 2) {
-            Some(keys) => Ok(std::iter::once(1).chain(keys).collect()),
-            None => invalid(),
-        },
         // A bad count names no key, and these need none (Redis's `no_mandatory_keys`).
         "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => Ok(numkeys_keys(args, 2).unwrap_or_default()),
         "sort" | "sort_ro" => Ok(sort_keys(args)),
         // `... STREAMS key [key ...] id [id ...]`: the first half after the keyword
         // (rounded down, as Redis 7.0's key spec divides).
         "xread" | "xreadgroup" => {
-            let Some(at) = args.iter().position(|a| a.eq_ignore_ascii_case(b"streams")) else { return Some(invalid()) };
-            let keys = (args.len() - at - 1) / 2;
-            if keys == 0 {
-                return Some(invalid());
+            let keys = args.iter().position(|a| a.eq_ignore_ascii_case(b"streams")).map(|at| (at, (args.len() - at - 1) / 2));
+            match keys {
+                Some((at, keys)) if keys > 0 => Ok((at + 1..=at + keys).collect()),
+                _ => Err(invalid()),
             }
-            Ok((at + 1..=at + keys).collect())
         }
         "memory" if subcommand(&["usage"]) && args.len() > 2 => Ok(vec![2]),
         "xgroup" if subcommand(&["create", "setid", "destroy", "createconsumer", "delconsumer"]) && args.len() > 2 => Ok(vec![2]),

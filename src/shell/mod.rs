@@ -210,9 +210,9 @@ pub fn run(config: Config) -> Result<(), String> {
     let persistence_info = Arc::new(std::sync::Mutex::new(persistence::PersistenceInfo::default()));
     let store = if record_deltas {
         let opened = persistence::open_store(&config)?;
-        let (store, location) = (opened.store.clone(), opened.location.clone());
+        let (store, location) = (opened.store.as_ref(), &opened.location);
         let nonce = run_id();
-        if let Err(e) = io_runtime.block_on(persistence::probe_conditional_put(store.as_ref(), config.node_id, &nonce)) {
+        if let Err(e) = io_runtime.block_on(persistence::probe_conditional_put(store, config.node_id, &nonce)) {
             if !config.allow_unfenced {
                 return Err(e);
             }
@@ -222,14 +222,19 @@ pub fn run(config: Config) -> Result<(), String> {
         if config.debug_loading_delay_ms > 0 {
             std::thread::sleep(std::time::Duration::from_millis(config.debug_loading_delay_ms));
         }
-        let recovered = persistence::recover(&io_runtime, store.as_ref(), config.node_id, config.accept_data_loss, &mut shards)?;
+        let recovered = persistence::recover(&io_runtime, store, config.node_id, config.accept_data_loss, &mut shards)?;
         // As Redis when it loads: keys already expired are gone before anyone looks.
         let now = now_ms();
         for shard in &mut shards {
             while shard.has_due_expiry(now) && shard.tick(now) > 0 {}
         }
         if let Ok(mut info) = persistence_info.lock() {
-            *info = persistence::PersistenceInfo { enabled: true, location, recovered: recovered.clone(), ..Default::default() };
+            *info = persistence::PersistenceInfo {
+                enabled: true,
+                location: location.clone(),
+                recovered: recovered.clone(),
+                ..Default::default()
+            };
         }
         if replication.is_some() {
             // Stamps that left the previous process may not have been stored: start

@@ -7,6 +7,7 @@
 use std::collections::VecDeque;
 
 use bytes::Bytes;
+use meridian::protocol::Frame;
 use rand::Rng;
 
 use super::Sim;
@@ -15,12 +16,24 @@ use crate::workload;
 /// Payloads kept for RESTOREs, newest last.
 const DUMPED_KEPT_MAX: usize = 8;
 
+/// Whether a command is a DUMP (asked before the command is handed over to run).
+pub(super) fn is_dump(args: &[Bytes]) -> bool {
+    args[0].eq_ignore_ascii_case(b"DUMP")
+}
+
 /// The last payloads DUMP answered in this run.
 #[derive(Default)]
 pub(super) struct Dumped(VecDeque<Bytes>);
 
 impl Dumped {
-    pub(super) fn keep(&mut self, payload: Bytes) {
+    /// After a command ran: keep the payload a DUMP (`dump`, see [`is_dump`]) answered.
+    pub(super) fn note(&mut self, dump: bool, reply: &Frame) {
+        if dump && let Frame::Bulk(payload) = reply {
+            self.keep(payload.clone());
+        }
+    }
+
+    fn keep(&mut self, payload: Bytes) {
         if self.0.len() == DUMPED_KEPT_MAX {
             self.0.pop_front();
         }

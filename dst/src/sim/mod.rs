@@ -493,11 +493,7 @@ impl Sim {
             let local = self.nodes[node].local_ms(self.now);
             let (actual, _) = self.execute(node, args.clone());
             self.log(format!("c{client} n{node} {line} -> {actual:?}"));
-            if args[0].eq_ignore_ascii_case(b"DUMP")
-                && let meridian::protocol::Frame::Bulk(payload) = &actual
-            {
-                self.dumped.keep(payload.clone());
-            }
+            self.dumped.note(dumps::is_dump(&args), &actual);
             self.notify_after(node, &line, notify_before, false);
             self.record_writes(node, &args, before, local);
             self.record_collection_writes(node, &args, collections_before, &actual);
@@ -517,12 +513,10 @@ impl Sim {
             return;
         }
         let notify_before = self.notify_before(node, &args);
-        let dump = args[0].eq_ignore_ascii_case(b"DUMP");
+        let dump = dumps::is_dump(&args);
         let (actual, expected) = self.execute(node, args);
         self.log(format!("c{client} n{node} {line} -> {actual:?}"));
-        if dump && let meridian::protocol::Frame::Bulk(payload) = &actual {
-            self.dumped.keep(payload.clone());
-        }
+        self.dumped.note(dump, &actual);
         if let Some(expected) = expected
             && actual != expected
         {
