@@ -27,6 +27,49 @@ fn waitaof_reports_the_write_stored_and_it_survives_sigkill() {
 }
 
 #[test]
+fn save_stores_every_write_before_it_and_restarts_the_change_count() {
+    let dir = common::temp_dir("save");
+    // A flush interval far past the test: only SAVE can make the writes durable in time.
+    let mut server = common::start_meridian_on(&dir, &["--flush-interval-ms", "60000"]);
+    let mut con = common::connect(&server);
+    let changes = |con: &mut redis::Connection| common::info_u64(con, "persistence", "rdb_changes_since_last_save");
+    let started: i64 = redis::cmd("LASTSAVE").query(&mut con).unwrap();
+    assert_eq!(common::info_u64(&mut con, "persistence", "rdb_last_save_time"), started as u64, "before any SAVE: the start");
+    assert_eq!(changes(&mut con), 0);
+    let _: () = redis::cmd("SET").arg("k").arg("v1").query(&mut con).unwrap();
+    let _: i64 = redis::cmd("SADD").arg("s").arg("a").query(&mut con).unwrap();
+    // A change per key state or element written: the SET, the new set, its new member.
+    let _: i64 = redis::cmd("SADD").arg("s").arg("b").query(&mut con).unwrap();
+    assert_eq!(changes(&mut con), 3);
+    // An SADD of a present member is a change here (Redis counts none): it renews the
+    // member's dot, so that it wins over an SREM made meanwhile in another region.
+    let _: i64 = redis::cmd("SADD").arg("s").arg("b").query(&mut con).unwrap();
+    assert_eq!(changes(&mut con), 4);
+    // Bit 0 is the top bit of `v` (0x76): the first SETBIT sets it, the second finds it set.
+    let _: i64 = redis::cmd("SETBIT").arg("k").arg(0).arg(1).query(&mut con).unwrap();
+    let _: i64 = redis::cmd("SETBIT").arg("k").arg(0).arg(1).query(&mut con).unwrap();
+    assert_eq!(changes(&mut con), 5, "one SETBIT changed a bit, the other nothing");
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let _: () = redis::cmd("SAVE").query(&mut con).unwrap();
+    assert_eq!(changes(&mut con), 0);
+    let saved: i64 = redis::cmd("LASTSAVE").query(&mut con).unwrap();
+    assert!(saved > started, "LASTSAVE moves with a SAVE: {started} then {saved}");
+    let _: i64 = redis::cmd("DEL").arg("s").query(&mut con).unwrap();
+    assert_eq!(changes(&mut con), 1);
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let mut server = common::start_meridian_on(&dir, &[]);
+    let mut con = common::connect(&server);
+    let value: Option<Vec<u8>> = redis::cmd("GET").arg("k").query(&mut con).unwrap();
+    assert_eq!(value, Some(vec![b'v' | 0x80, b'1']), "SETBIT's change was saved too");
+    let members: Vec<String> = redis::cmd("SMEMBERS").arg("s").query(&mut con).unwrap();
+    assert_eq!(members.len(), 2, "the set as saved: {members:?}");
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn waitaof_refuses_numlocal_without_persistence() {
     let server = common::start_meridian(&["--persistence", "off"]);
     let mut con = common::connect(&server);

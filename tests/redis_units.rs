@@ -52,7 +52,7 @@ const UNITS: &[(&str, usize, usize, &str)] = &[
     ("unit/pubsub", 29, 0, ""),
     ("unit/type/stream", 63, 0, ""),
     ("unit/type/stream-cgroups", 48, 0, ""),
-    ("unit/bitops", 41, 0, ""),
+    ("unit/bitops", 45, 0, ""),
     ("unit/quit", 3, 0, ""),
     ("unit/info-command", 3, 0, ""),
     ("unit/introspection", 11, 1, "the unit stops at FUNCTION LOAD (functions are not implemented)"),

@@ -492,6 +492,8 @@ pub enum Command {
     Help(&'static [&'static str]),
     /// SAVE: every write so far made durable in the object store.
     Save,
+    /// LASTSAVE: when the last SAVE ended (the node's start before any).
+    LastSave,
     /// MONITOR: stream every command the node runs to this client.
     Monitor,
     /// WAITAOF numlocal numreplicas timeout_ms.

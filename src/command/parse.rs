@@ -352,6 +352,7 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
             None => Command::Help(super::script::SCRIPT_HELP),
         }),
         CmdId::Save => Ok(Command::Save),
+        CmdId::LastSave => Ok(Command::LastSave),
         CmdId::Monitor => Ok(Command::Monitor),
         CmdId::WaitAof => {
             let local = int(&a[1])?;

@@ -108,6 +108,7 @@ pub enum CmdId {
     IncrByFloat,
     WaitAof,
     Save,
+    LastSave,
     Monitor,
     HSet,
     HSetNx,

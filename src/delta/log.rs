@@ -27,6 +27,10 @@ pub struct DeltaLog {
     recording: bool,
     /// Deltas produced since start, recorded or not.
     pub produced: u64,
+    /// Changes this shard's own writes made since start, recorded or not, counted as
+    /// Redis counts its `dirty` figure: one a key, one an element (`shard::sinks`
+    /// counts them; merges and tombstone collections are not writes of this shard's).
+    pub changes: u64,
     /// Deltas drained since start: a position in this shard's delta stream.
     drained_total: u64,
 }
@@ -36,7 +40,7 @@ impl DeltaLog {
         assert!(entries_max > 0 && bytes_max > 0);
         // One drain must fit one segment, a multi-key command's overshoot included.
         assert!(entries_max <= SEGMENT_ENTRIES_MAX as usize / 2, "delta log bound {entries_max} exceeds what a segment holds");
-        DeltaLog { recorded: EncodedDeltas::default(), entries_max, bytes_max, recording, produced: 0, drained_total: 0 }
+        DeltaLog { recorded: EncodedDeltas::default(), entries_max, bytes_max, recording, produced: 0, changes: 0, drained_total: 0 }
     }
 
     pub fn is_recording(&self) -> bool {

@@ -483,6 +483,7 @@ impl Shard {
             keyspace_hits: self.kv.stats.keyspace_hits,
             keyspace_misses: self.kv.stats.keyspace_misses,
             deltas_produced: self.deltas.produced,
+            changes: self.deltas.changes + self.remote_deltas_merged,
             delta_log_len: self.deltas.len(),
             delta_log_bytes: self.deltas.bytes(),
             ops_applied: self.ops_applied,

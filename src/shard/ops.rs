@@ -213,6 +213,10 @@ pub struct ShardStats {
     pub keyspace_hits: u64,
     pub keyspace_misses: u64,
     pub deltas_produced: u64,
+    /// Changes made to this shard's data since start: its own writes' (one a key or an
+    /// element, as Redis counts `dirty`) and the deltas merged from peers (as a Redis
+    /// replica counts the commands it applies). INFO's `rdb_changes_since_last_save`.
+    pub changes: u64,
     pub delta_log_len: usize,
     pub delta_log_bytes: usize,
     pub ops_applied: u64,

@@ -28,6 +28,7 @@ pub(super) struct ShardSinks<'a> {
 
 impl DeltaSink for ShardSinks<'_> {
     fn key_changed(&mut self, key: &[u8], state: &KeyState) {
+        self.log.changes += 1;
         let start = self.log.bytes();
         self.log.key_changed(key, state);
         if let Some(outbox) = self.outbox.as_deref_mut() {
@@ -36,6 +37,7 @@ impl DeltaSink for ShardSinks<'_> {
     }
 
     fn key_part_changed(&mut self, key: &[u8], part: &KeyState) {
+        self.log.changes += 1;
         if !crate::bugs::active(crate::bugs::Bug::HashFieldsNotPersisted) {
             self.log.key_part_changed(key, part);
         }
@@ -45,6 +47,7 @@ impl DeltaSink for ShardSinks<'_> {
     }
 
     fn key_elements_changed(&mut self, key: &[u8], part: Part, elements: &[(&[u8], KeyState)]) {
+        self.log.changes += elements.len() as u64;
         if !crate::bugs::active(crate::bugs::Bug::HashFieldsNotPersisted) {
             self.log.key_elements_changed(key, part, elements);
         }
@@ -54,6 +57,7 @@ impl DeltaSink for ShardSinks<'_> {
     }
 
     fn key_elements_pushed(&mut self, key: &[u8], elements: &[(&[u8], ElementRef<'_>)]) {
+        self.log.changes += elements.len() as u64;
         let start = self.log.bytes();
         if !crate::bugs::active(crate::bugs::Bug::HashFieldsNotPersisted) {
             self.log.key_elements_pushed(key, elements);
@@ -64,6 +68,7 @@ impl DeltaSink for ShardSinks<'_> {
     }
 
     fn key_element_set(&mut self, key: &[u8], part: Part, name: &[u8], element: ElementRef<'_>) {
+        self.log.changes += 1;
         let start = self.log.bytes();
         if !crate::bugs::active(crate::bugs::Bug::HashFieldsNotPersisted) {
             self.log.key_element_set(key, part, name, element);
@@ -74,6 +79,7 @@ impl DeltaSink for ShardSinks<'_> {
     }
 
     fn key_element_removed(&mut self, key: &[u8], part: Part, name: &[u8], old: Dot, by: Dot) {
+        self.log.changes += 1;
         let start = self.log.bytes();
         if !crate::bugs::active(crate::bugs::Bug::HashFieldsNotPersisted) {
             self.log.key_element_removed(key, part, name, old, by);
@@ -84,6 +90,7 @@ impl DeltaSink for ShardSinks<'_> {
     }
 
     fn flushed(&mut self, seen: &VersionVector, scope: routing::ShardScope) {
+        self.log.changes += 1;
         self.log.flushed(seen, scope);
         if let Some(outbox) = self.outbox.as_deref_mut() {
             outbox.flushed(seen, scope);

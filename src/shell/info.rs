@@ -231,7 +231,9 @@ pub fn render(state: &ServerState, shards: &[ShardStats], requested: &[Bytes]) -
         let s = &p.stats;
         let _ = write!(
             out,
-            "# Persistence\r\nloading:0\r\nasync_loading:0\r\npersistence_enabled:{}\r\nobject_store:{}\r\nmanifest_epoch:{}\r\nlast_segment:{}\r\nlast_checkpoint:{}\r\nsegments_written:{}\r\nsegments_for_waiters:{}\r\ndurability_waiters:{}\r\nsegment_bytes_written:{}\r\ncheckpoints_written:{}\r\npending_deltas:{}\r\npending_bytes:{}\r\nstore_puts:{}\r\nstore_deletes:{}\r\nstore_errors:{}\r\nlast_store_error:{}\r\nrecovered_checkpoint_parts:{}\r\nrecovered_segments:{}\r\nrecovered_deltas:{}\r\nrecovery_data_loss:{}\r\nfenced:{}\r\n\r\n",
+            "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\npersistence_enabled:{}\r\nobject_store:{}\r\nmanifest_epoch:{}\r\nlast_segment:{}\r\nlast_checkpoint:{}\r\nsegments_written:{}\r\nsegments_for_waiters:{}\r\ndurability_waiters:{}\r\nsegment_bytes_written:{}\r\ncheckpoints_written:{}\r\npending_deltas:{}\r\npending_bytes:{}\r\nstore_puts:{}\r\nstore_deletes:{}\r\nstore_errors:{}\r\nlast_store_error:{}\r\nrecovered_checkpoint_parts:{}\r\nrecovered_segments:{}\r\nrecovered_deltas:{}\r\nrecovery_data_loss:{}\r\nfenced:{}\r\n\r\n",
+            total(|s| s.changes).saturating_sub(state.stats.changes_at_save.load(Ordering::Relaxed)),
+            state.stats.saved_at_secs.load(Ordering::Relaxed),
             p.enabled as u8,
             p.location,
             s.manifest_epoch,

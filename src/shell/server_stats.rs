@@ -38,6 +38,14 @@ pub struct ServerStats {
     /// Clients closed for overcoming their class's output buffer limit (INFO
     /// `client_output_buffer_limit_disconnections`).
     pub output_buffer_disconnections: AtomicU64,
+    /// The node's change count (the shards' `ShardStats::changes`) when the last SAVE
+    /// began: INFO persistence's `rdb_changes_since_last_save` counts from it. 0 until
+    /// the first SAVE, so it counts from the start. Not a statistic: CONFIG RESETSTAT
+    /// leaves it, as Redis leaves its `dirty` figure.
+    pub changes_at_save: AtomicU64,
+    /// When the last SAVE ended, in Unix seconds (LASTSAVE, `rdb_last_save_time`): the
+    /// node's start until the first SAVE, as Redis reports its start (or its RDB load).
+    pub saved_at_secs: AtomicU64,
     /// Per shard thread (a connection counts on its home shard's).
     traffic: Box<[Traffic]>,
 }
@@ -49,6 +57,8 @@ impl ServerStats {
             connections_received: AtomicU64::new(0),
             connections_rejected: AtomicU64::new(0),
             output_buffer_disconnections: AtomicU64::new(0),
+            changes_at_save: AtomicU64::new(0),
+            saved_at_secs: AtomicU64::new(super::now_ms() / 1000),
             traffic: (0..threads).map(|_| Traffic::default()).collect(),
         }
     }

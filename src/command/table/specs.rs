@@ -107,6 +107,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!(IncrBy, "incrby", 3, ["write", "denyoom", "fast"], 1, 1, 1, "string", "1.0.0", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
     spec!(DecrBy, "decrby", 3, ["write", "denyoom", "fast"], 1, 1, 1, "string", "1.0.0", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist."),
     spec!(Save, "save", 1, ["admin", "noscript", "no_async_loading", "no_multi"], 0, 0, 0, "server", "1.0.0", "Synchronously save the dataset to disk"),
+    spec!(LastSave, "lastsave", 1, ["loading", "stale", "fast"], 0, 0, 0, "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk."),
     spec!(Monitor, "monitor", 1, ["admin", "noscript", "loading", "stale"], 0, 0, 0, "server", "1.0.0", "Listens for all requests received by the server in real-time."),
     spec!(WaitAof, "waitaof", 4, ["noscript"], 0, 0, 0, "generic", "7.2.0", "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas."),
     spec!(IncrByFloat, "incrbyfloat", 3, ["write", "denyoom", "fast"], 1, 1, 1, "string", "2.6.0", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist."),

@@ -2,6 +2,8 @@
 //! Part of [`super::Connection`]; when a segment is cut and what it releases is
 //! `persistence::group_commit`'s to decide.
 
+use std::sync::atomic::Ordering;
+
 use super::Connection;
 use crate::protocol::Frame;
 use crate::shard::{ShardOp, ShardReply};
@@ -25,8 +27,20 @@ impl Connection {
         if !self.state().config.persistence_enabled() {
             return Frame::static_error("ERR persistence is off (--persistence off): there is no object store to save to");
         }
+        // What is saved is every change made before the wait began: those made during
+        // it still count as unsaved afterwards (Redis's BGSAVE keeps them the same way).
+        let changes = self.changes_made().await;
         self.wait_until_stored().await;
+        let stats = &self.state().stats;
+        stats.changes_at_save.store(changes, Ordering::Relaxed);
+        stats.saved_at_secs.store(crate::shell::now_ms() / 1000, Ordering::Relaxed);
         Frame::ok()
+    }
+
+    /// The node's change count now: every shard's `ShardStats::changes`.
+    async fn changes_made(&self) -> u64 {
+        let replies = self.access.run_everywhere(|| ShardOp::Stats).await;
+        replies.into_iter().map(|r| if let ShardReply::Stats(s) = r { s.changes } else { 0 }).sum()
     }
 
     /// Where every shard's delta stream stands now: once all of it is stored, every

@@ -81,6 +81,7 @@ impl Connection {
             Command::Time => crate::shell::time_reply(),
             Command::WaitAof { local, replicas, timeout_ms } => self.wait_aof(local, replicas, timeout_ms).await,
             Command::Save => self.save().await,
+            Command::LastSave => Frame::Integer(self.state().stats.saved_at_secs.load(std::sync::atomic::Ordering::Relaxed) as i64),
             Command::Monitor => self.monitor(),
             Command::Keyspace(command) => {
                 let pick = self.next_random();
