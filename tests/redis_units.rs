@@ -60,6 +60,7 @@ const UNITS: &[(&str, usize, usize, &str)] = &[
     ("unit/bitfield", 16, 0, ""),
     ("unit/other", 10, 0, ""),
     ("unit/lazyfree", 2, 0, ""),
+    ("unit/geo", 59, 0, ""),
     ("unit/dump", 8, 1, "MIGRATE is not offered: INFO has no migrate_cached_sockets for its cached-connections test"),
 ];
 

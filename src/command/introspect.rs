@@ -126,6 +126,14 @@ fn movable_keys(spec: &CommandSpec, args: &[Bytes]) -> Option<Result<Vec<usize>,
         // A bad count names no key, and these need none (Redis's `no_mandatory_keys`).
         "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => Ok(numkeys_keys(args, 2).unwrap_or_default()),
         "sort" | "sort_ro" => Ok(sort_keys(args)),
+        // The key, then the argument after the first STORE and after the first STOREDIST
+        // past the fixed arguments (Redis 7.0's key specs: two keyword searches).
+        "georadius" | "georadiusbymember" => {
+            let first_option = if spec.name == "georadius" { 6 } else { 5 };
+            let after =
+                |word: &[u8]| (first_option..args.len().saturating_sub(1)).find(|&at| args[at].eq_ignore_ascii_case(word)).map(|at| at + 1);
+            Ok(std::iter::once(1).chain(after(b"store")).chain(after(b"storedist")).collect())
+        }
         // `... STREAMS key [key ...] id [id ...]`: the first half after the keyword
         // (rounded down, as Redis 7.0's key spec divides).
         "xread" | "xreadgroup" => {

@@ -9,6 +9,7 @@ pub mod bits;
 pub mod blocking;
 pub mod dump;
 pub mod errors;
+pub mod geo;
 pub mod graph;
 pub mod hash;
 pub mod introspect;

@@ -245,6 +245,16 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
         | CmdId::ZInterStore
         | CmdId::ZDiffStore
         | CmdId::ZInterCard => super::zset::parse(spec.id, spec.name, a),
+        CmdId::GeoAdd
+        | CmdId::GeoPos
+        | CmdId::GeoHash
+        | CmdId::GeoDist
+        | CmdId::GeoRadius
+        | CmdId::GeoRadiusRo
+        | CmdId::GeoRadiusByMember
+        | CmdId::GeoRadiusByMemberRo
+        | CmdId::GeoSearch
+        | CmdId::GeoSearchStore => super::geo::parse(spec.id, a),
         CmdId::LPop
         | CmdId::RPop
         | CmdId::LLen

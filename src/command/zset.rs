@@ -117,6 +117,9 @@ pub enum ZsetCommand {
         key: Bytes,
         scan: ElementScan,
     },
+    /// A GEO read (GEOPOS, GEODIST, GEOHASH, GEOSEARCH, GEORADIUS...): boxed, as
+    /// [`ZRange::Lex`] is, to keep every command small.
+    Geo(Box<super::geo::GeoQuery>),
 }
 
 impl ZsetCommand {
@@ -136,6 +139,7 @@ impl ZsetCommand {
             | ZsetCommand::RandMember { key, .. }
             | ZsetCommand::RemRange { key, .. }
             | ZsetCommand::Scan { key, .. } => key,
+            ZsetCommand::Geo(query) => query.key(),
         }
     }
 
@@ -193,6 +197,8 @@ pub enum ZsetMulti {
     RangeStore { dst: Bytes, src: Bytes, query: Box<ZRangeQuery> },
     /// ZMPOP: pop from the first of `keys` that holds members.
     MPop { keys: Vec<Bytes>, max: bool, count: u64 },
+    /// GEOSEARCHSTORE, GEORADIUS[BYMEMBER] ... STORE/STOREDIST (its `store` is set).
+    GeoStore(Box<super::geo::GeoSearch>),
 }
 
 impl ZsetMulti {
@@ -208,6 +214,10 @@ impl ZsetMulti {
             }
             ZsetMulti::RangeStore { dst, src, .. } => vec![src, dst],
             ZsetMulti::MPop { keys, .. } => keys.iter().collect(),
+            ZsetMulti::GeoStore(search) => {
+                let dst = &search.store.as_ref().expect("a store search has a destination").dst;
+                vec![&search.key, dst]
+            }
         }
     }
 

@@ -161,6 +161,15 @@ pub fn encode(frame: &Frame, protocol: Protocol, out: &mut BytesMut) {
                 put_bulk(out, text.as_bytes());
             }
         }
+        Frame::DoubleText(text) => {
+            if resp3 {
+                out.put_u8(b',');
+                out.put_slice(text);
+                out.put_slice(b"\r\n");
+            } else {
+                put_bulk(out, text);
+            }
+        }
         Frame::Boolean(b) if resp3 => out.put_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
         Frame::Boolean(b) => put_int_line(out, b':', *b as i64),
         Frame::Verbatim(format, text) => {

@@ -38,6 +38,9 @@ pub enum Frame {
     Set(Vec<Frame>),
     /// A double (a bulk string in RESP2).
     Double(f64),
+    /// A double already written as text (GEOPOS's coordinates, written as Redis writes
+    /// a long double: 17 decimals): a bulk string in RESP2, `,text` in RESP3.
+    DoubleText(Bytes),
     /// A boolean (the integer 1 or 0 in RESP2).
     Boolean(bool),
     /// Verbatim text with a three-letter format, e.g. `txt` (a bulk string in RESP2).
@@ -95,6 +98,7 @@ impl PartialEq for Frame {
             (Array(a), Array(b)) | (Set(a), Set(b)) | (Push(a), Push(b)) | (Replies(a), Replies(b)) => a == b,
             (Map(a), Map(b)) | (Pairs(a), Pairs(b)) => a == b,
             (Double(a), Double(b)) => a == b,
+            (DoubleText(a), DoubleText(b)) => a == b,
             (Boolean(a), Boolean(b)) => a == b,
             (Verbatim(fa, a), Verbatim(fb, b)) => fa == fb && a == b,
             _ => false,

@@ -368,6 +368,12 @@ impl Shard {
                     Err(error) => ShardReply::Frame(error),
                 };
             }
+            ShardOp::GeoMatches(search) => {
+                return match kv.geo_matches(&search, now_ms) {
+                    Ok(list) => ShardReply::ScoredLists(vec![Some(list)]),
+                    Err(error) => ShardReply::Frame(error),
+                };
+            }
             ShardOp::StoreZset { key, members } => return ShardReply::Count(kv.store_zset(&mut ctx, key, members)),
             ShardOp::ListMulti(cmd) => kv.list_multi(&mut ctx, cmd),
             ShardOp::Keyspace(cmd) => match cmd {

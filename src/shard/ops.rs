@@ -74,6 +74,9 @@ pub enum ShardOp {
         key: Bytes,
         query: ZRangeQuery,
     },
+    /// What a GEO STORE search finds on its source key (`ScoredLists` of one), for a
+    /// destination on another shard.
+    GeoMatches(Box<crate::command::geo::GeoSearch>),
     /// Replace a key with a sorted set of these members (an empty list deletes it);
     /// replies with the count.
     StoreZset {

@@ -11,6 +11,8 @@ pub mod delta_sink;
 pub mod dump;
 pub mod element;
 pub mod elements;
+pub mod geo;
+pub mod geohash;
 pub mod glob;
 pub mod hash_seed;
 pub mod hashes;

@@ -66,7 +66,7 @@ pub fn zset_encoding(members: &Elements, limits: &EncodingLimits) -> &'static st
     if small { "listpack" } else { "skiplist" }
 }
 
-fn order_of(members: &Elements) -> &ScoreOrder {
+pub(super) fn order_of(members: &Elements) -> &ScoreOrder {
     members.score_order().expect("a sorted set part keeps its score order")
 }
 
@@ -78,7 +78,7 @@ fn scored_members(members: &Elements) -> Vec<Scored> {
 impl KvEngine {
     /// The members of a live sorted set key: `Ok(None)` if the key does not exist,
     /// WRONGTYPE if it holds another type.
-    fn zset_members(&mut self, key: &[u8], now_ms: u64) -> Result<Option<&Elements>, Frame> {
+    pub(super) fn zset_members(&mut self, key: &[u8], now_ms: u64) -> Result<Option<&Elements>, Frame> {
         match self.live(key, key_hash(key), now_ms) {
             None => Ok(None),
             Some(state) if state.kind() == Some(KeyKind::Zset) => Ok(state.zset_members()),
@@ -116,6 +116,7 @@ impl KvEngine {
             ZsetCommand::Rem { key, members } => self.zrem(ctx, key, members),
             ZsetCommand::Pop { key, max, count } => self.zpop(ctx, key, max, count),
             ZsetCommand::RemRange { key, range } => self.zremrange(ctx, key, range),
+            ZsetCommand::Geo(query) => self.geo_read(*query, now_ms),
             ZsetCommand::Score { key, member } => {
                 self.zset_members(&key, now_ms).map(|z| z.and_then(|z| z.get(&member)).map_or(Frame::Null, |s| Frame::Double(s.score())))
             }
@@ -362,6 +363,13 @@ impl KvEngine {
             }
             ZsetMulti::RangeStore { dst, src, query } => match self.zset_range_list(&src, &query, now_ms) {
                 Ok(members) => Frame::Integer(self.store_zset_raising(ctx, dst, members, store_event(None))),
+                Err(error) => error,
+            },
+            ZsetMulti::GeoStore(search) => match self.geo_matches(&search, now_ms) {
+                Ok(members) => {
+                    let store = search.store.expect("a store search has a destination");
+                    Frame::Integer(self.store_zset_raising(ctx, store.dst, members, store.event))
+                }
                 Err(error) => error,
             },
             ZsetMulti::MPop { keys, max, count } => {

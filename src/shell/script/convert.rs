@@ -29,7 +29,7 @@ pub fn frame_to_lua(lua: &Lua, frame: Frame) -> mlua::Result<Value> {
     Ok(match frame {
         Frame::Integer(n) => Value::Integer(n),
         Frame::Bulk(bytes) => Value::String(lua.create_string(&bytes)?),
-        Frame::Verbatim(_, bytes) => Value::String(lua.create_string(&bytes)?),
+        Frame::Verbatim(_, bytes) | Frame::DoubleText(bytes) => Value::String(lua.create_string(&bytes)?),
         Frame::Double(value) => Value::String(lua.create_string(format_double(value))?),
         Frame::Boolean(b) => Value::Integer(b as mlua::Integer),
         Frame::Null | Frame::NullArray => Value::Boolean(false),
