@@ -207,3 +207,16 @@ fn commands_and_bytes_of_clients_on_every_thread_add_up() {
     assert_eq!(value("total_net_input_bytes"), 80 * b"*1\r\n$4\r\nPING\r\n".len() as u64 + 25, "{text}");
     assert_eq!(value("total_net_output_bytes"), 80 * b"+PONG\r\n".len() as u64 + 5, "{text}");
 }
+
+#[test]
+fn role_answers_a_primary_at_info_s_replication_offset() {
+    let server = start_meridian(&["--persistence", "off", "--shards", "2"]);
+    let mut con = connect(&server);
+    for key in ["a", "b", "c"] {
+        let _: () = redis::cmd("SET").arg(key).arg(1).query(&mut con).expect("SET");
+    }
+    let (role, offset, replicas): (String, i64, Vec<String>) = redis::cmd("ROLE").query(&mut con).expect("ROLE");
+    assert_eq!((role.as_str(), replicas.len()), ("master", 0));
+    assert_eq!(offset as u64, common::info_u64(&mut con, "replication", "master_repl_offset"));
+    assert_eq!(offset, 3, "one delta a SET, whichever shard took it");
+}

@@ -489,6 +489,9 @@ pub enum Command {
         abort: bool,
     },
     Time,
+    /// ROLE: every node is a primary of its own writes (peers are other regions, not
+    /// replicas), with INFO replication's `master_repl_offset`.
+    Role,
     /// A subcommand's HELP text, answered as Redis does: one status line each.
     Help(&'static [&'static str]),
     /// SAVE: every write so far made durable in the object store.

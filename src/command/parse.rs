@@ -350,6 +350,7 @@ pub fn parse_command_at(index: Option<usize>, mut args: Vec<Bytes>) -> Parsed {
         CmdId::Info => Ok(Command::Info(args.split_off(1))),
         CmdId::Config => parse_config(a),
         CmdId::Time => Ok(Command::Time),
+        CmdId::Role => Ok(Command::Role),
         CmdId::Shutdown => parse_shutdown(a),
         CmdId::Function => parse_function(a),
         CmdId::Eval | CmdId::EvalSha | CmdId::EvalRo | CmdId::EvalShaRo => Ok(Command::Script(super::script::parse_run(

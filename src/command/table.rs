@@ -47,6 +47,7 @@ pub enum CmdId {
     FlushAll,
     Shutdown,
     Time,
+    Role,
     Function,
     Eval,
     EvalSha,

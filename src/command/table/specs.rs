@@ -48,6 +48,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!(FlushAll, "flushall", -1, ["write"], 0, 0, 0, "server", "1.0.0", "Removes all keys from all databases."),
     spec!(Shutdown, "shutdown", -1, ["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], 0, 0, 0, "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server."),
     spec!(Time, "time", 1, ["loading", "stale", "fast"], 0, 0, 0, "server", "2.6.0", "Returns the server time."),
+    spec!(Role, "role", 1, ["noscript", "loading", "stale", "fast"], 0, 0, 0, "server", "2.8.12", "Returns the replication role."),
     spec!(Function, "function", -2, [], 0, 0, 0, "scripting", "7.0.0", "A container for function commands."),
     spec!(Eval, "eval", -3, ["noscript", "stale", "skip_monitor", "no_mandatory_keys", "movablekeys"], 0, 0, 0, "scripting", "2.6.0", "Executes a server-side Lua script."),
     spec!(EvalSha, "evalsha", -3, ["noscript", "stale", "skip_monitor", "no_mandatory_keys", "movablekeys"], 0, 0, 0, "scripting", "2.6.0", "Executes a server-side Lua script by SHA1 digest."),

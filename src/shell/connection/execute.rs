@@ -79,6 +79,16 @@ impl Connection {
             // in progress to abort.
             Command::Shutdown { .. } => Frame::static_error("ERR No shutdown in progress."),
             Command::Time => crate::shell::time_reply(),
+            Command::Role => {
+                let produced: u64 = self
+                    .access
+                    .run_everywhere(|| ShardOp::Stats)
+                    .await
+                    .into_iter()
+                    .map(|r| if let ShardReply::Stats(s) = r { s.deltas_produced } else { 0 })
+                    .sum();
+                Frame::Array(vec![Frame::bulk_str("master"), Frame::Integer(produced as i64), Frame::Array(Vec::new())])
+            }
             Command::WaitAof { local, replicas, timeout_ms } => self.wait_aof(local, replicas, timeout_ms).await,
             Command::Save => self.save().await,
             Command::LastSave => Frame::Integer(self.state().stats.saved_at_secs.load(std::sync::atomic::Ordering::Relaxed) as i64),
