@@ -106,6 +106,9 @@ pub enum ObjectField {
     Encoding,
     /// References to the value: 1, or `i32::MAX` for the small integers Redis shares.
     Refcount,
+    /// The access frequency, which only an LFU `maxmemory-policy` tracks: Meridian's
+    /// one policy is `noeviction`, so it answers as Redis does under it.
+    Freq,
 }
 
 /// A command on exactly one key, executed entirely inside the shard that owns it.

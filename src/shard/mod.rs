@@ -535,6 +535,7 @@ fn apply_key(kv: &mut KvEngine, ctx: &mut WriteCtx, cmd: KeyCommand, picks: &mut
         KeyCommand::List(cmd) => kv.list_command(ctx, cmd),
         KeyCommand::MemoryUsage(key) => kv.memory_usage(&key, now_ms),
         KeyCommand::Object { key, field: ObjectField::Encoding } => kv.object_encoding(&key, now_ms),
+        KeyCommand::Object { key, field: ObjectField::Freq } => kv.object_freq(&key, now_ms),
         KeyCommand::Object { key, field: ObjectField::Refcount } => kv.object_refcount(&key, now_ms),
         KeyCommand::Dump(key) => kv.dump(&key, now_ms, &STREAM_CODEC),
         KeyCommand::Restore(cmd) => kv.restore_payload(ctx, *cmd, &STREAM_CODEC),

@@ -264,10 +264,12 @@ pub(super) fn parse_object(a: &mut [Bytes]) -> Parsed {
         (ObjectField::Encoding, "object|encoding")
     } else if eq(sub, "refcount") {
         (ObjectField::Refcount, "object|refcount")
+    } else if eq(sub, "freq") {
+        (ObjectField::Freq, "object|freq")
     } else if eq(sub, "help") && a.len() == 2 {
         return Ok(Command::Help(OBJECT_HELP));
     } else {
-        // IDLETIME and FREQ need per-access bookkeeping Meridian does not keep.
+        // IDLETIME needs a per-key access clock Meridian does not keep.
         return Err(errors::unknown_subcommand(sub, "OBJECT"));
     };
     if a.len() != 3 {

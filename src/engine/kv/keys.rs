@@ -182,6 +182,17 @@ impl KvEngine {
         }
     }
 
+    /// OBJECT FREQ: Redis's answer under a `maxmemory-policy` that is not LFU (Meridian's
+    /// one policy is `noeviction`): access frequency is not tracked. Nil for a missing key.
+    pub fn object_freq(&mut self, key: &[u8], now_ms: u64) -> Frame {
+        if self.live(key, key_hash(key), now_ms).is_none() {
+            return Frame::Null;
+        }
+        Frame::static_error(
+            "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
+        )
+    }
+
     /// MEMORY USAGE: an estimate of what the key takes, in bytes: its entry, its key and
     /// value bytes, and per element (hash field, set or sorted set member) its state and
     /// bytes (a sorted set's score order too). An estimate (it does not ask the
