@@ -29,18 +29,12 @@ impl Connection {
         }
         // What is saved is every change made before the wait began: those made during
         // it still count as unsaved afterwards (Redis's BGSAVE keeps them the same way).
-        let changes = self.changes_made().await;
+        let changes: u64 = self.shard_stats().await.iter().map(|s| s.changes).sum();
         self.wait_until_stored().await;
         let stats = &self.state().stats;
         stats.changes_at_save.store(changes, Ordering::Relaxed);
         stats.saved_at_secs.store(crate::shell::now_ms() / 1000, Ordering::Relaxed);
         Frame::ok()
-    }
-
-    /// The node's change count now: every shard's `ShardStats::changes`.
-    async fn changes_made(&self) -> u64 {
-        let replies = self.access.run_everywhere(|| ShardOp::Stats).await;
-        replies.into_iter().map(|r| if let ShardReply::Stats(s) = r { s.changes } else { 0 }).sum()
     }
 
     /// Where every shard's delta stream stands now: once all of it is stored, every

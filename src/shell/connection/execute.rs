@@ -10,7 +10,7 @@ use bytes::Bytes;
 use super::Connection;
 use crate::command::{Command, CommandCommand, errors, introspect};
 use crate::protocol::{Frame, Protocol};
-use crate::shard::{ShardOp, ShardReply};
+use crate::shard::{ShardOp, ShardReply, ShardStats};
 use crate::shell::shards::Shards;
 use crate::shell::{fanout, info};
 
@@ -55,12 +55,7 @@ impl Connection {
                 CommandCommand::Help => introspect::help(),
             },
             Command::Info(sections) => {
-                let mut stats = Vec::new();
-                for reply in self.access.run_everywhere(|| ShardOp::Stats).await {
-                    if let ShardReply::Stats(s) = reply {
-                        stats.push(*s);
-                    }
-                }
+                let stats = self.shard_stats().await;
                 let text = info::render(self.state(), &stats, &sections);
                 Frame::Verbatim("txt", Bytes::from(text))
             }
@@ -80,13 +75,7 @@ impl Connection {
             Command::Shutdown { .. } => Frame::static_error("ERR No shutdown in progress."),
             Command::Time => crate::shell::time_reply(),
             Command::Role => {
-                let produced: u64 = self
-                    .access
-                    .run_everywhere(|| ShardOp::Stats)
-                    .await
-                    .into_iter()
-                    .map(|r| if let ShardReply::Stats(s) = r { s.deltas_produced } else { 0 })
-                    .sum();
+                let produced: u64 = self.shard_stats().await.iter().map(|s| s.deltas_produced).sum();
                 Frame::Array(vec![Frame::bulk_str("master"), Frame::Integer(produced as i64), Frame::Array(Vec::new())])
             }
             Command::WaitAof { local, replicas, timeout_ms } => self.wait_aof(local, replicas, timeout_ms).await,
@@ -108,5 +97,11 @@ impl Connection {
             Command::Blocking(command) => self.block(command).await,
             Command::Key(_) => Frame::static_error("ERR internal: key command reached the barrier path"),
         }
+    }
+
+    /// Every shard's figures for INFO (and ROLE's offset, SAVE's change count).
+    pub(super) async fn shard_stats(&self) -> Vec<ShardStats> {
+        let replies = self.access.run_everywhere(|| ShardOp::Stats).await;
+        replies.into_iter().filter_map(|r| if let ShardReply::Stats(s) = r { Some(*s) } else { None }).collect()
     }
 }
