@@ -25,6 +25,9 @@
 # one of the collection reads hget, sismember, zscore, zrange100 (run against a key the
 # matching write test fills first; lpop/rpop also pop from a filled list), `xadd`
 # (`XADD mystream * field value-N` into one stream), or
+# `geoadd` (GEOADD of a new member at one point into one index), `geosearch` (GEOSEARCH
+# of a 5 km radius, nearest 10 with distances, over GEO_POINTS (10,000) points in a
+# one-degree square), or
 # `publish`: PUBLISH of a 16-byte message to SUBSCRIBERS (default 1) subscribed sockets
 # that read everything (bench-lists-pubsub.py's readers; the run fails if one is short),
 # so the figure is the cost of one PUBLISH and all its deliveries.
@@ -110,12 +113,26 @@ measure() {
         zscore) command=(ZSCORE myzset element:__rand_int__) ;;
         zrange100) command=(ZRANGE myzset 0 99) ;;
         xadd) command=(XADD mystream '*' field value-__rand_int__) ;;
+        geoadd) command=(GEOADD mygeo 13.361389 38.115556 member:__rand_int__) ;;
+        geosearch) command=(GEOSEARCH mygeo FROMLONLAT 13.5 38.5 BYRADIUS 5 km ASC COUNT 10 WITHDIST) ;;
     esac
     case "$test" in
         hget) redis-benchmark -p "$port" -t hset -n "$KEYSPACE" -r "$KEYSPACE" -P 64 -c 1 -q >/dev/null ;;
         sismember) redis-benchmark -p "$port" -t sadd -n "$KEYSPACE" -r "$KEYSPACE" -P 64 -c 1 -q >/dev/null ;;
         zscore | zrange100) redis-benchmark -p "$port" -n "$KEYSPACE" -r "$KEYSPACE" -P 64 -c 1 -q \
             ZADD myzset __rand_int__ element:__rand_int__ >/dev/null ;;
+        # GEO_POINTS (10,000) points spread evenly over one degree square around the
+        # search's centre, the same in both runs (a fixed seed).
+        geosearch) python3 -c '
+import random, sys
+r = random.Random(7)
+n = int(sys.argv[1])
+out = sys.stdout
+for i in range(n):
+    x, y = "%.6f" % (13.0 + r.random()), "%.6f" % (38.0 + r.random())
+    m = "p%d" % i
+    out.write("*5\r\n$6\r\nGEOADD\r\n$5\r\nmygeo\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(x), x, len(y), y, len(m), m))
+' "${GEO_POINTS:-10000}" | redis-cli -p "$port" --pipe >/dev/null ;;
     esac
     if [[ ${#command[@]} -gt 0 ]]; then
         redis-benchmark -p "$port" -n "$count" -r "$KEYSPACE" -P "$PIPELINE" -c "$CLIENTS" -q "${command[@]}" >/dev/null
