@@ -165,7 +165,8 @@ fn moved_y(cell: Cell, d: i8) -> Cell {
 }
 
 fn moved(cell: Cell, d: i8, mask: u64) -> Cell {
-    if d == 0 {
+    // No cell (step 0) has no neighbour; its shift below would be the whole word.
+    if d == 0 || cell.step == 0 {
         return cell;
     }
     let shift = 64 - 2 * u32::from(cell.step);
@@ -403,6 +404,17 @@ mod tests {
         assert!((north.latitude.min - here.latitude.max).abs() < 1e-9);
         assert_eq!(moved_x(moved_x(cell, 1), -1), cell);
         assert_eq!(moved_y(moved_y(cell, -1), 1), cell);
+    }
+
+    #[test]
+    fn extreme_searches_read_some_cells_and_never_panic() {
+        for kind in [ShapeKind::Radius(0.0), ShapeKind::Radius(1e308), ShapeKind::Box { width: 1e308, height: 0.0 }] {
+            for centre in [(0.0, 0.0), (LONG_MAX, LAT_MAX), (LONG_MIN, LAT_MIN)] {
+                let cells = search_cells(&Shape { centre, kind, unit: 1609.34 });
+                assert!((1..=9).contains(&cells.len()), "{kind:?} at {centre:?}: {cells:?}");
+            }
+        }
+        assert_eq!(moved_x(Cell::NONE, 1), Cell::NONE);
     }
 
     #[test]
