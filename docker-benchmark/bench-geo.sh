@@ -15,14 +15,7 @@ BIN=$1; D=$(mktemp -d)
 if [ "$BIN" = redis ]; then taskset -c 0 redis-server --port 6402 --save "" --appendonly no >/dev/null 2>&1 &
 else taskset -c 0 $BIN --port 6402 --shards 1 --data-dir $D >/dev/null 2>&1 & fi
 PID=$!; sleep 1.5
-python3 -c '
-import random, sys
-r = random.Random(7)
-for i in range(10000):
-    x, y = "%.6f" % (13.0 + r.random()), "%.6f" % (38.0 + r.random())
-    m = "p%d" % i
-    sys.stdout.write("*5\r\n$6\r\nGEOADD\r\n$5\r\nmygeo\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(x), x, len(y), y, len(m), m))
-' | redis-cli -p 6402 --pipe >/dev/null
+python3 "$(dirname "$0")/geo-points.py" 10000 | redis-cli -p 6402 --pipe >/dev/null
 a=$(taskset -c 1 redis-benchmark -p 6402 -c 50 -n 1000000 -P 16 -r 1000000 --csv GEOADD g2 13.361389 38.115556 member:__rand_int__ | tail -1 | cut -d, -f2 | tr -d '"')
 s=$(taskset -c 1 redis-benchmark -p 6402 -c 50 -n 100000 -P 16 --csv GEOSEARCH mygeo FROMLONLAT 13.5 38.5 BYRADIUS 5 km ASC COUNT 10 WITHDIST | tail -1 | cut -d, -f2 | tr -d '"')
 s1=$(taskset -c 1 redis-benchmark -p 6402 -c 50 -n 100000 -P 1 --csv GEOSEARCH mygeo FROMLONLAT 13.5 38.5 BYRADIUS 5 km ASC COUNT 10 WITHDIST | tail -1 | cut -d, -f2 | tr -d '"')

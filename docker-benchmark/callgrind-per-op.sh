@@ -122,17 +122,8 @@ measure() {
         zscore | zrange100) redis-benchmark -p "$port" -n "$KEYSPACE" -r "$KEYSPACE" -P 64 -c 1 -q \
             ZADD myzset __rand_int__ element:__rand_int__ >/dev/null ;;
         # GEO_POINTS (10,000) points spread evenly over one degree square around the
-        # search's centre, the same in both runs (a fixed seed).
-        geosearch) python3 -c '
-import random, sys
-r = random.Random(7)
-n = int(sys.argv[1])
-out = sys.stdout
-for i in range(n):
-    x, y = "%.6f" % (13.0 + r.random()), "%.6f" % (38.0 + r.random())
-    m = "p%d" % i
-    out.write("*5\r\n$6\r\nGEOADD\r\n$5\r\nmygeo\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(x), x, len(y), y, len(m), m))
-' "${GEO_POINTS:-10000}" | redis-cli -p "$port" --pipe >/dev/null ;;
+        # search's centre, the same in both runs (geo-points.py: a fixed seed).
+        geosearch) python3 "$SCRIPT_DIR/geo-points.py" "${GEO_POINTS:-10000}" | redis-cli -p "$port" --pipe >/dev/null ;;
     esac
     if [[ ${#command[@]} -gt 0 ]]; then
         redis-benchmark -p "$port" -n "$count" -r "$KEYSPACE" -P "$PIPELINE" -c "$CLIENTS" -q "${command[@]}" >/dev/null

@@ -10,6 +10,7 @@ use bytes::Bytes;
 
 use super::errors;
 use super::numbers::{parse_f64, parse_i64};
+use super::parse::take;
 use super::table::CmdId;
 use super::zset::{ZAddFlags, ZsetCommand, ZsetMulti};
 use super::{Command, KeyCommand, MultiKeyCommand};
@@ -71,12 +72,11 @@ pub struct GeoSearch {
     pub count: u64,
     /// Stop at the first `count` found rather than the nearest `count`.
     pub any: bool,
-    /// STORE/STOREDIST and GEOSEARCHSTORE's destination.
-    pub store: Option<GeoStore>,
 }
 
-/// Where a search's results are stored: the destination, and whether as distances
-/// (STOREDIST) or as positions (the members' scores).
+/// Where a search's results are stored (STORE/STOREDIST, GEOSEARCHSTORE): the
+/// destination, and whether as distances (STOREDIST) or as positions (the members'
+/// scores).
 #[derive(Clone, Debug, PartialEq)]
 pub struct GeoStore {
     pub dst: Bytes,
@@ -137,23 +137,20 @@ pub fn parse(id: CmdId, a: &mut [Bytes]) -> Result<Command, Frame> {
     let geo = |query: GeoQuery| Ok(Command::Key(KeyCommand::Zset(ZsetCommand::Geo(Box::new(query)))));
     match id {
         CmdId::GeoAdd => parse_geoadd(a),
-        CmdId::GeoPos => geo(GeoQuery::Pos { key: a[1].clone(), members: a[2..].to_vec() }),
-        CmdId::GeoHash => geo(GeoQuery::Hash { key: a[1].clone(), members: a[2..].to_vec() }),
+        CmdId::GeoPos => geo(GeoQuery::Pos { key: take(a, 1), members: a[2..].iter_mut().map(std::mem::take).collect() }),
+        CmdId::GeoHash => geo(GeoQuery::Hash { key: take(a, 1), members: a[2..].iter_mut().map(std::mem::take).collect() }),
         CmdId::GeoDist => {
             let unit = match a.len() {
                 4 => 1.0,
                 5 => unit(&a[4])?,
                 _ => return Err(errors::error(errors::SYNTAX)),
             };
-            geo(GeoQuery::Dist { key: a[1].clone(), from: a[2].clone(), to: a[3].clone(), unit })
+            geo(GeoQuery::Dist { key: take(a, 1), from: take(a, 2), to: take(a, 3), unit })
         }
-        _ => {
-            let search = parse_search(id, a)?;
-            match search.store {
-                Some(_) => Ok(Command::Multi(MultiKeyCommand::Zset(ZsetMulti::GeoStore(Box::new(search))))),
-                None => geo(GeoQuery::Search(search)),
-            }
-        }
+        _ => match parse_search(id, a)? {
+            (search, Some(store)) => Ok(Command::Multi(MultiKeyCommand::Zset(ZsetMulti::GeoStore { search: Box::new(search), store }))),
+            (search, None) => geo(GeoQuery::Search(search)),
+        },
     }
 }
 
@@ -176,17 +173,18 @@ fn parse_geoadd(a: &mut [Bytes]) -> Result<Command, Frame> {
         return Err(errors::error(errors::SYNTAX));
     }
     let mut pairs = Vec::with_capacity(elements / 3);
-    for triple in a[at..].chunks(3) {
+    for triple in a[at..].chunks_mut(3) {
         let (x, y) = point(&triple[0], &triple[1])?;
         let score = geohash::score_of(x, y).expect("a point in range has a geohash");
-        pairs.push((score, triple[2].clone()));
+        pairs.push((score, take(triple, 2)));
     }
-    Ok(Command::Key(KeyCommand::Zset(ZsetCommand::Add { key: a[1].clone(), flags, pairs })))
+    Ok(Command::Key(KeyCommand::Zset(ZsetCommand::Add { key: take(a, 1), flags, pairs })))
 }
 
 /// The search commands, by Redis's `georadiusGeneric`: the fixed arguments, then the
-/// options in any order, then the checks across them.
-fn parse_search(id: CmdId, a: &[Bytes]) -> Result<GeoSearch, Frame> {
+/// options in any order, then the checks across them; with where to store the results
+/// for the STORE forms.
+fn parse_search(id: CmdId, a: &[Bytes]) -> Result<(GeoSearch, Option<GeoStore>), Frame> {
     let by_member = matches!(id, CmdId::GeoRadiusByMember | CmdId::GeoRadiusByMemberRo);
     let search_form = matches!(id, CmdId::GeoSearch | CmdId::GeoSearchStore);
     let stores = matches!(id, CmdId::GeoRadius | CmdId::GeoRadiusByMember);
@@ -277,5 +275,5 @@ fn parse_search(id: CmdId, a: &[Bytes]) -> Result<GeoSearch, Frame> {
     if count != 0 && order == GeoOrder::Unsorted && !any {
         order = GeoOrder::Nearest;
     }
-    Ok(GeoSearch { key, centre, kind, unit, with_dist, with_hash, with_coord, order, count, any, store })
+    Ok((GeoSearch { key, centre, kind, unit, with_dist, with_hash, with_coord, order, count, any }, store))
 }

@@ -27,7 +27,8 @@ fn int(arg: &[u8]) -> Result<i64, Frame> {
     parse_i64(arg).ok_or_else(|| errors::error(errors::NOT_INTEGER))
 }
 
-fn take(args: &mut [Bytes], i: usize) -> Bytes {
+/// Argument `i`, moved out (a parser uses each once).
+pub(super) fn take(args: &mut [Bytes], i: usize) -> Bytes {
     std::mem::take(&mut args[i])
 }
 

@@ -197,8 +197,8 @@ pub enum ZsetMulti {
     RangeStore { dst: Bytes, src: Bytes, query: Box<ZRangeQuery> },
     /// ZMPOP: pop from the first of `keys` that holds members.
     MPop { keys: Vec<Bytes>, max: bool, count: u64 },
-    /// GEOSEARCHSTORE, GEORADIUS[BYMEMBER] ... STORE/STOREDIST (its `store` is set).
-    GeoStore(Box<super::geo::GeoSearch>),
+    /// GEOSEARCHSTORE, GEORADIUS[BYMEMBER] ... STORE/STOREDIST.
+    GeoStore { search: Box<super::geo::GeoSearch>, store: super::geo::GeoStore },
 }
 
 impl ZsetMulti {
@@ -214,10 +214,7 @@ impl ZsetMulti {
             }
             ZsetMulti::RangeStore { dst, src, .. } => vec![src, dst],
             ZsetMulti::MPop { keys, .. } => keys.iter().collect(),
-            ZsetMulti::GeoStore(search) => {
-                let dst = &search.store.as_ref().expect("a store search has a destination").dst;
-                vec![&search.key, dst]
-            }
+            ZsetMulti::GeoStore { search, store } => vec![&search.key, &store.dst],
         }
     }
 

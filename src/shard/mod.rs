@@ -368,8 +368,8 @@ impl Shard {
                     Err(error) => ShardReply::Frame(error),
                 };
             }
-            ShardOp::GeoMatches(search) => {
-                return match kv.geo_matches(&search, now_ms) {
+            ShardOp::GeoMatches { search, distances } => {
+                return match kv.geo_matches(&search, distances, now_ms) {
                     Ok(list) => ShardReply::ScoredLists(vec![Some(list)]),
                     Err(error) => ShardReply::Frame(error),
                 };

@@ -96,7 +96,9 @@ impl Shard {
             ShardOp::ZsetMulti(ZsetMulti::RangeStore { src, .. }) | ShardOp::ZsetRange { key: src, .. } => {
                 (std::slice::from_ref(src), |_| true)
             }
-            ShardOp::ZsetMulti(ZsetMulti::GeoStore(search)) | ShardOp::GeoMatches(search) => (std::slice::from_ref(&search.key), |_| true),
+            ShardOp::ZsetMulti(ZsetMulti::GeoStore { search, .. }) | ShardOp::GeoMatches { search, .. } => {
+                (std::slice::from_ref(&search.key), |_| true)
+            }
             ShardOp::SetAlgebra { keys, .. } | ShardOp::SetMemberLists(keys) => (keys, |kind| kind == Some(KeyKind::Set)),
             ShardOp::ZsetMulti(ZsetMulti::Algebra { keys, .. }) | ShardOp::ScoredLists(keys) => {
                 (keys, |kind| matches!(kind, Some(KeyKind::Set | KeyKind::Zset)))

@@ -76,7 +76,10 @@ pub enum ShardOp {
     },
     /// What a GEO STORE search finds on its source key (`ScoredLists` of one), for a
     /// destination on another shard.
-    GeoMatches(Box<crate::command::geo::GeoSearch>),
+    GeoMatches {
+        search: Box<crate::command::geo::GeoSearch>,
+        distances: bool,
+    },
     /// Replace a key with a sorted set of these members (an empty list deletes it);
     /// replies with the count.
     StoreZset {

@@ -92,12 +92,12 @@ pub async fn zset_multi(access: &impl Shards, cmd: ZsetMulti) -> Frame {
                 })
                 .await
         }
-        ZsetMulti::GeoStore(search) => {
-            let (from, to) = (access.shard_of(&search.key), access.shard_of(&search.store.as_ref().expect("a destination").dst));
-            let store = search.store.clone().expect("a store search has a destination");
+        ZsetMulti::GeoStore { search, store } => {
+            let (from, to) = (access.shard_of(&search.key), access.shard_of(&store.dst));
             let event = super::fanout::notifying(access).then(|| KeyEvent::new(Class::Zset, store.event, store.dst.clone()));
+            let distances = store.distances;
             access
-                .run_atomic(shards, move |parked| match parked.apply(from, ShardOp::GeoMatches(search)) {
+                .run_atomic(shards, move |parked| match parked.apply(from, ShardOp::GeoMatches { search, distances }) {
                     ShardReply::ScoredLists(mut lists) => {
                         let members = lists.pop().flatten().unwrap_or_default();
                         super::fanout::store_and_notify(parked, to, ShardOp::StoreZset { key: store.dst, members }, event)

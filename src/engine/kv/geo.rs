@@ -149,12 +149,11 @@ impl KvEngine {
     }
 
     /// What a STORE search puts in its destination: the members found, scored by their
-    /// geohash or (STOREDIST) their distance in the search's unit; empty for a missing
-    /// key (the destination is then deleted, as in Redis).
-    pub fn geo_matches(&mut self, search: &GeoSearch, now_ms: u64) -> Result<Vec<Scored>, Frame> {
+    /// geohash or (`distances`, STOREDIST) their distance in the search's unit; empty for
+    /// a missing key (the destination is then deleted, as in Redis).
+    pub fn geo_matches(&mut self, search: &GeoSearch, distances: bool, now_ms: u64) -> Result<Vec<Scored>, Frame> {
         let Some(members) = self.zset_members(&search.key, now_ms)? else { return Ok(Vec::new()) };
         let centre = centre_of(members, &search.centre)?;
-        let distances = search.store.as_ref().is_some_and(|s| s.distances);
         Ok(find(members, search, centre)
             .into_iter()
             .map(|f| {

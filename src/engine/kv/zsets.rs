@@ -365,11 +365,8 @@ impl KvEngine {
                 Ok(members) => Frame::Integer(self.store_zset_raising(ctx, dst, members, store_event(None))),
                 Err(error) => error,
             },
-            ZsetMulti::GeoStore(search) => match self.geo_matches(&search, now_ms) {
-                Ok(members) => {
-                    let store = search.store.expect("a store search has a destination");
-                    Frame::Integer(self.store_zset_raising(ctx, store.dst, members, store.event))
-                }
+            ZsetMulti::GeoStore { search, store } => match self.geo_matches(&search, store.distances, now_ms) {
+                Ok(members) => Frame::Integer(self.store_zset_raising(ctx, store.dst, members, store.event)),
                 Err(error) => error,
             },
             ZsetMulti::MPop { keys, max, count } => {
